@@ -1,0 +1,34 @@
+"""loadknee's Locust side: LLM users, the stepped shape, the recorder, telemetry, the simulator.
+
+Importing this package does not import locust (and so does not monkey-patch the interpreter with
+gevent): the simulator and ``analysis`` use parts of it from plain asyncio / pandas processes.
+The Locust-facing names below are loaded on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+#: public name → module that defines it (imported lazily, on attribute access)
+_LAZY: dict[str, str] = {
+    "ChatUser": "loadknee_locust.users",
+    "CompletionsUser": "loadknee_locust.users",
+    "BatchCompletionsUser": "loadknee_locust.users",
+    "LLMUser": "loadknee_locust.users",
+    "SteppedShape": "loadknee_locust.shape",
+    "register": "loadknee_locust.plugin",
+    "install": "loadknee_locust.plugin",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'loadknee_locust' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = sorted(_LAZY)

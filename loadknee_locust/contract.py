@@ -1,0 +1,197 @@
+"""The run-directory contract: file names, columns (with units) and closed vocabularies.
+
+This is the only thing the Locust side (``loadknee_locust``) and the offline side (``analysis``)
+share. It is pure stdlib on purpose: ``analysis`` imports it without importing locust or gevent,
+and the plugin imports it without importing pandas.
+
+Conventions (see DESIGN.md, "The run directory"):
+
+* one observation per row; the unit is in the column name (``_ms``, ``_s``, ``_unix_s``, ``_pct``,
+  ``_mib``);
+* a missing value is an empty cell (read back as NaN, never 0);
+* timestamps are numeric unix seconds (float), never local-time strings;
+* booleans are written as ``1`` / ``0`` (empty when unknown);
+* writers flush at least once a second, so a killed run leaves readable files.
+
+Files in ``runs/<run_id>/``:
+
+``run.json``
+    One JSON object: every parameter, target URL and model, prompt source (kind, target lengths,
+    log file sha256, never its text), versions, start time, worker count. Never an API key.
+
+``stages.csv`` (one row per stage; see :data:`STAGE_COLUMNS`)
+    ``stage`` integer index (0-based, in run order; the baseline, when there is one, is stage 0),
+    ``kind`` (``baseline`` | ``step``), ``target_users``, ``batch_size``, ``start_unix_s`` (users
+    released), ``warmup_end_unix_s`` (measured window opens), ``measure_end_unix_s`` (measured
+    window closes, users stopped), ``end_unix_s`` (cooldown over), ``stop_reason``
+    (:data:`STOP_REASONS`).
+
+``requests.csv`` (one row per request; see :data:`REQUEST_COLUMNS`)
+    ``request_id`` (unique within the run: ``<worker>-<sequence>``), ``stage``, ``phase``
+    (:data:`PHASES`), ``worker`` (``local`` or the worker index), ``user_id``, ``endpoint``
+    (``chat`` | ``completions``), ``stream`` (1/0), ``batch_size`` (prompts in the request),
+    ``start_unix_s``, ``end_unix_s``, ``e2e_ms``, ``ttft_ms`` (first content-bearing chunk; empty
+    when not streaming), ``tpot_ms`` ((e2e - ttft) / (completion_tokens - 1)), ``itl_mean_ms``,
+    ``itl_p50_ms``, ``itl_p95_ms``, ``itl_max_ms`` (gaps between content chunks), ``chunks``
+    (content-bearing chunks), ``prompt_tokens``, ``completion_tokens``, ``usage_source``
+    (:data:`USAGE_SOURCES`), ``target_input_tokens``, ``target_output_tokens``, ``length_ok``
+    (1/0, empty when no target), ``outcome`` (:data:`OUTCOMES`), ``http_status``, ``error`` (short,
+    one line), ``prompt_hash`` (sha256 prefix of the prompt text; the text itself is never
+    written).
+
+``gpu.csv`` (one row per GPU per sample; see :data:`GPU_COLUMNS`)
+    ``timestamp_unix_s``, ``gpu_index``, ``source`` (:data:`GPU_SOURCES`), ``memory_used_mib``,
+    ``memory_total_mib``, ``gpu_util_pct``, ``sm_util_pct``, ``mem_bw_util_pct``, ``error`` (empty
+    on a good sample; a failed sample is a row with empty values and the reason here, so the gap is
+    visible).
+
+``server_metrics.csv`` (one row per scraped sample, long form; see :data:`SERVER_METRIC_COLUMNS`)
+    ``timestamp_unix_s``, ``endpoint`` (the scraped URL, credentials stripped), ``metric`` (the
+    Prometheus sample name as exposed, e.g. ``vllm:num_requests_waiting``), ``labels`` (the
+    Prometheus label set rendered as ``k="v",k2="v2"``), ``value``, ``error`` (a failed scrape is
+    one row with empty metric/value and the reason).
+
+``client.csv`` (one row per sample; see :data:`CLIENT_COLUMNS`)
+    ``timestamp_unix_s``, ``worker``, ``cpu_pct`` (load-generator process CPU, 100 = one core),
+    ``memory_mib``, ``users``.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+RUN_JSON: Final = "run.json"
+STAGES_CSV: Final = "stages.csv"
+REQUESTS_CSV: Final = "requests.csv"
+GPU_CSV: Final = "gpu.csv"
+SERVER_METRICS_CSV: Final = "server_metrics.csv"
+CLIENT_CSV: Final = "client.csv"
+
+Phase = Literal["baseline", "warmup", "measure", "cooldown"]
+PHASES: Final[tuple[str, ...]] = ("baseline", "warmup", "measure", "cooldown")
+
+StageKind = Literal["baseline", "step"]
+STAGE_KINDS: Final[tuple[str, ...]] = ("baseline", "step")
+
+StopReason = Literal["duration", "request_count", "red_line", "time_limit", "stopped"]
+STOP_REASONS: Final[tuple[str, ...]] = (
+    "duration",  # held for the configured time
+    "request_count",  # reached the configured number of completed requests
+    "red_line",  # early stop: error rate or latency ceiling crossed
+    "time_limit",  # the run's overall time limit cut it
+    "stopped",  # stopped by the user (web UI stop, Ctrl-C)
+)
+
+Outcome = Literal[
+    "ok",
+    "length_mismatch",
+    "http_error",
+    "connect_error",
+    "timeout",
+    "incomplete",
+    "malformed",
+    "stream_error",
+    "empty_response",
+    "client_error",
+]
+OUTCOMES: Final[tuple[str, ...]] = (
+    "ok",  # complete response, lengths as targeted (or no target)
+    "length_mismatch",  # complete, but the server's token counts miss the target: kept, flagged
+    "http_error",  # non-200 status (429/503 rejections, 400 too long, 500)
+    "connect_error",  # could not connect / connection refused or reset before a response
+    "timeout",  # connect or read timed out (before or during the stream)
+    "incomplete",  # the stream ended or was cut before data: [DONE]
+    "malformed",  # a chunk or body that is not valid JSON / not the OpenAI shape
+    "stream_error",  # an error object inside the stream or body
+    "empty_response",  # HTTP 200 with no choices / no content
+    "client_error",  # an exception in the load generator itself
+)
+#: Outcomes that count as a served request in the statistics.
+SUCCESS_OUTCOMES: Final[tuple[str, ...]] = ("ok",)
+
+UsageSource = Literal["server", "estimate", "none"]
+USAGE_SOURCES: Final[tuple[str, ...]] = ("server", "estimate", "none")
+
+GpuSource = Literal["nvml", "dcgm", "nvidia-smi", "sim"]
+GPU_SOURCES: Final[tuple[str, ...]] = ("nvml", "dcgm", "nvidia-smi", "sim")
+
+STAGE_COLUMNS: Final[tuple[str, ...]] = (
+    "stage",
+    "kind",
+    "target_users",
+    "batch_size",
+    "start_unix_s",
+    "warmup_end_unix_s",
+    "measure_end_unix_s",
+    "end_unix_s",
+    "stop_reason",
+)
+
+REQUEST_COLUMNS: Final[tuple[str, ...]] = (
+    "request_id",
+    "stage",
+    "phase",
+    "worker",
+    "user_id",
+    "endpoint",
+    "stream",
+    "batch_size",
+    "start_unix_s",
+    "end_unix_s",
+    "e2e_ms",
+    "ttft_ms",
+    "tpot_ms",
+    "itl_mean_ms",
+    "itl_p50_ms",
+    "itl_p95_ms",
+    "itl_max_ms",
+    "chunks",
+    "prompt_tokens",
+    "completion_tokens",
+    "usage_source",
+    "target_input_tokens",
+    "target_output_tokens",
+    "length_ok",
+    "outcome",
+    "http_status",
+    "error",
+    "prompt_hash",
+)
+
+GPU_COLUMNS: Final[tuple[str, ...]] = (
+    "timestamp_unix_s",
+    "gpu_index",
+    "source",
+    "memory_used_mib",
+    "memory_total_mib",
+    "gpu_util_pct",
+    "sm_util_pct",
+    "mem_bw_util_pct",
+    "error",
+)
+
+SERVER_METRIC_COLUMNS: Final[tuple[str, ...]] = (
+    "timestamp_unix_s",
+    "endpoint",
+    "metric",
+    "labels",
+    "value",
+    "error",
+)
+
+CLIENT_COLUMNS: Final[tuple[str, ...]] = (
+    "timestamp_unix_s",
+    "worker",
+    "cpu_pct",
+    "memory_mib",
+    "users",
+)
+
+#: File name → its columns, for writers and for ``analysis.load`` validation alike.
+CSV_COLUMNS: Final[dict[str, tuple[str, ...]]] = {
+    STAGES_CSV: STAGE_COLUMNS,
+    REQUESTS_CSV: REQUEST_COLUMNS,
+    GPU_CSV: GPU_COLUMNS,
+    SERVER_METRICS_CSV: SERVER_METRIC_COLUMNS,
+    CLIENT_CSV: CLIENT_COLUMNS,
+}
