@@ -1,0 +1,153 @@
+"""Value objects passed between the analysis steps and the report writers.
+
+The computing modules (summary, baseline, knee, diagnosis, recommend) return these; the report
+modules only read them. Keeping them in one small module lets both sides be written and tested
+apart. Everything is frozen; numbers that could not be computed are ``None`` (shown as "n/a"),
+never 0.
+
+The per-stage summary itself is a pandas DataFrame (one row per stage) whose columns are listed
+in :data:`SUMMARY_COLUMNS`, each with its unit in the name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Verdict = Literal["comfortable", "critical", "knee", "red_line"]
+VERDICTS: tuple[str, ...] = ("comfortable", "critical", "knee", "red_line")
+#: how the verdicts are printed in tables (seed 002's 舒适 / 临界 / 拐点 / 红线)
+VERDICT_LABELS: dict[str, str] = {
+    "comfortable": "comfortable",
+    "critical": "critical",
+    "knee": "knee",
+    "red_line": "red line",
+}
+
+Bottleneck = Literal[
+    "none",
+    "compute",
+    "queueing",
+    "memory",
+    "prefill",
+    "host_side",
+    "client",
+    "interference",
+]
+
+#: Columns of the per-stage summary frame (``analysis.summary.summarize_stages``), in order.
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "stage",  # int, as in stages.csv
+    "kind",  # baseline | step
+    "target_users",  # concurrency of the stage
+    "batch_size",
+    "window_s",  # length of the measured window
+    "requests",  # rows in the measured window (all outcomes, length mismatches included)
+    "ok",  # rows with outcome ok
+    "errors",  # rows with an error outcome (not ok, not length_mismatch)
+    "length_mismatch",  # rows excluded from the statistics for missing the target lengths
+    "success_pct",  # ok / (ok + errors) * 100
+    "qps",  # ok requests per second of measured window
+    "output_tok_s",  # completion tokens of ok requests per second
+    "total_tok_s",  # prompt + completion tokens of ok requests per second
+    "e2e_mean_ms",
+    "e2e_p50_ms",
+    "e2e_p95_ms",
+    "e2e_p99_ms",
+    "ttft_p50_ms",
+    "ttft_p95_ms",
+    "ttft_p99_ms",
+    "itl_p50_ms",  # median over ok requests of their per-request itl_p50_ms
+    "itl_p95_ms",  # P95 over ok requests of their per-request itl_p95_ms
+    "tpot_p50_ms",
+    "tpot_p95_ms",
+    "s_per_1k_total_tokens",  # median e2e seconds per 1000 prompt+completion tokens
+    "s_per_1k_completion_tokens",  # median e2e seconds per 1000 completion tokens
+    "gpu_mem_peak_pct",
+    "gpu_util_mean_pct",
+    "sm_util_mean_pct",
+    "kv_cache_peak_pct",
+    "waiting_mean",
+    "waiting_max",
+    "running_max",
+    "preemptions",  # increase of the preemption counter over the window
+    "client_cpu_peak_pct",
+)
+
+#: Percentile method used everywhere (numpy/pandas "linear" interpolation on raw rows).
+PERCENTILE_METHOD = "exact, from raw per-request rows, linear interpolation (numpy default)"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The sequential single-user baseline (seed 000), or the first stage when there is none."""
+
+    source: Literal["baseline", "first_stage", "none"]
+    requests: int
+    e2e_p50_ms: float | None
+    e2e_p95_ms: float | None
+    ttft_p50_ms: float | None
+    ttft_p95_ms: float | None
+    s_per_1k_total_p50: float | None
+    s_per_1k_total_p95: float | None
+    s_per_1k_completion_p50: float | None
+    s_per_1k_completion_p95: float | None
+    output_tok_s: float | None  # single-user throughput, the yardstick of marginal gain
+    warnings: tuple[str, ...] = ()  # e.g. P95 far above the median: external interference
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One rule evaluated on one stage: whether it fired, and the numbers behind it in words."""
+
+    name: str  # throughput_flattening | tail_departure | memory_pressure | errors | sla | ...
+    fired: bool
+    value: float | None
+    threshold: float | None
+    text: str  # e.g. "P95 e2e 812 ms is 3.1× the baseline's 262 ms (threshold 2.0×)"
+
+
+@dataclass(frozen=True)
+class StageVerdict:
+    stage: int
+    target_users: int
+    verdict: Verdict
+    reasons: tuple[str, ...]  # the rules that fired, in words with the numbers
+    signals: tuple[Signal, ...]
+    trusted: bool = True  # False when the load generator was the limit (client-bound)
+    bottleneck: Bottleneck = "none"
+    bottleneck_reason: str = ""
+
+
+@dataclass(frozen=True)
+class KneeResult:
+    """What ``find_knee`` returns: a verdict per step stage and the knee, if any."""
+
+    stages: tuple[StageVerdict, ...]
+    knee_stage: int | None  # stage index of the first "knee" verdict
+    knee_users: int | None
+    red_line_stage: int | None
+    red_line_users: int | None
+    max_concurrency: int | None  # users of the stage before the knee (seed 000)
+    base_capacity: int | None  # highest stage with tail in SLA, memory <= 85 %, 100 % success
+    summary: str  # one or two sentences: where the knee is and why, or "no knee within ..."
+    params: dict[str, Any] = field(default_factory=dict)  # thresholds used, for the report
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    key: str  # e.g. max_concurrency, queue_timeout_ms, vllm.max_num_seqs
+    value: Any
+    reason: str
+
+
+@dataclass(frozen=True)
+class Recommendations:
+    items: tuple[Recommendation, ...]
+    server_flags: tuple[str, ...]  # e.g. ("--max-num-seqs 24", "--gpu-memory-utilization 0.85")
+
+    def get(self, key: str) -> Any:
+        for item in self.items:
+            if item.key == key:
+                return item.value
+        return None
