@@ -1,0 +1,111 @@
+"""``loadknee demo``: the whole job on the embedded simulator — sweep, analysis, table, knee.
+
+Starts ``loadknee sim`` on a free loopback port, runs a short stepped sweep against it with
+``loadknee run`` (real Locust, in a subprocess), then analyses the run directory with
+``loadknee analyze`` and prints the record table, the knee and the recommendations. The
+simulator's own saturation model says where the knee should be; the demo prints that prediction
+beside the measured answer, so a user can see the method find a knee that is known in advance.
+
+Every step runs in its own process: the simulator is asyncio, Locust is gevent-patched and the
+analysis is pandas; none of them is imported here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LISTEN_RE = re.compile(r"listening on (http://\S+)")
+RUN_DIR_RE = re.compile(r"^run directory: (.+)$", re.MULTILINE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="loadknee demo",
+        description="Start the simulator, run a short stepped sweep, analyse it and print the "
+        "record table, the knee and the recommended settings (about 2-3 minutes).",
+    )
+    parser.add_argument("--preset", default="fast", help="simulator preset (default: fast)")
+    parser.add_argument(
+        "--levels", default="1,2,4,8,16,32", help="concurrency levels (default 1,2,4,8,16,32)"
+    )
+    parser.add_argument("--stage-seconds", type=float, default=12.0, help="seconds per level")
+    parser.add_argument("--warmup-seconds", type=float, default=3.0, help="warm-up per level")
+    parser.add_argument("--cooldown-seconds", type=float, default=2.0, help="pause between levels")
+    parser.add_argument("--baseline-requests", type=int, default=10, help="baseline requests")
+    parser.add_argument("--input-tokens", type=int, default=256)
+    parser.add_argument("--output-tokens", type=int, default=64)
+    parser.add_argument("--out", default="runs", help="parent folder of the run directory")
+    return parser
+
+
+def _start_sim(preset: str) -> tuple[subprocess.Popen[str], str]:
+    cmd = [sys.executable, "-m", "loadknee_locust", "sim", "--port", "0", "--preset", preset]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    match = LISTEN_RE.search(line)
+    if not match:
+        proc.kill()
+        raise RuntimeError(f"the simulator did not start: {line!r}")
+    return proc, match.group(1)
+
+
+def _predicted_knee(preset: str, levels: list[int], input_tokens: int, output_tokens: int) -> str:
+    from loadknee_locust.sim.params import PRESETS
+    from loadknee_locust.sim.saturation import predicted_knee_level, saturation_concurrency
+
+    c_star = saturation_concurrency(PRESETS[preset], input_tokens, output_tokens)
+    level = predicted_knee_level(levels, c_star)
+    where = f"the knee at {level} users" if level is not None else "no knee in the tested range"
+    return f"the simulator saturates at {c_star:.1f} concurrent requests: expect {where}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    levels = [int(x) for x in args.levels.split(",") if x.strip()]
+    started = time.monotonic()
+    print(f"[demo] starting the simulator (preset {args.preset}) ...", flush=True)
+    sim, url = _start_sim(args.preset)
+    try:
+        print(f"[demo] simulator at {url}", flush=True)
+        print(
+            "[demo] " + _predicted_knee(args.preset, levels, args.input_tokens, args.output_tokens),
+            flush=True,
+        )
+        run_cmd = [
+            sys.executable, "-m", "loadknee_locust", "run",
+            "--host", url,
+            "--levels", args.levels,
+            "--stage-seconds", str(args.stage_seconds),
+            "--warmup-seconds", str(args.warmup_seconds),
+            "--cooldown-seconds", str(args.cooldown_seconds),
+            "--baseline-requests", str(args.baseline_requests),
+            "--input-tokens", str(args.input_tokens),
+            "--output-tokens", str(args.output_tokens),
+            "--out", args.out,
+        ]  # fmt: skip
+        print("[demo] sweep: " + " ".join(run_cmd[2:]), flush=True)
+        result = subprocess.run(run_cmd, stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+        sys.stdout.write(result.stdout)
+        match = RUN_DIR_RE.search(result.stdout)
+        if result.returncode != 0 or not match:
+            print(f"[demo] the sweep failed (exit {result.returncode})", file=sys.stderr)
+            return 1
+        run_dir = Path(match.group(1).strip())
+    finally:
+        sim.send_signal(signal.SIGTERM)
+        try:
+            sim.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            sim.kill()
+    print(f"[demo] analysing {run_dir} ...", flush=True)
+    analyze = subprocess.run([sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir)])
+    print(f"[demo] done in {time.monotonic() - started:.0f} s", flush=True)
+    return analyze.returncode
