@@ -1,0 +1,139 @@
+"""``knee.json``: the knee, verdicts, baseline, recommendations and summary rows as strict JSON.
+
+Strict means ``json.dumps(allow_nan=False)`` succeeds: NaN and infinities become ``null`` (a
+missing number, never 0), numpy scalars become Python numbers, tuples become lists. The reverse,
+:func:`from_json`, rebuilds the frozen objects and the summary frame, so ``loadknee compare`` can
+read a report written earlier and tests can round-trip it.
+
+Layout (``schema`` 1)::
+
+    {"schema": 1, "run_id": ..., "percentile_method": ...,
+     "knee": KneeResult, "baseline": Baseline | null,
+     "recommendations": {"items": [...], "server_flags": [...]} | null,
+     "summary": [{column: value, ...}, ...]}   # one object per stage, SUMMARY_COLUMNS order
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.model import (
+    PERCENTILE_METHOD,
+    Baseline,
+    KneeResult,
+    Recommendation,
+    Recommendations,
+    Signal,
+    StageVerdict,
+)
+
+SCHEMA = 1
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with NaN/inf → None, numpy → Python, tuples → lists, dataclasses → dicts."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | np.ndarray):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value
+
+
+def summary_records(summary: pd.DataFrame) -> list[dict[str, Any]]:
+    return [jsonable(row) for row in summary.to_dict(orient="records")]
+
+
+def to_json(
+    summary: pd.DataFrame,
+    knee: KneeResult | None,
+    baseline: Baseline | None,
+    recommendations: Recommendations | None,
+    *,
+    run_id: str = "",
+) -> str:
+    """The knee.json text (indented, strict JSON, a newline at the end)."""
+    document = {
+        "schema": SCHEMA,
+        "run_id": run_id,
+        "percentile_method": PERCENTILE_METHOD,
+        "knee": jsonable(knee),
+        "baseline": jsonable(baseline),
+        "recommendations": jsonable(recommendations),
+        "summary": summary_records(summary),
+    }
+    return json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class KneeDocument:
+    """A knee.json read back: the same objects the analysis produced."""
+
+    run_id: str
+    summary: pd.DataFrame
+    knee: KneeResult | None
+    baseline: Baseline | None
+    recommendations: Recommendations | None
+
+
+def _nan(value: Any) -> Any:
+    return math.nan if value is None else value
+
+
+def _knee(data: dict[str, Any] | None) -> KneeResult | None:
+    if data is None:
+        return None
+    stages = tuple(
+        StageVerdict(
+            **{
+                **s,
+                "reasons": tuple(s["reasons"]),
+                "signals": tuple(Signal(**sig) for sig in s["signals"]),
+            }
+        )
+        for s in data["stages"]
+    )
+    return KneeResult(**{**data, "stages": stages})
+
+
+def _baseline(data: dict[str, Any] | None) -> Baseline | None:
+    if data is None:
+        return None
+    return Baseline(**{**data, "warnings": tuple(data.get("warnings", ()))})
+
+
+def _recommendations(data: dict[str, Any] | None) -> Recommendations | None:
+    if data is None:
+        return None
+    return Recommendations(
+        items=tuple(Recommendation(**item) for item in data["items"]),
+        server_flags=tuple(data["server_flags"]),
+    )
+
+
+def from_json(text: str) -> KneeDocument:
+    """Rebuild the objects from knee.json text (null numbers in the summary come back as NaN)."""
+    data = json.loads(text)
+    if data.get("schema") != SCHEMA:
+        raise ValueError(f"knee.json schema {data.get('schema')!r} is not {SCHEMA}")
+    rows = [{k: _nan(v) for k, v in row.items()} for row in data["summary"]]
+    return KneeDocument(
+        run_id=data.get("run_id", ""),
+        summary=pd.DataFrame(rows),
+        knee=_knee(data["knee"]),
+        baseline=_baseline(data["baseline"]),
+        recommendations=_recommendations(data["recommendations"]),
+    )

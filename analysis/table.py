@@ -1,0 +1,257 @@
+"""The record table (seed 002's 压测记录表): one row per stage, as terminal text, markdown and CSV.
+
+``record_frame(summary, knee)`` joins the per-stage summary with the verdicts into one tidy frame
+(raw numbers, units in the column names); the three writers below only format that frame:
+
+* :func:`format_text` aligns a subset of columns that fits the terminal width: columns are
+  dropped least-important first (see ``priority`` in :data:`RECORD_COLUMNS`) and the dropped
+  ones are named under the table, so nothing is hidden silently;
+* :func:`format_markdown` prints every column plus the reasons, paste-able into a design review;
+* :func:`format_csv` writes the whole frame (every summary column, verdict, reasons) with the
+  csv module, missing values empty.
+
+Missing numbers are shown as "n/a", never 0. Latencies are printed in seconds for e2e (the
+seeds' unit) and in milliseconds for TTFT and ITL; every header carries its unit.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
+
+NA = "n/a"
+
+#: Columns the record frame adds to the summary columns.
+VERDICT_COLUMNS: tuple[str, ...] = (
+    "verdict",
+    "trusted",
+    "bottleneck",
+    "bottleneck_reason",
+    "reasons",
+)
+
+
+def is_missing(value: Any) -> bool:
+    """True for None, NaN and pandas' missing markers: all mean "no data", shown as n/a."""
+    if value is None:
+        return True
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _scaled(value: Any, scale: float = 1.0) -> float | None:
+    if is_missing(value):
+        return None
+    try:
+        number = float(value) * scale
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def fmt_magnitude(value: Any, scale: float = 1.0) -> str:
+    """About three significant digits, no exponent: 0.0123, 0.62, 9.05, 12.5, 880, 12345."""
+    number = _scaled(value, scale)
+    if number is None:
+        return NA
+    size = abs(number)
+    if size >= 100 or number == 0:
+        return f"{number:.0f}"
+    if size >= 10:
+        return f"{number:.1f}"
+    if size >= 1:
+        return f"{number:.2f}"
+    if size >= 0.01:
+        return f"{number:.3f}"
+    return f"{number:.2g}"
+
+
+def fmt_pct(value: Any) -> str:
+    """A percentage with at most one decimal, trailing ".0" dropped: 100, 97.3, 0.5."""
+    number = _scaled(value)
+    if number is None:
+        return NA
+    text = f"{number:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def fmt_int(value: Any) -> str:
+    number = _scaled(value)
+    return NA if number is None else f"{number:.0f}"
+
+
+def fmt_text(value: Any) -> str:
+    """Text cell: n/a when missing, "-" when known to be empty (no bottleneck, no reason)."""
+    if is_missing(value):
+        return NA
+    return str(value) or "-"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the printed record table."""
+
+    key: str  # column of the record frame
+    header: str  # printed header, unit included
+    fmt: Callable[[Any], str]
+    priority: int  # 0 = always shown; higher numbers are dropped first when the width is short
+    numeric: bool = True  # right-aligned
+
+
+def _seconds(value: Any) -> str:
+    return fmt_magnitude(value, 0.001)
+
+
+#: The record table: seed 002's columns (users, P50, P99, tok/s, memory, success, verdict; all
+#: priority 0) plus the ones the method needs to explain a verdict.
+RECORD_COLUMNS: tuple[Column, ...] = (
+    Column("target_users", "users", fmt_int, 0),
+    Column("qps", "QPS", fmt_magnitude, 3),
+    Column("e2e_p50_ms", "P50 s", _seconds, 0),
+    Column("e2e_p95_ms", "P95 s", _seconds, 2),
+    Column("e2e_p99_ms", "P99 s", _seconds, 0),
+    Column("ttft_p50_ms", "TTFT50 ms", fmt_magnitude, 2),
+    Column("ttft_p95_ms", "TTFT95 ms", fmt_magnitude, 5),
+    Column("itl_p50_ms", "ITL50 ms", fmt_magnitude, 3),
+    Column("output_tok_s", "out tok/s", fmt_magnitude, 0),
+    Column("s_per_1k_total_tokens", "s/1k tok", fmt_magnitude, 4),
+    Column("gpu_mem_peak_pct", "mem %", fmt_pct, 0),
+    Column("kv_cache_peak_pct", "KV %", fmt_pct, 1),
+    Column("waiting_max", "wait max", fmt_int, 5),
+    Column("success_pct", "ok %", fmt_pct, 0),
+    Column("verdict", "verdict", fmt_text, 0, numeric=False),
+    Column("bottleneck", "bottleneck", fmt_text, 3, numeric=False),
+)
+
+UNTRUSTED_NOTE = "* client-bound stage: the load generator was the limit, numbers not trusted"
+
+
+def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
+    if verdict is None:
+        label = "baseline" if kind == "baseline" else None
+        return dict.fromkeys(VERDICT_COLUMNS) | {"verdict": label}
+    label = VERDICT_LABELS.get(verdict.verdict, verdict.verdict)
+    return {
+        "verdict": label if verdict.trusted else label + "*",
+        "trusted": verdict.trusted,
+        "bottleneck": verdict.bottleneck if verdict.bottleneck != "none" else "",
+        "bottleneck_reason": verdict.bottleneck_reason,
+        "reasons": "; ".join(verdict.reasons),
+    }
+
+
+def record_frame(summary: pd.DataFrame, knee: KneeResult | None) -> pd.DataFrame:
+    """The summary rows with the verdict, trust flag, bottleneck and reasons of each stage."""
+    by_stage = {v.stage: v for v in knee.stages} if knee is not None else {}
+    frame = summary.reset_index(drop=True).copy()
+    kinds = frame["kind"] if "kind" in frame else pd.Series([None] * len(frame))
+    cells = [
+        _verdict_cells(by_stage.get(int(stage)), kind)
+        for stage, kind in zip(frame["stage"], kinds, strict=True)
+    ]
+    for column in VERDICT_COLUMNS:
+        frame[column] = pd.Series([c[column] for c in cells], dtype=object)
+    return frame
+
+
+def _cells(frame: pd.DataFrame, columns: Iterable[Column]) -> list[list[str]]:
+    cols = list(columns)
+    return [[col.fmt(row.get(col.key)) for col in cols] for row in frame.to_dict(orient="records")]
+
+
+def _render(columns: list[Column], rows: list[list[str]], sep: str = "  ") -> list[str]:
+    widths = [max([len(c.header)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
+
+    def line(cells: list[str]) -> str:
+        parts = [
+            cell.rjust(w) if col.numeric else cell.ljust(w)
+            for cell, w, col in zip(cells, widths, columns, strict=True)
+        ]
+        return sep.join(parts).rstrip()
+
+    rule = sep.join("-" * w for w in widths)
+    return [line([c.header for c in columns]), rule, *(line(r) for r in rows)]
+
+
+def fit_columns(
+    frame: pd.DataFrame, width: int, columns: tuple[Column, ...] = RECORD_COLUMNS
+) -> tuple[list[Column], list[Column]]:
+    """Columns to print within ``width`` characters, and the ones dropped to get there.
+
+    Drops the least important column (highest priority number, rightmost first) until the table
+    fits; priority-0 columns are never dropped, so a very narrow width still gets seed 002's set.
+    """
+    kept = list(columns)
+    dropped: list[Column] = []
+    while True:
+        lines = _render(kept, _cells(frame, kept))
+        if max(len(x) for x in lines) <= width:
+            break
+        candidates = [c for c in kept if c.priority > 0]
+        if not candidates:
+            break
+        worst = max(candidates, key=lambda c: (c.priority, kept.index(c)))
+        kept.remove(worst)
+        dropped.append(worst)
+    return kept, dropped
+
+
+def has_untrusted(frame: pd.DataFrame) -> bool:
+    return "trusted" in frame and any(v is False for v in frame["trusted"])
+
+
+def format_text(frame: pd.DataFrame, *, width: int = 120) -> str:
+    """An aligned plain-text table fitting ``width`` columns, with notes on what was left out."""
+    kept, dropped = fit_columns(frame, width)
+    lines = _render(kept, _cells(frame, kept))
+    if has_untrusted(frame):
+        lines.append(UNTRUSTED_NOTE)
+    if dropped:
+        names = ", ".join(c.header for c in sorted(dropped, key=RECORD_COLUMNS.index))
+        lines.append(f"(not shown for width: {names}; see record.md / record.csv)")
+    return "\n".join(lines)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def format_markdown(frame: pd.DataFrame) -> str:
+    """A GitHub-flavoured markdown table with every record column plus the reasons."""
+    columns = [*RECORD_COLUMNS, Column("reasons", "why", fmt_text, 0, numeric=False)]
+    rows = _cells(frame, columns)
+    header = "| " + " | ".join(c.header for c in columns) + " |"
+    align = "|" + "|".join("---:" if c.numeric else ":---" for c in columns) + "|"
+    body = ["| " + " | ".join(_md_escape(cell) for cell in row) + " |" for row in rows]
+    lines = [header, align, *body]
+    if has_untrusted(frame):
+        lines += ["", UNTRUSTED_NOTE]
+    return "\n".join(lines) + "\n"
+
+
+def _csv_cell(value: Any) -> Any:
+    if is_missing(value):
+        return ""
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def format_csv(frame: pd.DataFrame) -> str:
+    """The whole record frame as CSV text: raw numbers, units in the names, missing = empty."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(frame.columns)
+    for row in frame.itertuples(index=False):
+        writer.writerow([_csv_cell(v) for v in row])
+    return out.getvalue()

@@ -1,0 +1,245 @@
+"""Synthetic inputs for the report tests: seed 002's record table as analysis objects, and a
+contract-shaped run directory written from a tiny closed-form server model.
+
+Not a test module (no ``test_`` prefix): the report/table/plot/CLI/compare tests import it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import random
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.model import (
+    SUMMARY_COLUMNS,
+    Baseline,
+    KneeResult,
+    Recommendation,
+    Recommendations,
+    Signal,
+    StageVerdict,
+)
+from loadknee_locust import contract
+
+SECRET = "sk-test-DO-NOT-LEAK-0123456789"
+
+#: seed 002's record table: users, P50 s, P99 s, tok/s, memory %, success %, verdict
+SEED002 = (
+    (4, 0.6, 1.0, 220.0, 62.0, 100.0, "comfortable"),
+    (16, 0.9, 1.1, 760.0, 78.0, 100.0, "comfortable"),
+    (24, 1.8, 2.8, 880.0, 85.0, 100.0, "critical"),
+    (32, 4.5, 9.0, 910.0, 97.0, 98.0, "knee"),
+    (48, 12.0, math.nan, math.nan, 100.0, 80.0, "red_line"),
+)
+
+
+def seed002_summary() -> pd.DataFrame:
+    """A summary frame (exact SUMMARY_COLUMNS) with a baseline row and seed 002's five stages."""
+    rows = [dict.fromkeys(SUMMARY_COLUMNS, math.nan)]
+    rows[0].update(
+        stage=0, kind="baseline", target_users=1, batch_size=1, requests=21, ok=21, errors=0,
+        success_pct=100.0, e2e_p50_ms=500.0, e2e_p95_ms=560.0, e2e_p99_ms=580.0,
+        output_tok_s=60.0, qps=2.0,
+    )  # fmt: skip
+    for i, (users, p50, p99, tok_s, mem, ok_pct, _) in enumerate(SEED002, start=1):
+        row = dict.fromkeys(SUMMARY_COLUMNS, math.nan)
+        row.update(
+            stage=i, kind="step", target_users=users, batch_size=1, window_s=90.0,
+            requests=400, ok=round(4 * ok_pct), errors=400 - round(4 * ok_pct), length_mismatch=0,
+            success_pct=ok_pct, qps=tok_s / 256 if tok_s == tok_s else math.nan,
+            output_tok_s=tok_s, total_tok_s=tok_s * 3, e2e_mean_ms=p50 * 1100,
+            e2e_p50_ms=p50 * 1000, e2e_p95_ms=p99 * 900, e2e_p99_ms=p99 * 1000,
+            ttft_p50_ms=40.0 * i, ttft_p95_ms=70.0 * i, itl_p50_ms=12.5, itl_p95_ms=20.0,
+            gpu_mem_peak_pct=mem, gpu_util_mean_pct=50 + 10 * i, kv_cache_peak_pct=mem - 5,
+            waiting_mean=max(0, i - 2) * 3.0, waiting_max=max(0, i - 2) * 6.0,
+            s_per_1k_total_tokens=p50 / 0.768,
+        )  # fmt: skip
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    for col in ("stage", "target_users"):
+        frame[col] = frame[col].astype(int)
+    return frame
+
+
+def seed002_knee(*, untrusted_stage: int | None = None) -> KneeResult:
+    stages = []
+    for i, (users, _p50, p99, _, mem, ok_pct, verdict) in enumerate(SEED002, start=1):
+        reasons: tuple[str, ...] = ()
+        if verdict == "critical":
+            reasons = ("memory 85 % reached the 85 % threshold",)
+        elif verdict == "knee":
+            reasons = (
+                "marginal gain 0.07 of the single-user rate (threshold 0.15)",
+                f"P99 e2e {p99:.1f} s is 9.0× the baseline's (threshold 2.0×)",
+            )
+        elif verdict == "red_line":
+            reasons = (f"success {ok_pct:.0f} % < 100 %: errors | timeouts",)
+        stages.append(
+            StageVerdict(
+                stage=i,
+                target_users=users,
+                verdict=verdict,  # type: ignore[arg-type]
+                reasons=reasons,
+                signals=(Signal("memory_pressure", mem >= 85, mem, 85.0, f"memory {mem} %"),),
+                trusted=i != untrusted_stage,
+                bottleneck="memory" if mem >= 95 else ("queueing" if i >= 3 else "none"),
+                bottleneck_reason="memory ≥ 95 %" if mem >= 95 else "",
+            )
+        )
+    return KneeResult(
+        stages=tuple(stages),
+        knee_stage=4,
+        knee_users=32,
+        red_line_stage=5,
+        red_line_users=48,
+        max_concurrency=24,
+        base_capacity=24,
+        summary="Knee at 32 users: throughput flattens while P99 departs from the baseline.",
+        params={"marginal_gain_min": 0.15, "tail_ratio": 2.0, "sla_p99_ms": math.nan},
+    )
+
+
+def seed002_baseline() -> Baseline:
+    return Baseline(
+        source="baseline",
+        requests=20,
+        e2e_p50_ms=500.0,
+        e2e_p95_ms=560.0,
+        ttft_p50_ms=35.0,
+        ttft_p95_ms=math.nan,
+        s_per_1k_total_p50=0.65,
+        s_per_1k_total_p95=0.73,
+        s_per_1k_completion_p50=1.95,
+        s_per_1k_completion_p95=None,
+        output_tok_s=60.0,
+        warnings=("P95/median 1.1× is fine",),
+    )
+
+
+def seed002_recs() -> Recommendations:
+    return Recommendations(
+        items=(
+            Recommendation("max_concurrency", 24, "the stage before the knee (32 users)"),
+            Recommendation("production_watermark", [16, 19], "70-80 % of base capacity 24"),
+            Recommendation("queue_timeout_ms", 1680, "baseline P95 560 ms × 3"),
+            Recommendation("vllm.max_num_seqs", 24, "queue rather than OOM"),
+        ),
+        server_flags=("--max-num-seqs 24", "--gpu-memory-utilization 0.85"),
+    )
+
+
+# --------------------------------------------------------------------------- run directory
+
+
+def _write_csv(path: Path, columns: tuple[str, ...], rows: list[dict]) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(columns))
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+
+
+def write_run_dir(
+    root: Path,
+    *,
+    levels: tuple[int, ...] = (1, 2, 4, 8, 16),
+    slots: int = 6,
+    stage_s: float = 6.0,
+    warmup_s: float = 1.0,
+    cooldown_s: float = 1.0,
+    run_info: dict | None = None,
+    seed: int = 1,
+    with_gpu: bool = True,
+    with_server_metrics: bool = True,
+) -> Path:
+    """Write a small contract-shaped run directory from a closed-form server with ``slots`` slots.
+
+    Latency is flat up to ``slots`` users and grows linearly past it (queueing), so throughput
+    flattens after ``slots``: a knee the analysis should find between 8 and 16 users by default.
+    """
+    rng = random.Random(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    t0 = 1_760_000_000.0
+    stages, requests, gpu, metrics, client = [], [], [], [], []
+    t = t0
+    all_levels = (("baseline", 1), *(("step", c) for c in levels))
+    for index, (kind, users) in enumerate(all_levels):
+        start, warm_end = t, t + (0.0 if kind == "baseline" else warmup_s)
+        measure_end = t + stage_s
+        end = measure_end + cooldown_s
+        stages.append(
+            dict(stage=index, kind=kind, target_users=users, batch_size=1, start_unix_s=start,
+                 warmup_end_unix_s=warm_end, measure_end_unix_s=measure_end, end_unix_s=end,
+                 stop_reason="duration")
+        )  # fmt: skip
+        e2e_s = 0.25 * max(1.0, users / slots)
+        for user in range(users):
+            now = start + rng.uniform(0, 0.05)
+            seq = 0
+            while now + e2e_s * 1.1 < measure_end:
+                e2e = e2e_s * rng.uniform(0.9, 1.1)
+                ttft = 0.02 * max(1.0, users / slots)
+                phase = "baseline" if kind == "baseline" else (
+                    "warmup" if now < warm_end else "measure")  # fmt: skip
+                seq += 1
+                requests.append(
+                    dict(request_id=f"local-{index}-{user}-{seq}", stage=index, phase=phase,
+                         worker="local", user_id=user, endpoint="chat", stream=1, batch_size=1,
+                         start_unix_s=now, end_unix_s=now + e2e, e2e_ms=e2e * 1000,
+                         ttft_ms=ttft * 1000, tpot_ms=(e2e - ttft) * 1000 / 31, itl_mean_ms=7.5,
+                         itl_p50_ms=7.4, itl_p95_ms=9.0, itl_max_ms=12.0, chunks=32,
+                         prompt_tokens=128, completion_tokens=32, usage_source="server",
+                         target_input_tokens=128, target_output_tokens=32, length_ok=1,
+                         outcome="ok", http_status=200, error="", prompt_hash="abc123")
+                )  # fmt: skip
+                now += e2e
+        ts = start
+        while ts < end:
+            busy = ts < measure_end
+            running = min(users, slots) if busy else 0
+            waiting = max(0, users - slots) if busy else 0
+            if with_gpu:
+                gpu.append(
+                    dict(timestamp_unix_s=ts, gpu_index=0, source="sim",
+                         memory_used_mib=40000 + 2000 * running, memory_total_mib=81920,
+                         gpu_util_pct=min(100, 15 * running), sm_util_pct=None,
+                         mem_bw_util_pct=None, error="")
+                )  # fmt: skip
+            if with_server_metrics:
+                for metric, value in (
+                    ("vllm:num_requests_running", running),
+                    ("vllm:num_requests_waiting", waiting),
+                    ("vllm:kv_cache_usage_perc", running / slots * 0.9),
+                    ("vllm:num_preemptions_total", 0),
+                ):
+                    metrics.append(
+                        dict(timestamp_unix_s=ts, endpoint="http://127.0.0.1:1/metrics",
+                             metric=metric, labels='model_name="sim"', value=value, error="")
+                    )  # fmt: skip
+            client.append(dict(timestamp_unix_s=ts, worker="local", cpu_pct=5 + users,
+                               memory_mib=80, users=users if busy else 0))  # fmt: skip
+            ts += 0.5
+        t = end
+    _write_csv(root / contract.STAGES_CSV, contract.STAGE_COLUMNS, stages)
+    _write_csv(root / contract.REQUESTS_CSV, contract.REQUEST_COLUMNS, requests)
+    if with_gpu:
+        _write_csv(root / contract.GPU_CSV, contract.GPU_COLUMNS, gpu)
+    if with_server_metrics:
+        _write_csv(root / contract.SERVER_METRICS_CSV, contract.SERVER_METRIC_COLUMNS, metrics)
+    _write_csv(root / contract.CLIENT_CSV, contract.CLIENT_COLUMNS, client)
+    info = {
+        "run_id": root.name,
+        "start_unix_s": t0,
+        "target": {"host": "http://127.0.0.1:1", "model": "sim"},
+        "levels": list(levels),
+        "options": {"llm_api_key_env": "OPENAI_API_KEY", "llm_batch_size": 1},
+        "api_key": SECRET,
+        "prompt_source": {"kind": "fixed", "input_tokens": 128, "output_tokens": 32},
+    }
+    info.update(run_info or {})
+    (root / contract.RUN_JSON).write_text(json.dumps(info, indent=2))
+    return root
