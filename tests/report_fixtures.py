@@ -13,6 +13,7 @@ import random
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from analysis.model import (
     SUMMARY_COLUMNS,
@@ -243,3 +244,37 @@ def write_run_dir(
     info.update(run_info or {})
     (root / contract.RUN_JSON).write_text(json.dumps(info, indent=2))
     return root
+
+
+@pytest.fixture(autouse=True)
+def no_global_figures():
+    """Close any pyplot figure after each test, and fail if library code made one.
+
+    Import this name into a test module to switch it on there (pytest finds imported fixtures).
+    """
+    import matplotlib.pyplot as plt
+
+    before = set(plt.get_fignums())
+    yield
+    leaked = set(plt.get_fignums()) - before
+    plt.close("all")
+    assert not leaked, f"library code created pyplot figures {leaked}: use Figure objects"
+
+
+def canonical_server_timeline(server_metrics: pd.DataFrame) -> pd.DataFrame:
+    """The canonical timeline (kv %, running, waiting, preemptions) from the vLLM names above.
+
+    A stand-in with helper D's column names, so the plot tests do not depend on D's parser.
+    """
+    names = {
+        "vllm:kv_cache_usage_perc": "kv_cache_usage_pct",
+        "vllm:num_requests_running": "requests_running",
+        "vllm:num_requests_waiting": "requests_waiting",
+        "vllm:num_preemptions_total": "preemptions_total",
+    }
+    wide = server_metrics.pivot_table(
+        index=["timestamp_unix_s", "endpoint"], columns="metric", values="value"
+    ).reset_index()
+    wide = wide.rename(columns=names)
+    wide["kv_cache_usage_pct"] = wide["kv_cache_usage_pct"] * 100.0
+    return wide

@@ -1,0 +1,334 @@
+"""PNG plots of a run: latency and throughput against concurrency, and a timeline with stage bands.
+
+Every function builds and returns a ``matplotlib.figure.Figure`` drawn by the Agg canvas: no
+pyplot, no global state, no ``matplotlib.use()``, no ``show()``; the caller saves it with
+:func:`png_bytes` / :func:`save_png`. Inputs are the analysis objects (summary frame, knee) and
+the run's raw frames; missing telemetry leaves its line out and writes a note on the axes instead
+of failing.
+
+* :func:`latency_figure` — e2e P50/P95/P99 and TTFT P50/P95 (seconds) against users, with GPU
+  memory % and KV-cache % on a second axis, knee and red line marked;
+* :func:`throughput_figure` — output tok/s against users with the ideal linear-scaling line from
+  the first step stage (X_1 × c / c_1), points coloured by verdict, knee marked;
+* :func:`timeline_figure` — per-request e2e latency, GPU memory/utilisation, KV-cache %, and
+  running/waiting requests over time, each stage's warm-up and measured window shaded.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, NullLocator
+
+from analysis.model import KneeResult
+
+#: verdict → colour, shared with the HTML report
+VERDICT_COLOURS: dict[str, str] = {
+    "comfortable": "#2e7d32",
+    "critical": "#f9a825",
+    "knee": "#ef6c00",
+    "red_line": "#c62828",
+}
+PHASE_COLOURS = {
+    "baseline": "#7b1fa2",
+    "warmup": "#9e9e9e",
+    "measure": "#1565c0",
+    "cooldown": "#bdbdbd",
+}
+#: a timeline scatter with more points than this is sampled (errors are always kept)
+MAX_SCATTER_POINTS = 40_000
+DPI = 110
+
+
+def new_figure(width_in: float, height_in: float) -> Figure:
+    fig = Figure(figsize=(width_in, height_in), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def png_bytes(fig: Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
+def save_png(fig: Figure, path: str | Path) -> Path:
+    path = Path(path)
+    path.write_bytes(png_bytes(fig))
+    return path
+
+
+def note(ax: Axes, text: str, *, y: float = 0.5) -> None:
+    """A grey message inside the axes: what is missing and why the line is absent."""
+    ax.text(0.5, y, text, transform=ax.transAxes, ha="center", va="center", fontsize=9,
+            color="#616161", style="italic")  # fmt: skip
+
+
+def _steps(summary: pd.DataFrame) -> pd.DataFrame:
+    steps = summary[summary["kind"] == "step"] if "kind" in summary else summary
+    return steps.sort_values("target_users")
+
+
+def _has(frame: pd.DataFrame, column: str) -> bool:
+    return column in frame and bool(pd.to_numeric(frame[column], errors="coerce").notna().any())
+
+
+def _users_axis(ax: Axes, users: Iterable[Any]) -> None:
+    """Linear users axis with a tick at every tested level.
+
+    Linear, not log, although the levels are geometric: the ideal-scaling line must stay straight
+    so that a measured curve bending under it reads as lost scaling.
+    """
+    levels = sorted({int(u) for u in users})
+    ax.set_xlim(0, (levels[-1] if levels else 1) * 1.04)
+    ax.xaxis.set_major_locator(FixedLocator(levels))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([str(level) for level in levels])
+    ax.set_xlabel("concurrent users")
+    ax.grid(True, alpha=0.3)
+
+
+def _mark_knee(ax: Axes, knee: KneeResult | None) -> None:
+    if knee is None:
+        return
+    marks = ((knee.knee_users, "knee", VERDICT_COLOURS["knee"]),
+             (knee.red_line_users, "red line", VERDICT_COLOURS["red_line"]))  # fmt: skip
+    for users, label, colour in marks:
+        if users is not None:
+            ax.axvline(
+                users, color=colour, linestyle="--", linewidth=1.2, label=f"{label} ({users})"
+            )
+
+
+def latency_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> Figure:
+    """e2e percentiles (s) against users with GPU memory % and KV-cache % on a second axis, and
+    TTFT percentiles (ms) in a panel below (they are 10-100× smaller than e2e)."""
+    fig = new_figure(9, 6.5)
+    ax, ax_ttft = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1.4])
+    steps = _steps(summary)
+    users = steps["target_users"].astype(float)
+    missing = []
+    for target, scale, series in (
+        (ax, 0.001, (("e2e_p50_ms", "e2e P50", "o", "#1565c0"),
+                     ("e2e_p95_ms", "e2e P95", "s", "#f57c00"),
+                     ("e2e_p99_ms", "e2e P99", "^", "#2e7d32"))),
+        (ax_ttft, 1.0, (("ttft_p50_ms", "TTFT P50", "o", "#6a1b9a"),
+                        ("ttft_p95_ms", "TTFT P95", "s", "#ad1457"))),
+    ):  # fmt: skip
+        for column, label, marker, colour in series:
+            if _has(steps, column):
+                target.plot(users, steps[column] * scale, marker=marker, color=colour, label=label)
+            else:
+                missing.append(label)
+        target.set_ylim(bottom=0)
+        _users_axis(target, steps["target_users"])
+        _mark_knee(target, knee)
+    ax.set_xlabel("")
+    ax.set_ylabel("e2e latency (s)")
+    ax_ttft.set_ylabel("TTFT (ms)")
+    if not any(_has(steps, c) for c in ("ttft_p50_ms", "ttft_p95_ms")):
+        note(ax_ttft, "no TTFT (non-streaming requests)")
+    right = ax.twinx()
+    right.set_ylabel("GPU memory / KV cache peak (%)")
+    right.set_ylim(0, 105)
+    for column, label, colour in (("gpu_mem_peak_pct", "GPU memory peak %", "#6d4c41"),
+                                  ("kv_cache_peak_pct", "KV cache peak %", "#00838f")):  # fmt: skip
+        if _has(steps, column):
+            right.plot(users, steps[column], color=colour, linestyle="--", marker="x", label=label)
+        else:
+            missing.append(label)
+    right.axhline(85, color="#9e9e9e", linewidth=0.8, linestyle=":")
+    if missing:
+        note(ax, "no data: " + ", ".join(missing), y=0.95)
+    handles, labels = [], []
+    for source in (ax, right, ax_ttft):
+        h, lab = source.get_legend_handles_labels()
+        pairs = [(x, y) for x, y in zip(h, lab, strict=True) if y not in labels]
+        handles += [x for x, _ in pairs]
+        labels += [y for _, y in pairs]
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncols=5, fontsize=8)
+    ax.set_title("Latency percentiles vs concurrency")
+    return fig
+
+
+def throughput_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> Figure:
+    """Output tok/s against users, the ideal linear-scaling line, points coloured by verdict."""
+    fig = new_figure(9, 5)
+    ax = fig.add_subplot()
+    steps = _steps(summary)
+    if "output_tok_s" not in steps:
+        steps = steps.assign(output_tok_s=np.nan)
+    measured = steps[_numeric(steps, "output_tok_s").notna()]
+    ax.set_ylabel("output tokens / s")
+    _users_axis(ax, steps["target_users"])
+    if measured.empty:
+        note(ax, "no throughput measured (no successful requests with token counts)")
+        ax.set_title("Throughput vs concurrency")
+        return fig
+    users = measured["target_users"].astype(float).to_numpy()
+    tok_s = measured["output_tok_s"].astype(float).to_numpy()
+    ax.plot(users, tok_s, color="#1565c0", marker="o", label="measured")
+    verdicts = {v.stage: v.verdict for v in knee.stages} if knee is not None else {}
+    for stage, x, y in zip(measured["stage"], users, tok_s, strict=True):
+        colour = VERDICT_COLOURS.get(verdicts.get(int(stage), ""), "#1565c0")
+        ax.scatter([x], [y], color=colour, s=60, zorder=3)
+    for x, y in zip(users, tok_s, strict=True):
+        ax.annotate(f"{y:.3g}", (x, y), textcoords="offset points", xytext=(0, 8), ha="center",
+                    fontsize=8)  # fmt: skip
+    top = float(steps["target_users"].max())
+    ideal_users = np.array([users[0], max(top, users[0])])
+    ideal = tok_s[0] * ideal_users / users[0]
+    ax.plot(ideal_users, ideal, color="#9e9e9e", linestyle="--",
+            label=f"ideal linear scaling from {users[0]:.0f} user(s)")  # fmt: skip
+    ax.set_ylim(0, max(float(np.nanmax(tok_s)) * 1.35, 1e-9))
+    _mark_knee(ax, knee)
+    for verdict, colour in VERDICT_COLOURS.items():
+        if verdict in verdicts.values():
+            ax.scatter([], [], color=colour, label=verdict.replace("_", " "))
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title("Throughput vs concurrency")
+    return fig
+
+
+# --------------------------------------------------------------------------- timeline
+
+
+def _numeric(frame: pd.DataFrame, column: str) -> pd.Series:
+    return pd.to_numeric(frame[column], errors="coerce")
+
+
+def _shade_stages(axes: list[Axes], stages: pd.DataFrame, t0: float) -> None:
+    for i, row in enumerate(stages.sort_values("start_unix_s").to_dict(orient="records")):
+        start, warm, end = (row.get(k) for k in ("start_unix_s", "warmup_end_unix_s",
+                                                  "measure_end_unix_s"))  # fmt: skip
+        if pd.isna(start) or pd.isna(end):
+            continue
+        warm = start if pd.isna(warm) else warm
+        colour = "#e3f2fd" if i % 2 == 0 else "#fff3e0"
+        for ax in axes:
+            if warm > start:
+                ax.axvspan(start - t0, warm - t0, color="#eeeeee", hatch="//", alpha=0.6, lw=0)
+            ax.axvspan(warm - t0, end - t0, color=colour, alpha=0.7, lw=0)
+        label = "base" if row.get("kind") == "baseline" else f"c={int(row['target_users'])}"
+        axes[0].text((start + end) / 2 - t0, 1.01, label, transform=axes[0].get_xaxis_transform(),
+                     ha="center", va="bottom", fontsize=8)  # fmt: skip
+
+
+def _latency_panel(ax: Axes, requests: pd.DataFrame, t0: float) -> None:
+    ax.set_ylabel("request e2e (s)")
+    if requests.empty or not _has(requests, "end_unix_s"):
+        note(ax, "no requests recorded")
+        return
+    rows = requests
+    if len(rows) > MAX_SCATTER_POINTS:
+        failed = rows[rows["outcome"] != "ok"]
+        rows = pd.concat([rows[rows["outcome"] == "ok"].sample(MAX_SCATTER_POINTS, random_state=0),
+                          failed])  # fmt: skip
+        note(ax, f"{MAX_SCATTER_POINTS} of {len(requests)} ok requests shown", y=0.92)
+    ok = rows["outcome"] == "ok"
+    x = _numeric(rows, "end_unix_s") - t0
+    y = _numeric(rows, "e2e_ms") / 1000.0
+    for phase, colour in PHASE_COLOURS.items():
+        mask = ok & (rows["phase"] == phase)
+        if mask.any():
+            ax.scatter(x[mask], y[mask], s=4, color=colour, label=phase, alpha=0.6, lw=0)
+    if (~ok).any():
+        ax.scatter(x[~ok], y[~ok].fillna(0.0), s=18, color="#c62828", marker="x",
+                   label="failed / mismatched")  # fmt: skip
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper left", fontsize=7, markerscale=2, ncols=5)
+
+
+def _gpu_panel(ax: Axes, gpu: pd.DataFrame | None, t0: float) -> None:
+    ax.set_ylabel("GPU (%)")
+    ax.set_ylim(0, 105)
+    if gpu is None or gpu.empty or not (_has(gpu, "memory_used_mib") or _has(gpu, "gpu_util_pct")):
+        note(ax, "no GPU telemetry (gpu.csv absent or empty)")
+        return
+    for index, one in gpu.groupby("gpu_index", dropna=False):
+        one = one.sort_values("timestamp_unix_s")
+        x = _numeric(one, "timestamp_unix_s") - t0
+        suffix = f" gpu{str(index).removesuffix('.0')}" if gpu["gpu_index"].nunique() > 1 else ""
+        if _has(one, "memory_used_mib") and _has(one, "memory_total_mib"):
+            mem = 100.0 * _numeric(one, "memory_used_mib") / _numeric(one, "memory_total_mib")
+            ax.plot(x, mem, color="#6d4c41", lw=1.2, label="memory %" + suffix)
+        if _has(one, "gpu_util_pct"):
+            ax.plot(x, _numeric(one, "gpu_util_pct"), color="#2e7d32", lw=0.9,
+                    label="utilisation %" + suffix)  # fmt: skip
+        if _has(one, "sm_util_pct"):
+            ax.plot(x, _numeric(one, "sm_util_pct"), color="#9e9d24", lw=0.8, linestyle=":",
+                    label="SM active %" + suffix)  # fmt: skip
+    ax.axhline(85, color="#9e9e9e", linewidth=0.8, linestyle=":")
+    ax.legend(loc="upper left", fontsize=7, ncols=3)
+
+
+def _server_panels(ax_kv: Axes, ax_queue: Axes, server: pd.DataFrame | None, t0: float) -> None:
+    ax_kv.set_ylabel("KV cache (%)")
+    ax_kv.set_ylim(0, 105)
+    ax_queue.set_ylabel("requests")
+    if server is None or server.empty:
+        note(ax_kv, "no server metrics (server_metrics.csv absent or empty)")
+        note(ax_queue, "no server metrics: running / waiting unknown")
+        return
+    by_time = server.groupby("timestamp_unix_s").agg(
+        kv=("kv_cache_usage_pct", "max"), running=("requests_running", "sum"),
+        waiting=("requests_waiting", "sum"))  # fmt: skip
+    by_time = by_time.sort_index()
+    x = by_time.index.to_numpy(dtype=float) - t0
+    if by_time["kv"].notna().any():
+        ax_kv.plot(x, by_time["kv"], color="#00838f", lw=1.2, label="KV cache usage %")
+        ax_kv.axhline(85, color="#9e9e9e", linewidth=0.8, linestyle=":")
+        ax_kv.legend(loc="upper left", fontsize=7)
+    else:
+        note(ax_kv, "the server exports no KV-cache gauge")
+    drawn = False
+    for column, colour in (("running", "#1565c0"), ("waiting", "#c62828")):
+        values = by_time[column]
+        if server[f"requests_{column}"].notna().any():
+            ax_queue.plot(x, values, color=colour, lw=1.2, label=column)
+            drawn = True
+    if drawn:
+        ax_queue.set_ylim(bottom=0)
+        ax_queue.legend(loc="upper left", fontsize=7, ncols=2)
+    else:
+        note(ax_queue, "the server exports no running / waiting gauges")
+
+
+def timeline_figure(
+    *,
+    stages: pd.DataFrame,
+    requests: pd.DataFrame,
+    gpu: pd.DataFrame | None = None,
+    server: pd.DataFrame | None = None,
+) -> Figure:
+    """The run over time: latency, GPU, KV cache, queue; stage windows shaded (warm-up hatched).
+
+    ``server`` is the canonical server timeline (``analysis.server_metrics.canonical_timeline``):
+    ``timestamp_unix_s``, ``kv_cache_usage_pct``, ``requests_running``, ``requests_waiting``.
+    """
+    fig = new_figure(12, 10)
+    axes = list(fig.subplots(4, 1, sharex=True, height_ratios=[3, 2, 2, 2]))
+    starts = [_numeric(stages, "start_unix_s").min()] if not stages.empty else []
+    if not requests.empty and "start_unix_s" in requests:
+        starts.append(_numeric(requests, "start_unix_s").min())
+    valid = [s for s in starts if pd.notna(s)]
+    t0 = float(min(valid)) if valid else 0.0
+    if not stages.empty:
+        _shade_stages(axes, stages, t0)
+    _latency_panel(axes[0], requests, t0)
+    _gpu_panel(axes[1], gpu, t0)
+    _server_panels(axes[2], axes[3], server, t0)
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+    axes[-1].set_xlabel("seconds since run start (shaded: measured window; hatched: warm-up)")
+    fig.suptitle("Run timeline")
+    return fig
