@@ -94,6 +94,9 @@ class Baseline:
     s_per_1k_completion_p95: float | None
     output_tok_s: float | None  # single-user throughput, the yardstick of marginal gain
     warnings: tuple[str, ...] = ()  # e.g. P95 far above the median: external interference
+    e2e_p99_ms: float | None = None  # seed 002 reads the tail at P99
+    stage: int | None = None  # the stage the baseline was taken from
+    target_users: int | None = None  # its concurrency (1 for a real baseline)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,463 @@
+"""Find the knee: a verdict per step stage, the knee, the red line and the capacity figures.
+
+Algorithm (pure; input is the record table from :func:`analysis.summary.summarize_stages` and the
+:class:`~analysis.model.Baseline`):
+
+1. Order the step stages by concurrency ``c`` (their ``target_users``). The yardstick throughput
+   ``X1`` is the single-user rate: the baseline stage's throughput divided by its users (the first
+   step stage stands in when there is no baseline stage).
+2. For each stage, evaluate the signals (each a :class:`~analysis.model.Signal` with its numbers):
+
+   * **throughput flattening** — the throughput each added user brings,
+     ``(X_s - X_prev) / (c_s - c_prev) / X1``, where ``prev`` is the previous stage that served
+     requests (the baseline stage for the first step). Below ``flat_gain_ratio`` the throughput has
+     flattened; below ``narrowing_gain_ratio`` the gain is narrowing (an early sign). Plain scaling
+     efficiency cannot separate seed 002's stage 24 (marginal 0.27, critical) from stage 32
+     (0.07, knee); the marginal gain can.
+   * **tail departure** — the stage's e2e P95 (or P99, ``tail_percentile``) over the baseline's
+     same percentile, at or above ``tail_ratio``;
+   * **SLA** — the same percentile above ``sla_ms`` (only when an absolute SLA is given);
+   * **memory pressure** — peak memory %: the KV-cache usage from the server's ``/metrics`` when
+     present (vLLM pre-allocates its KV pool, so NVML memory is flat), else GPU memory; at or above
+     ``memory_pressure_pct`` it is an early sign, at or above ``oom_risk_pct`` the next stage risks
+     OOM;
+   * **errors** — any failed request (5xx, timeout, refused, cut stream) is an early sign and
+     rules the stage out of the base capacity; an error share above ``red_line_error_pct`` is the
+     red line;
+   * **OOM** — GPU memory at or above ``oom_pct`` while requests fail: the server ran out of
+     memory;
+   * **client-bound** — load-generator CPU at or above ``client_cpu_limit_pct`` (100 = one core):
+     the stage is marked untrusted and cannot be the knee (the client, not the server, flattened).
+
+3. Verdict, most severe first: **red line** (error share above the limit, or OOM); **knee**
+   (throughput flattened while the tail departed); **critical** (any early sign: tail departed,
+   gain narrowing, memory pressure, OOM risk, some errors, SLA exceeded); else **comfortable**.
+4. The knee is the first "knee" stage before the first red line; ``max_concurrency`` is the users
+   of the stage before the knee (or before the red line when there is no knee, or the highest
+   tested stage when there is neither). ``base_capacity`` (seed 002) is the highest stage, below
+   the first knee or red line, with 100 % success, memory at or below ``memory_pressure_pct``, the
+   tail within ``sla_ms`` when one is given, and a trusted client.
+
+Parameters (:class:`KneeParams`) and defaults:
+
+* ``throughput_column`` = ``"output_tok_s"`` (or ``"total_tok_s"``, ``"qps"``)
+* ``flat_gain_ratio`` = 0.15; ``narrowing_gain_ratio`` = 0.5
+* ``tail_percentile`` = ``"p95"`` (seed 000; seed 002 reads ``"p99"``); ``tail_ratio`` = 2.0
+* ``sla_ms`` = None (no absolute SLA)
+* ``memory_source`` = ``"auto"`` (KV-cache % when present, else GPU memory %)
+* ``memory_pressure_pct`` = 85.0; ``oom_risk_pct`` = 95.0; ``oom_pct`` = 99.0
+* ``red_line_error_pct`` = 5.0 (seed 002's table calls 98 % success a knee and 80 % the red
+  line, so a small error share is an early sign, not yet the red line; 0 makes any error fatal)
+* ``client_cpu_limit_pct`` = 90.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal
+
+import pandas as pd
+
+from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
+
+
+@dataclass(frozen=True)
+class KneeParams:
+    """Every threshold of :func:`find_knee`; see the module docstring for what each one does."""
+
+    throughput_column: Literal["output_tok_s", "total_tok_s", "qps"] = "output_tok_s"
+    flat_gain_ratio: float = 0.15
+    narrowing_gain_ratio: float = 0.5
+    tail_percentile: Literal["p95", "p99"] = "p95"
+    tail_ratio: float = 2.0
+    sla_ms: float | None = None
+    memory_source: Literal["auto", "kv_cache", "gpu"] = "auto"
+    memory_pressure_pct: float = 85.0
+    oom_risk_pct: float = 95.0
+    oom_pct: float = 99.0
+    red_line_error_pct: float = 5.0
+    client_cpu_limit_pct: float = 90.0
+
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser) -> None:
+        """Add ``--knee-*`` options (defaults from this class) to an argparse parser."""
+        d = KneeParams()
+        g = parser.add_argument_group("knee thresholds")
+        g.add_argument(
+            "--knee-throughput",
+            dest="knee_throughput_column",
+            choices=["output_tok_s", "total_tok_s", "qps"],
+            default=d.throughput_column,
+            help="throughput measure for the flattening signal (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-flat-gain",
+            dest="knee_flat_gain_ratio",
+            type=float,
+            default=d.flat_gain_ratio,
+            help="marginal gain per added user / single-user rate below which "
+            "throughput has flattened (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-narrowing-gain",
+            dest="knee_narrowing_gain_ratio",
+            type=float,
+            default=d.narrowing_gain_ratio,
+            help="... below which the gain is narrowing (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-tail",
+            dest="knee_tail_percentile",
+            choices=["p95", "p99"],
+            default=d.tail_percentile,
+            help="tail percentile (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-tail-ratio",
+            dest="knee_tail_ratio",
+            type=float,
+            default=d.tail_ratio,
+            help="tail / baseline tail at which the tail has departed (default %(default)s)",
+        )
+        g.add_argument(
+            "--sla-ms",
+            dest="knee_sla_ms",
+            type=float,
+            default=d.sla_ms,
+            help="absolute latency SLA on the tail percentile, ms (default none)",
+        )
+        g.add_argument(
+            "--knee-memory-source",
+            dest="knee_memory_source",
+            choices=["auto", "kv_cache", "gpu"],
+            default=d.memory_source,
+            help="memory signal: KV-cache %% when present, or GPU memory %% (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-memory-pct",
+            dest="knee_memory_pressure_pct",
+            type=float,
+            default=d.memory_pressure_pct,
+            help="memory %% that is an early sign (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-oom-risk-pct",
+            dest="knee_oom_risk_pct",
+            type=float,
+            default=d.oom_risk_pct,
+            help="memory %% at which the next stage risks OOM (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-oom-pct",
+            dest="knee_oom_pct",
+            type=float,
+            default=d.oom_pct,
+            help="GPU memory %% that, with failures, means OOM (default %(default)s)",
+        )
+        g.add_argument(
+            "--red-line-error-pct",
+            dest="knee_red_line_error_pct",
+            type=float,
+            default=d.red_line_error_pct,
+            help="error share above which a stage is the red line "
+            "(default %(default)s; 0 = any error)",
+        )
+        g.add_argument(
+            "--client-cpu-limit",
+            dest="knee_client_cpu_limit_pct",
+            type=float,
+            default=d.client_cpu_limit_pct,
+            help="load-generator CPU %% (100 = one core) at which a stage is "
+            "client-bound (default %(default)s)",
+        )
+
+    @classmethod
+    def from_cli_args(cls, ns: argparse.Namespace) -> KneeParams:
+        """Build from a namespace filled by :meth:`add_cli_args` (missing options keep defaults)."""
+        values = {
+            f.name: getattr(ns, "knee_" + f.name)
+            for f in fields(cls)
+            if hasattr(ns, "knee_" + f.name)
+        }
+        return cls(**values)
+
+
+def _num(value: Any) -> float | None:
+    if value is None or pd.isna(value):
+        return None
+    return float(value)
+
+
+def _fmt(value: float | None, unit: str = "") -> str:
+    if value is None or math.isnan(value):
+        return "n/a"
+    return f"{value:,.4g}{unit}"
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every stage is compared against."""
+
+    x1: float | None  # single-user throughput
+    base_tail_ms: float | None
+    params: KneeParams
+
+
+def _memory_pct(row: pd.Series, source: str) -> tuple[float | None, str]:
+    kv, gpu = _num(row.get("kv_cache_peak_pct")), _num(row.get("gpu_mem_peak_pct"))
+    if source == "kv_cache" or (source == "auto" and kv is not None):
+        return kv, "KV-cache"
+    return gpu, "GPU memory"
+
+
+def _throughput_signals(
+    row: pd.Series, prev: pd.Series | None, ctx: _Context
+) -> tuple[Signal, Signal]:
+    p, col = ctx.params, ctx.params.throughput_column
+    gain: float | None = None
+    text = "no earlier stage to compare with"
+    if prev is not None and ctx.x1:
+        x, x_prev = _num(row[col]), _num(prev[col])
+        dc = float(row["target_users"]) - float(prev["target_users"])
+        if x is not None and x_prev is not None and dc > 0:
+            gain = (x - x_prev) / dc / ctx.x1
+            text = (
+                f"each user added from {int(prev['target_users'])} to {int(row['target_users'])} "
+                f"brought {(x - x_prev) / dc:,.4g} {col} = {gain:.2f}× the single-user rate "
+                f"{ctx.x1:,.4g} ({_fmt(x_prev)} → {_fmt(x)})"
+            )
+    flat = Signal(
+        "throughput_flattening",
+        gain is not None and gain < p.flat_gain_ratio,
+        gain,
+        p.flat_gain_ratio,
+        f"{text} (flat below {p.flat_gain_ratio:g})",
+    )
+    narrowing = Signal(
+        "gain_narrowing",
+        gain is not None and gain < p.narrowing_gain_ratio,
+        gain,
+        p.narrowing_gain_ratio,
+        f"{text} (narrowing below {p.narrowing_gain_ratio:g})",
+    )
+    return flat, narrowing
+
+
+def _tail_signals(row: pd.Series, ctx: _Context) -> tuple[Signal, Signal | None]:
+    p = ctx.params
+    tail = _num(row[f"e2e_{p.tail_percentile}_ms"])
+    name = p.tail_percentile.upper()
+    ratio = tail / ctx.base_tail_ms if tail is not None and ctx.base_tail_ms else None
+    departed = Signal(
+        "tail_departure",
+        ratio is not None and ratio >= p.tail_ratio,
+        ratio,
+        p.tail_ratio,
+        f"{name} e2e {_fmt(tail, ' ms')} is {_fmt(ratio)}× the baseline's "
+        f"{_fmt(ctx.base_tail_ms, ' ms')} (departed at {p.tail_ratio:g}×)",
+    )
+    sla = None
+    if p.sla_ms is not None:
+        sla = Signal(
+            "sla",
+            tail is not None and tail > p.sla_ms,
+            tail,
+            p.sla_ms,
+            f"{name} e2e {_fmt(tail, ' ms')} against the SLA of {p.sla_ms:g} ms",
+        )
+    return departed, sla
+
+
+def _memory_signals(row: pd.Series, ctx: _Context) -> tuple[Signal, Signal, Signal]:
+    p = ctx.params
+    mem, what = _memory_pct(row, p.memory_source)
+    gpu = _num(row.get("gpu_mem_peak_pct"))
+    text = f"{what} peak {_fmt(mem, ' %')}"
+    pressure = Signal(
+        "memory_pressure",
+        mem is not None and mem >= p.memory_pressure_pct,
+        mem,
+        p.memory_pressure_pct,
+        f"{text} (pressure at {p.memory_pressure_pct:g} %)",
+    )
+    risk = Signal(
+        "oom_risk",
+        mem is not None and mem >= p.oom_risk_pct,
+        mem,
+        p.oom_risk_pct,
+        f"{text}: at or above {p.oom_risk_pct:g} % the next stage risks OOM",
+    )
+    failing = int(row["errors"]) > 0
+    oom = Signal(
+        "oom",
+        gpu is not None and gpu >= p.oom_pct and failing,
+        gpu,
+        p.oom_pct,
+        f"GPU memory peak {_fmt(gpu, ' %')} with {int(row['errors'])} failed requests "
+        f"(OOM at {p.oom_pct:g} % with failures)",
+    )
+    return pressure, risk, oom
+
+
+def _error_signals(row: pd.Series, ctx: _Context) -> tuple[Signal, Signal]:
+    p = ctx.params
+    success = _num(row["success_pct"])
+    error_pct = None if success is None else 100.0 - success
+    errors, served = int(row["errors"]), int(row["ok"]) + int(row["errors"])
+    text = f"success {_fmt(success, ' %')} ({errors} of {served} failed)"
+    some = Signal("errors", int(row["errors"]) > 0, error_pct, 0.0, text)
+    red = Signal(
+        "error_rate",
+        error_pct is not None and error_pct > p.red_line_error_pct,
+        error_pct,
+        p.red_line_error_pct,
+        f"{text}; red line above {p.red_line_error_pct:g} % errors",
+    )
+    return some, red
+
+
+def _client_signal(row: pd.Series, ctx: _Context) -> Signal:
+    cpu = _num(row.get("client_cpu_peak_pct"))
+    limit = ctx.params.client_cpu_limit_pct
+    return Signal(
+        "client_bound",
+        cpu is not None and cpu >= limit,
+        cpu,
+        limit,
+        f"load-generator CPU peak {_fmt(cpu, ' %')} of a core (client-bound at {limit:g} %)",
+    )
+
+
+def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: _Context) -> StageVerdict:
+    """All signals of one stage and the verdict they add up to."""
+    flat, narrowing = _throughput_signals(row, prev, ctx)
+    departed, sla = _tail_signals(row, ctx)
+    pressure, risk, oom = _memory_signals(row, ctx)
+    some_errors, error_rate = _error_signals(row, ctx)
+    client = _client_signal(row, ctx)
+    signals = [flat, narrowing, departed, pressure, risk, some_errors, error_rate, oom, client]
+    if sla is not None:
+        signals.insert(3, sla)
+    verdict: Verdict
+    if error_rate.fired or oom.fired:
+        verdict, fired = "red_line", [s for s in (oom, error_rate) if s.fired]
+    elif flat.fired and departed.fired and not client.fired:
+        verdict, fired = "knee", [flat, departed]
+    else:
+        early = [narrowing, departed, pressure, risk, some_errors, flat, sla]
+        fired = [s for s in early if s is not None and s.fired]
+        verdict = "critical" if fired else "comfortable"
+    reasons = [s.text for s in fired]
+    extra = [s for s in (risk, pressure, some_errors, sla) if s and s.fired and s not in fired]
+    reasons += [s.text for s in extra if not (s is pressure and risk.fired)]
+    if client.fired:
+        reasons.append(client.text + ": untrusted, the client may be the limit")
+    if verdict == "comfortable":
+        reasons.append("no signal fired")
+    return StageVerdict(
+        stage=int(row["stage"]),
+        target_users=int(row["target_users"]),
+        verdict=verdict,
+        reasons=tuple(dict.fromkeys(reasons)),
+        signals=tuple(signals),
+        trusted=not client.fired,
+    )
+
+
+def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> _Context:
+    x1 = None
+    if baseline.stage is not None and baseline.target_users:
+        match = summary[summary["stage"] == baseline.stage]
+        if len(match):
+            x = _num(match.iloc[0][params.throughput_column])
+            x1 = None if x is None else x / baseline.target_users
+    tail = baseline.e2e_p99_ms if params.tail_percentile == "p99" else baseline.e2e_p95_ms
+    return _Context(x1=x1 or None, base_tail_ms=tail, params=params)
+
+
+def _base_capacity(
+    steps: pd.DataFrame, verdicts: list[StageVerdict], stop_at: int, params: KneeParams
+) -> int | None:
+    best = None
+    for (_, row), v in zip(steps.iterrows(), verdicts, strict=True):
+        if v.stage == stop_at:
+            break
+        sig = {s.name: s for s in v.signals}
+        mem = sig["memory_pressure"].value
+        within = (
+            v.trusted
+            and int(row["ok"]) > 0
+            and int(row["errors"]) == 0
+            and (mem is None or mem <= params.memory_pressure_pct)
+            and ("sla" not in sig or not sig["sla"].fired)
+        )
+        if within:
+            best = v.target_users
+    return best
+
+
+def find_knee(
+    summary: pd.DataFrame, baseline: Baseline, *, params: KneeParams | None = None
+) -> KneeResult:
+    """Verdicts for every step stage of ``summary`` and the knee they point at (pure)."""
+    params = params or KneeParams()
+    ctx = _context(summary, baseline, params)
+    steps = summary[summary["kind"] == "step"].sort_values(["target_users", "stage"])
+    prev: pd.Series | None = None
+    if baseline.source == "baseline" and baseline.stage is not None:
+        match = summary[summary["stage"] == baseline.stage]
+        prev = match.iloc[0] if len(match) else None
+    verdicts = []
+    for _, row in steps.iterrows():
+        verdicts.append(evaluate_stage(row, prev, ctx))
+        if int(row["ok"]) > 0 and not pd.isna(row[params.throughput_column]):
+            prev = row
+    red = next((v for v in verdicts if v.verdict == "red_line"), None)
+    knee = next((v for v in verdicts if v.verdict == "knee"), None)
+    if knee is not None and red is not None and red.target_users < knee.target_users:
+        knee = None
+    limit = knee or red
+    users = [v.target_users for v in verdicts]
+    if limit is not None:
+        before = [v.target_users for v in verdicts if v.target_users < limit.target_users]
+        max_conc = before[-1] if before else None
+    else:
+        max_conc = users[-1] if users else None
+    base = _base_capacity(steps, verdicts, limit.stage if limit else -1, params)
+    return KneeResult(
+        stages=tuple(verdicts),
+        knee_stage=knee.stage if knee else None,
+        knee_users=knee.target_users if knee else None,
+        red_line_stage=red.stage if red else None,
+        red_line_users=red.target_users if red else None,
+        max_concurrency=max_conc,
+        base_capacity=base,
+        summary=_summary_text(verdicts, knee, red, max_conc),
+        params=asdict(params),
+    )
+
+
+def _summary_text(
+    verdicts: list[StageVerdict],
+    knee: StageVerdict | None,
+    red: StageVerdict | None,
+    max_conc: int | None,
+) -> str:
+    if not verdicts:
+        return "no step stage to analyse"
+    top = verdicts[-1].target_users
+    parts = []
+    if knee is not None:
+        parts.append(f"knee at {knee.target_users} users: " + "; ".join(knee.reasons[:2]) + ".")
+    else:
+        parts.append(f"no knee within the tested range (up to {top} users).")
+    if red is not None:
+        parts.append(f"red line at {red.target_users} users: " + "; ".join(red.reasons[:2]) + ".")
+    if max_conc is not None:
+        parts.append(f"max_concurrency {max_conc}.")
+    untrusted = [v.target_users for v in verdicts if not v.trusted]
+    if untrusted:
+        parts.append(f"client-bound (untrusted) stages: {untrusted}.")
+    return " ".join(parts)

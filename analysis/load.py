@@ -1,0 +1,253 @@
+"""Read one run directory into validated pandas frames (:class:`Run`), or fail with one clear error.
+
+Validation is against :mod:`loadknee_locust.contract`: every missing file, missing column, and
+column whose cells are not of the contract's type is collected, and all of them are reported in a
+single :class:`RunDirError` so a user fixes a broken directory in one pass. Optional files
+(``gpu.csv``, ``server_metrics.csv``, ``client.csv``) may be absent: their frames are then empty
+with the contract's columns. Numeric columns come back as float64 with NaN for empty cells (never
+0); text columns as ``object``/``str``.
+
+Speed: the common case (a valid file) is one ``pandas.read_csv`` call with dtype hints per file,
+using the pyarrow engine when it is installed and the C engine otherwise. Only when that fast
+read fails is the file re-read as text to find which columns are bad.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from loadknee_locust import contract
+
+#: Columns read as text; every other contract column is numeric (float64, NaN when empty).
+TEXT_COLUMNS: dict[str, frozenset[str]] = {
+    contract.STAGES_CSV: frozenset({"kind", "stop_reason"}),
+    contract.REQUESTS_CSV: frozenset(
+        {
+            "request_id",
+            "phase",
+            "worker",
+            "user_id",
+            "endpoint",
+            "usage_source",
+            "outcome",
+            "error",
+            "prompt_hash",
+        }
+    ),
+    contract.GPU_CSV: frozenset({"source", "error"}),
+    contract.SERVER_METRICS_CSV: frozenset({"endpoint", "metric", "labels", "error"}),
+    contract.CLIENT_CSV: frozenset({"worker"}),
+}
+
+#: Closed vocabularies checked on load: (file, column) → allowed values (empty cells allowed).
+VOCABULARIES: dict[tuple[str, str], tuple[str, ...]] = {
+    (contract.STAGES_CSV, "kind"): contract.STAGE_KINDS,
+    (contract.REQUESTS_CSV, "phase"): contract.PHASES,
+}
+
+REQUIRED_FILES = (contract.STAGES_CSV, contract.REQUESTS_CSV)
+OPTIONAL_FILES = (contract.GPU_CSV, contract.SERVER_METRICS_CSV, contract.CLIENT_CSV)
+
+
+class RunDirError(ValueError):
+    """A run directory that does not follow the contract; ``problems`` lists every defect."""
+
+    def __init__(self, run_dir: Path, problems: Iterable[str]) -> None:
+        self.run_dir = run_dir
+        self.problems = tuple(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"{run_dir} is not a valid loadknee run directory:\n{lines}")
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """One run directory, read and validated. Frames carry at least the contract's columns."""
+
+    path: Path
+    run_info: dict[str, Any]
+    stages: pd.DataFrame
+    requests: pd.DataFrame
+    gpu: pd.DataFrame
+    server_metrics: pd.DataFrame
+    client: pd.DataFrame
+    notes: tuple[str, ...] = field(default=())  # e.g. "merged 3 per-worker request files"
+
+
+def empty_frame(name: str) -> pd.DataFrame:
+    """An empty frame with the contract's columns and dtypes for file ``name``."""
+    text = TEXT_COLUMNS[name]
+    return pd.DataFrame(
+        {c: pd.Series(dtype=object if c in text else "float64") for c in contract.CSV_COLUMNS[name]}
+    )
+
+
+def _engine() -> Literal["c", "pyarrow"]:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return "c"
+    return "pyarrow"
+
+
+def _dtypes(name: str, header: Iterable[str]) -> dict[str, Any]:
+    text = TEXT_COLUMNS[name]
+    known = set(contract.CSV_COLUMNS[name])
+    return {c: (object if (c in text or c not in known) else "float64") for c in header}
+
+
+def _header(path: Path) -> list[str]:
+    return [str(c) for c in pd.read_csv(path, nrows=0).columns]
+
+
+def _bad_numeric(path: Path, name: str, columns: Iterable[str]) -> list[str]:
+    """Slow path: re-read as text and name each numeric column holding non-numeric cells."""
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    problems = []
+    for col in columns:
+        if col not in raw.columns:
+            continue
+        cells = raw[col].str.strip()
+        nonempty = cells[cells != ""]
+        parsed = pd.to_numeric(nonempty, errors="coerce")
+        bad = nonempty[parsed.isna()]
+        if len(bad):
+            rows = ", ".join(str(i + 2) for i in bad.index[:3])
+            problems.append(
+                f"{path.name}: column {col!r} must be numeric; {len(bad)} cell(s) are not "
+                f"(e.g. {bad.iloc[0]!r} on line {rows})"
+            )
+    return problems
+
+
+def _read_csv(path: Path, name: str, problems: list[str]) -> pd.DataFrame | None:
+    """Read one contract CSV; append its defects to ``problems`` and return None if any."""
+    try:
+        header = _header(path)
+    except (pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        problems.append(f"{path.name}: unreadable or empty ({exc})")
+        return None
+    missing = [c for c in contract.CSV_COLUMNS[name] if c not in header]
+    if missing:
+        problems.append(f"{path.name}: missing column(s) {', '.join(missing)}")
+        return None
+    dtypes = _dtypes(name, header)
+    try:
+        frame = pd.read_csv(path, dtype=dtypes, engine=_engine())
+    except (ValueError, TypeError):
+        numeric = [c for c, t in dtypes.items() if t == "float64"]
+        found = _bad_numeric(path, name, numeric)
+        problems.extend(found or [f"{path.name}: could not be parsed as CSV"])
+        return None
+    for (file_name, col), allowed in VOCABULARIES.items():
+        if file_name != name:
+            continue
+        values = frame[col]
+        bad = values[~values.isin(allowed) & values.notna()]
+        if len(bad):
+            problems.append(
+                f"{path.name}: column {col!r} has value(s) outside {list(allowed)}: "
+                f"{sorted(set(bad.astype(str)))[:5]}"
+            )
+    return frame
+
+
+def _read_requests(run_dir: Path, problems: list[str], notes: list[str]) -> pd.DataFrame | None:
+    paths = sorted(run_dir.glob("requests.*.csv"))
+    merged = run_dir / contract.REQUESTS_CSV
+    if merged.exists():
+        paths.insert(0, merged)
+    if not paths:
+        problems.append(f"missing file {contract.REQUESTS_CSV} (nor any requests.*.csv)")
+        return None
+    frames = [_read_csv(p, contract.REQUESTS_CSV, problems) for p in paths]
+    good = [f for f in frames if f is not None]
+    if len(good) != len(frames):
+        return None
+    if len(good) == 1:
+        return good[0]
+    notes.append(f"merged {len(good)} request files: {', '.join(p.name for p in paths)}")
+    both = pd.concat(good, ignore_index=True)
+    # a merged requests.csv next to the per-worker files it was made from: keep one copy
+    return both.drop_duplicates(subset="request_id", keep="first", ignore_index=True)
+
+
+def _read_run_json(run_dir: Path, problems: list[str]) -> dict[str, Any]:
+    path = run_dir / contract.RUN_JSON
+    if not path.exists():
+        return {}
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        problems.append(f"{contract.RUN_JSON}: not valid JSON ({exc})")
+        return {}
+    if not isinstance(info, dict):
+        problems.append(f"{contract.RUN_JSON}: must hold one JSON object")
+        return {}
+    return info
+
+
+def read_run(
+    run_dir: str | Path,
+    *,
+    nvidia_smi_csv: str | Path | None = None,
+    read_nvidia_smi: Callable[[Path], pd.DataFrame] | None = None,
+) -> Run:
+    """Read and validate ``run_dir``; raise :class:`RunDirError` listing every defect found.
+
+    ``nvidia_smi_csv`` is a file written by ``nvidia-smi --query-gpu=... -lms 500`` alongside the
+    run (seed 000); its samples are appended to the gpu frame (``read_nvidia_smi`` overrides the
+    parser, which defaults to :func:`analysis.nvsmi.read_nvidia_smi_csv`).
+    """
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise RunDirError(root, [f"no such directory: {root}"])
+    problems: list[str] = []
+    notes: list[str] = []
+    run_info = _read_run_json(root, problems)
+    stages_path = root / contract.STAGES_CSV
+    stages = None
+    if stages_path.exists():
+        stages = _read_csv(stages_path, contract.STAGES_CSV, problems)
+    else:
+        problems.append(f"missing file {contract.STAGES_CSV}")
+    requests = _read_requests(root, problems, notes)
+    optional: dict[str, pd.DataFrame | None] = {}
+    for name in OPTIONAL_FILES:
+        path = root / name
+        optional[name] = _read_csv(path, name, problems) if path.exists() else empty_frame(name)
+    gpu = optional[contract.GPU_CSV]
+    if nvidia_smi_csv is not None and gpu is not None:
+        parse = read_nvidia_smi or _default_nvsmi_reader()
+        try:
+            extra = parse(Path(nvidia_smi_csv))
+        except (OSError, ValueError) as exc:
+            problems.append(f"nvidia-smi file {nvidia_smi_csv}: {exc}")
+        else:
+            gpu = pd.concat([gpu, extra], ignore_index=True) if len(gpu) else extra
+            notes.append(f"merged {len(extra)} nvidia-smi samples from {nvidia_smi_csv}")
+    if problems or stages is None or requests is None or gpu is None:
+        raise RunDirError(root, problems)
+    server_metrics, client = optional[contract.SERVER_METRICS_CSV], optional[contract.CLIENT_CSV]
+    assert server_metrics is not None and client is not None  # problems would be non-empty
+    return Run(
+        path=root,
+        run_info=run_info,
+        stages=stages.sort_values("stage", ignore_index=True),
+        requests=requests,
+        gpu=gpu,
+        server_metrics=server_metrics,
+        client=client,
+        notes=tuple(notes),
+    )
+
+
+def _default_nvsmi_reader() -> Callable[[Path], pd.DataFrame]:
+    from analysis.nvsmi import read_nvidia_smi_csv  # helper D's parser; imported only when used
+
+    return read_nvidia_smi_csv

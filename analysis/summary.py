@@ -1,0 +1,202 @@
+"""Per-stage summary (the record table): one row per stage over its measured window only.
+
+Rows counted: ``phase == "measure"`` for step stages and ``phase == "baseline"`` for the baseline
+stage; warm-up and cooldown rows are left out. Of those, ``ok`` rows feed every latency and
+throughput statistic; ``length_mismatch`` rows (or rows whose ``length_ok`` is 0) are counted and
+excluded; every other outcome is an error. Percentiles are exact, computed from the raw rows with
+linear interpolation (:data:`analysis.model.PERCENTILE_METHOD`); rates divide by the measured
+window's length from ``stages.csv`` (from the rows' own span when the window was never closed).
+Telemetry (GPU, server metrics, client CPU) is cut to the same window; missing telemetry gives NaN,
+never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import Run
+from analysis.model import SUMMARY_COLUMNS
+
+MEASURED_PHASES = ("measure", "baseline")
+
+
+def classify_outcomes(requests: pd.DataFrame) -> pd.Series:
+    """``ok`` / ``length_mismatch`` / ``error`` per row (a length_ok of 0 is a mismatch)."""
+    outcome = requests["outcome"]
+    mismatch = (outcome == "length_mismatch") | (requests["length_ok"] == 0)
+    ok = (outcome == "ok") & ~mismatch
+    return pd.Series(
+        np.select([ok, mismatch], ["ok", "length_mismatch"], "error"), index=requests.index
+    )
+
+
+def measured_requests(run: Run) -> pd.DataFrame:
+    """Rows of the measured windows, with a ``cls`` column from :func:`classify_outcomes`."""
+    rows = run.requests[run.requests["phase"].isin(MEASURED_PHASES)]
+    return rows.assign(cls=classify_outcomes(rows))
+
+
+def stage_windows(run: Run, measured: pd.DataFrame) -> pd.DataFrame:
+    """Per stage: ``window_start``/``window_end`` unix s (from stages.csv, else the rows' span)."""
+    stages = run.stages.set_index("stage")
+    span = measured.groupby("stage").agg(first=("start_unix_s", "min"), last=("end_unix_s", "max"))
+    start = stages["warmup_end_unix_s"].fillna(stages["start_unix_s"])
+    start = start.fillna(span["first"].reindex(stages.index))
+    end = stages["measure_end_unix_s"].fillna(span["last"].reindex(stages.index))
+    return pd.DataFrame({"window_start": start, "window_end": end})
+
+
+def _window_mask(ts: pd.Series, start: float, end: float) -> pd.Series:
+    return (ts >= start) & (ts <= end)
+
+
+def _gpu_stats(gpu: pd.DataFrame, start: float, end: float) -> dict[str, float]:
+    rows = gpu[_window_mask(gpu["timestamp_unix_s"], start, end)]
+    mem_pct = rows["memory_used_mib"] / rows["memory_total_mib"] * 100.0
+    return {
+        "gpu_mem_peak_pct": float(mem_pct.max()),
+        "gpu_util_mean_pct": float(rows["gpu_util_pct"].mean()),
+        "sm_util_mean_pct": float(rows["sm_util_pct"].mean()),
+    }
+
+
+def _counter_increase(values: pd.Series) -> float:
+    """Increase of a monotonic counter over samples, robust to resets (server restarts)."""
+    values = values.dropna()
+    if len(values) < 2:
+        return float("nan")
+    return float(values.diff().clip(lower=0).sum())
+
+
+def _server_stats(timeline: pd.DataFrame | None, start: float, end: float) -> dict[str, float]:
+    nan = float("nan")
+    names = ("kv_cache_peak_pct", "waiting_mean", "waiting_max", "running_max", "preemptions")
+    if timeline is None or timeline.empty:
+        return dict.fromkeys(names, nan)
+    rows = timeline[_window_mask(timeline["timestamp_unix_s"], start, end)]
+    if rows.empty:
+        return dict.fromkeys(names, nan)
+    per = rows.sort_values("timestamp_unix_s").groupby("endpoint")
+    # several endpoints (replicas): queues add up; the fullest cache is the one that matters
+    waiting_means = per["requests_waiting"].mean()
+    preempt = per["preemptions_total"].apply(_counter_increase)
+    return {
+        "kv_cache_peak_pct": float(rows["kv_cache_usage_pct"].max()),
+        "waiting_mean": float(waiting_means.sum(min_count=1)),
+        "waiting_max": float(per["requests_waiting"].max().sum(min_count=1)),
+        "running_max": float(per["requests_running"].max().sum(min_count=1)),
+        "preemptions": float(preempt.sum(min_count=1)),
+    }
+
+
+def _client_peak(client: pd.DataFrame, start: float, end: float) -> float:
+    rows = client[_window_mask(client["timestamp_unix_s"], start, end)]
+    return float(rows["cpu_pct"].max())
+
+
+def _default_timeline() -> Callable[[pd.DataFrame], pd.DataFrame] | None:
+    try:
+        from analysis.server_metrics import canonical_timeline
+    except ImportError:  # helper D's module not installed in this tree
+        return None
+    return canonical_timeline
+
+
+def _request_stats(measured: pd.DataFrame) -> pd.DataFrame:
+    """Counts, rates' numerators and exact percentiles per stage from the raw rows."""
+    counts = pd.crosstab(measured["stage"], measured["cls"]).reindex(
+        columns=["ok", "length_mismatch", "error"], fill_value=0
+    )
+    ok = measured[measured["cls"] == "ok"]
+    total_tokens = ok["prompt_tokens"] + ok["completion_tokens"]
+    ok = ok.assign(
+        total_tokens=total_tokens,
+        s_per_1k_total=ok["e2e_ms"] / total_tokens.where(total_tokens > 0),
+        s_per_1k_completion=ok["e2e_ms"]
+        / ok["completion_tokens"].where(ok["completion_tokens"] > 0),
+    )
+    g = ok.groupby("stage")
+    out = pd.DataFrame(
+        {
+            "requests": counts.sum(axis=1),
+            "ok": counts["ok"],
+            "errors": counts["error"],
+            "length_mismatch": counts["length_mismatch"],
+        }
+    )
+    out["completion_sum"] = g["completion_tokens"].sum(min_count=1)
+    out["total_sum"] = g["total_tokens"].sum(min_count=1)
+    out["e2e_mean_ms"] = g["e2e_ms"].mean()
+    quantiles = {
+        "e2e_ms": ((0.5, "e2e_p50_ms"), (0.95, "e2e_p95_ms"), (0.99, "e2e_p99_ms")),
+        "ttft_ms": ((0.5, "ttft_p50_ms"), (0.95, "ttft_p95_ms"), (0.99, "ttft_p99_ms")),
+        "itl_p50_ms": ((0.5, "itl_p50_ms"),),
+        "itl_p95_ms": ((0.95, "itl_p95_ms"),),
+        "tpot_ms": ((0.5, "tpot_p50_ms"), (0.95, "tpot_p95_ms")),
+        "s_per_1k_total": ((0.5, "s_per_1k_total_tokens"),),
+        "s_per_1k_completion": ((0.5, "s_per_1k_completion_tokens"),),
+    }
+    for column, wanted in quantiles.items():
+        qs = g[column].quantile(np.array([q for q, _ in wanted])).unstack()
+        for q, name in wanted:
+            out[name] = qs[q] if len(qs) else np.nan
+    return out
+
+
+def summarize_stages(
+    run: Run,
+    *,
+    timeline: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+) -> pd.DataFrame:
+    """The record table: one row per stage of ``stages.csv``, columns ``model.SUMMARY_COLUMNS``.
+
+    ``timeline`` turns the long-form server metrics into the canonical per-sample timeline
+    (default: :func:`analysis.server_metrics.canonical_timeline`).
+    """
+    measured = measured_requests(run)
+    windows = stage_windows(run, measured)
+    stats = _request_stats(measured).reindex(windows.index)
+    to_timeline = timeline or _default_timeline()
+    canon = None
+    if to_timeline is not None and not run.server_metrics.empty:
+        canon = to_timeline(run.server_metrics)
+    stages = run.stages.set_index("stage")
+    rows = []
+    for stage, start, end in zip(
+        windows.index, windows["window_start"], windows["window_end"], strict=True
+    ):
+        window_s = end - start if end > start else float("nan")
+        st = stats.loc[stage]
+        row: dict[str, object] = {
+            "stage": int(stage),
+            "kind": stages.at[stage, "kind"],
+            "target_users": stages.at[stage, "target_users"],
+            "batch_size": stages.at[stage, "batch_size"],
+            "window_s": window_s,
+        }
+        for name in ("requests", "ok", "errors", "length_mismatch"):
+            row[name] = 0 if pd.isna(st[name]) else int(st[name])
+        served = row["ok"] + row["errors"]  # type: ignore[operator]
+        row["success_pct"] = row["ok"] / served * 100.0 if served else np.nan  # type: ignore[operator]
+        row["qps"] = row["ok"] / window_s if served else np.nan  # type: ignore[operator]
+        row["output_tok_s"] = st["completion_sum"] / window_s
+        row["total_tok_s"] = st["total_sum"] / window_s
+        for name in SUMMARY_COLUMNS:
+            if name not in row and name in st.index:
+                row[name] = st[name]
+        row.update(_gpu_stats(run.gpu, start, end))
+        row.update(_server_stats(canon, start, end))
+        row["client_cpu_peak_pct"] = _client_peak(run.client, start, end)
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    for name in ("stage", "requests", "ok", "errors", "length_mismatch"):
+        frame[name] = frame[name].astype("int64")
+    for name in SUMMARY_COLUMNS:
+        if name not in ("stage", "kind", "requests", "ok", "errors", "length_mismatch"):
+            frame[name] = frame[name].astype("float64")
+    if frame["target_users"].notna().all():
+        frame["target_users"] = frame["target_users"].astype("int64")
+    return frame
