@@ -1,0 +1,28 @@
+"""Telemetry beside the requests: GPU (NVML / DCGM), server ``/metrics`` and client CPU → CSV.
+
+Importing this package imports neither gevent nor pynvml: ``analysis`` reuses its pure modules
+(:mod:`~loadknee_locust.telemetry.promtext`, :mod:`~loadknee_locust.telemetry.dcgm`). The
+sampler, which needs a gevent hub, is loaded on first use of its name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: public name → module that defines it (imported lazily, on attribute access)
+_LAZY: dict[str, str] = {
+    "TelemetrySampler": "loadknee_locust.telemetry.sampler",
+    "TelemetryConfig": "loadknee_locust.telemetry.sampler",
+    "register_worker_usage": "loadknee_locust.telemetry.client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'loadknee_locust.telemetry' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = sorted(_LAZY)

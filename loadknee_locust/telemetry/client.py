@@ -1,0 +1,84 @@
+"""The load generator's own CPU and memory, for ``client.csv``: this process, and Locust workers.
+
+Measured the way Locust's usage monitor does it (``psutil.Process().cpu_percent()`` since the
+previous call, 100 = one core; ``memory_info().rss``), but at the sampler's interval instead of
+Locust's fixed 10 s, so a client-bound stage shows up while it lasts.
+
+Distributed mode: the master samples itself (worker ``master``) and writes one row per worker
+report. Locust's ``stats`` report does *not* carry CPU (only heartbeats do, and the worker's own
+monitor refreshes it every 10 s), so :func:`register_worker_usage` — called on each worker —
+adds this module's measurement under :data:`REPORT_KEY` to every report (every 3 s). Without it
+the master falls back to the last heartbeat value Locust stored for that worker
+(``runner.clients[id].cpu_usage``), where Locust's initial 0 means "not measured yet" and is
+written as empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import psutil
+
+MIB: Final = 1024 * 1024
+#: key the plugin adds to each worker's ``report_to_master`` data
+REPORT_KEY: Final = "loadknee_usage"
+
+
+class ProcessUsage:
+    """CPU % since the previous reading, and resident memory, of one process (default: this one)."""
+
+    def __init__(self, pid: int | None = None) -> None:
+        self._process = psutil.Process(pid)
+        self._process.cpu_percent()  # the first reading is meaningless: prime it now
+
+    def read(self) -> tuple[float | None, float | None]:
+        """``(cpu_pct, memory_mib)``; ``None`` for a value psutil could not read."""
+        try:
+            with self._process.oneshot():
+                return self._process.cpu_percent(), self._process.memory_info().rss / MIB
+        except psutil.Error:
+            return None, None
+
+
+def register_worker_usage(environment: Any) -> Callable[[], None]:
+    """On a worker: add this process's usage to every report sent to the master.
+
+    Returns a function that removes the listener again.
+    """
+    usage = ProcessUsage()
+
+    def on_report_to_master(client_id: str, data: dict[str, Any], **_: Any) -> None:
+        cpu_pct, memory_mib = usage.read()
+        data[REPORT_KEY] = {"cpu_pct": cpu_pct, "memory_mib": memory_mib}
+
+    hook = environment.events.report_to_master
+    hook.add_listener(on_report_to_master)
+    return lambda: hook.remove_listener(on_report_to_master)
+
+
+def worker_row(
+    client_id: str, data: Mapping[str, Any], runner: Any, timestamp_unix_s: float
+) -> dict[str, Any]:
+    """The ``client.csv`` row for one worker report received by the master."""
+    usage = data.get(REPORT_KEY)
+    if isinstance(usage, Mapping):
+        cpu_pct, memory_mib = usage.get("cpu_pct"), usage.get("memory_mib")
+    else:
+        node = getattr(runner, "clients", {}).get(client_id)
+        cpu = getattr(node, "cpu_usage", 0) or None  # Locust starts at 0 before measuring
+        memory = getattr(node, "memory_usage", 0) or None
+        cpu_pct, memory_mib = cpu, (memory / MIB if memory else None)
+    indexes = getattr(runner, "worker_indexes", {})
+    return {
+        "timestamp_unix_s": timestamp_unix_s,
+        "worker": indexes.get(client_id, client_id),
+        "cpu_pct": cpu_pct,
+        "memory_mib": memory_mib,
+        "users": data.get("user_count"),
+    }
+
+
+def runner_role(runner: Any) -> str:
+    """``master`` on a master runner, else ``local`` (the contract's name for a single process)."""
+    return "master" if type(runner).__name__ == "MasterRunner" else "local"

@@ -1,0 +1,91 @@
+"""Turn Prometheus exposition text into long-form samples, and label sets into one string and back.
+
+Pure stdlib plus ``prometheus_client.parser`` (no gevent, no pandas): the sampler uses it while a
+test runs and ``analysis`` uses it to read the ``labels`` column of ``server_metrics.csv`` back.
+
+Why ``prometheus_client.parser`` rather than a regex: escaping in label values, ``NaN``/``+Inf``,
+``# TYPE``/``# HELP`` lines and exemplars are all handled by the reference parser, and a body
+that is not Prometheus text (an HTML error page, JSON) raises ``ValueError`` instead of yielding
+nonsense rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from prometheus_client.parser import text_string_to_metric_families
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One Prometheus sample: its name as exposed (``_total``/``_bucket`` kept), labels, value."""
+
+    metric: str
+    labels: Mapping[str, str]
+    value: float
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What one scrape body yielded: the samples read, and the parse error that stopped it, if any.
+
+    Samples before a malformed line are kept (nothing else is lost); ``error`` says why the rest
+    was not read.
+    """
+
+    samples: tuple[Sample, ...]
+    error: str | None = None
+
+
+def parse_text(text: str) -> Parsed:
+    """Parse one ``/metrics`` body; never raises for bad input (the error is in the result)."""
+    samples: list[Sample] = []
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                samples.append(Sample(s.name, dict(s.labels), float(s.value)))
+    except Exception as exc:  # the parser raises ValueError, and others on odd input
+        return Parsed(tuple(samples), f"not Prometheus text: {_short(str(exc))}")
+    return Parsed(tuple(samples))
+
+
+def render_labels(labels: Mapping[str, str]) -> str:
+    """Render a label set as ``k="v",k2="v2"`` (sorted by key, Prometheus escaping)."""
+    return ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
+
+
+def parse_labels(text: str) -> dict[str, str]:
+    """Read back a label set written by :func:`render_labels` (empty text → empty dict).
+
+    Uses the reference parser on a synthetic one-sample line, so the escaping rules match.
+    Raises ``ValueError`` for text that is not a label set.
+    """
+    if not text:
+        return {}
+    parsed = parse_text(f"x{{{text}}} 0\n")
+    if parsed.error or len(parsed.samples) != 1:
+        raise ValueError(f"not a Prometheus label set: {_short(text)}")
+    return dict(parsed.samples[0].labels)
+
+
+def redact_url(url: str) -> str:
+    """The URL with any ``user:password@`` removed, for logs and the ``endpoint`` column."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

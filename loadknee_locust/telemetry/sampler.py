@@ -1,0 +1,403 @@
+"""Sample GPU, server ``/metrics`` and client CPU every interval while a test runs, into three CSVs.
+
+One :class:`TelemetrySampler` per run, on the master or local runner (never on workers): the
+plugin calls :meth:`~TelemetrySampler.start` at ``test_start`` and :meth:`~TelemetrySampler.stop`
+at the end. Each source is its own greenlet on a fixed tick (missed ticks are skipped, never
+bunched), so a slow scrape delays only its own source:
+
+* **server metrics** — ``GET --llm-metrics-url`` (default ``<host>/metrics``; ``none`` turns it
+  off) and ``--llm-dcgm-url`` when given; every sample goes raw into ``server_metrics.csv``;
+* **GPU** (``--llm-gpu``) — ``nvml``: local GPUs through :class:`NvmlReader`; ``dcgm``: the
+  ``DCGM_FI_*`` samples of those scrapes mapped to ``gpu.csv`` (they also stay raw);
+  ``auto``: NVML when it finds a local GPU, otherwise DCGM wherever a scrape carries it;
+  ``none``: nothing (``gpu.csv`` holds only its header);
+* **client** — this process's CPU % and memory, and on a master one row per worker report.
+
+Timestamps are unix seconds: for a scrape, the midpoint of the request (the server's numbers are
+from somewhere inside it); for NVML and psutil, the moment of the reading.
+
+Nothing here blocks the gevent hub for long: HTTP is geventhttpclient under one deadline per
+scrape, Prometheus parsing and every NVML call run in gevent's threadpool. A failure never stops
+the test: it is a row whose ``error`` says what happened, ONE warning per kind of failure is
+logged, and a summary of failure counts is logged at :meth:`stop`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import gevent
+import gevent.event
+
+from loadknee_locust.contract import (
+    CLIENT_COLUMNS,
+    CLIENT_CSV,
+    GPU_COLUMNS,
+    GPU_CSV,
+    SERVER_METRIC_COLUMNS,
+    SERVER_METRICS_CSV,
+)
+from loadknee_locust.csvsink import CsvSink
+from loadknee_locust.telemetry import dcgm
+from loadknee_locust.telemetry.client import ProcessUsage, runner_role, worker_row
+from loadknee_locust.telemetry.nvml import NvmlReader, describe
+from loadknee_locust.telemetry.promtext import Parsed, parse_text, redact_url, render_labels
+from loadknee_locust.telemetry.scrape import ScrapeError, Scraper
+
+logger = logging.getLogger(__name__)
+
+GpuMode = Literal["auto", "nvml", "dcgm", "none"]
+#: rows written between cooperative yields, so a large /metrics body is written in slices
+_ROWS_PER_YIELD = 500
+#: longest wait for NVML to initialise before the sampler gives up on it for this run
+_NVML_OPEN_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class TelemetryConfig:
+    """What to sample, resolved from the ``--llm-*`` options and the target host."""
+
+    gpu: GpuMode = "auto"
+    metrics_url: str | None = None
+    dcgm_url: str | None = None
+    interval_s: float = 0.5
+    timeout_s: float = 1.0
+
+    @classmethod
+    def from_options(cls, parsed_options: Any, host: str) -> TelemetryConfig:
+        """Read ``llm_gpu``, ``llm_metrics_url``, ``llm_dcgm_url``, ``llm_sample_interval``.
+
+        ``parsed_options`` may be ``None`` (a library run without a parser): defaults apply.
+        The scrape timeout is twice the interval, at least 1 s and at most 5 s.
+        """
+        opt = parsed_options
+
+        def get(name: str, default: Any) -> Any:
+            value = getattr(opt, name, default) if opt is not None else default
+            return default if value is None else value
+
+        interval = float(get("llm_sample_interval", 0.5))
+        if not interval > 0:
+            raise ValueError(f"--llm-sample-interval must be > 0, got {interval}")
+        metrics = str(get("llm_metrics_url", "")).strip()
+        metrics_url = None if metrics.lower() == "none" else metrics or default_metrics_url(host)
+        dcgm_url = str(get("llm_dcgm_url", "")).strip() or None
+        if dcgm_url is not None and dcgm_url == metrics_url:
+            dcgm_url = None  # one target scraped once
+        return cls(
+            gpu=get("llm_gpu", "auto"),
+            metrics_url=metrics_url,
+            dcgm_url=dcgm_url,
+            interval_s=interval,
+            timeout_s=min(max(2 * interval, 1.0), 5.0),
+        )
+
+
+def default_metrics_url(host: str) -> str | None:
+    """``<host>/metrics`` (a trailing ``/v1`` is dropped: /metrics lives at the server root)."""
+    base = (host or "").strip().rstrip("/")
+    if not base:
+        return None
+    if base.endswith("/v1"):
+        base = base[: -len("/v1")]
+    return base + "/metrics"
+
+
+class OnceWarner:
+    """Logs the first occurrence of each kind of failure as a warning and counts them all."""
+
+    def __init__(self, log: logging.Logger) -> None:
+        self._log = log
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    def failed(self, source: str, kind: str, message: str) -> None:
+        key = (source, kind)
+        if key not in self.counts:
+            self._log.warning(
+                "telemetry: %s: %s (logged once; the test goes on, each failed sample is a row "
+                "with this error in the CSV)",
+                source,
+                message,
+            )
+        self.counts[key] += 1
+
+    def summary(self) -> list[str]:
+        return [
+            f"{source}: {n} failed samples ({kind})" for (source, kind), n in self.counts.items()
+        ]
+
+
+class TelemetrySampler:
+    """Writes ``gpu.csv``, ``server_metrics.csv`` and ``client.csv`` into ``run_dir``.
+
+    ``start()`` and ``stop()`` are idempotent; ``start()`` after ``stop()`` appends to the same
+    files. Needs a running gevent hub (it runs inside Locust). ``nvml`` is the test seam: a
+    module object standing in for ``pynvml``.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path,
+        parsed_options: Any,
+        host: str,
+        *,
+        environment: Any = None,
+        nvml: Any = None,
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.config = TelemetryConfig.from_options(parsed_options, host)
+        self.environment = environment
+        self._nvml_module = nvml
+        self._warner = OnceWarner(logger)
+        self._greenlets: list[gevent.Greenlet] = []
+        self._stopping = gevent.event.Event()
+        self._gpu_decided = gevent.event.Event()
+        self._use_nvml = False
+        self._sinks: dict[str, CsvSink] = {}
+        self._scrapers: list[Scraper] = []
+        self._reader: NvmlReader | None = None
+        self._dcgm_seen = False
+        self._unlisten: Callable[[], None] | None = None
+
+    @property
+    def running(self) -> bool:
+        return bool(self._greenlets)
+
+    @property
+    def failure_counts(self) -> Mapping[tuple[str, str], int]:
+        """(source, kind) → failed samples so far."""
+        return dict(self._warner.counts)
+
+    def start(self) -> None:
+        """Open the CSVs and start sampling (the first sample is taken at once)."""
+        if self.running:
+            return
+        cfg = self.config
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._sinks = {
+            GPU_CSV: CsvSink(self.run_dir / GPU_CSV, GPU_COLUMNS, append=True),
+            SERVER_METRICS_CSV: CsvSink(
+                self.run_dir / SERVER_METRICS_CSV, SERVER_METRIC_COLUMNS, append=True
+            ),
+            CLIENT_CSV: CsvSink(self.run_dir / CLIENT_CSV, CLIENT_COLUMNS, append=True),
+        }
+        self._stopping.clear()
+        self._gpu_decided.clear()
+        self._scrapers = []
+        for url in (cfg.metrics_url, cfg.dcgm_url):
+            if url is None:
+                continue
+            try:
+                self._scrapers.append(Scraper(url, timeout_s=cfg.timeout_s))
+            except ValueError as exc:
+                self._warner.failed(redact_url(url), "bad_url", str(exc))
+        if cfg.metrics_url is None:
+            logger.info("telemetry: server /metrics scraping is off")
+        spawn = self._spawn
+        spawn(self._decide_gpu)
+        for scraper in self._scrapers:
+            spawn(self._every, self._scrape_once, scraper)
+        usage = ProcessUsage()
+        spawn(self._every, self._client_once, usage)
+        self._listen_worker_reports()
+
+    def stop(self) -> None:
+        """Stop sampling, close the CSVs, shut NVML down, log a failure summary. Safe twice."""
+        if not self.running and not self._sinks:
+            return
+        self._stopping.set()
+        gevent.killall(self._greenlets, block=True, timeout=2.0)
+        self._greenlets = []
+        if self._unlisten is not None:
+            self._unlisten()
+            self._unlisten = None
+        for scraper in self._scrapers:
+            scraper.close()
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            _in_thread(reader.close, timeout_s=5.0)
+        for sink in self._sinks.values():
+            sink.close()
+        self._sinks = {}
+        for line in self._warner.summary():
+            logger.info("telemetry: %s", line)
+
+    # -- sources ---------------------------------------------------------------------------
+
+    def _decide_gpu(self) -> None:
+        mode = self.config.gpu
+        try:
+            if mode in ("nvml", "auto"):
+                reader = NvmlReader(self._nvml_module)
+                try:
+                    found = _in_thread(reader.open, timeout_s=_NVML_OPEN_TIMEOUT_S)
+                except TimeoutError as exc:  # a wedged driver: leave NVML alone for this run
+                    self._warner.failed("NVML", "timeout", describe(exc))
+                    return
+                if mode == "nvml" or found:
+                    self._reader = reader
+                    self._use_nvml = True
+                    logger.info("telemetry: GPU from NVML (%s GPU(s) found)", found or 0)
+                    self._spawn(self._every, self._nvml_once, reader)
+                    return
+                _in_thread(reader.close, timeout_s=5.0)
+                logger.info(
+                    "telemetry: no local GPU through NVML (%s); GPU telemetry will come from "
+                    "DCGM metrics if a scrape carries them",
+                    reader.last_error,
+                )
+        finally:
+            self._gpu_decided.set()
+
+    def _nvml_once(self, reader: NvmlReader) -> None:
+        stamp = time.time()
+        try:
+            rows = _in_thread(reader.sample, stamp, timeout_s=self.config.timeout_s * 5)
+        except TimeoutError as exc:
+            # the reader is not thread-safe: stop using it rather than call it concurrently
+            self._warner.failed("NVML", "timeout", describe(exc))
+            self._gpu_row_error(stamp, "nvml", f"NVML call hung: {exc}")
+            self._stopping.wait()  # this source is done for the run
+            return
+        for row in rows:
+            if row.get("error"):
+                kind = str(row["error"]).split(":", 1)[0]
+                self._warner.failed("NVML", kind, str(row["error"]))
+        self._sinks[GPU_CSV].write_many(rows)
+
+    def _scrape_once(self, scraper: Scraper) -> None:
+        sink = self._sinks[SERVER_METRICS_CSV]
+        t0 = time.time()
+        try:
+            text = scraper.fetch()
+        except ScrapeError as exc:
+            stamp = (t0 + time.time()) / 2
+            self._warner.failed(scraper.endpoint, exc.kind, str(exc))
+            sink.write({"timestamp_unix_s": stamp, "endpoint": scraper.endpoint, "error": str(exc)})
+            return
+        stamp = (t0 + time.time()) / 2
+        parsed: Parsed = _in_thread(parse_text, text, timeout_s=self.config.timeout_s * 5)
+        rows = (
+            {
+                "timestamp_unix_s": stamp,
+                "endpoint": scraper.endpoint,
+                "metric": s.metric,
+                "labels": render_labels(s.labels),
+                "value": s.value,
+            }
+            for s in parsed.samples
+        )
+        _write_cooperatively(sink, rows)
+        if parsed.error is not None:
+            self._warner.failed(scraper.endpoint, "bad_response", parsed.error)
+            sink.write(
+                {"timestamp_unix_s": stamp, "endpoint": scraper.endpoint, "error": parsed.error}
+            )
+        elif not parsed.samples:
+            self._warner.failed(scraper.endpoint, "empty", "empty /metrics response")
+            sink.write(
+                {"timestamp_unix_s": stamp, "endpoint": scraper.endpoint, "error": "no samples"}
+            )
+        self._gpu_from_scrape(scraper, parsed, stamp)
+
+    def _gpu_from_scrape(self, scraper: Scraper, parsed: Parsed, stamp: float) -> None:
+        mode = self.config.gpu
+        if mode not in ("auto", "dcgm"):
+            return
+        self._gpu_decided.wait(timeout=_NVML_OPEN_TIMEOUT_S)
+        if self._use_nvml:
+            return
+        rows = dcgm.gpu_rows(parsed.samples, stamp)
+        if rows:
+            self._dcgm_seen = True
+            self._sinks[GPU_CSV].write_many(rows)
+        elif mode == "dcgm" and parsed.samples and self._is_gpu_target(scraper):
+            message = f"no DCGM_FI_* metrics at {scraper.endpoint}"
+            self._warner.failed(scraper.endpoint, "no_dcgm", message)
+            self._gpu_row_error(stamp, "dcgm", message)
+
+    def _gpu_row_error(self, stamp: float, source: str, message: str) -> None:
+        self._sinks[GPU_CSV].write({"timestamp_unix_s": stamp, "source": source, "error": message})
+
+    def _is_gpu_target(self, scraper: Scraper) -> bool:
+        """The DCGM URL when given, else the server's /metrics (expected to carry DCGM)."""
+        if self.config.dcgm_url is not None:
+            return scraper.endpoint == redact_url(self.config.dcgm_url)
+        return True
+
+    def _client_once(self, usage: ProcessUsage) -> None:
+        cpu_pct, memory_mib = usage.read()
+        runner = getattr(self.environment, "runner", None)
+        self._sinks[CLIENT_CSV].write(
+            {
+                "timestamp_unix_s": time.time(),
+                "worker": runner_role(runner),
+                "cpu_pct": cpu_pct,
+                "memory_mib": memory_mib,
+                "users": getattr(runner, "user_count", None),
+            }
+        )
+
+    def _listen_worker_reports(self) -> None:
+        events = getattr(self.environment, "events", None)
+        if events is None or not hasattr(events, "worker_report"):
+            return
+
+        def on_worker_report(client_id: str, data: dict[str, Any], **_: Any) -> None:
+            sink = self._sinks.get(CLIENT_CSV)
+            if sink is None or sink.closed:
+                return
+            runner = getattr(self.environment, "runner", None)
+            sink.write(worker_row(client_id, data, runner, time.time()))
+
+        hook = events.worker_report
+        hook.add_listener(on_worker_report)
+        self._unlisten = lambda: hook.remove_listener(on_worker_report)
+
+    # -- scheduling ------------------------------------------------------------------------
+
+    def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._greenlets.append(gevent.spawn(fn, *args))
+
+    def _every(self, fn: Callable[..., None], *args: Any) -> None:
+        """Call ``fn(*args)`` on a fixed tick until stopped; a tick missed is skipped."""
+        interval = self.config.interval_s
+        next_tick = time.monotonic()
+        while not self._stopping.is_set():
+            try:
+                fn(*args)
+            except gevent.GreenletExit:
+                raise
+            except Exception as exc:  # a bug in one source must not end the others
+                logger.debug("telemetry: %s failed", getattr(fn, "__name__", fn), exc_info=True)
+                self._warner.failed("telemetry", type(exc).__name__, describe(exc))
+            now = time.monotonic()
+            next_tick += interval * max(1, math.ceil((now - next_tick) / interval))
+            self._stopping.wait(max(0.0, next_tick - now))
+
+
+def _in_thread(fn: Callable[..., Any], *args: Any, timeout_s: float) -> Any:
+    """Run a blocking call in gevent's threadpool; the hub keeps serving other greenlets.
+
+    Raises ``TimeoutError`` (not gevent's BaseException ``Timeout``) when the call outlives
+    ``timeout_s``; the thread itself cannot be interrupted and finishes on its own.
+    """
+    result = gevent.get_hub().threadpool.spawn(fn, *args)
+    try:
+        return result.get(timeout=timeout_s)
+    except gevent.Timeout as exc:
+        raise TimeoutError(f"{getattr(fn, '__name__', 'call')} took over {timeout_s:g} s") from exc
+
+
+def _write_cooperatively(sink: CsvSink, rows: Iterable[Mapping[str, Any]]) -> None:
+    for i, row in enumerate(rows, 1):
+        sink.write(row)
+        if i % _ROWS_PER_YIELD == 0:
+            gevent.sleep(0)
