@@ -1,0 +1,155 @@
+"""Index a prompt log in one streaming pass: byte offsets of valid records, bad lines, sha256.
+
+Why an index rather than loading the log: production logs are large (100k+ records, long
+prompts). One pass reads the file line by line, hashes every byte (sha256 for run.json),
+validates each record and keeps only its byte offset (8 bytes in an ``array``); records are read
+back by seeking when sampled. Memory is flat in the size of the prompts.
+
+JSON Lines (``.jsonl``, ``.json``, anything not ``.csv``): one record per line, blank lines
+skipped. CSV (``.csv``): a header row naming the columns (``prompt``/``text``, ``max_tokens``,
+``output_tokens``, ``input_tokens``), records may span lines (quoted newlines).
+Bad records are counted; the first :data:`MAX_BAD_SAMPLES` are kept as ``(line number,
+reason)``; the reason never quotes the record.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from loadknee_locust.prompts.logentry import LogEntry, LogFormat, entry_from_mapping
+
+MAX_BAD_SAMPLES = 20
+
+
+@dataclass
+class LogIndex:
+    """Where the valid records are, and what was wrong with the others."""
+
+    path: str
+    is_csv: bool
+    sha256: str = ""
+    records: int = 0  # records seen (valid + bad)
+    offsets: array[int] = field(default_factory=lambda: array("q"))
+    bad_count: int = 0
+    bad_samples: list[tuple[int, str]] = field(default_factory=list)
+    header: list[str] = field(default_factory=list)
+    kinds: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> int:
+        return len(self.offsets)
+
+    def _bad(self, line_no: int, reason: str) -> None:
+        self.bad_count += 1
+        if len(self.bad_samples) < MAX_BAD_SAMPLES:
+            self.bad_samples.append((line_no, reason))
+
+    def _ok(self, offset: int, entry: LogEntry) -> None:
+        self.offsets.append(offset)
+        self.kinds[entry.kind] = self.kinds.get(entry.kind, 0) + 1
+
+    def summary(self) -> str:
+        """One line for the log: counts and the first bad line numbers with reasons."""
+        text = f"{self.path}: {self.valid} valid of {self.records} records"
+        if self.bad_count:
+            shown = "; ".join(f"line {n}: {r}" for n, r in self.bad_samples[:5])
+            more = "" if self.bad_count <= 5 else f"; … {self.bad_count - 5} more"
+            text += f", {self.bad_count} malformed ({shown}{more})"
+        return text
+
+
+def _lines(f: IO[bytes], digest: Any) -> Iterator[str]:
+    while raw := f.readline():
+        if digest is not None:
+            digest.update(raw)
+        yield raw.decode("utf-8", "replace")
+
+
+def _csv_record(header: list[str], row: list[str]) -> dict[str, str]:
+    if len(row) != len(header):
+        raise ValueError(f"{len(row)} fields where the header has {len(header)}")
+    return dict(zip(header, row, strict=True))
+
+
+def index_log(path: str | os.PathLike[str], fmt: LogFormat = "auto") -> LogIndex:
+    """One pass over the file; raises ``ValueError`` only when no valid record remains."""
+    path = os.fspath(path)
+    index = LogIndex(path=path, is_csv=path.lower().endswith(".csv"))
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        if index.is_csv:
+            _index_csv(f, index, fmt, digest)
+        else:
+            _index_jsonl(f, index, fmt, digest)
+    index.sha256 = digest.hexdigest()
+    if not index.valid:
+        detail = f" ({index.summary()})" if index.records else ""
+        raise ValueError(f"prompt log {path} has no valid record{detail}")
+    return index
+
+
+def _index_jsonl(f: IO[bytes], index: LogIndex, fmt: LogFormat, digest: Any) -> None:
+    line_no = 0
+    offset = 0
+    while raw := f.readline():
+        line_no += 1
+        digest.update(raw)
+        start, offset = offset, offset + len(raw)
+        if not raw.strip():
+            continue
+        index.records += 1
+        try:
+            entry = entry_from_mapping(json.loads(raw), fmt)
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            reason = (
+                "not valid JSON"
+                if not str(exc) or isinstance(exc, json.JSONDecodeError)
+                else str(exc)
+            )
+            index._bad(line_no, reason)
+            continue
+        index._ok(start, entry)
+
+
+def _index_csv(f: IO[bytes], index: LogIndex, fmt: LogFormat, digest: Any) -> None:
+    reader = csv.reader(_lines(f, digest))
+    try:
+        index.header = [h.strip().lstrip("\ufeff") for h in next(reader)]
+    except StopIteration:
+        return
+    while True:
+        start = f.tell()  # csv.reader pulls lines lazily: this is the next record's first byte
+        line_no = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            index.records += 1
+            index._bad(line_no, f"CSV: {exc}")
+            continue
+        if not row or not any(cell.strip() for cell in row):
+            continue
+        index.records += 1
+        try:
+            entry = entry_from_mapping(_csv_record(index.header, row), fmt)
+        except ValueError as exc:
+            index._bad(line_no, str(exc))
+            continue
+        index._ok(start, entry)
+
+
+def read_entry(f: IO[bytes], index: LogIndex, i: int, fmt: LogFormat = "auto") -> LogEntry:
+    """Read back the ``i``-th valid record from an open binary file."""
+    f.seek(index.offsets[i])
+    if index.is_csv:
+        row = next(csv.reader(_lines(f, None)))
+        return entry_from_mapping(_csv_record(index.header, row), fmt)
+    return entry_from_mapping(json.loads(f.readline()), fmt)

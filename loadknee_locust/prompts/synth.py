@@ -1,0 +1,69 @@
+"""Synthesise prompts of a target token length: shared prefix + unique tag + filler words.
+
+Used by the fixed-length source and by lengths-only log replay. The word count for a target comes
+from the endpoint's :class:`~loadknee_locust.prompts.calibrate.Calibration` (chat and completions
+differ by the chat template, so each endpoint is calibrated on its own); until one is set, the
+assumed calibration counts one token per word plus the tag and prefix words.
+"""
+
+from __future__ import annotations
+
+from loadknee_locust.prompts.calibrate import Calibration, assumed
+from loadknee_locust.prompts.filler import TAG_WORD_COUNT, Tagger, filler
+from loadknee_locust.prompts.model import Endpoint, Prompt, prompt_hash
+
+
+class PromptSynth:
+    """Builds synthetic prompts; holds one calibration per endpoint."""
+
+    def __init__(
+        self, *, prefix_tokens: int = 0, unique_tag: bool = True, tagger: Tagger | None = None
+    ) -> None:
+        if prefix_tokens < 0:
+            raise ValueError("--llm-shared-prefix-tokens must be ≥ 0")
+        self.prefix_tokens = prefix_tokens
+        self.prefix = filler(prefix_tokens, offset=7)
+        self.unique_tag = unique_tag
+        self._tagger = tagger or Tagger()
+        self._calibrations: dict[str, Calibration] = {}
+
+    def default_calibration(self) -> Calibration:
+        return assumed((TAG_WORD_COUNT if self.unique_tag else 0) + self.prefix_tokens)
+
+    def calibration(self, endpoint: Endpoint) -> Calibration:
+        return self._calibrations.get(endpoint) or self.default_calibration()
+
+    def set_calibration(self, endpoint: Endpoint, calibration: Calibration) -> None:
+        self._calibrations[endpoint] = calibration
+
+    def calibrations(self) -> dict[str, dict[str, object]]:
+        return {k: v.as_dict() for k, v in sorted(self._calibrations.items())}
+
+    def text(self, words: int) -> str:
+        """Tag (unless disabled) followed by ``words`` filler words."""
+        body = filler(words)
+        if not self.unique_tag:
+            return body
+        tag = self._tagger.next_tag()
+        return f"{tag} {body}" if body else tag
+
+    def probe(self, words: int, max_tokens: int = 1) -> Prompt:
+        """A calibration probe: the real prompts' structure with ``words`` filler words."""
+        text = self.text(words)
+        return Prompt(text, None, max_tokens, False, None, None, "", self.prefix)
+
+    def build(
+        self, endpoint: Endpoint, input_tokens: int, output_tokens: int, *, pin: bool = True
+    ) -> Prompt:
+        """A prompt of ``input_tokens`` (per the endpoint's calibration), ``output_tokens`` out."""
+        text = self.text(self.calibration(endpoint).words_for(input_tokens))
+        return Prompt(
+            text=text,
+            messages=None,
+            max_tokens=output_tokens,
+            pin_output=pin,
+            target_input_tokens=input_tokens,
+            target_output_tokens=output_tokens if pin else None,
+            prompt_hash=prompt_hash(self.prefix, text),
+            prefix=self.prefix,
+        )
