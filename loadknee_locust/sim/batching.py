@@ -1,0 +1,163 @@
+"""The continuous-batching scheduler: pure, synchronous, clock-free (one call = one engine step).
+
+Each :meth:`Scheduler.step` models one iteration of a vLLM-like engine:
+
+1. **Preempt** (recompute): while the running sequences' KV tokens plus one new token each would
+   exceed ``kv_cache_tokens``, the newest running sequence gives back its KV cache and goes to the
+   *front* of the waiting queue (vLLM's policy). It keeps the tokens it has already emitted; when
+   readmitted it prefills prompt + those tokens again.
+2. **Admit** FIFO from the waiting queue while a slot is free (``max_num_seqs``) and the head's
+   context + 1 fits in the KV budget; the head that does not fit blocks the rest (no skipping).
+3. **Cost**: ``decode_base_ms + decode_per_seq_ms × batch + prefill_ms_per_token × prefilled
+   tokens`` — the step slows as the batch grows, so throughput saturates.
+4. **Emit**: every running sequence (newly admitted ones included, as prefill yields the first
+   token) produces one token; those reaching their stop point finish and free their KV.
+
+The async driver (:mod:`.engine`) sleeps for the returned duration, then delivers the tokens.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from loadknee_locust.sim.params import SimParams
+
+FinishReason = Literal["length", "stop"]
+
+
+@dataclass(eq=False)
+class Sequence:
+    """One prompt being served (a batch request holds several). Mutable engine state."""
+
+    seq_id: int
+    prompt_tokens: int
+    stop_at: int  # completion tokens at which it finishes (EOS or max_tokens)
+    finish_reason: FinishReason
+    owner: Any = None  # the driver's request object
+    index: int = 0  # choice index within its request
+    generated: int = 0
+    kv_tokens: int = 0  # tokens held in the KV cache; 0 while waiting
+    preemptions: int = 0
+    admissions: int = 0
+
+    @property
+    def context(self) -> int:
+        return self.prompt_tokens + self.generated
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one engine step did; ``emitted`` is in running order."""
+
+    duration_s: float
+    batch: int
+    prefill_tokens: int
+    emitted: tuple[Sequence, ...]
+    finished: tuple[Sequence, ...]
+    admitted: tuple[Sequence, ...]
+    preempted: tuple[Sequence, ...]
+    peak_kv_tokens: int
+
+
+@dataclass
+class Scheduler:
+    """Waiting queue + running batch + KV accounting for one simulated engine."""
+
+    params: SimParams
+    waiting: deque[Sequence] = field(default_factory=deque)
+    running: list[Sequence] = field(default_factory=list)
+    kv_used: int = 0
+    preemptions_total: int = 0
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.running or self.waiting)
+
+    @property
+    def kv_usage(self) -> float:
+        """KV-cache usage, 0–1 (vLLM's ``kv_cache_usage_perc``)."""
+        return self.kv_used / self.params.kv_cache_tokens
+
+    def can_accept(self, n: int) -> bool:
+        """Whether ``n`` more sequences fit in the waiting queue."""
+        return len(self.waiting) + n <= self.params.max_waiting
+
+    def add(self, seqs: list[Sequence]) -> None:
+        self.waiting.extend(seqs)
+
+    def remove(self, seqs: list[Sequence]) -> None:
+        """Drop sequences whose client went away, freeing their slots and KV."""
+        gone = set(map(id, seqs))
+        for seq in self.running:
+            if id(seq) in gone:
+                self.kv_used -= seq.kv_tokens
+                seq.kv_tokens = 0
+        self.running = [s for s in self.running if id(s) not in gone]
+        self.waiting = deque(s for s in self.waiting if id(s) not in gone)
+
+    def clear(self) -> list[Sequence]:
+        """Drop everything (a crash); returns what was in flight."""
+        lost = [*self.running, *self.waiting]
+        self.running, self.waiting, self.kv_used = [], deque(), 0
+        for seq in lost:
+            seq.kv_tokens = 0
+        return lost
+
+    def step(self) -> StepResult | None:
+        """Run one engine step (see the module docstring); None when there is nothing to do."""
+        budget = self.params.kv_cache_tokens
+        preempted: list[Sequence] = []
+        while self.running and self.kv_used + len(self.running) > budget:
+            victim = self.running.pop()
+            self.kv_used -= victim.kv_tokens
+            victim.kv_tokens = 0
+            victim.preemptions += 1
+            self.waiting.appendleft(victim)
+            preempted.append(victim)
+        self.preemptions_total += len(preempted)
+
+        admitted: list[Sequence] = []
+        prefill = 0
+        while self.waiting and len(self.running) < self.params.max_num_seqs:
+            head = self.waiting[0]
+            if self.kv_used + len(self.running) + head.context + 1 > budget:
+                break
+            self.waiting.popleft()
+            head.kv_tokens = head.context
+            head.admissions += 1
+            self.kv_used += head.kv_tokens
+            prefill += head.kv_tokens
+            self.running.append(head)
+            admitted.append(head)
+
+        if not self.running:
+            return None
+        batch = len(self.running)
+        p = self.params
+        duration_ms = (
+            p.decode_base_ms + p.decode_per_seq_ms * batch + p.prefill_ms_per_token * prefill
+        )
+        emitted = tuple(self.running)
+        for seq in emitted:
+            seq.generated += 1
+            seq.kv_tokens += 1
+        self.kv_used += batch
+        peak = self.kv_used
+        finished = tuple(s for s in emitted if s.generated >= s.stop_at)
+        if finished:
+            for seq in finished:
+                self.kv_used -= seq.kv_tokens
+                seq.kv_tokens = 0
+            self.running = [s for s in self.running if s.generated < s.stop_at]
+        return StepResult(
+            duration_s=duration_ms / 1000.0,
+            batch=batch,
+            prefill_tokens=prefill,
+            emitted=emitted,
+            finished=finished,
+            admitted=tuple(admitted),
+            preempted=tuple(preempted),
+            peak_kv_tokens=peak,
+        )

@@ -1,0 +1,100 @@
+"""Where the simulator saturates, from its parameters alone: the ground truth for knee tests.
+
+The model is a closed loop: ``c`` clients, no think time, every request ``input_tokens`` in and
+exactly ``output_tokens`` out (``ignore_eos``). With ``b`` sequences running, one engine step lasts
+``base + per_seq × b`` ms (``decode_base_ms``, ``decode_per_seq_ms``) and every finished request
+is replaced by one whose prefill adds ``input_tokens × prefill_ms_per_token`` to some step. A
+request needs ``output_tokens`` steps, so on average a step lasts::
+
+    step(b) = base + per_seq × b + b × input_tokens × prefill_ms_per_token / output_tokens
+
+and output throughput is ``X(b) = 1000 × b / step(b)`` tokens/s. Below saturation a client also
+waits about half a step to be admitted after each request, so ``X(c) = 1000 × c × O / ((O + ½) ×
+step(c))``.
+
+The running batch cannot exceed three limits; the saturation concurrency ``c*`` is the smallest:
+
+* **slots**: ``max_num_seqs``;
+* **KV cache**: ``kv_cache_tokens // (input_tokens + output_tokens)`` sequences fit without
+  preemption (vLLM admits more and then preempts, which wastes work rather than adding any);
+* **compute**: ``X(b) = b / (a + k·b)`` flattens by itself; the compute limit is the ``b`` at
+  which one more sequence adds only ``flat_fraction`` (default 0.1) of what a lone sequence
+  achieves: ``b = (sqrt(a (a + k) / f) − a) / k``. With the presets' small ``per_seq`` it lies
+  far beyond the slot limit.
+
+Beyond ``c*`` extra clients only queue: throughput stays at ``X(min(c, batch limit))`` while the
+tail latency grows with the queue. **Predicted knee stage**: the first tested level ``L`` with
+``L > c*`` (:func:`predicted_knee_level`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from loadknee_locust.sim.params import SimParams
+
+FLAT_FRACTION = 0.1
+
+
+def _per_seq_ms(params: SimParams, input_tokens: int, output_tokens: int) -> float:
+    return params.decode_per_seq_ms + input_tokens * params.prefill_ms_per_token / output_tokens
+
+
+def kv_limit(params: SimParams, input_tokens: int, output_tokens: int) -> int:
+    """Sequences whose whole context fits in the KV cache at once (no preemption)."""
+    return params.kv_cache_tokens // (input_tokens + output_tokens)
+
+
+def compute_limit(
+    params: SimParams,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    flat_fraction: float = FLAT_FRACTION,
+) -> float:
+    """Batch at which one more sequence adds only ``flat_fraction`` of a lone one's rate."""
+    a = params.decode_base_ms
+    k = _per_seq_ms(params, input_tokens, output_tokens)
+    if k <= 0:
+        return math.inf
+    return max(1.0, (math.sqrt(a * (a + k) / flat_fraction) - a) / k)
+
+
+def saturation_concurrency(
+    params: SimParams,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    flat_fraction: float = FLAT_FRACTION,
+) -> float:
+    """``c*``: the smallest of the slot, KV-cache and compute limits (see the module docstring)."""
+    if input_tokens < 0 or output_tokens < 1:
+        raise ValueError("input_tokens must be ≥ 0 and output_tokens ≥ 1")
+    return float(
+        min(
+            params.max_num_seqs,
+            kv_limit(params, input_tokens, output_tokens),
+            compute_limit(params, input_tokens, output_tokens, flat_fraction=flat_fraction),
+        )
+    )
+
+
+def expected_throughput(
+    params: SimParams, concurrency: float, input_tokens: int, output_tokens: int
+) -> float:
+    """Closed-loop output tokens/s at ``concurrency`` clients (see the module docstring)."""
+    if concurrency <= 0:
+        return 0.0
+    cap = max(1, min(params.max_num_seqs, kv_limit(params, input_tokens, output_tokens)))
+    batch = min(concurrency, cap)
+    step_ms = params.decode_base_ms + _per_seq_ms(params, input_tokens, output_tokens) * batch
+    queued = concurrency > cap  # a finished slot is refilled from the queue at once
+    steps_per_request = output_tokens if queued else output_tokens + 0.5
+    return 1000.0 * batch * output_tokens / (steps_per_request * step_ms)
+
+
+def predicted_knee_level(levels: Iterable[float], c_star: float) -> float | None:
+    """The first tested level beyond saturation (``L > c*``); None if every level is below."""
+    beyond = sorted(level for level in levels if level > c_star)
+    return beyond[0] if beyond else None
