@@ -1,12 +1,179 @@
-"""Name the likely bottleneck of each stage from the rules of both seeds (filled in below)."""
+"""Name the likely bottleneck of each stage from the rules of both seeds and the server metrics.
+
+Rules, tried in this order on every stage that is not comfortable (the first that matches wins;
+client-bound is checked on every stage):
+
+1. **client** — the load generator's CPU was at its limit (the stage is untrusted; seed 002:
+   "make sure the client itself can drive the concurrency").
+2. **memory** — memory (KV-cache % when present, else GPU memory %) at or above
+   ``memory_full_pct``, or the server preempted sequences (swapping / recomputation). Seed 000:
+   memory near the limit with utilisation dropping means reclamation or swapping; seed 002: OOM →
+   lower ``--gpu-memory-utilization`` / ``--max-model-len``.
+3. **host_side** — the GPU sat idle (utilisation ≤ 5 %) in at least ``idle_share_pct`` of the
+   samples while users had requests in flight (seed 000: waiting on CPU pre-processing, log
+   flushing or the network; more concurrency only lengthens the queue).
+4. **prefill** — TTFT P95 at least ``prefill_ttft_ratio``× the baseline's while the ITL median
+   stays under ``itl_normal_ratio``× the baseline stage's (seed 002: long inputs slow the prefill;
+   consider chunked prefill or capping input length).
+5. **queueing** — the tail departed while memory is not full, and the waiting queue grew, or SM
+   utilisation stayed under ``sm_low_pct`` (seed 002: KV-cache contention; tune ``--max-num-seqs``
+   or prefix caching rather than add GPUs).
+6. **compute** — GPU utilisation at or above ``compute_util_pct`` with throughput flat or
+   narrowing (seed 000: compute is saturated; more concurrency only queues).
+7. **queueing** (inferred) — throughput flat or the tail departed but no telemetry says why: in a
+   closed loop that means requests wait; the reason says which data was missing.
+8. **interference** — the baseline's P95 was far above its median (seed 000).
+"""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, replace
+
 import pandas as pd
 
-from analysis.model import Baseline, KneeResult
+from analysis.baseline import interference_suspected
+from analysis.model import Baseline, Bottleneck, KneeResult, StageVerdict
 
 
-def diagnose(summary: pd.DataFrame, knee: KneeResult, baseline: Baseline) -> KneeResult:
+@dataclass(frozen=True)
+class DiagnosisParams:
+    """Thresholds of :func:`diagnose` (see the module docstring)."""
+
+    memory_full_pct: float = 95.0
+    idle_share_pct: float = 20.0
+    prefill_ttft_ratio: float = 2.0
+    itl_normal_ratio: float = 1.5
+    sm_low_pct: float = 40.0
+    compute_util_pct: float = 90.0
+
+
+def _num(row: pd.Series | None, name: str) -> float | None:
+    if row is None or name not in row.index:
+        return None
+    value = row[name]
+    if value is None or pd.isna(value):
+        return None
+    return float(value)
+
+
+def _f(value: float | None, unit: str = "") -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:,.4g}{unit}"
+
+
+def _fired(verdict: StageVerdict, name: str) -> bool:
+    return any(s.name == name and s.fired for s in verdict.signals)
+
+
+def _memory(row: pd.Series) -> tuple[float | None, str]:
+    kv = _num(row, "kv_cache_peak_pct")
+    return (kv, "KV-cache") if kv is not None else (_num(row, "gpu_mem_peak_pct"), "GPU memory")
+
+
+def diagnose_stage(
+    row: pd.Series,
+    verdict: StageVerdict,
+    *,
+    prev: pd.Series | None,
+    base_row: pd.Series | None,
+    baseline: Baseline,
+    params: DiagnosisParams,
+) -> tuple[Bottleneck, str]:
+    """The bottleneck of one stage and the rule behind it, in words with the numbers."""
+    p = params
+    if not verdict.trusted:
+        cpu = _num(row, "client_cpu_peak_pct")
+        return "client", (
+            f"load-generator CPU peaked at {_f(cpu, ' %')} of a core: the client, not the server, "
+            "may be the limit; use more Locust workers before trusting this stage"
+        )
+    if verdict.verdict == "comfortable":
+        return "none", ""
+    mem, what = _memory(row)
+    preempt = _num(row, "preemptions")
+    util = _num(row, "gpu_util_mean_pct")
+    idle = _num(row, "gpu_idle_pct")
+    if (mem is not None and mem >= p.memory_full_pct) or (preempt is not None and preempt > 0):
+        return "memory", (
+            f"{what} peaked at {_f(mem, ' %')} (full at {p.memory_full_pct:g} %), "
+            f"{_f(preempt)} preemptions, GPU idle in {_f(idle, ' %')} of samples: memory is the "
+            "limit (swapping / recomputation, OOM next); lower --gpu-memory-utilization or "
+            "--max-model-len, or cap --max-num-seqs"
+        )
+    if idle is not None and idle >= p.idle_share_pct and int(row["ok"]) > 0:
+        return "host_side", (
+            f"GPU utilisation was at or near 0 in {_f(idle, ' %')} of samples while requests "
+            f"were in flight (limit {p.idle_share_pct:g} %): waiting on the host side (CPU "
+            "pre-processing, log flushing, network); more concurrency only lengthens the queue"
+        )
+    ttft, base_ttft = _num(row, "ttft_p95_ms"), baseline.ttft_p95_ms
+    itl, base_itl = _num(row, "itl_p50_ms"), _num(base_row, "itl_p50_ms")
+    if ttft is not None and base_ttft and itl is not None and base_itl:
+        ttft_ratio, itl_ratio = ttft / base_ttft, itl / base_itl
+        if ttft_ratio >= p.prefill_ttft_ratio and itl_ratio < p.itl_normal_ratio:
+            return "prefill", (
+                f"TTFT P95 {_f(ttft, ' ms')} is {ttft_ratio:.2g}× the baseline's while the ITL "
+                f"median {_f(itl, ' ms')} is only {itl_ratio:.2g}× its own: prefill of long "
+                "inputs is the limit; consider chunked prefill or capping input length"
+            )
+    departed = _fired(verdict, "tail_departure") or _fired(verdict, "sla")
+    flat = _fired(verdict, "throughput_flattening") or _fired(verdict, "gain_narrowing")
+    waiting, prev_waiting = _num(row, "waiting_mean"), _num(prev, "waiting_mean")
+    grows = waiting is not None and waiting > 0 and (prev_waiting is None or waiting > prev_waiting)
+    sm = _num(row, "sm_util_mean_pct")
+    if departed and (grows or (sm is not None and sm < p.sm_low_pct)):
+        return "queueing", (
+            f"the tail rose while {what} was not full ({_f(mem, ' %')}); waiting requests "
+            f"{_f(prev_waiting)} → {_f(waiting)} on average, SM utilisation {_f(sm, ' %')} "
+            f"(low under {p.sm_low_pct:g} %): queueing / KV-cache contention; tune "
+            "--max-num-seqs or enable prefix caching rather than add GPUs"
+        )
+    if util is not None and util >= p.compute_util_pct and flat:
+        return "compute", (
+            f"GPU utilisation averaged {_f(util, ' %')} (high at {p.compute_util_pct:g} %) while "
+            "throughput stopped growing: compute is saturated, more concurrency only queues"
+        )
+    if flat or departed:
+        missing = [
+            name
+            for name, value in (("GPU utilisation", util), ("server queue", waiting))
+            if value is None
+        ]
+        why = (
+            f" (no {' or '.join(missing)} data to tell compute from KV contention)"
+            if missing
+            else ""
+        )
+        return "queueing", (
+            "throughput stopped keeping pace with users while latency rose: requests wait for "
+            f"a slot{why}"
+        )
+    if interference_suspected(baseline):
+        return "interference", (
+            "the baseline's P95 was far above its median: something outside the test "
+            "(another process on the GPU, network jitter, logging) interferes"
+        )
+    return "none", "no bottleneck rule matched"
+
+
+def diagnose(
+    summary: pd.DataFrame,
+    knee: KneeResult,
+    baseline: Baseline,
+    *,
+    params: DiagnosisParams | None = None,
+) -> KneeResult:
     """``knee`` with each StageVerdict's ``bottleneck`` and ``bottleneck_reason`` filled in."""
-    return knee
+    params = params or DiagnosisParams()
+    rows = {int(r["stage"]): r for _, r in summary.iterrows()}
+    base_row = rows.get(baseline.stage) if baseline.stage is not None else None
+    updated = []
+    prev: pd.Series | None = base_row if baseline.source == "baseline" else None
+    for verdict in knee.stages:
+        row = rows[verdict.stage]
+        bottleneck, reason = diagnose_stage(
+            row, verdict, prev=prev, base_row=base_row, baseline=baseline, params=params
+        )
+        updated.append(replace(verdict, bottleneck=bottleneck, bottleneck_reason=reason))
+        prev = row
+    return replace(knee, stages=tuple(updated))

@@ -351,7 +351,10 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: _Context) -> Sta
         verdict = "critical" if fired else "comfortable"
     reasons = [s.text for s in fired]
     extra = [s for s in (risk, pressure, some_errors, sla) if s and s.fired and s not in fired]
-    reasons += [s.text for s in extra if not (s is pressure and risk.fired)]
+    hidden = {id(pressure)} if risk.fired else set()  # "risks OOM" already says "pressure"
+    if error_rate.fired:
+        hidden.add(id(some_errors))  # the red-line text already counts the failures
+    reasons += [s.text for s in extra if id(s) not in hidden]
     if client.fired:
         reasons.append(client.text + ": untrusted, the client may be the limit")
     if verdict == "comfortable":

@@ -72,6 +72,9 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "running_max",
     "preemptions",  # increase of the preemption counter over the window
     "client_cpu_peak_pct",
+    "gpu_idle_pct",  # share of GPU samples at <= 5 % utilisation while users were active
+    "prompt_tokens_max",  # longest prompt of an ok request (for --max-model-len)
+    "completion_tokens_max",  # longest output of an ok request (for request_timeout_ms)
 )
 
 #: Percentile method used everywhere (numpy/pandas "linear" interpolation on raw rows).

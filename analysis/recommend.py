@@ -1,12 +1,349 @@
-"""Turn the verdicts into deployment settings, each with its reason (filled in below)."""
+"""Turn the verdicts into deployment settings, each with its reason in words and numbers.
+
+Rules (seed 000's three config keys, seed 002's capacity rule and vLLM knobs):
+
+* ``max_concurrency`` — the stage before the knee (seed 000: "if the knee is at 8, write 4");
+* ``base_capacity`` and ``production_watermark`` — the highest stage with the tail in SLA,
+  memory ≤ 85 % and 100 % success, then plan at ``watermark_low``–``watermark_high`` (70–80 %)
+  of it (seed 002: capacity 24 → promise 16–19);
+* ``interactive_max_concurrency`` keeps that margin; ``offline_batch_max_concurrency`` may run at
+  the knee when the knee stage itself was clean (all served, memory under the OOM risk);
+* ``queue_timeout_ms`` — the baseline P95 × ``queue_timeout_margin``, rounded up;
+* ``request_timeout_ms`` — the longest output at the knee's per-token rate (TTFT P95 + tokens ×
+  TPOT P95, else the median seconds per 1k completion tokens), × ``request_timeout_margin``;
+* ``vllm.max_num_seqs`` — max_concurrency × batch size, never at the red line: past it vLLM
+  queues instead of running out of memory;
+* ``vllm.gpu_memory_utilization`` — lowered by ``gpu_memory_utilization_step`` only when memory
+  led the failure (OOM or OOM risk at the knee / red line);
+* ``vllm.max_model_len`` — the replayed log's longest real context, rounded up to a power of two
+  (only for log-replay runs);
+* ``replicas`` — ``ceil(target_concurrency / (watermark_high_users × replica_efficiency))``.
+"""
 
 from __future__ import annotations
 
+import argparse
+import math
+import textwrap
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pandas as pd
 
-from analysis.model import Baseline, KneeResult, Recommendations
+from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
+
+#: vLLM's default --gpu-memory-utilization, assumed when the run does not say
+VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+LOG_SOURCE_KINDS = ("log", "replay", "log_replay")
+
+
+@dataclass(frozen=True)
+class RecommendParams:
+    """Margins and targets of :func:`recommend` (see the module docstring)."""
+
+    watermark_low: float = 0.7
+    watermark_high: float = 0.8
+    queue_timeout_margin: float = 3.0
+    request_timeout_margin: float = 1.5
+    round_ms: int = 1000
+    target_concurrency: int | None = None
+    replica_efficiency: float | None = None  # throughput(N) / (N × one replica), measured
+    gpu_memory_utilization: float | None = None  # the server's current value, when known
+    gpu_memory_utilization_step: float = 0.05
+
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser) -> None:
+        """Add the recommendation options (defaults from this class) to an argparse parser."""
+        d = RecommendParams()
+        g = parser.add_argument_group("recommendations")
+        g.add_argument(
+            "--watermark-low",
+            dest="rec_watermark_low",
+            type=float,
+            default=d.watermark_low,
+            help="production watermark, low end (default %(default)s)",
+        )
+        g.add_argument(
+            "--watermark-high",
+            dest="rec_watermark_high",
+            type=float,
+            default=d.watermark_high,
+            help="production watermark, high end (default %(default)s)",
+        )
+        g.add_argument(
+            "--queue-timeout-margin",
+            dest="rec_queue_timeout_margin",
+            type=float,
+            default=d.queue_timeout_margin,
+            help="queue_timeout_ms = baseline P95 × this (default %(default)s)",
+        )
+        g.add_argument(
+            "--request-timeout-margin",
+            dest="rec_request_timeout_margin",
+            type=float,
+            default=d.request_timeout_margin,
+            help="margin on the longest output's time (default %(default)s)",
+        )
+        g.add_argument(
+            "--target-concurrency",
+            dest="rec_target_concurrency",
+            type=int,
+            default=None,
+            help="concurrency to serve: recommend a replica count",
+        )
+        g.add_argument(
+            "--replica-efficiency",
+            dest="rec_replica_efficiency",
+            type=float,
+            default=None,
+            help="measured throughput of N replicas / (N × one), e.g. 0.65",
+        )
+        g.add_argument(
+            "--gpu-memory-utilization",
+            dest="rec_gpu_memory_utilization",
+            type=float,
+            default=None,
+            help="the server's current --gpu-memory-utilization",
+        )
+
+    @classmethod
+    def from_cli_args(cls, ns: argparse.Namespace) -> RecommendParams:
+        values = {f.name: getattr(ns, "rec_" + f.name) for f in fields(cls)
+                  if hasattr(ns, "rec_" + f.name)}  # fmt: skip
+        return cls(**values)
+
+
+def _num(value: Any) -> float | None:
+    if value is None or pd.isna(value):
+        return None
+    return float(value)
+
+
+def _section(info: dict[str, Any], key: str) -> dict[str, Any]:
+    value = info.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _round_up(ms: float, step: int) -> int:
+    return int(math.ceil(ms / step) * step)
+
+
+def _stage_row(summary: pd.DataFrame, stage: int | None) -> pd.Series | None:
+    if stage is None:
+        return None
+    match = summary[summary["stage"] == stage]
+    return match.iloc[0] if len(match) else None
+
+
+def _users_row(summary: pd.DataFrame, users: int | None) -> pd.Series | None:
+    if users is None:
+        return None
+    match = summary[(summary["kind"] == "step") & (summary["target_users"] == users)]
+    return match.iloc[0] if len(match) else None
+
+
+def _watermark(base: int, p: RecommendParams) -> tuple[int, int]:
+    return max(1, math.floor(base * p.watermark_low)), max(1, math.floor(base * p.watermark_high))
+
+
+def _capacity_items(knee: KneeResult, p: RecommendParams) -> list[Recommendation]:
+    items = []
+    if knee.knee_users is not None:
+        why = (
+            f"the stage before the knee at {knee.knee_users} users "
+            "(seed 000: not the stage with the highest throughput)"
+        )
+    elif knee.red_line_users is not None:
+        why = f"no knee, so the stage before the red line at {knee.red_line_users} users"
+    else:
+        why = (
+            "no knee or red line within the tested range: the highest tested stage "
+            "(test higher to find the limit)"
+        )
+    items.append(Recommendation("max_concurrency", knee.max_concurrency, why))
+    base = knee.base_capacity
+    items.append(
+        Recommendation(
+            "base_capacity",
+            base,
+            "highest stage with 100 % success, memory ≤ 85 %, the tail in SLA and no knee yet "
+            "(seed 002)"
+            if base is not None
+            else "no stage met 100 % success, memory ≤ 85 % and the tail in SLA",
+        )
+    )
+    if base is not None:
+        low, high = _watermark(base, p)
+        items.append(
+            Recommendation(
+                "production_watermark",
+                [low, high],
+                f"{p.watermark_low:.0%}–{p.watermark_high:.0%} of the base capacity {base}: "
+                "20 %+ margin for bursts and long-tail requests (seed 002)",
+            )
+        )
+        items.append(
+            Recommendation(
+                "interactive_max_concurrency",
+                high,
+                "interactive traffic keeps the margin below the knee (seed 000)",
+            )
+        )
+    return items
+
+
+def _offline_item(summary: pd.DataFrame, knee: KneeResult) -> Recommendation | None:
+    row = _stage_row(summary, knee.knee_stage)
+    signals = {}
+    if knee.knee_stage is not None:
+        verdict = next(v for v in knee.stages if v.stage == knee.knee_stage)
+        signals = {s.name: s.fired for s in verdict.signals}
+    if row is not None and not signals.get("errors") and not signals.get("oom_risk"):
+        return Recommendation(
+            "offline_batch_max_concurrency",
+            knee.knee_users,
+            "offline batch jobs, loose on per-request latency, may run at the knee "
+            f"({knee.knee_users} "
+            "users: all requests served, memory below the OOM risk) for the most throughput",
+        )
+    if knee.max_concurrency is None:
+        return None
+    return Recommendation(
+        "offline_batch_max_concurrency",
+        knee.max_concurrency,
+        "offline batch jobs stay at max_concurrency: the knee stage itself had failures or "
+        "memory at OOM risk"
+        if row is not None
+        else "no knee measured: offline batch jobs use max_concurrency",
+    )
+
+
+def _queue_timeout(baseline: Baseline, p: RecommendParams) -> Recommendation | None:
+    for name, value in (("P95", baseline.e2e_p95_ms), ("P99", baseline.e2e_p99_ms),
+                        ("median", baseline.e2e_p50_ms)):  # fmt: skip
+        if value is not None:
+            ms = _round_up(value * p.queue_timeout_margin, p.round_ms)
+            return Recommendation(
+                "queue_timeout_ms",
+                ms,
+                f"baseline e2e {name} {value:,.0f} ms × {p.queue_timeout_margin:g}: normal "
+                "requests "
+                "are not rejected for a short queue (seed 000); adjust to the queue seen in "
+                "production",
+            )
+    return None
+
+
+def _request_timeout(
+    summary: pd.DataFrame, knee: KneeResult, run_info: dict[str, Any], p: RecommendParams
+) -> Recommendation | None:
+    row = _stage_row(summary, knee.knee_stage) if knee.knee_stage is not None else None
+    if row is None:
+        row = _users_row(summary, knee.max_concurrency)
+    if row is None:
+        return None
+    longest = (
+        _num(summary["completion_tokens_max"].max()) if "completion_tokens_max" in summary else None
+    )
+    target = _num(run_info.get("max_output_tokens") or run_info.get("output_tokens"))
+    longest = max(x for x in (longest, target, 0.0) if x is not None)
+    if not longest:
+        return None
+    tpot, ttft = _num(row.get("tpot_p95_ms")), _num(row.get("ttft_p95_ms")) or 0.0
+    per1k = _num(row.get("s_per_1k_completion_tokens"))  # numerically ms per token
+    where = f"at {int(row['target_users'])} users"
+    if tpot is not None:
+        ms, how = (
+            ttft + longest * tpot,
+            f"TTFT P95 {ttft:,.0f} ms + {longest:,.0f} tokens × TPOT P95 {tpot:,.1f} ms",
+        )
+    elif per1k is not None:
+        ms, how = longest * per1k, f"{longest:,.0f} tokens × {per1k:,.1f} ms per token (median)"
+    else:
+        return None
+    return Recommendation(
+        "request_timeout_ms",
+        _round_up(ms * p.request_timeout_margin, p.round_ms),
+        f"the longest output {where}: {how} = {ms:,.0f} ms, × {p.request_timeout_margin:g}; "
+        "shorter cuts normal long answers, longer lets stuck requests hold a slot (seed 000)",
+    )
+
+
+def _memory_led(knee: KneeResult) -> bool:
+    limits = {knee.knee_stage, knee.red_line_stage} - {None}
+    for verdict in knee.stages:
+        if verdict.stage in limits:
+            if verdict.bottleneck == "memory":
+                return True
+            if any(s.fired and s.name in ("oom", "oom_risk") for s in verdict.signals):
+                return True
+    return False
+
+
+def _vllm_items(
+    summary: pd.DataFrame, knee: KneeResult, run_info: dict[str, Any], p: RecommendParams
+) -> list[Recommendation]:
+    items = []
+    row = _users_row(summary, knee.max_concurrency)
+    if knee.max_concurrency is not None:
+        batch = _num(row.get("batch_size")) if row is not None else None
+        seqs = knee.max_concurrency * int(batch or 1)
+        items.append(
+            Recommendation(
+                "vllm.max_num_seqs",
+                seqs,
+                f"max_concurrency {knee.max_concurrency} × batch size {int(batch or 1)}: past it "
+                "vLLM queues requests instead of running out of memory (seed 002's fuse)",
+            )
+        )
+    if _memory_led(knee):
+        server = _section(run_info, "server")
+        current = p.gpu_memory_utilization or _num(server.get("gpu_memory_utilization"))
+        assumed = current is None
+        current = current or VLLM_DEFAULT_GPU_MEMORY_UTILIZATION
+        lower = round(current - p.gpu_memory_utilization_step, 2)
+        items.append(
+            Recommendation(
+                "vllm.gpu_memory_utilization",
+                lower,
+                f"memory led the failure at the knee / red line: lower it from {current:.2f}"
+                f"{' (vLLM default, assumed)' if assumed else ''} to {lower:.2f} for steadier "
+                "queueing instead of OOM, at the cost of a smaller KV-cache pool (seed 002)",
+            )
+        )
+    source = _section(run_info, "prompt_source")
+    if str(source.get("kind", "")) in LOG_SOURCE_KINDS:
+        longest = _num(source.get("max_context_tokens"))
+        if longest is None and "prompt_tokens_max" in summary:
+            prompt = _num(summary["prompt_tokens_max"].max())
+            output = _num(summary["completion_tokens_max"].max())
+            longest = None if prompt is None else prompt + (output or 0.0)
+        if longest:
+            length = 1 << max(10, math.ceil(math.log2(longest)))
+            items.append(
+                Recommendation(
+                    "vllm.max_model_len",
+                    length,
+                    f"the replayed log's longest real context is {longest:,.0f} tokens; reserving "
+                    "the model's full length wastes KV cache that concurrency could use (seed 002)",
+                )
+            )
+    return items
+
+
+def _replicas(knee: KneeResult, p: RecommendParams) -> Recommendation | None:
+    if p.target_concurrency is None or knee.base_capacity is None:
+        return None
+    per_replica = _watermark(knee.base_capacity, p)[1]
+    efficiency = p.replica_efficiency or 1.0
+    count = max(1, math.ceil(p.target_concurrency / (per_replica * efficiency)))
+    measured = "measured" if p.replica_efficiency else "assumed linear; measure N replicas"
+    return Recommendation(
+        "replicas",
+        count,
+        f"target {p.target_concurrency} concurrent users / ({per_replica} per replica at the "
+        f"watermark × replica efficiency {efficiency:.2f}, {measured})",
+    )
 
 
 def recommend(
@@ -15,12 +352,52 @@ def recommend(
     baseline: Baseline,
     *,
     run_info: dict[str, Any] | None = None,
-    params: Any = None,
+    params: RecommendParams | None = None,
 ) -> Recommendations:
     """Settings from the knee: max_concurrency, watermark, timeouts, vLLM flags, replicas."""
-    return Recommendations(items=(), server_flags=())
+    p = params or RecommendParams()
+    info = run_info or {}
+    items = _capacity_items(knee, p)
+    optional = [
+        _offline_item(summary, knee),
+        _queue_timeout(baseline, p),
+        _request_timeout(summary, knee, info, p),
+        *_vllm_items(summary, knee, info, p),
+        _replicas(knee, p),
+    ]
+    items += [item for item in optional if item is not None]
+    flags = []
+    for item in items:
+        if item.key.startswith("vllm.") and item.value is not None:
+            flags.append(f"--{item.key[5:].replace('_', '-')} {item.value}")
+    return Recommendations(items=tuple(items), server_flags=tuple(flags))
+
+
+def _yaml_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_yaml_value(v) for v in value) + "]"
+    if isinstance(value, int | float):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def to_yaml(recs: Recommendations) -> str:
-    """A YAML config snippet: flat keys, each preceded by its reason as a comment."""
-    return ""
+    """A YAML config snippet: ``server:`` and ``vllm:`` maps, each key under its reason."""
+    sections: dict[str, list[str]] = {"server": [], "vllm": []}
+    for item in recs.items:
+        section, _, key = item.key.rpartition(".")
+        lines = sections.setdefault(section or "server", [])
+        for text in textwrap.wrap(item.reason, 94):
+            lines.append(f"  # {text}")
+        lines.append(f"  {key}: {_yaml_value(item.value)}")
+    out = ["# loadknee recommendations: each value follows its reason"]
+    for name, lines in sections.items():
+        if lines:
+            out += [f"{name}:", *lines]
+    if recs.server_flags:
+        out.append("# server flags: " + " ".join(recs.server_flags))
+    return "\n".join(out) + "\n"

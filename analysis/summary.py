@@ -21,6 +21,8 @@ from analysis.load import Run
 from analysis.model import SUMMARY_COLUMNS
 
 MEASURED_PHASES = ("measure", "baseline")
+#: a GPU sample at or below this utilisation counts as idle (seed 000: "utilisation drops to 0")
+IDLE_UTIL_PCT = 5.0
 
 
 def classify_outcomes(requests: pd.DataFrame) -> pd.Series:
@@ -56,7 +58,10 @@ def _window_mask(ts: pd.Series, start: float, end: float) -> pd.Series:
 def _gpu_stats(gpu: pd.DataFrame, start: float, end: float) -> dict[str, float]:
     rows = gpu[_window_mask(gpu["timestamp_unix_s"], start, end)]
     mem_pct = rows["memory_used_mib"] / rows["memory_total_mib"] * 100.0
+    util = rows["gpu_util_pct"].dropna()
+    idle = float((util <= IDLE_UTIL_PCT).mean() * 100.0) if len(util) else float("nan")
     return {
+        "gpu_idle_pct": idle,
         "gpu_mem_peak_pct": float(mem_pct.max()),
         "gpu_util_mean_pct": float(rows["gpu_util_pct"].mean()),
         "sm_util_mean_pct": float(rows["sm_util_pct"].mean()),
@@ -130,6 +135,8 @@ def _request_stats(measured: pd.DataFrame) -> pd.DataFrame:
     out["completion_sum"] = g["completion_tokens"].sum(min_count=1)
     out["total_sum"] = g["total_tokens"].sum(min_count=1)
     out["e2e_mean_ms"] = g["e2e_ms"].mean()
+    out["prompt_tokens_max"] = g["prompt_tokens"].max()
+    out["completion_tokens_max"] = g["completion_tokens"].max()
     quantiles = {
         "e2e_ms": ((0.5, "e2e_p50_ms"), (0.95, "e2e_p95_ms"), (0.99, "e2e_p99_ms")),
         "ttft_ms": ((0.5, "ttft_p50_ms"), (0.95, "ttft_p95_ms"), (0.99, "ttft_p99_ms")),
