@@ -83,7 +83,13 @@ class Request:
 
     @property
     def done(self) -> bool:
+        """Every sequence has produced its last token (some may not be read yet)."""
         return self._unfinished == 0
+
+    @property
+    def drained(self) -> bool:
+        """Done, and every event has been taken by :meth:`next_events`."""
+        return self._unfinished == 0 and not self._pending
 
     @property
     def completion_tokens(self) -> int:

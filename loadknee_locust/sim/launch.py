@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from types import TracebackType
 from typing import IO, Any
@@ -72,6 +73,14 @@ class SimProcess:
     def get(self, path: str, timeout_s: float = 10.0) -> bytes:
         with urllib.request.urlopen(self.url + path, timeout=timeout_s) as response:
             return bytes(response.read())
+
+    def get_status(self, path: str) -> int:
+        """HTTP status of ``GET path`` (errors included, no exception)."""
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as error:
+            return int(error.code)
 
     def log(self) -> list[dict[str, Any]]:
         """``GET /sim/log``: the per-request records (see :mod:`.simlog`)."""

@@ -179,7 +179,7 @@ class SimServer:
                 if not first_written:
                     job.first_token_unix_s = time.time()
                     first_written = True
-            if job.done:
+            if job.drained:
                 break
         if not job.cut:
             if include_usage:
@@ -196,7 +196,7 @@ class SimServer:
         n = len(job.seqs)
         texts: list[list[str]] = [[] for _ in range(n)]
         reasons: list[str | None] = [None] * n
-        while not job.cut and not job.done:
+        while not job.cut and not job.drained:
             for event in await job.next_events():
                 texts[event.index].append(event.text)
                 reasons[event.index] = event.finish_reason

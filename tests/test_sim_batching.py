@@ -1,0 +1,120 @@
+"""The pure continuous-batching scheduler: admission, slots, KV budget, preemption, costs."""
+
+from __future__ import annotations
+
+import pytest
+
+from loadknee_locust.sim.batching import Scheduler, Sequence
+from loadknee_locust.sim.params import SimParams, preset
+
+
+def make(params: SimParams, *lengths: tuple[int, int]) -> tuple[Scheduler, list[Sequence]]:
+    sched = Scheduler(params)
+    seqs = [Sequence(i, prompt, stop, "length") for i, (prompt, stop) in enumerate(lengths)]
+    sched.add(seqs)
+    return sched, seqs
+
+
+def test_idle_step_is_none() -> None:
+    assert Scheduler(preset("fast")).step() is None
+
+
+def test_fifo_admission_up_to_slots_and_step_cost() -> None:
+    params = preset("fast", max_num_seqs=2, prefill_ms_per_token=0.1)
+    sched, seqs = make(params, (10, 3), (20, 3), (30, 3))
+    first = sched.step()
+    assert first is not None
+    assert first.admitted == (seqs[0], seqs[1]) and list(sched.waiting) == [seqs[2]]
+    assert first.prefill_tokens == 30
+    assert first.duration_s == pytest.approx((10.0 + 0.5 * 2 + 0.1 * 30) / 1000)
+    assert [s.generated for s in seqs] == [1, 1, 0]
+    second = sched.step()
+    assert second is not None and second.admitted == () and second.prefill_tokens == 0
+    assert second.duration_s == pytest.approx((10.0 + 0.5 * 2) / 1000)
+    third = sched.step()
+    assert third is not None and third.finished == (seqs[0], seqs[1])
+    assert [s.generated for s in seqs] == [3, 3, 0]
+    fourth = sched.step()  # the freed slot is refilled on the next step
+    assert fourth is not None and fourth.admitted == (seqs[2],)
+
+
+def test_kv_accounting_returns_to_zero() -> None:
+    sched, seqs = make(preset("fast"), (100, 5), (50, 2))
+    peaks = []
+    while sched.has_work:
+        result = sched.step()
+        assert result is not None
+        peaks.append(result.peak_kv_tokens)
+    assert peaks[0] == 100 + 1 + 50 + 1
+    assert sched.kv_used == 0 and sched.running == []
+    assert [s.generated for s in seqs] == [5, 2]
+
+
+def test_head_that_does_not_fit_blocks_the_queue() -> None:
+    params = preset("fast", kv_cache_tokens=300, max_model_len=300)
+    sched, seqs = make(params, (150, 10), (200, 10), (5, 10))
+    result = sched.step()
+    assert result is not None and result.admitted == (seqs[0],)  # 200 does not fit; 5 must wait
+    assert list(sched.waiting) == [seqs[1], seqs[2]]
+
+
+def test_preemption_moves_newest_to_the_front() -> None:
+    params = preset("fast", kv_cache_tokens=60, max_model_len=60)
+    sched, seqs = make(params, (20, 40), (20, 40), (20, 40))
+    first = sched.step()
+    assert first is not None and first.admitted == (seqs[0], seqs[1])  # 3rd: 40 + 2 + 21 > 60
+    preempted = []
+    while not preempted:
+        result = sched.step()
+        assert result is not None
+        preempted = list(result.preempted)
+    assert preempted == [seqs[1]]  # newest running goes back
+    assert sched.waiting[0] is seqs[1]  # ahead of seqs[2]
+    assert seqs[1].preemptions == 1 and seqs[1].kv_tokens == 0
+    assert sched.preemptions_total == 1
+    generated_before = seqs[1].generated
+    while seqs[1].admissions < 2:
+        assert sched.step() is not None
+    # recompute: readmitted with prompt + already generated tokens, keeps its progress
+    assert seqs[1].generated == generated_before + 1
+    while sched.has_work:
+        assert sched.step() is not None
+    assert [s.generated for s in seqs] == [40, 40, 40]
+    assert sched.kv_used == 0
+
+
+def test_queue_limit() -> None:
+    sched = Scheduler(preset("fast", max_waiting=2))
+    assert sched.can_accept(2) and not sched.can_accept(3)
+    sched.add([Sequence(0, 1, 1, "length")])
+    assert sched.can_accept(1) and not sched.can_accept(2)
+
+
+def test_remove_and_clear_free_everything() -> None:
+    sched, seqs = make(preset("fast", max_num_seqs=1), (10, 5), (10, 5))
+    assert sched.step() is not None
+    sched.remove([seqs[0]])
+    assert sched.kv_used == 0 and sched.running == []
+    assert sched.step() is not None and sched.running == [seqs[1]]
+    lost = sched.clear()
+    assert lost == [seqs[1]] and sched.kv_used == 0 and not sched.has_work
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"max_num_seqs": 0},
+        {"kv_cache_tokens": 100, "max_model_len": 200},
+        {"reject_status": 500},
+        {"decode_base_ms": -1.0},
+        {"decode_base_ms": 0.0, "decode_per_seq_ms": 0.0},
+    ],
+)
+def test_bad_params_are_refused(bad: dict) -> None:
+    with pytest.raises(ValueError):
+        SimParams(**bad)
+
+
+def test_unknown_preset() -> None:
+    with pytest.raises(ValueError, match="unknown preset"):
+        preset("nope")
