@@ -68,8 +68,17 @@ def save_png(fig: Figure, path: str | Path) -> Path:
 
 def note(ax: Axes, text: str, *, y: float = 0.5) -> None:
     """A grey message inside the axes: what is missing and why the line is absent."""
-    ax.text(0.5, y, text, transform=ax.transAxes, ha="center", va="center", fontsize=9,
-            color="#616161", style="italic")  # fmt: skip
+    ax.text(
+        0.5,
+        y,
+        text,
+        transform=ax.transAxes,
+        ha="center",
+        va="center",
+        fontsize=9,
+        color="#616161",
+        style="italic",
+    )
 
 
 def _steps(summary: pd.DataFrame) -> pd.DataFrame:
@@ -99,8 +108,10 @@ def _users_axis(ax: Axes, users: Iterable[Any]) -> None:
 def _mark_knee(ax: Axes, knee: KneeResult | None) -> None:
     if knee is None:
         return
-    marks = ((knee.knee_users, "knee", VERDICT_COLOURS["knee"]),
-             (knee.red_line_users, "red line", VERDICT_COLOURS["red_line"]))  # fmt: skip
+    marks = (
+        (knee.knee_users, "knee", VERDICT_COLOURS["knee"]),
+        (knee.red_line_users, "red line", VERDICT_COLOURS["red_line"]),
+    )
     for users, label, colour in marks:
         if users is not None:
             ax.axvline(
@@ -117,12 +128,24 @@ def latency_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> Fig
     users = steps["target_users"].astype(float)
     missing = []
     for target, scale, series in (
-        (ax, 0.001, (("e2e_p50_ms", "e2e P50", "o", "#1565c0"),
-                     ("e2e_p95_ms", "e2e P95", "s", "#f57c00"),
-                     ("e2e_p99_ms", "e2e P99", "^", "#2e7d32"))),
-        (ax_ttft, 1.0, (("ttft_p50_ms", "TTFT P50", "o", "#6a1b9a"),
-                        ("ttft_p95_ms", "TTFT P95", "s", "#ad1457"))),
-    ):  # fmt: skip
+        (
+            ax,
+            0.001,
+            (
+                ("e2e_p50_ms", "e2e P50", "o", "#1565c0"),
+                ("e2e_p95_ms", "e2e P95", "s", "#f57c00"),
+                ("e2e_p99_ms", "e2e P99", "^", "#2e7d32"),
+            ),
+        ),
+        (
+            ax_ttft,
+            1.0,
+            (
+                ("ttft_p50_ms", "TTFT P50", "o", "#6a1b9a"),
+                ("ttft_p95_ms", "TTFT P95", "s", "#ad1457"),
+            ),
+        ),
+    ):
         for column, label, marker, colour in series:
             if _has(steps, column):
                 target.plot(users, steps[column] * scale, marker=marker, color=colour, label=label)
@@ -139,8 +162,10 @@ def latency_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> Fig
     right = ax.twinx()
     right.set_ylabel("GPU memory / KV cache peak (%)")
     right.set_ylim(0, 105)
-    for column, label, colour in (("gpu_mem_peak_pct", "GPU memory peak %", "#6d4c41"),
-                                  ("kv_cache_peak_pct", "KV cache peak %", "#00838f")):  # fmt: skip
+    for column, label, colour in (
+        ("gpu_mem_peak_pct", "GPU memory peak %", "#6d4c41"),
+        ("kv_cache_peak_pct", "KV cache peak %", "#00838f"),
+    ):
         if _has(steps, column):
             right.plot(users, steps[column], color=colour, linestyle="--", marker="x", label=label)
         else:
@@ -182,13 +207,19 @@ def throughput_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> 
         colour = VERDICT_COLOURS.get(verdicts.get(int(stage), ""), "#1565c0")
         ax.scatter([x], [y], color=colour, s=60, zorder=3)
     for x, y in zip(users, tok_s, strict=True):
-        ax.annotate(f"{y:.3g}", (x, y), textcoords="offset points", xytext=(0, 8), ha="center",
-                    fontsize=8)  # fmt: skip
+        ax.annotate(
+            f"{y:.3g}", (x, y), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=8
+        )
     top = float(steps["target_users"].max())
     ideal_users = np.array([users[0], max(top, users[0])])
     ideal = tok_s[0] * ideal_users / users[0]
-    ax.plot(ideal_users, ideal, color="#9e9e9e", linestyle="--",
-            label=f"ideal linear scaling from {users[0]:.0f} user(s)")  # fmt: skip
+    ax.plot(
+        ideal_users,
+        ideal,
+        color="#9e9e9e",
+        linestyle="--",
+        label=f"ideal linear scaling from {users[0]:.0f} user(s)",
+    )
     ax.set_ylim(0, max(float(np.nanmax(tok_s)) * 1.35, 1e-9))
     _mark_knee(ax, knee)
     for verdict, colour in VERDICT_COLOURS.items():
@@ -208,8 +239,9 @@ def _numeric(frame: pd.DataFrame, column: str) -> pd.Series:
 
 def _shade_stages(axes: list[Axes], stages: pd.DataFrame, t0: float) -> None:
     for i, row in enumerate(stages.sort_values("start_unix_s").to_dict(orient="records")):
-        start, warm, end = (row.get(k) for k in ("start_unix_s", "warmup_end_unix_s",
-                                                  "measure_end_unix_s"))  # fmt: skip
+        start, warm, end = (
+            row.get(k) for k in ("start_unix_s", "warmup_end_unix_s", "measure_end_unix_s")
+        )
         if pd.isna(start) or pd.isna(end):
             continue
         warm = start if pd.isna(warm) else warm
@@ -219,8 +251,15 @@ def _shade_stages(axes: list[Axes], stages: pd.DataFrame, t0: float) -> None:
                 ax.axvspan(start - t0, warm - t0, color="#eeeeee", hatch="//", alpha=0.6, lw=0)
             ax.axvspan(warm - t0, end - t0, color=colour, alpha=0.7, lw=0)
         label = "base" if row.get("kind") == "baseline" else f"c={int(row['target_users'])}"
-        axes[0].text((start + end) / 2 - t0, 1.01, label, transform=axes[0].get_xaxis_transform(),
-                     ha="center", va="bottom", fontsize=8)  # fmt: skip
+        axes[0].text(
+            (start + end) / 2 - t0,
+            1.01,
+            label,
+            transform=axes[0].get_xaxis_transform(),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
 
 
 def _latency_panel(ax: Axes, requests: pd.DataFrame, t0: float) -> None:
@@ -231,8 +270,9 @@ def _latency_panel(ax: Axes, requests: pd.DataFrame, t0: float) -> None:
     rows = requests
     if len(rows) > MAX_SCATTER_POINTS:
         failed = rows[rows["outcome"] != "ok"]
-        rows = pd.concat([rows[rows["outcome"] == "ok"].sample(MAX_SCATTER_POINTS, random_state=0),
-                          failed])  # fmt: skip
+        rows = pd.concat(
+            [rows[rows["outcome"] == "ok"].sample(MAX_SCATTER_POINTS, random_state=0), failed]
+        )
         note(ax, f"{MAX_SCATTER_POINTS} of {len(requests)} ok requests shown", y=0.92)
     ok = rows["outcome"] == "ok"
     x = _numeric(rows, "end_unix_s") - t0
@@ -242,8 +282,14 @@ def _latency_panel(ax: Axes, requests: pd.DataFrame, t0: float) -> None:
         if mask.any():
             ax.scatter(x[mask], y[mask], s=4, color=colour, label=phase, alpha=0.6, lw=0)
     if (~ok).any():
-        ax.scatter(x[~ok], y[~ok].fillna(0.0), s=18, color="#c62828", marker="x",
-                   label="failed / mismatched")  # fmt: skip
+        ax.scatter(
+            x[~ok],
+            y[~ok].fillna(0.0),
+            s=18,
+            color="#c62828",
+            marker="x",
+            label="failed / mismatched",
+        )
     ax.set_ylim(bottom=0)
     ax.legend(loc="upper left", fontsize=7, markerscale=2, ncols=5)
 
@@ -262,11 +308,22 @@ def _gpu_panel(ax: Axes, gpu: pd.DataFrame | None, t0: float) -> None:
             mem = 100.0 * _numeric(one, "memory_used_mib") / _numeric(one, "memory_total_mib")
             ax.plot(x, mem, color="#6d4c41", lw=1.2, label="memory %" + suffix)
         if _has(one, "gpu_util_pct"):
-            ax.plot(x, _numeric(one, "gpu_util_pct"), color="#2e7d32", lw=0.9,
-                    label="utilisation %" + suffix)  # fmt: skip
+            ax.plot(
+                x,
+                _numeric(one, "gpu_util_pct"),
+                color="#2e7d32",
+                lw=0.9,
+                label="utilisation %" + suffix,
+            )
         if _has(one, "sm_util_pct"):
-            ax.plot(x, _numeric(one, "sm_util_pct"), color="#9e9d24", lw=0.8, linestyle=":",
-                    label="SM active %" + suffix)  # fmt: skip
+            ax.plot(
+                x,
+                _numeric(one, "sm_util_pct"),
+                color="#9e9d24",
+                lw=0.8,
+                linestyle=":",
+                label="SM active %" + suffix,
+            )
     ax.axhline(85, color="#9e9e9e", linewidth=0.8, linestyle=":")
     ax.legend(loc="upper left", fontsize=7, ncols=3)
 
@@ -280,8 +337,10 @@ def _server_panels(ax_kv: Axes, ax_queue: Axes, server: pd.DataFrame | None, t0:
         note(ax_queue, "no server metrics: running / waiting unknown")
         return
     by_time = server.groupby("timestamp_unix_s").agg(
-        kv=("kv_cache_usage_pct", "max"), running=("requests_running", "sum"),
-        waiting=("requests_waiting", "sum"))  # fmt: skip
+        kv=("kv_cache_usage_pct", "max"),
+        running=("requests_running", "sum"),
+        waiting=("requests_waiting", "sum"),
+    )
     by_time = by_time.sort_index()
     x = by_time.index.to_numpy(dtype=float) - t0
     if by_time["kv"].notna().any():

@@ -42,23 +42,51 @@ def seed002_summary() -> pd.DataFrame:
     """A summary frame (exact SUMMARY_COLUMNS) with a baseline row and seed 002's five stages."""
     rows = [dict.fromkeys(SUMMARY_COLUMNS, math.nan)]
     rows[0].update(
-        stage=0, kind="baseline", target_users=1, batch_size=1, requests=21, ok=21, errors=0,
-        success_pct=100.0, e2e_p50_ms=500.0, e2e_p95_ms=560.0, e2e_p99_ms=580.0,
-        output_tok_s=60.0, qps=2.0,
-    )  # fmt: skip
+        stage=0,
+        kind="baseline",
+        target_users=1,
+        batch_size=1,
+        requests=21,
+        ok=21,
+        errors=0,
+        success_pct=100.0,
+        e2e_p50_ms=500.0,
+        e2e_p95_ms=560.0,
+        e2e_p99_ms=580.0,
+        output_tok_s=60.0,
+        qps=2.0,
+    )
     for i, (users, p50, p99, tok_s, mem, ok_pct, _) in enumerate(SEED002, start=1):
         row = dict.fromkeys(SUMMARY_COLUMNS, math.nan)
         row.update(
-            stage=i, kind="step", target_users=users, batch_size=1, window_s=90.0,
-            requests=400, ok=round(4 * ok_pct), errors=400 - round(4 * ok_pct), length_mismatch=0,
-            success_pct=ok_pct, qps=tok_s / 256 if tok_s == tok_s else math.nan,
-            output_tok_s=tok_s, total_tok_s=tok_s * 3, e2e_mean_ms=p50 * 1100,
-            e2e_p50_ms=p50 * 1000, e2e_p95_ms=p99 * 900, e2e_p99_ms=p99 * 1000,
-            ttft_p50_ms=40.0 * i, ttft_p95_ms=70.0 * i, itl_p50_ms=12.5, itl_p95_ms=20.0,
-            gpu_mem_peak_pct=mem, gpu_util_mean_pct=50 + 10 * i, kv_cache_peak_pct=mem - 5,
-            waiting_mean=max(0, i - 2) * 3.0, waiting_max=max(0, i - 2) * 6.0,
+            stage=i,
+            kind="step",
+            target_users=users,
+            batch_size=1,
+            window_s=90.0,
+            requests=400,
+            ok=round(4 * ok_pct),
+            errors=400 - round(4 * ok_pct),
+            length_mismatch=0,
+            success_pct=ok_pct,
+            qps=tok_s / 256 if tok_s == tok_s else math.nan,
+            output_tok_s=tok_s,
+            total_tok_s=tok_s * 3,
+            e2e_mean_ms=p50 * 1100,
+            e2e_p50_ms=p50 * 1000,
+            e2e_p95_ms=p99 * 900,
+            e2e_p99_ms=p99 * 1000,
+            ttft_p50_ms=40.0 * i,
+            ttft_p95_ms=70.0 * i,
+            itl_p50_ms=12.5,
+            itl_p95_ms=20.0,
+            gpu_mem_peak_pct=mem,
+            gpu_util_mean_pct=50 + 10 * i,
+            kv_cache_peak_pct=mem - 5,
+            waiting_mean=max(0, i - 2) * 3.0,
+            waiting_max=max(0, i - 2) * 6.0,
             s_per_1k_total_tokens=p50 / 0.768,
-        )  # fmt: skip
+        )
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     for col in ("stage", "target_users"):
@@ -173,10 +201,18 @@ def write_run_dir(
         measure_end = t + stage_s
         end = measure_end + cooldown_s
         stages.append(
-            dict(stage=index, kind=kind, target_users=users, batch_size=1, start_unix_s=start,
-                 warmup_end_unix_s=warm_end, measure_end_unix_s=measure_end, end_unix_s=end,
-                 stop_reason="duration")
-        )  # fmt: skip
+            dict(
+                stage=index,
+                kind=kind,
+                target_users=users,
+                batch_size=1,
+                start_unix_s=start,
+                warmup_end_unix_s=warm_end,
+                measure_end_unix_s=measure_end,
+                end_unix_s=end,
+                stop_reason="duration",
+            )
+        )
         e2e_s = 0.25 * max(1.0, users / slots)
         for user in range(users):
             now = start + rng.uniform(0, 0.05)
@@ -184,19 +220,44 @@ def write_run_dir(
             while now + e2e_s * 1.1 < measure_end:
                 e2e = e2e_s * rng.uniform(0.9, 1.1)
                 ttft = 0.02 * max(1.0, users / slots)
-                phase = "baseline" if kind == "baseline" else (
-                    "warmup" if now < warm_end else "measure")  # fmt: skip
+                phase = (
+                    "baseline"
+                    if kind == "baseline"
+                    else ("warmup" if now < warm_end else "measure")
+                )
                 seq += 1
                 requests.append(
-                    dict(request_id=f"local-{index}-{user}-{seq}", stage=index, phase=phase,
-                         worker="local", user_id=user, endpoint="chat", stream=1, batch_size=1,
-                         start_unix_s=now, end_unix_s=now + e2e, e2e_ms=e2e * 1000,
-                         ttft_ms=ttft * 1000, tpot_ms=(e2e - ttft) * 1000 / 31, itl_mean_ms=7.5,
-                         itl_p50_ms=7.4, itl_p95_ms=9.0, itl_max_ms=12.0, chunks=32,
-                         prompt_tokens=128, completion_tokens=32, usage_source="server",
-                         target_input_tokens=128, target_output_tokens=32, length_ok=1,
-                         outcome="ok", http_status=200, error="", prompt_hash="abc123")
-                )  # fmt: skip
+                    dict(
+                        request_id=f"local-{index}-{user}-{seq}",
+                        stage=index,
+                        phase=phase,
+                        worker="local",
+                        user_id=user,
+                        endpoint="chat",
+                        stream=1,
+                        batch_size=1,
+                        start_unix_s=now,
+                        end_unix_s=now + e2e,
+                        e2e_ms=e2e * 1000,
+                        ttft_ms=ttft * 1000,
+                        tpot_ms=(e2e - ttft) * 1000 / 31,
+                        itl_mean_ms=7.5,
+                        itl_p50_ms=7.4,
+                        itl_p95_ms=9.0,
+                        itl_max_ms=12.0,
+                        chunks=32,
+                        prompt_tokens=128,
+                        completion_tokens=32,
+                        usage_source="server",
+                        target_input_tokens=128,
+                        target_output_tokens=32,
+                        length_ok=1,
+                        outcome="ok",
+                        http_status=200,
+                        error="",
+                        prompt_hash="abc123",
+                    )
+                )
                 now += e2e
         ts = start
         while ts < end:
@@ -205,11 +266,18 @@ def write_run_dir(
             waiting = max(0, users - slots) if busy else 0
             if with_gpu:
                 gpu.append(
-                    dict(timestamp_unix_s=ts, gpu_index=0, source="sim",
-                         memory_used_mib=40000 + 2000 * running, memory_total_mib=81920,
-                         gpu_util_pct=min(100, 15 * running), sm_util_pct=None,
-                         mem_bw_util_pct=None, error="")
-                )  # fmt: skip
+                    dict(
+                        timestamp_unix_s=ts,
+                        gpu_index=0,
+                        source="sim",
+                        memory_used_mib=40000 + 2000 * running,
+                        memory_total_mib=81920,
+                        gpu_util_pct=min(100, 15 * running),
+                        sm_util_pct=None,
+                        mem_bw_util_pct=None,
+                        error="",
+                    )
+                )
             if with_server_metrics:
                 for metric, value in (
                     ("vllm:num_requests_running", running),
@@ -218,11 +286,24 @@ def write_run_dir(
                     ("vllm:num_preemptions_total", 0),
                 ):
                     metrics.append(
-                        dict(timestamp_unix_s=ts, endpoint="http://127.0.0.1:1/metrics",
-                             metric=metric, labels='model_name="sim"', value=value, error="")
-                    )  # fmt: skip
-            client.append(dict(timestamp_unix_s=ts, worker="local", cpu_pct=5 + users,
-                               memory_mib=80, users=users if busy else 0))  # fmt: skip
+                        dict(
+                            timestamp_unix_s=ts,
+                            endpoint="http://127.0.0.1:1/metrics",
+                            metric=metric,
+                            labels='model_name="sim"',
+                            value=value,
+                            error="",
+                        )
+                    )
+            client.append(
+                dict(
+                    timestamp_unix_s=ts,
+                    worker="local",
+                    cpu_pct=5 + users,
+                    memory_mib=80,
+                    users=users if busy else 0,
+                )
+            )
             ts += 0.5
         t = end
     _write_csv(root / contract.STAGES_CSV, contract.STAGE_COLUMNS, stages)

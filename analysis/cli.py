@@ -1,0 +1,139 @@
+"""``loadknee analyze RUN_DIR``: analyse one run, write its report folder, print table/knee/advice.
+
+Exit codes: 0 analysed; 2 the run directory is missing or invalid (one paragraph on stderr
+listing every problem, no traceback) or the arguments are wrong. Progress of the long steps goes
+to stderr, so stdout holds only the result (pipe-able, e.g. ``--format json | jq``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from analysis.knee import KneeParams
+from analysis.load import RunDirError
+from analysis.pipeline import Analysis, analyze_run
+from analysis.report import knee_text, recommendations_text, write_report
+from analysis.report_json import to_json
+from analysis.table import format_markdown, format_text, record_frame
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="loadknee analyze",
+        description="Analyse a run directory: record table, knee with reasons, recommended "
+        "settings; writes record.csv/.md, knee.json, recommendations.yaml, three PNG plots and "
+        "a self-contained report.html into RUN_DIR/report/.",
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<run_id>)")
+    parser.add_argument(
+        "--nvidia-smi-csv",
+        metavar="FILE",
+        help="GPU samples written by nvidia-smi --query-gpu=timestamp,memory.used,memory.total,"
+        "utilization.gpu --format=csv -lms 500 during the run (merged by time)",
+    )
+    parser.add_argument(
+        "--out", metavar="DIR", help="report folder (default: RUN_DIR/report)", default=None
+    )
+    parser.add_argument(
+        "--target-concurrency",
+        type=int,
+        default=None,
+        metavar="N",
+        help="concurrency to plan replicas for (recommendations)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["text", "markdown", "json"],
+        default="text",
+        help="what to print on stdout (default text); the files are written in every format",
+    )
+    parser.add_argument(
+        "--width", type=int, default=120, help="terminal table width (default %(default)s)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    KneeParams.add_cli_args(parser)
+    return parser
+
+
+def recommend_params(ns: argparse.Namespace) -> object:
+    """What ``recommend(params=...)`` receives: the knee thresholds and the target concurrency."""
+    from analysis import recommend
+
+    factory: Callable[..., object] | None = getattr(recommend, "RecommendParams", None)
+    if factory is None:
+        return None
+    return factory(target_concurrency=ns.target_concurrency)
+
+
+def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, Path]) -> str:
+    record = record_frame(analysis.summary, analysis.knee)
+    if fmt == "json":
+        return to_json(
+            analysis.summary,
+            analysis.knee,
+            analysis.baseline,
+            analysis.recommendations,
+            run_id=analysis.run_id,
+        )
+    table = format_markdown(record) if fmt == "markdown" else format_text(record, width=width)
+    report_dir = paths["report.html"].parent
+    return "\n".join(
+        [
+            f"run {analysis.run_id}: {len(analysis.run.requests)} requests, "
+            f"{len(analysis.summary)} stages",
+            "",
+            table.rstrip("\n"),
+            "",
+            "knee: " + knee_text(analysis.knee),
+            "",
+            "recommendations:",
+            recommendations_text(analysis.recommendations),
+            "",
+            f"report: {paths['report.html']}",
+            f"files:  {report_dir}/ ({', '.join(sorted(paths))})",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+
+    def progress(message: str) -> None:
+        if not ns.quiet:
+            print(f"[analyze] {message}", file=sys.stderr, flush=True)
+
+    try:
+        knee_params = KneeParams.from_cli_args(ns)
+    except (TypeError, ValueError) as exc:
+        parser.error(str(exc))
+    try:
+        analysis = analyze_run(
+            ns.run_dir,
+            nvidia_smi_csv=ns.nvidia_smi_csv,
+            knee_params=knee_params,
+            recommend_params=recommend_params(ns),
+            progress=progress,
+        )
+    except RunDirError as exc:
+        print(f"loadknee analyze: cannot analyse {ns.run_dir}. {exc}", file=sys.stderr)
+        print(
+            "A run directory is what `loadknee run` (or a locustfile using loadknee_locust) "
+            "writes under runs/<run_id>/: run.json, stages.csv and requests.csv at least.",
+            file=sys.stderr,
+        )
+        return 2
+    except FileNotFoundError as exc:  # e.g. --nvidia-smi-csv pointing nowhere
+        print(f"loadknee analyze: {exc}", file=sys.stderr)
+        return 2
+    progress("writing report files")
+    paths = write_report(analysis, ns.out, progress=progress)
+    print(render_stdout(analysis, ns.format, width=ns.width, paths=paths))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,188 @@
+"""``loadknee compare RUN_DIR RUN_DIR [...]``: analyse several runs, print and write the comparison.
+
+Each run goes through the same pipeline as ``loadknee analyze`` (same knee thresholds); the
+comparison itself is :func:`analysis.compare.compare_runs`. This module renders it: a side-by-side
+table per concurrency (or per prompts in flight for ``batch``), the knee of each run and the
+reading, printed and written to ``compare.md`` and ``compare.csv`` (long form) in ``--out``
+(default: ``compare-<label>-vs-<label>`` beside the first run). Exit 2 on a bad run directory or
+bad arguments, with a one-paragraph message and no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from pathlib import Path
+
+from analysis.compare import KINDS, LONG_COLUMNS, Comparison, RunSide, compare_runs
+from analysis.knee import KneeParams
+from analysis.load import RunDirError
+from analysis.pipeline import analyze_run
+from analysis.table import fmt_magnitude, fmt_pct, fmt_text, is_missing
+
+_WIDE = (
+    ("P50 s", "e2e_p50_ms", lambda v: fmt_magnitude(v, 0.001)),
+    ("P99 s", "e2e_p99_ms", lambda v: fmt_magnitude(v, 0.001)),
+    ("tok/s", "output_tok_s", fmt_magnitude),
+    ("mem %", "mem_pct", fmt_pct),
+    ("ok %", "success_pct", fmt_pct),
+    ("verdict", "verdict", fmt_text),
+)
+
+
+def wide_rows(comparison: Comparison) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the side-by-side table: users, then each run's key metrics."""
+    key = "in_flight" if comparison.kind == "batch" else "target_users"
+    header = ["prompts in flight" if key == "in_flight" else "users"]
+    header += [f"{label} {name}" for label in comparison.labels for name, _, _ in _WIDE]
+    rows = []
+    for level in sorted(set(comparison.table[key])):
+        cells = [str(level)]
+        for label in comparison.labels:
+            match = comparison.table[
+                (comparison.table["label"] == label) & (comparison.table[key] == level)
+            ]
+            row = match.iloc[0] if not match.empty else None
+            cells += [fmt(None if row is None else row[col]) for _, col, fmt in _WIDE]
+        rows.append(cells)
+    return header, rows
+
+
+def format_markdown(comparison: Comparison) -> str:
+    header, rows = wide_rows(comparison)
+    lines = [
+        f"# Comparison ({comparison.kind}): {' vs '.join(comparison.labels)}",
+        "",
+        f"Kind: {comparison.kind} — {comparison.kind_reason}.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---:" for _ in header) + "|",
+    ]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    lines += ["", "## Knees", ""]
+    lines += [
+        f"- {label}: knee at {k if k is not None else 'none in range'}, "
+        f"max concurrency {m if m is not None else 'n/a'}"
+        for label, k, m in comparison.knees
+    ]
+    lines += ["", "## Reading", ""] + [f"- {text}" for text in comparison.interpretations]
+    return "\n".join(lines) + "\n"
+
+
+def format_text(comparison: Comparison) -> str:
+    header, rows = wide_rows(comparison)
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    table = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]]
+    knees = [
+        f"  {label}: knee {k if k is not None else 'none in range'}, max concurrency "
+        f"{m if m is not None else 'n/a'}"
+        for label, k, m in comparison.knees
+    ]
+    return "\n".join(
+        [
+            f"comparison: {comparison.kind} ({comparison.kind_reason})",
+            "",
+            *table,
+            "",
+            "knees:",
+            *knees,
+            "",
+            "reading:",
+            *(f"  - {t}" for t in comparison.interpretations),
+        ]
+    )
+
+
+def format_csv(comparison: Comparison) -> str:
+    """The long table (one row per run and stage), numbers raw, missing empty."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(LONG_COLUMNS)
+    for row in comparison.table.itertuples(index=False):
+        writer.writerow(["" if is_missing(v) else v for v in row])
+    return out.getvalue()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="loadknee compare",
+        description="Compare two or more run directories: side-by-side table per concurrency, "
+        "the knee of each, and what the difference means (benchmark vs log replay, before vs "
+        "after a config change, 1 vs N replicas, batch size vs concurrency, prefix caching).",
+    )
+    parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    parser.add_argument("--labels", help="comma-separated names, one per run (default: run ids)")
+    parser.add_argument(
+        "--kind", choices=KINDS, default="auto", help="what is compared (default: from run.json)"
+    )
+    parser.add_argument(
+        "--replicas",
+        help="comma-separated replica count of each run (for --kind replicas), e.g. 1,2",
+    )
+    parser.add_argument("--out", metavar="DIR", help="folder for compare.md / compare.csv")
+    parser.add_argument("--format", choices=["text", "markdown"], default="text")
+    parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    KneeParams.add_cli_args(parser)
+    return parser
+
+
+def _split(text: str | None, count: int, what: str, parser: argparse.ArgumentParser) -> list[str]:
+    if not text:
+        return []
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != count:
+        parser.error(f"--{what} has {len(parts)} values for {count} runs")
+    return parts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if len(ns.run_dirs) < 2:
+        parser.error("compare needs at least two run directories")
+    labels = _split(ns.labels, len(ns.run_dirs), "labels", parser)
+    replicas_text = _split(ns.replicas, len(ns.run_dirs), "replicas", parser)
+    try:
+        replicas = [int(r) for r in replicas_text]
+    except ValueError:
+        parser.error(f"--replicas must be whole numbers: {ns.replicas}")
+    params = KneeParams.from_cli_args(ns)
+
+    def progress(message: str) -> None:
+        if not ns.quiet:
+            print(f"[compare] {message}", file=sys.stderr, flush=True)
+
+    sides = []
+    for i, run_dir in enumerate(ns.run_dirs):
+        try:
+            analysis = analyze_run(run_dir, knee_params=params, progress=progress)
+        except RunDirError as exc:
+            print(f"loadknee compare: cannot analyse {run_dir}. {exc}", file=sys.stderr)
+            return 2
+        sides.append(
+            RunSide(
+                label=labels[i] if labels else analysis.run_id,
+                summary=analysis.summary,
+                knee=analysis.knee,
+                run_info=analysis.run.run_info,
+                replicas=replicas[i] if replicas else None,
+            )
+        )
+    if len({s.label for s in sides}) < len(sides):
+        parser.error("two runs have the same label: pass --labels")
+    comparison = compare_runs(sides, kind=ns.kind)
+    first = Path(ns.run_dirs[0])
+    out = Path(ns.out) if ns.out else first.parent / ("compare-" + "-vs-".join(comparison.labels))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.md").write_text(format_markdown(comparison), encoding="utf-8")
+    (out / "compare.csv").write_text(format_csv(comparison), encoding="utf-8")
+    shown = format_markdown(comparison) if ns.format == "markdown" else format_text(comparison)
+    print(shown.rstrip("\n"))
+    print(f"\nwritten: {out / 'compare.md'}, {out / 'compare.csv'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,83 @@
+"""Run directory → every analysis object: load, summary, baseline, knee, diagnosis, advice.
+
+One function, :func:`analyze_run`, shared by ``loadknee analyze`` and ``loadknee compare`` so that
+both see exactly the same numbers. It prints nothing; long steps are announced through the
+optional ``progress`` callback (the CLI sends them to stderr).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analysis.baseline import compute_baseline
+from analysis.diagnosis import diagnose
+from analysis.knee import KneeParams, find_knee
+from analysis.load import Run, read_run
+from analysis.model import Baseline, KneeResult, Recommendations
+from analysis.recommend import recommend, to_yaml
+from analysis.summary import summarize_stages
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything known about one run after analysis; the report writers read only this."""
+
+    run: Run
+    summary: pd.DataFrame
+    baseline: Baseline
+    knee: KneeResult
+    recommendations: Recommendations
+    recommendations_yaml: str
+    server_timeline: pd.DataFrame | None  # canonical per-sample server gauges, None if absent
+
+    @property
+    def run_id(self) -> str:
+        return str(self.run.run_info.get("run_id") or self.run.path.name)
+
+
+def server_timeline(server_metrics: pd.DataFrame) -> pd.DataFrame | None:
+    """The canonical server timeline (KV %, running, waiting, preemptions), None when no data."""
+    if server_metrics.empty:
+        return None
+    try:
+        from analysis.server_metrics import canonical_timeline
+    except ImportError:  # helper D's parser not in this tree yet: the timeline says "no data"
+        return None
+    timeline = canonical_timeline(server_metrics)
+    return None if timeline.empty else timeline
+
+
+def analyze_run(
+    run_dir: str | Path,
+    *,
+    nvidia_smi_csv: str | Path | None = None,
+    knee_params: KneeParams | None = None,
+    recommend_params: Any = None,
+    progress: Progress | None = None,
+) -> Analysis:
+    """Read and analyse one run directory (raises ``analysis.load.RunDirError`` when invalid)."""
+    say = progress or (lambda _msg: None)
+    say(f"reading {run_dir}")
+    run = read_run(run_dir, nvidia_smi_csv=nvidia_smi_csv)
+    say(f"summarising {len(run.requests)} requests over {len(run.stages)} stages")
+    summary = summarize_stages(run)
+    baseline = compute_baseline(run, summary)
+    knee = find_knee(summary, baseline, params=knee_params or KneeParams())
+    knee = diagnose(summary, knee, baseline)
+    recs = recommend(summary, knee, baseline, run_info=run.run_info, params=recommend_params)
+    return Analysis(
+        run=run,
+        summary=summary,
+        baseline=baseline,
+        knee=knee,
+        recommendations=recs,
+        recommendations_yaml=to_yaml(recs),
+        server_timeline=server_timeline(run.server_metrics),
+    )

@@ -1,0 +1,149 @@
+"""Write every report file of one analysed run into a folder (default ``<run_dir>/report/``).
+
+Files (:data:`REPORT_FILES`): ``record.csv``, ``record.md``, ``knee.json``,
+``recommendations.yaml``, ``latency.png``, ``throughput.png``, ``timeline.png`` and the
+self-contained ``report.html`` that embeds the three PNGs. Also the plain-text pieces the CLI
+prints (:func:`knee_text`, :func:`recommendations_text`), so they read the same everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from analysis.model import KneeResult, Recommendations
+from analysis.pipeline import Analysis
+from analysis.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
+from analysis.report_html import HtmlReport, redact, render_html
+from analysis.report_json import to_json
+from analysis.table import format_csv, format_markdown, record_frame
+
+REPORT_FILES: tuple[str, ...] = (
+    "record.csv",
+    "record.md",
+    "knee.json",
+    "recommendations.yaml",
+    "latency.png",
+    "throughput.png",
+    "timeline.png",
+    "report.html",
+)
+
+
+def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
+    """What a reader must know before trusting the numbers: baseline, load notes, client-bound."""
+    warnings = list(analysis.baseline.warnings) + list(analysis.run.notes)
+    untrusted = [v.target_users for v in analysis.knee.stages if not v.trusted]
+    if untrusted:
+        warnings.append(
+            "client-bound stages (the load generator was the limit, verdicts not trusted): "
+            + ", ".join(f"{u} users" for u in untrusted)
+        )
+    for name, frame in (
+        ("gpu.csv", analysis.run.gpu),
+        ("server metrics", analysis.run.server_metrics),
+    ):
+        if frame.empty:
+            warnings.append(f"no {name} samples: the memory / KV-cache signals could not be used")
+    return tuple(warnings)
+
+
+def knee_text(knee: KneeResult) -> str:
+    """The knee sentence and, for every stage that is not comfortable, its verdict and reasons."""
+    lines = [knee.summary]
+    for sv in knee.stages:
+        if sv.verdict == "comfortable" and sv.trusted:
+            continue
+        trust = "" if sv.trusted else " (untrusted: client-bound)"
+        lines.append(f"  {sv.target_users:>4} users: {sv.verdict.replace('_', ' ')}{trust}")
+        lines += [f"        - {reason}" for reason in sv.reasons]
+        if sv.bottleneck != "none":
+            why = f": {sv.bottleneck_reason}" if sv.bottleneck_reason else ""
+            lines.append(f"        bottleneck: {sv.bottleneck}{why}")
+    return "\n".join(lines)
+
+
+def value_text(value: object) -> str:
+    """A recommended value for print: a 2-item list is a range ("16-19"), lists comma-joined."""
+    if isinstance(value, list | tuple):
+        return ("-" if len(value) == 2 else ", ").join(str(v) for v in value)
+    return str(value)
+
+
+def recommendations_text(recs: Recommendations) -> str:
+    lines = [f"  {item.key} = {value_text(item.value)}   # {item.reason}" for item in recs.items]
+    if recs.server_flags:
+        lines.append("  server flags: " + " ".join(recs.server_flags))
+    return "\n".join(lines) if lines else "  (none)"
+
+
+def record_markdown(analysis: Analysis) -> str:
+    record = record_frame(analysis.summary, analysis.knee)
+    return f"# Record table — {analysis.run_id}\n\n{analysis.knee.summary}\n\n" + format_markdown(
+        record
+    )
+
+
+def write_report(
+    analysis: Analysis,
+    out_dir: str | Path | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Path]:
+    """Write all report files; returns file name → path. ``out_dir`` defaults to run/report."""
+    say = progress or (lambda _msg: None)
+    out = Path(out_dir) if out_dir is not None else analysis.run.path / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    record = record_frame(analysis.summary, analysis.knee)
+    texts = {
+        "record.csv": format_csv(record),
+        "record.md": record_markdown(analysis),
+        "knee.json": to_json(
+            analysis.summary,
+            analysis.knee,
+            analysis.baseline,
+            analysis.recommendations,
+            run_id=analysis.run_id,
+        ),
+        "recommendations.yaml": analysis.recommendations_yaml,
+    }
+    paths = {}
+    for name, text in texts.items():
+        paths[name] = out / name
+        paths[name].write_text(text, encoding="utf-8")
+    say("drawing plots")
+    figures = {
+        "latency.png": ("Latency vs concurrency", latency_figure(analysis.summary, analysis.knee)),
+        "throughput.png": (
+            "Throughput vs concurrency",
+            throughput_figure(analysis.summary, analysis.knee),
+        ),
+        "timeline.png": (
+            "Timeline",
+            timeline_figure(
+                stages=analysis.run.stages,
+                requests=analysis.run.requests,
+                gpu=analysis.run.gpu,
+                server=analysis.server_timeline,
+            ),
+        ),
+    }
+    images = {}
+    for name, (title, fig) in figures.items():
+        images[title] = png_bytes(fig)
+        paths[name] = out / name
+        paths[name].write_bytes(images[title])
+    page = HtmlReport(
+        run_id=analysis.run_id,
+        record=record,
+        knee=analysis.knee,
+        baseline=analysis.baseline,
+        recommendations=analysis.recommendations,
+        recommendations_yaml=analysis.recommendations_yaml,
+        run_info=redact(analysis.run.run_info),
+        images=images,
+        warnings=collect_warnings(analysis),
+    )
+    paths["report.html"] = out / "report.html"
+    paths["report.html"].write_text(render_html(page), encoding="utf-8")
+    return paths

@@ -1,0 +1,315 @@
+"""The self-contained HTML report: one file, inline CSS, plots as base64 PNGs, no external links.
+
+It shows, in reading order: the headline (knee, max concurrency, base capacity, watermark), the
+record table with verdict colours, the reasons and signals of every stage, the diagnosis, the
+recommendations (YAML and server flags, each with its reason), the baseline and warnings, the
+plots, the run parameters from run.json and the method (percentiles, thresholds).
+
+Secrets never reach the page: :func:`redact` drops every run.json key whose name has a part
+``key``/``token``/``secret``/``password``/``auth``/``credential`` (``api_key``, ``hf_token``,
+``X-Auth``; not ``input_tokens``), any string value that looks like a bearer token, and the
+user:password part of URLs. Every other text is escaped with :func:`html.escape`.
+Hand-written with the stdlib rather than a template engine: the page is one function deep and
+jinja2 is not a declared dependency.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from analysis.model import PERCENTILE_METHOD, Baseline, KneeResult, Recommendations
+from analysis.plots import VERDICT_COLOURS
+from analysis.table import RECORD_COLUMNS, Column, fmt_magnitude, fmt_text, is_missing
+
+SECRET_PARTS = frozenset(
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "auth",
+        "authorization",
+        "credential",
+        "credentials",
+        "bearer",
+        "cookie",
+    }
+)
+_SECRET_VALUE = re.compile(r"^(sk-|Bearer\s|hf_|ghp_|xox[bp]-)", re.IGNORECASE)
+_URL_USERINFO = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
+WITHHELD = "[withheld]"
+
+
+def _key_parts(key: str) -> set[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key)
+    return {part.lower() for part in re.split(r"[^A-Za-z0-9]+", spaced) if part}
+
+
+def is_secret_key(key: str) -> bool:
+    """True for ``api_key``, ``OPENAI_API_KEY``, ``hfToken``, not ``max_tokens``."""
+    return bool(_key_parts(str(key)) & SECRET_PARTS)
+
+
+def redact(value: Any) -> Any:
+    """A copy of ``value`` without secret keys, token-looking strings or URL credentials."""
+    if isinstance(value, Mapping):
+        return {k: redact(v) for k, v in value.items() if not is_secret_key(str(k))}
+    if isinstance(value, list | tuple):
+        return [redact(v) for v in value]
+    if isinstance(value, str):
+        if _SECRET_VALUE.match(value.strip()):
+            return WITHHELD
+        return _URL_USERINFO.sub(r"\g<scheme>", value)
+    return value
+
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;
+ max-width:1280px;padding:0 16px;color:#212121}
+h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;border-bottom:1px solid #ddd;
+ padding-bottom:4px;margin-top:28px}
+.sub{color:#616161}.cards{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}
+.card{border:1px solid #ddd;border-radius:8px;padding:10px 14px;min-width:150px}
+.card b{display:block;font-size:22px}.card span{color:#616161;font-size:12px}
+table{border-collapse:collapse;margin:8px 0;font-size:13px}
+th,td{border:1px solid #e0e0e0;padding:4px 8px;vertical-align:top}
+th{background:#f5f5f5;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
+pre{background:#f6f8fa;border:1px solid #e0e0e0;padding:10px;overflow-x:auto;font-size:12px}
+.verdict{font-weight:600}.warn{background:#fff8e1;border-left:4px solid #f9a825;padding:6px 10px;
+ margin:6px 0}
+img{max-width:100%;border:1px solid #eee;margin:8px 0}
+.fired{color:#c62828;font-weight:600}.quiet{color:#9e9e9e}
+"""
+
+ROW_TINTS = {
+    "comfortable": "#e8f5e9",
+    "critical": "#fff8e1",
+    "knee": "#fff3e0",
+    "red_line": "#ffebee",
+}
+
+
+@dataclass(frozen=True)
+class HtmlReport:
+    """Everything the page shows; built by ``analysis.report`` from the analysis objects."""
+
+    run_id: str
+    record: pd.DataFrame  # analysis.table.record_frame(summary, knee)
+    knee: KneeResult | None
+    baseline: Baseline | None
+    recommendations: Recommendations | None
+    recommendations_yaml: str = ""
+    run_info: Mapping[str, Any] = field(default_factory=dict)
+    images: Mapping[str, bytes] = field(default_factory=dict)  # title → PNG bytes
+    warnings: tuple[str, ...] = ()
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _table(headers: Iterable[str], rows: Iterable[Iterable[str]], *, numeric=()) -> str:
+    """An HTML table; cells are already-escaped HTML, ``numeric`` = right-aligned column indexes."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = "".join(
+            f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>"
+            for i, c in enumerate(row)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _verdict_key(label: Any) -> str:
+    text = "" if is_missing(label) else str(label).rstrip("*")
+    return text.replace(" ", "_")
+
+
+def record_table_html(record: pd.DataFrame) -> str:
+    columns: list[Column] = [*RECORD_COLUMNS, Column("reasons", "why", fmt_text, 0, numeric=False)]
+    head = "".join(f"<th>{esc(c.header)}</th>" for c in columns)
+    rows = []
+    for row in record.to_dict(orient="records"):
+        verdict = _verdict_key(row.get("verdict"))
+        tint = ROW_TINTS.get(verdict, "#ffffff")
+        colour = VERDICT_COLOURS.get(verdict, "#424242")
+        cells = []
+        for col in columns:
+            text = esc(col.fmt(row.get(col.key)))
+            if col.key == "verdict":
+                cells.append(f'<td class="verdict" style="color:{colour}">{text}</td>')
+            else:
+                cells.append(f'<td class="n">{text}</td>' if col.numeric else f"<td>{text}</td>")
+        rows.append(f'<tr style="background:{tint}">{"".join(cells)}</tr>')
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, float):
+        return fmt_magnitude(value)
+    if isinstance(value, list | tuple):
+        return "–".join(_value(v) for v in value) if len(value) == 2 else esc(value)
+    return esc(fmt_text(value))
+
+
+def _headline(report: HtmlReport) -> str:
+    knee, recs = report.knee, report.recommendations
+    cards = [
+        ("knee", None if knee is None else knee.knee_users, "users: throughput flat, tail up"),
+        ("max concurrency", None if knee is None else knee.max_concurrency, "stage before knee"),
+        ("base capacity", None if knee is None else knee.base_capacity, "tail/memory/success ok"),
+        ("red line", None if knee is None else knee.red_line_users, "errors, OOM, timeouts"),
+    ]
+    if recs is not None:
+        for key, value in ((i.key, i.value) for i in recs.items):
+            if "watermark" in key:
+                cards.append(("production watermark", value, "70–80 % of base capacity"))
+                break
+    html_cards = "".join(
+        f'<div class="card"><span>{esc(title)}</span><b>'
+        f"{'none' if value is None else _value(value)}</b><span>{esc(hint)}</span></div>"
+        for title, value, hint in cards
+    )
+    summary = "" if knee is None else f"<p>{esc(knee.summary)}</p>"
+    return f'<div class="cards">{html_cards}</div>{summary}'
+
+
+def _reasons(knee: KneeResult | None) -> str:
+    if knee is None:
+        return "<p>No verdicts.</p>"
+    parts = []
+    for sv in knee.stages:
+        colour = VERDICT_COLOURS.get(sv.verdict, "#424242")
+        trust = "" if sv.trusted else " — <b>untrusted: client-bound</b>"
+        reasons = "".join(f"<li>{esc(r)}</li>" for r in sv.reasons) or "<li>no rule fired</li>"
+        signals = _table(
+            ("signal", "fired", "value", "threshold", "in words"),
+            (
+                (
+                    esc(s.name),
+                    '<span class="fired">yes</span>'
+                    if s.fired
+                    else '<span class="quiet">no</span>',
+                    fmt_magnitude(s.value),
+                    fmt_magnitude(s.threshold),
+                    esc(s.text),
+                )
+                for s in sv.signals
+            ),
+            numeric=(2, 3),
+        )
+        parts.append(
+            f'<h3>{sv.target_users} users — <span style="color:{colour}">'
+            f"{esc(sv.verdict.replace('_', ' '))}</span>{trust}</h3><ul>{reasons}</ul>"
+            f"<details><summary>signals</summary>{signals}</details>"
+        )
+    return "".join(parts)
+
+
+def _diagnosis(knee: KneeResult | None) -> str:
+    if knee is None:
+        return ""
+    rows = [
+        (str(sv.target_users), esc(sv.bottleneck), esc(sv.bottleneck_reason or "-"))
+        for sv in knee.stages
+    ]
+    return _table(("users", "likely bottleneck", "why"), rows, numeric=(0,))
+
+
+def _recommendations(report: HtmlReport) -> str:
+    recs = report.recommendations
+    if recs is None:
+        return "<p>No recommendations.</p>"
+    rows = [(esc(i.key), _value(i.value), esc(i.reason)) for i in recs.items]
+    flags = " \\\n  ".join(recs.server_flags) or "(none)"
+    return (
+        _table(("setting", "value", "reason"), rows)
+        + f"<h3>YAML</h3><pre>{esc(report.recommendations_yaml or '')}</pre>"
+        + f"<h3>Server flags (vLLM)</h3><pre>vllm serve MODEL \\\n  {esc(flags)}</pre>"
+    )
+
+
+def _baseline(baseline: Baseline | None) -> str:
+    if baseline is None:
+        return "<p>No baseline.</p>"
+    rows = [
+        ("source", esc(baseline.source)),
+        ("requests", esc(baseline.requests)),
+        (
+            "e2e P50 / P95 (ms)",
+            f"{fmt_magnitude(baseline.e2e_p50_ms)} / {fmt_magnitude(baseline.e2e_p95_ms)}",
+        ),
+        (
+            "TTFT P50 / P95 (ms)",
+            f"{fmt_magnitude(baseline.ttft_p50_ms)} / {fmt_magnitude(baseline.ttft_p95_ms)}",
+        ),
+        (
+            "s per 1k total tokens P50 / P95",
+            f"{fmt_magnitude(baseline.s_per_1k_total_p50)} / "
+            f"{fmt_magnitude(baseline.s_per_1k_total_p95)}",
+        ),
+        (
+            "s per 1k completion tokens P50 / P95",
+            f"{fmt_magnitude(baseline.s_per_1k_completion_p50)} / "
+            f"{fmt_magnitude(baseline.s_per_1k_completion_p95)}",
+        ),
+        ("single-user output tok/s", fmt_magnitude(baseline.output_tok_s)),
+    ]
+    return _table(("baseline", "value"), rows)
+
+
+def render_html(report: HtmlReport) -> str:
+    """The whole page as one string (UTF-8, no external resources)."""
+    warnings = "".join(f'<div class="warn">{esc(w)}</div>' for w in report.warnings)
+    images = "".join(
+        f'<h3>{esc(title)}</h3><img alt="{esc(title)}" '
+        f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+        for title, png in report.images.items()
+    )
+    params = json.dumps(redact(dict(report.run_info)), indent=2, sort_keys=True, default=str)
+    knee_params = json.dumps(
+        redact(report.knee.params if report.knee else {}), indent=2, default=str
+    )
+    sections = [
+        f"<h1>loadknee report — {esc(report.run_id)}</h1>",
+        '<p class="sub">Where this server stops scaling, why, and what to configure.</p>',
+        _headline(report),
+        f"<h2>Warnings</h2>{warnings}" if warnings else "",
+        "<h2>Record table</h2>",
+        record_table_html(report.record),
+        "<h2>Reasons per stage</h2>",
+        _reasons(report.knee),
+        "<h2>Diagnosis</h2>",
+        _diagnosis(report.knee),
+        "<h2>Recommendations</h2>",
+        _recommendations(report),
+        "<h2>Baseline</h2>",
+        _baseline(report.baseline),
+        "<h2>Plots</h2>",
+        images or "<p>No plots.</p>",
+        "<h2>Method</h2>",
+        f"<p>Percentiles: {esc(PERCENTILE_METHOD)}. Statistics use the measured window of each "
+        "stage only (warm-up and cooldown excluded; requests whose token counts missed the "
+        "target are counted and left out).</p>",
+        f"<h3>Knee thresholds</h3><pre>{esc(knee_params)}</pre>",
+        "<h2>Run parameters (run.json, secrets withheld)</h2>",
+        f"<pre>{esc(params)}</pre>",
+    ]
+    body = "\n".join(s for s in sections if s)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>loadknee — {esc(report.run_id)}</title><style>{CSS}</style></head>"
+        f"<body>\n{body}\n</body></html>\n"
+    )

@@ -1,0 +1,107 @@
+"""``loadknee analyze`` end to end on a synthetic contract-shaped run directory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from report_fixtures import (
+    SECRET,
+    no_global_figures,  # noqa: F401 (autouse fixture)
+    write_run_dir,
+)
+
+from analysis.cli import main
+from analysis.report import REPORT_FILES
+from analysis.report_json import from_json
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    return write_run_dir(tmp_path_factory.mktemp("runs") / "run-a")
+
+
+@pytest.fixture(scope="module")
+def analysed(run_dir, tmp_path_factory):
+    """Run the CLI once for the module (plots take a second or two on a busy machine)."""
+    out = tmp_path_factory.mktemp("report")
+    capture = subprocess.run(
+        [sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return capture, out
+
+
+def test_exit_code_files_and_printed_table(analysed) -> None:
+    capture, out = analysed
+    assert capture.returncode == 0, capture.stderr
+    for name in REPORT_FILES:
+        assert (out / name).stat().st_size > 0, name
+    stdout = capture.stdout
+    assert "users" in stdout and "P99 s" in stdout and "verdict" in stdout
+    assert "knee:" in stdout and "recommendations:" in stdout
+    assert f"report: {out / 'report.html'}" in stdout
+    lines = stdout.splitlines()
+    table = lines[lines.index("") + 1 :]
+    assert [ln.split()[0] for ln in table[2:8]] == ["1", "1", "2", "4", "8", "16"]
+    assert "[analyze]" in capture.stderr and "[analyze]" not in stdout  # progress on stderr
+    assert "Traceback" not in capture.stderr
+
+
+def test_report_files_agree_with_each_other(analysed, run_dir) -> None:
+    _, out = analysed
+    doc = from_json((out / "knee.json").read_text())
+    assert doc.run_id == "run-a"
+    assert doc.knee is not None and len(doc.knee.stages) == 5
+    record_csv = (out / "record.csv").read_text().splitlines()
+    assert len(record_csv) == 1 + 6
+    assert "| users |" in (out / "record.md").read_text()
+    page = (out / "report.html").read_text()
+    assert SECRET not in page
+    for name in REPORT_FILES:
+        assert SECRET not in (out / name).read_bytes().decode("latin-1")
+    assert page.count("data:image/png;base64,") == 3
+
+
+def test_default_out_is_run_report_and_json_format(tmp_path, capsys) -> None:
+    root = write_run_dir(tmp_path / "run-b", levels=(1, 2, 4), with_gpu=False)
+    assert main([str(root), "--format", "json", "--quiet", "--knee-tail-ratio", "3"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["knee"]["params"]["tail_ratio"] == 3.0
+    assert captured.err == ""
+    assert sorted(p.name for p in (root / "report").iterdir()) == sorted(REPORT_FILES)
+
+
+def test_markdown_format(tmp_path, capsys) -> None:
+    root = write_run_dir(tmp_path / "run-c", levels=(1, 2), with_server_metrics=False)
+    assert main([str(root), "--format", "markdown", "--quiet"]) == 0
+    assert "|---:|" in capsys.readouterr().out
+
+
+def test_missing_run_dir_exits_2_with_one_clear_paragraph(tmp_path, capsys) -> None:
+    assert main([str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot analyse" in err and "nope" in err and "Traceback" not in err
+
+
+def test_invalid_run_dir_lists_problems(tmp_path, capsys) -> None:
+    root = write_run_dir(tmp_path / "run-d", levels=(1,))
+    (root / "requests.csv").write_text("request_id,stage\nx,0\n")
+    assert main([str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "requests.csv" in err and "e2e_ms" in err
+
+
+def test_analysis_never_imports_locust_or_gevent() -> None:
+    code = (
+        "import sys, analysis.cli, analysis.compare_cli, analysis.report, analysis.plots;"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('locust', 'gevent')];"
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
