@@ -20,6 +20,9 @@ from loadknee_locust.contract import Outcome
 from loadknee_locust.sse import Usage, short_text
 from loadknee_locust.timing import request_timing
 
+#: geventhttpclient's connection failures (not OSError subclasses), matched by class name
+_CONNECTION_ERRORS = frozenset({"HTTPParseError", "HTTPConnectionClosed", "ConnectionError"})
+
 #: Outcomes that Locust should count as failures (everything but ok / length_mismatch).
 LOCUST_SUCCESSES = ("ok", "length_mismatch")
 
@@ -42,12 +45,20 @@ class Observation:
 
 
 def classify_exception(exc: BaseException, *, during_body: bool) -> tuple[Outcome, str]:
-    """Map a transport exception to an outcome (by type name, to stay free of gevent imports)."""
+    """Map a transport exception to an outcome (by type name, to stay free of gevent imports).
+
+    geventhttpclient wraps the real cause (``RetriesExceeded(original=timeout())``): unwrap it.
+    """
+    for _ in range(5):
+        inner = getattr(exc, "original", None)
+        if not isinstance(inner, BaseException):
+            break
+        exc = inner
     names = {cls.__name__ for cls in type(exc).__mro__}
     reason = short_text(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
     if isinstance(exc, TimeoutError) or "Timeout" in names:
         return "timeout", reason
-    if isinstance(exc, OSError) or names & {"HTTPParseError", "HTTPConnectionClosed"}:
+    if isinstance(exc, OSError) or names & _CONNECTION_ERRORS:
         return ("incomplete" if during_body else "connect_error"), reason
     return "client_error", reason
 
@@ -82,7 +93,7 @@ def request_row(
     completion_tokens = usage.completion_tokens if usage else None
     if completion_tokens is not None:
         usage_source = "server"
-    elif obs.chunks:
+    elif obs.chunks and stream:  # one content chunk ≈ one token; a whole body has no such hint
         usage_source, completion_tokens = "estimate", obs.chunks
     else:
         usage_source = "none"
