@@ -20,7 +20,7 @@ from fake_nvml import FakeNvml
 
 from loadknee_locust.contract import CLIENT_COLUMNS, GPU_COLUMNS, SERVER_METRIC_COLUMNS
 from loadknee_locust.telemetry import TelemetryConfig, TelemetrySampler
-from loadknee_locust.telemetry.client import REPORT_KEY, register_worker_usage
+from loadknee_locust.telemetry.client import REPORT_KEY, ProcessUsage, register_worker_usage
 
 LOGGER = "loadknee_locust.telemetry.sampler"
 
@@ -122,7 +122,9 @@ def test_auto_without_local_gpu_takes_dcgm_from_server_metrics(tmp_path: Path) -
     assert float(gpu[0]["memory_total_mib"]) == 81920 and float(gpu[0]["sm_util_pct"]) == 50
     assert gpu[0]["mem_bw_util_pct"] == ""  # not exported there: empty, not 0
     assert len(client) >= 3 and all(r["worker"] == "local" for r in client)
-    assert all(float(r["memory_mib"]) > 10 and r["cpu_pct"] != "" for r in client)
+    assert all(float(r["memory_mib"]) > 10 for r in client)
+    assert client[0]["cpu_pct"] == ""  # no window yet at the first sample: empty, not 0
+    assert all(r["cpu_pct"] != "" for r in client[1:])
     # aligned: every source's samples fall in the same time window
     spans = [[float(r["timestamp_unix_s"]) for r in rows] for rows in (metrics, gpu, client)]
     assert max(min(s) for s in spans) < min(max(s) for s in spans)
@@ -281,3 +283,12 @@ def test_master_records_a_row_per_worker_report(tmp_path: Path) -> None:
     assert by_worker["0"]["users"] == "4" and by_worker["0"]["memory_mib"] != ""
     assert by_worker["1"]["cpu_pct"] == "42.0" and by_worker["1"]["memory_mib"] == "1024.0"
     assert len(rows) == 3
+
+
+def test_process_usage_measures_a_busy_process() -> None:
+    usage = ProcessUsage()
+    assert usage.read()[0] is None  # just primed
+    sum(i * i for i in range(1_000_000))  # a fixed amount of work (~0.1 s) for the CPU to show
+    cpu_pct, memory_mib = usage.read()
+    assert cpu_pct is not None and cpu_pct > 20
+    assert memory_mib is not None and memory_mib > 10

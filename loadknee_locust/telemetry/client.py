@@ -15,6 +15,7 @@ written as empty.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -23,6 +24,8 @@ import psutil
 MIB: Final = 1024 * 1024
 #: key the plugin adds to each worker's ``report_to_master`` data
 REPORT_KEY: Final = "loadknee_usage"
+#: shortest window a CPU percentage is computed over
+MIN_CPU_WINDOW_S: Final = 0.05
 
 
 class ProcessUsage:
@@ -31,12 +34,22 @@ class ProcessUsage:
     def __init__(self, pid: int | None = None) -> None:
         self._process = psutil.Process(pid)
         self._process.cpu_percent()  # the first reading is meaningless: prime it now
+        self._since = time.monotonic()
 
     def read(self) -> tuple[float | None, float | None]:
-        """``(cpu_pct, memory_mib)``; ``None`` for a value psutil could not read."""
+        """``(cpu_pct, memory_mib)``; ``None`` for a value psutil could not read.
+
+        CPU over less than :data:`MIN_CPU_WINDOW_S` (e.g. right after priming) says nothing
+        and is ``None``; the window then keeps running until the next read.
+        """
         try:
             with self._process.oneshot():
-                return self._process.cpu_percent(), self._process.memory_info().rss / MIB
+                memory_mib = self._process.memory_info().rss / MIB
+                now = time.monotonic()
+                if now - self._since < MIN_CPU_WINDOW_S:
+                    return None, memory_mib
+                self._since = now
+                return self._process.cpu_percent(), memory_mib
         except psutil.Error:
             return None, None
 
