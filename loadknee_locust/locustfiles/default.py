@@ -1,0 +1,33 @@
+"""The locustfile ``loadknee run`` uses by default: one LLM user class set by ``--llm-*`` options.
+
+``--llm-endpoint`` (chat | completions) and ``--llm-batch-size`` (> 1: batched completions) pick
+what each user sends; the stepped shape (:class:`~loadknee_locust.shape.KneeShape`) runs the
+sweep; ``install`` adds the options, the recorder, telemetry and the web UI tab. Loaded by Locust
+as a top-level module, so imports are absolute.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from locust import events
+
+from loadknee_locust.plugin import install
+from loadknee_locust.shape import KneeShape  # noqa: F401  (the concrete shape Locust picks up)
+from loadknee_locust.users import LLMUser
+
+install(events)
+
+
+class LLM(LLMUser):
+    """Chat or completions, single or batched, as the options say (read once per user)."""
+
+    def __init__(self, environment: Any) -> None:
+        opts = environment.parsed_options
+        endpoint = getattr(opts, "llm_endpoint", "chat")
+        batch = int(getattr(opts, "llm_batch_size", 1) or 1)
+        # instance attributes shadow LLMUser's class defaults for this user only
+        self.endpoint = endpoint  # type: ignore[misc,assignment]
+        self.request_name = endpoint if batch <= 1 else "completions-batch"  # type: ignore[misc]
+        self.batch_size = 1 if endpoint == "chat" else None  # type: ignore[misc]
+        super().__init__(environment)

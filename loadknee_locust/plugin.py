@@ -1,0 +1,308 @@
+"""Wire loadknee into one Locust Environment: options, recorder, stage messages, telemetry, web UI.
+
+Two explicit entry points, no import side effects:
+
+* :func:`install` ``(events)`` — call once from a locustfile (``install(locust.events)``): adds
+  the ``--llm-*`` options to Locust's parser and calls :func:`register` from ``init``;
+* :func:`register` ``(environment, web_ui=None)`` — attaches a :class:`Loadknee` to one
+  Environment (tests call it directly, one Environment per runner).
+
+Roles: the local runner and the master own the run (run directory, ``run.json``, ``stages.csv``,
+``requests.csv``, telemetry, the web UI tab); a worker only ships its rows to the master and
+stores the stage the master announces (message ``loadknee_stage``; ``LocalRunner.send_message``
+calls the local handler, so one code path serves both modes). A run opens at the first shape
+tick or ``test_start`` and stays open after ``test_stop`` so late worker rows still land (after
+a web-UI Stop they arrive with the next periodic report); it is closed on ``quitting`` or when
+the next test starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Any
+
+from loadknee_locust import options as llm_options
+from loadknee_locust import rundir
+from loadknee_locust.recorder import RequestRecorder, RunLog
+from loadknee_locust.schedule import Position, parse_levels
+
+log = logging.getLogger("loadknee")
+
+STAGE_MESSAGE = "loadknee_stage"
+_ATTR = "_loadknee"
+
+
+def install(events: Any) -> None:
+    """Add the options and the ``init`` hook to an events object (``locust.events``)."""
+
+    def on_parser(parser: Any, **_: Any) -> None:
+        llm_options.add_arguments(parser)
+
+    def on_init(environment: Any, web_ui: Any = None, **_: Any) -> None:
+        register(environment, web_ui=web_ui)
+
+    events.init_command_line_parser.add_listener(on_parser)
+    events.init.add_listener(on_init)
+
+
+def register(environment: Any, web_ui: Any = None) -> Loadknee:
+    """Attach loadknee to ``environment`` (its runner must exist); again: the same object."""
+    existing = loadknee_of(environment)
+    if existing is not None:
+        return existing
+    lk = Loadknee(environment, web_ui)
+    setattr(environment, _ATTR, lk)
+    return lk
+
+
+def loadknee_of(environment: Any) -> Loadknee | None:
+    return getattr(environment, _ATTR, None)
+
+
+def _role(runner: Any) -> str:
+    from locust.runners import MasterRunner, WorkerRunner
+
+    if isinstance(runner, WorkerRunner):
+        return "worker"
+    return "master" if isinstance(runner, MasterRunner) else "local"
+
+
+class Loadknee:
+    """loadknee's state for one Environment (no module-level state anywhere)."""
+
+    def __init__(self, environment: Any, web_ui: Any = None) -> None:
+        self.environment = environment
+        runner = environment.runner
+        if runner is None:
+            raise RuntimeError("loadknee.register(environment) needs the runner: create it first")
+        self.role = _role(runner)
+        self.run: RunLog | None = None
+        self.run_info: dict[str, Any] = {}
+        self.stage: dict[str, Any] | None = None  # the last stage announcement
+        self._telemetry: Any = None
+        self._flusher: Any = None
+        self.recorder = RequestRecorder(self._worker_name, self._open_run)
+        events = environment.events
+        events.request.add_listener(self.recorder.on_request)
+        if self.role == "worker":
+            events.report_to_master.add_listener(self.recorder.on_report_to_master)
+        if self.role == "master":
+            events.worker_report.add_listener(self.recorder.on_worker_report)
+        else:
+            runner.register_message(STAGE_MESSAGE, self._on_stage_message)
+        if self.role != "worker":
+            events.test_start.add_listener(self._on_test_start)
+            events.test_stop.add_listener(self._on_test_stop)
+            events.quitting.add_listener(self._on_quitting)
+            self._default_stop_timeout()
+            if web_ui is not None:
+                from loadknee_locust import webui
+
+                webui.install(web_ui, self)
+
+    # -- roles and messages -------------------------------------------------------------------
+
+    def _worker_name(self) -> str:
+        if self.role == "worker":
+            return str(getattr(self.environment.runner, "worker_index", ""))
+        return "local"
+
+    def _open_run(self) -> RunLog | None:
+        run = self.run
+        return run if run is not None and not run.closed else None
+
+    def _on_stage_message(self, environment: Any = None, msg: Any = None, **_: Any) -> None:
+        if msg is not None and isinstance(msg.data, dict):
+            self.stage = dict(msg.data)
+
+    def announce(self, pos: Position, now: float) -> None:
+        """Tell workers (and, locally, ourselves) the stage; only on a change."""
+        data: dict[str, Any] = {
+            "stage": pos.stage,
+            "kind": pos.kind,
+            "phase": pos.phase,
+            "users": pos.users,
+        }
+        if self.stage is not None and all(self.stage.get(k) == v for k, v in data.items()):
+            return
+        data["unix_s"] = now
+        data["finished"] = pos.finished
+        if self.role == "master":
+            self.stage = dict(data)
+        self.environment.runner.send_message(STAGE_MESSAGE, data)
+
+    # -- the run ------------------------------------------------------------------------------
+
+    def begin_run(self, now: float | None = None) -> RunLog:
+        """The open run, or a new one (run directory, run.json, files, telemetry): idempotent."""
+        run = self.run
+        if run is not None and not run.closed and not run.test_stopped:
+            return run
+        if run is not None:
+            self.close_run()
+        now = time.time() if now is None else now
+        opts = self.environment.parsed_options
+        run_dir = rundir.create_run_dir(
+            getattr(opts, "llm_out", "runs"), getattr(opts, "llm_run_id", ""), now
+        )
+        self.run = RunLog(run_dir, batch_size=getattr(opts, "llm_batch_size", None))
+        self.run_info = self._run_info(run_dir, now)
+        rundir.write_run_json(run_dir, self.run_info)
+        self.recorder.drain_into(self.run)
+        self._start_flusher(self.run)
+        self._start_telemetry(run_dir)
+        log.info("loadknee: run directory %s", run_dir.resolve())
+        return self.run
+
+    def note_prompt_source(self, info: dict[str, Any]) -> None:
+        """The user classes report their prompt source (kind, calibration, log sha256)."""
+        if self.run is None:
+            return
+        self.run_info["prompt_source"] = {**self.run_info.get("prompt_source", {}), **info}
+        rundir.write_run_json(self.run.run_dir, self.run_info)
+
+    def _run_info(self, run_dir: Any, now: float) -> dict[str, Any]:
+        env, opts = self.environment, self.environment.parsed_options
+        runner = env.runner
+        try:
+            levels: list[int] | None = list(parse_levels(str(getattr(opts, "llm_levels", ""))))
+        except ValueError:
+            levels = None
+        return {
+            "run_id": run_dir.name,
+            "start_unix_s": now,
+            "end_unix_s": None,
+            "stop_reason": None,
+            "target_url": rundir.strip_credentials(
+                str(env.host or getattr(opts, "host", "") or "")
+            ),
+            "model": getattr(opts, "llm_model", "") or None,
+            "endpoint": getattr(opts, "llm_endpoint", None),
+            "stream": not getattr(opts, "llm_no_stream", False),
+            "levels": levels,
+            "mode": self.role,
+            "worker_count": getattr(runner, "worker_count", 1) if self.role == "master" else 0,
+            "stop_timeout_s": env.stop_timeout,
+            "prompt_source": rundir.prompt_info_from_options(opts),
+            "versions": rundir.versions(),
+            "parameters": rundir.public_options(opts, _secret_option_names()),
+        }
+
+    def _start_flusher(self, run: RunLog) -> None:
+        import gevent
+
+        def flush_loop() -> None:
+            while not run.closed:
+                gevent.sleep(0.5)
+                run.flush()
+
+        self._flusher = gevent.spawn(flush_loop)
+
+    def _start_telemetry(self, run_dir: Any) -> None:
+        try:
+            from loadknee_locust.telemetry import TelemetrySampler
+        except ImportError:
+            return
+        try:
+            self._telemetry = TelemetrySampler(
+                run_dir,
+                self.environment.parsed_options,
+                str(self.environment.host or ""),
+                environment=self.environment,
+            )
+            self._telemetry.start()
+        except Exception:  # telemetry must never stop the load test
+            log.exception("loadknee: telemetry did not start; the run goes on without it")
+            self._telemetry = None
+
+    def _stop_telemetry(self) -> None:
+        if self._telemetry is not None:
+            try:
+                self._telemetry.stop()
+            except Exception:
+                log.exception("loadknee: telemetry did not stop cleanly")
+            self._telemetry = None
+
+    def _on_test_start(self, environment: Any = None, **_: Any) -> None:
+        self.begin_run()
+
+    def _on_test_stop(self, environment: Any = None, **_: Any) -> None:
+        run = self.run
+        if run is None or run.test_stopped:
+            return
+        now = time.time()
+        if run.schedule is not None:
+            run.schedule.stop(now, "stopped")
+            run.add_stages(run.schedule.pop_closed())
+        run.test_stopped = True
+        self._stop_telemetry()
+        self._update_end(run, now)
+
+    def _user_prompt_info(self) -> None:
+        """Merge what the users learned in this process (calibration, model) into run.json."""
+        users = sys.modules.get("loadknee_locust.users")
+        if users is None or not hasattr(self.environment, "loadknee_llm_state"):
+            return  # no LLM users ran here (master, or a custom locustfile)
+        try:
+            info = dict(users.prompt_source_info(self.environment))
+        except Exception:
+            log.exception("loadknee: could not read the prompt source's info")
+            return
+        self.run_info["prompt_source"] = {**self.run_info.get("prompt_source", {}), **info}
+        if not self.run_info.get("model") and info.get("model"):
+            self.run_info["model"] = info["model"]
+
+    def _update_end(self, run: RunLog, now: float) -> None:
+        self._user_prompt_info()
+        sched = run.schedule
+        reason = None
+        if sched is not None and sched.finished:
+            reason = sched.position().stop_reason
+        self.run_info.update(
+            end_unix_s=now, stop_reason=reason, requests_recorded=run.requests.rows_written
+        )
+        rundir.write_run_json(run.run_dir, self.run_info)
+
+    def _on_quitting(self, environment: Any = None, **_: Any) -> None:
+        self.close_run()
+
+    def close_run(self) -> None:
+        """Finish the run: stop telemetry, write the last facts, close the files; safe twice."""
+        run = self.run
+        if run is None or run.closed:
+            return
+        if not run.test_stopped:
+            self._on_test_stop()
+        self._stop_telemetry()
+        end = self.run_info.get("end_unix_s") or time.time()
+        self._update_end(run, end)
+        run.close()
+        if self._flusher is not None:
+            self._flusher.kill(block=False)
+            self._flusher = None
+
+    def _default_stop_timeout(self) -> None:
+        """In-flight requests are lost when Locust kills users: give them time to finish."""
+        env = self.environment
+        if env.stop_timeout:
+            return
+        opts = env.parsed_options
+        env.stop_timeout = float(getattr(opts, "llm_request_timeout", 120.0) or 120.0)
+        log.warning(
+            "loadknee: --stop-timeout was not set; using %.0f s so that requests in flight at a "
+            "stage change or at stop complete instead of being lost",
+            env.stop_timeout,
+        )
+
+
+def _secret_option_names() -> set[str]:
+    """Options Locust marks ``is_secret`` (a fresh parser: its listeners have no side effects)."""
+    try:
+        from locust.argument_parser import get_parser
+
+        parser = get_parser(default_config_files=[])
+    except Exception:
+        return set()
+    return {a.dest for a in parser._actions if getattr(a, "is_secret", False)}

@@ -1,0 +1,232 @@
+"""Request events → ``requests.csv`` (and stage facts → ``stages.csv``), losing nothing in any mode.
+
+Columns are :data:`loadknee_locust.contract.REQUEST_COLUMNS` (units in the names; see
+contract.py). The user classes put every field except ``stage``, ``phase`` and ``worker`` into
+``context["loadknee"]`` of exactly one Locust ``request`` event per request; events without that
+key (Locust's own, a user's custom ones) are ignored.
+
+* local runner: each event's row is labelled and written at once;
+* worker: rows are buffered and shipped inside ``report_to_master`` (``data["loadknee_rows"]``),
+  which Locust also sends once more on quit, so nothing is left behind;
+* master: rows from every worker's report are labelled and written by this one process.
+
+The stage and phase of a row come from the :class:`~loadknee_locust.schedule.Schedule` by the
+request's *start* time, so late rows (worker reports lag up to 3 s) land in the right stage. The
+sinks flush at least once a second (a greenlet calls :meth:`RunLog.flush` twice a second, because
+:class:`CsvSink` only flushes on a write), so a run killed with SIGKILL leaves files that parse.
+:class:`StageStats` keeps per-stage counts and a bounded list of latencies for the shape (request
+counts, red line) and the web UI's live tab; percentiles there use stdlib only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from loadknee_locust.contract import (
+    REQUEST_COLUMNS,
+    REQUESTS_CSV,
+    STAGE_COLUMNS,
+    STAGES_CSV,
+)
+from loadknee_locust.csvsink import CsvSink
+from loadknee_locust.schedule import Schedule, StageRecord
+
+log = logging.getLogger(__name__)
+
+CONTEXT_KEY = "loadknee"
+REPORT_KEY = "loadknee_rows"
+LATENCY_CAP = 20_000  # latencies kept per stage for the live tab (the CSV keeps every row)
+_COLUMNS = frozenset(REQUEST_COLUMNS)
+#: outcomes that are not errors: served, or served with a length miss (kept, flagged)
+NOT_ERRORS = frozenset({"ok", "length_mismatch"})
+
+
+def request_row(context: Any, worker: str) -> dict[str, Any] | None:
+    """The contract row carried by one request event, or None when the event is not ours.
+
+    Keys outside the contract are dropped (logged once by the caller), ``worker`` is set here.
+    """
+    if not isinstance(context, Mapping):
+        return None
+    fields = context.get(CONTEXT_KEY)
+    if not isinstance(fields, Mapping):
+        return None
+    row = {k: v for k, v in fields.items() if k in _COLUMNS}
+    row["worker"] = worker
+    return row
+
+
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """Linear-interpolated percentile (numpy's default), ``q`` in 0..100; None when empty."""
+    data = sorted(values)
+    if not data:
+        return None
+    pos = (len(data) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(data) - 1)
+    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None or value == "":
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+class StageStats:
+    """Running per-stage numbers: counts of every row, latencies of the measured ones."""
+
+    def __init__(self, stage: int) -> None:
+        self.stage = stage
+        self.requests = 0  # every completed request labelled with this stage, any phase
+        self.measured = 0  # phase measure/baseline
+        self.errors = 0  # measured rows whose outcome is an error
+        self.e2e_ms: deque[float] = deque(maxlen=LATENCY_CAP)  # measured, not errors
+        self.ttft_ms: deque[float] = deque(maxlen=LATENCY_CAP)
+        self.completion_tokens = 0.0
+        self.first_start: float | None = None
+        self.last_end: float | None = None
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        self.requests += 1
+        if row.get("phase") not in ("measure", "baseline"):
+            return
+        self.measured += 1
+        if row.get("outcome") not in NOT_ERRORS:
+            self.errors += 1
+            return
+        for key, into in (("e2e_ms", self.e2e_ms), ("ttft_ms", self.ttft_ms)):
+            value = _number(row.get(key))
+            if value is not None:
+                into.append(value)
+        self.completion_tokens += _number(row.get("completion_tokens")) or 0.0
+        start, end = _number(row.get("start_unix_s")), _number(row.get("end_unix_s"))
+        if start is not None and (self.first_start is None or start < self.first_start):
+            self.first_start = start
+        if end is not None and (self.last_end is None or end > self.last_end):
+            self.last_end = end
+
+    def output_tokens_per_s(self) -> float | None:
+        if self.first_start is None or self.last_end is None or self.last_end <= self.first_start:
+            return None
+        return self.completion_tokens / (self.last_end - self.first_start)
+
+
+class RunLog:
+    """The open run on the master / local runner: its CSV files, schedule and per-stage stats."""
+
+    def __init__(self, run_dir: str | os.PathLike[str], batch_size: int | None = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.batch_size = batch_size
+        self.requests = CsvSink(self.run_dir / REQUESTS_CSV, REQUEST_COLUMNS)
+        self.stages = CsvSink(self.run_dir / STAGES_CSV, STAGE_COLUMNS)
+        self.schedule: Schedule | None = None
+        self.stats: dict[int, StageStats] = {}
+        self.stage_records: list[StageRecord] = []
+        self.test_stopped = False  # test_stop seen; still open for late worker rows
+
+    @property
+    def closed(self) -> bool:
+        return self.requests.closed
+
+    def add(self, row: dict[str, Any]) -> None:
+        """Label one row with its stage and phase, count it, write it."""
+        if self.closed:
+            log.warning("loadknee: a request row arrived after the run was closed; dropped")
+            return
+        start, end = _number(row.get("start_unix_s")), _number(row.get("end_unix_s"))
+        if self.schedule is not None and start is not None:
+            row["stage"], row["phase"] = self.schedule.locate(start)
+            self.schedule.observe(start, end if end is not None else start)
+        stage = row.get("stage")
+        if isinstance(stage, int):
+            self.stats.setdefault(stage, StageStats(stage)).add(row)
+        self.requests.write(row)
+
+    def add_stages(self, records: Iterable[StageRecord]) -> None:
+        for rec in records:
+            self.stage_records.append(rec)
+            if not self.closed:
+                self.stages.write(rec.as_row(self.batch_size))
+                self.stages.flush()
+
+    def stage_stats(self, stage: int) -> StageStats:
+        return self.stats.setdefault(stage, StageStats(stage))
+
+    def flush(self) -> None:
+        self.requests.flush()
+        self.stages.flush()
+
+    def close(self) -> None:
+        """Flush and close both files; safe twice."""
+        self.requests.close()
+        self.stages.close()
+
+
+class RequestRecorder:
+    """The Locust listeners: ``request`` events to rows, rows to the open :class:`RunLog`.
+
+    ``current_run`` returns the run to write into (None on a worker, or before a run began:
+    rows are then buffered for the next ``report_to_master``, or for the run when it opens).
+    """
+
+    def __init__(self, worker: Callable[[], str], current_run: Callable[[], RunLog | None]) -> None:
+        self._worker = worker
+        self._current_run = current_run
+        self.buffer: list[dict[str, Any]] = []
+        self.rows_seen = 0
+        self._warned_keys = False
+
+    def on_request(self, context: Any = None, **_: Any) -> None:
+        row = request_row(context, self._worker())
+        if row is None:
+            return
+        self.rows_seen += 1
+        if not self._warned_keys and isinstance(context, Mapping):
+            extra = set(context[CONTEXT_KEY]) - _COLUMNS
+            if extra:
+                self._warned_keys = True
+                log.warning("loadknee: dropped keys outside the contract: %s", sorted(extra))
+        self._take([row])
+
+    def on_report_to_master(self, client_id: Any = None, data: Any = None, **_: Any) -> None:
+        """Worker: ship the rows gathered since the last report."""
+        if data is not None and self.buffer:
+            data[REPORT_KEY], self.buffer = self.buffer, []
+
+    def on_worker_report(self, client_id: Any = None, data: Any = None, **_: Any) -> None:
+        """Master: take the rows a worker shipped."""
+        rows = data.get(REPORT_KEY) if isinstance(data, Mapping) else None
+        if rows:
+            self._take([r for r in rows if isinstance(r, dict)])
+
+    def drain_into(self, run: RunLog) -> None:
+        """Write rows that arrived before the run was open (local/master only)."""
+        rows, self.buffer = self.buffer, []
+        for row in rows:
+            self._write(run, row)
+
+    def _take(self, rows: list[dict[str, Any]]) -> None:
+        run = self._current_run()
+        if run is None:
+            self.buffer.extend(rows)
+            return
+        for row in rows:
+            self._write(run, row)
+
+    @staticmethod
+    def _write(run: RunLog, row: dict[str, Any]) -> None:
+        try:
+            run.add(row)
+        except Exception:  # a bad row must not end the run (Locust exits 2 on listener errors)
+            log.exception("loadknee: could not record a request row")

@@ -1,0 +1,224 @@
+"""``loadknee run``: a thin wrapper that builds a Locust command line and runs it in a subprocess.
+
+It turns the common options into ``--llm-*`` ones, adds ``--headless`` (or the web UI with
+``--web``), ``--processes N`` with a free master port for ``--workers N``, a ``--stop-timeout``
+long enough for in-flight requests, and ``--exit-code-on-error 0`` (failed requests are data, in
+``requests.csv``, not a failure of the run). Any option it does not know (``--llm-red-line-p95-ms
+5000``, Locust's own ``--html report.html``) and everything after ``--`` goes to Locust as is.
+Locust runs in a child process, which keeps gevent out of this one.
+
+While it runs, the plugin's per-stage progress lines (stage, users, requests, errors, time left)
+and Locust's warnings, errors and final summary are shown; the last line printed is
+``run directory: <path>`` (one line per run in web mode). ``loadknee run --help`` lists the
+plugin's ``--llm-*`` options too (``locust --help`` cannot: it prints before the locustfile loads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+from loadknee_locust import options as llm_options
+from loadknee_locust.rundir import default_run_id
+from loadknee_locust.schedule import parse_levels
+
+RUN_DIR_RE = re.compile(r"loadknee: run directory (\S.*)$")
+PROGRESS_RE = re.compile(r"loadknee progress: (.*)$")
+LOCUST_INFO_RE = re.compile(r"^\[[^\]]+\] [^/\s]+/INFO/")
+
+
+def default_locustfile() -> str:
+    return str(resources.files("loadknee_locust") / "locustfiles" / "default.py")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="loadknee run",
+        description="Run a stepped load test against an OpenAI-compatible server (wraps Locust).",
+        epilog="Unknown options and anything after '--' are passed to Locust unchanged.",
+        add_help=False,
+    )
+    p.add_argument("-h", "--help", action="store_true", help="show this help (and --llm-* options)")
+    p.add_argument("--host", help="server base URL, e.g. http://127.0.0.1:8000")
+    p.add_argument("--model", help="model name (default: the first id from /v1/models)")
+    p.add_argument("--levels", help="concurrency levels, e.g. 1,2,4,8")
+    timing = p.add_mutually_exclusive_group()
+    timing.add_argument("--stage-seconds", type=float, help="hold each level S seconds")
+    timing.add_argument("--stage-requests", type=int, help="hold each level for N requests")
+    p.add_argument("--warmup-seconds", type=float, help="warm-up discarded at each level")
+    p.add_argument("--cooldown-seconds", type=float, help="pause with 0 users between levels")
+    p.add_argument("--baseline-requests", type=int, help="sequential baseline (0 = off)")
+    p.add_argument("--time-limit", type=float, help="stop the whole test after S seconds")
+    p.add_argument("--input-tokens", type=int, help="fixed prompt length (server tokens)")
+    lengths = p.add_mutually_exclusive_group()
+    lengths.add_argument("--output-tokens", type=int, help="fixed completion length")
+    lengths.add_argument("--prompt-log", help="replay a production prompt log instead")
+    p.add_argument(
+        "--stream", action=argparse.BooleanOptionalAction, default=None, help="stream (default)"
+    )
+    p.add_argument("--endpoint", choices=["chat", "completions"], help="OpenAI endpoint")
+    p.add_argument("--out", help="parent folder of run directories (default ./runs)")
+    p.add_argument("--run-id", help="run directory name (default: a UTC timestamp)")
+    p.add_argument("--web", action="store_true", help="start Locust's web UI instead of headless")
+    p.add_argument("--web-port", type=int, default=8089, help="web UI port (default 8089)")
+    p.add_argument("--workers", type=int, default=0, help="worker processes (0 = one process)")
+    p.add_argument("-f", "--locustfile", help="locustfile (default: the packaged one)")
+    p.add_argument(
+        "--stop-timeout", type=float, default=None, help="seconds for in-flight requests at a "
+        "stage change or stop (default: --llm-request-timeout, 120)"
+    )  # fmt: skip
+    p.add_argument("--verbose", action="store_true", help="show every Locust log line")
+    return p
+
+
+def llm_help() -> str:
+    """The plugin's ``--llm-*`` options as help text (configargparse, as Locust uses)."""
+    import configargparse
+
+    parser = configargparse.ArgumentParser(prog="locust", add_help=False)
+    llm_options.add_arguments(parser)
+    text = parser.format_help()
+    return text.split("\n", 1)[1] if text.startswith("usage") else text
+
+
+def _unique_run_id(out: str, run_id: str | None) -> str:
+    if run_id:
+        return run_id
+    import time
+
+    base = default_run_id(time.time())
+    candidate, n = base, 0
+    while (Path(out) / candidate).exists():
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
+    """The Locust command line for the parsed wrapper options (pure: tested without running)."""
+    cmd = [sys.executable, "-m", "locust", "-f", args.locustfile or default_locustfile()]
+    if args.host:
+        cmd += ["--host", args.host]
+    pairs = [
+        ("--llm-model", args.model),
+        ("--llm-levels", args.levels),
+        ("--llm-stage-seconds", args.stage_seconds),
+        ("--llm-stage-requests", args.stage_requests),
+        ("--llm-warmup-seconds", args.warmup_seconds),
+        ("--llm-cooldown-seconds", args.cooldown_seconds),
+        ("--llm-baseline-requests", args.baseline_requests),
+        ("--llm-time-limit", args.time_limit),
+        ("--llm-input-tokens", args.input_tokens),
+        ("--llm-output-tokens", args.output_tokens),
+        ("--llm-prompt-log", args.prompt_log),
+        ("--llm-endpoint", args.endpoint),
+        ("--llm-out", args.out),
+        ("--llm-run-id", args.run_id),
+    ]
+    for flag, value in pairs:
+        if value is not None:
+            cmd += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    if args.stream is False:
+        cmd.append("--llm-no-stream")
+    if args.stage_requests is not None and args.stage_seconds is None:
+        cmd += ["--llm-stage-seconds", "0"]  # count mode: no duration check
+    if args.web:
+        cmd += ["--web-host", "127.0.0.1", "--web-port", str(args.web_port)]
+    else:
+        cmd += ["--headless", "--only-summary"]
+    if args.workers > 0:
+        port = str(free_port())
+        cmd += ["--processes", str(args.workers), "--master-bind-port", port]
+        cmd += ["--master-port", port, "--master-bind-host", "127.0.0.1"]
+    if args.stop_timeout is not None:
+        cmd += ["--stop-timeout", f"{args.stop_timeout:g}"]
+    elif "--stop-timeout" not in extra:
+        cmd += ["--stop-timeout", "120"]
+    cmd += ["--exit-code-on-error", "0", *extra]
+    return cmd
+
+
+def _validate(args: argparse.Namespace) -> str | None:
+    if not args.host:
+        return "--host is required (the server's base URL)"
+    if args.levels:
+        try:
+            parse_levels(args.levels)
+        except ValueError as exc:
+            return str(exc)
+    if args.workers < 0:
+        return "--workers must be >= 0"
+    return None
+
+
+def _show(line: str, verbose: bool) -> str | None:
+    """What to print for one line of Locust output (None: hide it)."""
+    progress = PROGRESS_RE.search(line)
+    if progress:
+        return "[loadknee] " + progress.group(1)
+    if verbose or not LOCUST_INFO_RE.match(line):
+        return line
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    extra_after: list[str] = []
+    if "--" in raw:
+        cut = raw.index("--")
+        raw, extra_after = raw[:cut], raw[cut + 1 :]
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(raw)
+    if args.help:
+        print(parser.format_help())
+        print("Plugin options (pass them as they are; they also work with plain `locust -f`):")
+        print(llm_help())
+        return 0
+    problem = _validate(args)
+    if problem:
+        parser.print_usage(sys.stderr)
+        print(f"loadknee run: error: {problem}", file=sys.stderr)
+        return 2
+    out = args.out or "runs"
+    args.run_id = _unique_run_id(out, args.run_id)
+    cmd = locust_command(args, [*unknown, *extra_after])
+    if args.web:
+        print(f"[loadknee] web UI: http://127.0.0.1:{args.web_port} (Ctrl-C to finish)", flush=True)
+    run_dirs: list[str] = []
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            found = RUN_DIR_RE.search(line)
+            if found:
+                run_dirs.append(found.group(1).strip())
+            shown = _show(line, args.verbose)
+            if shown is not None:
+                print(shown, flush=True)
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for path in run_dirs or [os.path.join(out, args.run_id)]:
+        print(f"run directory: {path}", flush=True)
+    return rc

@@ -1,0 +1,143 @@
+"""Create the run directory and write ``run.json``: every parameter, never a secret.
+
+``runs/<run_id>/`` is the contract between the Locust side and ``analysis`` (see contract.py).
+``run.json`` holds the parsed options minus anything secret (an option whose name contains
+key/token/secret/password/auth/credential, or that Locust marks ``is_secret``), the target URL
+with credentials stripped (also from every other URL-looking value), the model, the prompt source
+(kind, target lengths, the log's sha256, never its text), versions, start time, worker count and
+levels. It is rewritten atomically (temp file + rename) when something is learned later (prompt
+calibration, end of run), so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from loadknee_locust import __version__
+from loadknee_locust.contract import RUN_JSON
+
+SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credential")
+_RUN_ID_OK = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def is_secret_name(name: str) -> bool:
+    low = name.lower()
+    return any(word in low for word in SECRET_WORDS)
+
+
+def strip_credentials(url: str) -> str:
+    """``http://user:pw@host:8000/v1`` → ``http://host:8000/v1``; other strings unchanged."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if not parts.scheme or "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+def public_options(options: Any, secret_names: Iterable[str] = ()) -> dict[str, Any]:
+    """The parsed options as JSON-able values, without secrets, URLs without credentials."""
+    items = options.items() if isinstance(options, Mapping) else vars(options).items()
+    secret = set(secret_names)
+    out: dict[str, Any] = {}
+    for name, value in sorted(items):
+        if name.startswith("_") or name in secret or is_secret_name(name):
+            continue
+        out[name] = _jsonable(value)
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, str):
+        return strip_credentials(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items() if not is_secret_name(str(k))}
+    return str(value)
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str | None:
+    """sha256 of a file's bytes (None when it cannot be read)."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def prompt_info_from_options(options: Any) -> dict[str, Any]:
+    """What the options say about the prompts (the user classes may add calibration later)."""
+    log = str(getattr(options, "llm_prompt_log", "") or "")
+    if log:
+        return {
+            "kind": "log",
+            "log_file": os.path.basename(log),
+            "log_sha256": file_sha256(log),
+            "log_format": getattr(options, "llm_log_format", None),
+            "output_scale": getattr(options, "llm_output_scale", None),
+        }
+    return {
+        "kind": "fixed",
+        "target_input_tokens": getattr(options, "llm_input_tokens", None),
+        "target_output_tokens": getattr(options, "llm_output_tokens", None),
+        "shared_prefix_tokens": getattr(options, "llm_shared_prefix_tokens", None),
+    }
+
+
+def default_run_id(now_unix_s: float) -> str:
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime(now_unix_s))
+
+
+def create_run_dir(out: str | os.PathLike[str], run_id: str, now_unix_s: float) -> Path:
+    """Make ``out/run_id`` (a timestamp when empty); never reuse a directory that has files."""
+    base = run_id or default_run_id(now_unix_s)
+    if not _RUN_ID_OK.match(base):
+        raise ValueError(f"--llm-run-id may hold letters, digits, '.', '_' and '-' only: {base!r}")
+    parent = Path(out)
+    parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1000):
+        path = parent / (base if n == 0 else f"{base}-{n}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            if not any(path.iterdir()):
+                return path
+    raise FileExistsError(f"no free run directory name under {parent} for {base!r}")
+
+
+def versions() -> dict[str, str]:
+    out = {"loadknee": __version__, "python": platform.python_version()}
+    try:
+        from importlib.metadata import version
+
+        out["locust"] = version("locust")
+    except Exception:  # pragma: no cover - metadata missing in odd installs
+        pass
+    return out
+
+
+def write_run_json(run_dir: str | os.PathLike[str], info: Mapping[str, Any]) -> Path:
+    """Write ``run.json`` atomically (a reader sees the old or the new file, never half)."""
+    path = Path(run_dir) / RUN_JSON
+    tmp = path.with_name(RUN_JSON + ".tmp")
+    tmp.write_text(json.dumps(info, indent=2, sort_keys=True, default=str) + "\n", "utf-8")
+    os.replace(tmp, path)
+    return path

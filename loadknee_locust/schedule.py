@@ -1,0 +1,374 @@
+"""The stepped sweep as a pure state machine: stage, phase, users, and when to stop.
+
+No locust, no clock, no I/O: the caller passes the time (unix seconds) and the completed requests,
+so every rule is tested table-driven without sleeping. :class:`~loadknee_locust.shape.SteppedShape`
+drives it from ``tick()``, and the recorder asks it for the stage and phase of each row.
+
+The plan (see DESIGN.md, "The sweep"):
+
+1. an optional **baseline** stage (``baseline_requests`` > 0): 1 user, strictly sequential; the
+   first completed request is the warm-up (phase ``warmup``), the next ``baseline_requests`` are
+   measured (phase ``baseline``); the window closes at the end of the N-th measured request;
+2. one **step** stage per level. Each begins with ``warmup_seconds`` of warm-up (phase
+   ``warmup``), then the measured window (phase ``measure``), which closes either after
+   ``stage_seconds`` in all (warm-up included) or, when ``stage_requests`` > 0, once that many
+   requests *started in the measured window* have completed (the warm-up stays time based, so the
+   labels of rows that arrive late from workers never change; set ``warmup_seconds`` to 0 for
+   seed 000's exact method, where the baseline already warmed the server up). Requests in flight
+   when a count-based window closes still count as measured, so a stage holds *at least* N;
+3. after every stage, ``cooldown_seconds`` with 0 users (phase ``cooldown``) so queues drain;
+4. the sweep ends after the last stage's cooldown, at the overall ``time_limit_s``, at the red
+   line (checked when a stage's cooldown ends, over that stage's measured rows), or on an
+   external stop.
+
+A row's stage and phase are decided by its *start* time against the boundaries: a request that
+started in stage s's measured window belongs to stage s, phase ``measure``, even if it ends in the
+cooldown. Within a stage the timed boundaries are the planned ones (start + warm-up, + window), so
+windows have exactly the configured length even when a tick comes late; a stage starts when the
+schedule saw the previous cooldown end (the ``now`` of that call: when its users are released). A
+count-based window closes at the latest end among the requests that filled it, so no row already
+labelled can fall on the wrong side of a boundary set later.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from loadknee_locust.contract import Phase, StageKind, StopReason
+
+
+def parse_levels(text: str) -> tuple[int, ...]:
+    """``"1,2,4,8"`` → ``(1, 2, 4, 8)``; every level a positive integer."""
+    try:
+        levels = tuple(int(part) for part in text.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise ValueError(f"--llm-levels must be comma-separated integers, got {text!r}") from None
+    if not levels or any(level < 1 for level in levels):
+        raise ValueError(f"--llm-levels needs at least one level, each >= 1, got {text!r}")
+    return levels
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """One planned stage: how many users, how its warm-up and measured window end."""
+
+    index: int
+    kind: StageKind
+    users: int
+    warmup_requests: int  # > 0: warm-up = the first N completed requests (baseline)
+    warmup_seconds: float  # used when warmup_requests == 0
+    measure_requests: int  # > 0: the window closes after N completed requests started in it
+    measure_seconds: float  # used when measure_requests == 0
+
+
+@dataclass(frozen=True)
+class SchedulePlan:
+    """The sweep's parameters (see the module docstring for what each one means)."""
+
+    levels: tuple[int, ...]
+    stage_seconds: float = 120.0
+    stage_requests: int = 0
+    warmup_seconds: float = 30.0
+    cooldown_seconds: float = 10.0
+    baseline_requests: int = 20
+    time_limit_s: float = 0.0  # 0 = none
+
+    def __post_init__(self) -> None:
+        if not self.levels or any(level < 1 for level in self.levels):
+            raise ValueError("levels must be one or more integers >= 1")
+        if min(self.stage_seconds, self.warmup_seconds, self.cooldown_seconds) < 0:
+            raise ValueError("stage, warm-up and cooldown seconds must be >= 0")
+        if self.stage_requests < 0 or self.baseline_requests < 0 or self.time_limit_s < 0:
+            raise ValueError("request counts and the time limit must be >= 0")
+        if self.stage_requests == 0 and self.stage_seconds <= self.warmup_seconds:
+            raise ValueError(
+                f"--llm-stage-seconds ({self.stage_seconds:g}) must exceed --llm-warmup-seconds "
+                f"({self.warmup_seconds:g}): the stage would have no measured window"
+            )
+
+    @classmethod
+    def from_options(cls, options: Any) -> SchedulePlan:
+        """Build from Locust's ``parsed_options`` (``--llm-*``; ``--run-time`` as a time limit)."""
+        limit = float(getattr(options, "llm_time_limit", 0.0) or 0.0)
+        run_time = getattr(options, "run_time", None)
+        if run_time:
+            limit = min(limit, float(run_time)) if limit else float(run_time)
+        return cls(
+            levels=parse_levels(str(options.llm_levels)),
+            stage_seconds=float(options.llm_stage_seconds),
+            stage_requests=int(options.llm_stage_requests),
+            warmup_seconds=float(options.llm_warmup_seconds),
+            cooldown_seconds=float(options.llm_cooldown_seconds),
+            baseline_requests=int(options.llm_baseline_requests),
+            time_limit_s=limit,
+        )
+
+    def stages(self) -> tuple[StagePlan, ...]:
+        plans: list[StagePlan] = []
+        if self.baseline_requests > 0:
+            plans.append(StagePlan(0, "baseline", 1, 1, 0.0, self.baseline_requests, 0.0))
+        for level in self.levels:
+            measure_s = 0.0 if self.stage_requests else self.stage_seconds - self.warmup_seconds
+            plans.append(
+                StagePlan(
+                    len(plans),
+                    "step",
+                    level,
+                    0,
+                    self.warmup_seconds,
+                    self.stage_requests,
+                    measure_s,
+                )
+            )
+        return tuple(plans)
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    """A finished stage, as a fact for ``stages.csv`` (unix seconds)."""
+
+    stage: int
+    kind: StageKind
+    target_users: int
+    start_unix_s: float
+    warmup_end_unix_s: float
+    measure_end_unix_s: float
+    end_unix_s: float
+    stop_reason: StopReason
+
+    def as_row(self, batch_size: int | None = None) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "kind": self.kind,
+            "target_users": self.target_users,
+            "batch_size": batch_size,
+            "start_unix_s": self.start_unix_s,
+            "warmup_end_unix_s": self.warmup_end_unix_s,
+            "measure_end_unix_s": self.measure_end_unix_s,
+            "end_unix_s": self.end_unix_s,
+            "stop_reason": self.stop_reason,
+        }
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where the sweep is: the answer to "what should the shape do now"."""
+
+    stage: int
+    kind: StageKind
+    phase: Phase
+    users: int
+    finished: bool
+    stop_reason: StopReason | None  # why the sweep ended (None while running)
+
+
+@dataclass
+class _OpenStage:
+    """Boundaries of the stage in progress. Timed ones are set when the stage opens (they are
+    planned facts, so rows are labelled right before a tick reaches them); count-based ones stay
+    None until the requests that fill them have completed."""
+
+    plan: StagePlan
+    start: float
+    warmup_end: float | None = None
+    measure_end: float | None = None
+    stop_reason: StopReason | None = None
+    warmup_done: int = 0
+    warmup_last_end: float = -math.inf
+    measured_done: int = 0
+    measured_last_end: float = -math.inf
+
+    def __post_init__(self) -> None:
+        plan = self.plan
+        if not plan.warmup_requests:
+            self.warmup_end = self.start + plan.warmup_seconds
+            if not plan.measure_requests:
+                self.measure_end = self.warmup_end + plan.measure_seconds
+                self.stop_reason = "duration"
+
+    def phase_of(self, t: float) -> Phase:
+        """The phase at time ``t`` (a request's start, or now)."""
+        if self.warmup_end is None or t < self.warmup_end:
+            return "warmup"
+        if self.measure_end is None or t < self.measure_end:
+            return "baseline" if self.plan.kind == "baseline" else "measure"
+        return "cooldown"
+
+    def record(self, end: float) -> StageRecord:
+        assert self.warmup_end is not None and self.measure_end is not None
+        assert self.stop_reason is not None
+        return StageRecord(
+            self.plan.index,
+            self.plan.kind,
+            self.plan.users,
+            self.start,
+            self.warmup_end,
+            self.measure_end,
+            end,
+            self.stop_reason,
+        )
+
+
+class Schedule:
+    """The sweep's state; every method takes the time from its caller.
+
+    ``advance(now)`` moves to the phase (and stage) of ``now`` and returns the :class:`Position`;
+    ``observe(start, end)`` counts one completed request (count-based windows);
+    ``locate(start)`` gives a row's stage and phase; ``stop(now, reason)`` ends the sweep;
+    ``pop_closed()`` hands over each finished stage's :class:`StageRecord` once.
+    """
+
+    def __init__(self, plan: SchedulePlan, start_unix_s: float) -> None:
+        self.plan = plan
+        self.stages = plan.stages()
+        self.start_unix_s = start_unix_s
+        self._closed: list[StageRecord] = []
+        self._unpopped: list[StageRecord] = []
+        self._open: _OpenStage | None = _OpenStage(self.stages[0], start_unix_s)
+        self._stop_reason: StopReason | None = None
+        self._now = start_unix_s
+
+    @property
+    def finished(self) -> bool:
+        return self._open is None
+
+    @property
+    def closed(self) -> tuple[StageRecord, ...]:
+        return tuple(self._closed)
+
+    def position(self) -> Position:
+        """The position at the last ``advance`` (or ``stop``), without moving time."""
+        op = self._open
+        if op is None:
+            last = self._closed[-1]
+            return Position(last.stage, last.kind, "cooldown", 0, True, self._stop_reason)
+        phase = op.phase_of(self._now)
+        users = 0 if phase == "cooldown" else op.plan.users
+        return Position(op.plan.index, op.plan.kind, phase, users, False, None)
+
+    def advance(self, now: float, red_line: Callable[[int], bool] | None = None) -> Position:
+        """Apply every boundary reached by ``now``; ``red_line(stage)`` is asked as a stage ends."""
+        self._now = max(self._now, now)
+        limit = self.plan.time_limit_s
+        if self._open is not None and limit and now >= self.start_unix_s + limit:
+            self.stop(now, "time_limit")
+        while (op := self._open) is not None:
+            if op.measure_end is None or now < op.measure_end + self.plan.cooldown_seconds:
+                break
+            crossed = red_line is not None and red_line(op.plan.index)
+            if crossed:
+                op.stop_reason = "red_line"
+            self._close(op, now)
+            if crossed or op.plan.index + 1 >= len(self.stages):
+                self._finish(op.stop_reason)
+            else:
+                self._open = _OpenStage(self.stages[op.plan.index + 1], now)
+        return self.position()
+
+    def observe(self, start: float, end: float) -> None:
+        """Count one completed request (any outcome) for the current stage's count-based windows."""
+        op = self._open
+        if op is None or start < op.start:
+            return
+        phase = op.phase_of(start)
+        if phase == "warmup" and op.plan.warmup_requests and op.warmup_end is None:
+            op.warmup_done += 1
+            op.warmup_last_end = max(op.warmup_last_end, end)
+            if op.warmup_done >= op.plan.warmup_requests:
+                op.warmup_end = op.warmup_last_end
+        elif phase in ("measure", "baseline") and op.plan.measure_requests:
+            op.measured_done += 1
+            op.measured_last_end = max(op.measured_last_end, end)
+            if op.measured_done >= op.plan.measure_requests and op.measure_end is None:
+                op.measure_end, op.stop_reason = op.measured_last_end, "request_count"
+
+    def stop(self, now: float, reason: StopReason) -> None:
+        """End the sweep now (time limit, user stop); the current stage is closed with ``reason``
+        unless its measured window had already closed, which keeps its own reason."""
+        op = self._open
+        if op is None:
+            return
+        self._now = max(self._now, now)
+        if op.warmup_end is None or now < op.warmup_end:
+            op.warmup_end = now
+        if op.measure_end is None or now < op.measure_end:
+            op.measure_end, op.stop_reason = max(now, op.warmup_end), reason
+        self._close(op, max(now, op.measure_end))
+        self._finish(reason)
+
+    def locate(self, start: float) -> tuple[int, Phase]:
+        """Stage and phase of a request by its start time (before the first stage: its warm-up)."""
+        op = self._open
+        if op is not None and start >= op.start:
+            return op.plan.index, op.phase_of(start)
+        for rec in reversed(self._closed):
+            if start >= rec.start_unix_s:
+                if start < rec.warmup_end_unix_s:
+                    return rec.stage, "warmup"
+                if start < rec.measure_end_unix_s:
+                    return rec.stage, "baseline" if rec.kind == "baseline" else "measure"
+                return rec.stage, "cooldown"
+        return self.stages[0].index, "warmup"
+
+    def pop_closed(self) -> list[StageRecord]:
+        out, self._unpopped = self._unpopped, []
+        return out
+
+    def seconds_left(self, now: float) -> float | None:
+        """Planned seconds until the sweep ends; None when a count-based window makes it unknown."""
+        op = self._open
+        if op is None:
+            return 0.0
+        limit_left = (
+            self.start_unix_s + self.plan.time_limit_s - now if self.plan.time_limit_s else None
+        )
+        left: float | None = 0.0
+        for plan in self.stages[op.plan.index :]:
+            if plan.warmup_requests or plan.measure_requests:
+                left = None
+                break
+            assert left is not None
+            left += plan.warmup_seconds + plan.measure_seconds + self.plan.cooldown_seconds
+        if left is not None:
+            left -= now - op.start
+        candidates = [x for x in (left, limit_left) if x is not None]
+        return max(0.0, min(candidates)) if candidates else None
+
+    def _close(self, op: _OpenStage, end: float) -> None:
+        rec = op.record(end)
+        self._closed.append(rec)
+        self._unpopped.append(rec)
+
+    def _finish(self, reason: StopReason | None) -> None:
+        self._open = None
+        self._stop_reason = reason
+
+
+@dataclass(frozen=True)
+class RedLine:
+    """Early-stop thresholds over one stage's measured rows (0 = off)."""
+
+    error_pct: float = 0.0
+    p95_ms: float = 0.0
+
+    @classmethod
+    def from_options(cls, options: Any) -> RedLine:
+        return cls(
+            float(getattr(options, "llm_red_line_error_pct", 0.0) or 0.0),
+            float(getattr(options, "llm_red_line_p95_ms", 0.0) or 0.0),
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return self.error_pct > 0 or self.p95_ms > 0
+
+    def crossed(self, *, requests: int, errors: int, p95_ms: float | None) -> bool:
+        """True when the error rate or the P95 e2e latency passed its threshold."""
+        if requests <= 0:
+            return False
+        if self.error_pct > 0 and 100.0 * errors / requests > self.error_pct:
+            return True
+        return self.p95_ms > 0 and p95_ms is not None and p95_ms > self.p95_ms

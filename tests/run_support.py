@@ -1,0 +1,151 @@
+"""Helpers for the real-Locust run tests: start Locust in a subprocess, read and check a run dir.
+
+The checks recompute each row's stage and phase from ``stages.csv`` on their own (not with the
+schedule code under test) and compare ``requests.csv`` with the simulator's own log.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loadknee_locust.contract import REQUEST_COLUMNS, STAGE_COLUMNS
+
+HERE = Path(__file__).parent
+PROBE = str(HERE / "run_probe_locustfile.py")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def sweep_args(
+    out: Path, *, levels: str = "1,2", stage_s: float = 2.0, baseline: int = 3
+) -> list[str]:
+    return [
+        "--llm-levels", levels,
+        "--llm-stage-seconds", str(stage_s),
+        "--llm-warmup-seconds", "0.5",
+        "--llm-cooldown-seconds", "0.5",
+        "--llm-baseline-requests", str(baseline),
+        "--llm-out", str(out),
+    ]  # fmt: skip
+
+
+def locust_cmd(*args: str, locustfile: str = PROBE) -> list[str]:
+    return [sys.executable, "-m", "locust", "-f", locustfile, *args]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOCUST_", "LOADKNEE_"))}
+    env.update(extra)
+    return env
+
+
+def run(cmd: list[str], *, timeout: float = 90.0, env: dict[str, str] | None = None) -> str:
+    """Run to completion; return the combined output; fail with it on a non-zero exit."""
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env or child_env()
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 0, f"exit {proc.returncode}:\n{out[-4000:]}"
+    return out
+
+
+@dataclass
+class RunDir:
+    path: Path
+    info: dict[str, Any]
+    stages: list[dict[str, str]]
+    requests: list[dict[str, str]]
+
+
+def only_run_dir(out: Path) -> Path:
+    dirs = [p for p in out.iterdir() if p.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def read_csv(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames or ()) == columns
+        return list(reader)
+
+
+def read_run_dir(path: Path) -> RunDir:
+    info = json.loads((path / "run.json").read_text())
+    stages = read_csv(path / "stages.csv", STAGE_COLUMNS)
+    requests = read_csv(path / "requests.csv", REQUEST_COLUMNS)
+    return RunDir(path, info, stages, requests)
+
+
+def expected_label(stages: list[dict[str, str]], start: float) -> tuple[int, str]:
+    """Stage and phase of a request by its start time, from stages.csv alone."""
+    chosen = stages[0]
+    for st in stages:
+        if start >= float(st["start_unix_s"]):
+            chosen = st
+    if start < float(chosen["warmup_end_unix_s"]):
+        return int(chosen["stage"]), "warmup"
+    if start < float(chosen["measure_end_unix_s"]):
+        return int(chosen["stage"]), "baseline" if chosen["kind"] == "baseline" else "measure"
+    return int(chosen["stage"]), "cooldown"
+
+
+def check_run(
+    rd: RunDir, *, levels: list[int], baseline: int, stop_reason: str = "duration"
+) -> None:
+    """Stages as planned, boundaries ordered, every row labelled by the boundaries, ids unique."""
+    kinds = (["baseline"] if baseline else []) + ["step"] * len(levels)
+    users = ([1] if baseline else []) + levels
+    assert [s["kind"] for s in rd.stages] == kinds
+    assert [int(s["target_users"]) for s in rd.stages] == users
+    assert [int(s["stage"]) for s in rd.stages] == list(range(len(kinds)))
+    assert rd.stages[-1]["stop_reason"] == stop_reason
+    prev_end = 0.0
+    for st in rd.stages:
+        times = [float(st[k]) for k in STAGE_COLUMNS[4:8]]
+        assert times == sorted(times) and times[0] >= prev_end, st
+        prev_end = times[-1]
+    ids = [r["request_id"] for r in rd.requests]
+    assert len(ids) == len(set(ids)), "duplicate request ids"
+    for row in rd.requests:
+        stage, phase = expected_label(rd.stages, float(row["start_unix_s"]))
+        assert (int(row["stage"]), row["phase"]) == (stage, phase), row
+        assert float(row["end_unix_s"]) >= float(row["start_unix_s"])
+    counts = Counter((int(r["stage"]), r["phase"]) for r in rd.requests)
+    if baseline:
+        assert counts[(0, "baseline")] == baseline
+        assert counts[(0, "warmup")] == 1
+    for st in rd.stages:
+        if st["kind"] == "step":
+            assert counts[(int(st["stage"]), "measure")] > 0, (st, counts)
+
+
+def assert_matches_sim(rd: RunDir, sim_log: list[dict[str, Any]]) -> None:
+    """Every request the simulator served appears exactly once in requests.csv, and vice versa."""
+    served = Counter(str(rec["request_id"]) for rec in sim_log)
+    assert all(n == 1 for n in served.values())
+    recorded = Counter(r["request_id"] for r in rd.requests)
+    missing = set(served) - set(recorded)
+    extra = set(recorded) - set(served)
+    assert not missing and not extra, (sorted(missing)[:5], sorted(extra)[:5])
+    aborted = [rec for rec in sim_log if rec.get("outcome") in ("aborted", "cut")]
+    assert not aborted, f"{len(aborted)} requests cut by the client (lost in flight)"

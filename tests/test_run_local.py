@@ -1,0 +1,115 @@
+"""Real Locust, one process, against the simulator: every served request recorded once and rightly
+labelled; the ``loadknee run`` wrapper; no API key on disk; a run killed with SIGKILL parses."""
+
+from __future__ import annotations
+
+import csv
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loadknee_locust.contract import REQUEST_COLUMNS
+from tests.run_support import (
+    assert_matches_sim,
+    check_run,
+    child_env,
+    locust_cmd,
+    only_run_dir,
+    read_run_dir,
+    run,
+    sweep_args,
+)
+
+SECRET = "sk-loadknee-test-DO-NOT-WRITE-0123456789"
+
+pytestmark = pytest.mark.slow
+
+
+def _files_text(path: Path) -> str:
+    return "".join(p.read_text(errors="replace") for p in path.rglob("*") if p.is_file())
+
+
+def test_plain_locust_headless_records_every_request(sim_server, tmp_path: Path) -> None:
+    sim = sim_server(preset="fast")
+    out = tmp_path / "runs"
+    # no --stop-timeout on purpose: the plugin must set one (and say so) so nothing is lost
+    text = run(
+        locust_cmd("--headless", "--host", sim.url, *sweep_args(out), "--llm-run-id", "plain"),
+        env=child_env(OPENAI_API_KEY=SECRET),
+    )
+    assert "--stop-timeout was not set" in text
+    rd = read_run_dir(only_run_dir(out))
+    assert rd.path.name == "plain"
+    check_run(rd, levels=[1, 2], baseline=3)
+    assert_matches_sim(rd, sim.log())
+    assert {r["worker"] for r in rd.requests} == {"local"}
+    assert rd.info["mode"] == "local" and rd.info["levels"] == [1, 2]
+    assert rd.info["stop_reason"] == "duration"
+    assert rd.info["requests_recorded"] == len(rd.requests)
+    assert SECRET not in _files_text(rd.path)
+
+
+def test_loadknee_run_wrapper_with_the_default_users(sim_server, tmp_path: Path) -> None:
+    sim = sim_server(preset="fast")
+    out = tmp_path / "runs"
+    cmd = [
+        sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
+        "--levels", "1,2", "--stage-seconds", "2", "--warmup-seconds", "0.5",
+        "--cooldown-seconds", "0.5", "--baseline-requests", "2",
+        "--input-tokens", "32", "--output-tokens", "12", "--out", str(out),
+        "--llm-api-key-env", "LOADKNEE_TEST_KEY",  # passed through to Locust unchanged
+    ]  # fmt: skip
+    text = run(cmd, env=child_env(LOADKNEE_TEST_KEY=SECRET))
+    lines = text.strip().splitlines()
+    assert lines[-1].startswith("run directory: ")
+    run_dir = Path(lines[-1].split(": ", 1)[1])
+    assert run_dir.parent == out.resolve()
+    assert any(line.startswith("[loadknee] stage 2/2 (step, 2 users) measure") for line in lines)
+    rd = read_run_dir(run_dir)
+    check_run(rd, levels=[1, 2], baseline=2)
+    served = {str(rec["request_id"]) for rec in sim.log()}
+    assert {r["request_id"] for r in rd.requests} <= served  # calibration probes are not rows
+    assert {r["outcome"] for r in rd.requests} == {"ok"}
+    assert rd.info["prompt_source"]["kind"] == "fixed"
+    assert rd.info["model"]  # discovered by the users and merged at the end
+    assert rd.info["parameters"]["llm_levels"] == "1,2"
+    assert SECRET not in _files_text(rd.path)
+
+
+def test_sigkill_leaves_csvs_that_parse(sim_server, tmp_path: Path) -> None:
+    sim = sim_server(preset="fast")
+    out = tmp_path / "runs"
+    cmd = locust_cmd(
+        "--headless", "--host", sim.url, *sweep_args(out, levels="4", stage_s=30.0, baseline=0)
+    )
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env()
+    )
+    try:
+        deadline = time.monotonic() + 30.0
+        requests_csv = None
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            dirs = list(out.glob("*/requests.csv")) if out.exists() else []
+            if dirs and dirs[0].read_text().count("\n") > 30:
+                requests_csv = dirs[0]
+                break
+        assert requests_csv is not None, "no rows written within 30 s"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    with open(requests_csv, newline="") as f:
+        rows = list(csv.reader(f))
+    assert tuple(rows[0]) == REQUEST_COLUMNS
+    assert len(rows) > 30
+    assert all(len(r) == len(REQUEST_COLUMNS) for r in rows[1:])
+    with open(requests_csv.parent / "stages.csv", newline="") as f:
+        assert len(list(csv.reader(f))) == 1  # header only: no stage had ended
+    assert (requests_csv.parent / "run.json").read_text().strip().endswith("}")
