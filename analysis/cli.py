@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from analysis.knee import KneeParams
 from analysis.load import RunDirError
 from analysis.pipeline import Analysis, analyze_run
+from analysis.recommend import RecommendParams
 from analysis.report import knee_text, recommendations_text, write_report
 from analysis.report_json import to_json
 from analysis.table import format_markdown, format_text, record_frame
@@ -38,13 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", metavar="DIR", help="report folder (default: RUN_DIR/report)", default=None
     )
     parser.add_argument(
-        "--target-concurrency",
-        type=int,
-        default=None,
-        metavar="N",
-        help="concurrency to plan replicas for (recommendations)",
-    )
-    parser.add_argument(
         "--format",
         choices=["text", "markdown", "json"],
         default="text",
@@ -55,17 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     KneeParams.add_cli_args(parser)
+    RecommendParams.add_cli_args(parser)  # --target-concurrency, --replica-efficiency, ...
     return parser
-
-
-def recommend_params(ns: argparse.Namespace) -> object:
-    """What ``recommend(params=...)`` receives: the knee thresholds and the target concurrency."""
-    from analysis import recommend
-
-    factory: Callable[..., object] | None = getattr(recommend, "RecommendParams", None)
-    if factory is None:
-        return None
-    return factory(target_concurrency=ns.target_concurrency)
 
 
 def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, Path]) -> str:
@@ -108,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         knee_params = KneeParams.from_cli_args(ns)
+        rec_params = RecommendParams.from_cli_args(ns)
     except (TypeError, ValueError) as exc:
         parser.error(str(exc))
     try:
@@ -115,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             ns.run_dir,
             nvidia_smi_csv=ns.nvidia_smi_csv,
             knee_params=knee_params,
-            recommend_params=recommend_params(ns),
+            recommend_params=rec_params,
             progress=progress,
         )
     except RunDirError as exc:

@@ -72,9 +72,16 @@ def format_markdown(comparison: Comparison) -> str:
 
 
 def format_text(comparison: Comparison) -> str:
+    """Aligned table with the run labels on a line of their own above their metric columns."""
     header, rows = wide_rows(comparison)
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    table = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]]
+    short = [header[0]] + [name for _ in comparison.labels for name, _, _ in _WIDE]
+    widths = [max(len(r[i]) for r in [short, *rows]) for i in range(len(short))]
+    table = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in [short, *rows]]
+    groups, per_run = [" " * widths[0]], len(_WIDE)
+    for i, label in enumerate(comparison.labels):
+        span = sum(widths[1 + i * per_run : 1 + (i + 1) * per_run]) + 2 * (per_run - 1)
+        groups.append(f"[{label}]"[:span].center(span, "-"))
+    table.insert(0, "  ".join(groups))
     knees = [
         f"  {label}: knee {k if k is not None else 'none in range'}, max concurrency "
         f"{m if m is not None else 'n/a'}"

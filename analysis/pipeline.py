@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -19,7 +18,8 @@ from analysis.diagnosis import diagnose
 from analysis.knee import KneeParams, find_knee
 from analysis.load import Run, read_run
 from analysis.model import Baseline, KneeResult, Recommendations
-from analysis.recommend import recommend, to_yaml
+from analysis.recommend import RecommendParams, recommend, to_yaml
+from analysis.server_metrics import canonical_timeline
 from analysis.summary import summarize_stages
 
 Progress = Callable[[str], None]
@@ -46,10 +46,6 @@ def server_timeline(server_metrics: pd.DataFrame) -> pd.DataFrame | None:
     """The canonical server timeline (KV %, running, waiting, preemptions), None when no data."""
     if server_metrics.empty:
         return None
-    try:
-        from analysis.server_metrics import canonical_timeline
-    except ImportError:  # helper D's parser not in this tree yet: the timeline says "no data"
-        return None
     timeline = canonical_timeline(server_metrics)
     return None if timeline.empty else timeline
 
@@ -59,7 +55,7 @@ def analyze_run(
     *,
     nvidia_smi_csv: str | Path | None = None,
     knee_params: KneeParams | None = None,
-    recommend_params: Any = None,
+    recommend_params: RecommendParams | None = None,
     progress: Progress | None = None,
 ) -> Analysis:
     """Read and analyse one run directory (raises ``analysis.load.RunDirError`` when invalid)."""
