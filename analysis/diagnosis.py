@@ -5,8 +5,9 @@ client-bound is checked on every stage):
 
 1. **client** — the load generator's CPU was at its limit (the stage is untrusted; seed 002:
    "make sure the client itself can drive the concurrency").
-2. **memory** — memory (KV-cache % when present, else GPU memory %) at or above
-   ``memory_full_pct``, or the server preempted sequences (swapping / recomputation). Seed 000:
+2. **memory** — the knee's OOM signal fired, memory (KV-cache % when present, else GPU
+   memory %) at or above ``memory_full_pct``, or the server preempted sequences (swapping /
+   recomputation). Seed 000:
    memory near the limit with utilisation dropping means reclamation or swapping; seed 002: OOM →
    lower ``--gpu-memory-utilization`` / ``--max-model-len``.
 3. **host_side** — the GPU sat idle (utilisation ≤ 5 %) in at least ``idle_share_pct`` of the
@@ -22,7 +23,9 @@ client-bound is checked on every stage):
    narrowing (seed 000: compute is saturated; more concurrency only queues).
 7. **queueing** (inferred) — throughput flat or the tail departed but no telemetry says why: in a
    closed loop that means requests wait; the reason says which data was missing.
-8. **interference** — the baseline's P95 was far above its median (seed 000).
+8. **memory** (leading) — only the memory-pressure signal fired: memory fills before latency
+   collapses (seed 002).
+9. **interference** — the baseline's P95 was far above its median (seed 000).
 """
 
 from __future__ import annotations
@@ -93,7 +96,8 @@ def diagnose_stage(
     preempt = _num(row, "preemptions")
     util = _num(row, "gpu_util_mean_pct")
     idle = _num(row, "gpu_idle_pct")
-    if (mem is not None and mem >= p.memory_full_pct) or (preempt is not None and preempt > 0):
+    crashed = _fired(verdict, "oom")
+    if crashed or (mem is not None and mem >= p.memory_full_pct) or (preempt or 0) > 0:
         return "memory", (
             f"{what} peaked at {_f(mem, ' %')} (full at {p.memory_full_pct:g} %), "
             f"{_f(preempt)} preemptions, GPU idle in {_f(idle, ' %')} of samples: memory is the "
@@ -147,6 +151,12 @@ def diagnose_stage(
         return "queueing", (
             "throughput stopped keeping pace with users while latency rose: requests wait for "
             f"a slot{why}"
+        )
+    if _fired(verdict, "memory_pressure"):
+        return "memory", (
+            f"{what} peaked at {_f(mem, ' %')} while latency and throughput still held: memory "
+            "is the leading indicator (seed 002: it fills before latency collapses); the next "
+            "stage risks OOM"
         )
     if interference_suspected(baseline):
         return "interference", (

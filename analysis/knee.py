@@ -17,15 +17,17 @@ Algorithm (pure; input is the record table from :func:`analysis.summary.summariz
    * **tail departure** — the stage's e2e P95 (or P99, ``tail_percentile``) over the baseline's
      same percentile, at or above ``tail_ratio``;
    * **SLA** — the same percentile above ``sla_ms`` (only when an absolute SLA is given);
-   * **memory pressure** — peak memory %: the KV-cache usage from the server's ``/metrics`` when
-     present (vLLM pre-allocates its KV pool, so NVML memory is flat), else GPU memory; at or above
+   * **memory pressure** — peak memory %: the higher of the KV-cache usage from the server's
+     ``/metrics`` and GPU memory, but KV-cache alone when GPU memory is the same at every stage
+     (vLLM pre-allocates its KV pool, so NVML memory is flat and says nothing); at or above
      ``memory_pressure_pct`` it is an early sign, at or above ``oom_risk_pct`` the next stage risks
      OOM;
    * **errors** — any failed request (5xx, timeout, refused, cut stream) is an early sign and
      rules the stage out of the base capacity; an error share above ``red_line_error_pct`` is the
      red line;
-   * **OOM** — GPU memory at or above ``oom_pct`` while requests fail: the server ran out of
-     memory;
+   * **OOM** — GPU memory at or above ``oom_pct`` while requests fail, or GPU memory falling to
+     under half of the previous stage's (itself under pressure) while requests fail: the server
+     ran out of memory and its process died;
    * **client-bound** — load-generator CPU at or above ``client_cpu_limit_pct`` (100 = one core):
      the stage is marked untrusted and cannot be the knee (the client, not the server, flattened).
 
@@ -44,7 +46,8 @@ Parameters (:class:`KneeParams`) and defaults:
 * ``flat_gain_ratio`` = 0.15; ``narrowing_gain_ratio`` = 0.5
 * ``tail_percentile`` = ``"p95"`` (seed 000; seed 002 reads ``"p99"``); ``tail_ratio`` = 2.0
 * ``sla_ms`` = None (no absolute SLA)
-* ``memory_source`` = ``"auto"`` (KV-cache % when present, else GPU memory %)
+* ``memory_source`` = ``"auto"`` (the higher of KV-cache % and GPU memory %, except that GPU
+  memory flat across stages — within 2 points: pre-allocated — gives way to KV-cache %)
 * ``memory_pressure_pct`` = 85.0; ``oom_risk_pct`` = 95.0; ``oom_pct`` = 99.0
 * ``red_line_error_pct`` = 5.0 (seed 002's table calls 98 % success a knee and 80 % the red
   line, so a small error share is an early sign, not yet the red line; 0 makes any error fatal)
@@ -61,6 +64,9 @@ from typing import Any, Literal
 import pandas as pd
 
 from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
+
+#: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
+FLAT_GPU_SPREAD_PCT = 2.0
 
 
 @dataclass(frozen=True)
@@ -202,14 +208,21 @@ class _Context:
 
     x1: float | None  # single-user throughput
     base_tail_ms: float | None
+    tail_percentile: str  # the one used: the asked one, or the other when the baseline lacks it
+    gpu_flat: bool  # GPU memory the same at every stage: pre-allocated, says nothing
     params: KneeParams
 
 
-def _memory_pct(row: pd.Series, source: str) -> tuple[float | None, str]:
+def _memory_pct(row: pd.Series, ctx: _Context) -> tuple[float | None, str]:
     kv, gpu = _num(row.get("kv_cache_peak_pct")), _num(row.get("gpu_mem_peak_pct"))
-    if source == "kv_cache" or (source == "auto" and kv is not None):
+    source = ctx.params.memory_source
+    if source == "kv_cache":
         return kv, "KV-cache"
-    return gpu, "GPU memory"
+    if source == "gpu" or kv is None:
+        return gpu, "GPU memory"
+    if gpu is None or ctx.gpu_flat:
+        return kv, "KV-cache"
+    return (kv, "KV-cache") if kv >= gpu else (gpu, "GPU memory")
 
 
 def _throughput_signals(
@@ -247,8 +260,8 @@ def _throughput_signals(
 
 def _tail_signals(row: pd.Series, ctx: _Context) -> tuple[Signal, Signal | None]:
     p = ctx.params
-    tail = _num(row[f"e2e_{p.tail_percentile}_ms"])
-    name = p.tail_percentile.upper()
+    tail = _num(row[f"e2e_{ctx.tail_percentile}_ms"])
+    name = ctx.tail_percentile.upper()
     ratio = tail / ctx.base_tail_ms if tail is not None and ctx.base_tail_ms else None
     departed = Signal(
         "tail_departure",
@@ -270,9 +283,11 @@ def _tail_signals(row: pd.Series, ctx: _Context) -> tuple[Signal, Signal | None]
     return departed, sla
 
 
-def _memory_signals(row: pd.Series, ctx: _Context) -> tuple[Signal, Signal, Signal]:
+def _memory_signals(
+    row: pd.Series, prev: pd.Series | None, ctx: _Context
+) -> tuple[Signal, Signal, Signal]:
     p = ctx.params
-    mem, what = _memory_pct(row, p.memory_source)
+    mem, what = _memory_pct(row, ctx)
     gpu = _num(row.get("gpu_mem_peak_pct"))
     text = f"{what} peak {_fmt(mem, ' %')}"
     pressure = Signal(
@@ -298,6 +313,23 @@ def _memory_signals(row: pd.Series, ctx: _Context) -> tuple[Signal, Signal, Sign
         f"GPU memory peak {_fmt(gpu, ' %')} with {int(row['errors'])} failed requests "
         f"(OOM at {p.oom_pct:g} % with failures)",
     )
+    before = _num(prev.get("gpu_mem_peak_pct")) if prev is not None else None
+    if (
+        not oom.fired
+        and failing
+        and gpu is not None
+        and before is not None
+        and before >= p.memory_pressure_pct
+        and gpu < before / 2
+    ):
+        oom = Signal(
+            "oom",
+            True,
+            gpu,
+            p.oom_pct,
+            f"GPU memory fell from {_fmt(before, ' %')} to a peak of {_fmt(gpu, ' %')} while "
+            f"{int(row['errors'])} requests failed: the server process died (OOM crash?)",
+        )
     return pressure, risk, oom
 
 
@@ -334,7 +366,7 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: _Context) -> Sta
     """All signals of one stage and the verdict they add up to."""
     flat, narrowing = _throughput_signals(row, prev, ctx)
     departed, sla = _tail_signals(row, ctx)
-    pressure, risk, oom = _memory_signals(row, ctx)
+    pressure, risk, oom = _memory_signals(row, prev, ctx)
     some_errors, error_rate = _error_signals(row, ctx)
     client = _client_signal(row, ctx)
     signals = [flat, narrowing, departed, pressure, risk, some_errors, error_rate, oom, client]
@@ -346,7 +378,7 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: _Context) -> Sta
     elif flat.fired and departed.fired and not client.fired:
         verdict, fired = "knee", [flat, departed]
     else:
-        early = [narrowing, departed, pressure, risk, some_errors, flat, sla]
+        early = [flat if flat.fired else narrowing, departed, pressure, risk, some_errors, sla]
         fired = [s for s in early if s is not None and s.fired]
         verdict = "critical" if fired else "comfortable"
     reasons = [s.text for s in fired]
@@ -376,8 +408,18 @@ def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> _
         if len(match):
             x = _num(match.iloc[0][params.throughput_column])
             x1 = None if x is None else x / baseline.target_users
-    tail = baseline.e2e_p99_ms if params.tail_percentile == "p99" else baseline.e2e_p95_ms
-    return _Context(x1=x1 or None, base_tail_ms=tail, params=params)
+    tails = {"p95": baseline.e2e_p95_ms, "p99": baseline.e2e_p99_ms}
+    used = params.tail_percentile
+    if tails[used] is None:  # e.g. a typed-in record table with P99 only (seed 002)
+        used = "p99" if used == "p95" else "p95"
+        used = used if tails[used] is not None else params.tail_percentile
+    steps = summary[summary["kind"] == "step"]
+    peaks = steps["gpu_mem_peak_pct"].dropna()
+    peaks = peaks[peaks > 0]  # 0 = the process was down (restart), not pre-allocation
+    flat = len(peaks) > 0 and float(peaks.max() - peaks.min()) < FLAT_GPU_SPREAD_PCT
+    return _Context(
+        x1=x1 or None, base_tail_ms=tails[used], tail_percentile=used, gpu_flat=flat, params=params
+    )
 
 
 def _base_capacity(

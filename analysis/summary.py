@@ -6,8 +6,9 @@ throughput statistic; ``length_mismatch`` rows (or rows whose ``length_ok`` is 0
 excluded; every other outcome is an error. Percentiles are exact, computed from the raw rows with
 linear interpolation (:data:`analysis.model.PERCENTILE_METHOD`); rates divide by the measured
 window's length from ``stages.csv`` (from the rows' own span when the window was never closed).
-Telemetry (GPU, server metrics, client CPU) is cut to the same window; missing telemetry gives NaN,
-never 0.
+Rates count each served request in proportion to the part of it inside the window (see
+:func:`window_rates`). Telemetry (GPU, server metrics, client CPU) is cut to the same window;
+missing telemetry gives NaN, never 0.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pandas as pd
 
 from analysis.load import Run
 from analysis.model import SUMMARY_COLUMNS
+from analysis.server_metrics import canonical_timeline, gpu_from_dcgm
 
 MEASURED_PHASES = ("measure", "baseline")
 #: a GPU sample at or below this utilisation counts as idle (seed 000: "utilisation drops to 0")
@@ -102,12 +104,45 @@ def _client_peak(client: pd.DataFrame, start: float, end: float) -> float:
     return float(rows["cpu_pct"].max())
 
 
-def _default_timeline() -> Callable[[pd.DataFrame], pd.DataFrame] | None:
-    try:
-        from analysis.server_metrics import canonical_timeline
-    except ImportError:  # helper D's module not installed in this tree
-        return None
-    return canonical_timeline
+def window_rates(requests: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
+    """Served requests, completion and total tokens per second of each stage's window.
+
+    Each ok request of the stage (any phase) counts in proportion to the part of its generation
+    (from its first token when TTFT is known, else from its start, to its end) that lies inside
+    the window: a request half inside counts half. Over a long window this equals counting the
+    requests that started in it; over a short one it is free of the quantisation that batches
+    finishing together cause (one batch more or less in a 2 s window is ±30 %).
+    """
+    cls = classify_outcomes(requests)
+    ok = requests[(cls == "ok") & requests["stage"].isin(windows.index)]
+    win = windows.reindex(ok["stage"].to_numpy())
+    w_start, w_end = win["window_start"].to_numpy(), win["window_end"].to_numpy()
+    start = ok["start_unix_s"].to_numpy() + np.nan_to_num(ok["ttft_ms"].to_numpy()) / 1000.0
+    end = ok["end_unix_s"].to_numpy()
+    start = np.minimum(start, end)
+    overlap = np.clip(np.minimum(end, w_end) - np.maximum(start, w_start), 0.0, None)
+    length = end - start
+    inside = (start >= w_start) & (end <= w_end)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(length > 0, overlap / length, inside.astype(float))
+    completion = ok["completion_tokens"].to_numpy()
+    parts = pd.DataFrame(
+        {
+            "stage": ok["stage"].to_numpy(),
+            "served": share,
+            "completion": share * completion,
+            "total": share * (ok["prompt_tokens"].to_numpy() + completion),
+        }
+    )
+    sums = parts.groupby("stage").sum(min_count=1).reindex(windows.index)
+    seconds = windows["window_end"] - windows["window_start"]
+    return pd.DataFrame(
+        {
+            "qps": sums["served"] / seconds,
+            "output_tok_s": sums["completion"] / seconds,
+            "total_tok_s": sums["total"] / seconds,
+        }
+    )
 
 
 def _request_stats(measured: pd.DataFrame) -> pd.DataFrame:
@@ -132,8 +167,6 @@ def _request_stats(measured: pd.DataFrame) -> pd.DataFrame:
             "length_mismatch": counts["length_mismatch"],
         }
     )
-    out["completion_sum"] = g["completion_tokens"].sum(min_count=1)
-    out["total_sum"] = g["total_tokens"].sum(min_count=1)
     out["e2e_mean_ms"] = g["e2e_ms"].mean()
     out["prompt_tokens_max"] = g["prompt_tokens"].max()
     out["completion_tokens_max"] = g["completion_tokens"].max()
@@ -161,15 +194,18 @@ def summarize_stages(
     """The record table: one row per stage of ``stages.csv``, columns ``model.SUMMARY_COLUMNS``.
 
     ``timeline`` turns the long-form server metrics into the canonical per-sample timeline
-    (default: :func:`analysis.server_metrics.canonical_timeline`).
+    (default: :func:`analysis.server_metrics.canonical_timeline`). When ``gpu.csv`` is empty, GPU
+    figures come from DCGM samples among the server metrics, if any.
     """
     measured = measured_requests(run)
     windows = stage_windows(run, measured)
     stats = _request_stats(measured).reindex(windows.index)
-    to_timeline = timeline or _default_timeline()
-    canon = None
-    if to_timeline is not None and not run.server_metrics.empty:
-        canon = to_timeline(run.server_metrics)
+    rates = window_rates(run.requests, windows).to_dict("index")
+    canon, gpu = None, run.gpu
+    if not run.server_metrics.empty:
+        canon = (timeline or canonical_timeline)(run.server_metrics)
+        if gpu.empty:  # GPU telemetry scraped from a DCGM exporter only
+            gpu = gpu_from_dcgm(run.server_metrics)
     stages = run.stages.set_index("stage")
     rows = []
     for stage, start, end in zip(
@@ -188,13 +224,14 @@ def summarize_stages(
             row[name] = 0 if pd.isna(st[name]) else int(st[name])
         served = row["ok"] + row["errors"]  # type: ignore[operator]
         row["success_pct"] = row["ok"] / served * 100.0 if served else np.nan  # type: ignore[operator]
-        row["qps"] = row["ok"] / window_s if served else np.nan  # type: ignore[operator]
-        row["output_tok_s"] = st["completion_sum"] / window_s
-        row["total_tok_s"] = st["total_sum"] / window_s
+        for name in ("qps", "output_tok_s", "total_tok_s"):
+            value = rates[stage][name]
+            # nothing served while requests were sent is a measured 0, not missing data
+            row[name] = 0.0 if served and row["ok"] == 0 and pd.isna(value) else value
         for name in SUMMARY_COLUMNS:
             if name not in row and name in st.index:
                 row[name] = st[name]
-        row.update(_gpu_stats(run.gpu, start, end))
+        row.update(_gpu_stats(gpu, start, end))
         row.update(_server_stats(canon, start, end))
         row["client_cpu_peak_pct"] = _client_peak(run.client, start, end)
         rows.append(row)

@@ -1,0 +1,108 @@
+"""Test helper: write contract-shaped run directories from plain row dicts (CsvSink, run.json).
+
+Used by the analysis tests (load, summary, baseline, knee on the simulator). ``stage_row`` and
+``request_row`` fill in sensible defaults so a test states only what it is about.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from loadknee_locust import contract
+from loadknee_locust.csvsink import CsvSink
+
+
+def stage_row(
+    stage: int,
+    users: int,
+    start: float,
+    *,
+    kind: str = "step",
+    warmup_s: float = 1.0,
+    measure_s: float = 10.0,
+    cooldown_s: float = 1.0,
+    batch_size: int = 1,
+) -> dict[str, Any]:
+    return {
+        "stage": stage,
+        "kind": kind,
+        "target_users": users,
+        "batch_size": batch_size,
+        "start_unix_s": start,
+        "warmup_end_unix_s": start + warmup_s,
+        "measure_end_unix_s": start + warmup_s + measure_s,
+        "end_unix_s": start + warmup_s + measure_s + cooldown_s,
+        "stop_reason": "duration",
+    }
+
+
+def request_row(
+    n: int,
+    stage: int,
+    start: float,
+    e2e_ms: float,
+    *,
+    phase: str = "measure",
+    outcome: str = "ok",
+    prompt_tokens: float | None = 100,
+    completion_tokens: float | None = 50,
+    **extra: Any,
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "request_id": f"local-{n}",
+        "stage": stage,
+        "phase": phase,
+        "worker": "local",
+        "user_id": 0,
+        "endpoint": "chat",
+        "stream": 1,
+        "batch_size": 1,
+        "start_unix_s": start,
+        "end_unix_s": start + e2e_ms / 1000.0,
+        "e2e_ms": e2e_ms,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "usage_source": "server",
+        "outcome": outcome,
+        "http_status": 200 if outcome in ("ok", "length_mismatch") else 503,
+        "length_ok": 0 if outcome == "length_mismatch" else 1,
+    }
+    row.update(extra)
+    return row
+
+
+def write_csv(path: Path, columns: Iterable[str], rows: Iterable[Mapping[str, Any]]) -> None:
+    sink = CsvSink(path, columns)
+    try:
+        sink.write_many(rows)
+    finally:
+        sink.close()
+
+
+def write_run(
+    run_dir: Path,
+    *,
+    stages: Iterable[Mapping[str, Any]],
+    requests: Iterable[Mapping[str, Any]],
+    gpu: Iterable[Mapping[str, Any]] | None = None,
+    server_metrics: Iterable[Mapping[str, Any]] | None = None,
+    client: Iterable[Mapping[str, Any]] | None = None,
+    run_info: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write the files of one run; optional files only when rows are given."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / contract.RUN_JSON).write_text(json.dumps(dict(run_info or {"run_id": "test"})))
+    write_csv(run_dir / contract.STAGES_CSV, contract.STAGE_COLUMNS, stages)
+    write_csv(run_dir / contract.REQUESTS_CSV, contract.REQUEST_COLUMNS, requests)
+    optional = (
+        (contract.GPU_CSV, contract.GPU_COLUMNS, gpu),
+        (contract.SERVER_METRICS_CSV, contract.SERVER_METRIC_COLUMNS, server_metrics),
+        (contract.CLIENT_CSV, contract.CLIENT_COLUMNS, client),
+    )
+    for name, columns, rows in optional:
+        if rows is not None:
+            write_csv(run_dir / name, columns, rows)
+    return run_dir
