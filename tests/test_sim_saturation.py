@@ -1,0 +1,109 @@
+"""The saturation model: pure table tests, then a measured sweep of the real simulator."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+
+from loadknee_locust.sim.params import preset
+from loadknee_locust.sim.probe import closed_loop
+from loadknee_locust.sim.saturation import (
+    compute_limit,
+    expected_throughput,
+    kv_limit,
+    predicted_knee_level,
+    saturation_concurrency,
+)
+
+COMPUTE_BOUND = preset("fast", max_num_seqs=64, decode_per_seq_ms=5.0, prefill_ms_per_token=0.0)
+
+
+@pytest.mark.parametrize(
+    ("params", "io", "c_star", "limit"),
+    [
+        (preset("fast"), (32, 64), 8.0, "slots"),
+        (preset("gpu-like"), (128, 128), 48.0, "slots"),
+        (preset("gpu-like"), (512, 256), 18.0, "kv"),  # 14336 // 768
+        (preset("kv-tight"), (128, 128), 8.0, "kv"),  # 2048 // 256
+        (preset("kv-tight"), (512, 256), 2.0, "kv"),
+        # a = 10, k = 5: (sqrt(10 × 15 / 0.1) − 10) / 5
+        (COMPUTE_BOUND, (32, 64), (math.sqrt(1500) - 10) / 5, "compute"),
+    ],
+)
+def test_saturation_concurrency(params, io, c_star, limit) -> None:
+    assert saturation_concurrency(params, *io) == pytest.approx(c_star)
+    limits = {
+        "slots": params.max_num_seqs,
+        "kv": kv_limit(params, *io),
+        "compute": compute_limit(params, *io),
+    }
+    assert min(limits, key=lambda name: limits[name]) == limit
+
+
+def test_compute_limit_is_where_the_marginal_gain_is_a_tenth() -> None:
+    p, io = COMPUTE_BOUND, (32, 64)
+    b = compute_limit(p, *io)
+    lone = expected_throughput(p, 1, *io) * (64.5 / 64)  # without the admission wait
+    eps = 1e-4
+    slope = (expected_throughput(p, b + eps, *io) - expected_throughput(p, b - eps, *io)) / (
+        2 * eps
+    )
+    assert slope * (64.5 / 64) / lone == pytest.approx(0.1, rel=1e-3)
+
+
+def test_expected_throughput_rises_then_stays_flat() -> None:
+    p = preset("fast")
+    curve = [expected_throughput(p, c, 32, 64) for c in (1, 2, 4, 8, 16, 64)]
+    assert curve == sorted(curve)
+    assert curve[-1] == curve[-2]  # queueing adds nothing
+    assert curve[0] == pytest.approx(1000 * 64 / (64.5 * (10 + 0.5 + 32 * 0.02 / 64)))
+    assert expected_throughput(p, 0, 32, 64) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("levels", "c_star", "knee"),
+    [
+        ([1, 2, 4, 8, 16, 24], 8.0, 16),
+        ([1, 4, 16, 64], 8.0, 16),
+        ([16, 4, 1, 64], 3.2, 4),  # order does not matter
+        ([1, 2, 4, 8], 8.0, None),  # at c* is not beyond it
+        ([1, 2], 48.0, None),
+    ],
+)
+def test_predicted_knee_level(levels, c_star, knee) -> None:
+    assert predicted_knee_level(levels, c_star) == knee
+
+
+def test_bad_lengths() -> None:
+    with pytest.raises(ValueError):
+        saturation_concurrency(preset("fast"), 10, 0)
+
+
+@pytest.mark.slow
+def test_measured_sweep_matches_the_model(sim_server) -> None:
+    """Throughput at 1, 4, 16, 64 streams rises, then flattens where the model says (±20 %)."""
+    params = preset("fast")
+    sim = sim_server(preset="fast")
+    io = (32, 64)
+    measured = {}
+    for c in (1, 4, 16, 64):
+        loop = closed_loop(
+            sim.url,
+            concurrency=c,
+            input_tokens=io[0],
+            output_tokens=io[1],
+            warmup_s=0.4,
+            window_s=1.5,
+        )
+        result = asyncio.run(loop)
+        assert result.requests_failed == 0
+        measured[c] = result.tokens_per_s
+    for c, tokens_per_s in measured.items():
+        assert tokens_per_s == pytest.approx(expected_throughput(params, c, *io), rel=0.2), c
+    c_star = saturation_concurrency(params, *io)
+    assert predicted_knee_level(measured, c_star) == 16
+    assert measured[4] > 2.5 * measured[1]  # below c*: scaling
+    assert measured[16] > 1.3 * measured[4]
+    assert measured[64] < 1.1 * measured[16]  # beyond c*: flat
