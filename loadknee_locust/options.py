@@ -218,7 +218,7 @@ def add_arguments(parser: Any) -> None:
         type=float,
         default=0.0,
         env_var=_env("red_line_error_pct"),
-        help="Stop the sweep early when a stage's error rate exceeds this % (0 = never).",
+        help="Stop the sweep early when a stage's error rate exceeds this percentage (0 = never).",
     )
     shape.add_argument(
         "--llm-red-line-p95-ms",
