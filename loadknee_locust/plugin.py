@@ -39,12 +39,27 @@ def install(events: Any) -> None:
 
     def on_parser(parser: Any, **_: Any) -> None:
         llm_options.add_arguments(parser)
+        show_in_web_ui(parser)
 
     def on_init(environment: Any, web_ui: Any = None, **_: Any) -> None:
         register(environment, web_ui=web_ui)
 
     events.init_command_line_parser.add_listener(on_parser)
     events.init.add_listener(on_init)
+
+
+def show_in_web_ui(parser: Any) -> None:
+    """Make the ``--llm-*`` options editable "custom parameters" in the web UI's start form.
+
+    Locust only marks options added through its parser's own ``add_argument``; ours are added to
+    argument groups, which bypass it, so they are marked here.
+    """
+    for action in getattr(parser, "_actions", ()):
+        if action.dest.startswith("llm_") and not hasattr(action, "include_in_web_ui"):
+            action.include_in_web_ui = True
+            action.is_secret = False
+            action.is_required = False
+            action.is_multiple = False
 
 
 def register(environment: Any, web_ui: Any = None) -> Loadknee:

@@ -239,3 +239,12 @@ def test_from_options_reads_run_time_as_time_limit() -> None:
     assert [(s.kind, s.users) for s in plan.stages()][:2] == [("baseline", 1), ("step", 1)]
     opts.llm_time_limit = 100.0
     assert SchedulePlan.from_options(opts).time_limit_s == 100.0
+
+
+def test_rows_are_labelled_by_planned_boundaries_before_a_tick_sees_them() -> None:
+    sched = Schedule(timed(), T0)
+    sched.advance(T0)
+    # no advance since T0: a request started after the planned warm-up end is measured already
+    assert sched.locate(T0 + 3.2) == (0, "measure")
+    assert sched.locate(T0 + 10.1) == (0, "cooldown")
+    assert sched.position().phase == "warmup"  # the position moves only with advance()

@@ -1,0 +1,78 @@
+"""run.json and the run directory: secrets never written, credentials stripped, names unique."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from loadknee_locust.rundir import (
+    create_run_dir,
+    prompt_info_from_options,
+    public_options,
+    strip_credentials,
+    write_run_json,
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://user:pw@host:8000/v1?x=1", "http://host:8000/v1?x=1"),
+        ("https://tok@h", "https://h"),
+        ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
+        ("not a url with @ sign", "not a url with @ sign"),
+        ("", ""),
+    ],
+)
+def test_strip_credentials(url: str, expected: str) -> None:
+    assert strip_credentials(url) == expected
+
+
+def test_public_options_drop_secrets_and_strip_urls() -> None:
+    opts = SimpleNamespace(
+        host="http://admin:hunter2@gpu:8000",
+        llm_levels="1,2",
+        llm_api_key_env="OPENAI_API_KEY",
+        web_auth="user:pass",
+        hf_token="hf_x",
+        my_secret="s",
+        db_password="p",
+        llm_custom="c",
+        extra={"x": 1, "api_key": "k"},
+    )
+    out = public_options(opts, secret_names={"llm_custom"})
+    assert out == {"extra": {"x": 1}, "host": "http://gpu:8000", "llm_levels": "1,2"}
+
+
+def test_create_run_dir_never_reuses_a_used_name(tmp_path: Path) -> None:
+    first = create_run_dir(tmp_path / "runs", "r1", 0.0)
+    (first / "requests.csv").write_text("x\n")
+    second = create_run_dir(tmp_path / "runs", "r1", 0.0)
+    assert (first.name, second.name) == ("r1", "r1-1")
+    empty = create_run_dir(tmp_path / "runs", "r1", 0.0)  # r1-1 is empty: reused
+    assert empty == second
+    stamped = create_run_dir(tmp_path / "runs", "", 1_800_000_000.0)
+    assert stamped.name == "20270115-080000"
+    with pytest.raises(ValueError, match="run-id"):
+        create_run_dir(tmp_path / "runs", "../escape", 0.0)
+
+
+def test_prompt_info_hashes_the_log_and_never_copies_it(tmp_path: Path) -> None:
+    log = tmp_path / "prompts.jsonl"
+    log.write_text('{"prompt": "confidential text"}\n')
+    info = prompt_info_from_options(SimpleNamespace(llm_prompt_log=str(log)))
+    assert info["kind"] == "log" and info["log_file"] == "prompts.jsonl"
+    assert info["log_sha256"] == hashlib.sha256(log.read_bytes()).hexdigest()
+    write_run_json(tmp_path, {"prompt_source": info})
+    assert "confidential" not in (tmp_path / "run.json").read_text()
+    fixed = prompt_info_from_options(SimpleNamespace(llm_input_tokens=128, llm_output_tokens=64))
+    assert (fixed["kind"], fixed["target_input_tokens"], fixed["target_output_tokens"]) == (
+        "fixed",
+        128,
+        64,
+    )
+    assert json.loads((tmp_path / "run.json").read_text())["prompt_source"]["kind"] == "log"

@@ -1,0 +1,36 @@
+"""The Knee tab's rows from a run log (no web server): stages seen so far, stdlib percentiles."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from loadknee_locust.recorder import RunLog
+from loadknee_locust.schedule import Schedule, SchedulePlan
+from loadknee_locust.webui import COLUMNS, rows_csv, stage_rows
+
+T0 = 7_000.0
+
+
+def test_stage_rows_and_csv(tmp_path: Path) -> None:
+    run = RunLog(tmp_path)
+    assert stage_rows(run) == []  # no schedule yet
+    plan = SchedulePlan((1, 4, 8), stage_seconds=10.0, warmup_seconds=2.0, baseline_requests=0)
+    run.schedule = Schedule(plan, T0)
+    for i in range(10):  # stage 0, measured, 100..190 ms
+        start = T0 + 2.5 + i * 0.5
+        run.add({"request_id": str(i), "start_unix_s": start, "end_unix_s": start + 0.1,
+                 "e2e_ms": 100.0 + 10 * i, "outcome": "ok", "completion_tokens": 5})  # fmt: skip
+    run.schedule.advance(T0 + 21.0)  # stage 1 begins (after the 10 s cooldown)
+    rows = stage_rows(run)
+    assert [(r["stage"], r["phase"], r["users"]) for r in rows] == [
+        (0, "done", 1),
+        (1, "warmup", 4),
+    ]
+    assert rows[0]["measured"] == 10 and rows[0]["e2e_p50_ms"] == 145.0
+    assert rows[0]["ttft_p50_ms"] is None  # no data is None, never 0
+    parsed = list(csv.DictReader(io.StringIO(rows_csv(rows))))
+    assert list(parsed[0]) == [key for key, _ in COLUMNS]
+    assert parsed[0]["e2e_p95_ms"] == "185.5" and parsed[0]["ttft_p95_ms"] == ""
+    run.close()
