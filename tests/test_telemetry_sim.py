@@ -159,7 +159,9 @@ def test_sampler_in_a_real_distributed_locust_run(
     workers = {r["worker"] for r in client}
     assert "master" in workers and "0" in workers, workers
     worker_rows = [r for r in client if r["worker"] == "0"]
-    assert all(r["cpu_pct"] != "" and float(r["memory_mib"]) > 10 for r in worker_rows)
+    assert all(float(r["memory_mib"]) > 10 for r in worker_rows)
+    # reports < 50 ms apart (the first, the final ones at quit) have no CPU window: empty
+    assert any(r["cpu_pct"] != "" for r in worker_rows)
     assert max(int(r["users"] or 0) for r in worker_rows) == 4
     metrics = read(run_dir / "server_metrics.csv")
     assert metrics and all(r["error"] == "" for r in metrics)

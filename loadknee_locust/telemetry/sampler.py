@@ -17,24 +17,27 @@ Timestamps are unix seconds: for a scrape, the midpoint of the request (the serv
 from somewhere inside it); for NVML and psutil, the moment of the reading.
 
 Nothing here blocks the gevent hub for long: HTTP is geventhttpclient under one deadline per
-scrape, Prometheus parsing and every NVML call run in gevent's threadpool. A failure never stops
-the test: it is a row whose ``error`` says what happened, ONE warning per kind of failure is
-logged, and a summary of failure counts is logged at :meth:`stop`.
+scrape; Prometheus parsing together with the CSV writing of its samples, and every NVML call,
+run in gevent's threadpool (``benchmarks/bench_sampler_stall.py`` measures what is left). A
+failure never stops the test: it is a row whose ``error`` says what happened, ONE warning per
+kind of failure is logged, and a summary of failure counts is logged at :meth:`stop`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import gevent
 import gevent.event
+import gevent.lock
 
 from loadknee_locust.contract import (
     CLIENT_COLUMNS,
@@ -54,8 +57,6 @@ from loadknee_locust.telemetry.scrape import ScrapeError, Scraper
 logger = logging.getLogger(__name__)
 
 GpuMode = Literal["auto", "nvml", "dcgm", "none"]
-#: rows written between cooperative yields, so a large /metrics body is written in slices
-_ROWS_PER_YIELD = 500
 #: longest wait for NVML to initialise before the sampler gives up on it for this run
 _NVML_OPEN_TIMEOUT_S = 15.0
 
@@ -165,6 +166,8 @@ class TelemetrySampler:
         self._reader: NvmlReader | None = None
         self._dcgm_seen = False
         self._unlisten: Callable[[], None] | None = None
+        self._metrics_lock = gevent.lock.Semaphore()
+        self._pending: set[Any] = set()  # threadpool jobs writing to a sink
 
     @property
     def running(self) -> bool:
@@ -215,6 +218,10 @@ class TelemetrySampler:
         self._stopping.set()
         gevent.killall(self._greenlets, block=True, timeout=2.0)
         self._greenlets = []
+        for job in list(self._pending):  # a killed greenlet's thread may still be writing
+            with contextlib.suppress(Exception):
+                job.get(timeout=10.0)
+        self._pending.clear()
         if self._unlisten is not None:
             self._unlisten()
             self._unlisten = None
@@ -280,31 +287,17 @@ class TelemetrySampler:
         except ScrapeError as exc:
             stamp = (t0 + time.time()) / 2
             self._warner.failed(scraper.endpoint, exc.kind, str(exc))
-            sink.write({"timestamp_unix_s": stamp, "endpoint": scraper.endpoint, "error": str(exc)})
+            with self._metrics_lock:
+                sink.write(_error_row(stamp, scraper.endpoint, str(exc)))
             return
         stamp = (t0 + time.time()) / 2
-        parsed: Parsed = _in_thread(parse_text, text, timeout_s=self.config.timeout_s * 5)
-        rows = (
-            {
-                "timestamp_unix_s": stamp,
-                "endpoint": scraper.endpoint,
-                "metric": s.metric,
-                "labels": render_labels(s.labels),
-                "value": s.value,
-            }
-            for s in parsed.samples
-        )
-        _write_cooperatively(sink, rows)
+        # parse + write off the hub; the lock keeps one writer per file, and stop() waits for it
+        with self._metrics_lock:
+            parsed: Parsed = self._off_hub(record_scrape, sink, text, scraper.endpoint, stamp)
         if parsed.error is not None:
             self._warner.failed(scraper.endpoint, "bad_response", parsed.error)
-            sink.write(
-                {"timestamp_unix_s": stamp, "endpoint": scraper.endpoint, "error": parsed.error}
-            )
         elif not parsed.samples:
             self._warner.failed(scraper.endpoint, "empty", "empty /metrics response")
-            sink.write(
-                {"timestamp_unix_s": stamp, "endpoint": scraper.endpoint, "error": "no samples"}
-            )
         self._gpu_from_scrape(scraper, parsed, stamp)
 
     def _gpu_from_scrape(self, scraper: Scraper, parsed: Parsed, stamp: float) -> None:
@@ -363,6 +356,16 @@ class TelemetrySampler:
 
     # -- scheduling ------------------------------------------------------------------------
 
+    def _off_hub(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn`` in gevent's threadpool and wait for it (no timeout: it must finish, since
+        it writes to a file; :meth:`stop` waits for it too before closing the files)."""
+        job = gevent.get_hub().threadpool.spawn(fn, *args)
+        self._pending.add(job)
+        try:
+            return job.get()
+        finally:
+            self._pending.discard(job)
+
     def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
         self._greenlets.append(gevent.spawn(fn, *args))
 
@@ -396,8 +399,29 @@ def _in_thread(fn: Callable[..., Any], *args: Any, timeout_s: float) -> Any:
         raise TimeoutError(f"{getattr(fn, '__name__', 'call')} took over {timeout_s:g} s") from exc
 
 
-def _write_cooperatively(sink: CsvSink, rows: Iterable[Mapping[str, Any]]) -> None:
-    for i, row in enumerate(rows, 1):
-        sink.write(row)
-        if i % _ROWS_PER_YIELD == 0:
-            gevent.sleep(0)
+def record_scrape(sink: CsvSink, text: str, endpoint: str, stamp: float) -> Parsed:
+    """Parse one /metrics body and append its samples (and any error row) to ``sink``.
+
+    Runs in a threadpool thread: a few thousand samples take tens of milliseconds of pure
+    Python, which on the hub would delay every greenlet by as much.
+    """
+    parsed = parse_text(text)
+    for s in parsed.samples:
+        sink.write(
+            {
+                "timestamp_unix_s": stamp,
+                "endpoint": endpoint,
+                "metric": s.metric,
+                "labels": render_labels(s.labels),
+                "value": s.value,
+            }
+        )
+    if parsed.error is not None:
+        sink.write(_error_row(stamp, endpoint, parsed.error))
+    elif not parsed.samples:
+        sink.write(_error_row(stamp, endpoint, "no samples"))
+    return parsed
+
+
+def _error_row(stamp: float, endpoint: str, error: str) -> dict[str, Any]:
+    return {"timestamp_unix_s": stamp, "endpoint": endpoint, "error": error}
