@@ -280,7 +280,7 @@ def _latency_panel(ax: Axes, requests: pd.DataFrame, t0: float) -> None:
     for phase, colour in PHASE_COLOURS.items():
         mask = ok & (rows["phase"] == phase)
         if mask.any():
-            ax.scatter(x[mask], y[mask], s=4, color=colour, label=phase, alpha=0.6, lw=0)
+            ax.scatter(x[mask], y[mask], s=6, color=colour, label=phase, alpha=0.6, lw=0)
     if (~ok).any():
         ax.scatter(
             x[~ok],
