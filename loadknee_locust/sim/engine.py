@@ -180,6 +180,11 @@ class Engine:
         request.aborted = True
         self.scheduler.remove(request.seqs)
 
+    def shut_down(self) -> None:
+        """Refuse new work and cut everything in flight (the server is stopping)."""
+        self.up = False
+        self._cut_all()
+
     def request_crash(self) -> None:
         """Crash at the next step boundary (the OOM path, for tests)."""
         self._crash_requested = True
@@ -240,7 +245,10 @@ class Engine:
         self.up = False
         self.restarts += 1
         self.busy.clear()
-        for request in {id(s.owner): s.owner for s in self.scheduler.clear()}.values():
-            request._cut_off()
+        self._cut_all()
         await asyncio.sleep(self.params.restart_s)
         self.up = True
+
+    def _cut_all(self) -> None:
+        for request in {id(s.owner): s.owner for s in self.scheduler.clear()}.values():
+            request._cut_off()

@@ -228,7 +228,7 @@ async def serve(
 ) -> None:  # fmt: skip
     """Serve until ``stop`` is set (forever when None); clean shutdown on return."""
     server = SimServer(params, allow_control=allow_control)
-    runner = web.AppRunner(server.app(), access_log=None, shutdown_timeout=1.0)
+    runner = web.AppRunner(server.app(), access_log=None, shutdown_timeout=0.5)
     await runner.setup()
     site = web.SockSite(runner, sock, backlog=1024)
     await site.start()
@@ -237,4 +237,6 @@ async def serve(
             on_ready()
         await (stop or asyncio.Event()).wait()
     finally:
+        server.engine.shut_down()  # open streams end now instead of at the shutdown timeout
+        await asyncio.sleep(0)
         await runner.cleanup()
