@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import logging
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,6 +21,7 @@ from fake_nvml import FakeNvml
 
 from loadknee_locust.contract import CLIENT_COLUMNS, GPU_COLUMNS, SERVER_METRIC_COLUMNS
 from loadknee_locust.telemetry import TelemetryConfig, TelemetrySampler
+from loadknee_locust.telemetry import sampler as sampler_module
 from loadknee_locust.telemetry.client import REPORT_KEY, ProcessUsage, register_worker_usage
 
 LOGGER = "loadknee_locust.telemetry.sampler"
@@ -292,3 +294,23 @@ def test_process_usage_measures_a_busy_process() -> None:
     cpu_pct, memory_mib = usage.read()
     assert cpu_pct is not None and cpu_pct > 20
     assert memory_mib is not None and memory_mib > 10
+
+
+def test_stop_waits_for_a_scrape_being_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = sampler_module.record_scrape
+
+    def slow_record(*args: Any) -> Any:
+        time.sleep(0.4)  # in the threadpool thread: the hub goes on, stop() is called meanwhile
+        return real(*args)
+
+    monkeypatch.setattr(sampler_module, "record_scrape", slow_record)
+    with metrics_server() as server:
+        sampler = TelemetrySampler(tmp_path, options(llm_gpu="none"), base_url(server))
+        sampler.start()
+        gevent.sleep(0.15)
+        sampler.stop()  # must not close the file under the writing thread
+    rows = read(tmp_path / "server_metrics.csv")
+    assert rows and {r["metric"] for r in rows} >= {"vllm:num_requests_running"}
+    assert all(r["error"] == "" for r in rows)

@@ -361,10 +361,8 @@ class TelemetrySampler:
         it writes to a file; :meth:`stop` waits for it too before closing the files)."""
         job = gevent.get_hub().threadpool.spawn(fn, *args)
         self._pending.add(job)
-        try:
-            return job.get()
-        finally:
-            self._pending.discard(job)
+        job.rawlink(self._pending.discard)  # on completion, not when this greenlet is killed
+        return job.get()
 
     def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
         self._greenlets.append(gevent.spawn(fn, *args))
