@@ -24,10 +24,13 @@ canonical column           server                metric name (scale)
 TGI and llama.cpp export no KV-cache gauge, and only vLLM counts preemptions: those columns
 are NaN there (missing, never 0).
 
-Several label sets of one metric at one sample (several ``model_name``, data-parallel
-``engine`` or ``tp_rank`` labels) are combined: request counts and preemptions are **summed**
-(they are the server's totals); KV-cache usage takes the **maximum** (a percentage does not
-add up across caches, and the fullest cache is the one that preempts first).
+Several label sets of one metric at one sample are combined in two steps. First, label sets
+that differ only in a replica label (:data:`REPLICA_LABELS`: ``tp_rank``, ``pp_rank``) are one
+scheduler reported by each of its tensor/pipeline-parallel ranks (SGLang does this): their
+**maximum** is taken, never their sum. Then the remaining sets (several ``model_name``,
+data-parallel ``engine`` / ``dp_rank``) are combined: request counts and preemptions are
+**summed** (they are the server's totals); KV-cache usage takes the **maximum** (a percentage
+does not add up across caches, and the fullest cache is the one that preempts first).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import pandas as pd
 
 from loadknee_locust.contract import GPU_COLUMNS
 from loadknee_locust.telemetry import dcgm
-from loadknee_locust.telemetry.promtext import Sample, parse_labels
+from loadknee_locust.telemetry.promtext import Sample, parse_labels, render_labels
 
 CanonicalColumn = Literal[
     "kv_cache_usage_pct", "requests_running", "requests_waiting", "preemptions_total"
@@ -82,6 +85,9 @@ CANONICAL_METRICS: Final[tuple[MetricMapping, ...]] = (
     MetricMapping("vllm", "vllm:num_preemptions_total", "preemptions_total"),
 )
 
+#: labels whose values only name a rank of one tensor/pipeline-parallel scheduler
+REPLICA_LABELS: Final[frozenset[str]] = frozenset({"tp_rank", "pp_rank"})
+
 _KEYS = ["timestamp_unix_s", "endpoint"]
 
 
@@ -97,10 +103,15 @@ def canonical_timeline(server_metrics: pd.DataFrame) -> pd.DataFrame:
     samples = samples[samples["metric"].isin(list(by_name))]
     if samples.empty:
         return pd.DataFrame({c: pd.Series(dtype=_dtype(c)) for c in TIMELINE_COLUMNS})
+    cache: dict[str, str] = {}
+    samples = samples.assign(
+        scheduler=[_without_replica_labels(text, cache) for text in samples["labels"]]
+    )
     per_metric: dict[str, pd.Series] = {}
     for name, group in samples.groupby("metric", sort=False):
         mapping = by_name[str(name)]
-        combined = group.groupby(_KEYS, sort=False)["value"].agg(mapping.combine, min_count=1)
+        per_scheduler = group.groupby([*_KEYS, "scheduler"], sort=False)["value"].max()
+        combined = per_scheduler.groupby(level=_KEYS, sort=False).agg(mapping.combine, min_count=1)
         per_metric[mapping.metric] = combined * mapping.scale
     index = pd.MultiIndex.from_frame(samples[_KEYS].drop_duplicates())
     out = pd.DataFrame(
@@ -152,6 +163,22 @@ def _good_samples(server_metrics: pd.DataFrame) -> pd.DataFrame:
         labels=frame["labels"].fillna("").astype(str),
         value=pd.to_numeric(frame["value"], errors="coerce"),
     ).dropna(subset=["timestamp_unix_s"])
+
+
+def _without_replica_labels(text: str, cache: dict[str, str]) -> str:
+    """The label set with tp_rank/pp_rank removed: one key per scheduler."""
+    if text not in cache:
+        if not any(name in text for name in REPLICA_LABELS):
+            cache[text] = text
+        else:
+            try:
+                labels = parse_labels(text)
+            except ValueError:
+                cache[text] = text
+            else:
+                kept = {k: v for k, v in labels.items() if k not in REPLICA_LABELS}
+                cache[text] = render_labels(kept)
+    return cache[text]
 
 
 def _labels(text: str, cache: dict[str, dict[str, str]]) -> dict[str, str]:

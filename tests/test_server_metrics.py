@@ -162,3 +162,17 @@ def test_importing_the_analysis_side_imports_no_gevent_nor_locust() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_tensor_parallel_ranks_are_one_scheduler_data_parallel_ranks_add_up() -> None:
+    rows = [  # SGLang, dp 2 × tp 2: each tp rank repeats its scheduler's numbers
+        (1.0, "sglang:num_running_reqs", 'dp_rank="0",tp_rank="0"', 4),
+        (1.0, "sglang:num_running_reqs", 'dp_rank="0",tp_rank="1"', 4),
+        (1.0, "sglang:num_running_reqs", 'dp_rank="1",tp_rank="0"', 6),
+        (1.0, "sglang:num_running_reqs", 'dp_rank="1",tp_rank="1"', 6),
+        (1.0, "sglang:token_usage", 'dp_rank="0",tp_rank="0"', 0.3),
+        (1.0, "sglang:token_usage", 'dp_rank="1",tp_rank="1"', 0.8),
+    ]
+    timeline = canonical_timeline(frame(rows))
+    assert timeline["requests_running"].iloc[0] == 10  # 4 + 6, not 20
+    assert timeline["kv_cache_usage_pct"].iloc[0] == pytest.approx(80.0)
