@@ -35,6 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
         "utilization.gpu --format=csv -lms 500 during the run (merged by time)",
     )
     parser.add_argument(
+        "--nvidia-smi-tz",
+        metavar="ZONE",
+        help="time zone of the GPU host that wrote --nvidia-smi-csv (its timestamps carry none): "
+        "an IANA name, UTC or an offset like +08:00 (default: this machine's zone)",
+    )
+    parser.add_argument(
         "--out", metavar="DIR", help="report folder (default: RUN_DIR/report)", default=None
     )
     parser.add_argument(
@@ -95,24 +101,25 @@ def main(argv: list[str] | None = None) -> int:
         rec_params = RecommendParams.from_cli_args(ns)
     except (TypeError, ValueError) as exc:
         parser.error(str(exc))
+    if ns.nvidia_smi_csv and not Path(ns.nvidia_smi_csv).is_file():
+        print(f"loadknee analyze: no such nvidia-smi file: {ns.nvidia_smi_csv}", file=sys.stderr)
+        return 2
     try:
         analysis = analyze_run(
             ns.run_dir,
             nvidia_smi_csv=ns.nvidia_smi_csv,
+            nvidia_smi_tz=ns.nvidia_smi_tz,
             knee_params=knee_params,
             recommend_params=rec_params,
             progress=progress,
         )
     except RunDirError as exc:
-        print(f"loadknee analyze: cannot analyse {ns.run_dir}. {exc}", file=sys.stderr)
+        print(f"loadknee analyze: {exc}", file=sys.stderr)
         print(
             "A run directory is what `loadknee run` (or a locustfile using loadknee_locust) "
             "writes under runs/<run_id>/: run.json, stages.csv and requests.csv at least.",
             file=sys.stderr,
         )
-        return 2
-    except FileNotFoundError as exc:  # e.g. --nvidia-smi-csv pointing nowhere
-        print(f"loadknee analyze: {exc}", file=sys.stderr)
         return 2
     progress("writing report files")
     paths = write_report(analysis, ns.out, progress=progress)

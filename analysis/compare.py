@@ -18,31 +18,34 @@ The comparisons of DESIGN.md ("Comparisons"), each read the way the seeds read t
 ``prefix-cache``
     seed 002: prefix caching on vs off (or a shared system prompt vs none): throughput and TTFT.
 
-``auto`` picks the kind from run.json (prompt source kind, batch size, shared prefix, replicas);
-anything else is ``config``. Pure: takes :class:`RunSide` objects, returns a :class:`Comparison`.
+``auto`` picks the kind from run.json (:mod:`analysis.compare_kind`: prompt source, replicas, batch,
+shared prefix; else ``config``). Pure: takes :class:`RunSide` objects, returns a ``Comparison``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
-from analysis.model import VERDICT_LABELS, KneeResult
+from analysis.compare_kind import (
+    KINDS,
+    RunSide,
+    batch_size,
+    detect_kind,
+    is_replay,
+    lookup,
+    replica_count,
+    steps_of,
+)
+from analysis.model import VERDICT_LABELS
 from analysis.table import fmt_magnitude, is_missing
 
-CompareKind = Literal["auto", "benchmark-vs-replay", "config", "replicas", "batch", "prefix-cache"]
-KINDS: tuple[str, ...] = (
-    "auto",
-    "benchmark-vs-replay",
-    "config",
-    "replicas",
-    "batch",
-    "prefix-cache",
-)
+__all__ = ["KINDS", "Comparison", "RunSide", "batch_size", "compare_runs", "detect_kind", "lookup"]
+
 #: below this replica efficiency a shared bottleneck is named (seed 002: 1.3× from 2 = 0.65)
 SHARED_BOTTLENECK_EFFICIENCY = 0.8
 
@@ -67,17 +70,6 @@ LONG_COLUMNS = (
 
 
 @dataclass(frozen=True)
-class RunSide:
-    """One run as the comparison sees it."""
-
-    label: str
-    summary: pd.DataFrame
-    knee: KneeResult
-    run_info: Mapping[str, Any]
-    replicas: int | None = None
-
-
-@dataclass(frozen=True)
 class Comparison:
     kind: str
     kind_reason: str
@@ -85,70 +77,6 @@ class Comparison:
     table: pd.DataFrame  # long form: LONG_COLUMNS, one row per (run, step stage)
     knees: tuple[tuple[str, int | None, int | None], ...]  # (label, knee users, max concurrency)
     interpretations: tuple[str, ...]
-
-
-def flatten(info: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested run.json → {"a.b.c": value}, keys lower-case, so lookups survive reshuffles."""
-    out: dict[str, Any] = {}
-    for key, value in info.items():
-        name = f"{prefix}{str(key).lower()}"
-        if isinstance(value, Mapping):
-            out.update(flatten(value, name + "."))
-        else:
-            out[name] = value
-    return out
-
-
-def lookup(info: Mapping[str, Any], *suffixes: str) -> Any:
-    """The first value whose dotted key ends with one of ``suffixes`` (None when absent)."""
-    flat = flatten(info)
-    for suffix in suffixes:
-        for key, value in flat.items():
-            if (key == suffix or key.endswith("." + suffix)) and value not in (None, ""):
-                return value
-    return None
-
-
-def is_replay(side: RunSide) -> bool:
-    kind = str(lookup(side.run_info, "prompt_source.kind") or "")
-    return "log" in kind or "replay" in kind or bool(lookup(side.run_info, "llm_prompt_log"))
-
-
-def batch_size(side: RunSide) -> int:
-    steps = _steps(side.summary)
-    if "batch_size" in steps and steps["batch_size"].notna().any():
-        return int(steps["batch_size"].max())
-    return int(lookup(side.run_info, "llm_batch_size", "batch_size") or 1)
-
-
-def prefix_setting(side: RunSide) -> Any:
-    on = lookup(side.run_info, "enable_prefix_caching", "prefix_caching")
-    return on if on is not None else lookup(side.run_info, "shared_prefix_tokens")
-
-
-def replica_count(side: RunSide) -> int | None:
-    if side.replicas is not None:
-        return side.replicas
-    value = lookup(side.run_info, "replicas")
-    return int(value) if value is not None else None
-
-
-def detect_kind(sides: Sequence[RunSide]) -> tuple[str, str]:
-    """The comparison kind from run.json differences, and the reason in words."""
-    replay = [is_replay(s) for s in sides]
-    if any(replay) and not all(replay):
-        return "benchmark-vs-replay", "one run replays a prompt log, the other uses fixed lengths"
-    if len({replica_count(s) for s in sides}) > 1:
-        return "replicas", "the runs have different replica counts"
-    if len({batch_size(s) for s in sides}) > 1:
-        return "batch", "the runs use different batch sizes"
-    if len({str(prefix_setting(s)) for s in sides}) > 1:
-        return "prefix-cache", "the runs differ in prefix caching / shared prefix"
-    return "config", "same workload: read as before (first) vs after (later runs)"
-
-
-def _steps(summary: pd.DataFrame) -> pd.DataFrame:
-    return summary[summary["kind"] == "step"] if "kind" in summary else summary
 
 
 def _num(value: Any) -> float | None:
@@ -159,7 +87,7 @@ def long_table(sides: Sequence[RunSide]) -> pd.DataFrame:
     rows = []
     for side in sides:
         verdicts = {v.stage: v for v in side.knee.stages}
-        for row in _steps(side.summary).to_dict(orient="records"):
+        for row in steps_of(side.summary).to_dict(orient="records"):
             verdict = verdicts.get(int(row["stage"]))
             batch = int(row.get("batch_size") or 1) if not is_missing(row.get("batch_size")) else 1
             rows.append(
@@ -176,7 +104,7 @@ def long_table(sides: Sequence[RunSide]) -> pd.DataFrame:
 
 
 def peak_throughput(side: RunSide) -> float | None:
-    steps = _steps(side.summary)
+    steps = steps_of(side.summary)
     if "output_tok_s" not in steps:
         return None
     values = pd.to_numeric(steps["output_tok_s"], errors="coerce")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +19,7 @@ from analysis.diagnosis import diagnose
 from analysis.knee import KneeParams, find_knee
 from analysis.load import Run, read_run
 from analysis.model import Baseline, KneeResult, Recommendations
+from analysis.nvsmi import read_nvidia_smi_csv
 from analysis.recommend import RecommendParams, recommend, to_yaml
 from analysis.server_metrics import canonical_timeline
 from analysis.summary import summarize_stages
@@ -54,14 +56,23 @@ def analyze_run(
     run_dir: str | Path,
     *,
     nvidia_smi_csv: str | Path | None = None,
+    nvidia_smi_tz: str | None = None,
     knee_params: KneeParams | None = None,
     recommend_params: RecommendParams | None = None,
     progress: Progress | None = None,
 ) -> Analysis:
-    """Read and analyse one run directory (raises ``analysis.load.RunDirError`` when invalid)."""
+    """Read and analyse one run directory (raises ``analysis.load.RunDirError`` when invalid).
+
+    ``nvidia_smi_tz`` is the zone of the GPU host that wrote ``nvidia_smi_csv`` (its timestamps
+    carry none; default: this machine's zone; see :mod:`analysis.nvsmi`).
+    """
     say = progress or (lambda _msg: None)
     say(f"reading {run_dir}")
-    run = read_run(run_dir, nvidia_smi_csv=nvidia_smi_csv)
+    run = read_run(
+        run_dir,
+        nvidia_smi_csv=nvidia_smi_csv,
+        read_nvidia_smi=partial(read_nvidia_smi_csv, tz=nvidia_smi_tz),
+    )
     say(f"summarising {len(run.requests)} requests over {len(run.stages)} stages")
     summary = summarize_stages(run)
     baseline = compute_baseline(run, summary)

@@ -87,7 +87,8 @@ def test_markdown_format(tmp_path, capsys) -> None:
 def test_missing_run_dir_exits_2_with_one_clear_paragraph(tmp_path, capsys) -> None:
     assert main([str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
-    assert "cannot analyse" in err and "nope" in err and "Traceback" not in err
+    assert "not a valid loadknee run directory" in err and "nope" in err
+    assert "Traceback" not in err
 
 
 def test_invalid_run_dir_lists_problems(tmp_path, capsys) -> None:
@@ -105,3 +106,44 @@ def test_analysis_never_imports_locust_or_gevent() -> None:
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def _nvidia_smi_lines(root: Path) -> str:
+    """seed 000's capture (no header, no units) covering the run, timestamps in UTC."""
+    import datetime as dt
+
+    import pandas as pd
+
+    stages = pd.read_csv(root / "stages.csv")
+    start, end = stages["start_unix_s"].min(), stages["end_unix_s"].max()
+    lines, t = [], start
+    while t <= end:
+        stamp = dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+        lines.append(f"{stamp}, 70000, 81920, 88")
+        t += 0.5
+    return "\n".join(lines) + "\n"
+
+
+def test_nvidia_smi_capture_fills_the_memory_column(tmp_path, capsys) -> None:
+    root = write_run_dir(tmp_path / "run-e", levels=(1, 2), with_gpu=False)
+    capture = tmp_path / "smi.csv"
+    capture.write_text(_nvidia_smi_lines(root))
+    args = [str(root), "--nvidia-smi-csv", str(capture), "--nvidia-smi-tz", "UTC", "--quiet"]
+    assert main([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [row["gpu_mem_peak_pct"] for row in data["summary"]] == [
+        pytest.approx(100 * 70000 / 81920)
+    ] * 3
+
+
+@pytest.mark.parametrize("extra", [["--nvidia-smi-csv", "/nonexistent/smi.csv"],
+                                   ["--nvidia-smi-tz", "Not/AZone"]])  # fmt: skip
+def test_bad_nvidia_smi_arguments_exit_2(tmp_path, capsys, extra) -> None:
+    root = write_run_dir(tmp_path / "run-f", levels=(1,), with_gpu=False)
+    capture = tmp_path / "smi.csv"
+    capture.write_text(_nvidia_smi_lines(root))
+    args = [str(root), "--nvidia-smi-csv", str(capture), *extra]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "smi" in err.lower() or "zone" in err.lower()
+    assert "Traceback" not in err
