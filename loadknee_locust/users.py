@@ -313,7 +313,7 @@ class LLMUser(FastHttpUser):
                 if not isinstance(exc, Exception):
                     raise  # GreenletExit / KeyboardInterrupt: report, then let the stop proceed
                 return row
-            obs.end = time.perf_counter()
+            obs.end = obs.end or time.perf_counter()
             return self._report(resp, obs, base, stream, k, targets_in, targets_out)
 
     def _read_response(self, resp: Any, obs: Observation, stream: bool) -> None:
@@ -348,8 +348,10 @@ class LLMUser(FastHttpUser):
         clock = time.perf_counter
         try:
             while line := readline(b"\n"):
-                feed(line, clock())
+                t = clock()
+                feed(line, t)
                 if parser.done:
+                    obs.end = t  # the response is complete at [DONE]; the rest is hygiene
                     while readline(b"\n"):  # to the end, so the socket is reusable
                         pass
                     break
