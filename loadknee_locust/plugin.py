@@ -31,6 +31,7 @@ from loadknee_locust.schedule import Position, parse_levels
 log = logging.getLogger("loadknee")
 
 STAGE_MESSAGE = "loadknee_stage"
+PROMPT_INFO_KEY = "loadknee_prompt_info"
 _ATTR = "_loadknee"
 
 
@@ -97,14 +98,16 @@ class Loadknee:
         self.run_info: dict[str, Any] = {}
         self.stage: dict[str, Any] | None = None  # the last stage announcement
         self._telemetry: Any = None
-        self._flusher: Any = None
+        self._prompt_info_sent: dict[str, Any] | None = None
         self.recorder = RequestRecorder(self._worker_name, self._open_run)
         events = environment.events
         events.request.add_listener(self.recorder.on_request)
         if self.role == "worker":
             events.report_to_master.add_listener(self.recorder.on_report_to_master)
+            events.report_to_master.add_listener(self._ship_prompt_info)
         if self.role == "master":
             events.worker_report.add_listener(self.recorder.on_worker_report)
+            events.worker_report.add_listener(self._take_prompt_info)
         else:
             runner.register_message(STAGE_MESSAGE, self._on_stage_message)
         if self.role != "worker":
@@ -166,7 +169,6 @@ class Loadknee:
         self.run_info = self._run_info(run_dir, now)
         rundir.write_run_json(run_dir, self.run_info)
         self.recorder.drain_into(self.run)
-        self._start_flusher(self.run)
         self._start_telemetry(run_dir)
         log.info("loadknee: run directory %s", run_dir.resolve())
         return self.run
@@ -204,16 +206,6 @@ class Loadknee:
             "versions": rundir.versions(),
             "parameters": rundir.public_options(opts, _secret_option_names()),
         }
-
-    def _start_flusher(self, run: RunLog) -> None:
-        import gevent
-
-        def flush_loop() -> None:
-            while not run.closed:
-                gevent.sleep(0.5)
-                run.flush()
-
-        self._flusher = gevent.spawn(flush_loop)
 
     def _start_telemetry(self, run_dir: Any) -> None:
         try:
@@ -255,22 +247,37 @@ class Loadknee:
         self._stop_telemetry()
         self._update_end(run, now)
 
-    def _user_prompt_info(self) -> None:
-        """Merge what the users learned in this process (calibration, model) into run.json."""
+    def _local_prompt_info(self) -> dict[str, Any] | None:
+        """What the LLM users learned in this process (calibration, model), if any ran here."""
         users = sys.modules.get("loadknee_locust.users")
         if users is None or not hasattr(self.environment, "loadknee_llm_state"):
-            return  # no LLM users ran here (master, or a custom locustfile)
+            return None  # no LLM users here (the master, or a custom locustfile)
         try:
-            info = dict(users.prompt_source_info(self.environment))
+            return dict(users.prompt_source_info(self.environment))
         except Exception:
             log.exception("loadknee: could not read the prompt source's info")
+            return None
+
+    def _merge_prompt_info(self, info: dict[str, Any] | None) -> None:
+        if not info:
             return
         self.run_info["prompt_source"] = {**self.run_info.get("prompt_source", {}), **info}
         if not self.run_info.get("model") and info.get("model"):
             self.run_info["model"] = info["model"]
 
+    def _ship_prompt_info(self, client_id: Any = None, data: Any = None, **_: Any) -> None:
+        """Worker: send the prompt source's info to the master whenever it changed."""
+        info = self._local_prompt_info()
+        if info and info != self._prompt_info_sent and data is not None:
+            data[PROMPT_INFO_KEY] = self._prompt_info_sent = info
+
+    def _take_prompt_info(self, client_id: Any = None, data: Any = None, **_: Any) -> None:
+        info = data.get(PROMPT_INFO_KEY) if isinstance(data, dict) else None
+        if isinstance(info, dict) and self.run is not None:
+            self._merge_prompt_info(info)
+
     def _update_end(self, run: RunLog, now: float) -> None:
-        self._user_prompt_info()
+        self._merge_prompt_info(self._local_prompt_info())
         sched = run.schedule
         reason = None
         if sched is not None and sched.finished:
@@ -294,9 +301,6 @@ class Loadknee:
         end = self.run_info.get("end_unix_s") or time.time()
         self._update_end(run, end)
         run.close()
-        if self._flusher is not None:
-            self._flusher.kill(block=False)
-            self._flusher = None
 
     def _default_stop_timeout(self) -> None:
         """In-flight requests are lost when Locust kills users: give them time to finish."""

@@ -11,9 +11,10 @@ key (Locust's own, a user's custom ones) are ignored.
 * master: rows from every worker's report are labelled and written by this one process.
 
 The stage and phase of a row come from the :class:`~loadknee_locust.schedule.Schedule` by the
-request's *start* time, so late rows (worker reports lag up to 3 s) land in the right stage. The
-sinks flush at least once a second (a greenlet calls :meth:`RunLog.flush` twice a second, because
-:class:`CsvSink` only flushes on a write), so a run killed with SIGKILL leaves files that parse.
+request's *start* time, so late rows (worker reports lag up to 3 s) land in the right stage. Every
+row is flushed as it is written (one ``write()`` each, a few µs), so a run killed with SIGKILL
+leaves files that parse and loses no finished request; ``CsvSink``'s own 1 s flush would leave up
+to a second of rows in the buffer, and a buffer overflow could write half a row.
 :class:`StageStats` keeps per-stage counts and a bounded list of latencies for the shape (request
 counts, red line) and the web UI's live tab; percentiles there use stdlib only.
 """
@@ -152,6 +153,8 @@ class RunLog:
         if isinstance(stage, int):
             self.stats.setdefault(stage, StageStats(stage)).add(row)
         self.requests.write(row)
+        # one write() per row: a kill can cut at most the row being written, never an older one
+        self.requests.flush()
 
     def add_stages(self, records: Iterable[StageRecord]) -> None:
         for rec in records:

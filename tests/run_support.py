@@ -31,16 +31,17 @@ def free_port() -> int:
 
 
 def sweep_args(
-    out: Path, *, levels: str = "1,2", stage_s: float = 2.0, baseline: int = 3
+    out: Path, *, levels: str = "1,2", stage_s: float = 2.0, baseline: int | None = 3
 ) -> list[str]:
-    return [
+    """Short-sweep options (``baseline=None``: leave --llm-baseline-requests to the caller)."""
+    args = [
         "--llm-levels", levels,
         "--llm-stage-seconds", str(stage_s),
         "--llm-warmup-seconds", "0.5",
         "--llm-cooldown-seconds", "0.5",
-        "--llm-baseline-requests", str(baseline),
         "--llm-out", str(out),
     ]  # fmt: skip
+    return args if baseline is None else [*args, "--llm-baseline-requests", str(baseline)]
 
 
 def locust_cmd(*args: str, locustfile: str = PROBE) -> list[str]:

@@ -4,6 +4,7 @@ labelled; the ``loadknee run`` wrapper; no API key on disk; a run killed with SI
 from __future__ import annotations
 
 import csv
+from collections import Counter
 import signal
 import subprocess
 import sys
@@ -53,12 +54,15 @@ def test_plain_locust_headless_records_every_request(sim_server, tmp_path: Path)
     assert SECRET not in _files_text(rd.path)
 
 
-def test_loadknee_run_wrapper_with_the_default_users(sim_server, tmp_path: Path) -> None:
+def test_loadknee_run_wrapper_two_workers_count_mode_default_users(
+    sim_server, tmp_path: Path
+) -> None:
+    """The wrapper end to end: B's users, two worker processes, 12 requests per level."""
     sim = sim_server(preset="fast")
     out = tmp_path / "runs"
     cmd = [
-        sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
-        "--levels", "1,2", "--stage-seconds", "2", "--warmup-seconds", "0.5",
+        sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, "--workers", "2",
+        "--levels", "1,2", "--stage-requests", "12", "--warmup-seconds", "0.3",
         "--cooldown-seconds", "0.5", "--baseline-requests", "2",
         "--input-tokens", "32", "--output-tokens", "12", "--out", str(out),
         "--llm-api-key-env", "LOADKNEE_TEST_KEY",  # passed through to Locust unchanged
@@ -70,12 +74,17 @@ def test_loadknee_run_wrapper_with_the_default_users(sim_server, tmp_path: Path)
     assert run_dir.parent == out.resolve()
     assert any(line.startswith("[loadknee] stage 2/2 (step, 2 users) measure") for line in lines)
     rd = read_run_dir(run_dir)
-    check_run(rd, levels=[1, 2], baseline=2)
+    check_run(rd, levels=[1, 2], baseline=2, stop_reason="request_count")
+    assert {st["stop_reason"] for st in rd.stages} == {"request_count"}
+    measured = Counter(r["stage"] for r in rd.requests if r["phase"] == "measure")
+    assert measured["1"] >= 12 and measured["2"] >= 12
+    assert {r["worker"] for r in rd.requests} <= {"0", "1"}
     served = {str(rec["request_id"]) for rec in sim.log()}
     assert {r["request_id"] for r in rd.requests} <= served  # calibration probes are not rows
     assert {r["outcome"] for r in rd.requests} == {"ok"}
     assert rd.info["prompt_source"]["kind"] == "fixed"
-    assert rd.info["model"]  # discovered by the users and merged at the end
+    assert rd.info["model"] == "sim-llm"  # discovered on a worker, shipped to the master
+    assert rd.info["mode"] == "master" and rd.info["worker_count"] == 2
     assert rd.info["parameters"]["llm_levels"] == "1,2"
     assert SECRET not in _files_text(rd.path)
 
@@ -113,3 +122,25 @@ def test_sigkill_leaves_csvs_that_parse(sim_server, tmp_path: Path) -> None:
     with open(requests_csv.parent / "stages.csv", newline="") as f:
         assert len(list(csv.reader(f))) == 1  # header only: no stage had ended
     assert (requests_csv.parent / "run.json").read_text().strip().endswith("}")
+
+
+@pytest.mark.parametrize(
+    ("extra", "stages", "reason"),
+    [
+        # every request takes > 1 ms: the baseline crosses the red line, the sweep stops after it
+        (["--llm-red-line-p95-ms", "1", "--llm-baseline-requests", "2"], 1, "red_line"),
+        # Locust's --run-time, which Locust itself ignores with a shape, cuts the first level
+        (["--run-time", "3", "--llm-baseline-requests", "0"], 1, "time_limit"),
+    ],
+)
+def test_early_stops(
+    sim_server, tmp_path: Path, extra: list[str], stages: int, reason: str
+) -> None:
+    sim = sim_server(preset="fast")
+    out = tmp_path / "runs"
+    args = sweep_args(out, levels="1,2", stage_s=20.0, baseline=None)
+    run(locust_cmd("--headless", "--host", sim.url, "--stop-timeout", "10", *args, *extra))
+    rd = read_run_dir(only_run_dir(out))
+    assert len(rd.stages) == stages
+    assert rd.stages[-1]["stop_reason"] == reason == rd.info["stop_reason"]
+    assert_matches_sim(rd, sim.log())
