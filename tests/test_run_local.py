@@ -4,11 +4,11 @@ labelled; the ``loadknee run`` wrapper; no API key on disk; a run killed with SI
 from __future__ import annotations
 
 import csv
-from collections import Counter
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
