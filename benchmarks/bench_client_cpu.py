@@ -131,8 +131,10 @@ def _run_locust(url: str, streams: int, seconds: int, out: Path, tokens_out: int
 
 
 def _run_aiohttp(url: str, streams: int, seconds: int, out: Path, tokens_out: int) -> dict:
-    argv = [sys.executable, str(HERE), "--aiohttp-client", url, "--streams", str(streams),
-            "--seconds", str(seconds), "--out", str(out), "--output-tokens", str(tokens_out)]  # fmt: skip
+    argv = [
+        sys.executable, str(HERE), "--aiohttp-client", url, "--streams", str(streams),
+        "--seconds", str(seconds), "--out", str(out), "--output-tokens", str(tokens_out),
+    ]  # fmt: skip
     subprocess.run(argv, check=True, timeout=seconds + 120)
     return dict(json.loads(out.read_text()))
 
