@@ -83,6 +83,34 @@ def test_preemption_moves_newest_to_the_front() -> None:
     assert sched.kv_used == 0
 
 
+def test_chunked_prefill_spreads_a_long_prompt_over_steps() -> None:
+    params = preset("fast", max_num_batched_tokens=1000, prefill_ms_per_token=0.01)
+    sched, seqs = make(params, (10, 50), (2500, 5))
+    durations, emitted = [], []
+    for _ in range(4):
+        result = sched.step()
+        assert result is not None
+        durations.append(result.duration_s * 1000)
+        emitted.append([s.seq_id for s in result.emitted])
+    # step 1: seq 0 prefills 10 and seq 1 takes 990; then 999, then the last 511
+    assert [s.generated for s in seqs] == [4, 2]
+    assert emitted == [[0], [0], [0, 1], [0, 1]]
+    assert durations[0] == pytest.approx(10 + 0.5 * 2 + 0.01 * 1000)
+    assert durations[1] == pytest.approx(10 + 0.5 * 2 + 0.01 * 999)
+    assert durations[2] == pytest.approx(10 + 0.5 * 2 + 0.01 * 511)
+    assert durations[3] == pytest.approx(10 + 0.5 * 2)
+    assert seqs[1].kv_tokens == 2502  # the whole context is reserved from admission
+
+
+def test_token_budget_limits_admissions() -> None:
+    params = preset("fast", max_num_batched_tokens=100)
+    sched, seqs = make(params, (60, 5), (60, 5), (60, 5))
+    result = sched.step()
+    assert result is not None and result.admitted == (seqs[0], seqs[1])  # 60 + 40: budget spent
+    assert result.emitted == (seqs[0],) and result.prefill_tokens == 100
+    assert list(sched.waiting) == [seqs[2]]
+
+
 def test_queue_limit() -> None:
     sched = Scheduler(preset("fast", max_waiting=2))
     assert sched.can_accept(2) and not sched.can_accept(3)
@@ -106,6 +134,7 @@ def test_remove_and_clear_free_everything() -> None:
         {"max_num_seqs": 0},
         {"kv_cache_tokens": 100, "max_model_len": 200},
         {"reject_status": 500},
+        {"max_num_seqs": 16, "max_num_batched_tokens": 8},
         {"decode_base_ms": -1.0},
         {"decode_base_ms": 0.0, "decode_per_seq_ms": 0.0},
     ],

@@ -6,12 +6,18 @@ Each :meth:`Scheduler.step` models one iteration of a vLLM-like engine:
    exceed ``kv_cache_tokens``, the newest running sequence gives back its KV cache and goes to the
    *front* of the waiting queue (vLLM's policy). It keeps the tokens it has already emitted; when
    readmitted it prefills prompt + those tokens again.
-2. **Admit** FIFO from the waiting queue while a slot is free (``max_num_seqs``) and the head's
-   context + 1 fits in the KV budget; the head that does not fit blocks the rest (no skipping).
-3. **Cost**: ``decode_base_ms + decode_per_seq_ms × batch + prefill_ms_per_token × prefilled
-   tokens`` — the step slows as the batch grows, so throughput saturates.
-4. **Emit**: every running sequence (newly admitted ones included, as prefill yields the first
-   token) produces one token; those reaching their stop point finish and free their KV.
+2. **Token budget** (chunked prefill, as vLLM V1): a step computes at most
+   ``max_num_batched_tokens`` tokens. Decoding sequences take one each; prefills already under
+   way continue with what is left; then new sequences are admitted.
+3. **Admit** FIFO from the waiting queue while a slot is free (``max_num_seqs``), budget is
+   left, and the head's context + 1 fits in the KV budget (its whole context is reserved at
+   admission); the head that does not fit blocks the rest (no skipping). A prompt longer than the
+   budget left is prefilled in chunks over several steps.
+4. **Cost**: ``decode_base_ms + decode_per_seq_ms × sequences computed + prefill_ms_per_token ×
+   prefilled tokens`` — the step slows as the batch grows, so throughput saturates.
+5. **Emit**: every decoding sequence, and every sequence whose prefill completes in this step
+   (prefill yields the first token), produces one token; those reaching their stop point finish
+   and free their KV.
 
 The async driver (:mod:`.engine`) sleeps for the returned duration, then delivers the tokens.
 """
@@ -39,6 +45,7 @@ class Sequence:
     index: int = 0  # choice index within its request
     generated: int = 0
     kv_tokens: int = 0  # tokens held in the KV cache; 0 while waiting
+    pending_prefill: int = 0  # context tokens not yet prefilled in this admission
     preemptions: int = 0
     admissions: int = 0
 
@@ -107,45 +114,52 @@ class Scheduler:
 
     def step(self) -> StepResult | None:
         """Run one engine step (see the module docstring); None when there is nothing to do."""
-        budget = self.params.kv_cache_tokens
-        preempted: list[Sequence] = []
-        while self.running and self.kv_used + len(self.running) > budget:
-            victim = self.running.pop()
-            self.kv_used -= victim.kv_tokens
-            victim.kv_tokens = 0
-            victim.preemptions += 1
-            self.waiting.appendleft(victim)
-            preempted.append(victim)
-        self.preemptions_total += len(preempted)
-
-        admitted: list[Sequence] = []
+        p = self.params
+        preempted = self._preempt()
+        decoding = [s for s in self.running if s.pending_prefill == 0]
+        emitting = list(decoding)
+        tokens_left = p.max_num_batched_tokens - len(decoding)
+        computed = len(decoding)
         prefill = 0
-        while self.waiting and len(self.running) < self.params.max_num_seqs:
+        for seq in self.running:  # chunked prefills already under way continue first
+            if seq.pending_prefill and tokens_left > 0:
+                chunk = min(seq.pending_prefill, tokens_left)
+                seq.pending_prefill -= chunk
+                tokens_left -= chunk
+                prefill += chunk
+                computed += 1
+                if seq.pending_prefill == 0:
+                    emitting.append(seq)
+        admitted: list[Sequence] = []
+        while self.waiting and len(self.running) < p.max_num_seqs and tokens_left > 0:
             head = self.waiting[0]
-            if self.kv_used + len(self.running) + head.context + 1 > budget:
+            if self.kv_used + len(self.running) + head.context + 1 > p.kv_cache_tokens:
                 break
             self.waiting.popleft()
             head.kv_tokens = head.context
             head.admissions += 1
             self.kv_used += head.kv_tokens
-            prefill += head.kv_tokens
+            chunk = min(head.context, tokens_left)
+            head.pending_prefill = head.context - chunk
+            tokens_left -= chunk
+            prefill += chunk
+            computed += 1
             self.running.append(head)
             admitted.append(head)
+            if head.pending_prefill == 0:
+                emitting.append(head)
 
-        if not self.running:
+        if computed == 0:
             return None
-        batch = len(self.running)
-        p = self.params
         duration_ms = (
-            p.decode_base_ms + p.decode_per_seq_ms * batch + p.prefill_ms_per_token * prefill
+            p.decode_base_ms + p.decode_per_seq_ms * computed + p.prefill_ms_per_token * prefill
         )
-        emitted = tuple(self.running)
-        for seq in emitted:
+        for seq in emitting:
             seq.generated += 1
             seq.kv_tokens += 1
-        self.kv_used += batch
+        self.kv_used += len(emitting)
         peak = self.kv_used
-        finished = tuple(s for s in emitted if s.generated >= s.stop_at)
+        finished = tuple(s for s in emitting if s.generated >= s.stop_at)
         if finished:
             for seq in finished:
                 self.kv_used -= seq.kv_tokens
@@ -153,11 +167,25 @@ class Scheduler:
             self.running = [s for s in self.running if s.generated < s.stop_at]
         return StepResult(
             duration_s=duration_ms / 1000.0,
-            batch=batch,
+            batch=computed,
             prefill_tokens=prefill,
-            emitted=emitted,
+            emitted=tuple(emitting),
             finished=finished,
             admitted=tuple(admitted),
             preempted=tuple(preempted),
             peak_kv_tokens=peak,
         )
+
+    def _preempt(self) -> list[Sequence]:
+        """Free KV for this step's new tokens: newest running sequences back to the queue front."""
+        preempted: list[Sequence] = []
+        while self.running and self.kv_used + len(self.running) > self.params.kv_cache_tokens:
+            victim = self.running.pop()
+            self.kv_used -= victim.kv_tokens
+            victim.kv_tokens = 0
+            victim.pending_prefill = 0
+            victim.preemptions += 1
+            self.waiting.appendleft(victim)
+            preempted.append(victim)
+        self.preemptions_total += len(preempted)
+        return preempted

@@ -28,6 +28,9 @@ class SimParams:
     max_num_seqs: int = _p(8, "running slots of the continuous batch (sequences)")
     kv_cache_tokens: int = _p(16384, "KV-cache budget: prompt + generated tokens of running seqs")
     max_model_len: int = _p(4096, "longest prompt + max_tokens accepted (tokens); longer → 400")
+    max_num_batched_tokens: int = _p(
+        2048, "tokens computed per step at most (chunked prefill; decodes count one each)"
+    )
     max_waiting: int = _p(1024, "waiting-queue limit (sequences); past it requests are rejected")
     reject_status: int = _p(503, "HTTP status of a queue-full rejection (429 or 503)")
     prefill_ms_per_token: float = _p(
@@ -62,6 +65,8 @@ class SimParams:
                 f"kv_cache_tokens ({self.kv_cache_tokens}) must hold one max_model_len "
                 f"({self.max_model_len}) sequence, as vLLM requires"
             )
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            problems.append("max_num_batched_tokens must be ≥ max_num_seqs (one decode each)")
         if self.reject_status not in (429, 503):
             problems.append("reject_status must be 429 or 503")
         if self.max_waiting < 0 or self.restart_s < 0:
@@ -93,6 +98,7 @@ PRESETS: Final[dict[str, SimParams]] = {
         max_num_seqs=48,
         kv_cache_tokens=14336,
         max_model_len=4096,
+        max_num_batched_tokens=8192,
         prefill_ms_per_token=0.05,
         decode_base_ms=15.0,
         decode_per_seq_ms=0.2,
