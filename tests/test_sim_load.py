@@ -177,3 +177,20 @@ def test_client_disconnect_frees_the_slot(sim_server) -> None:
     assert result.status == 200 and result.done
     outcomes = [r["outcome"] for r in sim.log()]
     assert outcomes == ["aborted", "ok"]
+
+
+def test_holds_128_concurrent_streams(sim_server) -> None:
+    sim = sim_server(max_num_seqs=128, decode_base_ms=5.0, decode_per_seq_ms=0.05)
+    body = {"prompt": prompt_of(16), "max_tokens": 20, "ignore_eos": True,
+            "stream_options": {"include_usage": True}}  # fmt: skip
+
+    async def scenario() -> tuple[list[Any], list[tuple[float, float]]]:
+        load = asyncio.create_task(many(sim.url, 128, body))
+        samples = await poll_metrics(sim, 0.3)
+        return await load, samples
+
+    results, samples = asyncio.run(scenario())
+    assert all(r.status == 200 and r.done and len(r.content_chunks) == 20 for r in results)
+    assert max(run for run, _ in samples) > 64  # most of them decode in the same batch
+    log = sim.log()
+    assert len(log) == 128 and {r["outcome"] for r in log} == {"ok"}
