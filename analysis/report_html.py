@@ -233,11 +233,12 @@ def _recommendations(report: HtmlReport) -> str:
     if recs is None:
         return "<p>No recommendations.</p>"
     rows = [(esc(i.key), _value(i.value), esc(i.reason)) for i in recs.items]
+    model = report.run_info.get("model") or "MODEL"
     flags = " \\\n  ".join(recs.server_flags) or "(none)"
     return (
         _table(("setting", "value", "reason"), rows)
         + f"<h3>YAML</h3><pre>{esc(report.recommendations_yaml or '')}</pre>"
-        + f"<h3>Server flags (vLLM)</h3><pre>vllm serve MODEL \\\n  {esc(flags)}</pre>"
+        + f"<h3>Server flags (vLLM)</h3><pre>vllm serve {esc(model)} \\\n  {esc(flags)}</pre>"
     )
 
 
