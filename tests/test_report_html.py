@@ -85,6 +85,7 @@ def _report(**overrides) -> HtmlReport:
             "api_key": SECRET,
             "nested": {"password": SECRET, "note": SECRET},
             "levels": [4, 16, 24, 32, 48],
+            "model": "qwen-7b",
         },
         images={"Throughput": png},
         warnings=("external interference: P95 is 2.1× the median",),
