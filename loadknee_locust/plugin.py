@@ -26,7 +26,7 @@ from typing import Any
 from loadknee_locust import options as llm_options
 from loadknee_locust import rundir
 from loadknee_locust.recorder import RequestRecorder, RunLog
-from loadknee_locust.schedule import Position, parse_levels
+from loadknee_locust.schedule import Position
 
 log = logging.getLogger("loadknee")
 
@@ -181,31 +181,18 @@ class Loadknee:
         rundir.write_run_json(self.run.run_dir, self.run_info)
 
     def _run_info(self, run_dir: Any, now: float) -> dict[str, Any]:
-        env, opts = self.environment, self.environment.parsed_options
-        runner = env.runner
-        try:
-            levels: list[int] | None = list(parse_levels(str(getattr(opts, "llm_levels", ""))))
-        except ValueError:
-            levels = None
-        return {
-            "run_id": run_dir.name,
-            "start_unix_s": now,
-            "end_unix_s": None,
-            "stop_reason": None,
-            "target_url": rundir.strip_credentials(
-                str(env.host or getattr(opts, "host", "") or "")
-            ),
-            "model": getattr(opts, "llm_model", "") or None,
-            "endpoint": getattr(opts, "llm_endpoint", None),
-            "stream": not getattr(opts, "llm_no_stream", False),
-            "levels": levels,
-            "mode": self.role,
-            "worker_count": getattr(runner, "worker_count", 1) if self.role == "master" else 0,
-            "stop_timeout_s": env.stop_timeout,
-            "prompt_source": rundir.prompt_info_from_options(opts),
-            "versions": rundir.versions(),
-            "parameters": rundir.public_options(opts, _secret_option_names()),
-        }
+        env = self.environment
+        workers = getattr(env.runner, "worker_count", 0) if self.role == "master" else 0
+        return rundir.build_run_info(
+            run_id=run_dir.name,
+            start_unix_s=now,
+            host=str(env.host or ""),
+            options=env.parsed_options,
+            mode=self.role,
+            worker_count=workers,
+            stop_timeout_s=env.stop_timeout,
+            secret_names=_secret_option_names(),
+        )
 
     def _start_telemetry(self, run_dir: Any) -> None:
         try:

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from loadknee_locust import __version__
 from loadknee_locust.contract import RUN_JSON
+from loadknee_locust.schedule import parse_levels
 
 SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credential")
 _RUN_ID_OK = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -141,3 +142,44 @@ def write_run_json(run_dir: str | os.PathLike[str], info: Mapping[str, Any]) -> 
     tmp.write_text(json.dumps(info, indent=2, sort_keys=True, default=str) + "\n", "utf-8")
     os.replace(tmp, path)
     return path
+
+
+def build_run_info(
+    *,
+    run_id: str,
+    start_unix_s: float,
+    host: str,
+    options: Any,
+    mode: str,
+    worker_count: int,
+    stop_timeout_s: float | None,
+    secret_names: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The content of ``run.json`` at the start of a run (end fields filled in later).
+
+    Keys: run_id, start_unix_s, end_unix_s, stop_reason, requests_recorded (None until the end),
+    target_url, model (None until known), endpoint, stream, levels, mode (local | master),
+    worker_count (0 in one process), stop_timeout_s, prompt_source, versions, parameters.
+    """
+    try:
+        levels: list[int] | None = list(parse_levels(str(getattr(options, "llm_levels", ""))))
+    except ValueError:
+        levels = None
+    return {
+        "run_id": run_id,
+        "start_unix_s": start_unix_s,
+        "end_unix_s": None,
+        "stop_reason": None,
+        "requests_recorded": None,
+        "target_url": strip_credentials(host or str(getattr(options, "host", "") or "")),
+        "model": getattr(options, "llm_model", "") or None,
+        "endpoint": getattr(options, "llm_endpoint", None),
+        "stream": not getattr(options, "llm_no_stream", False),
+        "levels": levels,
+        "mode": mode,
+        "worker_count": worker_count,
+        "stop_timeout_s": stop_timeout_s,
+        "prompt_source": prompt_info_from_options(options),
+        "versions": versions(),
+        "parameters": public_options(options, secret_names),
+    }

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from loadknee_locust.rundir import (
+    build_run_info,
     create_run_dir,
     prompt_info_from_options,
     public_options,
@@ -76,3 +77,19 @@ def test_prompt_info_hashes_the_log_and_never_copies_it(tmp_path: Path) -> None:
         64,
     )
     assert json.loads((tmp_path / "run.json").read_text())["prompt_source"]["kind"] == "log"
+
+
+def test_build_run_info_has_the_contract_keys_and_no_secret() -> None:
+    opts = SimpleNamespace(
+        host="http://u:SECRETPW@h:1", llm_levels="1,2,4,8", llm_model="m", llm_endpoint="chat",
+        llm_no_stream=True, llm_input_tokens=64, llm_output_tokens=32, llm_prompt_log="",
+        web_login_password="SECRETPW",
+    )  # fmt: skip
+    info = build_run_info(
+        run_id="r", start_unix_s=1.0, host="", options=opts, mode="master", worker_count=2,
+        stop_timeout_s=120.0,
+    )  # fmt: skip
+    assert info["levels"] == [1, 2, 4, 8] and info["stream"] is False
+    assert info["target_url"] == "http://h:1" and info["worker_count"] == 2
+    assert info["end_unix_s"] is None and set(info["versions"]) >= {"loadknee", "python", "locust"}
+    assert "SECRETPW" not in json.dumps(info)
