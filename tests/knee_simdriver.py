@@ -13,6 +13,7 @@ ends by itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 from dataclasses import dataclass
@@ -20,9 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from prometheus_client.parser import text_string_to_metric_families
-
 from knee_rundir import write_run
+from prometheus_client.parser import text_string_to_metric_families
 
 
 @dataclass(frozen=True)
@@ -148,10 +148,8 @@ class _Driver:
             except (aiohttp.ClientError, TimeoutError) as exc:
                 self.metrics.append({"timestamp_unix_s": stamp, "endpoint": self.url + "/metrics",
                                      "error": type(exc).__name__})  # fmt: skip
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.spec.scrape_s)
-            except TimeoutError:
-                pass
 
     async def run(self) -> None:
         timeout = aiohttp.ClientTimeout(total=self.spec.request_timeout_s)

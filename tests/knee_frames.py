@@ -1,0 +1,93 @@
+"""Test helper: per-stage summary frames typed in by hand (a record table fed in as data)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.model import SUMMARY_COLUMNS
+
+NAN = float("nan")
+
+#: seed 002's example record table: users, P50 s, P99 s, tok/s, memory %, success %, verdict
+SEED_002_TABLE = (
+    (4, 0.6, 1.0, 220.0, 62.0, 100.0, "comfortable"),
+    (16, 0.9, 1.1, 760.0, 78.0, 100.0, "comfortable"),
+    (24, 1.8, 2.8, 880.0, 85.0, 100.0, "critical"),
+    (32, 4.5, 9.0, 910.0, 97.0, 98.0, "knee"),
+    (48, 12.0, NAN, NAN, 100.0, 80.0, "red_line"),  # P99 "OOM", throughput "—"
+)
+
+
+def stage(users: int, **values: Any) -> dict[str, Any]:
+    """One summary row: a served step stage with no telemetry unless given."""
+    row: dict[str, Any] = dict.fromkeys(SUMMARY_COLUMNS, NAN)
+    row.update(
+        kind="step", target_users=users, batch_size=1, window_s=120.0, requests=1000, ok=1000,
+        errors=0, length_mismatch=0, success_pct=100.0,
+    )  # fmt: skip
+    row.update(values)
+    if "errors" in values and "success_pct" not in values:
+        served = row["ok"] + row["errors"]
+        row["success_pct"] = 100.0 * row["ok"] / served if served else NAN
+    return row
+
+
+def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Number the stages in order and return a frame with exactly SUMMARY_COLUMNS."""
+    for index, row in enumerate(rows):
+        row.setdefault("stage", index)
+        if not isinstance(row["stage"], int) or np.isnan(row["stage"]):
+            row["stage"] = index
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+
+
+def seed_002_summary() -> pd.DataFrame:
+    rows = []
+    for users, p50, p99, tok, mem, success, _ in SEED_002_TABLE:
+        ok = int(success * 10)
+        rows.append(
+            stage(
+                users,
+                e2e_p50_ms=p50 * 1000,
+                e2e_p99_ms=p99 * 1000,
+                output_tok_s=tok,
+                gpu_mem_peak_pct=mem,
+                ok=ok,
+                errors=1000 - ok,
+                success_pct=success,
+            )
+        )
+    return frame(rows)
+
+
+def sweep(
+    levels: list[int],
+    tok_s: list[float],
+    p95_ms: list[float],
+    *,
+    baseline_tok_s: float | None = None,
+    baseline_p95_ms: float | None = None,
+    **columns: list[Any],
+) -> pd.DataFrame:
+    """A baseline stage (1 user) then step stages; extra columns given as per-step lists."""
+    rows = []
+    if baseline_tok_s is not None:
+        rows.append(
+            stage(
+                1,
+                kind="baseline",
+                output_tok_s=baseline_tok_s,
+                e2e_p50_ms=baseline_p95_ms,
+                e2e_p95_ms=baseline_p95_ms,
+                e2e_p99_ms=baseline_p95_ms,
+                ok=20,
+                requests=20,
+            )
+        )
+    for i, users in enumerate(levels):
+        extra = {name: values[i] for name, values in columns.items()}
+        rows.append(stage(users, output_tok_s=tok_s[i], e2e_p95_ms=p95_ms[i], **extra))
+    return frame(rows)

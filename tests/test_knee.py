@@ -1,0 +1,197 @@
+"""find_knee on record tables typed in as data: seed 002's table and one table per rule."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+from knee_frames import NAN, SEED_002_TABLE, frame, seed_002_summary, stage, sweep
+
+from analysis.baseline import compute_baseline
+from analysis.knee import KneeParams, find_knee
+from analysis.recommend import recommend
+
+
+def _knee(summary, **params):
+    baseline = compute_baseline(None, summary)
+    return find_knee(summary, baseline, params=KneeParams(**params))
+
+
+def _verdicts(result):
+    return [v.verdict for v in result.stages]
+
+
+def test_seed_002_table_gives_its_verdicts_and_watermark():
+    summary = seed_002_summary()
+    result = _knee(summary)
+    assert _verdicts(result) == [row[-1] for row in SEED_002_TABLE]
+    assert (result.knee_users, result.red_line_users) == (32, 48)
+    assert result.max_concurrency == 24  # the stage before the knee (seed 000)
+    assert result.base_capacity == 24  # tail fine, memory <= 85 %, 100 % success (seed 002)
+    recs = recommend(summary, result, compute_baseline(None, summary))
+    assert recs.get("production_watermark") == [16, 19]
+    assert recs.get("max_concurrency") == 24
+
+
+def test_seed_002_reasons_carry_the_numbers():
+    result = _knee(seed_002_summary())
+    critical, knee, red = result.stages[2], result.stages[3], result.stages[4]
+    assert any("0.27×" in r for r in critical.reasons)
+    assert any("2.8×" in r for r in critical.reasons)
+    assert any("0.07×" in r for r in knee.reasons) and any("9×" in r for r in knee.reasons)
+    assert any("80 %" in r for r in red.reasons)
+    assert "knee at 32 users" in result.summary and "red line at 48 users" in result.summary
+
+
+def test_marginal_gain_separates_stages_that_scaling_efficiency_cannot():
+    rows = {users: (tok, users) for users, _, _, tok, *_ in SEED_002_TABLE}
+    efficiency = [
+        (rows[b][0] / rows[a][0]) / (b / a) for a, b in ((16, 24), (24, 32))
+    ]  # plain scaling efficiency: 0.77 and 0.78, too close to tell apart
+    assert efficiency == pytest.approx([0.772, 0.776], abs=0.01)
+    result = _knee(seed_002_summary())
+    gains = [
+        next(s.value for s in v.signals if s.name == "throughput_flattening")
+        for v in result.stages[2:4]
+    ]
+    assert gains == pytest.approx([0.273, 0.068], abs=0.005)
+
+
+LEVELS = [2, 4, 8, 16]
+
+
+@pytest.mark.parametrize(
+    ("name", "tok_s", "p95", "extra", "params", "expected"),
+    [
+        ("linear scaling", [200, 400, 800, 1600], [100, 100, 105, 110], {}, {},
+         ["comfortable"] * 4),
+        ("flat + tail departed = knee", [200, 400, 800, 820], [100, 100, 110, 250], {}, {},
+         ["comfortable", "comfortable", "comfortable", "knee"]),
+        ("flat but tail fine = critical", [200, 400, 800, 820], [100, 100, 110, 150], {}, {},
+         ["comfortable", "comfortable", "comfortable", "critical"]),
+        ("tail departed, still scaling = critical", [200, 400, 800, 1600], [100, 100, 110, 300],
+         {}, {}, ["comfortable", "comfortable", "comfortable", "critical"]),
+        ("gain narrowing = critical", [200, 400, 800, 1000], [100, 100, 110, 120], {}, {},
+         ["comfortable", "comfortable", "comfortable", "critical"]),
+        ("SLA exceeded = critical", [200, 400, 800, 1600], [100, 100, 110, 180], {},
+         {"sla_ms": 150}, ["comfortable", "comfortable", "comfortable", "critical"]),
+        ("p99 chosen", [200, 400, 800, 820], [100, 100, 110, 120],
+         {"e2e_p99_ms": [100, 100, 110, 400]}, {"tail_percentile": "p99"},
+         ["comfortable", "comfortable", "comfortable", "knee"]),
+        ("memory 85 % = critical", [200, 400, 800, 1600], [100] * 4,
+         {"gpu_mem_peak_pct": [50, 60, 70, 86]}, {},
+         ["comfortable", "comfortable", "comfortable", "critical"]),
+        ("a few errors = critical", [200, 400, 800, 1600], [100] * 4,
+         {"ok": [1000, 1000, 1000, 990], "errors": [0, 0, 0, 10]}, {},
+         ["comfortable", "comfortable", "comfortable", "critical"]),
+        ("errors past the limit = red line", [200, 400, 800, 1600], [100] * 4,
+         {"ok": [1000, 1000, 1000, 900], "errors": [0, 0, 0, 100]}, {},
+         ["comfortable", "comfortable", "comfortable", "red_line"]),
+        ("strict: any error = red line", [200, 400, 800, 1600], [100] * 4,
+         {"ok": [1000, 1000, 1000, 999], "errors": [0, 0, 0, 1]}, {"red_line_error_pct": 0},
+         ["comfortable", "comfortable", "comfortable", "red_line"]),
+        ("OOM: memory full while failing", [200, 400, 800, 1600], [100] * 4,
+         {"gpu_mem_peak_pct": [50, 60, 80, 99.5], "ok": [1000] * 3 + [999],
+          "errors": [0, 0, 0, 1]}, {}, ["comfortable", "comfortable", "comfortable", "red_line"]),
+        ("OOM: process vanished", [200, 400, 800, 0], [100, 100, 100, NAN],
+         {"gpu_mem_peak_pct": [50, 70, 90, 0], "ok": [1000] * 3 + [0],
+          "errors": [0, 0, 0, 1]}, {"red_line_error_pct": 100},
+         ["comfortable", "comfortable", "critical", "red_line"]),
+    ],
+)  # fmt: skip
+def test_each_rule(name, tok_s, p95, extra, params, expected):
+    summary = sweep(LEVELS, tok_s, p95, baseline_tok_s=100.0, baseline_p95_ms=100.0, **extra)
+    result = _knee(summary, **params)
+    assert _verdicts(result) == expected, (name, [v.reasons for v in result.stages])
+
+
+def test_no_knee_in_range_says_so():
+    summary = sweep(
+        LEVELS, [200, 400, 800, 1600], [100] * 4, baseline_tok_s=100.0, baseline_p95_ms=100.0
+    )
+    result = _knee(summary)
+    assert result.knee_stage is None and result.red_line_stage is None
+    assert "no knee within the tested range (up to 16 users)" in result.summary
+    assert result.max_concurrency == 16 and result.base_capacity == 16
+
+
+def test_knee_before_red_line_and_max_concurrency_before_red_line_without_knee():
+    summary = sweep(
+        LEVELS,
+        [200, 400, 800, 1600],
+        [100] * 4,
+        baseline_tok_s=100.0,
+        baseline_p95_ms=100.0,
+        ok=[1000, 1000, 500, 500],
+        errors=[0, 0, 500, 500],
+    )
+    result = _knee(summary)
+    assert result.knee_users is None and result.red_line_users == 8
+    assert result.max_concurrency == 4 and result.base_capacity == 4
+
+
+def test_kv_cache_wins_over_flat_preallocated_gpu_memory():
+    kv = {"gpu_mem_peak_pct": [90.0] * 4, "kv_cache_peak_pct": [10, 20, 40, 80]}
+    summary = sweep(
+        LEVELS, [200, 400, 800, 1600], [100] * 4, baseline_tok_s=100.0, baseline_p95_ms=100.0, **kv
+    )
+    assert _verdicts(_knee(summary)) == ["comfortable"] * 4  # NVML 90 % is pre-allocation
+    assert _verdicts(_knee(summary, memory_source="gpu")) == ["critical"] * 4
+    moving = {"gpu_mem_peak_pct": [50, 60, 70, 88], "kv_cache_peak_pct": [10, 20, 40, 60]}
+    summary = sweep(
+        LEVELS,
+        [200, 400, 800, 1600],
+        [100] * 4,
+        baseline_tok_s=100.0,
+        baseline_p95_ms=100.0,
+        **moving,
+    )
+    assert _verdicts(_knee(summary))[-1] == "critical"  # dynamic GPU memory counts
+
+
+def test_client_bound_stage_is_untrusted_and_not_the_knee():
+    summary = sweep(
+        LEVELS,
+        [200, 400, 800, 820],
+        [100, 100, 110, 250],
+        baseline_tok_s=100.0,
+        baseline_p95_ms=100.0,
+        client_cpu_peak_pct=[20, 30, 50, 97],
+    )
+    result = _knee(summary)
+    last = result.stages[-1]
+    assert not last.trusted and last.verdict == "critical"
+    assert any("untrusted" in r for r in last.reasons)
+    assert result.knee_stage is None and "client-bound" in result.summary
+
+
+def test_first_stage_stands_in_for_missing_baseline():
+    summary = frame(
+        [
+            stage(4, output_tok_s=400.0, e2e_p95_ms=100.0),
+            stage(8, output_tok_s=420.0, e2e_p95_ms=250.0),
+        ]
+    )
+    baseline = compute_baseline(None, summary)
+    assert baseline.source == "first_stage" and baseline.output_tok_s == 100.0
+    result = find_knee(summary, baseline)
+    assert _verdicts(result) == ["comfortable", "knee"]
+
+
+def test_params_cli_round_trip_and_recorded_in_result():
+    parser = argparse.ArgumentParser()
+    KneeParams.add_cli_args(parser)
+    ns = parser.parse_args(["--knee-tail", "p99", "--sla-ms", "2500", "--red-line-error-pct", "0"])
+    params = KneeParams.from_cli_args(ns)
+    assert params == KneeParams(tail_percentile="p99", sla_ms=2500.0, red_line_error_pct=0.0)
+    assert KneeParams.from_cli_args(parser.parse_args([])) == KneeParams()
+    result = _knee(seed_002_summary(), tail_percentile="p99")
+    assert json.loads(json.dumps(result.params))["tail_percentile"] == "p99"
+
+
+def test_find_knee_does_not_mutate_its_input():
+    summary = seed_002_summary()
+    before = summary.copy()
+    _knee(summary)
+    assert summary.equals(before)
