@@ -23,6 +23,7 @@ import time
 import uuid
 from typing import Any, ClassVar
 
+import gevent
 import gevent.lock
 from locust import FastHttpUser, task
 from locust.contrib.fasthttp import FastHttpSession
@@ -77,6 +78,18 @@ class LLMState:
         self.source_error: str | None = None
         self._calibrated: set[str] = set()
         self._users = 0
+        self._stopping = False
+
+    def stop_test(self) -> None:
+        """No prompts, no test: quit the runner once (from a fresh greenlet), exit code 1."""
+        if self._stopping:
+            return
+        self._stopping = True
+        self.environment.process_exit_code = 1
+        runner = getattr(self.environment, "runner", None)
+        if runner is not None:
+            log.error("loadknee: stopping the test: %s", self.source_error)
+            gevent.spawn(runner.quit)
 
     def next_user_id(self) -> int:
         self._users += 1
@@ -241,12 +254,12 @@ class LLMUser(FastHttpUser):
 
     def on_start(self) -> None:
         self.llm.prepare(self.host or "", self.endpoint)
-        if self.llm.source is None:
-            self.environment.process_exit_code = 1
-            raise StopUser()
 
     @task
     def generate(self) -> None:
+        if self.llm.source is None:
+            self.llm.stop_test()
+            raise StopUser()  # quietly: the reason was logged once
         self.send_request()
 
     def _prompts(self) -> list[Prompt]:

@@ -143,3 +143,15 @@ def test_non_streaming_and_replayed_lengths_log(tmp_path: Path, sim_server) -> N
     assert all(r["ttft_ms"] is None and r["stream"] is False for r in rows)
     assert result.info["kind"] == "log_replay"
     assert len(result.info["log_sha256"]) == 64
+
+
+@pytest.mark.slow
+def test_a_log_with_nothing_valid_stops_the_test_with_the_reason(tmp_path: Path) -> None:
+    log = tmp_path / "bad.jsonl"
+    log.write_text('{"prompt": \n[]\n')
+    extra = ["--llm-model", "m", "--llm-prompt-log", str(log)]
+    result = run_locust(tmp_path, "http://127.0.0.1:9", ["Chat"], users=2, seconds=30, extra=extra)
+    assert result.returncode == 1 and not result.events
+    assert "line 1: not valid JSON; line 2: not a JSON object" in result.output
+    assert "Shutting down (exit code 1)" in result.output  # at once, not after 30 s
+    assert result.info["kind"] == "error"
