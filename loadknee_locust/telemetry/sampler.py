@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import gevent
 import gevent.event
@@ -252,6 +253,11 @@ class TelemetrySampler:
                     self._reader = reader
                     self._use_nvml = True
                     logger.info("telemetry: GPU from NVML (%s GPU(s) found)", found or 0)
+                    if mode == "auto" and not _is_local(self.config.metrics_url):
+                        logger.info(
+                            "telemetry: these are the load generator's own GPUs; if the server "
+                            "runs elsewhere, use --llm-gpu dcgm (with --llm-dcgm-url) instead"
+                        )
                     self._spawn(self._every, self._nvml_once, reader)
                     return
                 _in_thread(reader.close, timeout_s=5.0)
@@ -382,6 +388,12 @@ class TelemetrySampler:
             now = time.monotonic()
             next_tick += interval * max(1, math.ceil((now - next_tick) / interval))
             self._stopping.wait(max(0.0, next_tick - now))
+
+
+def _is_local(url: str | None) -> bool:
+    """True for a loopback (or unknown) target: its GPU is plausibly this machine's."""
+    host = urlsplit(url).hostname if url else None
+    return host is None or host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
 
 
 def _in_thread(fn: Callable[..., Any], *args: Any, timeout_s: float) -> Any:
