@@ -3,9 +3,10 @@
 Drives the simulator with a plain aiohttp closed-loop client (no Locust) at 1/16/64/128
 streams, a few seconds each, and prints side by side: measured output tokens/s, the saturation
 model's expected tokens/s, their ratio, and the simulator process's CPU % (psutil; 100 = one
-core). Two configurations by default: ``fast`` (the test preset: 8 slots, so extra streams
-queue) and ``wide`` (``gpu-like`` with 128 slots and a large KV cache, so all 128 streams are
-decoding at once — the hardest case for the simulator's event loop). A ratio near 1 with CPU
+core), plus the engine loop's own health from ``/sim/stats``: the share of steps it woke more
+than 5 ms late and its mean wake-up lag. Two configurations by default: ``fast`` (the test
+preset: 8 slots, so extra streams queue) and ``wide`` (``gpu-like`` with 128 slots and a large
+KV cache, so all 128 streams are decoding at once — the hardest case for the simulator's event loop). A ratio near 1 with CPU
 well under 100 % means the simulator, not its host, sets the pace.
 
 Identical closed-loop requests stay in step (they start, prefill and finish together), so the
@@ -32,6 +33,10 @@ CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
     "wide": ("gpu-like", {"max_num_seqs": 128, "kv_cache_tokens": 65536}),
 }
 
+COLUMNS = (("streams", 7), ("measured tok/s", 15), ("expected tok/s", 15), ("ratio", 6),
+           ("sim CPU %", 9), ("client CPU %", 12), ("failed", 6), ("late steps", 10),
+           ("lag ms", 6))  # fmt: skip
+
 
 def run_config(name: str, levels: list[int], seconds: float, io: tuple[int, int]) -> None:
     preset_name, overrides = CONFIGS[name]
@@ -39,8 +44,7 @@ def run_config(name: str, levels: list[int], seconds: float, io: tuple[int, int]
     c_star = saturation_concurrency(params, *io)
     print(f"\n{name}: preset {preset_name} {overrides or ''}  in/out {io[0]}/{io[1]} tokens, "
           f"c* = {c_star:g}")  # fmt: skip
-    print(f"{'streams':>7} {'measured tok/s':>15} {'expected tok/s':>15} {'ratio':>6} "
-          f"{'sim CPU %':>9} {'client CPU %':>12} {'failed':>6}")  # fmt: skip
+    print(" ".join(f"{title:>{width}}" for title, width in COLUMNS))
     client = psutil.Process()
     with SimProcess.start(preset_name, **overrides) as sim:
         server = psutil.Process(sim.proc.pid)
@@ -57,11 +61,23 @@ def run_config(name: str, levels: list[int], seconds: float, io: tuple[int, int]
                 result = await task
                 return result, server.cpu_percent(), client.cpu_percent()
 
+            before = sim.stats()["engine_loop"]
             result, sim_cpu, client_cpu = asyncio.run(measured())
+            after = sim.stats()["engine_loop"]
+            steps = after["steps"] - before["steps"]
+            late = (after["late_steps"] - before["late_steps"]) / steps if steps else 0.0
+            lag = after["lag_mean_ms"] * after["steps"] - before["lag_mean_ms"] * before["steps"]
             expected = expected_throughput(params, level, *io)
-            print(f"{level:>7} {result.tokens_per_s:>15.0f} {expected:>15.0f} "
-                  f"{result.tokens_per_s / expected:>6.3f} {sim_cpu:>9.1f} {client_cpu:>12.1f} "
-                  f"{result.requests_failed:>6}")  # fmt: skip
+            cells = (
+                f"{level}", f"{result.tokens_per_s:.0f}", f"{expected:.0f}",
+                f"{result.tokens_per_s / expected:.3f}", f"{sim_cpu:.1f}", f"{client_cpu:.1f}",
+                f"{result.requests_failed}", f"{late:.1%}", f"{lag / max(steps, 1):.2f}",
+            )  # fmt: skip
+            print(
+                " ".join(
+                    f"{cell:>{width}}" for cell, (_, width) in zip(cells, COLUMNS, strict=True)
+                )
+            )
 
 
 def main() -> None:

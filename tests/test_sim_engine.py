@@ -167,3 +167,18 @@ def test_prealloc_never_crashes() -> None:
         assert engine.restarts == 0
 
     run_with_engine(params, body)
+
+
+def test_counters_with_chunked_prefill() -> None:
+    params = preset("fast", decode_base_ms=1.0, max_num_batched_tokens=64)
+
+    async def body(engine: Engine) -> None:
+        requests = [engine.submit(GenerationSpec((100,), max_tokens=5, ignore_eos=True))
+                    for _ in range(3)]  # fmt: skip
+        for request in requests:
+            assert len(await drain(request)) == 5
+        assert engine.generation_tokens_total == 15
+        assert engine.prompt_tokens_total == 300
+        assert engine.health.steps > 5 + 2  # prefill took extra steps (5 without chunking)
+
+    run_with_engine(params, body)

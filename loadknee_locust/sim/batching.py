@@ -48,6 +48,7 @@ class Sequence:
     pending_prefill: int = 0  # context tokens not yet prefilled in this admission
     preemptions: int = 0
     admissions: int = 0
+    last_token_s: float = 0.0  # when its last token was delivered (the driver's clock)
 
     @property
     def context(self) -> int:

@@ -31,6 +31,7 @@ from loadknee_locust.sim.telemetry import BusyWindow, would_oom
 from loadknee_locust.sim.tokenizer import VOCAB
 
 MAX_LAG_S = 0.05
+LATE_S = 0.005
 
 
 class QueueFull(Exception):
@@ -63,7 +64,37 @@ class Observer(Protocol):
 
     def queue_time(self, seconds: float) -> None: ...
     def ttft(self, seconds: float) -> None: ...
+    def itl(self, seconds: float) -> None: ...
     def e2e(self, seconds: float, finish_reason: FinishReason) -> None: ...
+
+
+@dataclass
+class LoopHealth:
+    """How late the engine loop wakes after each step: the simulator's own CPU headroom.
+
+    A step is *late* when the loop wakes more than ``LATE_S`` after its deadline; many late steps
+    mean the host, not the model, is setting the pace.
+    """
+
+    steps: int = 0
+    late_steps: int = 0
+    lag_sum_s: float = 0.0
+    lag_max_s: float = 0.0
+
+    def record(self, lag_s: float) -> None:
+        self.steps += 1
+        self.lag_sum_s += max(0.0, lag_s)
+        self.lag_max_s = max(self.lag_max_s, lag_s)
+        if lag_s > LATE_S:
+            self.late_steps += 1
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "steps": self.steps,
+            "late_steps": self.late_steps,
+            "lag_mean_ms": 1000 * self.lag_sum_s / self.steps if self.steps else 0.0,
+            "lag_max_ms": 1000 * self.lag_max_s,
+        }
 
 
 class Request:
@@ -146,6 +177,7 @@ class Engine:
         self.observer = observer
         self.scheduler = Scheduler(params)
         self.busy = BusyWindow(params.max_num_seqs)
+        self.health = LoopHealth()
         self.up = True
         self.restarts = 0
         self.prompt_tokens_total = 0
@@ -210,10 +242,12 @@ class Engine:
             self._admitted(result, start)
             if deadline > now:
                 await asyncio.sleep(deadline - now)
+            woke = loop.time()
+            self.health.record(woke - deadline)
             if would_oom(self.params, result.peak_kv_tokens):
                 self._crash_requested = True
                 continue
-            self._deliver(result, loop.time())
+            self._deliver(result, woke)
 
     def _admitted(self, result: StepResult, start: float) -> None:
         for seq in result.admitted:
@@ -223,8 +257,9 @@ class Engine:
                     self.observer.queue_time(start - seq.owner.arrival_mono)
 
     def _deliver(self, result: StepResult, now: float) -> None:
-        self.generation_tokens_total += result.batch
+        self.generation_tokens_total += len(result.emitted)
         seed = self.params.seed
+        observer = self.observer
         for seq in result.emitted:
             request: Request = seq.owner
             finish = seq.finish_reason if seq.generated >= seq.stop_at else None
@@ -233,8 +268,12 @@ class Engine:
             request._push(
                 TokenEvent(seq.index, token_text(seed, seq.seq_id, seq.generated), finish)
             )
-            if self.observer and seq.generated == 1:
-                self.observer.ttft(now - request.arrival_mono)
+            if observer is not None:
+                if seq.generated == 1:
+                    observer.ttft(now - request.arrival_mono)
+                else:
+                    observer.itl(now - seq.last_token_s)
+            seq.last_token_s = now
         for seq in result.finished:
             self.finished_total[seq.finish_reason] += 1
             if self.observer:

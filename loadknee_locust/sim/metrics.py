@@ -8,8 +8,9 @@ observed as sequences progress (:class:`LatencyHistograms` is the engine's obser
   ``vllm:kv_cache_usage_perc`` (0–1), ``vllm:num_preemptions_total``,
   ``vllm:prompt_tokens_total``, ``vllm:generation_tokens_total``,
   ``vllm:request_success_total{finished_reason}`` — all labelled ``model_name``;
-* histograms ``vllm:time_to_first_token_seconds``, ``vllm:e2e_request_latency_seconds``,
-  ``vllm:request_queue_time_seconds``;
+* histograms ``vllm:time_to_first_token_seconds``, ``vllm:inter_token_latency_seconds``,
+  ``vllm:e2e_request_latency_seconds``, ``vllm:request_queue_time_seconds``;
+* ``vllm:cache_config_info`` (value 1; the engine's memory settings as labels, like vLLM);
 * ``DCGM_FI_DEV_FB_USED`` / ``DCGM_FI_DEV_FB_FREE`` (MiB), ``DCGM_FI_DEV_GPU_UTIL`` (0–100),
   ``DCGM_FI_PROF_SM_ACTIVE`` / ``DCGM_FI_PROF_DRAM_ACTIVE`` (0–1), ``DCGM_FI_DEV_MEM_COPY_UTIL``
   (0–100), labelled like the DCGM exporter (``gpu="0"``, ``UUID``, ``device``, ``modelName``,
@@ -31,6 +32,15 @@ from loadknee_locust.sim.telemetry import memory_used_mib
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
                    2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0)  # fmt: skip
+#: label of vllm:cache_config_info → SimParams field
+CACHE_INFO = {
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "num_gpu_tokens": "kv_cache_tokens",
+    "max_num_seqs": "max_num_seqs",
+    "max_num_batched_tokens": "max_num_batched_tokens",
+    "max_model_len": "max_model_len",
+    "kv_prealloc": "kv_prealloc",
+}
 GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname")
 
 
@@ -45,6 +55,7 @@ class LatencyHistograms:
         self._queue = histogram("vllm:request_queue_time_seconds", "Time in the waiting queue.")
         self._ttft = histogram("vllm:time_to_first_token_seconds", "Time to first token.")
         self._e2e = histogram("vllm:e2e_request_latency_seconds", "End-to-end request latency.")
+        self._itl = histogram("vllm:inter_token_latency_seconds", "Time between output tokens.")
         self._model = model
 
     def queue_time(self, seconds: float) -> None:
@@ -52,6 +63,9 @@ class LatencyHistograms:
 
     def ttft(self, seconds: float) -> None:
         self._ttft.labels(self._model).observe(seconds)
+
+    def itl(self, seconds: float) -> None:
+        self._itl.labels(self._model).observe(seconds)
 
     def e2e(self, seconds: float, finish_reason: str) -> None:
         self._e2e.labels(self._model).observe(seconds)
@@ -90,6 +104,11 @@ class EngineCollector(Collector):
         for reason in ("stop", "length"):
             success.add_metric([reason, p.model], e.finished_total[reason])
         yield success
+        info = GaugeMetricFamily(
+            "vllm:cache_config_info", "Engine memory settings.", labels=list(CACHE_INFO)
+        )
+        info.add_metric([str(getattr(p, name)) for name in CACHE_INFO.values()], 1.0)
+        yield info
         yield from self._gpu(e)
 
     def _gpu(self, e: Engine) -> Iterator[Metric]:

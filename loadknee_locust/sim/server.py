@@ -90,6 +90,7 @@ class SimServer:
             "waiting": len(e.scheduler.waiting),
             "prompt_tokens_total": e.prompt_tokens_total,
             "generation_tokens_total": e.generation_tokens_total,
+            "engine_loop": e.health.as_dict(),
             "params": self.params.as_dict(),
         })  # fmt: skip
 
