@@ -1,0 +1,74 @@
+"""compute_baseline: seed 000's median and P95, the interference warning, the fallbacks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from knee_frames import frame, stage
+from knee_rundir import request_row, stage_row, write_run
+
+from analysis.baseline import compute_baseline, interference_suspected
+from analysis.load import read_run
+from analysis.summary import summarize_stages
+
+T0 = 1_700_000_000.0
+
+
+def _run(tmp_path, e2e):
+    stages = [stage_row(0, 1, T0, kind="baseline", measure_s=60.0), stage_row(1, 4, T0 + 100)]
+    rows = [request_row(0, 0, T0 + 0.1, 400.0, phase="warmup")]
+    rows += [request_row(i + 1, 0, T0 + 1 + i * 2.5, value, phase="baseline",
+                         completion_tokens=50 + i, ttft_ms=value / 5)
+             for i, value in enumerate(e2e)]  # fmt: skip
+    rows.append(request_row(99, 1, T0 + 102, 300.0))
+    return read_run(write_run(tmp_path / "run", stages=stages, requests=rows))
+
+
+def test_median_and_p95_of_latency_and_seconds_per_1k(tmp_path):
+    e2e = np.linspace(200.0, 260.0, 21)
+    run = _run(tmp_path, e2e)
+    baseline = compute_baseline(run, summarize_stages(run))
+    completion = 50 + np.arange(21)
+    assert baseline.source == "baseline" and baseline.requests == 21 and baseline.stage == 0
+    assert baseline.e2e_p50_ms == pytest.approx(np.median(e2e))
+    assert baseline.e2e_p95_ms == pytest.approx(np.percentile(e2e, 95))
+    assert baseline.s_per_1k_total_p50 == pytest.approx(np.median(e2e / (100 + completion)))
+    assert baseline.s_per_1k_total_p95 == pytest.approx(np.percentile(e2e / (100 + completion), 95))
+    assert baseline.s_per_1k_completion_p95 == pytest.approx(np.percentile(e2e / completion, 95))
+    assert baseline.warnings == ()
+    assert not interference_suspected(baseline)
+
+
+@pytest.mark.parametrize(("tail", "warned"), [(290.0, False), (1000.0, True)])
+def test_interference_warning_when_p95_far_above_median(tmp_path, tail, warned):
+    e2e = np.r_[np.full(18, 200.0), np.full(3, tail)]  # P95 lands on the tail
+    run = _run(tmp_path, e2e)
+    baseline = compute_baseline(run, summarize_stages(run))
+    assert interference_suspected(baseline) is warned
+    if warned:
+        assert any("clean up before trusting the sweep" in w for w in baseline.warnings)
+        assert any("5.00× its median" in w for w in baseline.warnings)
+
+
+def test_spread_limit_is_a_parameter(tmp_path):
+    e2e = np.r_[np.full(18, 200.0), np.full(3, 290.0)]
+    run = _run(tmp_path, e2e)
+    baseline = compute_baseline(run, summarize_stages(run), spread_limit=1.2)
+    assert interference_suspected(baseline)
+
+
+def test_too_few_baseline_requests_are_flagged(tmp_path):
+    run = _run(tmp_path, [200.0] * 5)
+    baseline = compute_baseline(run, summarize_stages(run))
+    assert any("only 5 served requests" in w for w in baseline.warnings)
+
+
+def test_first_step_stage_stands_in_and_none_when_nothing_served():
+    summary = frame([stage(4, output_tok_s=200.0, e2e_p50_ms=100.0, e2e_p95_ms=120.0)])
+    baseline = compute_baseline(None, summary)
+    assert baseline.source == "first_stage" and baseline.target_users == 4
+    assert baseline.output_tok_s == 50.0  # per user
+    assert baseline.s_per_1k_total_p95 is None  # needs raw rows
+    assert any("stands in" in w for w in baseline.warnings)
+    empty = frame([stage(4, ok=0, errors=10)])
+    assert compute_baseline(None, empty).source == "none"
