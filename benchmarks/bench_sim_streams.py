@@ -6,8 +6,8 @@ model's expected tokens/s, their ratio, and the simulator process's CPU % (psuti
 core), plus the engine loop's own health from ``/sim/stats``: the share of steps it woke more
 than 5 ms late and its mean wake-up lag. Two configurations by default: ``fast`` (the test
 preset: 8 slots, so extra streams queue) and ``wide`` (``gpu-like`` with 128 slots and a large
-KV cache, so all 128 streams are decoding at once — the hardest case for the simulator's event loop). A ratio near 1 with CPU
-well under 100 % means the simulator, not its host, sets the pace.
+KV cache, so all 128 streams are decoding at once — the hardest case for the simulator's event
+loop). A ratio near 1 with CPU well under 100 % means the simulator, not its host, sets the pace.
 
 Identical closed-loop requests stay in step (they start, prefill and finish together), so the
 window should span a few request lifetimes; short outputs (32 tokens by default) make that cheap.
