@@ -13,6 +13,7 @@ from loadknee_locust.sim.saturation import (
     compute_limit,
     expected_throughput,
     kv_limit,
+    oom_concurrency,
     predicted_knee_level,
     saturation_concurrency,
 )
@@ -74,6 +75,13 @@ def test_expected_throughput_rises_then_stays_flat() -> None:
 )
 def test_predicted_knee_level(levels, c_star, knee) -> None:
     assert predicted_knee_level(levels, c_star) == knee
+
+
+def test_oom_concurrency() -> None:
+    assert oom_concurrency(preset("oom"), 128, 128) == pytest.approx(7168 / 256)
+    assert oom_concurrency(preset("oom", kv_prealloc=True), 128, 128) == math.inf
+    assert oom_concurrency(preset("oom", oom_crash=False), 128, 128) == math.inf
+    assert oom_concurrency(preset("fast"), 128, 128) == math.inf
 
 
 def test_bad_lengths() -> None:

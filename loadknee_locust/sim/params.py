@@ -91,7 +91,8 @@ class SimParams:
 #: ``gpu-like``: a 7B model on one 24 GB GPU: ~15–25 ms steps, 48 slots, KV-limited below 48 for
 #: long prompts (14336 tokens / (512 + 256) ≈ 18). ``kv-tight``: fast steps but a small KV cache,
 #: so preemption shows past ~8 streams of 128 + 128. ``oom``: dynamic memory that crashes past the
-#: GPU total (~28 streams of 128 + 128) and restarts cold.
+#: GPU total (7168 KV tokens: 28 streams of 128 + 128 in step, up to ~37 when out of step) and
+#: restarts cold.
 PRESETS: Final[dict[str, SimParams]] = {
     "fast": SimParams(),
     "gpu-like": SimParams(
