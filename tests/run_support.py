@@ -13,6 +13,9 @@ import signal
 import socket
 import subprocess
 import sys
+import time
+import urllib.parse
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +70,43 @@ def run(cmd: list[str], *, timeout: float = 90.0, env: dict[str, str] | None = N
             proc.communicate()
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{out[-4000:]}"
     return out
+
+
+def http_get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return bytes(resp.read())
+
+
+def http_post(url: str, form: dict[str, str] | None = None) -> Any:
+    data = urllib.parse.urlencode(form or {}).encode()
+    with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=10) as resp:
+        return json.loads(resp.read() or b"{}")
+
+
+def wait_state(base: str, want: str, timeout: float) -> list[dict[str, Any]]:
+    """Poll /stats/requests until the runner state is ``want``; return the Knee rows seen last."""
+    deadline = time.monotonic() + timeout
+    knee: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        stats = json.loads(http_get(base + "/stats/requests"))
+        for ext in stats.get("extended_stats") or []:
+            if ext["key"] == "knee" and ext["data"]:
+                knee = ext["data"]
+        if stats["state"] == want:
+            return knee
+        time.sleep(0.5)
+    raise AssertionError(f"state {want!r} not reached in {timeout} s")
+
+
+def wait_for_web_ui(base: str, timeout: float = 30.0) -> str:
+    """Poll the web UI's page until it answers; return its HTML."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return http_get(base + "/").decode()
+        except OSError:
+            assert time.monotonic() < deadline, "web UI did not come up"
+            time.sleep(0.3)
 
 
 @dataclass
