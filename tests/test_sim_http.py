@@ -85,6 +85,10 @@ def test_non_streaming_chat_usage(sim_server) -> None:
     assert body["choices"][0]["finish_reason"] == "length"
     assert body["usage"] == {"prompt_tokens": CHAT_PROMPT_TOKENS, "completion_tokens": 12,
                              "total_tokens": CHAT_PROMPT_TOKENS + 12}  # fmt: skip
+    (record,) = sim.log()
+    assert record["stream"] is False and record["outcome"] == "ok"
+    # non-streaming: first token when the engine made it; end when the body went out
+    assert record["arrival_unix_s"] < record["first_token_unix_s"] < record["end_unix_s"]
 
 
 def test_completions_batch_prompt_list(sim_server) -> None:

@@ -150,7 +150,7 @@ class SimServer:
             if stream:
                 return await self._stream(request, job, renderer, parsed.include_usage, headers,
                                           record)  # fmt: skip
-            return await self._complete(job, renderer, headers, record)
+            return await self._complete(request, job, renderer, headers, record)
         except (*CLIENT_GONE, asyncio.CancelledError):
             self.engine.abort(job)
             record(200, "aborted", job)
@@ -191,7 +191,8 @@ class SimServer:
         return response
 
     async def _complete(
-        self, job: Request, renderer: protocol.Renderer, headers: dict[str, str],
+        self, request: web.Request, job: Request, renderer: protocol.Renderer,
+        headers: dict[str, str],
         record: Callable[[int, SimOutcome, Request | None], None],
     ) -> web.Response:  # fmt: skip
         n = len(job.seqs)
@@ -205,12 +206,15 @@ class SimServer:
             error = protocol.ApiError(
                 500, "engine crashed (simulated OOM)", kind="InternalServerError"
             )
-            record(500, "cut", job)
-            return web.json_response(error.body(), status=500, headers=headers)
-        body = renderer.full_response(["".join(t) for t in texts], reasons, job.prompt_tokens,
-                                      job.completion_tokens)  # fmt: skip
-        response = web.json_response(body, headers=headers)
-        record(200, "ok", job)
+            response = web.json_response(error.body(), status=500, headers=headers)
+        else:
+            body = renderer.full_response(["".join(t) for t in texts], reasons,
+                                          job.prompt_tokens, job.completion_tokens)  # fmt: skip
+            response = web.json_response(body, headers=headers)
+        # send it here rather than on return, so end_unix_s is when the last byte went out
+        await response.prepare(request)
+        await response.write_eof()
+        record(response.status, "cut" if job.cut else "ok", job)
         return response
 
 
