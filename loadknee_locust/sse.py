@@ -34,6 +34,15 @@ from typing import Any, Literal
 ChunkKind = Literal["content", "empty", "usage", "error", "malformed"]
 
 _MAX_ERROR_CHARS = 160
+_decode = json.JSONDecoder().decode
+
+
+def _loads(raw: bytes) -> Any:
+    """``json.loads`` for UTF-8 bytes without its encoding sniffing (hot path: every chunk).
+
+    Raises ``ValueError`` (``JSONDecodeError`` or ``UnicodeDecodeError``) on bad input.
+    """
+    return _decode(raw.decode("utf-8"))
 
 
 def short_text(value: Any, limit: int = _MAX_ERROR_CHARS) -> str:
@@ -47,7 +56,7 @@ def error_message(obj: Mapping[str, Any]) -> str | None:
     """The server's error text when ``obj`` is an error object, else None."""
     err = obj.get("error")
     if err is not None:
-        if isinstance(err, Mapping):
+        if isinstance(err, dict):
             return short_text(err.get("message") or err)
         return short_text(err)
     if obj.get("object") == "error":
@@ -65,13 +74,13 @@ def _delta_has_content(delta: Mapping[str, Any]) -> bool:
 
 
 def _choice_has_content(choice: Any) -> bool:
-    if not isinstance(choice, Mapping):
+    if not isinstance(choice, dict):
         return False
     delta = choice.get("delta")
-    if isinstance(delta, Mapping):
+    if isinstance(delta, dict):
         return _delta_has_content(delta)
     message = choice.get("message")  # a whole (non-streamed) chat response
-    if isinstance(message, Mapping):
+    if isinstance(message, dict):
         return _delta_has_content(message)
     return bool(choice.get("text"))
 
@@ -87,12 +96,12 @@ class Usage:
 def extract_usage(obj: Mapping[str, Any]) -> Usage | None:
     """``usage`` (OpenAI) or, failing that, llama.cpp's ``timings``; None when neither."""
     usage = obj.get("usage")
-    if isinstance(usage, Mapping):
+    if isinstance(usage, dict):
         return Usage(
             _int_or_none(usage.get("prompt_tokens")), _int_or_none(usage.get("completion_tokens"))
         )
     timings = obj.get("timings")
-    if isinstance(timings, Mapping) and ("prompt_n" in timings or "predicted_n" in timings):
+    if isinstance(timings, dict) and ("prompt_n" in timings or "predicted_n" in timings):
         return Usage(
             _int_or_none(timings.get("prompt_n")), _int_or_none(timings.get("predicted_n"))
         )
@@ -178,10 +187,10 @@ class StreamParser:
         pending = self._pending
         if pending is not None:
             try:
-                obj = json.loads(pending + b"\n" + payload)
+                obj = _loads(pending + b"\n" + payload)
             except ValueError:
                 try:
-                    obj = json.loads(payload)
+                    obj = _loads(payload)
                 except ValueError:
                     self._pending = pending + b"\n" + payload
                     return
@@ -189,13 +198,23 @@ class StreamParser:
             self._pending = None
         else:
             try:
-                obj = json.loads(payload)
+                obj = _loads(payload)
             except ValueError:
                 self._pending = payload
                 return
         self._dispatch(obj, payload, t)
 
     def _dispatch(self, obj: Any, raw: bytes, t: float) -> None:
+        # fast path: one choice with a content delta and nothing else (almost every chunk)
+        if type(obj) is dict and "error" not in obj and "usage" not in obj:
+            choices = obj.get("choices")
+            if type(choices) is list and len(choices) == 1:
+                choice = choices[0]
+                delta = choice.get("delta") if type(choice) is dict else None
+                if type(delta) is dict and delta.get("content") and obj.get("object") != "error":
+                    self.content_times.append(t)
+                    self.chunks += 1
+                    return
         kind, n = classify(obj)
         if kind == "content":
             self.content_times.append(t)
