@@ -48,6 +48,7 @@ class FakeLLMServer:
         self.completion_tokens = completion_tokens
         self.slow_s = slow_s
         self.served: dict[str, str] = {}
+        self.headers_seen: list[dict[str, str]] = []  # of generation requests, lower-case keys
         self._count = 0
         self._lock = threading.Lock()
         outer = self
@@ -87,6 +88,12 @@ class FakeLLMServer:
             _send_json(sock, 200, {"data": [{"id": "fake"}]})
             return
         rid = _header(head, "x-request-id") or "?"
+        self.headers_seen.append(
+            {
+                k.strip().lower(): v.strip()
+                for k, _, v in (line.partition(":") for line in head.split("\r\n")[1:])
+            }
+        )
         stream = bool(json.loads(body or b"{}").get("stream"))
         behaviour = self._next(rid)
         try:

@@ -6,6 +6,7 @@ Locust runs in subprocesses (it monkey-patches with gevent); a listener in
 
 from __future__ import annotations
 
+import json
 import socket
 from collections import Counter
 from pathlib import Path
@@ -155,3 +156,24 @@ def test_a_log_with_nothing_valid_stops_the_test_with_the_reason(tmp_path: Path)
     assert "line 1: not valid JSON; line 2: not a JSON object" in result.output
     assert "Shutting down (exit code 1)" in result.output  # at once, not after 30 s
     assert result.info["kind"] == "error"
+
+
+@pytest.mark.slow
+def test_api_key_goes_out_as_bearer_and_nowhere_else(tmp_path: Path) -> None:
+    secret = "sk-test-5ecret-value"
+    with FakeLLMServer(prompt_tokens=50, completion_tokens=5) as srv:
+        extra = ["--llm-no-calibrate", "--llm-api-key-env", "MY_KEY", "--llm-temperature", "0"]
+        result = run_locust(
+            tmp_path, srv.url, ["Chat"], seconds=1, extra=extra, env={"MY_KEY": secret}
+        )
+        seen = list(srv.headers_seen)
+    assert result.events and seen
+    assert {h.get("authorization") for h in seen} == {f"Bearer {secret}"}
+    assert {h.get("accept-encoding") for h in seen} == {"identity"}
+    assert {h.get("x-request-id") for h in seen} >= {r["request_id"] for r in result.rows}
+    assert result.info["model"] == "fake"  # discovered from /v1/models
+    everything = json.dumps(result.events) + json.dumps(result.info) + result.output
+    assert secret not in everything
+    assert not any(
+        secret in p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file()
+    )
