@@ -112,10 +112,14 @@ def test_token_budget_limits_admissions() -> None:
 
 
 def test_queue_limit() -> None:
-    sched = Scheduler(preset("fast", max_waiting=2))
+    sched = Scheduler(preset("fast", max_num_seqs=2, max_waiting=1))
+    assert sched.can_accept(3) and not sched.can_accept(4)
+    sched.add([Sequence(0, 1, 5, "length")])
     assert sched.can_accept(2) and not sched.can_accept(3)
-    sched.add([Sequence(0, 1, 1, "length")])
-    assert sched.can_accept(1) and not sched.can_accept(2)
+    assert sched.step() is not None  # running now: still counts
+    assert sched.can_accept(2) and not sched.can_accept(3)
+    no_queue = Scheduler(preset("fast", max_num_seqs=1, max_waiting=0))
+    assert no_queue.can_accept(1) and not no_queue.can_accept(2)
 
 
 def test_remove_and_clear_free_everything() -> None:

@@ -98,7 +98,7 @@ def test_eos_mean_is_near_the_parameter() -> None:
 
 
 def test_queue_full_and_abort() -> None:
-    params = preset("fast", max_num_seqs=1, max_waiting=1, decode_base_ms=2.0)
+    params = preset("fast", max_num_seqs=1, max_waiting=1, decode_base_ms=2.0)  # 2 in all
 
     async def body(engine: Engine) -> None:
         long = engine.submit(GenerationSpec((1,), max_tokens=1000, ignore_eos=True))

@@ -89,8 +89,12 @@ class Scheduler:
         return self.kv_used / self.params.kv_cache_tokens
 
     def can_accept(self, n: int) -> bool:
-        """Whether ``n`` more sequences fit in the waiting queue."""
-        return len(self.waiting) + n <= self.params.max_waiting
+        """Whether ``n`` more sequences may enter: at most ``max_num_seqs + max_waiting`` in all.
+
+        So ``max_waiting`` = 0 means "no queue": a request is taken only if a slot is free.
+        """
+        in_system = len(self.running) + len(self.waiting) + n
+        return in_system <= self.params.max_num_seqs + self.params.max_waiting
 
     def add(self, seqs: list[Sequence]) -> None:
         self.waiting.extend(seqs)

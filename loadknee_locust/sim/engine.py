@@ -6,7 +6,8 @@ One task (:meth:`Engine.run`) loops: take a step from the scheduler, sleep until
 request. A request is a small mailbox the HTTP handler drains (:meth:`Request.next_events`), so each
 token can be written the moment it exists.
 
-Failure paths: :class:`QueueFull` when the waiting queue is past ``max_waiting``;
+Failure paths: :class:`QueueFull` when more than ``max_waiting`` sequences would wait beyond the
+slots;
 :class:`Unavailable` while the engine restarts after a crash. A crash (dynamic memory past the
 GPU total with ``oom_crash``, or :meth:`Engine.request_crash`) cuts every in-flight request (their
 mailboxes report ``cut``), then the engine is down for ``restart_s``.
@@ -35,7 +36,7 @@ LATE_S = 0.005
 
 
 class QueueFull(Exception):
-    """The waiting queue is past ``max_waiting``: reject (429/503)."""
+    """More than ``max_waiting`` sequences would wait beyond the slots: reject (429/503)."""
 
 
 class Unavailable(Exception):
@@ -193,7 +194,10 @@ class Engine:
             raise Unavailable("engine is restarting after a crash")
         n = len(spec.prompt_tokens)
         if not self.scheduler.can_accept(n):
-            raise QueueFull(f"waiting queue is full ({self.params.max_waiting} sequences)")
+            raise QueueFull(
+                f"server is full: {self.params.max_num_seqs} running + "
+                f"{self.params.max_waiting} waiting sequences"
+            )
         seqs = []
         for index, prompt in enumerate(spec.prompt_tokens):
             seq_id = self._next_seq_id

@@ -31,7 +31,9 @@ class SimParams:
     max_num_batched_tokens: int = _p(
         2048, "tokens computed per step at most (chunked prefill; decodes count one each)"
     )
-    max_waiting: int = _p(1024, "waiting-queue limit (sequences); past it requests are rejected")
+    max_waiting: int = _p(
+        1024, "sequences that may wait beyond the free slots; more are rejected (0 = no queue)"
+    )
     reject_status: int = _p(503, "HTTP status of a queue-full rejection (429 or 503)")
     prefill_ms_per_token: float = _p(
         0.02, "prefill cost per prompt token (ms), charged in the admitting step"
