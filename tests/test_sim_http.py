@@ -131,6 +131,9 @@ def test_bad_requests(sim_server) -> None:
     assert post(sim.url, "/v1/completions", {"prompt": "x", "model": "other"})[0] == 404
     assert post(sim.url, "/v1/completions",
                 {"prompt": "x", "max_tokens": 2, "min_tokens": 3})[0] == 400  # fmt: skip
+    assert post(sim.url, "/v1/completions", {"prompt": "x", "n": 2})[0] == 400
+    options = {"include_usage": True}
+    assert post(sim.url, "/v1/completions", {"prompt": "x", "stream_options": options})[0] == 400
     assert {r["outcome"] for r in sim.log()} == {"bad_request"}
 
 

@@ -115,7 +115,12 @@ def parse_request(endpoint: Endpoint, body: Any, params: SimParams) -> ParsedReq
         )
     if min_tokens > max_tokens:
         raise ApiError(400, f"min_tokens ({min_tokens}) must be ≤ max_tokens ({max_tokens})")
+    if body.get("n", 1) != 1:
+        raise ApiError(400, "n > 1 is not simulated; send a list of prompts for a batch")
+    stream = bool(body.get("stream", False))
     options = body.get("stream_options")
+    if options is not None and not stream:
+        raise ApiError(400, "Stream options can only be defined when `stream=True`.")
     include_usage = isinstance(options, Mapping) and bool(options.get("include_usage"))
     spec = GenerationSpec(
         prompt_tokens=tuple(prompts),
@@ -123,7 +128,7 @@ def parse_request(endpoint: Endpoint, body: Any, params: SimParams) -> ParsedReq
         min_tokens=min_tokens,
         ignore_eos=bool(body.get("ignore_eos", False)),
     )
-    return ParsedRequest(spec, bool(body.get("stream", False)), include_usage, model)
+    return ParsedRequest(spec, stream, include_usage, model)
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
