@@ -125,12 +125,18 @@ def diagnose_stage(
     waiting, prev_waiting = _num(row, "waiting_mean"), _num(prev, "waiting_mean")
     grows = waiting is not None and waiting > 0 and (prev_waiting is None or waiting > prev_waiting)
     sm = _num(row, "sm_util_mean_pct")
-    if departed and (grows or (sm is not None and sm < p.sm_low_pct)):
+    sm_low = sm is not None and sm < p.sm_low_pct
+    if departed and (grows or sm_low):
+        evidence = []
+        if grows:
+            evidence.append(f"waiting requests grew {_f(prev_waiting)} → {_f(waiting)} on average")
+        if sm_low:
+            evidence.append(f"SM utilisation only {_f(sm, ' %')} (low under {p.sm_low_pct:g} %)")
         return "queueing", (
-            f"the tail rose while {what} was not full ({_f(mem, ' %')}); waiting requests "
-            f"{_f(prev_waiting)} → {_f(waiting)} on average, SM utilisation {_f(sm, ' %')} "
-            f"(low under {p.sm_low_pct:g} %): queueing / KV-cache contention; tune "
-            "--max-num-seqs or enable prefix caching rather than add GPUs"
+            f"the tail rose while {what} was not full ({_f(mem, ' %')}); "
+            + " and ".join(evidence)
+            + ": queueing / KV-cache contention; tune --max-num-seqs or enable prefix caching "
+            "rather than add GPUs"
         )
     if util is not None and util >= p.compute_util_pct and flat:
         return "compute", (

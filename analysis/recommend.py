@@ -10,7 +10,8 @@ Rules (seed 000's three config keys, seed 002's capacity rule and vLLM knobs):
   the knee when the knee stage itself was clean (all served, memory under the OOM risk);
 * ``queue_timeout_ms`` — the baseline P95 × ``queue_timeout_margin``, rounded up;
 * ``request_timeout_ms`` — the longest output at the knee's per-token rate (TTFT P95 + tokens ×
-  TPOT P95, else the median seconds per 1k completion tokens), × ``request_timeout_margin``;
+  TPOT P95, else the median seconds per 1k completion tokens scaled by the stage's P99/P50),
+  × ``request_timeout_margin``;
 * ``vllm.max_num_seqs`` — max_concurrency × batch size, never at the red line: past it vLLM
   queues instead of running out of memory;
 * ``vllm.gpu_memory_utilization`` — lowered by ``gpu_memory_utilization_step`` only when memory
@@ -258,7 +259,10 @@ def _request_timeout(
             f"TTFT P95 {ttft:,.0f} ms + {longest:,.0f} tokens × TPOT P95 {tpot:,.1f} ms",
         )
     elif per1k is not None:
-        ms, how = longest * per1k, f"{longest:,.0f} tokens × {per1k:,.1f} ms per token (median)"
+        p50, p99 = _num(row.get("e2e_p50_ms")), _num(row.get("e2e_p99_ms"))
+        tail = p99 / p50 if p50 and p99 else 1.0  # the median rate, scaled to the P99 request
+        ms = longest * per1k * tail
+        how = f"{longest:,.0f} tokens × {per1k:,.1f} ms per token (median) × {tail:.2f} (P99/P50)"
     else:
         return None
     return Recommendation(

@@ -121,3 +121,15 @@ def test_params_cli_round_trip():
     assert RecommendParams.from_cli_args(ns) == RecommendParams(
         target_concurrency=100, replica_efficiency=0.65
     )
+
+
+def test_request_timeout_without_streaming_scales_the_median_rate_to_p99():
+    summary = _knee_sweep(
+        s_per_1k_completion_tokens=[5, 5, 6, 20],
+        e2e_p50_ms=[90, 90, 100, 200],
+        e2e_p99_ms=[110, 110, 120, 400],
+        completion_tokens_max=[100] * 4,
+    )
+    rec = next(i for i in _recs(summary).items if i.key == "request_timeout_ms")
+    assert rec.value == 6000  # 100 tokens × 20 ms × (400 / 200) × 1.5, rounded up to 1 s
+    assert "P99/P50" in rec.reason
