@@ -12,217 +12,38 @@ after ``[DONE]`` so the connection goes back to the pool clean. Every exception 
 the ``catch_response`` block, so a failure is a row, never a silent loss.
 
 Per-process state (prompt source, calibration, discovered model) lives on the Environment
-(:func:`llm_state`), never in a module global, and is prepared once under a gevent lock.
+(:func:`~loadknee_locust.llmstate.llm_state`), never in a module global.
 """
 
 from __future__ import annotations
 
-import logging
-import os
+import hashlib
+import json
 import time
 import uuid
 from typing import Any, ClassVar
 
-import gevent
-import gevent.lock
 from locust import FastHttpUser, task
-from locust.contrib.fasthttp import FastHttpSession
-from locust.event import EventHook
 from locust.exception import StopUser
 
 from loadknee_locust import payloads
+from loadknee_locust.llmstate import LLMState, build_body, llm_state, option, prompt_source_info
 from loadknee_locust.outcome import Observation, classify_exception, request_row
-from loadknee_locust.prompts import (
-    FixedLengthSource,
-    LogReplaySource,
-    Prompt,
-    SourceOptions,
-    build_source,
-    calibrate,
-)
-from loadknee_locust.prompts.calibrate import Calibration, assumed
+from loadknee_locust.prompts import Prompt
 from loadknee_locust.prompts.model import Endpoint
 from loadknee_locust.sse import StreamParser, error_message, parse_body, short_text
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "BatchCompletionsUser",
+    "ChatUser",
+    "CompletionsUser",
+    "LLMState",
+    "LLMUser",
+    "llm_state",
+    "prompt_source_info",
+]
 
-_STATE_ATTR = "loadknee_llm_state"
 _CONNECT_ERROR_BACKOFF_S = 0.1  # a refused connection fails in µs: do not spin on a dead server
-
-
-def _opt(environment: Any, name: str, default: Any) -> Any:
-    parsed = getattr(environment, "parsed_options", None)
-    return getattr(parsed, name, default) if parsed is not None else default
-
-
-class LLMState:
-    """What all users of one process share: options, prompt source, model, calibrations."""
-
-    def __init__(self, environment: Any) -> None:
-        self.environment = environment
-        self.lock = gevent.lock.RLock()
-        runner = getattr(environment, "runner", None)
-        worker_index = getattr(runner, "worker_index", 0) or 0
-        self.source_options = SourceOptions.from_parsed(
-            environment.parsed_options, seed_offset=1_000_003 * worker_index
-        )
-        self.api_key_env: str = _opt(environment, "llm_api_key_env", "OPENAI_API_KEY")
-        self.timeout_s = float(_opt(environment, "llm_request_timeout", 120.0))
-        self.stream = not _opt(environment, "llm_no_stream", False)
-        self.batch_size = int(_opt(environment, "llm_batch_size", 1))
-        self.model: str = _opt(environment, "llm_model", "") or ""
-        self.model_error: str | None = None
-        self._next_model_try = 0.0
-        self.body_options: payloads.BodyOptions | None = None
-        self.source: FixedLengthSource | LogReplaySource | None = None
-        self.source_error: str | None = None
-        self._calibrated: set[str] = set()
-        self._users = 0
-        self._stopping = False
-
-    def stop_test(self) -> None:
-        """No prompts, no test: quit the runner once (from a fresh greenlet), exit code 1."""
-        if self._stopping:
-            return
-        self._stopping = True
-        self.environment.process_exit_code = 1
-        runner = getattr(self.environment, "runner", None)
-        if runner is not None:
-            log.error("loadknee: stopping the test: %s", self.source_error)
-            gevent.spawn(runner.quit)
-
-    def next_user_id(self) -> int:
-        self._users += 1
-        return self._users
-
-    def auth_headers(self) -> dict[str, str]:
-        """Bearer header from the named env var, read at use time (never stored or logged)."""
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        return {"Authorization": f"Bearer {key}"} if key else {}
-
-    def ensure_source(self) -> None:
-        if self.source is None and self.source_error is None:
-            try:
-                self.source = build_source(self.source_options)
-            except (OSError, ValueError) as exc:
-                self.source_error = str(exc)
-                log.error("loadknee: cannot build the prompt source: %s", exc)
-
-    def prepare(self, host: str, endpoint: Endpoint) -> None:
-        """Build the source, find the model, calibrate ``endpoint``: once, under the lock."""
-        with self.lock:
-            self.ensure_source()
-            if self.source is None:
-                return
-            if not self.model and time.monotonic() >= self._next_model_try:
-                self._discover_model(host)
-            if self.body_options is None or self.body_options.model != self.model:
-                self.body_options = payloads.BodyOptions(
-                    model=self.model,
-                    stream=self.stream,
-                    temperature=float(_opt(self.environment, "llm_temperature", 0.0)),
-                    ignore_eos=not _opt(self.environment, "llm_no_ignore_eos", False),
-                    extra=payloads.parse_extra_body(_opt(self.environment, "llm_extra_body", "")),
-                )
-            if endpoint not in self._calibrated and self.model:
-                self._calibrated.add(endpoint)
-                self._calibrate(host, endpoint)
-
-    def _session(self, host: str) -> FastHttpSession:
-        # a private event hook: probes and discovery are not load and must not become rows
-        return FastHttpSession(
-            base_url=host,
-            request_event=EventHook(),
-            user=None,
-            network_timeout=self.timeout_s,
-            connection_timeout=self.timeout_s,
-        )
-
-    def _discover_model(self, host: str) -> None:
-        try:
-            resp = self._session(host).get("/v1/models", headers=self.auth_headers())
-            resp.raise_for_status()
-            self.model = str(resp.json()["data"][0]["id"])
-            self.model_error = None
-            log.info("loadknee: model %r (from /v1/models)", self.model)
-        except Exception as exc:  # any failure: requests go out without a model and say why
-            self.model_error = short_text(f"model discovery failed: {exc!r}")
-            self._next_model_try = time.monotonic() + 5.0
-            log.warning("loadknee: %s; set --llm-model", self.model_error)
-
-    def _calibrate(self, host: str, endpoint: Endpoint) -> None:
-        source = self.source
-        assert source is not None and self.body_options is not None
-        needs = isinstance(source, FixedLengthSource) or source.index.kinds.get("lengths")
-        if not needs:
-            return
-        if not self.source_options.calibrate:
-            return
-        session = self._session(host)
-        probe_options = payloads.BodyOptions(
-            model=self.model, stream=False, temperature=0.0, ignore_eos=False
-        )
-
-        def measure(words: int) -> int:
-            body = _build_body(endpoint, probe_options, [source.synth.probe(words)])
-            resp = session.post(
-                payloads.CHAT_PATH if endpoint == "chat" else payloads.COMPLETIONS_PATH,
-                data=payloads.encode(body),  # type: ignore[arg-type]  # bytes go out as-is
-                headers={"Content-Type": "application/json", **self.auth_headers()},
-            )
-            if resp.status_code != 200:
-                raise ValueError(f"probe got HTTP {resp.status_code}")
-            result = parse_body(resp.content or b"")
-            if result.usage is None or result.usage.prompt_tokens is None:
-                raise ValueError("the server reports no usage.prompt_tokens")
-            return result.usage.prompt_tokens
-
-        cal: Calibration
-        try:
-            cal = calibrate(measure, source.calibration_targets)
-        except Exception as exc:
-            fallback = source.synth.default_calibration()
-            cal = assumed(fallback.overhead_tokens, short_text(f"calibration failed: {exc}"))
-            log.warning("loadknee: %s %s; prompt lengths are estimates", endpoint, cal.error)
-        else:
-            log.info(
-                "loadknee: %s calibrated: %.1f overhead tokens, %.3f tokens/word, %d probes",
-                endpoint,
-                cal.overhead_tokens,
-                cal.tokens_per_word,
-                cal.probes,
-            )
-        source.synth.set_calibration(endpoint, cal)
-
-    def info(self) -> dict[str, Any]:
-        self.ensure_source()
-        info: dict[str, Any] = (
-            self.source.info() if self.source else {"kind": "error", "error": self.source_error}
-        )
-        info["model"] = self.model or None
-        if self.model_error:
-            info["model_error"] = self.model_error
-        return info
-
-
-def llm_state(environment: Any) -> LLMState:
-    """The process's shared LLM state, created on first use and kept on the Environment."""
-    state = getattr(environment, _STATE_ATTR, None)
-    if state is None:
-        state = LLMState(environment)
-        setattr(environment, _STATE_ATTR, state)
-    return state
-
-
-def prompt_source_info(environment: Any) -> dict[str, Any]:
-    """For run.json: source kind, targets, log sha256, bad-line counts, calibration, model."""
-    return llm_state(environment).info()
-
-
-def _build_body(endpoint: Endpoint, options: payloads.BodyOptions, prompts: list[Prompt]) -> dict:
-    if endpoint == "chat":
-        return payloads.chat_body(options, prompts[0])
-    return payloads.completions_body(options, prompts)
 
 
 def _sum_or_none(values: list[int | None]) -> int | None:
@@ -239,7 +60,7 @@ class LLMUser(FastHttpUser):
     batch_size: ClassVar[int | None] = 1
 
     def __init__(self, environment: Any) -> None:
-        timeout = float(_opt(environment, "llm_request_timeout", 120.0))
+        timeout = float(option(environment, "llm_request_timeout", 120.0))
         self.network_timeout = timeout  # per socket read: the longest prefill or token gap
         self.connection_timeout = timeout
         super().__init__(environment)
@@ -284,7 +105,7 @@ class LLMUser(FastHttpUser):
                 llm.prepare(self.host or "", self.endpoint)
             prompts = self._prompts()
             assert llm.body_options is not None
-            data = payloads.encode(_build_body(self.endpoint, llm.body_options, prompts))
+            data = payloads.encode(build_body(self.endpoint, llm.body_options, prompts))
         except Exception as exc:  # a bug or bad input here must still be a row
             return self._fire_client_error(base, exc)
         k = len(prompts)
@@ -440,8 +261,6 @@ def _http_reason(resp: Any, status: int) -> str:
     reason = ""
     if raw:
         try:
-            import json
-
             obj = json.loads(raw)
             reason = (error_message(obj) if isinstance(obj, dict) else None) or ""
         except ValueError:
@@ -450,8 +269,6 @@ def _http_reason(resp: Any, status: int) -> str:
 
 
 def _joined_hash(prompts: list[Prompt]) -> str:
-    import hashlib
-
     return hashlib.sha256("".join(p.prompt_hash for p in prompts).encode()).hexdigest()[:16]
 
 
