@@ -1,7 +1,7 @@
 """Find the knee: a verdict per step stage, the knee, the red line and the capacity figures.
 
 Algorithm (pure; input is the record table from :func:`analysis.summary.summarize_stages` and the
-:class:`~analysis.model.Baseline`):
+:class:`~analysis.model.Baseline`; each signal is one function in :mod:`analysis.knee_signals`):
 
 1. Order the step stages by concurrency ``c`` (their ``target_users``). The yardstick throughput
    ``X1`` is the single-user rate: the baseline stage's throughput divided by its users (the first
@@ -57,13 +57,21 @@ Parameters (:class:`KneeParams`) and defaults:
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal
+from typing import Literal
 
 import pandas as pd
 
-from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
+from analysis.knee_signals import (
+    StageContext,
+    client_signal,
+    error_signals,
+    memory_signals,
+    num,
+    tail_signals,
+    throughput_signals,
+)
+from analysis.model import Baseline, KneeResult, StageVerdict, Verdict
 
 #: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
 FLAT_GPU_SPREAD_PCT = 2.0
@@ -190,185 +198,13 @@ class KneeParams:
         return cls(**values)
 
 
-def _num(value: Any) -> float | None:
-    if value is None or pd.isna(value):
-        return None
-    return float(value)
-
-
-def _fmt(value: float | None, unit: str = "") -> str:
-    if value is None or math.isnan(value):
-        return "n/a"
-    return f"{value:,.4g}{unit}"
-
-
-@dataclass(frozen=True)
-class _Context:
-    """What every stage is compared against."""
-
-    x1: float | None  # single-user throughput
-    base_tail_ms: float | None
-    tail_percentile: str  # the one used: the asked one, or the other when the baseline lacks it
-    gpu_flat: bool  # GPU memory the same at every stage: pre-allocated, says nothing
-    params: KneeParams
-
-
-def _memory_pct(row: pd.Series, ctx: _Context) -> tuple[float | None, str]:
-    kv, gpu = _num(row.get("kv_cache_peak_pct")), _num(row.get("gpu_mem_peak_pct"))
-    source = ctx.params.memory_source
-    if source == "kv_cache":
-        return kv, "KV-cache"
-    if source == "gpu" or kv is None:
-        return gpu, "GPU memory"
-    if gpu is None or ctx.gpu_flat:
-        return kv, "KV-cache"
-    return (kv, "KV-cache") if kv >= gpu else (gpu, "GPU memory")
-
-
-def _throughput_signals(
-    row: pd.Series, prev: pd.Series | None, ctx: _Context
-) -> tuple[Signal, Signal]:
-    p, col = ctx.params, ctx.params.throughput_column
-    gain: float | None = None
-    text = "no earlier stage to compare with"
-    if prev is not None and ctx.x1:
-        x, x_prev = _num(row[col]), _num(prev[col])
-        dc = float(row["target_users"]) - float(prev["target_users"])
-        if x is not None and x_prev is not None and dc > 0:
-            gain = (x - x_prev) / dc / ctx.x1
-            text = (
-                f"each user added from {int(prev['target_users'])} to {int(row['target_users'])} "
-                f"brought {(x - x_prev) / dc:,.4g} {col} = {gain:.2f}× the single-user rate "
-                f"{ctx.x1:,.4g} ({_fmt(x_prev)} → {_fmt(x)})"
-            )
-    flat = Signal(
-        "throughput_flattening",
-        gain is not None and gain < p.flat_gain_ratio,
-        gain,
-        p.flat_gain_ratio,
-        f"{text} (flat below {p.flat_gain_ratio:g})",
-    )
-    narrowing = Signal(
-        "gain_narrowing",
-        gain is not None and gain < p.narrowing_gain_ratio,
-        gain,
-        p.narrowing_gain_ratio,
-        f"{text} (narrowing below {p.narrowing_gain_ratio:g})",
-    )
-    return flat, narrowing
-
-
-def _tail_signals(row: pd.Series, ctx: _Context) -> tuple[Signal, Signal | None]:
-    p = ctx.params
-    tail = _num(row[f"e2e_{ctx.tail_percentile}_ms"])
-    name = ctx.tail_percentile.upper()
-    ratio = tail / ctx.base_tail_ms if tail is not None and ctx.base_tail_ms else None
-    departed = Signal(
-        "tail_departure",
-        ratio is not None and ratio >= p.tail_ratio,
-        ratio,
-        p.tail_ratio,
-        f"{name} e2e {_fmt(tail, ' ms')} is {_fmt(ratio)}× the baseline's "
-        f"{_fmt(ctx.base_tail_ms, ' ms')} (departed at {p.tail_ratio:g}×)",
-    )
-    sla = None
-    if p.sla_ms is not None:
-        sla = Signal(
-            "sla",
-            tail is not None and tail > p.sla_ms,
-            tail,
-            p.sla_ms,
-            f"{name} e2e {_fmt(tail, ' ms')} against the SLA of {p.sla_ms:g} ms",
-        )
-    return departed, sla
-
-
-def _memory_signals(
-    row: pd.Series, prev: pd.Series | None, ctx: _Context
-) -> tuple[Signal, Signal, Signal]:
-    p = ctx.params
-    mem, what = _memory_pct(row, ctx)
-    gpu = _num(row.get("gpu_mem_peak_pct"))
-    text = f"{what} peak {_fmt(mem, ' %')}"
-    pressure = Signal(
-        "memory_pressure",
-        mem is not None and mem >= p.memory_pressure_pct,
-        mem,
-        p.memory_pressure_pct,
-        f"{text} (pressure at {p.memory_pressure_pct:g} %)",
-    )
-    risk = Signal(
-        "oom_risk",
-        mem is not None and mem >= p.oom_risk_pct,
-        mem,
-        p.oom_risk_pct,
-        f"{text}: at or above {p.oom_risk_pct:g} % the next stage risks OOM",
-    )
-    failing = int(row["errors"]) > 0
-    oom = Signal(
-        "oom",
-        gpu is not None and gpu >= p.oom_pct and failing,
-        gpu,
-        p.oom_pct,
-        f"GPU memory peak {_fmt(gpu, ' %')} with {int(row['errors'])} failed requests "
-        f"(OOM at {p.oom_pct:g} % with failures)",
-    )
-    before = _num(prev.get("gpu_mem_peak_pct")) if prev is not None else None
-    if (
-        not oom.fired
-        and failing
-        and gpu is not None
-        and before is not None
-        and before >= p.memory_pressure_pct
-        and gpu < before / 2
-    ):
-        oom = Signal(
-            "oom",
-            True,
-            gpu,
-            p.oom_pct,
-            f"GPU memory fell from {_fmt(before, ' %')} to a peak of {_fmt(gpu, ' %')} while "
-            f"{int(row['errors'])} requests failed: the server process died (OOM crash?)",
-        )
-    return pressure, risk, oom
-
-
-def _error_signals(row: pd.Series, ctx: _Context) -> tuple[Signal, Signal]:
-    p = ctx.params
-    success = _num(row["success_pct"])
-    error_pct = None if success is None else 100.0 - success
-    errors, served = int(row["errors"]), int(row["ok"]) + int(row["errors"])
-    text = f"success {_fmt(success, ' %')} ({errors} of {served} failed)"
-    some = Signal("errors", int(row["errors"]) > 0, error_pct, 0.0, text)
-    red = Signal(
-        "error_rate",
-        error_pct is not None and error_pct > p.red_line_error_pct,
-        error_pct,
-        p.red_line_error_pct,
-        f"{text}; red line above {p.red_line_error_pct:g} % errors",
-    )
-    return some, red
-
-
-def _client_signal(row: pd.Series, ctx: _Context) -> Signal:
-    cpu = _num(row.get("client_cpu_peak_pct"))
-    limit = ctx.params.client_cpu_limit_pct
-    return Signal(
-        "client_bound",
-        cpu is not None and cpu >= limit,
-        cpu,
-        limit,
-        f"load-generator CPU peak {_fmt(cpu, ' %')} of a core (client-bound at {limit:g} %)",
-    )
-
-
-def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: _Context) -> StageVerdict:
+def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> StageVerdict:
     """All signals of one stage and the verdict they add up to."""
-    flat, narrowing = _throughput_signals(row, prev, ctx)
-    departed, sla = _tail_signals(row, ctx)
-    pressure, risk, oom = _memory_signals(row, prev, ctx)
-    some_errors, error_rate = _error_signals(row, ctx)
-    client = _client_signal(row, ctx)
+    flat, narrowing = throughput_signals(row, prev, ctx)
+    departed, sla = tail_signals(row, ctx)
+    pressure, risk, oom = memory_signals(row, prev, ctx)
+    some_errors, error_rate = error_signals(row, ctx)
+    client = client_signal(row, ctx)
     signals = [flat, narrowing, departed, pressure, risk, some_errors, error_rate, oom, client]
     if sla is not None:
         signals.insert(3, sla)
@@ -401,12 +237,12 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: _Context) -> Sta
     )
 
 
-def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> _Context:
+def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> StageContext:
     x1 = None
     if baseline.stage is not None and baseline.target_users:
         match = summary[summary["stage"] == baseline.stage]
         if len(match):
-            x = _num(match.iloc[0][params.throughput_column])
+            x = num(match.iloc[0][params.throughput_column])
             x1 = None if x is None else x / baseline.target_users
     tails = {"p95": baseline.e2e_p95_ms, "p99": baseline.e2e_p99_ms}
     used = params.tail_percentile
@@ -417,7 +253,7 @@ def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> _
     peaks = steps["gpu_mem_peak_pct"].dropna()
     peaks = peaks[peaks > 0]  # 0 = the process was down (restart), not pre-allocation
     flat = len(peaks) > 0 and float(peaks.max() - peaks.min()) < FLAT_GPU_SPREAD_PCT
-    return _Context(
+    return StageContext(
         x1=x1 or None, base_tail_ms=tails[used], tail_percentile=used, gpu_flat=flat, params=params
     )
 
