@@ -166,3 +166,16 @@ def test_summary_does_not_mutate_the_run(tmp_path):
     before = run.requests.copy()
     summarize_stages(run)
     pd.testing.assert_frame_equal(run.requests, before)
+
+
+def test_killed_run_window_closes_at_the_last_request_and_empty_stage_is_nan(tmp_path):
+    stages = [stage_row(0, 2, T0, warmup_s=1.0), stage_row(1, 4, T0 + 20)]
+    stages[0]["measure_end_unix_s"] = stages[0]["end_unix_s"] = None  # killed mid-stage
+    rows = [request_row(i, 0, T0 + 1 + i, 500.0) for i in range(4)]  # last ends at T0 + 4.5
+    run = read_run(write_run(tmp_path / "run", stages=stages, requests=rows))
+    summary = summarize_stages(run)
+    assert summary.iloc[0]["window_s"] == pytest.approx(3.5)
+    assert summary.iloc[0]["qps"] == pytest.approx(4 / 3.5)
+    empty = summary.iloc[1]
+    assert empty["requests"] == 0 and math.isnan(empty["success_pct"])
+    assert math.isnan(empty["qps"]) and math.isnan(empty["output_tok_s"])
