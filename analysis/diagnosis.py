@@ -7,9 +7,8 @@ client-bound is checked on every stage):
    "make sure the client itself can drive the concurrency").
 2. **memory** — the knee's OOM signal fired, memory (KV-cache % when present, else GPU
    memory %) at or above ``memory_full_pct``, or the server preempted sequences (swapping /
-   recomputation). Seed 000:
-   memory near the limit with utilisation dropping means reclamation or swapping; seed 002: OOM →
-   lower ``--gpu-memory-utilization`` / ``--max-model-len``.
+   recomputation). Seed 000: memory near the limit with utilisation dropping means reclamation
+   or swapping; seed 002: OOM → lower ``--gpu-memory-utilization`` / ``--max-model-len``.
 3. **host_side** — the GPU sat idle (utilisation ≤ 5 %) in at least ``idle_share_pct`` of the
    samples while users had requests in flight (seed 000: waiting on CPU pre-processing, log
    flushing or the network; more concurrency only lengthens the queue).
@@ -21,11 +20,13 @@ client-bound is checked on every stage):
    or prefix caching rather than add GPUs).
 6. **compute** — GPU utilisation at or above ``compute_util_pct`` with throughput flat or
    narrowing (seed 000: compute is saturated; more concurrency only queues).
-7. **queueing** (inferred) — throughput flat or the tail departed but no telemetry says why: in a
+7. **host_side** (throughput stuck) — throughput flat while GPU utilisation stays under
+   ``low_util_pct`` (seed 002: scheduling, network or a client that cannot drive the load).
+8. **queueing** (inferred) — throughput flat or the tail departed but no telemetry says why: in a
    closed loop that means requests wait; the reason says which data was missing.
-8. **memory** (leading) — only the memory-pressure signal fired: memory fills before latency
+9. **memory** (leading) — only the memory-pressure signal fired: memory fills before latency
    collapses (seed 002).
-9. **interference** — the baseline's P95 was far above its median (seed 000).
+10. **interference** — the baseline's P95 was far above its median (seed 000).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class DiagnosisParams:
     itl_normal_ratio: float = 1.5
     sm_low_pct: float = 40.0
     compute_util_pct: float = 90.0
+    low_util_pct: float = 50.0
 
 
 def _num(row: pd.Series | None, name: str) -> float | None:
@@ -142,6 +144,14 @@ def diagnose_stage(
         return "compute", (
             f"GPU utilisation averaged {_f(util, ' %')} (high at {p.compute_util_pct:g} %) while "
             "throughput stopped growing: compute is saturated, more concurrency only queues"
+        )
+    stuck = _fired(verdict, "throughput_flattening")
+    if stuck and util is not None and util < p.low_util_pct:
+        return "host_side", (
+            f"throughput stopped growing while the GPU was busy only {_f(util, ' %')} of the time "
+            f"(low under {p.low_util_pct:g} %): the limit is scheduling, the network or the "
+            "client's ability to drive the concurrency, not the model (seed 002); check that the "
+            "load generator keeps up"
         )
     if flat or departed:
         missing = [

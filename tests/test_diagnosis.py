@@ -38,6 +38,8 @@ def _last(tok_s, p95, **columns):
           "kv_cache_peak_pct": [10, 20, 40, 60]}, "queueing", "KV-cache contention"),
         ("compute-bound", FLAT, [100, 100, 110, 300], {"gpu_util_mean_pct": [60, 80, 95, 99]},
          "compute", "compute is saturated"),
+        ("throughput stuck, GPU mostly idle", FLAT, [100, 100, 110, 150],
+         {"gpu_util_mean_pct": [20, 25, 30, 30]}, "host_side", "client's ability"),
         ("no telemetry: queueing inferred", FLAT, [100, 100, 110, 300], {}, "queueing",
          "no GPU utilisation or server queue data"),
         ("memory as the leading indicator", SCALING, [100] * 4,
