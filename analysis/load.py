@@ -139,6 +139,9 @@ def _read_csv(path: Path, name: str, problems: list[str]) -> pd.DataFrame | None
     dtypes = _dtypes(name, header)
     try:
         frame = pd.read_csv(path, dtype=dtypes, engine=_engine())
+    except pd.errors.ParserError as exc:  # e.g. a quoted field cut by a killed writer
+        problems.append(f"{path.name}: could not be parsed as CSV ({exc})")
+        return None
     except (ValueError, TypeError):
         numeric = [c for c, t in dtypes.items() if t == "float64"]
         found = _bad_numeric(path, name, numeric)

@@ -124,3 +124,11 @@ def test_run_json_must_be_an_object(tmp_path):
     (run_dir / contract.RUN_JSON).write_text(json.dumps([1, 2]))
     with pytest.raises(RunDirError, match="one JSON object"):
         read_run(run_dir)
+
+
+def test_unparseable_csv_is_reported_not_raised(tmp_path):
+    run_dir = _basic(tmp_path)
+    with (run_dir / contract.REQUESTS_CSV).open("a") as f:
+        f.write('local-9,1,measure,local,0,chat,1,1,1,2,3,,,,,,,,,,server,,,1,ok,200,"cut off')
+    with pytest.raises(RunDirError, match=r"requests\.csv: could not be parsed as CSV"):
+        read_run(run_dir)
