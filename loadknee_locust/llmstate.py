@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import gevent
@@ -43,30 +44,88 @@ def option(environment: Any, name: str, default: Any) -> Any:
     return getattr(parsed, name, default) if parsed is not None else default
 
 
+@dataclass(frozen=True, slots=True)
+class RequestOptions:
+    """The ``--llm-*`` options the users read, typed; compared to notice web-UI edits."""
+
+    source: SourceOptions
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 120.0
+    stream: bool = True
+    batch_size: int = 1
+    model: str = ""
+    temperature: float = 0.0
+    ignore_eos: bool = True
+    extra_body: str = ""
+
+    @classmethod
+    def from_environment(cls, environment: Any) -> RequestOptions:
+        runner = getattr(environment, "runner", None)
+        worker_index = getattr(runner, "worker_index", 0) or 0
+        parsed = getattr(environment, "parsed_options", None)
+        return cls(
+            # each worker samples its own sequence from the log
+            source=SourceOptions.from_parsed(parsed, seed_offset=1_000_003 * worker_index),
+            api_key_env=option(environment, "llm_api_key_env", "OPENAI_API_KEY"),
+            timeout_s=float(option(environment, "llm_request_timeout", 120.0)),
+            stream=not option(environment, "llm_no_stream", False),
+            batch_size=int(option(environment, "llm_batch_size", 1)),
+            model=option(environment, "llm_model", "") or "",
+            temperature=float(option(environment, "llm_temperature", 0.0)),
+            ignore_eos=not option(environment, "llm_no_ignore_eos", False),
+            extra_body=option(environment, "llm_extra_body", "") or "",
+        )
+
+
 class LLMState:
     """What all users of one process share: options, prompt source, model, calibrations."""
 
     def __init__(self, environment: Any) -> None:
         self.environment = environment
         self.lock = gevent.lock.RLock()
-        runner = getattr(environment, "runner", None)
-        worker_index = getattr(runner, "worker_index", 0) or 0
-        self.source_options = SourceOptions.from_parsed(
-            environment.parsed_options, seed_offset=1_000_003 * worker_index
-        )
-        self.api_key_env: str = option(environment, "llm_api_key_env", "OPENAI_API_KEY")
-        self.timeout_s = float(option(environment, "llm_request_timeout", 120.0))
-        self.stream = not option(environment, "llm_no_stream", False)
-        self.batch_size = int(option(environment, "llm_batch_size", 1))
-        self.model: str = option(environment, "llm_model", "") or ""
+        self._users = 0
+        self._stopping = False
+        self.options = RequestOptions.from_environment(environment)
+        self._load_options(self.options)
+
+    @property
+    def source_options(self) -> SourceOptions:
+        return self.options.source
+
+    @property
+    def api_key_env(self) -> str:
+        return self.options.api_key_env
+
+    @property
+    def timeout_s(self) -> float:
+        return self.options.timeout_s
+
+    @property
+    def stream(self) -> bool:
+        return self.options.stream
+
+    @property
+    def batch_size(self) -> int:
+        return self.options.batch_size
+
+    def _load_options(self, options: RequestOptions) -> None:
+        """(Re)start from ``options``: the web UI may change them between runs."""
+        self.options = options
+        self.model = options.model
         self.model_error: str | None = None
         self._next_model_try = 0.0
         self.body_options: payloads.BodyOptions | None = None
+        old = getattr(self, "source", None)
+        if isinstance(old, LogReplaySource):
+            old.close()
         self.source: FixedLengthSource | LogReplaySource | None = None
         self.source_error: str | None = None
         self._calibrated: set[str] = set()
-        self._users = 0
-        self._stopping = False
+        try:
+            self._extra = payloads.parse_extra_body(options.extra_body)
+        except ValueError as exc:
+            self.source_error = str(exc)
+            log.error("loadknee: %s", exc)
 
     def stop_test(self) -> None:
         """No prompts, no test: quit the runner once (from a fresh greenlet), exit code 1."""
@@ -77,6 +136,7 @@ class LLMState:
         runner = getattr(self.environment, "runner", None)
         if runner is not None:
             log.error("loadknee: stopping the test: %s", self.source_error)
+            # a fresh greenlet: quit() kills the users, and this runs inside one
             gevent.spawn(runner.quit)
 
     def next_user_id(self) -> int:
@@ -99,6 +159,10 @@ class LLMState:
     def prepare(self, host: str, endpoint: Endpoint) -> None:
         """Build the source, find the model, calibrate ``endpoint``: once, under the lock."""
         with self.lock:
+            current = RequestOptions.from_environment(self.environment)
+            if current != self.options:
+                log.info("loadknee: options changed; rebuilding prompts and calibration")
+                self._load_options(current)
             self.ensure_source()
             if self.source is None:
                 return
@@ -108,9 +172,9 @@ class LLMState:
                 self.body_options = payloads.BodyOptions(
                     model=self.model,
                     stream=self.stream,
-                    temperature=float(option(self.environment, "llm_temperature", 0.0)),
-                    ignore_eos=not option(self.environment, "llm_no_ignore_eos", False),
-                    extra=payloads.parse_extra_body(option(self.environment, "llm_extra_body", "")),
+                    temperature=self.options.temperature,
+                    ignore_eos=self.options.ignore_eos,
+                    extra=self._extra,
                 )
             if endpoint not in self._calibrated and self.model:
                 self._calibrated.add(endpoint)
