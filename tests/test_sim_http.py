@@ -22,7 +22,11 @@ def post(url: str, path: str, body: Any, headers: dict[str, str] | None = None):
         with urllib.request.urlopen(request, timeout=20) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+        text = error.read()
+        try:
+            return error.code, json.loads(text)
+        except ValueError:
+            return error.code, text
 
 
 def stream(url: str, body: dict[str, Any], **kwargs: Any):
@@ -154,8 +158,9 @@ def test_eos_is_seeded_and_min_tokens_holds(sim_server) -> None:
         assert body["usage"]["completion_tokens"] >= 30
 
 
-def test_models_and_health(sim_server) -> None:
-    sim = sim_server(model="my-model")
+def test_models_health_and_control_off(sim_server) -> None:
+    sim = sim_server(model="my-model", allow_control=False)
+    assert post(sim.url, "/sim/crash", {})[0] == 404
     models = json.loads(sim.get("/v1/models"))
     assert [m["id"] for m in models["data"]] == ["my-model"]
     assert sim.get("/health") == b""

@@ -27,7 +27,7 @@ SIM_OUTCOMES: Final[tuple[str, ...]] = (
 DEFAULT_CAPACITY: Final = 200_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: 200k of them stay small
 class SimRecord:
     request_id: str
     endpoint: str
