@@ -125,7 +125,7 @@ def request_row(
         itl_p50_ms=timing.itl_p50_ms,
         itl_p95_ms=timing.itl_p95_ms,
         itl_max_ms=timing.itl_max_ms,
-        chunks=obs.chunks,
+        chunks=obs.chunks if stream else None,  # a whole body has no chunks
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         usage_source=usage_source,
