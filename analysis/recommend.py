@@ -297,7 +297,13 @@ def _vllm_items(
                 "vllm.max_num_seqs",
                 seqs,
                 f"max_concurrency {knee.max_concurrency} × batch size {int(batch or 1)}: past it "
-                "vLLM queues requests instead of running out of memory (seed 002's fuse)",
+                "vLLM queues requests instead of running out of memory (seed 002's fuse)"
+                + (
+                    ""
+                    if knee.knee_stage is not None or knee.red_line_stage is not None
+                    else "; no limit was found in the tested range, so this is a floor: test "
+                    "higher before capping the server here"
+                ),
             )
         )
     if _memory_led(knee):

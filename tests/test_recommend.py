@@ -133,3 +133,12 @@ def test_request_timeout_without_streaming_scales_the_median_rate_to_p99():
     rec = next(i for i in _recs(summary).items if i.key == "request_timeout_ms")
     assert rec.value == 6000  # 100 tokens × 20 ms × (400 / 200) × 1.5, rounded up to 1 s
     assert "P99/P50" in rec.reason
+
+
+def test_without_a_limit_max_num_seqs_is_called_a_floor():
+    summary = sweep(LEVELS, [200, 400, 800, 1600], [100] * 4, baseline_tok_s=100.0,
+                    baseline_p95_ms=100.0)  # fmt: skip
+    rec = next(i for i in _recs(summary).items if i.key == "vllm.max_num_seqs")
+    assert rec.value == 16 and "test higher" in rec.reason
+    knee_rec = next(i for i in _recs(_knee_sweep()).items if i.key == "vllm.max_num_seqs")
+    assert "test higher" not in knee_rec.reason
