@@ -62,7 +62,7 @@ if __name__ != "__main__" and os.environ.get("LK_BENCH_OUT"):
             _bench["requests"] += 1
             _bench["ttft"][row["request_id"]] = row["ttft_ms"]
 
-    @events.test_stopping.add_listener
+    @events.test_stop.add_listener
     def _window_closes(**_kw: Any) -> None:
         if _bench["cpu0"] is None or "cpu" in _bench:
             return
