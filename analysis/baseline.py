@@ -98,6 +98,8 @@ def compute_baseline(
     stage = int(row["stage"])
     users = int(row["target_users"]) if not pd.isna(row["target_users"]) else 1
     p95_total, p95_completion = _p95_per_1k(run, stage)
+    if p95_total is None:  # a typed-in table: the summary may still carry it
+        p95_total = _num(row.get("s_per_1k_total_p95"))
     e2e_p50, e2e_p95 = _num(row["e2e_p50_ms"]), _num(row["e2e_p95_ms"])
     per1k_p50 = _num(row["s_per_1k_total_tokens"])
     warnings = []
@@ -135,6 +137,7 @@ def compute_baseline(
         e2e_p99_ms=_num(row["e2e_p99_ms"]),
         stage=stage,
         target_users=users,
+        s_per_1k_total_p99=_num(row.get("s_per_1k_total_p99")),
     )
 
 

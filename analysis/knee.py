@@ -14,8 +14,8 @@ Algorithm (pure; input is the record table from :func:`analysis.summary.summariz
      flattened; below ``narrowing_gain_ratio`` the gain is narrowing (an early sign). Plain scaling
      efficiency cannot separate seed 002's stage 24 (marginal 0.27, critical) from stage 32
      (0.07, knee); the marginal gain can.
-   * **tail departure** — the stage's e2e P95 (or P99, ``tail_percentile``) over the baseline's
-     same percentile, at or above ``tail_ratio``;
+   * **tail departure** — the stage's e2e P95 (or P99, ``tail_percentile``; or of seconds per 1k
+     tokens, ``tail_metric``) over the baseline's same figure, at or above ``tail_ratio``;
    * **SLA** — the same percentile above ``sla_ms`` (only when an absolute SLA is given);
    * **memory pressure** — peak memory %: the higher of the KV-cache usage from the server's
      ``/metrics`` and GPU memory, but KV-cache alone when GPU memory is the same at every stage
@@ -45,6 +45,8 @@ Parameters (:class:`KneeParams`) and defaults:
 * ``throughput_column`` = ``"output_tok_s"`` (or ``"total_tok_s"``, ``"qps"``)
 * ``flat_gain_ratio`` = 0.15; ``narrowing_gain_ratio`` = 0.5
 * ``tail_percentile`` = ``"p95"`` (seed 000; seed 002 reads ``"p99"``); ``tail_ratio`` = 2.0
+* ``tail_metric`` = ``"e2e"`` (or ``"s_per_1k"``: seconds per 1k total tokens, seed 000's ruler,
+  for runs whose prompt/output lengths vary)
 * ``sla_ms`` = None (no absolute SLA)
 * ``memory_source`` = ``"auto"`` (the higher of KV-cache % and GPU memory %, except that GPU
   memory flat across stages — within 2 points: pre-allocated — gives way to KV-cache %)
@@ -85,6 +87,7 @@ class KneeParams:
     flat_gain_ratio: float = 0.15
     narrowing_gain_ratio: float = 0.5
     tail_percentile: Literal["p95", "p99"] = "p95"
+    tail_metric: Literal["e2e", "s_per_1k"] = "e2e"
     tail_ratio: float = 2.0
     sla_ms: float | None = None
     memory_source: Literal["auto", "kv_cache", "gpu"] = "auto"
@@ -127,6 +130,14 @@ class KneeParams:
             choices=["p95", "p99"],
             default=d.tail_percentile,
             help="tail percentile (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-tail-metric",
+            dest="knee_tail_metric",
+            choices=["e2e", "s_per_1k"],
+            default=d.tail_metric,
+            help="tail on e2e latency, or on e2e seconds per 1k tokens (seed 000's ruler; "
+            "for runs whose lengths vary, e.g. log replay) (default %(default)s)",
         )
         g.add_argument(
             "--knee-tail-ratio",
@@ -244,7 +255,10 @@ def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> S
         if len(match):
             x = num(match.iloc[0][params.throughput_column])
             x1 = None if x is None else x / baseline.target_users
-    tails = {"p95": baseline.e2e_p95_ms, "p99": baseline.e2e_p99_ms}
+    if params.tail_metric == "s_per_1k":
+        tails = {"p95": baseline.s_per_1k_total_p95, "p99": baseline.s_per_1k_total_p99}
+    else:
+        tails = {"p95": baseline.e2e_p95_ms, "p99": baseline.e2e_p99_ms}
     used = params.tail_percentile
     if tails[used] is None:  # e.g. a typed-in record table with P99 only (seed 002)
         used = "p99" if used == "p95" else "p95"

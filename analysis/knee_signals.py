@@ -37,7 +37,7 @@ class StageContext:
     """What every stage is compared against."""
 
     x1: float | None  # single-user throughput
-    base_tail_ms: float | None
+    base_tail_ms: float | None  # the baseline's tail figure (ms, or s per 1k tokens)
     tail_percentile: str  # the one used: the asked one, or the other when the baseline lacks it
     gpu_flat: bool  # GPU memory the same at every stage: pre-allocated, says nothing
     params: KneeParams
@@ -90,17 +90,22 @@ def throughput_signals(
 
 def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | None]:
     p = ctx.params
-    tail = num(row[f"e2e_{ctx.tail_percentile}_ms"])
     name = ctx.tail_percentile.upper()
+    if p.tail_metric == "s_per_1k":
+        tail = num(row.get(f"s_per_1k_total_{ctx.tail_percentile}"))
+        what, unit = "seconds per 1k tokens", " s"
+    else:
+        tail, what, unit = num(row[f"e2e_{ctx.tail_percentile}_ms"]), "e2e", " ms"
     ratio = tail / ctx.base_tail_ms if tail is not None and ctx.base_tail_ms else None
     departed = Signal(
         "tail_departure",
         ratio is not None and ratio >= p.tail_ratio,
         ratio,
         p.tail_ratio,
-        f"{name} e2e {fmt(tail, ' ms')} is {fmt(ratio)}× the baseline's "
-        f"{fmt(ctx.base_tail_ms, ' ms')} (departed at {p.tail_ratio:g}×)",
+        f"{name} {what} {fmt(tail, unit)} is {fmt(ratio)}× the baseline's "
+        f"{fmt(ctx.base_tail_ms, unit)} (departed at {p.tail_ratio:g}×)",
     )
+    tail = num(row[f"e2e_{ctx.tail_percentile}_ms"])  # the SLA is on latency
     sla = None
     if p.sla_ms is not None:
         sla = Signal(

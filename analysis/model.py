@@ -75,6 +75,8 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "gpu_idle_pct",  # share of GPU samples at <= 5 % utilisation while users were active
     "prompt_tokens_max",  # longest prompt of an ok request (for --max-model-len)
     "completion_tokens_max",  # longest output of an ok request (for request_timeout_ms)
+    "s_per_1k_total_p95",  # P95 of e2e seconds per 1000 prompt+completion tokens (seed 000's ruler)
+    "s_per_1k_total_p99",
 )
 
 #: Percentile method used everywhere (numpy/pandas "linear" interpolation on raw rows).
@@ -100,6 +102,7 @@ class Baseline:
     e2e_p99_ms: float | None = None  # seed 002 reads the tail at P99
     stage: int | None = None  # the stage the baseline was taken from
     target_users: int | None = None  # its concurrency (1 for a real baseline)
+    s_per_1k_total_p99: float | None = None
 
 
 @dataclass(frozen=True)

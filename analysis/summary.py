@@ -176,7 +176,11 @@ def _request_stats(measured: pd.DataFrame) -> pd.DataFrame:
         "itl_p50_ms": ((0.5, "itl_p50_ms"),),
         "itl_p95_ms": ((0.95, "itl_p95_ms"),),
         "tpot_ms": ((0.5, "tpot_p50_ms"), (0.95, "tpot_p95_ms")),
-        "s_per_1k_total": ((0.5, "s_per_1k_total_tokens"),),
+        "s_per_1k_total": (
+            (0.5, "s_per_1k_total_tokens"),
+            (0.95, "s_per_1k_total_p95"),
+            (0.99, "s_per_1k_total_p99"),
+        ),
         "s_per_1k_completion": ((0.5, "s_per_1k_completion_tokens"),),
     }
     for column, wanted in quantiles.items():

@@ -195,3 +195,17 @@ def test_find_knee_does_not_mutate_its_input():
     before = summary.copy()
     _knee(summary)
     assert summary.equals(before)
+
+
+def test_tail_on_seconds_per_1k_tokens_ignores_longer_outputs():
+    # latency doubles at 16 users only because answers got twice as long (log replay): per 1k
+    # tokens nothing departed, so the e2e tail calls a knee where seed 000's ruler does not
+    summary = sweep(LEVELS, [200, 400, 800, 820], [100, 100, 110, 250], baseline_tok_s=100.0,
+                    baseline_p95_ms=100.0, s_per_1k_total_p95=[1.0, 1.0, 1.1, 1.2])  # fmt: skip
+    summary.loc[0, "s_per_1k_total_p95"] = 1.0
+    assert _verdicts(_knee(summary))[-1] == "knee"
+    per_1k = _knee(summary, tail_metric="s_per_1k")
+    assert _verdicts(per_1k)[-1] == "critical"
+    tail = next(s for s in per_1k.stages[-1].signals if s.name == "tail_departure")
+    assert not tail.fired and tail.value == pytest.approx(1.2)
+    assert "P95 seconds per 1k tokens 1.2 s" in tail.text

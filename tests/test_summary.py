@@ -88,6 +88,8 @@ def test_seconds_per_1k_tokens_on_total_and_completion(tmp_path):
     per_completion = STEP_E2E / 1000 / completion * 1000
     assert step["s_per_1k_total_tokens"] == pytest.approx(np.median(per_total))
     assert step["s_per_1k_completion_tokens"] == pytest.approx(np.median(per_completion))
+    assert step["s_per_1k_total_p95"] == pytest.approx(np.percentile(per_total, 95))
+    assert step["s_per_1k_total_p99"] == pytest.approx(np.percentile(per_total, 99))
 
 
 def test_rates_over_the_measured_window(tmp_path):
