@@ -171,3 +171,21 @@ def test_parse_body(
 ) -> None:
     r = parse_body(raw)
     assert (r.kind, r.chunks, r.usage, r.error) == (kind, chunks, usage, error)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"a":1}', b' {"a":1}\t', b'{"a":1} x', b"", b"  ", b"[1,2]", b"{bad", b"\xff", b"1 2"],
+)
+def test_fast_json_decoding_agrees_with_json_loads(raw: bytes) -> None:
+    from loadknee_locust.sse import _loads
+
+    try:
+        expected: object = json.loads(raw)
+    except ValueError:
+        expected = ValueError
+    try:
+        got: object = _loads(raw)
+    except ValueError:
+        got = ValueError
+    assert got == expected
