@@ -198,9 +198,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.web:
         print(f"[loadknee] web UI: http://127.0.0.1:{args.web_port} (Ctrl-C to finish)", flush=True)
     run_dirs: list[str] = []
+    # Locust runs in its own session so a terminal Ctrl-C reaches only this process, which
+    # passes it on as SIGTERM (Locust's graceful stop: in-flight requests finish, files close;
+    # SIGINT may be ignored by a child of a background job, SIGTERM never is).
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        start_new_session=True,
     )
+    forwarded = {
+        sig: signal.signal(sig, lambda _signum, _frame: proc.send_signal(signal.SIGTERM))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -212,10 +224,9 @@ def main(argv: list[str] | None = None) -> int:
             if shown is not None:
                 print(shown, flush=True)
         rc = proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait()
     finally:
+        for sig, previous in forwarded.items():
+            signal.signal(sig, previous)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
