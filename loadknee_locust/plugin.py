@@ -236,7 +236,9 @@ class Loadknee:
 
     def _local_prompt_info(self) -> dict[str, Any] | None:
         """What the LLM users learned in this process (calibration, model), if any ran here."""
-        users = sys.modules.get("loadknee_locust.users")
+        users = sys.modules.get("loadknee_locust.llmstate") or sys.modules.get(
+            "loadknee_locust.users"
+        )
         if users is None or not hasattr(self.environment, "loadknee_llm_state"):
             return None  # no LLM users here (the master, or a custom locustfile)
         try:
