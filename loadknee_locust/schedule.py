@@ -16,7 +16,9 @@ The plan (see DESIGN.md, "The sweep"):
    labels of rows that arrive late from workers never change; set ``warmup_seconds`` to 0 for
    seed 000's exact method, where the baseline already warmed the server up). Requests in flight
    when a count-based window closes still count as measured, so a stage holds *at least* N;
-3. after every stage, ``cooldown_seconds`` with 0 users (phase ``cooldown``) so queues drain;
+3. after every stage, ``cooldown_seconds`` with 0 users (phase ``cooldown``) so queues drain,
+   counted from the tick that dropped the users (a count-based window can close seconds before
+   a tick learns of it from late worker reports; the pause is never cut short by that);
 4. the sweep ends after the last stage's cooldown, at the overall ``time_limit_s``, at the red
    line (checked when a stage's cooldown ends, over that stage's measured rows), or on an
    external stop.
@@ -180,6 +182,7 @@ class _OpenStage:
     warmup_last_end: float = -math.inf
     measured_done: int = 0
     measured_last_end: float = -math.inf
+    cooldown_from: float | None = None  # when a tick first saw the window closed (users → 0)
 
     def __post_init__(self) -> None:
         plan = self.plan
@@ -256,7 +259,11 @@ class Schedule:
         if self._open is not None and limit and now >= self.start_unix_s + limit:
             self.stop(now, "time_limit")
         while (op := self._open) is not None:
-            if op.measure_end is None or now < op.measure_end + self.plan.cooldown_seconds:
+            if op.measure_end is None or now < op.measure_end:
+                break
+            if op.cooldown_from is None:
+                op.cooldown_from = now
+            if now < op.cooldown_from + self.plan.cooldown_seconds:
                 break
             crossed = red_line is not None and red_line(op.plan.index)
             if crossed:

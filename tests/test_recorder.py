@@ -89,7 +89,8 @@ def test_run_log_labels_by_start_time_and_writes_contract_csv(tmp_path: Path) ->
     log.schedule = Schedule(_plan(), T0)
     for rid, start in (("w", T0 + 1.0), ("m", T0 + 5.0), ("late", T0 + 9.9), ("cd", T0 + 10.5)):
         log.add({**fields(rid, start), "worker": "0"})
-    log.schedule.advance(T0 + 20.0)
+    log.schedule.advance(T0 + 20.0)  # users dropped: the cooldown starts
+    log.schedule.advance(T0 + 30.0)
     log.add_stages(log.schedule.pop_closed())
     log.close()
     log.close()  # safe twice

@@ -87,15 +87,17 @@ def test_timed_stages_step_through_phases() -> None:
     assert sched.pop_closed() == []  # handed over once
 
 
-def test_one_late_call_applies_every_boundary_it_passed() -> None:
+def test_a_late_tick_keeps_the_planned_window_and_still_pauses() -> None:
     sched = Schedule(timed(), T0)
     sched.advance(T0)
-    assert brief(sched.advance(T0 + 100.0)) == (1, "step", "warmup", 2, False, None)
+    # the users are dropped only now, so the 2 s cooldown starts now
+    assert brief(sched.advance(T0 + 100.0)) == (0, "step", "cooldown", 0, False, None)
+    assert brief(sched.advance(T0 + 102.0)) == (1, "step", "warmup", 2, False, None)
     (rec,) = sched.pop_closed()
     assert (rec.warmup_end_unix_s, rec.measure_end_unix_s, rec.end_unix_s) == (
         T0 + 3.0,
         T0 + 10.0,
-        T0 + 100.0,
+        T0 + 102.0,
     )
 
 
@@ -132,11 +134,12 @@ def test_baseline_one_warmup_then_exactly_n_measured() -> None:
     assert labels == ["warmup", "baseline", "baseline", "baseline", "cooldown", "cooldown"]
     pos = sched.advance(T0 + 5.0)
     assert brief(pos) == (0, "baseline", "cooldown", 0, False, None)
-    assert brief(sched.advance(T0 + 6.0)) == (1, "step", "warmup", 2, False, None)
+    assert brief(sched.advance(T0 + 6.9)) == (0, "baseline", "cooldown", 0, False, None)
+    assert brief(sched.advance(T0 + 7.0)) == (1, "step", "warmup", 2, False, None)
     (rec,) = sched.pop_closed()
     assert (rec.warmup_end_unix_s, rec.measure_end_unix_s) == (T0 + 1.0, T0 + 4.0)
     assert rec.stop_reason == "request_count"
-    assert rec.end_unix_s == T0 + 6.0
+    assert rec.end_unix_s == T0 + 7.0  # 2 s after the tick that dropped the users (T0 + 5)
 
 
 def test_count_stage_waits_for_measured_completions() -> None:

@@ -22,7 +22,8 @@ def test_stage_rows_and_csv(tmp_path: Path) -> None:
         start = T0 + 2.5 + i * 0.5
         run.add({"request_id": str(i), "start_unix_s": start, "end_unix_s": start + 0.1,
                  "e2e_ms": 100.0 + 10 * i, "outcome": "ok", "completion_tokens": 5})  # fmt: skip
-    run.schedule.advance(T0 + 21.0)  # stage 1 begins (after the 10 s cooldown)
+    run.schedule.advance(T0 + 12.0)  # users dropped: the 10 s cooldown starts
+    run.schedule.advance(T0 + 22.0)  # stage 1 begins
     rows = stage_rows(run)
     assert [(r["stage"], r["phase"], r["users"]) for r in rows] == [
         (0, "done", 1),
