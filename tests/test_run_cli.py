@@ -66,4 +66,9 @@ def test_help_lists_the_plugin_options() -> None:
     ).stdout
     for flag in ("--stage-seconds", "--llm-levels", "--llm-red-line-p95-ms", "--llm-prompt-log"):
         assert flag in text
-    assert "gevent" not in sys.modules  # the wrapper itself never imports locust/gevent
+    probe = (
+        "import sys, loadknee_locust.runcli; "
+        "print(*(m in sys.modules for m in ('gevent', 'locust')))"
+    )
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert imported.stdout.split() == ["False", "False"]  # the wrapper keeps gevent out
