@@ -51,15 +51,17 @@ class SteppedShape(LoadTestShape):
         env = self.runner.environment
         lk = loadknee_of(env) or register(env)
         now = time.time()
-        run = lk.begin_run(now)
+        try:
+            plan = SchedulePlan.from_options(env.parsed_options)  # checked before any file
+            run = lk.begin_run(now)
+            if run.schedule is None:
+                run.schedule = Schedule(plan, now)
+        except (OSError, ValueError, AttributeError) as exc:  # bad options, unwritable --llm-out
+            log.error("loadknee: cannot run the sweep: %s", exc)
+            env.process_exit_code = 2
+            return None
         if run is not self._run:
             self._new_run(run)
-        if run.schedule is None:
-            try:
-                run.schedule = Schedule(SchedulePlan.from_options(env.parsed_options), now)
-            except (ValueError, AttributeError) as exc:
-                log.error("loadknee: cannot run the sweep: %s", exc)
-                return None
         sched = run.schedule
         red = RedLine.from_options(env.parsed_options)
         pos = sched.advance(now, _red_line_check(run, red) if red.enabled else None)

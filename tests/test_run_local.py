@@ -144,3 +144,14 @@ def test_early_stops(
     assert len(rd.stages) == stages
     assert rd.stages[-1]["stop_reason"] == reason == rd.info["stop_reason"]
     assert_matches_sim(rd, sim.log())
+
+
+def test_bad_sweep_options_fail_clearly_before_any_file(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    cmd = locust_cmd(
+        "--headless", "--host", "http://127.0.0.1:9", "--llm-levels", "1,x", "--llm-out", str(out)
+    )
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=child_env())
+    assert proc.returncode == 2
+    assert "cannot run the sweep: --llm-levels must be comma-separated integers" in proc.stderr
+    assert not out.exists()
