@@ -12,21 +12,24 @@ client-bound is checked on every stage):
 3. **host_side** — the GPU sat idle (utilisation ≤ 5 %) in at least ``idle_share_pct`` of the
    samples while users had requests in flight (seed 000: waiting on CPU pre-processing, log
    flushing or the network; more concurrency only lengthens the queue).
-4. **prefill** — TTFT P95 at least ``prefill_ttft_ratio``× the baseline's while the ITL median
-   stays under ``itl_normal_ratio``× the baseline stage's (seed 002: long inputs slow the prefill;
-   consider chunked prefill or capping input length).
-5. **queueing** — the tail departed while memory is not full, and the waiting queue grew, or SM
+4. **queueing** (server queue) — the tail departed or throughput flattened while the server's
+   own waiting queue held at least ``queue_waiting_min`` requests on average: TTFT then grows by
+   the time spent waiting for a slot, which must not be mistaken for slow prefill.
+5. **prefill** — TTFT P95 at least ``prefill_ttft_ratio``× the baseline's while the ITL median
+   stays under ``itl_normal_ratio``× the baseline stage's and no server queue explains it (seed
+   002: long inputs slow the prefill; consider chunked prefill or capping input length).
+6. **queueing** — the tail departed while memory is not full, and the waiting queue grew, or SM
    utilisation stayed under ``sm_low_pct`` (seed 002: KV-cache contention; tune ``--max-num-seqs``
    or prefix caching rather than add GPUs).
-6. **compute** — GPU utilisation at or above ``compute_util_pct`` with throughput flat or
+7. **compute** — GPU utilisation at or above ``compute_util_pct`` with throughput flat or
    narrowing (seed 000: compute is saturated; more concurrency only queues).
-7. **host_side** (throughput stuck) — throughput flat while GPU utilisation stays under
+8. **host_side** (throughput stuck) — throughput flat while GPU utilisation stays under
    ``low_util_pct`` (seed 002: scheduling, network or a client that cannot drive the load).
-8. **queueing** (inferred) — throughput flat or the tail departed but no telemetry says why: in a
+9. **queueing** (inferred) — throughput flat or the tail departed but no telemetry says why: in a
    closed loop that means requests wait; the reason says which data was missing.
-9. **memory** (leading) — only the memory-pressure signal fired: memory fills before latency
+10. **memory** (leading) — only the memory-pressure signal fired: memory fills before latency
    collapses (seed 002).
-10. **interference** — the baseline's P95 was far above its median (seed 000).
+11. **interference** — the baseline's P95 was far above its median (seed 000).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class DiagnosisParams:
     sm_low_pct: float = 40.0
     compute_util_pct: float = 90.0
     low_util_pct: float = 50.0
+    queue_waiting_min: float = 0.5
 
 
 def _num(row: pd.Series | None, name: str) -> float | None:
@@ -112,19 +116,33 @@ def diagnose_stage(
             f"were in flight (limit {p.idle_share_pct:g} %): waiting on the host side (CPU "
             "pre-processing, log flushing, network); more concurrency only lengthens the queue"
         )
+    departed = _fired(verdict, "tail_departure") or _fired(verdict, "sla")
+    flat = _fired(verdict, "throughput_flattening") or _fired(verdict, "gain_narrowing")
+    waiting, prev_waiting = _num(row, "waiting_mean"), _num(prev, "waiting_mean")
+    queued = waiting is not None and waiting >= p.queue_waiting_min
+    if queued and (departed or flat):
+        return "queueing", (
+            f"the server's waiting queue held {_f(waiting)} requests on average (max "
+            f"{_f(_num(row, 'waiting_max'))}) while {what} was at {_f(mem, ' %')}: "
+            "queueing / KV-cache contention; requests wait for a running slot, which is what "
+            "lengthens TTFT and the tail; tune --max-num-seqs (--parallel on llama.cpp) "
+            "rather than add GPUs"
+        )
     ttft, base_ttft = _num(row, "ttft_p95_ms"), baseline.ttft_p95_ms
     itl, base_itl = _num(row, "itl_p50_ms"), _num(base_row, "itl_p50_ms")
     if ttft is not None and base_ttft and itl is not None and base_itl:
         ttft_ratio, itl_ratio = ttft / base_ttft, itl / base_itl
         if ttft_ratio >= p.prefill_ttft_ratio and itl_ratio < p.itl_normal_ratio:
+            caveat = (
+                " (the server exports no queue gauge, so waiting for a slot would look the same)"
+                if waiting is None
+                else ""
+            )
             return "prefill", (
                 f"TTFT P95 {_f(ttft, ' ms')} is {ttft_ratio:.2g}× the baseline's while the ITL "
                 f"median {_f(itl, ' ms')} is only {itl_ratio:.2g}× its own: prefill of long "
-                "inputs is the limit; consider chunked prefill or capping input length"
+                f"inputs is the limit; consider chunked prefill or capping input length{caveat}"
             )
-    departed = _fired(verdict, "tail_departure") or _fired(verdict, "sla")
-    flat = _fired(verdict, "throughput_flattening") or _fired(verdict, "gain_narrowing")
-    waiting, prev_waiting = _num(row, "waiting_mean"), _num(prev, "waiting_mean")
     grows = waiting is not None and waiting > 0 and (prev_waiting is None or waiting > prev_waiting)
     sm = _num(row, "sm_util_mean_pct")
     sm_low = sm is not None and sm < p.sm_low_pct

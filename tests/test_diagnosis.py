@@ -67,6 +67,26 @@ def test_prefill_bound_when_ttft_high_and_itl_normal():
     assert last.bottleneck != "prefill"
 
 
+def test_a_server_queue_is_queueing_not_prefill():
+    """TTFT high with ITL normal looks like prefill, but a waiting queue means slot queueing."""
+    columns = {
+        "ttft_p95_ms": [20, 20, 30, 900],
+        "itl_p50_ms": [10, 10, 11, 12],
+        "waiting_mean": [0, 0, 0, 8],
+        "waiting_max": [0, 0, 0, 8],
+    }
+    summary = sweep(LEVELS, FLAT, [100, 100, 110, 300], baseline_tok_s=100.0,
+                    baseline_p95_ms=100.0, **columns)  # fmt: skip
+    summary.loc[0, ["ttft_p95_ms", "itl_p50_ms", "waiting_mean"]] = [20.0, 10.0, 0.0]
+    baseline = compute_baseline(None, summary)
+    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    assert last.bottleneck == "queueing", last.bottleneck_reason
+    assert "waiting queue held 8 requests" in last.bottleneck_reason
+    summary.loc[4, ["waiting_mean", "waiting_max"]] = [0.0, 0.0]  # no queue: prefill again
+    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    assert last.bottleneck == "prefill", last.bottleneck_reason
+
+
 def test_interference_from_the_baseline_warning():
     summary = sweep(LEVELS, SCALING, [100, 100, 110, 160], baseline_tok_s=100.0,
                     baseline_p95_ms=100.0, gpu_util_mean_pct=[50] * 4)  # fmt: skip
