@@ -1,0 +1,104 @@
+"""A real loadknee sweep against llama.cpp's llama-server: calibration, zero loss, the slot knee.
+
+llama-server is built once from the llama.cpp sources in the llama-cpp-python sdist (cached outside
+the repo, see ``tests/realengine/engine.py``) and serves a 98.6M-parameter random-weight model
+made locally, with ``--parallel 8`` slots and ``--metrics``. With 8 slots, requests past the 8th
+wait in the server's queue (``llamacpp:requests_deferred``): TTFT and the tail jump while
+throughput stops growing, so the knee must land at 8 or 16 users with a reason naming the queue,
+and the recommended max_concurrency must be at most 8.
+
+The test is skipped (with the reason) only where no C++ toolchain exists to build the server.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "realengine"))
+from engine import LlamaServer, ensure_built, missing_tools, start_llama_server
+
+pytestmark = [pytest.mark.slow, pytest.mark.realengine]
+
+LEVELS = "1,2,4,8,16,32"
+OUTPUT_TOKENS = 64
+INPUT_TOKENS = 64
+RELEASE_LINE = re.compile(r"slot\s+release:")
+
+
+@pytest.fixture(scope="module")
+def llama_server() -> LlamaServer:
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"cannot build llama-server here: {', '.join(missing)} not installed")
+    server = start_llama_server(ensure_built(), model="model-small", parallel=8)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _served_tasks(log_path: Path) -> int:
+    """Generation tasks the server finished, from its own log (one 'slot release' per task)."""
+    return sum(1 for line in log_path.read_text(errors="replace").splitlines()
+               if RELEASE_LINE.search(line))  # fmt: skip
+
+
+def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, tmp_path: Path):
+    before = _served_tasks(llama_server.log_path)
+    cmd = [
+        sys.executable, "-m", "loadknee_locust", "run",
+        "--host", llama_server.url, "--model", "tiny",
+        "--levels", LEVELS, "--stage-requests", "32",
+        "--warmup-seconds", "0", "--cooldown-seconds", "1",
+        "--baseline-requests", "10",
+        "--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS),
+        "--out", str(tmp_path / "runs"), "--run-id", "llama",
+    ]  # fmt: skip
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    run_dir = tmp_path / "runs" / "llama"
+    rows = list(csv.DictReader((run_dir / "requests.csv").open()))
+    info = json.loads((run_dir / "run.json").read_text())
+
+    # nothing lost: every generation the server finished is a row (or a calibration probe)
+    probes = sum(
+        int(c.get("probes", 0)) for c in info["prompt_source"].get("calibration", {}).values()
+    )
+    served = _served_tasks(llama_server.log_path) - before
+    reached = [r for r in rows if r["http_status"]]
+    assert served == len(reached) + probes, (served, len(reached), probes)
+    outcomes = {r["outcome"] for r in rows}
+    assert outcomes == {"ok"}, sorted(outcomes)
+
+    # exact lengths from the server's usage, calibrated against its tokenizer
+    assert {r["completion_tokens"] for r in rows} == {str(OUTPUT_TOKENS)}
+    assert {r["prompt_tokens"] for r in rows} == {str(INPUT_TOKENS)}
+    assert {r["usage_source"] for r in rows} == {"server"}
+
+    # the analysis, as `loadknee analyze` runs it
+    analyze = subprocess.run(
+        [sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir), "--format", "json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert analyze.returncode == 0, analyze.stderr[-3000:]
+    knee = json.loads((run_dir / "report" / "knee.json").read_text())
+    print((run_dir / "report" / "record.md").read_text())  # the record table, for the CI log
+    result = knee["knee"]
+    assert result["knee_users"] in (8, 16), result["summary"]
+    knee_stage = next(s for s in result["stages"] if s["stage"] == result["knee_stage"])
+    words = " ".join(knee_stage["reasons"]) + " " + knee_stage["bottleneck_reason"]
+    assert "queue" in words, words
+    assert "P95" in words or "P99" in words, words
+    assert result["max_concurrency"] is not None and result["max_concurrency"] <= 8
+
+    # llama.cpp's metric names reached the canonical running / waiting columns
+    summary = {row["target_users"]: row for row in knee["summary"]}
+    assert summary[32]["waiting_max"] >= 8, summary[32]
+    assert summary[32]["running_max"] == 8, summary[32]
