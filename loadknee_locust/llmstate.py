@@ -31,6 +31,7 @@ from loadknee_locust.prompts import (
 )
 from loadknee_locust.prompts.calibrate import Calibration, assumed
 from loadknee_locust.prompts.model import Endpoint
+from loadknee_locust.reconnect import install_stale_retry
 from loadknee_locust.sse import parse_body, short_text
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ class LLMState:
         self.lock = gevent.lock.RLock()
         self._users = 0
         self._stopping = False
+        self.stale_connection_retries = 0
         self.options = RequestOptions.from_environment(environment)
         self._load_options(self.options)
 
@@ -139,6 +141,12 @@ class LLMState:
             # a fresh greenlet: quit() kills the users, and this runs inside one
             gevent.spawn(runner.quit)
 
+    def count_stale_retry(self) -> None:
+        """A request resent because its reused keep-alive socket was already closed."""
+        if self.stale_connection_retries == 0:
+            log.info("loadknee: the server closes keep-alive connections; resending such requests")
+        self.stale_connection_retries += 1
+
     def next_user_id(self) -> int:
         self._users += 1
         return self._users
@@ -182,13 +190,15 @@ class LLMState:
 
     def _session(self, host: str) -> FastHttpSession:
         # a private event hook: probes and discovery are not load and must not become rows
-        return FastHttpSession(
+        session = FastHttpSession(
             base_url=host,
             request_event=EventHook(),
             user=None,
             network_timeout=self.timeout_s,
             connection_timeout=self.timeout_s,
         )
+        install_stale_retry(session.client)
+        return session
 
     def _discover_model(self, host: str) -> None:
         try:
@@ -252,6 +262,7 @@ class LLMState:
             self.source.info() if self.source else {"kind": "error", "error": self.source_error}
         )
         info["model"] = self.model or None
+        info["stale_connection_retries"] = self.stale_connection_retries
         if self.model_error:
             info["model_error"] = self.model_error
         return info

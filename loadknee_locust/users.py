@@ -31,6 +31,7 @@ from loadknee_locust.llmstate import LLMState, build_body, llm_state, option, pr
 from loadknee_locust.outcome import Observation, classify_exception, request_row
 from loadknee_locust.prompts import Prompt
 from loadknee_locust.prompts.model import Endpoint
+from loadknee_locust.reconnect import install_stale_retry
 from loadknee_locust.sse import StreamParser, error_message, parse_body, short_text
 
 __all__ = [
@@ -66,6 +67,8 @@ class LLMUser(FastHttpUser):
         super().__init__(environment)
         self.llm = llm_state(environment)
         self.user_id = self.llm.next_user_id()
+        # a POST on a keep-alive socket the server already closed is resent once (reconnect.py)
+        install_stale_retry(self.client.client, self.llm.count_stale_retry)
         self._backoff = 0.0
 
     def wait_time(self) -> float:

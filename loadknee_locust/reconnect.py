@@ -1,0 +1,95 @@
+"""Retry a request once on a fresh connection when a reused keep-alive socket was already dead.
+
+Why: some servers (llama.cpp's llama-server / cpp-httplib) advertise ``Keep-Alive`` but close the
+connection just after a streamed response ends. The pool's liveness check (a zero-timeout
+``select``) runs before the close arrives, the next POST goes out on the dying socket and fails
+with ``HTTPConnectionClosed`` before a single response byte. geventhttpclient never retries a POST
+(RFC 9110 §9.2.2: it may have been processed), so every such request became a ``connect_error``.
+
+What we do, as urllib3 (``is_connection_dropped`` + retry) and Go's ``net/http``
+(``errServerClosedIdle``) do for this exact case: when a request that went out on a REUSED pooled
+socket fails with "connection closed" / broken pipe before ANY response byte, the server closed
+the idle connection without reading the request, so it is sent once more on a fresh connection.
+Never retried: a failure on a fresh socket, a failure after the status line arrived (a cut stream
+is read outside ``_urlopen`` and never reaches this code), timeouts, refused connections. One
+retry at most, so a server that keeps closing connections still gives one failure, no loop.
+
+The seam is the narrowest one Locust offers: the user agent's ``_urlopen`` (one HTTP exchange
+without redirects), wrapped per instance; sockets are told fresh from reused by counting the
+connection pool's ``_create_socket`` calls. The caller's ``on_retry`` counts retries (for run.json).
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable
+from typing import Any
+
+from geventhttpclient.response import HTTPConnectionClosed
+
+_MARK = "_loadknee_stale_retry"
+_CREATED = "_loadknee_sockets_created"
+
+
+def is_dropped_before_response(exc: BaseException) -> bool:
+    """True for the errors that mean "the server closed this connection before answering":
+    ``HTTPConnectionClosed`` (raised only when zero response bytes arrived, ECONNRESET included)
+    and EPIPE (only a send raises it). Timeouts and refused connections are not."""
+    if isinstance(exc, HTTPConnectionClosed):
+        return True
+    return isinstance(exc, OSError) and exc.errno == errno.EPIPE
+
+
+def _count_created(pool: Any) -> int | None:
+    """Sockets ``pool`` has created so far (instrumenting it on first use); None if unknown."""
+    count = getattr(pool, _CREATED, None)
+    if count is not None:
+        return int(count)
+    create = getattr(pool, "_create_socket", None)
+    if create is None:
+        return None
+
+    def counting_create(*args: Any, **kwargs: Any) -> Any:
+        setattr(pool, _CREATED, getattr(pool, _CREATED, 0) + 1)
+        return create(*args, **kwargs)
+
+    pool._create_socket = counting_create
+    setattr(pool, _CREATED, 0)
+    return 0
+
+
+def _drop_idle_sockets(pool: Any) -> None:
+    """Close the pool's idle sockets: they may be as stale as the one that just failed."""
+    queue = getattr(pool, "_socket_queue", None)
+    while queue is not None and not queue.empty():
+        try:
+            queue.get(block=False).close()
+        except Exception:  # an empty queue or an already closed socket: nothing to drop
+            break
+
+
+def install_stale_retry(agent: Any, on_retry: Callable[[], None] | None = None) -> None:
+    """Wrap ``agent._urlopen`` (a geventhttpclient ``UserAgent``, e.g. ``FastHttpSession.client``)
+    so a request that died on a reused, already closed socket is sent once more on a fresh one.
+    Installing twice is a no-op."""
+    if getattr(agent, _MARK, False):
+        return
+    inner = agent._urlopen
+
+    def _urlopen(request: Any) -> Any:
+        pool = getattr(agent.clientpool.get_client(request.url_split), "_connection_pool", None)
+        created_before = _count_created(pool)
+        try:
+            return inner(request)
+        except Exception as exc:
+            if not is_dropped_before_response(exc):
+                raise
+            if created_before is not None and _count_created(pool) != created_before:
+                raise  # it failed on a fresh connection: a real error, reported as such
+        if on_retry is not None:
+            on_retry()
+        _drop_idle_sockets(pool)
+        return inner(request)
+
+    agent._urlopen = _urlopen
+    setattr(agent, _MARK, True)

@@ -1,0 +1,125 @@
+"""Keep-alive servers that close idle connections (llama-server does): each request stays one row.
+
+A stdlib fake advertises ``Keep-Alive`` (never ``Connection: close``) and closes a connection when
+the NEXT request arrives on it, without answering: exactly the race that made ~20 % of the rows
+``connect_error`` against llama-server. The user must resend such a request once on a fresh
+connection (``loadknee_locust.reconnect``), and must not loop when the fresh one fails too.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import socketserver
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from fake_llm_server import TOKEN, _event, _read_request, _usage
+from llm_locust import run_locust
+
+_LENGTHS = ("--llm-input-tokens", "32", "--llm-output-tokens", "4")  # what the fake reports
+
+Mode = Literal["one_per_connection", "only_first_answered"]
+
+
+class ClosingKeepAliveServer:
+    """``one_per_connection``: every connection answers one request, then closes silently on the
+    next. ``only_first_answered``: the first request ever is answered; every later one is not."""
+
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+        self.received = 0  # generation requests that reached the server
+        self.answered = 0
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                outer._handle(self.request)
+
+        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> ClosingKeepAliveServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handle(self, sock: socket.socket) -> None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        answered_here = 0
+        try:
+            while True:
+                try:
+                    _read_request(sock)
+                except (OSError, ValueError):
+                    return
+                with self._lock:
+                    self.received += 1
+                    answer = answered_here == 0 and (
+                        self.mode == "one_per_connection" or self.answered == 0
+                    )
+                    self.answered += answer
+                if not answer:
+                    return  # close without a byte: the client's pooled socket is now stale
+                answered_here += 1
+                _stream(sock)
+        finally:
+            sock.close()
+
+
+def _stream(sock: socket.socket) -> None:
+    sock.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+        b"Keep-Alive: timeout=5, max=100\r\n\r\n"
+    )
+    events = [_event(TOKEN)] * 4 + [_event(_usage(32, 4)), _event(b"[DONE]")]
+    for ev in events:
+        sock.sendall(b"%x\r\n%s\r\n" % (len(ev), ev))
+    sock.sendall(b"0\r\n\r\n")
+
+
+def _run(tmp_path: Path, server: ClosingKeepAliveServer):  # type: ignore[no-untyped-def]
+    return run_locust(
+        tmp_path,
+        server.url,
+        ["Chat"],
+        seconds=2,
+        extra=[*("--llm-model", "fake", "--llm-no-calibrate"), *_LENGTHS],
+    )
+
+
+@pytest.mark.slow
+def test_requests_on_connections_the_server_closed_are_resent_once(tmp_path: Path) -> None:
+    with ClosingKeepAliveServer("one_per_connection") as server:
+        result = _run(tmp_path, server)
+    outcomes = Counter(r["outcome"] for r in result.rows)
+    done = result.rows[:-1]  # the last one may have been cut by the stop
+    assert len(done) >= 5, result.output[-3000:]
+    assert all(r["outcome"] == "ok" for r in done), outcomes
+    retries = result.info["stale_connection_retries"]
+    assert retries >= len(done) - 1  # every request after the first met a stale socket
+    # one event per request; the server saw each resent request twice
+    assert len({r["request_id"] for r in result.rows}) == len(result.rows)
+    assert server.received == len(result.rows) + retries
+
+
+@pytest.mark.slow
+def test_a_resent_request_that_fails_again_is_one_connect_error(tmp_path: Path) -> None:
+    with ClosingKeepAliveServer("only_first_answered") as server:
+        result = _run(tmp_path, server)
+    outcomes = [r["outcome"] for r in result.rows]
+    assert outcomes[0] == "ok", result.output[-3000:]
+    assert len(outcomes) >= 3 and set(outcomes[1:]) == {"connect_error"}
+    # only the first failure was on a reused socket; later ones are fresh connections: no retry
+    assert result.info["stale_connection_retries"] == 1
+    assert server.received == len(outcomes) + 1
+    json.dumps(result.info)  # run.json-ready
