@@ -103,8 +103,13 @@ class Loadknee:
         events = environment.events
         events.request.add_listener(self.recorder.on_request)
         if self.role == "worker":
+            from loadknee_locust.telemetry.client import register_worker_usage
+
             events.report_to_master.add_listener(self.recorder.on_report_to_master)
             events.report_to_master.add_listener(self._ship_prompt_info)
+            # fresh CPU/memory in every report (Locust's own heartbeat value is 10 s old), so
+            # the master's client.csv can flag a worker that, not the server, was the limit
+            register_worker_usage(environment)
         if self.role == "master":
             events.worker_report.add_listener(self.recorder.on_worker_report)
             events.worker_report.add_listener(self._take_prompt_info)

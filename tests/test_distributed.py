@@ -3,6 +3,7 @@ only the master writes; every request the simulator served is recorded exactly o
 
 from __future__ import annotations
 
+import csv
 import json
 import signal
 import subprocess
@@ -47,6 +48,10 @@ def test_master_and_two_workers_record_every_request_once(sim_server, tmp_path: 
     assert {r["worker"] for r in rd.requests} == {"0", "1"}, text[-2000:]
     assert rd.info["mode"] == "master" and rd.info["worker_count"] == 2
     assert rd.info["requests_recorded"] == len(rd.requests)
+    # each worker's own CPU reading rides in its reports (not Locust's 10 s-old heartbeat value)
+    client = list(csv.DictReader((only_run_dir(out) / "client.csv").open()))
+    measured = {r["worker"] for r in client if r["worker"] in ("0", "1") and r["cpu_pct"]}
+    assert measured == {"0", "1"}, client[:6]
 
 
 def test_web_ui_stop_with_workers_keeps_the_late_rows(sim_server, tmp_path: Path) -> None:
