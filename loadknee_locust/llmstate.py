@@ -4,7 +4,8 @@ Kept on the Environment (attribute ``loadknee_llm_state``), never in a module gl
 and distributed workers each get their own; prepared once under a gevent lock: the prompt source
 is built, the model found (``--llm-model`` or the first id of ``GET /v1/models``) and each
 endpoint's prompt length calibrated with a few probe requests that use a private event hook, so
-they are not load and never become rows.
+they are not load and never become rows. Before the first calibration, prompt words of uniform
+token cost are chosen with the server's tokenize endpoint when it has one (``prompts.vocab``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from loadknee_locust.prompts.calibrate import Calibration, assumed
 from loadknee_locust.prompts.model import Endpoint
 from loadknee_locust.reconnect import install_stale_retry
 from loadknee_locust.sse import parse_body, short_text
+from loadknee_locust.tokenize_probe import server_vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +125,7 @@ class LLMState:
         self.source: FixedLengthSource | LogReplaySource | None = None
         self.source_error: str | None = None
         self._calibrated: set[str] = set()
+        self._vocabulary_chosen = False
         try:
             self._extra = payloads.parse_extra_body(options.extra_body)
         except ValueError as exc:
@@ -221,6 +224,11 @@ class LLMState:
         if not self.source_options.calibrate:
             return
         session = self._session(host)
+        if not self._vocabulary_chosen:  # once per source, before its first calibration
+            self._vocabulary_chosen = True
+            vocabulary = server_vocabulary(session, self.model, self.auth_headers())
+            if vocabulary is not None:
+                source.synth.set_vocabulary(vocabulary)
         probe_options = payloads.BodyOptions(
             model=self.model, stream=False, temperature=0.0, ignore_eos=False
         )

@@ -144,6 +144,7 @@ class LogReplaySource:
             "shared_prefix_tokens": self.synth.prefix_tokens,
             "unique_tag": self.synth.unique_tag,
             "calibration": self.synth.calibrations(),
+            "vocabulary": self.synth.vocabulary.as_dict(),
         }
 
 

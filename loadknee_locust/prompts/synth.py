@@ -9,7 +9,7 @@ assumed calibration counts one token per word plus the tag and prefix words.
 from __future__ import annotations
 
 from loadknee_locust.prompts.calibrate import Calibration, assumed
-from loadknee_locust.prompts.filler import TAG_WORD_COUNT, Tagger, filler
+from loadknee_locust.prompts.filler import DEFAULT_VOCABULARY, Tagger, Vocabulary, filler
 from loadknee_locust.prompts.model import Endpoint, Prompt, prompt_hash
 
 
@@ -22,13 +22,24 @@ class PromptSynth:
         if prefix_tokens < 0:
             raise ValueError("--llm-shared-prefix-tokens must be ≥ 0")
         self.prefix_tokens = prefix_tokens
-        self.prefix = filler(prefix_tokens, offset=7)
         self.unique_tag = unique_tag
         self._tagger = tagger or Tagger()
         self._calibrations: dict[str, Calibration] = {}
+        self.vocabulary = DEFAULT_VOCABULARY
+        self.prefix = filler(prefix_tokens, offset=7)
+
+    def set_vocabulary(self, vocabulary: Vocabulary) -> None:
+        """Use words chosen for the server's tokenizer (before any prompt is sent: the shared
+        prefix is rebuilt from them, and calibrations made with the old words are dropped)."""
+        self.vocabulary = vocabulary
+        self._tagger.vocabulary = vocabulary
+        self.prefix = filler(self.prefix_tokens, offset=7, vocabulary=vocabulary)
+        self._calibrations.clear()
 
     def default_calibration(self) -> Calibration:
-        return assumed((TAG_WORD_COUNT if self.unique_tag else 0) + self.prefix_tokens)
+        v = self.vocabulary
+        tag = (v.tag_tokens or v.tag_word_count) if self.unique_tag else 0
+        return assumed(tag + self.prefix_tokens * (v.filler_word_tokens or 1))
 
     def calibration(self, endpoint: Endpoint) -> Calibration:
         return self._calibrations.get(endpoint) or self.default_calibration()
@@ -41,7 +52,7 @@ class PromptSynth:
 
     def text(self, words: int) -> str:
         """Tag (unless disabled) followed by ``words`` filler words."""
-        body = filler(words)
+        body = filler(words, vocabulary=self.vocabulary)
         if not self.unique_tag:
             return body
         tag = self._tagger.next_tag()

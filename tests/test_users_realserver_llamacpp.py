@@ -1,0 +1,55 @@
+"""Against a real llama.cpp ``llama-server`` (tiny random-weight model): no stale-connection
+failures, and every fixed-length row exactly on target (words chosen with its /tokenize).
+
+Skipped, with the reason, when the server binary and model are not already built
+(``tests/realengine/setup.sh`` builds them; this test never builds: that takes minutes).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "realengine"))
+import engine
+
+RE_DIR = engine.cache_dir()
+BINARY = RE_DIR / "build-server" / "bin" / "llama-server"
+MODEL = RE_DIR / "model" / "tiny-llama.gguf"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (BINARY.exists() and MODEL.exists()),
+    reason=f"llama-server or its tiny model is not built in {RE_DIR} (tests/realengine/setup.sh)",
+)
+def test_fixed_length_run_on_llama_server_is_all_ok(tmp_path: Path) -> None:
+    server = engine.start_llama_server(RE_DIR, model="model", parallel=4)
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable, "-m", "loadknee_locust.cli", "run", "--host", server.url,
+                "--levels", "1,4", "--stage-requests", "16", "--warmup-seconds", "0",
+                "--cooldown-seconds", "0.5", "--baseline-requests", "4",
+                "--input-tokens", "48", "--output-tokens", "24", "--out", str(tmp_path),
+            ],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    run_dir = next(p for p in tmp_path.iterdir() if (p / "requests.csv").exists())
+    with (run_dir / "requests.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    outcomes = Counter(r["outcome"] for r in rows)
+    errors = Counter((r["outcome"], r["error"], r["prompt_tokens"]) for r in rows)
+    assert len(rows) >= 20 and outcomes == {"ok": len(rows)}, (errors, proc.stderr[-2000:])
+    assert {(r["prompt_tokens"], r["completion_tokens"]) for r in rows} == {("48", "24")}
+    source = json.loads((run_dir / "run.json").read_text())["prompt_source"]
+    assert source["vocabulary"]["kind"] == "tokenizer", source
