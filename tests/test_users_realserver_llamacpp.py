@@ -24,6 +24,19 @@ BINARY = RE_DIR / "build-server" / "bin" / "llama-server"
 MODEL = RE_DIR / "model" / "tiny-llama.gguf"
 
 
+def _run_loadknee(args: list[str]) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "loadknee_locust.cli", *args]
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=150)
+    except subprocess.TimeoutExpired as exc:  # say where it hung, not just "timeout"
+        raw = [
+            x.decode(errors="replace") if isinstance(x, bytes) else x or ""
+            for x in (exc.stdout, exc.stderr)
+        ]
+        out = "".join(raw)
+        pytest.fail(f"loadknee run did not finish in 150 s:\n{out[-3000:]}")
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(
     not (BINARY.exists() and MODEL.exists()),
@@ -32,14 +45,13 @@ MODEL = RE_DIR / "model" / "tiny-llama.gguf"
 def test_fixed_length_run_on_llama_server_is_all_ok(tmp_path: Path) -> None:
     server = engine.start_llama_server(RE_DIR, model="model", parallel=4)
     try:
-        proc = subprocess.run(
+        proc = _run_loadknee(
             [
-                sys.executable, "-m", "loadknee_locust.cli", "run", "--host", server.url,
+                "run", "--host", server.url,
                 "--levels", "1,4", "--stage-requests", "16", "--warmup-seconds", "0",
                 "--cooldown-seconds", "0.5", "--baseline-requests", "4",
                 "--input-tokens", "48", "--output-tokens", "24", "--out", str(tmp_path),
-            ],
-            capture_output=True, text=True, timeout=120,
+            ]
         )  # fmt: skip
     finally:
         server.stop()
