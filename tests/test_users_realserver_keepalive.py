@@ -8,6 +8,7 @@ connection (``loadknee_locust.reconnect``), and must not loop when the fresh one
 
 from __future__ import annotations
 
+import errno
 import json
 import socket
 import socketserver
@@ -18,7 +19,10 @@ from typing import Literal
 
 import pytest
 from fake_llm_server import TOKEN, _event, _read_request, _usage
+from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 from llm_locust import run_locust
+
+from loadknee_locust.reconnect import is_dropped_before_response
 
 _LENGTHS = ("--llm-input-tokens", "32", "--llm-output-tokens", "4")  # what the fake reports
 
@@ -123,3 +127,19 @@ def test_a_resent_request_that_fails_again_is_one_connect_error(tmp_path: Path) 
     assert result.info["stale_connection_retries"] == 1
     assert server.received == len(outcomes) + 1
     json.dumps(result.info)  # run.json-ready
+
+
+@pytest.mark.parametrize(
+    ("exc", "resend"),
+    [
+        (HTTPConnectionClosed("connection closed."), True),  # zero response bytes
+        (OSError(errno.EPIPE, "Broken pipe"), True),  # only a send raises it
+        (HTTPParseError("connection closed before end of the headers"), False),  # bytes came
+        (OSError(errno.ECONNREFUSED, "Connection refused"), False),  # never connected
+        (TimeoutError("timed out"), False),  # the server may be working on it
+        (TimeoutError(), False),
+        (ValueError("bug"), False),
+    ],
+)
+def test_only_a_silent_close_is_resent(exc: BaseException, resend: bool) -> None:
+    assert is_dropped_before_response(exc) is resend
