@@ -7,7 +7,8 @@ models are cached) and serves the 5M-parameter random-weight model (fp32) with
 ``vllm:num_requests_waiting``; ``vllm:kv_cache_usage_perc`` is its KV-cache gauge. The test proves
 loadknee reads these real names (not only the simulator's copies of them): zero lost or failed
 requests (against the server's own ``vllm:request_success_total``), exact lengths from ``usage``,
-the queue and KV columns in the summary, and the knee at the scheduler limit.
+the queue and KV columns in the summary, and a knee at or past the scheduler limit that names
+the queue (where exactly — 16 or 32 users — is noise on 2 shared cores; see the last assert).
 
 Skipped unless ``LOADKNEE_VLLM=1``: it costs ~2 minutes of install on the first run, ~2 minutes
 of vLLM start-up and ~1-2 minutes of warm-up and sweep on 2 cores, and 3.4 GB of disk.
@@ -59,7 +60,9 @@ def vllm_server() -> Iterator[VllmServer]:
         server.stop()
 
 
-def _loadknee_run(url: str, out: Path, run_id: str, levels: str, stage_requests: int) -> Path:
+def _loadknee_run(
+    url: str, out: Path, run_id: str, levels: str, stage_requests: int, *extra: str
+) -> Path:
     cmd = [
         sys.executable, "-m", "loadknee_locust", "run",
         "--host", url, "--model", "tiny",
@@ -67,7 +70,7 @@ def _loadknee_run(url: str, out: Path, run_id: str, levels: str, stage_requests:
         "--warmup-seconds", "0", "--cooldown-seconds", "1",
         "--baseline-requests", "10",
         "--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS),
-        "--out", str(out), "--run-id", run_id,
+        "--out", str(out), "--run-id", run_id, *extra,
     ]  # fmt: skip
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -87,7 +90,11 @@ def test_sweep_reads_vllm_gauges_with_nothing_lost(vllm_server: VllmServer, tmp_
     _loadknee_run(vllm_server.url, tmp_path / "warm", "warm", "1,2,4,8,16", 8)
 
     before = _served(vllm_server.url)
-    run_dir = _loadknee_run(vllm_server.url, tmp_path / "runs", "vllm", LEVELS, 24)
+    # 24 requests of the tiny model fill a stage's window in ~2 s: scrape /metrics every 0.25 s
+    # (not the default 0.5 s) so the short queue at 16 users is sampled more than twice
+    run_dir = _loadknee_run(
+        vllm_server.url, tmp_path / "runs", "vllm", LEVELS, 24, "--llm-sample-interval", "0.25"
+    )
     served = _served(vllm_server.url) - before
     rows = list(csv.DictReader((run_dir / "requests.csv").open()))
     info = json.loads((run_dir / "run.json").read_text())
@@ -135,6 +142,14 @@ def test_sweep_reads_vllm_gauges_with_nothing_lost(vllm_server: VllmServer, tmp_
     assert all(v is not None and not math.isnan(v) for v in kv.values()), kv
     assert kv[16] > 0 and kv[32] > 0, kv  # 8 sequences hold KV blocks at every sample there
 
+    # The knee itself: two runs on a shared 2-core machine put it at 16 and at 32 (throughput per
+    # added user 0.04x and 0.20x the single-user rate from 8 to 16), so "8 or 16" is not robust
+    # here. Robust: a knee is found at or past the scheduler limit, vLLM's queue is named, and
+    # loadknee never recommends more concurrency than the stage before the knee.
     result = knee["knee"]
     print("knee:", result["knee_users"], result["summary"])
-    assert result["knee_users"] in (8, 16), result["summary"]
+    assert result["knee_users"] in (8, 16, 32), result["summary"]
+    knee_stage = next(s for s in result["stages"] if s["stage"] == result["knee_stage"])
+    assert knee_stage["bottleneck"] == "queueing", knee_stage
+    assert result["max_concurrency"] is not None
+    assert result["max_concurrency"] < result["knee_users"], result["summary"]
