@@ -252,8 +252,20 @@ class Schedule:
         users = 0 if phase == "cooldown" else op.plan.users
         return Position(op.plan.index, op.plan.kind, phase, users, False, None)
 
-    def advance(self, now: float, red_line: Callable[[int], bool] | None = None) -> Position:
-        """Apply every boundary reached by ``now``; ``red_line(stage)`` is asked as a stage ends."""
+    def advance(
+        self,
+        now: float,
+        red_line: Callable[[int], bool] | None = None,
+        *,
+        users_running: int = 0,
+    ) -> Position:
+        """Apply every boundary reached by ``now``; ``red_line(stage)`` is asked as a stage ends.
+
+        ``users_running`` is the runner's user count: a cooldown does not end while users of the
+        stage before are still finishing their in-flight requests. Locust counts a stopping user
+        towards the next target, so starting the next level early would spawn too few users and
+        leave the stage short once the old ones exit.
+        """
         self._now = max(self._now, now)
         limit = self.plan.time_limit_s
         if self._open is not None and limit and now >= self.start_unix_s + limit:
@@ -263,7 +275,7 @@ class Schedule:
                 break
             if op.cooldown_from is None:
                 op.cooldown_from = now
-            if now < op.cooldown_from + self.plan.cooldown_seconds:
+            if now < op.cooldown_from + self.plan.cooldown_seconds or users_running > 0:
                 break
             crossed = red_line is not None and red_line(op.plan.index)
             if crossed:

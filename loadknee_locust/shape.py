@@ -64,7 +64,11 @@ class SteppedShape(LoadTestShape):
             self._new_run(run)
         sched = run.schedule
         red = RedLine.from_options(env.parsed_options)
-        pos = sched.advance(now, _red_line_check(run, red) if red.enabled else None)
+        pos = sched.advance(
+            now,
+            _red_line_check(run, red) if red.enabled else None,
+            users_running=self._users_still_running(),
+        )
         run.add_stages(sched.pop_closed())
         lk.announce(pos, now)
         self._progress(lk, run, sched, now)
@@ -73,6 +77,12 @@ class SteppedShape(LoadTestShape):
         rate = float(max(pos.users, self._last_users, 1))
         self._last_users = pos.users
         return pos.users, rate
+
+    def _users_still_running(self) -> int:
+        """Users still finishing in-flight requests after a drop to 0 (bounded by stop_timeout:
+        Locust kills them then, so a hung server cannot hold the cooldown forever)."""
+        assert self.runner is not None
+        return int(self.runner.user_count) if self._last_users == 0 else 0
 
     def _new_run(self, run: RunLog) -> None:
         self._run = run

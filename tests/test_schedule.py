@@ -101,6 +101,18 @@ def test_a_late_tick_keeps_the_planned_window_and_still_pauses() -> None:
     )
 
 
+def test_the_cooldown_waits_for_users_still_finishing_requests() -> None:
+    """Locust counts a stopping user towards the next target: the next level must not start
+    while the last level's users are still finishing their in-flight requests."""
+    sched = Schedule(timed(), T0)
+    sched.advance(T0 + 10.0)  # stage 0's window closes: users dropped, cooldown from here
+    # the 2 s are over, but one user is still streaming its last response
+    assert brief(sched.advance(T0 + 12.5, users_running=1))[:3] == (0, "step", "cooldown")
+    assert brief(sched.advance(T0 + 14.0, users_running=1))[:3] == (0, "step", "cooldown")
+    assert brief(sched.advance(T0 + 14.2, users_running=0)) == (1, "step", "warmup", 2, False, None)
+    assert sched.pop_closed()[0].end_unix_s == T0 + 14.2
+
+
 @pytest.mark.parametrize(
     ("start", "expected"),
     [
