@@ -15,9 +15,10 @@ client-bound is checked on every stage):
 4. **queueing** (server queue) — the tail departed or throughput flattened while the server's
    own waiting queue held at least ``queue_waiting_min`` requests on average: TTFT then grows by
    the time spent waiting for a slot, which must not be mistaken for slow prefill.
-5. **prefill** — TTFT P95 at least ``prefill_ttft_ratio``× the baseline's while the ITL median
-   stays under ``itl_normal_ratio``× the baseline stage's and no server queue explains it (seed
-   002: long inputs slow the prefill; consider chunked prefill or capping input length).
+5. **prefill** — TTFT P95 at least ``prefill_ttft_ratio``× the baseline's while the decode time
+   (TPOT median; the ITL median when there is no TPOT) stays under ``itl_normal_ratio``× the
+   baseline stage's and no server queue explains it (seed 002: long inputs slow the prefill;
+   consider chunked prefill or capping input length).
 6. **queueing** — the tail departed while memory is not full, and the waiting queue grew, or SM
    utilisation stayed under ``sm_low_pct`` (seed 002: KV-cache contention; tune ``--max-num-seqs``
    or prefix caching rather than add GPUs).
@@ -25,8 +26,10 @@ client-bound is checked on every stage):
    narrowing (seed 000: compute is saturated; more concurrency only queues).
 8. **host_side** (throughput stuck) — throughput flat while GPU utilisation stays under
    ``low_util_pct`` (seed 002: scheduling, network or a client that cannot drive the load).
-9. **queueing** (inferred) — throughput flat or the tail departed but no telemetry says why: in a
-   closed loop that means requests wait; the reason says which data was missing.
+9. **compute** / **queueing** (inferred) — throughput flat or the tail departed and no rule above
+   matched: with the server's queue known to be empty, every request runs and each decode step
+   slows as the batch grows (compute); without queue data, in a closed loop requests wait (the
+   reason says which data was missing).
 10. **memory** (leading) — only the memory-pressure signal fired: memory fills before latency
    collapses (seed 002).
 11. **interference** — the baseline's P95 was far above its median (seed 000).
@@ -129,7 +132,13 @@ def diagnose_stage(
             "rather than add GPUs"
         )
     ttft, base_ttft = _num(row, "ttft_p95_ms"), baseline.ttft_p95_ms
-    itl, base_itl = _num(row, "itl_p50_ms"), _num(base_row, "itl_p50_ms")
+    # decode speed: TPOT ((e2e - TTFT) / tokens) rather than the chunk gaps where both exist,
+    # since servers that flush chunks in bursts (vLLM on CPU) make ITL medians near 0
+    decode_name = "TPOT"
+    itl, base_itl = _num(row, "tpot_p50_ms"), _num(base_row, "tpot_p50_ms")
+    if itl is None or not base_itl:
+        decode_name = "ITL"
+        itl, base_itl = _num(row, "itl_p50_ms"), _num(base_row, "itl_p50_ms")
     if ttft is not None and base_ttft and itl is not None and base_itl:
         ttft_ratio, itl_ratio = ttft / base_ttft, itl / base_itl
         if ttft_ratio >= p.prefill_ttft_ratio and itl_ratio < p.itl_normal_ratio:
@@ -139,9 +148,10 @@ def diagnose_stage(
                 else ""
             )
             return "prefill", (
-                f"TTFT P95 {_f(ttft, ' ms')} is {ttft_ratio:.2g}× the baseline's while the ITL "
-                f"median {_f(itl, ' ms')} is only {itl_ratio:.2g}× its own: prefill of long "
-                f"inputs is the limit; consider chunked prefill or capping input length{caveat}"
+                f"TTFT P95 {_f(ttft, ' ms')} is {ttft_ratio:.2g}× the baseline's while the "
+                f"{decode_name} median {_f(itl, ' ms')} is only {itl_ratio:.2g}× its own: "
+                "prefill of long inputs is the limit; consider chunked prefill or capping input "
+                f"length{caveat}"
             )
     grows = waiting is not None and waiting > 0 and (prev_waiting is None or waiting > prev_waiting)
     sm = _num(row, "sm_util_mean_pct")
@@ -182,6 +192,12 @@ def diagnose_stage(
             if missing
             else ""
         )
+        if waiting is not None and waiting < p.queue_waiting_min:
+            return "compute", (
+                f"the server's waiting queue stayed empty ({_f(waiting)} on average) while "
+                "throughput stopped keeping pace with users and latency rose: every request "
+                "runs, but each decode step slows as the batch grows (compute-bound batching)"
+            )
         return "queueing", (
             "throughput stopped keeping pace with users while latency rose: requests wait for "
             f"a slot{why}"

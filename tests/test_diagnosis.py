@@ -87,6 +87,33 @@ def test_a_server_queue_is_queueing_not_prefill():
     assert last.bottleneck == "prefill", last.bottleneck_reason
 
 
+def test_bursty_chunks_judge_decode_speed_by_tpot_not_itl():
+    """vLLM on CPU flushes chunks in bursts (ITL median ~0): TPOT says decode slowed too."""
+    columns = {
+        "ttft_p95_ms": [20, 20, 30, 200],
+        "itl_p50_ms": [0.01] * 4,
+        "tpot_p50_ms": [10, 10, 20, 40],
+    }
+    summary = sweep(LEVELS, SCALING, [100, 100, 110, 300], baseline_tok_s=100.0,
+                    baseline_p95_ms=100.0, **columns)  # fmt: skip
+    summary.loc[0, ["ttft_p95_ms", "itl_p50_ms", "tpot_p50_ms"]] = [20.0, 0.01, 10.0]
+    baseline = compute_baseline(None, summary)
+    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    assert last.bottleneck != "prefill", last.bottleneck_reason
+    summary.loc[4, "tpot_p50_ms"] = 11.0  # decode as fast as alone: the TTFT rise is prefill
+    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    assert last.bottleneck == "prefill" and "TPOT median" in last.bottleneck_reason
+
+
+def test_an_empty_server_queue_with_a_rising_tail_is_compute_not_queueing():
+    summary = sweep(LEVELS, FLAT, [100, 100, 110, 300], baseline_tok_s=100.0,
+                    baseline_p95_ms=100.0, waiting_mean=[0.0] * 4)  # fmt: skip
+    baseline = compute_baseline(None, summary)
+    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    assert last.bottleneck == "compute", last.bottleneck_reason
+    assert "waiting queue stayed empty" in last.bottleneck_reason
+
+
 def test_interference_from_the_baseline_warning():
     summary = sweep(LEVELS, SCALING, [100, 100, 110, 160], baseline_tok_s=100.0,
                     baseline_p95_ms=100.0, gpu_util_mean_pct=[50] * 4)  # fmt: skip
