@@ -150,13 +150,6 @@ def add_arguments(parser: Any) -> None:
         help="Skip calibrating the prompt length against the server's tokenizer.",
     )
     prompts.add_argument(
-        "--llm-include-prompt-text",
-        action="store_true",
-        default=False,
-        env_var=_env("include_prompt_text"),
-        help="Allow replayed prompt text into outputs (default: only lengths and a hash).",
-    )
-    prompts.add_argument(
         "--llm-seed",
         type=int,
         default=0,

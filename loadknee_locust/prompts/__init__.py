@@ -44,7 +44,6 @@ class SourceOptions:
     shared_prefix_tokens: int = 0
     unique_tag: bool = True
     calibrate: bool = True
-    include_prompt_text: bool = False
     seed: int = 0
 
     @classmethod
@@ -63,7 +62,6 @@ class SourceOptions:
             shared_prefix_tokens=getattr(parsed, "llm_shared_prefix_tokens", 0),
             unique_tag=not getattr(parsed, "llm_no_unique_tag", False),
             calibrate=not getattr(parsed, "llm_no_calibrate", False),
-            include_prompt_text=getattr(parsed, "llm_include_prompt_text", False),
             seed=getattr(parsed, "llm_seed", 0) + seed_offset,
         )
 
