@@ -37,6 +37,7 @@ from loadknee_locust.contract import (
 )
 from loadknee_locust.csvsink import CsvSink
 from loadknee_locust.schedule import Schedule, StageRecord
+from loadknee_locust.timing import percentile as sorted_percentile
 
 log = logging.getLogger(__name__)
 
@@ -66,12 +67,7 @@ def request_row(context: Any, worker: str) -> dict[str, Any] | None:
 def percentile(values: Iterable[float], q: float) -> float | None:
     """Linear-interpolated percentile (numpy's default), ``q`` in 0..100; None when empty."""
     data = sorted(values)
-    if not data:
-        return None
-    pos = (len(data) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(data) - 1)
-    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+    return sorted_percentile(data, q) if data else None
 
 
 def _number(value: Any) -> float | None:
