@@ -45,8 +45,10 @@ Parameters (:class:`KneeParams`) and defaults:
 * ``throughput_column`` = ``"output_tok_s"`` (or ``"total_tok_s"``, ``"qps"``)
 * ``flat_gain_ratio`` = 0.15; ``narrowing_gain_ratio`` = 0.5
 * ``tail_percentile`` = ``"p95"`` (seed 000; seed 002 reads ``"p99"``); ``tail_ratio`` = 2.0
-* ``tail_metric`` = ``"e2e"`` (or ``"s_per_1k"``: seconds per 1k total tokens, seed 000's ruler,
-  for runs whose prompt/output lengths vary)
+* ``tail_metric`` = ``"auto"``: ``"s_per_1k"`` (seconds per 1k total tokens, seed 000's ruler)
+  for a replayed prompt log, whose lengths vary so much that the e2e tail says more about the
+  log than about the server, else ``"e2e"`` (resolved by :func:`resolve_tail_metric` from
+  run.json; ``find_knee`` alone treats ``"auto"`` as ``"e2e"``)
 * ``sla_ms`` = None (no absolute SLA)
 * ``memory_source`` = ``"auto"`` (the higher of KV-cache % and GPU memory %, except that GPU
   memory flat across stages — within 2 points: pre-allocated — gives way to KV-cache %)
@@ -59,8 +61,9 @@ Parameters (:class:`KneeParams`) and defaults:
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, dataclass, fields
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -87,7 +90,7 @@ class KneeParams:
     flat_gain_ratio: float = 0.15
     narrowing_gain_ratio: float = 0.5
     tail_percentile: Literal["p95", "p99"] = "p95"
-    tail_metric: Literal["e2e", "s_per_1k"] = "e2e"
+    tail_metric: Literal["auto", "e2e", "s_per_1k"] = "auto"
     tail_ratio: float = 2.0
     sla_ms: float | None = None
     memory_source: Literal["auto", "kv_cache", "gpu"] = "auto"
@@ -134,10 +137,11 @@ class KneeParams:
         g.add_argument(
             "--knee-tail-metric",
             dest="knee_tail_metric",
-            choices=["e2e", "s_per_1k"],
+            choices=["auto", "e2e", "s_per_1k"],
             default=d.tail_metric,
-            help="tail on e2e latency, or on e2e seconds per 1k tokens (seed 000's ruler; "
-            "for runs whose lengths vary, e.g. log replay) (default %(default)s)",
+            help="tail on e2e latency, or on e2e seconds per 1k tokens (seed 000's ruler, for "
+            "runs whose lengths vary); auto: s_per_1k for a replayed log, else e2e "
+            "(default %(default)s)",
         )
         g.add_argument(
             "--knee-tail-ratio",
@@ -207,6 +211,19 @@ class KneeParams:
             if hasattr(ns, "knee_" + f.name)
         }
         return cls(**values)
+
+
+#: prompt_source kinds in run.json that mean a replayed production log (lengths vary)
+LOG_SOURCE_KINDS = ("log", "replay", "log_replay")
+
+
+def resolve_tail_metric(params: KneeParams, run_info: Mapping[str, Any]) -> KneeParams:
+    """``params`` with ``tail_metric="auto"`` decided from the run's prompt source."""
+    if params.tail_metric != "auto":
+        return params
+    source = run_info.get("prompt_source")
+    kind = str(source.get("kind", "")) if isinstance(source, Mapping) else ""
+    return replace(params, tail_metric="s_per_1k" if kind in LOG_SOURCE_KINDS else "e2e")
 
 
 def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> StageVerdict:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from analysis.baseline import compute_baseline
 from analysis.diagnosis import diagnose
-from analysis.knee import KneeParams, find_knee
+from analysis.knee import KneeParams, find_knee, resolve_tail_metric
 from analysis.load import Run, read_run
 from analysis.model import Baseline, KneeResult, Recommendations
 from analysis.nvsmi import read_nvidia_smi_csv
@@ -76,7 +76,8 @@ def analyze_run(
     say(f"summarising {len(run.requests)} requests over {len(run.stages)} stages")
     summary = summarize_stages(run)
     baseline = compute_baseline(run, summary)
-    knee = find_knee(summary, baseline, params=knee_params or KneeParams())
+    params = resolve_tail_metric(knee_params or KneeParams(), run.run_info)
+    knee = find_knee(summary, baseline, params=params)
     knee = diagnose(summary, knee, baseline)
     recs = recommend(summary, knee, baseline, run_info=run.run_info, params=recommend_params)
     return Analysis(

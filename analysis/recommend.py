@@ -31,11 +31,11 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.knee import LOG_SOURCE_KINDS
 from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
 
 #: vLLM's default --gpu-memory-utilization, assumed when the run does not say
 VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
-LOG_SOURCE_KINDS = ("log", "replay", "log_replay")
 
 
 @dataclass(frozen=True)

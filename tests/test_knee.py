@@ -209,3 +209,20 @@ def test_tail_on_seconds_per_1k_tokens_ignores_longer_outputs():
     tail = next(s for s in per_1k.stages[-1].signals if s.name == "tail_departure")
     assert not tail.fired and tail.value == pytest.approx(1.2)
     assert "P95 seconds per 1k tokens 1.2 s" in tail.text
+
+
+@pytest.mark.parametrize(
+    ("given", "source", "expected"),
+    [
+        ("auto", {"kind": "log_replay"}, "s_per_1k"),  # replayed lengths vary: seed 000's ruler
+        ("auto", {"kind": "fixed"}, "e2e"),
+        ("auto", None, "e2e"),
+        ("e2e", {"kind": "log_replay"}, "e2e"),  # an explicit choice stands
+        ("s_per_1k", {"kind": "fixed"}, "s_per_1k"),
+    ],
+)
+def test_tail_metric_auto_follows_the_prompt_source(given, source, expected):
+    from analysis.knee import KneeParams, resolve_tail_metric
+
+    info = {} if source is None else {"prompt_source": source}
+    assert resolve_tail_metric(KneeParams(tail_metric=given), info).tail_metric == expected
