@@ -91,8 +91,7 @@ class StageStats:
         self.e2e_ms: deque[float] = deque(maxlen=LATENCY_CAP)  # measured, not errors
         self.ttft_ms: deque[float] = deque(maxlen=LATENCY_CAP)
         self.completion_tokens = 0.0
-        self.first_start: float | None = None
-        self.last_end: float | None = None
+        self.busy_s = 0.0  # summed e2e of the measured ok requests
 
     def add(self, row: Mapping[str, Any]) -> None:
         self.requests += 1
@@ -106,17 +105,19 @@ class StageStats:
             value = _number(row.get(key))
             if value is not None:
                 into.append(value)
-        self.completion_tokens += _number(row.get("completion_tokens")) or 0.0
-        start, end = _number(row.get("start_unix_s")), _number(row.get("end_unix_s"))
-        if start is not None and (self.first_start is None or start < self.first_start):
-            self.first_start = start
-        if end is not None and (self.last_end is None or end > self.last_end):
-            self.last_end = end
+        e2e_ms = _number(row.get("e2e_ms"))
+        if e2e_ms is not None:
+            self.completion_tokens += _number(row.get("completion_tokens")) or 0.0
+            self.busy_s += e2e_ms / 1000.0
 
-    def output_tokens_per_s(self) -> float | None:
-        if self.first_start is None or self.last_end is None or self.last_end <= self.first_start:
+    def output_tokens_per_s(self, users: int) -> float | None:
+        """Live output tokens/s of a closed loop of ``users``: each user streams its requests'
+        tokens back to back, so the rate is users × tokens / time spent in requests (Little's
+        law). Unlike tokens over first-start..last-end it does not count the stragglers that end
+        in the cooldown; the analysis still recomputes it exactly from requests.csv."""
+        if self.busy_s <= 0:
             return None
-        return self.completion_tokens / (self.last_end - self.first_start)
+        return users * self.completion_tokens / self.busy_s
 
 
 class RunLog:

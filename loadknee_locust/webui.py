@@ -69,7 +69,7 @@ def stage_rows(run: RunLog | None) -> list[dict[str, Any]]:
                 "e2e_p95_ms": _round(percentile(stats.e2e_ms, 95.0)),
                 "ttft_p50_ms": _round(percentile(stats.ttft_ms, 50.0)),
                 "ttft_p95_ms": _round(percentile(stats.ttft_ms, 95.0)),
-                "output_tokens_per_s": _round(stats.output_tokens_per_s()),
+                "output_tokens_per_s": _round(stats.output_tokens_per_s(plan.users)),
             }
         )
     return rows

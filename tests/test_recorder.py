@@ -77,7 +77,9 @@ def test_stage_stats_counts_measured_rows_only_for_latency() -> None:
     st.add({**fields("d", T0 + 3.0, 300.0, "length_mismatch"), "phase": "measure"})
     assert (st.requests, st.measured, st.errors) == (4, 3, 1)
     assert list(st.e2e_ms) == [200.0, 300.0]
-    assert st.output_tokens_per_s() == pytest.approx(20 / (T0 + 3.3 - (T0 + 1.0)))
+    # closed loop: 2 users × 20 tokens / 0.5 s spent in requests (Little's law)
+    assert st.output_tokens_per_s(2) == pytest.approx(2 * 20 / 0.5)
+    assert StageStats(2).output_tokens_per_s(4) is None  # nothing measured yet: n/a, not 0
 
 
 def _plan() -> SchedulePlan:
