@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stage-seconds", type=float, default=12.0, help="seconds per level")
     parser.add_argument("--warmup-seconds", type=float, default=3.0, help="warm-up per level")
     parser.add_argument("--cooldown-seconds", type=float, default=2.0, help="pause between levels")
-    parser.add_argument("--baseline-requests", type=int, default=10, help="baseline requests")
+    parser.add_argument(
+        "--baseline-requests", type=int, default=20, help="baseline requests (seed 000: 20+)"
+    )
     parser.add_argument("--input-tokens", type=int, default=256)
     parser.add_argument("--output-tokens", type=int, default=64)
     parser.add_argument("--out", default="runs", help="parent folder of the run directory")
