@@ -1,0 +1,31 @@
+"""`loadknee demo` end to end (the README's first command), on a shortened sweep: simulator →
+real Locust sweep → analysis; exit 0, the record table, the knee where the simulator predicts it,
+and the report on disk."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
+    cmd = [
+        sys.executable, "-m", "loadknee_locust", "demo", "--levels", "2,8,16",
+        "--stage-seconds", "6", "--warmup-seconds", "1.5", "--cooldown-seconds", "1",
+        "--baseline-requests", "5", "--out", str(tmp_path / "runs"),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    assert "expect the knee at 16 users" in out  # the simulator's own prediction (8 slots)
+    assert re.search(r"^users\s+QPS\s+P50 s", out, re.MULTILINE)  # the record table
+    assert "knee: knee at 16 users" in out, out[-2000:]
+    assert "max_concurrency = 8" in out
+    report = re.search(r"^report: (.+report\.html)$", out, re.MULTILINE)
+    assert report and Path(report.group(1)).exists()
