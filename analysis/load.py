@@ -14,6 +14,7 @@ read fails is the file re-read as text to find which columns are bad.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -105,9 +106,9 @@ def _header(path: Path) -> list[str]:
     return [str(c) for c in pd.read_csv(path, nrows=0).columns]
 
 
-def _bad_numeric(path: Path, name: str, columns: Iterable[str]) -> list[str]:
+def _bad_numeric(source: Path | io.BytesIO, file_name: str, columns: Iterable[str]) -> list[str]:
     """Slow path: re-read as text and name each numeric column holding non-numeric cells."""
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    raw = pd.read_csv(source, dtype=str, keep_default_na=False)
     problems = []
     for col in columns:
         if col not in raw.columns:
@@ -119,14 +120,39 @@ def _bad_numeric(path: Path, name: str, columns: Iterable[str]) -> list[str]:
         if len(bad):
             rows = ", ".join(str(i + 2) for i in bad.index[:3])
             problems.append(
-                f"{path.name}: column {col!r} must be numeric; {len(bad)} cell(s) are not "
+                f"{file_name}: column {col!r} must be numeric; {len(bad)} cell(s) are not "
                 f"(e.g. {bad.iloc[0]!r} on line {rows})"
             )
     return problems
 
 
-def _read_csv(path: Path, name: str, problems: list[str]) -> pd.DataFrame | None:
+def _complete_part(path: Path) -> bytes | None:
+    """The file up to its last newline when its last line was cut by a killed writer, else None.
+
+    Writers flush whole rows at least once a second, but SIGKILL can land in the middle of a
+    buffered write; that partial row is dropped (and noted) rather than failing the whole run or
+    counting as a request with an empty outcome.
+    """
+    with path.open("rb") as f:
+        f.seek(0, io.SEEK_END)
+        if f.tell() == 0:
+            return None
+        f.seek(-1, io.SEEK_END)
+        if f.read(1) == b"\n":
+            return None
+        f.seek(0)
+        data = f.read()
+    return data[: data.rfind(b"\n") + 1]
+
+
+def _read_csv(
+    path: Path, name: str, problems: list[str], notes: list[str] | None = None
+) -> pd.DataFrame | None:
     """Read one contract CSV; append its defects to ``problems`` and return None if any."""
+    complete = _complete_part(path)
+    source: Path | io.BytesIO = path if complete is None else io.BytesIO(complete)
+    if complete is not None and notes is not None:
+        notes.append(f"{path.name}: dropped a partial last line (the writer was killed mid-row)")
     try:
         header = _header(path)
     except (pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
@@ -138,13 +164,15 @@ def _read_csv(path: Path, name: str, problems: list[str]) -> pd.DataFrame | None
         return None
     dtypes = _dtypes(name, header)
     try:
-        frame = pd.read_csv(path, dtype=dtypes, engine=_engine())
+        frame = pd.read_csv(source, dtype=dtypes, engine=_engine())
     except pd.errors.ParserError as exc:  # e.g. a quoted field cut by a killed writer
         problems.append(f"{path.name}: could not be parsed as CSV ({exc})")
         return None
     except (ValueError, TypeError):
         numeric = [c for c, t in dtypes.items() if t == "float64"]
-        found = _bad_numeric(path, name, numeric)
+        if isinstance(source, io.BytesIO):
+            source.seek(0)
+        found = _bad_numeric(source, path.name, numeric)
         problems.extend(found or [f"{path.name}: could not be parsed as CSV"])
         return None
     for (file_name, col), allowed in VOCABULARIES.items():
@@ -168,7 +196,7 @@ def _read_requests(run_dir: Path, problems: list[str], notes: list[str]) -> pd.D
     if not paths:
         problems.append(f"missing file {contract.REQUESTS_CSV} (nor any requests.*.csv)")
         return None
-    frames = [_read_csv(p, contract.REQUESTS_CSV, problems) for p in paths]
+    frames = [_read_csv(p, contract.REQUESTS_CSV, problems, notes) for p in paths]
     good = [f for f in frames if f is not None]
     if len(good) != len(frames):
         return None
@@ -216,14 +244,16 @@ def read_run(
     stages_path = root / contract.STAGES_CSV
     stages = None
     if stages_path.exists():
-        stages = _read_csv(stages_path, contract.STAGES_CSV, problems)
+        stages = _read_csv(stages_path, contract.STAGES_CSV, problems, notes)
     else:
         problems.append(f"missing file {contract.STAGES_CSV}")
     requests = _read_requests(root, problems, notes)
     optional: dict[str, pd.DataFrame | None] = {}
     for name in OPTIONAL_FILES:
         path = root / name
-        optional[name] = _read_csv(path, name, problems) if path.exists() else empty_frame(name)
+        optional[name] = (
+            _read_csv(path, name, problems, notes) if path.exists() else empty_frame(name)
+        )
     gpu = optional[contract.GPU_CSV]
     if nvidia_smi_csv is not None and gpu is not None:
         parse = read_nvidia_smi or _default_nvsmi_reader()

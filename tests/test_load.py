@@ -129,6 +129,26 @@ def test_run_json_must_be_an_object(tmp_path):
 def test_unparseable_csv_is_reported_not_raised(tmp_path):
     run_dir = _basic(tmp_path)
     with (run_dir / contract.REQUESTS_CSV).open("a") as f:
-        f.write('local-9,1,measure,local,0,chat,1,1,1,2,3,,,,,,,,,,server,,,1,ok,200,"cut off')
+        # a quote that never closes, on a complete line: corrupt, not merely cut by a kill
+        f.write('local-9,1,measure,local,0,chat,1,1,1,2,3,,,,,,,,,,server,,,1,ok,200,"cut off\n')
     with pytest.raises(RunDirError, match=r"requests\.csv: could not be parsed as CSV"):
         read_run(run_dir)
+
+
+def test_a_row_cut_by_a_killed_writer_is_dropped_and_noted(tmp_path):
+    """SIGKILL mid-write leaves a partial last line (here inside a quoted field, which alone
+    would make the CSV unparseable): the complete rows stay readable, the cut one is dropped."""
+    metrics = [{"timestamp_unix_s": T0 + i, "endpoint": "http://h/metrics",
+                "metric": "vllm:num_requests_waiting", "labels": 'model_name="m"', "value": i}
+               for i in range(3)]  # fmt: skip
+    run_dir = _basic(tmp_path, server_metrics=metrics)
+    complete = read_run(run_dir)
+    for name in ("requests.csv", "server_metrics.csv"):
+        path = run_dir / name
+        text = path.read_text()
+        first_row = text.splitlines()[1]
+        path.write_text(text + first_row[: len(first_row) // 2] + ',"k=""v')
+    cut = read_run(run_dir)
+    assert len(cut.requests) == len(complete.requests) == 2
+    assert len(cut.server_metrics) == len(complete.server_metrics) == 3
+    assert sum("partial last line" in n for n in cut.notes) == 2
