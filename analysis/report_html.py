@@ -28,37 +28,16 @@ import pandas as pd
 from analysis.model import PERCENTILE_METHOD, Baseline, KneeResult, Recommendations
 from analysis.plots import VERDICT_COLOURS
 from analysis.table import RECORD_COLUMNS, Column, fmt_magnitude, fmt_text, is_missing
+from loadknee_locust.redaction import is_secret_name
 
-SECRET_PARTS = frozenset(
-    {
-        "key",
-        "apikey",
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "pwd",
-        "auth",
-        "authorization",
-        "credential",
-        "credentials",
-        "bearer",
-        "cookie",
-    }
-)
 _SECRET_VALUE = re.compile(r"^(sk-|Bearer\s|hf_|ghp_|xox[bp]-)", re.IGNORECASE)
 _URL_USERINFO = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
 WITHHELD = "[withheld]"
 
 
-def _key_parts(key: str) -> set[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key)
-    return {part.lower() for part in re.split(r"[^A-Za-z0-9]+", spaced) if part}
-
-
 def is_secret_key(key: str) -> bool:
     """True for ``api_key``, ``OPENAI_API_KEY``, ``hfToken``, not ``max_tokens``."""
-    return bool(_key_parts(str(key)) & SECRET_PARTS)
+    return is_secret_name(str(key))
 
 
 def redact(value: Any) -> Any:

@@ -20,31 +20,13 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from loadknee_locust import __version__
 from loadknee_locust.contract import RUN_JSON
+from loadknee_locust.redaction import is_secret_name, strip_credentials
 from loadknee_locust.schedule import parse_levels
 
-SECRET_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credential")
 _RUN_ID_OK = re.compile(r"^[A-Za-z0-9._-]+$")
-
-
-def is_secret_name(name: str) -> bool:
-    low = name.lower()
-    return any(word in low for word in SECRET_WORDS)
-
-
-def strip_credentials(url: str) -> str:
-    """``http://user:pw@host:8000/v1`` → ``http://host:8000/v1``; other strings unchanged."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if not parts.scheme or "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
 
 
 def public_options(options: Any, secret_names: Iterable[str] = ()) -> dict[str, Any]:

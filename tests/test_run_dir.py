@@ -49,6 +49,12 @@ def test_public_options_drop_secrets_and_strip_urls() -> None:
     assert out == {"extra": {"x": 1}, "host": "http://gpu:8000", "llm_levels": "1,2"}
 
 
+def test_public_options_keep_token_counts() -> None:
+    """ "token" as a whole word is secret; token counts are parameters run.json must keep."""
+    opts = SimpleNamespace(llm_input_tokens=512, llm_output_tokens=128, llm_api_token="t")
+    assert public_options(opts) == {"llm_input_tokens": 512, "llm_output_tokens": 128}
+
+
 def test_create_run_dir_never_reuses_a_used_name(tmp_path: Path) -> None:
     first = create_run_dir(tmp_path / "runs", "r1", 0.0)
     (first / "requests.csv").write_text("x\n")

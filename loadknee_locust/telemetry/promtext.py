@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from loadknee_locust.redaction import strip_credentials
 
 
 @dataclass(frozen=True)
@@ -72,14 +73,7 @@ def parse_labels(text: str) -> dict[str, str]:
 
 def redact_url(url: str) -> str:
     """The URL with any ``user:password@`` removed, for logs and the ``endpoint`` column."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return strip_credentials(url)
 
 
 def _escape(value: str) -> str:
