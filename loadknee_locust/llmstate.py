@@ -89,6 +89,7 @@ class LLMState:
         self._users = 0
         self._stopping = False
         self.stale_connection_retries = 0
+        self.stream_stamps: set[str] = set()  # how stream lines were stamped (streamread.py)
         self.options = RequestOptions.from_environment(environment)
         self._load_options(self.options)
 
@@ -271,6 +272,8 @@ class LLMState:
         )
         info["model"] = self.model or None
         info["stale_connection_retries"] = self.stale_connection_retries
+        if self.stream_stamps:
+            info["stream_stamps"] = sorted(self.stream_stamps)
         if self.model_error:
             info["model_error"] = self.model_error
         return info

@@ -168,6 +168,10 @@ class StreamParser:
         self._timings_usage: Usage | None = None
         self._pending: bytes | None = None  # data of an event not yet complete JSON
 
+    def is_done(self) -> bool:
+        """``data: [DONE]`` seen (a callable for the stream reader)."""
+        return self.done
+
     @property
     def usage(self) -> Usage | None:
         return self._server_usage or self._timings_usage

@@ -6,9 +6,10 @@ exactly ONE Locust ``request`` event per request: ``request_type="POST"``, ``nam
 the time to headers), ``response_length`` = completion tokens, ``exception`` set on failure, and
 ``context["loadknee"]`` = the row for ``requests.csv`` (see ``outcome.request_row``).
 
-Streams are read with ``resp.stream.readline(b"\\n")`` (Locust's iter_content/iter_lines buffer
-1 KB and blur TTFT), each line stamped with ``perf_counter`` as it arrives, and read to the end
-after ``[DONE]`` so the connection goes back to the pool clean. Every exception is caught inside
+Streams are read line by line straight off the socket (Locust's iter_content/iter_lines buffer
+1 KB and blur TTFT), each line stamped with the kernel's receive time where the socket gives it
+(:mod:`loadknee_locust.streamread`), and read to the end after ``[DONE]`` so the connection goes
+back to the pool clean. Every exception is caught inside
 the ``catch_response`` block, so a failure is a row, never a silent loss.
 
 Per-process state (prompt source, calibration, discovered model) lives on the Environment
@@ -33,6 +34,7 @@ from loadknee_locust.prompts import Prompt
 from loadknee_locust.prompts.model import Endpoint
 from loadknee_locust.reconnect import install_stale_retry
 from loadknee_locust.sse import StreamParser, error_message, parse_body, short_text
+from loadknee_locust.streamread import read_stream, stamp_new_sockets
 
 __all__ = [
     "BatchCompletionsUser",
@@ -69,6 +71,9 @@ class LLMUser(FastHttpUser):
         self.user_id = self.llm.next_user_id()
         # a POST on a keep-alive socket the server already closed is resent once (reconnect.py)
         install_stale_retry(self.client.client, self.llm.count_stale_retry)
+        if self.host:  # receive stamps from each connection's first byte (streamread.py)
+            pool = self.client.client.clientpool.get_client(self.host)._connection_pool
+            stamp_new_sockets(pool)
         self._backoff = 0.0
 
     def wait_time(self) -> float:
@@ -177,21 +182,15 @@ class LLMUser(FastHttpUser):
         elif result.kind == "malformed":
             obs.malformed = result.error
 
-    @staticmethod
-    def _read_stream(resp: Any, obs: Observation) -> None:
+    def _read_stream(self, resp: Any, obs: Observation) -> None:
         parser = StreamParser()
-        readline = resp.stream.readline
-        feed = parser.feed_line
-        clock = time.perf_counter
         try:
-            while line := readline(b"\n"):
-                t = clock()
-                feed(line, t)
-                if parser.done:
-                    obs.end = t  # the response is complete at [DONE]; the rest is hygiene
-                    while readline(b"\n"):  # to the end, so the socket is reusable
-                        pass
-                    break
+            done_at, stamps = read_stream(
+                resp.stream, parser.feed_line, parser.is_done, timeout=self.network_timeout
+            )
+            self.llm.stream_stamps.add(stamps)
+            if done_at is not None:
+                obs.end = done_at  # the response is complete at [DONE]; the rest is hygiene
             parser.finish()
         finally:
             obs.content_times = parser.content_times

@@ -8,19 +8,21 @@ three lags the client can be judged on, matched by request id (``X-Request-Id`` 
 * end delivery: client stamp of ``[DONE]`` − the server's end of the response.
 
 client TTFT − server TTFT = request + first-token lags; client e2e − server e2e = request + end
-lags. The first-token lag is the client's own TTFT stamping error and must be ≤ 2 ms at the
-median. The end lag is bounded at 5 ms: at every decode step all 64 streams get a chunk at once
-and a single-threaded client works through them one by one (~40 µs each), so a stream served
-late in that burst is stamped ~3 ms late — measured here, quiet machine: ChatUser first 0.6 /
-end 3.1–3.4 ms, a plain aiohttp client 3.2 / 3.7 ms, 64 blocking threads ~0 / ~0 ms. The
-totals are printed (``-s``) and bounded loosely (the request lag also holds the server's accept
-and parse, ~0.9 ms even for the threaded client). Output lengths vary (a lengths log), so
-64 streams do not all finish in the same decode step; each user's first request (connection
-set-up, start-up burst) is left out, as a warm-up would be.
+lags. The issue's goal: both differences within 2 ms at the median. The first-token and end lags
+are the client's own stamping error: lines are stamped with the kernel's receive time
+(``streamread.py``), so they stay near zero (measured −0.02 / −0.04 ms: the server stamps after
+its write returns) even though all 64 streams get a chunk at each decode step and a
+single-threaded client works through them one by one (with stamps taken after each read, as
+before: first 0.4–0.6 ms, end 3.1–3.4 ms; a plain aiohttp client 3.2 / 3.7 ms). What remains is
+the request lag, ~1.3 ms: the client's send path plus the simulator's own accept and parse while
+its event loop is busy writing 64 chunks a step (~0.9 ms even for a 64-thread client). Output
+lengths vary (a lengths log), so streams do not all end in the same step; each user's first
+request (connection set-up, start-up burst) is left out, as a warm-up would be.
 
 On a CPU-starved machine (Linux PSI ``some avg10`` above 20 % after the run: other processes
-were runnable and waiting) every lag holds scheduling delay that no client can remove; the 2 ms
-and 5 ms checks are then skipped with the numbers in the reason; the loose bounds still hold.
+were runnable and waiting) the request lag holds scheduling delay that no client can remove; the
+2 ms checks are then skipped with the numbers in the reason; the loose bounds still hold. Off
+Linux (no kernel stamps) only the loose bounds apply.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from pathlib import Path
 
 import pytest
 from llm_locust import run_locust
+
+from loadknee_locust.streamread import KERNEL_STAMPS, kernel_stamps_work
 
 PSI = Path("/proc/pressure/cpu")
 STARVED_PSI_PCT = 20.0
@@ -104,7 +108,11 @@ def test_ttft_and_e2e_match_server_timing_with_64_streams(tmp_path: Path, sim_se
     print(f"\n{len(first_lag)} requests, CPU pressure {pressure} %, medians: {medians}")
     assert abs(medians["ttft_diff_ms"]) <= 10.0, medians
     assert abs(medians["e2e_diff_ms"]) <= 10.0, medians
+    if not (KERNEL_STAMPS and kernel_stamps_work()):
+        pytest.skip(f"no kernel receive stamps on this platform: {medians}")
+    assert abs(medians["first_token_lag_ms"]) <= 0.5, medians  # stamping error: kernel stamps
+    assert abs(medians["end_lag_ms"]) <= 0.5, medians
     if pressure is not None and pressure > STARVED_PSI_PCT:
         pytest.skip(f"CPU-starved machine (PSI avg10 {pressure} %), lags unverifiable: {medians}")
-    assert abs(medians["first_token_lag_ms"]) <= 2.0, medians
-    assert abs(medians["end_lag_ms"]) <= 5.0, medians
+    assert abs(medians["ttft_diff_ms"]) <= 2.0, medians  # the issue's goal
+    assert abs(medians["e2e_diff_ms"]) <= 2.0, medians

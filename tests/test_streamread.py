@@ -1,0 +1,227 @@
+"""The stream reader against a scripted server on loopback: stamps, timeout, cut bodies.
+
+The server (stdlib threads) answers each connection with a script of (pause, bytes) steps after
+the request's headers, so the tests control exactly when every byte goes out; the client is
+geventhttpclient, as under Locust, in this process's gevent hub.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from geventhttpclient import HTTPClient
+
+from loadknee_locust import streamread
+from loadknee_locust.sse import StreamParser
+
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+TOKEN = b'data: {"choices":[{"index":0,"delta":{"content":" w"}}]}\n\n'
+USAGE = b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":%d}}\n\n'
+DONE = b"data: [DONE]\n\n"
+END = b"0\r\n\r\n"
+CLOSE = b""  # a script step that closes the connection
+Script = list[tuple[float, bytes]]
+
+
+def chunk(event: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(event), event)
+
+
+def stream_script(tokens: int, gap_s: float) -> Script:
+    steps = [(0.0, HEAD)] + [(gap_s, chunk(TOKEN)) for _ in range(tokens)]
+    return [*steps, (0.0, chunk(USAGE % tokens)), (0.0, chunk(DONE)), (0.0, END)]
+
+
+class ScriptedServer:
+    """Plays ``script`` for every request (keep-alive); ``sent[i]``: ``time.time()`` after step i
+    (of all requests, in order); ``accepted``: connections so far."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.sent: list[float] = []
+        self.accepted = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._play, args=(conn,), daemon=True).start()
+
+    def _play(self, conn: socket.socket) -> None:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with conn:
+            try:
+                while _read_request_head(conn):
+                    for pause, payload in self.script:
+                        time.sleep(pause)
+                        if payload == CLOSE:
+                            return
+                        conn.sendall(payload)
+                        self.sent.append(time.time())
+            except OSError:
+                return  # the client gave up
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def _read_request_head(conn: socket.socket) -> bool:
+    """Read one request's head (the tests send tiny bodies in the same segment); False at EOF."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        more = conn.recv(4096)
+        if not more:
+            return False
+        data += more
+    return True
+
+
+@contextmanager
+def served(script: Script) -> Iterator[tuple[ScriptedServer, HTTPClient]]:
+    server = ScriptedServer(script)
+    client = HTTPClient("127.0.0.1", server.port, network_timeout=5, connection_timeout=5)
+    streamread.stamp_new_sockets(client._connection_pool)  # as LLMUser does for its host
+    try:
+        yield server, client
+    finally:
+        client.close()
+        server.close()
+
+
+def read(client: HTTPClient, timeout: float = 5.0, *, after_s: float = 0.0):
+    """POST, optionally sleep (blocking: the bytes pile up unread), read; (parser, done, t0).
+
+    Also checks the reader took the path this platform and the monkeypatched switch allow."""
+    resp = client.post("/v1/chat/completions", body=b"{}")
+    time.sleep(after_s)
+    parser = StreamParser()
+    t0 = time.perf_counter()
+    done, mode = streamread.read_stream(resp, parser.feed_line, parser.is_done, timeout)
+    parser.finish()
+    kernel = streamread.KERNEL_STAMPS and streamread.kernel_stamps_work()
+    assert mode == ("kernel" if kernel else "readline")
+    return parser, done, t0
+
+
+needs_kernel_stamps = pytest.mark.skipif(
+    not (streamread.KERNEL_STAMPS and streamread.kernel_stamps_work()),
+    reason="no kernel receive stamps here (Linux-only; some sandboxes drop them)",
+)
+
+
+@needs_kernel_stamps
+def test_stamps_are_arrival_times_not_read_times() -> None:
+    # the whole response arrives in ~50 ms; the client reads it 400 ms later
+    with served(stream_script(5, 0.01)) as (server, client):
+        parser, done, t0 = read(client, after_s=0.4)
+    assert parser.done and parser.chunks == 5 and parser.usage.completion_tokens == 5
+    assert done is not None
+    # on the perf_counter timeline: `done` ≈ when [DONE] left the server, ~0.35 s before t0
+    wall_minus_perf = time.time() - time.perf_counter()
+    done_wall = done + wall_minus_perf
+    assert abs(done_wall - server.sent[-2]) < 0.005, (done_wall, server.sent)
+    assert t0 - done > 0.3
+
+
+def test_without_kernel_stamps_lines_are_stamped_when_read(monkeypatch) -> None:
+    monkeypatch.setattr(streamread, "KERNEL_STAMPS", False)
+    with served(stream_script(5, 0.01)) as (_server, client):
+        parser, done, t0 = read(client, after_s=0.3)
+    assert parser.done and parser.chunks == 5 and parser.usage.completion_tokens == 5
+    assert done is not None and done >= t0
+    assert all(t >= t0 for t in parser.content_times)
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_gaps_shorter_than_the_timeout_never_time_out(monkeypatch, kernel: bool) -> None:
+    # 8 tokens 0.15 s apart = 1.2 s in all, with a 0.4 s read timeout (the lazy timer re-arms)
+    if not kernel:
+        monkeypatch.setattr(streamread, "KERNEL_STAMPS", False)
+    with served(stream_script(8, 0.15)) as (_server, client):
+        parser, done, t0 = read(client, timeout=0.4)
+    assert parser.done and parser.chunks == 8
+    assert done is not None and done - t0 > 1.1
+    gaps = [b - a for a, b in zip(parser.content_times, parser.content_times[1:], strict=False)]
+    assert min(gaps) > 0.1  # each token stamped on its own arrival
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_silence_longer_than_the_timeout_is_a_timeout(monkeypatch, kernel: bool) -> None:
+    if not kernel:
+        monkeypatch.setattr(streamread, "KERNEL_STAMPS", False)
+    script = [(0.0, HEAD), (0.0, chunk(TOKEN)), (0.2, chunk(TOKEN)), (3.0, chunk(TOKEN))]
+    with served(script) as (_server, client):
+        resp = client.post("/v1/chat/completions", body=b"{}")
+        parser = StreamParser()
+        t0 = time.perf_counter()
+        with pytest.raises(TimeoutError):
+            streamread.read_stream(resp, parser.feed_line, parser.is_done, 0.5)
+        waited = time.perf_counter() - t0
+    assert parser.chunks == 2
+    assert 0.65 <= waited < 1.5  # 0.5 s after the second token, not after the first
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_a_body_cut_mid_chunk_raises_and_keeps_what_came(monkeypatch, kernel: bool) -> None:
+    if not kernel:
+        monkeypatch.setattr(streamread, "KERNEL_STAMPS", False)
+    script = [(0.0, HEAD), (0.0, chunk(TOKEN)), (0.01, chunk(TOKEN)[:20]), (0.0, CLOSE)]
+    with served(script) as (_server, client):
+        resp = client.post("/v1/chat/completions", body=b"{}")
+        parser = StreamParser()
+        with pytest.raises(Exception) as info:
+            streamread.read_stream(resp, parser.feed_line, parser.is_done, 2.0)
+    assert type(info.value).__name__ in {"HTTPConnectionClosed", "HTTPParseError"}
+    assert parser.chunks == 1 and not parser.done
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_a_body_ending_without_done_returns_none(monkeypatch, kernel: bool) -> None:
+    if not kernel:
+        monkeypatch.setattr(streamread, "KERNEL_STAMPS", False)
+    script = [(0.0, HEAD), (0.0, chunk(TOKEN)), (0.01, chunk(TOKEN)), (0.0, END)]
+    with served(script) as (_server, client):
+        parser, done, _t0 = read(client)
+    assert done is None and parser.chunks == 2 and not parser.done
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_after_done_the_body_is_read_to_its_end_and_the_socket_reused(
+    monkeypatch, kernel: bool
+) -> None:
+    if not kernel:
+        monkeypatch.setattr(streamread, "KERNEL_STAMPS", False)
+    trailing = chunk(b": a comment after [DONE]\n\n")
+    script = stream_script(3, 0.0)
+    script = [*script[:-1], (0.05, trailing), (0.0, END)]
+    with served(script) as (server, client):
+        for _ in range(2):  # the second request rides the first one's connection
+            parser, done, _t0 = read(client)
+            assert parser.done and parser.chunks == 3 and done is not None
+    assert server.accepted == 1  # one connection served both: the body was read to its end
+
+
+def test_modes() -> None:
+    class Bare:
+        _sock = socket.socket()  # a stdlib socket, not gevent's: no kernel path
+
+    try:
+        assert streamread.stamping_mode(Bare()) == "readline"
+    finally:
+        Bare._sock.close()
+    with served(stream_script(1, 0.0)) as (_server, client):
+        resp = client.post("/v1/chat/completions", body=b"{}")
+        expected = "kernel" if streamread.kernel_stamps_work() else "readline"
+        assert streamread.stamping_mode(resp) == expected
+        resp.read()
