@@ -32,7 +32,7 @@ from loadknee_locust.llmstate import LLMState, build_body, llm_state, option, pr
 from loadknee_locust.outcome import Observation, classify_exception, request_row
 from loadknee_locust.prompts import Prompt
 from loadknee_locust.prompts.model import Endpoint
-from loadknee_locust.reconnect import install_stale_retry
+from loadknee_locust.reconnect import check_liveness_without_yielding, install_stale_retry
 from loadknee_locust.sse import StreamParser, error_message, parse_body, short_text
 from loadknee_locust.streamread import read_stream, stamp_new_sockets
 
@@ -71,9 +71,10 @@ class LLMUser(FastHttpUser):
         self.user_id = self.llm.next_user_id()
         # a POST on a keep-alive socket the server already closed is resent once (reconnect.py)
         install_stale_retry(self.client.client, self.llm.count_stale_retry)
-        if self.host:  # receive stamps from each connection's first byte (streamread.py)
+        if self.host:
             pool = self.client.client.clientpool.get_client(self.host)._connection_pool
-            stamp_new_sockets(pool)
+            stamp_new_sockets(pool)  # receive stamps from each connection's first byte
+            check_liveness_without_yielding(pool)  # no greenlet switch before the request goes
         self._backoff = 0.0
 
     def wait_time(self) -> float:
