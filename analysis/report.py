@@ -45,6 +45,14 @@ def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
     ):
         if frame.empty:
             warnings.append(f"no {name} samples: the memory / KV-cache signals could not be used")
+    source = analysis.run.run_info.get("prompt_source")
+    stamps = source.get("stream_stamps") if isinstance(source, dict) else None
+    if isinstance(stamps, list) and "readline" in stamps:
+        warnings.append(
+            "stream lines were stamped when the client read them, not with the kernel's receive "
+            "time (TLS, or no SO_TIMESTAMPNS here): on a busy load generator TTFT and ITL "
+            "include its own delay (~1-3 ms at 64 streams on 2 cores)"
+        )
     return tuple(warnings)
 
 

@@ -15,7 +15,8 @@ from report_fixtures import (
 )
 
 from analysis.cli import main
-from analysis.report import REPORT_FILES
+from analysis.pipeline import analyze_run
+from analysis.report import REPORT_FILES, collect_warnings
 from analysis.report_json import from_json
 
 
@@ -147,3 +148,13 @@ def test_bad_nvidia_smi_arguments_exit_2(tmp_path, capsys, extra) -> None:
     err = capsys.readouterr().err
     assert "smi" in err.lower() or "zone" in err.lower()
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("stamps", "warned"), [(["kernel"], False), (["kernel", "readline"], True)]
+)
+def test_streams_stamped_after_the_read_are_a_warning(tmp_path, stamps, warned) -> None:
+    info = {"prompt_source": {"kind": "fixed", "stream_stamps": stamps}}
+    root = write_run_dir(tmp_path / "run-s", levels=(1, 2), run_info=info)
+    warnings = collect_warnings(analyze_run(root))
+    assert any("kernel's receive time" in w for w in warnings) is warned

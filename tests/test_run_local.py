@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from loadknee_locust.contract import REQUEST_COLUMNS
+from loadknee_locust.streamread import KERNEL_STAMPS, kernel_stamps_work
 from tests.run_support import (
     assert_matches_sim,
     check_run,
@@ -83,6 +84,8 @@ def test_loadknee_run_wrapper_two_workers_count_mode_default_users(
     assert {r["request_id"] for r in rd.requests} <= served  # calibration probes are not rows
     assert {r["outcome"] for r in rd.requests} == {"ok"}
     assert rd.info["prompt_source"]["kind"] == "fixed"
+    expected_stamps = ["kernel"] if KERNEL_STAMPS and kernel_stamps_work() else ["readline"]
+    assert rd.info["prompt_source"]["stream_stamps"] == expected_stamps  # shipped by workers too
     assert rd.info["model"] == "sim-llm"  # discovered on a worker, shipped to the master
     assert rd.info["mode"] == "master" and rd.info["worker_count"] == 2
     assert rd.info["parameters"]["llm_levels"] == "1,2"
