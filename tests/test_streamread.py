@@ -7,12 +7,16 @@ geventhttpclient, as under Locust, in this process's gevent hub.
 
 from __future__ import annotations
 
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import gevent.ssl
 import pytest
 from geventhttpclient import HTTPClient
 
@@ -41,8 +45,9 @@ class ScriptedServer:
     """Plays ``script`` for every request (keep-alive); ``sent[i]``: ``time.time()`` after step i
     (of all requests, in order); ``accepted``: connections so far."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, tls: ssl.SSLContext | None = None) -> None:
         self.script = script
+        self.tls = tls
         self.sent: list[float] = []
         self.accepted = 0
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -56,6 +61,8 @@ class ScriptedServer:
             except OSError:
                 return
             self.accepted += 1
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(conn, server_side=True)
             threading.Thread(target=self._play, args=(conn,), daemon=True).start()
 
     def _play(self, conn: socket.socket) -> None:
@@ -225,3 +232,36 @@ def test_modes() -> None:
         expected = "kernel" if streamread.kernel_stamps_work() else "readline"
         assert streamread.stamping_mode(resp) == expected
         resp.read()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl for a test certificate")
+def test_tls_streams_take_the_readline_path(tmp_path) -> None:
+    """TLS buffers decrypted bytes the file descriptor cannot show: never the kernel path."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server = ScriptedServer(stream_script(4, 0.01), tls=context)
+
+    def trusting_context(**_kw: object) -> ssl.SSLContext:
+        tls = gevent.ssl.create_default_context()
+        tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE  # our throwaway certificate
+        return tls
+
+    client = HTTPClient(
+        "127.0.0.1", server.port, ssl=True, insecure=True, ssl_context_factory=trusting_context
+    )
+    try:
+        resp = client.post("/v1/chat/completions", body=b"{}")
+        assert streamread.stamping_mode(resp) == "readline"
+        parser = StreamParser()
+        done, mode = streamread.read_stream(resp, parser.feed_line, parser.is_done, 5.0)
+    finally:
+        client.close()
+        server.close()
+    assert mode == "readline" and done is not None
+    assert parser.done and parser.chunks == 4 and parser.usage.completion_tokens == 4
