@@ -63,8 +63,9 @@ def _predicted_knee(preset: str, levels: list[int], input_tokens: int, output_to
     from loadknee_locust.sim.params import PRESETS
     from loadknee_locust.sim.saturation import predicted_knee_level, saturation_concurrency
 
-    c_star = saturation_concurrency(PRESETS[preset], input_tokens, output_tokens)
-    level = predicted_knee_level(levels, c_star)
+    params = PRESETS[preset]
+    c_star = saturation_concurrency(params, input_tokens, output_tokens)
+    level = predicted_knee_level(params, levels, input_tokens, output_tokens)
     where = f"the knee at {level} users" if level is not None else "no knee in the tested range"
     return f"the simulator saturates at {c_star:.1f} concurrent requests: expect {where}"
 

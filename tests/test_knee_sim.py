@@ -26,7 +26,7 @@ from analysis.recommend import recommend
 from analysis.summary import summarize_stages
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
-from loadknee_locust.sim.saturation import predicted_knee_level, saturation_concurrency
+from loadknee_locust.sim.saturation import predicted_knee_level
 
 pytestmark = pytest.mark.slow
 
@@ -43,10 +43,9 @@ def _analyse(sim: SimProcess, run_dir: Path, name: str, overrides: dict[str, Any
     baseline = compute_baseline(run, summary)
     knee = diagnose(summary, find_knee(summary, baseline), baseline)
     recs = recommend(summary, knee, baseline, run_info=run.run_info)
-    c_star = saturation_concurrency(
-        preset(name, **overrides), spec.input_tokens, spec.output_tokens
-    )
-    return summary, knee, recs, predicted_knee_level(levels, c_star)
+    params = preset(name, **overrides)
+    predicted = predicted_knee_level(params, levels, spec.input_tokens, spec.output_tokens)
+    return summary, knee, recs, predicted
 
 
 def _explain(summary, knee) -> str:

@@ -10,6 +10,7 @@ import pytest
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.probe import closed_loop
 from loadknee_locust.sim.saturation import (
+    FLAT_GAIN_RATIO,
     compute_limit,
     expected_throughput,
     kv_limit,
@@ -64,17 +65,28 @@ def test_expected_throughput_rises_then_stays_flat() -> None:
 
 
 @pytest.mark.parametrize(
-    ("levels", "c_star", "knee"),
+    ("params", "io", "levels", "knee"),
     [
-        ([1, 2, 4, 8, 16, 24], 8.0, 16),
-        ([1, 4, 16, 64], 8.0, 16),
-        ([16, 4, 1, 64], 3.2, 4),  # order does not matter
-        ([1, 2, 4, 8], 8.0, None),  # at c* is not beyond it
-        ([1, 2], 48.0, None),
+        (preset("fast"), (256, 64), [1, 2, 4, 8, 16, 32], 16),  # the demo: c* = 8 is tested
+        (preset("fast"), (256, 64), [32, 16, 8, 4, 2, 1], 16),  # order does not matter
+        (preset("fast"), (256, 64), [4, 8, 16], 16),  # the first step is measured from 1 user
+        (preset("fast"), (256, 64), [1, 2, 4, 8], None),  # at c*, not beyond it
+        # c* = 44 between 32 and 48: 32 → 48 still gains 0.20 of a lone user each (measured 0.21)
+        (preset("gpu-like"), (256, 64), [1, 2, 4, 8, 16, 32, 48, 64], 64),
+        (preset("gpu-like"), (256, 64), [1, 2, 4, 8, 16, 32, 44, 64], 64),
+        (preset("gpu-like"), (256, 64), [1, 8, 44, 48], 48),  # the level before reaches c*
+        (preset("fast"), (32, 64), [1, 4, 16, 64], 64),  # 4 → 16 gains 0.21 each: not flat yet
+        (preset("fast"), (32, 64), [1, 2], None),
     ],
 )
-def test_predicted_knee_level(levels, c_star, knee) -> None:
-    assert predicted_knee_level(levels, c_star) == knee
+def test_predicted_knee_level(params, io, levels, knee) -> None:
+    assert predicted_knee_level(params, levels, *io) == knee
+
+
+def test_the_flat_threshold_is_the_analysis_default() -> None:
+    from analysis.knee import KneeParams
+
+    assert KneeParams().flat_gain_ratio == FLAT_GAIN_RATIO
 
 
 def test_oom_concurrency() -> None:
@@ -110,8 +122,7 @@ def test_measured_sweep_matches_the_model(sim_server) -> None:
         measured[c] = result.tokens_per_s
     for c, tokens_per_s in measured.items():
         assert tokens_per_s == pytest.approx(expected_throughput(params, c, *io), rel=0.2), c
-    c_star = saturation_concurrency(params, *io)
-    assert predicted_knee_level(measured, c_star) == 16
+    assert saturation_concurrency(params, *io) == 8.0
     assert measured[4] > 2.5 * measured[1]  # below c*: scaling
     assert measured[16] > 1.3 * measured[4]
     assert measured[64] < 1.1 * measured[16]  # beyond c*: flat

@@ -29,8 +29,11 @@ was +16 % (``kv-tight``, 128/128) and −4 % (``gpu-like``, 512/256) from :func:
 Identical closed-loop requests move in step, so measure over several request lifetimes.
 
 Beyond ``c*`` extra clients only queue: throughput stays at ``X(min(c, batch limit))`` while the
-tail latency grows with the queue. **Predicted knee stage**: the first tested level ``L`` with
-``L > c*`` (:func:`predicted_knee_level`).
+tail latency grows with the queue. **Predicted knee stage** (:func:`predicted_knee_level`): the
+analysis's own flattening rule applied to this curve — the first tested level whose added users
+each bring less than 0.15 of one lone user's rate. It is the first level beyond ``c*`` only when
+the level before it already reaches ``c*``: with ``c* = 44`` and levels 32, 48, 64 the step to 48
+still gains 0.20 per user (the model; 0.21 measured), so the knee is 64, not 48.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from collections.abc import Iterable
 from loadknee_locust.sim.params import SimParams
 
 FLAT_FRACTION = 0.1
+#: the analysis's default "throughput flat" threshold (``analysis.knee.KneeParams.flat_gain_ratio``)
+FLAT_GAIN_RATIO = 0.15
 
 
 def _per_seq_ms(params: SimParams, input_tokens: int, output_tokens: int) -> float:
@@ -113,7 +118,24 @@ def oom_concurrency(params: SimParams, input_tokens: int, output_tokens: int) ->
     return max(0.0, free_mib / params.kv_mib_per_token) / (input_tokens + output_tokens)
 
 
-def predicted_knee_level(levels: Iterable[float], c_star: float) -> float | None:
-    """The first tested level beyond saturation (``L > c*``); None if every level is below."""
-    beyond = sorted(level for level in levels if level > c_star)
-    return beyond[0] if beyond else None
+def predicted_knee_level(
+    params: SimParams,
+    levels: Iterable[float],
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    flat_gain_ratio: float = FLAT_GAIN_RATIO,
+) -> float | None:
+    """The first tested level at which each added user brings less than ``flat_gain_ratio`` of
+    a lone user's rate on the model's curve (the first step is measured from 1 user, as the
+    analysis measures it from the baseline); None when throughput still grows at every level."""
+    single = expected_throughput(params, 1, input_tokens, output_tokens)
+    prev_users, prev_rate = 1.0, single
+    for level in sorted(set(levels)):
+        if level <= prev_users:
+            continue
+        rate = expected_throughput(params, level, input_tokens, output_tokens)
+        if (rate - prev_rate) / (level - prev_users) < flat_gain_ratio * single:
+            return level
+        prev_users, prev_rate = level, rate
+    return None
