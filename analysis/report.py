@@ -45,15 +45,25 @@ def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
     ):
         if frame.empty:
             warnings.append(f"no {name} samples: the memory / KV-cache signals could not be used")
-    source = analysis.run.run_info.get("prompt_source")
-    stamps = source.get("stream_stamps") if isinstance(source, dict) else None
-    if isinstance(stamps, list) and "readline" in stamps:
+    late = _streams_stamped_when_read(analysis.run.run_info)
+    if late:
         warnings.append(
-            "stream lines were stamped when the client read them, not with the kernel's receive "
-            "time (TLS, or no SO_TIMESTAMPNS here): on a busy load generator TTFT and ITL "
-            "include its own delay (~1-3 ms at 64 streams on 2 cores)"
+            f"{late} of the streams were stamped when the client read them, not with the kernel's "
+            "receive time (TLS, or no SO_TIMESTAMPNS here): on a busy load generator their TTFT "
+            "and ITL include its own delay (~1-3 ms at 64 streams on 2 cores)"
         )
     return tuple(warnings)
+
+
+def _streams_stamped_when_read(run_info: dict) -> str | None:
+    """ "n of m" when some streams were stamped after the read (``prompt_source.stream_stamps``)."""
+    source = run_info.get("prompt_source")
+    stamps = source.get("stream_stamps") if isinstance(source, dict) else None
+    if not isinstance(stamps, dict):
+        return None
+    counts = {k: v for k, v in stamps.items() if isinstance(v, int)}
+    late = counts.get("readline", 0)
+    return f"{late:,} of {sum(counts.values()):,}" if late else None
 
 
 def knee_text(knee: KneeResult) -> str:

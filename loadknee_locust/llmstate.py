@@ -89,7 +89,7 @@ class LLMState:
         self._users = 0
         self._stopping = False
         self.stale_connection_retries = 0
-        self.stream_stamps: set[str] = set()  # how stream lines were stamped (streamread.py)
+        self.stream_stamps: dict[str, int] = {}  # streams by how their lines were stamped
         self.options = RequestOptions.from_environment(environment)
         self._load_options(self.options)
 
@@ -144,6 +144,10 @@ class LLMState:
             log.error("loadknee: stopping the test: %s", self.source_error)
             # a fresh greenlet: quit() kills the users, and this runs inside one
             gevent.spawn(runner.quit)
+
+    def count_stream_stamps(self, mode: str) -> None:
+        """One stream read, stamped ``mode`` (``streamread.StampingMode``), for run.json."""
+        self.stream_stamps[mode] = self.stream_stamps.get(mode, 0) + 1
 
     def count_stale_retry(self) -> None:
         """A request resent because its reused keep-alive socket was already closed."""
@@ -273,7 +277,7 @@ class LLMState:
         info["model"] = self.model or None
         info["stale_connection_retries"] = self.stale_connection_retries
         if self.stream_stamps:
-            info["stream_stamps"] = sorted(self.stream_stamps)
+            info["stream_stamps"] = dict(sorted(self.stream_stamps.items()))
         if self.model_error:
             info["model_error"] = self.model_error
         return info

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from loadknee_locust import options as llm_options
@@ -85,6 +86,32 @@ def _role(runner: Any) -> str:
     return "master" if isinstance(runner, MasterRunner) else "local"
 
 
+#: prompt-source facts each process counts for itself: the run's value is the sum over processes
+SUMMED_PROMPT_COUNTERS = frozenset({"stale_connection_retries", "stream_stamps"})
+
+
+def combine_prompt_infos(infos: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """One ``prompt_source`` from every process's latest report: a later value wins, except
+    the counters in :data:`SUMMED_PROMPT_COUNTERS` (a number, or a ``{name: count}`` map), which
+    add up."""
+    merged: dict[str, Any] = {}
+    for info in infos:
+        for key, value in info.items():
+            if key in SUMMED_PROMPT_COUNTERS and key in merged:
+                merged[key] = _add_counts(merged[key], value)
+            else:
+                merged[key] = dict(value) if isinstance(value, Mapping) else value
+    return merged
+
+
+def _add_counts(a: Any, b: Any) -> Any:
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return {k: _add_counts(a.get(k, 0), b.get(k, 0)) for k in sorted({*a, *b})}
+    if type(a) in (int, float) and type(b) in (int, float):  # not bool, not None
+        return a + b
+    return b
+
+
 class Loadknee:
     """loadknee's state for one Environment (no module-level state anywhere)."""
 
@@ -99,6 +126,7 @@ class Loadknee:
         self.stage: dict[str, Any] | None = None  # the last stage announcement
         self._telemetry: Any = None
         self._prompt_info_sent: dict[str, Any] | None = None
+        self._prompt_infos: dict[str, dict[str, Any]] = {}  # by process: "local", "worker <id>"
         self.recorder = RequestRecorder(self._worker_name, self._open_run)
         events = environment.events
         events.request.add_listener(self.recorder.on_request)
@@ -252,10 +280,13 @@ class Loadknee:
             log.exception("loadknee: could not read the prompt source's info")
             return None
 
-    def _merge_prompt_info(self, info: dict[str, Any] | None) -> None:
+    def _merge_prompt_info(self, info: dict[str, Any] | None, source: str = "local") -> None:
+        """Keep each process's latest info; the run's is their combination (counters summed)."""
         if not info:
             return
-        self.run_info["prompt_source"] = {**self.run_info.get("prompt_source", {}), **info}
+        self._prompt_infos[source] = info
+        combined = combine_prompt_infos(self._prompt_infos.values())
+        self.run_info["prompt_source"] = {**self.run_info.get("prompt_source", {}), **combined}
         if not self.run_info.get("model") and info.get("model"):
             self.run_info["model"] = info["model"]
 
@@ -268,7 +299,7 @@ class Loadknee:
     def _take_prompt_info(self, client_id: Any = None, data: Any = None, **_: Any) -> None:
         info = data.get(PROMPT_INFO_KEY) if isinstance(data, dict) else None
         if isinstance(info, dict) and self.run is not None:
-            self._merge_prompt_info(info)
+            self._merge_prompt_info(info, source=f"worker {client_id}")
 
     def _update_end(self, run: RunLog, now: float) -> None:
         self._merge_prompt_info(self._local_prompt_info())

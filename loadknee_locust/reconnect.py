@@ -22,6 +22,7 @@ connection pool's ``_create_socket`` calls. The caller's ``on_retry`` counts ret
 from __future__ import annotations
 
 import errno
+import select
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,16 @@ from geventhttpclient.response import HTTPConnectionClosed
 
 _MARK = "_loadknee_stale_retry"
 _QUICK = "_loadknee_quick_liveness"
-_REAL_SELECT = get_original("select", "select")  # the system call, never a greenlet switch
+_POLL_EVENTS = (
+    select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP
+    if hasattr(select, "poll")
+    else 0
+)
+try:  # the system calls, never a greenlet switch; poll has no 1024-descriptor ceiling
+    _REAL_POLL: Any = get_original("select", "poll")
+except AttributeError:  # no poll (Windows): select, as the library does
+    _REAL_POLL = None
+_REAL_SELECT = get_original("select", "select")
 _CREATED = "_loadknee_sockets_created"
 
 
@@ -107,7 +117,10 @@ def check_liveness_without_yielding(pool: Any) -> None:
     request's start stamp and its first byte: with 64 streams the greenlet queued behind every
     other stream's pending chunk and its request went out 2.8 ms (median) after it was stamped.
     A closed-loop user waits for its response right after anyway, so the yield buys nothing.
-    Same check, same answer (readable while idle = closed or dirty), per pool instance, once.
+    Same check, same answer (readable while idle = closed or dirty), per pool instance, once;
+    with ``poll`` where there is one, because ``select`` refuses descriptors ≥ 1024 and the
+    library's check then calls every idle socket dead (1000+ users in one process would
+    reconnect on every request).
     """
     if getattr(pool, _QUICK, False) or not hasattr(pool, "_is_socket_alive"):
         return
@@ -116,12 +129,17 @@ def check_liveness_without_yielding(pool: Any) -> None:
         if sock is None:
             return False
         try:
-            if sock.fileno() < 0:
+            fd = sock.fileno()
+            if fd < 0:
                 return False
-            readable, _, _ = _REAL_SELECT([sock], [], [], 0.0)
+            if _REAL_POLL is None:
+                readable, _, _ = _REAL_SELECT([fd], [], [], 0.0)
+                return not readable
+            poller = _REAL_POLL()
+            poller.register(fd, _POLL_EVENTS)
+            return not poller.poll(0)
         except (OSError, ValueError):
             return False
-        return not readable
 
     pool._is_socket_alive = is_socket_alive
     setattr(pool, _QUICK, True)

@@ -5,9 +5,11 @@ at once, and a single-threaded client works through them one after another (~40 
 64 streams the last of them was stamped ~3 ms after it had arrived (measured against the
 simulator's clock: end-of-stream lag 3.1–3.4 ms, a plain aiohttp client 3.7 ms). The kernel knows
 better: with ``SO_TIMESTAMPNS`` every ``recvmsg`` also returns the time the newest bytes it hands
-over reached the socket. TCP merges queued segments and keeps the newest stamp, so for a line that
-arrived before others read with it the stamp is late by their gap: an upper bound, never earlier
-than the truth, and never later than the old stamp taken after the read. Stamps are moved onto
+over reached the socket. TCP merges queued segments and keeps the newest stamp, so a line read
+together with later ones is stamped late by their gap, never later than the old stamp taken after
+the read. One case runs the other way: when a retransmission fills a hole, the segments queued
+behind it keep their own (earlier) stamps, so a stamp is also held at or after the previous read
+that found the socket empty (the data cannot have been readable before it). Stamps are moved onto
 the ``perf_counter`` timeline the rest of the request uses (``start`` is a ``perf_counter``).
 
 It is also cheaper per token than ``readline``: one wait and one ``recvmsg`` per arrival (a
@@ -27,6 +29,7 @@ bytes the file descriptor cannot show) and geventhttpclient's response internals
 from __future__ import annotations
 
 import functools
+import math
 import platform
 import socket
 import struct
@@ -50,14 +53,21 @@ KERNEL_STAMPS = sys.platform == "linux" and not platform.machine().lower().start
     _OTHER_NUMBERS
 )
 
-StampingMode = Literal["kernel", "readline"]
+#: how a response's lines were stamped: ``kernel`` (receive stamps), ``readline`` (when the read
+#: returned: TLS, no stamps on this system), ``with_headers`` (the whole body came with the
+#: headers, inside geventhttpclient's header read: stamped when read, nothing to choose)
+StampingMode = Literal["kernel", "readline", "with_headers"]
 LineFeed = Callable[[bytes, float], None]
+
+
+_PROBE_TRIES = 20  # Linux switches stamping on a moment after the first socket asks: retry
 
 
 @functools.cache
 def kernel_stamps_work() -> bool:
     """Once per process: does a loopback TCP read come back with a receive stamp? (A sandboxed
-    kernel may accept the option and never deliver the stamp.)"""
+    kernel may accept the option and never deliver the stamp.) The first segments after the
+    option is first set can come unstamped, so it tries up to 20 times, 5 ms apart."""
     if not _ANC_SPACE:
         return False
     try:
@@ -68,11 +78,18 @@ def kernel_stamps_work() -> bool:
             client.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             peer, _addr = server.accept()
             with peer:
-                peer.sendall(b"x")
-                _data, ancillary, _flags, _from = client.recvmsg(1, _ANC_SPACE)
+                for _ in range(_PROBE_TRIES):
+                    peer.sendall(b"x")
+                    _data, ancillary, _flags, _from = client.recvmsg(1, _ANC_SPACE)
+                    if any(
+                        lvl == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS
+                        for lvl, kind, _ in ancillary
+                    ):
+                        return True
+                    time.sleep(0.005)
     except OSError:
         return False
-    return any(lvl == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS for lvl, kind, _ in ancillary)
+    return False
 
 
 def stamping_mode(resp: Any) -> StampingMode:
@@ -124,15 +141,19 @@ def read_stream(
 ) -> tuple[float | None, StampingMode]:
     """Feed every line of ``resp`` (geventhttpclient's response: Locust's ``resp.stream``) to
     ``feed(line, stamp)``; return the stamp of the line after which ``is_done()`` first held
-    (the ``[DONE]`` event; None when it never did) and how lines were stamped.
+    (the ``[DONE]`` event; None when it never did) and how lines were stamped (``kernel`` only
+    when at least one read of this body carried a receive stamp).
 
     Lines after that one are not parsed, but the body is still read to its end so the
     connection goes back to the pool clean. A body that ends early returns normally (the parser
     sees no ``[DONE]``); a connection closed mid-body raises ``HTTPConnectionClosed``, silence
     for ``timeout`` seconds raises ``TimeoutError`` — the caller turns both into a row.
     """
+    if getattr(resp, "message_complete", False):  # the whole body came with the headers
+        return _read_lines(resp, feed, is_done, timeout), "with_headers"
     if stamping_mode(resp) == "kernel" and enable_stamps(resp._sock):
-        return _read_kernel_stamped(resp, feed, is_done, timeout), "kernel"
+        done_at, stamped = _read_kernel_stamped(resp, feed, is_done, timeout)
+        return done_at, "kernel" if stamped else "readline"
     return _read_lines(resp, feed, is_done, timeout), "readline"
 
 
@@ -172,28 +193,29 @@ def _feed_complete_lines(
     return False
 
 
-def _kernel_stamp(ancillary: list[tuple[int, int, bytes]], wall_now: float) -> float:
-    """Seconds since the newest bytes of this read arrived (0 when the kernel gave no stamp)."""
+def _kernel_age(ancillary: list[tuple[int, int, bytes]], wall_now: float) -> float | None:
+    """Seconds since the newest bytes of this read arrived (None when the kernel gave no stamp)."""
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
             sec, nsec = _TIMESPEC.unpack_from(data)
             age = wall_now - (sec + nsec * 1e-9)
             return age if age > 0.0 else 0.0
-    return 0.0
+    return None
 
 
 def _read_kernel_stamped(
     resp: Any, feed: LineFeed, is_done: Callable[[], bool], timeout: float
-) -> float | None:
+) -> tuple[float | None, bool]:
+    """The read loop; (stamp of [DONE] or None, whether any read carried a kernel stamp)."""
     sock = resp._sock
     buf: bytearray = resp._body_buffer
     clock, wall = time.perf_counter, time.time
     done_at: float | None = None
+    stamped = False
     t = clock()  # lines that came in with the headers: stamped now, as readline would
     if _feed_complete_lines(buf, feed, is_done, t):
         done_at = t
-    if resp.message_complete:  # the whole body came with the headers
-        return done_at
+    empty_at = -math.inf  # when a read last found the socket empty: nothing readable before it
     hub = gevent.get_hub()
     readable = hub.loop.io(sock.fileno(), 1)
     deadline = Timeout.start_new(timeout)
@@ -215,18 +237,25 @@ def _read_kernel_stamped(
                 deadline = Timeout.start_new(timeout - idle)  # data came since: re-arm lazily
                 must_wait = False
                 continue
-            now = clock()
+            now, wall_now = clock(), wall()  # both before the parser spends any time
             last_data = now
-            must_wait = len(data) < BLOCK_SIZE
+            age = _kernel_age(ancillary, wall_now) if ancillary else None
+            if age is None:
+                t = now
+            else:
+                stamped = True
+                t = max(now - age, empty_at)
+            if len(data) < BLOCK_SIZE:
+                must_wait, empty_at = True, now
+            else:
+                must_wait = False
             resp.feed(data)  # the HTTP parser: de-chunks into buf; on the last byte it releases
-            if done_at is None:
-                t = now - _kernel_stamp(ancillary, wall()) if ancillary else now
-                if _feed_complete_lines(buf, feed, is_done, t):
-                    done_at = t
+            if done_at is None and _feed_complete_lines(buf, feed, is_done, t):
+                done_at = t
             if done_at is not None:
                 del buf[:]  # after [DONE]: read on, parse nothing
             if resp.message_complete:  # an unterminated last line is dropped, as SSE says
-                return done_at
+                return done_at, stamped
             if not data:
                 raise HTTPConnectionClosed("connection closed.")
     except BaseException:

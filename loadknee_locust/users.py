@@ -189,7 +189,7 @@ class LLMUser(FastHttpUser):
             done_at, stamps = read_stream(
                 resp.stream, parser.feed_line, parser.is_done, timeout=self.network_timeout
             )
-            self.llm.stream_stamps.add(stamps)
+            self.llm.count_stream_stamps(stamps)
             if done_at is not None:
                 obs.end = done_at  # the response is complete at [DONE]; the rest is hygiene
             parser.finish()

@@ -99,3 +99,29 @@ def test_build_run_info_has_the_contract_keys_and_no_secret() -> None:
     assert info["target_url"] == "http://h:1" and info["worker_count"] == 2
     assert info["end_unix_s"] is None and set(info["versions"]) >= {"loadknee", "python", "locust"}
     assert "SECRETPW" not in json.dumps(info)
+
+
+@pytest.mark.parametrize(
+    ("infos", "expected"),
+    [
+        ([], {}),
+        ([{"kind": "fixed", "stale_connection_retries": 2}], {"kind": "fixed",
+                                                              "stale_connection_retries": 2}),
+        (  # two workers: counters add up, other facts: the later one wins
+            [
+                {"model": "a", "stale_connection_retries": 2, "stream_stamps": {"kernel": 5}},
+                {"model": "b", "stale_connection_retries": 1,
+                 "stream_stamps": {"kernel": 3, "readline": 1}},
+            ],
+            {"model": "b", "stale_connection_retries": 3,
+             "stream_stamps": {"kernel": 8, "readline": 1}},
+        ),
+        ([{"stream_stamps": {"kernel": 1}}, {"stream_stamps": None}], {"stream_stamps": None}),
+    ],
+)  # fmt: skip
+def test_prompt_infos_of_several_processes_combine(infos, expected) -> None:
+    from loadknee_locust.plugin import combine_prompt_infos
+
+    before = json.dumps(infos)
+    assert combine_prompt_infos(infos) == expected
+    assert json.dumps(infos) == before  # the inputs are not changed

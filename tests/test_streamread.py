@@ -49,6 +49,7 @@ class ScriptedServer:
         self.script = script
         self.tls = tls
         self.sent: list[float] = []
+        self.before: list[float] = []  # time.time() before each step's send
         self.accepted = 0
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
@@ -74,6 +75,7 @@ class ScriptedServer:
                         time.sleep(pause)
                         if payload == CLOSE:
                             return
+                        self.before.append(time.time())
                         conn.sendall(payload)
                         self.sent.append(time.time())
             except OSError:
@@ -265,3 +267,28 @@ def test_tls_streams_take_the_readline_path(tmp_path) -> None:
         server.close()
     assert mode == "readline" and done is not None
     assert parser.done and parser.chunks == 4 and parser.usage.completion_tokens == 4
+
+
+def test_a_body_that_came_with_the_headers_says_so() -> None:
+    """Nothing is left to read (the socket is already back in the pool): not a fallback."""
+    whole = HEAD + chunk(TOKEN) + chunk(USAGE % 1) + chunk(DONE) + END
+    with served([(0.0, whole)]) as (_server, client):
+        resp = client.post("/v1/chat/completions", body=b"{}")
+        time.sleep(0.05)
+        parser = StreamParser()
+        done, mode = streamread.read_stream(resp, parser.feed_line, parser.is_done, 5.0)
+    assert parser.done and parser.chunks == 1
+    assert done is not None and mode in ("with_headers", "kernel")  # kernel: a split arrival
+
+
+@needs_kernel_stamps
+def test_parsing_a_big_read_does_not_move_its_stamp_earlier() -> None:
+    """900 chunks and [DONE] in one send: the stamp stays at or after the send began, however
+    long the parser takes over them (the clock is read before the parser runs)."""
+    burst = b"".join(chunk(TOKEN) for _ in range(900)) + chunk(USAGE % 900) + chunk(DONE) + END
+    with served([(0.0, HEAD), (0.2, burst)]) as (server, client):
+        parser, done, _t0 = read(client, after_s=0.4)
+    assert parser.done and parser.chunks == 900 and done is not None
+    done_wall = done + (time.time() - time.perf_counter())
+    assert done_wall >= server.before[-1] - 0.0001, (done_wall - server.before[-1]) * 1000
+    assert done_wall <= server.sent[-1] + 0.002
