@@ -82,12 +82,24 @@ class LlamaServer:
                 self.process.wait()
 
 
+KEPT_SERVER_LOGS = 10
+
+
+def new_server_log(re_dir: Path, name: str) -> Path:
+    """A path for a new server log in the cache, after dropping all but the newest few: every
+    test run starts servers and the cache outlives runs (45+ logs had piled up here)."""
+    logs = sorted(re_dir.glob("server-*.log"), key=lambda p: p.stat().st_mtime)
+    for old in logs[: max(0, len(logs) - (KEPT_SERVER_LOGS - 1))]:
+        old.unlink(missing_ok=True)
+    return re_dir / f"server-{name}.log"
+
+
 def start_llama_server(
     re_dir: Path, *, model: str = "model-small", parallel: int = 8, threads: int = 2
 ) -> LlamaServer:
     """Start llama-server on a free loopback port (``--parallel`` slots, ``--metrics``)."""
     port = free_port()
-    log_path = re_dir / f"server-{port}.log"
+    log_path = new_server_log(re_dir, str(port))
     cmd = [
         str(re_dir / "build-server" / "bin" / "llama-server"),
         "-m", str(re_dir / model / "tiny-llama.gguf"),
@@ -177,7 +189,7 @@ def start_vllm(
     then take seconds, so callers should warm it up before measuring.
     """
     port = free_port()
-    log_path = re_dir / f"server-vllm-{port}.log"
+    log_path = new_server_log(re_dir, f"vllm-{port}")
     cmd = [
         str(vllm_python(re_dir)), "-m", "vllm.entrypoints.openai.api_server",
         "--model", str(re_dir / model / "hf"), "--served-model-name", "tiny",
