@@ -92,12 +92,15 @@ def kernel_stamps_work() -> bool:
     return False
 
 
+def _stampable(sock: Any) -> bool:
+    """A plain gevent TCP socket on a system that delivers receive stamps (TLS sockets are a
+    subclass: excluded)."""
+    return KERNEL_STAMPS and type(sock) is gevent.socket.socket and kernel_stamps_work()
+
+
 def stamping_mode(resp: Any) -> StampingMode:
     """``kernel`` when this response's socket can give receive stamps, else ``readline``."""
-    if not KERNEL_STAMPS or not kernel_stamps_work():
-        return "readline"
-    sock = getattr(resp, "_sock", None)
-    if type(sock) is not gevent.socket.socket:  # TLS sockets are a subclass: excluded
+    if not _stampable(getattr(resp, "_sock", None)):
         return "readline"
     if not all(hasattr(resp, a) for a in ("_body_buffer", "feed", "message_complete", "release")):
         return "readline"
@@ -110,7 +113,7 @@ def enable_stamps(sock: Any) -> bool:
     Bytes queued before this call carry no stamp, so do it when the socket connects
     (:func:`stamp_new_sockets`); :func:`read_stream` does it again, idempotently, for sockets
     that came from elsewhere."""
-    if not KERNEL_STAMPS or type(sock) is not gevent.socket.socket or not kernel_stamps_work():
+    if not _stampable(sock):
         return False
     try:
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
