@@ -34,7 +34,9 @@ Algorithm (pure; input is the record table from :func:`analysis.summary.summariz
 3. Verdict, most severe first: **red line** (error share above the limit, or OOM); **knee**
    (throughput flattened while the tail departed); **critical** (any early sign: tail departed,
    gain narrowing, memory pressure, OOM risk, some errors, SLA exceeded); else **comfortable**.
-4. The knee is the first "knee" stage before the first red line; ``max_concurrency`` is the users
+4. A "knee" that a later stage out-serves by ``resume_gain_pct`` or more was a dip: it becomes
+   "critical" with the numbers as its first reason. The knee is the first "knee" stage before
+   the first red line; ``max_concurrency`` is the users
    of the stage before the knee (or before the red line when there is no knee, or the highest
    tested stage when there is neither). ``base_capacity`` (seed 002) is the highest stage, below
    the first knee or red line, with 100 % success, memory at or below ``memory_pressure_pct``, the
@@ -56,6 +58,8 @@ Parameters (:class:`KneeParams`) and defaults:
 * ``red_line_error_pct`` = 5.0 (seed 002's table calls 98 % success a knee and 80 % the red
   line, so a small error share is an early sign, not yet the red line; 0 makes any error fatal)
 * ``client_cpu_limit_pct`` = 90.0
+* ``resume_gain_pct`` = 15.0: a "knee" that a later stage (before the red line) out-serves by
+  this much or more was a dip and is "critical" instead (:func:`_demote_dips`)
 """
 
 from __future__ import annotations
@@ -71,12 +75,13 @@ from analysis.knee_signals import (
     StageContext,
     client_signal,
     error_signals,
+    fmt,
     memory_signals,
     num,
     tail_signals,
     throughput_signals,
 )
-from analysis.model import Baseline, KneeResult, StageVerdict, Verdict
+from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
 
 #: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
 FLAT_GPU_SPREAD_PCT = 2.0
@@ -99,6 +104,7 @@ class KneeParams:
     oom_pct: float = 99.0
     red_line_error_pct: float = 5.0
     client_cpu_limit_pct: float = 90.0
+    resume_gain_pct: float = 15.0
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -200,6 +206,14 @@ class KneeParams:
             default=d.client_cpu_limit_pct,
             help="load-generator CPU %% (100 = one core) at which a stage is "
             "client-bound (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-resume-pct",
+            dest="knee_resume_gain_pct",
+            type=float,
+            default=d.resume_gain_pct,
+            help="a flat stage that a later stage out-serves by this %% or more was a dip, "
+            "not the knee (default %(default)s)",
         )
 
     @classmethod
@@ -326,6 +340,7 @@ def find_knee(
         verdicts.append(evaluate_stage(row, prev, ctx))
         if int(row["ok"]) > 0 and not pd.isna(row[params.throughput_column]):
             prev = row
+    verdicts = _demote_dips(steps, verdicts, params)
     red = next((v for v in verdicts if v.verdict == "red_line"), None)
     knee = next((v for v in verdicts if v.verdict == "knee"), None)
     if knee is not None and red is not None and red.target_users < knee.target_users:
@@ -349,6 +364,49 @@ def find_knee(
         summary=_summary_text(verdicts, knee, red, max_conc),
         params=asdict(params),
     )
+
+
+def _demote_dips(
+    steps: pd.DataFrame, verdicts: list[StageVerdict], params: KneeParams
+) -> list[StageVerdict]:
+    """A "knee" that a later stage (before the red line) out-serves by ``resume_gain_pct`` or
+    more was a dip, not the point where throughput stopped growing: it becomes "critical".
+
+    Real engines dip: llama-server on 2 busy cores served 125 → 144 → 237 tok/s at 2 → 4 → 8
+    users; the flat step to 4 with its departed tail read as the knee, yet 8 users served 65 %
+    more. The knee is where added users stop paying, for good."""
+    col = params.throughput_column
+    rates = [num(row[col]) for _, row in steps.iterrows()]
+    out = list(verdicts)
+    for i, verdict in enumerate(out):
+        rate = rates[i]
+        if verdict.verdict != "knee" or not rate:
+            continue
+        best: tuple[float, int] | None = None
+        for later, later_rate in zip(out[i + 1 :], rates[i + 1 :], strict=True):
+            if later.verdict == "red_line":
+                break
+            if later_rate is not None and later.trusted and (best is None or later_rate > best[0]):
+                best = (later_rate, later.target_users)
+        if best is None or best[0] < rate * (1 + params.resume_gain_pct / 100):
+            continue
+        more = (best[0] / rate - 1) * 100
+        dip = Signal(
+            "throughput_resumed",
+            True,
+            best[0] / rate,
+            1 + params.resume_gain_pct / 100,
+            f"throughput grew again: {best[1]} users served {fmt(best[0])} {col}, {more:.0f} % "
+            f"more than {fmt(rate)} here (a dip, not the knee; {params.resume_gain_pct:g} % "
+            "or more counts)",
+        )
+        out[i] = replace(
+            verdict,
+            verdict="critical",
+            reasons=(dip.text, *verdict.reasons),
+            signals=(*verdict.signals, dip),
+        )
+    return out
 
 
 def _summary_text(

@@ -226,3 +226,37 @@ def test_tail_metric_auto_follows_the_prompt_source(given, source, expected):
 
     info = {} if source is None else {"prompt_source": source}
     assert resolve_tail_metric(KneeParams(tail_metric=given), info).tail_metric == expected
+
+
+@pytest.mark.parametrize(
+    ("tok_s", "expected_knee", "expected_verdicts"),
+    [
+        # llama-server on busy cores: flat 2 → 4, then 65 % more at 8, flat again at 16
+        ([125, 144, 237, 218, 195], 16, ["critical", "critical", "critical", "knee", "knee"]),
+        # a later stage only 10 % better: still the knee (below the 15 % that counts)
+        ([125, 144, 150, 158, 150], 4, ["critical", "knee", "knee", "knee", "knee"]),
+    ],
+)
+def test_a_flat_stage_that_later_stages_out_serve_is_a_dip_not_the_knee(
+    tok_s, expected_knee, expected_verdicts
+):
+    levels = [2, 4, 8, 16, 32]
+    summary = sweep(
+        levels, tok_s, [1100, 2200, 2300, 5300, 10600],
+        baseline_tok_s=97.0, baseline_p95_ms=690.0,
+    )  # fmt: skip
+    result = _knee(summary)
+    assert result.knee_users == expected_knee, [v.reasons for v in result.stages]
+    assert _verdicts(result) == expected_verdicts
+    dip = next((v for v in result.stages if v.target_users == 4), None)
+    if expected_knee != 4:
+        assert dip is not None and "throughput grew again: 8 users served 237" in dip.reasons[0]
+        assert any(s.name == "throughput_resumed" and s.fired for s in dip.signals)
+
+
+def test_the_dip_threshold_is_a_parameter():
+    summary = sweep(
+        [2, 4, 8], [125, 144, 237], [1100, 2200, 2300], baseline_tok_s=97.0, baseline_p95_ms=690.0
+    )
+    assert _knee(summary).knee_users is None  # 4 was a dip; 8 still grows
+    assert _knee(summary, resume_gain_pct=100.0).knee_users == 4  # 65 % no longer counts
