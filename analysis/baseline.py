@@ -15,7 +15,7 @@ import math
 
 import pandas as pd
 
-from analysis.load import Run
+from analysis.inputs.load import Run
 from analysis.model import Baseline
 from analysis.summary import measured_requests
 

@@ -11,13 +11,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from analysis.inputs.load import RunDirError
 from analysis.knee import KneeParams
-from analysis.load import RunDirError
 from analysis.pipeline import Analysis, analyze_run
 from analysis.recommend import RecommendParams
-from analysis.report import knee_text, recommendations_text, write_report
-from analysis.report_json import to_json
-from analysis.table import format_markdown, format_text, record_frame
+from analysis.report.knee_json import to_json
+from analysis.report.table import format_markdown, format_text, record_frame
+from analysis.report.writer import knee_text, recommendations_text, write_report
 
 
 def build_parser() -> argparse.ArgumentParser:

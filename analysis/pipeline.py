@@ -16,12 +16,12 @@ import pandas as pd
 
 from analysis.baseline import compute_baseline
 from analysis.diagnosis import diagnose
+from analysis.inputs.load import Run, read_run
+from analysis.inputs.nvsmi import read_nvidia_smi_csv
+from analysis.inputs.server_metrics import canonical_timeline
 from analysis.knee import KneeParams, find_knee, resolve_tail_metric
-from analysis.load import Run, read_run
 from analysis.model import Baseline, KneeResult, Recommendations
-from analysis.nvsmi import read_nvidia_smi_csv
 from analysis.recommend import RecommendParams, recommend, to_yaml
-from analysis.server_metrics import canonical_timeline
 from analysis.summary import summarize_stages
 
 Progress = Callable[[str], None]
@@ -61,10 +61,10 @@ def analyze_run(
     recommend_params: RecommendParams | None = None,
     progress: Progress | None = None,
 ) -> Analysis:
-    """Read and analyse one run directory (raises ``analysis.load.RunDirError`` when invalid).
+    """Read and analyse one run directory (raises :class:`~analysis.inputs.load.RunDirError`).
 
     ``nvidia_smi_tz`` is the zone of the GPU host that wrote ``nvidia_smi_csv`` (its timestamps
-    carry none; default: this machine's zone; see :mod:`analysis.nvsmi`).
+    carry none; default: this machine's zone; see :mod:`analysis.inputs.nvsmi`).
     """
     say = progress or (lambda _msg: None)
     say(f"reading {run_dir}")

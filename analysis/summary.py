@@ -18,9 +18,9 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from analysis.load import Run
+from analysis.inputs.load import Run
+from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
 from analysis.model import SUMMARY_COLUMNS
-from analysis.server_metrics import canonical_timeline, gpu_from_dcgm
 
 MEASURED_PHASES = ("measure", "baseline")
 #: a GPU sample at or below this utilisation counts as idle (seed 000: "utilisation drops to 0")
@@ -198,8 +198,8 @@ def summarize_stages(
     """The record table: one row per stage of ``stages.csv``, columns ``model.SUMMARY_COLUMNS``.
 
     ``timeline`` turns the long-form server metrics into the canonical per-sample timeline
-    (default: :func:`analysis.server_metrics.canonical_timeline`). When ``gpu.csv`` is empty, GPU
-    figures come from DCGM samples among the server metrics, if any.
+    (default: :func:`analysis.inputs.server_metrics.canonical_timeline`). When ``gpu.csv`` is
+    empty, GPU figures come from DCGM samples among the server metrics, if any.
     """
     measured = measured_requests(run)
     windows = stage_windows(run, measured)

@@ -25,8 +25,8 @@ import pandas as pd
 
 from analysis.baseline import compute_baseline
 from analysis.diagnosis import diagnose
+from analysis.inputs.load import read_run
 from analysis.knee import find_knee
-from analysis.load import read_run
 from analysis.recommend import recommend
 from analysis.summary import summarize_stages
 from loadknee_locust import contract

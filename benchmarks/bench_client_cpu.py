@@ -41,8 +41,8 @@ HERE = Path(__file__).resolve()
 if __name__ != "__main__" and os.environ.get("LK_BENCH_OUT"):
     from locust import events
 
-    from loadknee_locust import options
-    from loadknee_locust.users import ChatUser
+    from loadknee_locust.client.users import ChatUser
+    from loadknee_locust.plugin import options
 
     _bench: dict[str, Any] = {"tokens": 0, "requests": 0, "ttft": {}, "cpu0": None}
 

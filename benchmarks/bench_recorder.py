@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from loadknee_locust.recorder import RunLog
+from loadknee_locust.record.recorder import RunLog
 from loadknee_locust.schedule import Schedule, SchedulePlan
 
 T0 = 1_000_000.0

@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.pipeline import analyze_run
-from analysis.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
-from analysis.report import write_report
-from analysis.table import format_csv, format_markdown, record_frame
+from analysis.report.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
+from analysis.report.table import format_csv, format_markdown, record_frame
+from analysis.report.writer import write_report
 from loadknee_locust import contract
 
 LEVELS = (1, 2, 4, 8, 16, 24, 32, 48, 64)

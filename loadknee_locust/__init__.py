@@ -14,13 +14,14 @@ __version__ = "0.1.0"
 
 #: public name → module that defines it (imported lazily, on attribute access)
 _LAZY: dict[str, str] = {
-    "ChatUser": "loadknee_locust.users",
-    "CompletionsUser": "loadknee_locust.users",
-    "BatchCompletionsUser": "loadknee_locust.users",
-    "LLMUser": "loadknee_locust.users",
-    "SteppedShape": "loadknee_locust.shape",
-    "register": "loadknee_locust.plugin",
-    "install": "loadknee_locust.plugin",
+    "ChatUser": "loadknee_locust.client.users",
+    "CompletionsUser": "loadknee_locust.client.users",
+    "BatchCompletionsUser": "loadknee_locust.client.users",
+    "LLMUser": "loadknee_locust.client.users",
+    "KneeShape": "loadknee_locust.plugin.shape",
+    "SteppedShape": "loadknee_locust.plugin.shape",
+    "register": "loadknee_locust.plugin.wiring",
+    "install": "loadknee_locust.plugin.wiring",
 }
 
 

@@ -1,5 +1,5 @@
 """``python -m loadknee_locust`` is the ``loadknee`` command."""
 
-from loadknee_locust.cli import main
+from loadknee_locust.commands.cli import main
 
 raise SystemExit(main())

@@ -187,7 +187,7 @@ CLIENT_COLUMNS: Final[tuple[str, ...]] = (
     "users",
 )
 
-#: File name → its columns, for writers and for ``analysis.load`` validation alike.
+#: File name → its columns, for writers and for ``analysis.inputs.load`` validation alike.
 CSV_COLUMNS: Final[dict[str, tuple[str, ...]]] = {
     STAGES_CSV: STAGE_COLUMNS,
     REQUESTS_CSV: REQUEST_COLUMNS,

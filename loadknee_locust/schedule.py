@@ -1,8 +1,9 @@
 """The stepped sweep as a pure state machine: stage, phase, users, and when to stop.
 
 No locust, no clock, no I/O: the caller passes the time (unix seconds) and the completed requests,
-so every rule is tested table-driven without sleeping. :class:`~loadknee_locust.shape.SteppedShape`
-drives it from ``tick()``, and the recorder asks it for the stage and phase of each row.
+so every rule is tested table-driven without sleeping.
+:class:`~loadknee_locust.plugin.shape.SteppedShape` drives it from ``tick()``, and the recorder
+asks it for the stage and phase of each row.
 
 The plan (see DESIGN.md, "The sweep"):
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from locust import events
 
-from loadknee_locust.plugin import install
-from loadknee_locust.shape import KneeShape  # noqa: F401  (the stepped shape Locust picks up)
-from loadknee_locust.users import BatchCompletionsUser
+from loadknee_locust import BatchCompletionsUser, KneeShape, install  # noqa: F401  (KneeShape: the stepped shape Locust picks up)
 
 install(events)
 

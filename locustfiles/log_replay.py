@@ -17,9 +17,7 @@ from typing import Any
 
 from locust import events
 
-from loadknee_locust.plugin import install
-from loadknee_locust.shape import KneeShape  # noqa: F401  (the stepped shape Locust picks up)
-from loadknee_locust.users import ChatUser
+from loadknee_locust import ChatUser, KneeShape, install  # noqa: F401  (KneeShape: the stepped shape Locust picks up)
 
 install(events)
 

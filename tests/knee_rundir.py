@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from loadknee_locust import contract
-from loadknee_locust.csvsink import CsvSink
+from loadknee_locust.record.csvsink import CsvSink
 
 
 def stage_row(

@@ -12,13 +12,13 @@ from typing import Any
 
 from locust import events
 
-from loadknee_locust import options
-from loadknee_locust.users import (
+from loadknee_locust.client.users import (
     BatchCompletionsUser,
     ChatUser,
     CompletionsUser,
     prompt_source_info,
 )
+from loadknee_locust.plugin import options
 
 
 @events.init_command_line_parser.add_listener

@@ -15,8 +15,8 @@ import uuid
 
 from locust import FastHttpUser, events, task
 
-from loadknee_locust.plugin import install
-from loadknee_locust.shape import KneeShape  # noqa: F401
+from loadknee_locust.plugin.shape import KneeShape  # noqa: F401
+from loadknee_locust.plugin.wiring import install
 
 install(events)
 

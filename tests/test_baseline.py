@@ -8,7 +8,7 @@ from knee_frames import frame, stage
 from knee_rundir import request_row, stage_row, write_run
 
 from analysis.baseline import compute_baseline, interference_suspected
-from analysis.load import read_run
+from analysis.inputs.load import read_run
 from analysis.summary import summarize_stages
 
 T0 = 1_700_000_000.0

@@ -16,8 +16,8 @@ from report_fixtures import (
 
 from analysis.cli import main
 from analysis.pipeline import analyze_run
-from analysis.report import REPORT_FILES, collect_warnings
-from analysis.report_json import from_json
+from analysis.report.knee_json import from_json
+from analysis.report.writer import REPORT_FILES, collect_warnings
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,8 @@ def test_invalid_run_dir_lists_problems(tmp_path, capsys) -> None:
 
 def test_analysis_never_imports_locust_or_gevent() -> None:
     code = (
-        "import sys, analysis.cli, analysis.compare_cli, analysis.report, analysis.plots;"
+        "import sys, analysis.cli, analysis.compare.cli, analysis.report.writer;"
+        "import analysis.report.plots;"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('locust', 'gevent')];"
         "assert not bad, bad"
     )

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from report_fixtures import seed002_knee, seed002_summary, write_run_dir
 
-from analysis.compare import RunSide, compare_runs, detect_kind, lookup
-from analysis.compare_cli import format_csv, format_markdown, format_text, main
+from analysis.compare.cli import format_csv, format_markdown, format_text, main
+from analysis.compare.core import RunSide, compare_runs, detect_kind, lookup
 
 FIXED = {"prompt_source": {"kind": "fixed", "shared_prefix_tokens": 0}}
 REPLAY = {"prompt_source": {"kind": "log_replay", "shared_prefix_tokens": 0}}
@@ -107,7 +107,7 @@ def test_batch_aligns_on_prompts_in_flight() -> None:
 
 
 def _wide(result):
-    from analysis.compare_cli import wide_rows
+    from analysis.compare.cli import wide_rows
 
     header, rows = wide_rows(result)
     return header[0], rows

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from loadknee_locust.csvsink import CsvSink, format_cell
+from loadknee_locust.record.csvsink import CsvSink, format_cell
 
 
 @pytest.mark.parametrize(

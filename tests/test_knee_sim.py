@@ -20,8 +20,8 @@ from knee_simdriver import DriveSpec, drive_sim
 
 from analysis.baseline import compute_baseline
 from analysis.diagnosis import diagnose
+from analysis.inputs.load import read_run
 from analysis.knee import find_knee
-from analysis.load import read_run
 from analysis.recommend import recommend
 from analysis.summary import summarize_stages
 from loadknee_locust.sim.launch import SimProcess

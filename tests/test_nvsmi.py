@@ -1,4 +1,4 @@
-"""analysis.nvsmi: a capture in seed 000's exact format, read on the run's clock and aligned."""
+"""nvsmi: a capture in seed 000's exact format, read on the run's clock and aligned."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.nvsmi import align_to_requests, read_nvidia_smi_csv, resolve_tz
+from analysis.inputs.nvsmi import align_to_requests, read_nvidia_smi_csv, resolve_tz
 from loadknee_locust.contract import GPU_COLUMNS
 
 CAPTURE = Path(__file__).parent / "data" / "nvidia_smi_seed000.csv"

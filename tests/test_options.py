@@ -14,7 +14,7 @@ PROBE = """
 import json
 from locust import events
 from locust.argument_parser import get_parser
-from loadknee_locust.plugin import install
+from loadknee_locust.plugin.wiring import install
 install(events)
 ns = get_parser().parse_args(["--llm-seed", "5"])
 names = ("llm_levels", "llm_stage_requests", "llm_input_tokens", "llm_output_tokens", "llm_seed")

@@ -15,7 +15,7 @@ from report_fixtures import (
     write_run_dir,
 )
 
-from analysis.plots import (
+from analysis.report.plots import (
     latency_figure,
     png_bytes,
     save_png,

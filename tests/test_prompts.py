@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from loadknee_locust import payloads
+from loadknee_locust.client import payloads
 from loadknee_locust.prompts import SourceOptions, build_source
 from loadknee_locust.prompts.calibrate import Calibration, calibrate
 from loadknee_locust.prompts.filler import TAG_WORD_COUNT, Tagger, filler, tag_for

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from loadknee_locust.client.tokenize_probe import server_vocabulary
 from loadknee_locust.prompts.calibrate import calibrate
 from loadknee_locust.prompts.filler import DEFAULT_VOCABULARY, Tagger, tag_for
 from loadknee_locust.prompts.synth import PromptSynth
@@ -24,7 +25,6 @@ from loadknee_locust.prompts.vocab import (
     vocabulary_from_costs,
     word_costs,
 )
-from loadknee_locust.tokenize_probe import server_vocabulary
 
 Counter = Callable[[str], int]
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from loadknee_locust.contract import REQUEST_COLUMNS
-from loadknee_locust.recorder import (
+from loadknee_locust.record.recorder import (
     REPORT_KEY,
     RequestRecorder,
     RunLog,

@@ -15,9 +15,9 @@ from report_fixtures import (
     seed002_summary,
 )
 
-from analysis.plots import png_bytes, throughput_figure
-from analysis.report_html import HtmlReport, is_secret_key, redact, render_html
-from analysis.table import record_frame
+from analysis.report.html import HtmlReport, is_secret_key, redact, render_html
+from analysis.report.plots import png_bytes, throughput_figure
+from analysis.report.table import record_frame
 
 
 class _Collect(HTMLParser):

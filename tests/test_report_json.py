@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from report_fixtures import seed002_baseline, seed002_knee, seed002_recs, seed002_summary
 
-from analysis.report_json import from_json, jsonable, to_json
+from analysis.report.knee_json import from_json, jsonable, to_json
 
 
 def test_jsonable_converts_nan_numpy_and_tuples() -> None:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from loadknee_locust import runcli
+from loadknee_locust.commands import run as runcli
 
 
 def command(*argv: str) -> list[str]:
@@ -67,7 +67,7 @@ def test_help_lists_the_plugin_options() -> None:
     for flag in ("--stage-seconds", "--llm-levels", "--llm-red-line-p95-ms", "--llm-prompt-log"):
         assert flag in text
     probe = (
-        "import sys, loadknee_locust.runcli; "
+        "import sys, loadknee_locust.commands.run; "
         "print(*(m in sys.modules for m in ('gevent', 'locust')))"
     )
     imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)

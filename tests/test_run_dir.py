@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from loadknee_locust.rundir import (
+from loadknee_locust.record.rundir import (
     build_run_info,
     create_run_dir,
     prompt_info_from_options,
@@ -120,7 +120,7 @@ def test_build_run_info_has_the_contract_keys_and_no_secret() -> None:
     ],
 )  # fmt: skip
 def test_prompt_infos_of_several_processes_combine(infos, expected) -> None:
-    from loadknee_locust.plugin import combine_prompt_infos
+    from loadknee_locust.plugin.wiring import combine_prompt_infos
 
     before = json.dumps(infos)
     assert combine_prompt_infos(infos) == expected

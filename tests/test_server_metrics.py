@@ -1,4 +1,4 @@
-"""analysis.server_metrics: known server names → canonical timeline; raw DCGM → gpu.csv rows."""
+"""server_metrics: known server names → canonical timeline; raw DCGM → gpu.csv rows."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import pandas as pd
 import pytest
 
-from analysis.server_metrics import (
+from analysis.inputs.server_metrics import (
     CANONICAL_METRICS,
     TIMELINE_COLUMNS,
     canonical_timeline,
@@ -154,7 +154,7 @@ def test_gpu_from_dcgm_matches_the_sampler_mapping() -> None:
 
 def test_importing_the_analysis_side_imports_no_gevent_nor_locust() -> None:
     code = (
-        "import sys, analysis.server_metrics, analysis.nvsmi;"
+        "import sys, analysis.inputs.server_metrics, analysis.inputs.nvsmi;"
         "bad = [m for m in ('gevent', 'locust', 'pynvml') if m in sys.modules];"
         "print(bad); sys.exit(1 if bad else 0)"
     )

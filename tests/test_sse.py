@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from loadknee_locust.sse import StreamParser, Usage, classify, extract_usage, parse_body
+from loadknee_locust.client.sse import StreamParser, Usage, classify, extract_usage, parse_body
 
 
 def _data(obj: object) -> bytes:
@@ -178,7 +178,7 @@ def test_parse_body(
     [b'{"a":1}', b' {"a":1}\t', b'{"a":1} x', b"", b"  ", b"[1,2]", b"{bad", b"\xff", b"1 2"],
 )
 def test_fast_json_decoding_agrees_with_json_loads(raw: bytes) -> None:
-    from loadknee_locust.sse import _loads
+    from loadknee_locust.client.sse import _loads
 
     try:
         expected: object = json.loads(raw)

@@ -20,8 +20,8 @@ import gevent.ssl
 import pytest
 from geventhttpclient import HTTPClient
 
-from loadknee_locust import streamread
-from loadknee_locust.sse import StreamParser
+from loadknee_locust.client import streamread
+from loadknee_locust.client.sse import StreamParser
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 TOKEN = b'data: {"choices":[{"index":0,"delta":{"content":" w"}}]}\n\n'

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from knee_rundir import request_row, stage_row, write_run
 
-from analysis.load import read_run
+from analysis.inputs.load import read_run
 from analysis.model import SUMMARY_COLUMNS
 from analysis.summary import summarize_stages, window_rates
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from report_fixtures import seed002_knee, seed002_summary
 
-from analysis.table import (
+from analysis.report.table import (
     RECORD_COLUMNS,
     fmt_magnitude,
     fmt_pct,

@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 from geventhttpclient import HTTPClient
 
-from analysis.server_metrics import canonical_timeline, gpu_from_dcgm
+from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
 from loadknee_locust.telemetry import TelemetrySampler
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from loadknee_locust.timing import percentile, request_timing
+from loadknee_locust.client.timing import percentile, request_timing
 
 
 @pytest.mark.parametrize(

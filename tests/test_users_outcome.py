@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from loadknee_locust import payloads
+from loadknee_locust.client import payloads
+from loadknee_locust.client.outcome import Observation, classify_exception, request_row
+from loadknee_locust.client.sse import Usage
 from loadknee_locust.contract import OUTCOMES, REQUEST_COLUMNS
-from loadknee_locust.outcome import Observation, classify_exception, request_row
 from loadknee_locust.prompts.model import Prompt
-from loadknee_locust.sse import Usage
 
 PROMPT = Prompt("hello", None, 8, True, 10, 8, "abc")
 CAP_ONLY = Prompt("hello", None, 8, False, None, None, "abc")

@@ -3,7 +3,7 @@
 A stdlib fake advertises ``Keep-Alive`` (never ``Connection: close``) and closes a connection when
 the NEXT request arrives on it, without answering: exactly the race that made ~20 % of the rows
 ``connect_error`` against llama-server. The user must resend such a request once on a fresh
-connection (``loadknee_locust.reconnect``), and must not loop when the fresh one fails too.
+connection (``loadknee_locust.client.reconnect``), and must not loop when the fresh one fails too.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from fake_llm_server import TOKEN, _event, _read_request, _usage
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 from llm_locust import run_locust
 
-from loadknee_locust.reconnect import is_dropped_before_response
+from loadknee_locust.client.reconnect import is_dropped_before_response
 
 _LENGTHS = ("--llm-input-tokens", "32", "--llm-output-tokens", "4")  # what the fake reports
 
@@ -151,7 +151,7 @@ _LIVENESS_SCRIPT = r"""
 from gevent import monkey; monkey.patch_all()
 import json, socket, sys, gevent
 from geventhttpclient.connectionpool import ConnectionPool
-from loadknee_locust.reconnect import check_liveness_without_yielding
+from loadknee_locust.client.reconnect import check_liveness_without_yielding
 
 listener = socket.create_server(("127.0.0.1", 0))
 port = listener.getsockname()[1]

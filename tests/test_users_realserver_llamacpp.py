@@ -25,7 +25,7 @@ MODEL = RE_DIR / "model" / "tiny-llama.gguf"
 
 
 def _run_loadknee(args: list[str]) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "loadknee_locust.cli", *args]
+    cmd = [sys.executable, "-m", "loadknee_locust.commands.cli", *args]
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=150)
     except subprocess.TimeoutExpired as exc:  # say where it hung, not just "timeout"

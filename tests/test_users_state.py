@@ -1,6 +1,6 @@
 """The per-process LLM state: one per Environment, rebuilt when the options change (web UI).
 
-Runs in a subprocess because ``loadknee_locust.llmstate`` imports locust (gevent patching).
+Runs in a subprocess because ``loadknee_locust.client.state`` imports locust (gevent patching).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import textwrap
 SCRIPT = textwrap.dedent(
     """
     import json, types
-    from loadknee_locust.llmstate import llm_state, prompt_source_info
+    from loadknee_locust.client.state import llm_state, prompt_source_info
 
     def env(**opts):
         base = dict(llm_input_tokens=64, llm_output_tokens=8, llm_model="m",

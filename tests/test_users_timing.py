@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 from llm_locust import run_locust
 
-from loadknee_locust.streamread import KERNEL_STAMPS, kernel_stamps_work
+from loadknee_locust.client.streamread import KERNEL_STAMPS, kernel_stamps_work
 
 PSI = Path("/proc/pressure/cpu")
 STARVED_PSI_PCT = 20.0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from loadknee_locust.webui import COLUMNS
+from loadknee_locust.plugin.webui import COLUMNS
 from tests.run_support import (
     assert_matches_sim,
     check_run,

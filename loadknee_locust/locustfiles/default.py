@@ -1,7 +1,7 @@
 """The locustfile ``loadknee run`` uses by default: one LLM user class set by ``--llm-*`` options.
 
 ``--llm-endpoint`` (chat | completions) and ``--llm-batch-size`` (> 1: batched completions) pick
-what each user sends; the stepped shape (:class:`~loadknee_locust.shape.KneeShape`) runs the
+what each user sends; the stepped shape (:class:`~loadknee_locust.plugin.shape.KneeShape`) runs the
 sweep; ``install`` adds the options, the recorder, telemetry and the web UI tab. Loaded by Locust
 as a top-level module, so imports are absolute.
 """
@@ -12,9 +12,7 @@ from typing import Any
 
 from locust import events
 
-from loadknee_locust.plugin import install
-from loadknee_locust.shape import KneeShape  # noqa: F401  (the concrete shape Locust picks up)
-from loadknee_locust.users import LLMUser
+from loadknee_locust import KneeShape, LLMUser, install  # noqa: F401  (KneeShape: the concrete shape Locust picks up)
 
 install(events)
 

@@ -1,7 +1,7 @@
 """Map DCGM-exporter samples (one scrape) to ``gpu.csv`` rows, one per GPU.
 
 Pure stdlib: the sampler calls it on every scrape that carries ``DCGM_FI_*`` names and
-``analysis.server_metrics.gpu_from_dcgm`` calls it on raw samples read back from
+``analysis.inputs.server_metrics.gpu_from_dcgm`` calls it on raw samples read back from
 ``server_metrics.csv``, so both sides give the same numbers.
 
 Mapping (dcgm-exporter field → gpu.csv column):

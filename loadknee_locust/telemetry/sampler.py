@@ -48,7 +48,7 @@ from loadknee_locust.contract import (
     SERVER_METRIC_COLUMNS,
     SERVER_METRICS_CSV,
 )
-from loadknee_locust.csvsink import CsvSink
+from loadknee_locust.record.csvsink import CsvSink
 from loadknee_locust.telemetry import dcgm
 from loadknee_locust.telemetry.client import ProcessUsage, runner_role, worker_row
 from loadknee_locust.telemetry.nvml import NvmlReader, describe

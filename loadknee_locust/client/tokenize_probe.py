@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from loadknee_locust import payloads
+from loadknee_locust.client import payloads
+from loadknee_locust.client.sse import short_text
 from loadknee_locust.prompts.filler import DEFAULT_VOCABULARY, Vocabulary
 from loadknee_locust.prompts.vocab import choose_vocabulary
-from loadknee_locust.sse import short_text
 
 log = logging.getLogger(__name__)
 

@@ -233,7 +233,7 @@ def read_run(
 
     ``nvidia_smi_csv`` is a file written by ``nvidia-smi --query-gpu=... -lms 500`` alongside the
     run (seed 000); its samples are appended to the gpu frame (``read_nvidia_smi`` overrides the
-    parser, which defaults to :func:`analysis.nvsmi.read_nvidia_smi_csv`).
+    parser, which defaults to :func:`analysis.inputs.nvsmi.read_nvidia_smi_csv`).
     """
     root = Path(run_dir)
     if not root.is_dir():
@@ -281,6 +281,8 @@ def read_run(
 
 
 def _default_nvsmi_reader() -> Callable[[Path], pd.DataFrame]:
-    from analysis.nvsmi import read_nvidia_smi_csv  # helper D's parser; imported only when used
+    from analysis.inputs.nvsmi import (
+        read_nvidia_smi_csv,  # helper D's parser; imported only when used
+    )
 
     return read_nvidia_smi_csv

@@ -3,7 +3,7 @@
 Uses Locust 2.47's extension points (LOCUST-NOTES §5): ``extended_tabs`` / ``extended_tables`` in
 ``template_args``, and an ``after_request`` hook that adds ``extended_stats`` to the JSON of
 ``/stats/requests`` (the page polls it every ~2 s). The numbers come from the recorder's running
-:class:`~loadknee_locust.recorder.StageStats` (stdlib only, no pandas in the Locust process):
+:class:`~loadknee_locust.record.recorder.StageStats` (stdlib only, no pandas in the Locust process):
 stage, kind, users, requests (all phases), measured, errors, e2e P50/P95, TTFT P50/P95 (measured,
 successful rows; the latest 20 000 per stage), output tokens/s (measured window). These are live
 numbers for watching; the analysis recomputes everything exactly from ``requests.csv``.
@@ -16,10 +16,10 @@ import io
 import json
 from typing import TYPE_CHECKING, Any
 
-from loadknee_locust.recorder import RunLog, percentile
+from loadknee_locust.record.recorder import RunLog, percentile
 
 if TYPE_CHECKING:
-    from loadknee_locust.plugin import Loadknee
+    from loadknee_locust.plugin.wiring import Loadknee
 
 TAB_KEY = "knee"
 CSV_PATH = "/loadknee/stages.csv"

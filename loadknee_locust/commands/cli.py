@@ -12,10 +12,13 @@ import sys
 #: subcommand → (module with ``main(argv) -> int``, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sim": ("loadknee_locust.sim.cli", "serve the simulated OpenAI-compatible LLM server"),
-    "run": ("loadknee_locust.runcli", "run a stepped load test (a thin wrapper around Locust)"),
+    "run": (
+        "loadknee_locust.commands.run",
+        "run a stepped load test (a thin wrapper around Locust)",
+    ),
     "analyze": ("analysis.cli", "analyse a run directory: record table, knee, recommendations"),
-    "compare": ("analysis.compare_cli", "compare two or more run directories"),
-    "demo": ("loadknee_locust.demo", "simulator → short sweep → analysis, end to end"),
+    "compare": ("analysis.compare.cli", "compare two or more run directories"),
+    "demo": ("loadknee_locust.commands.demo", "simulator → short sweep → analysis, end to end"),
 }
 
 USAGE = "usage: loadknee {" + ",".join(SUBCOMMANDS) + "} [options]\n"

@@ -24,9 +24,9 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from loadknee_locust import options as llm_options
-from loadknee_locust import rundir
-from loadknee_locust.recorder import RequestRecorder, RunLog
+from loadknee_locust.plugin import options as llm_options
+from loadknee_locust.record import rundir
+from loadknee_locust.record.recorder import RequestRecorder, RunLog
 from loadknee_locust.schedule import Position
 
 log = logging.getLogger("loadknee")
@@ -149,7 +149,7 @@ class Loadknee:
             events.quitting.add_listener(self._on_quitting)
             self._default_stop_timeout()
             if web_ui is not None:
-                from loadknee_locust import webui
+                from loadknee_locust.plugin import webui
 
                 webui.install(web_ui, self)
 
@@ -269,8 +269,8 @@ class Loadknee:
 
     def _local_prompt_info(self) -> dict[str, Any] | None:
         """What the LLM users learned in this process (calibration, model), if any ran here."""
-        users = sys.modules.get("loadknee_locust.llmstate") or sys.modules.get(
-            "loadknee_locust.users"
+        users = sys.modules.get("loadknee_locust.client.state") or sys.modules.get(
+            "loadknee_locust.client.users"
         )
         if users is None or not hasattr(self.environment, "loadknee_llm_state"):
             return None  # no LLM users here (the master, or a custom locustfile)

@@ -26,8 +26,8 @@ from typing import Any
 import pandas as pd
 
 from analysis.model import PERCENTILE_METHOD, Baseline, KneeResult, Recommendations
-from analysis.plots import VERDICT_COLOURS
-from analysis.table import RECORD_COLUMNS, Column, fmt_magnitude, fmt_text, is_missing
+from analysis.report.plots import VERDICT_COLOURS
+from analysis.report.table import RECORD_COLUMNS, Column, fmt_magnitude, fmt_text, is_missing
 from loadknee_locust.redaction import is_secret_name
 
 _SECRET_VALUE = re.compile(r"^(sk-|Bearer\s|hf_|ghp_|xox[bp]-)", re.IGNORECASE)
@@ -81,10 +81,10 @@ ROW_TINTS = {
 
 @dataclass(frozen=True)
 class HtmlReport:
-    """Everything the page shows; built by ``analysis.report`` from the analysis objects."""
+    """Everything the page shows; built by ``analysis.report.writer`` from the analysis objects."""
 
     run_id: str
-    record: pd.DataFrame  # analysis.table.record_frame(summary, knee)
+    record: pd.DataFrame  # analysis.report.table.record_frame(summary, knee)
     knee: KneeResult | None
     baseline: Baseline | None
     recommendations: Recommendations | None

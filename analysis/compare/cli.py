@@ -1,9 +1,9 @@
 """``loadknee compare RUN_DIR RUN_DIR [...]``: analyse several runs, print and write the comparison.
 
 Each run goes through the same pipeline as ``loadknee analyze`` (same knee thresholds); the
-comparison itself is :func:`analysis.compare.compare_runs`. This module renders it: a side-by-side
-table per concurrency (or per prompts in flight for ``batch``), the knee of each run and the
-reading, printed and written to ``compare.md`` and ``compare.csv`` (long form) in ``--out``
+comparison itself is :func:`analysis.compare.core.compare_runs`. This module renders it: a
+side-by-side table per concurrency (or per prompts in flight for ``batch``), the knee of each run
+and the reading, printed and written to ``compare.md`` and ``compare.csv`` (long form) in ``--out``
 (default: ``compare-<label>-vs-<label>`` beside the first run). Exit 2 on a bad run directory or
 bad arguments, with a one-paragraph message and no traceback.
 """
@@ -16,11 +16,11 @@ import io
 import sys
 from pathlib import Path
 
-from analysis.compare import KINDS, LONG_COLUMNS, Comparison, RunSide, compare_runs
+from analysis.compare.core import KINDS, LONG_COLUMNS, Comparison, RunSide, compare_runs
+from analysis.inputs.load import RunDirError
 from analysis.knee import KneeParams
-from analysis.load import RunDirError
 from analysis.pipeline import analyze_run
-from analysis.table import fmt_magnitude, fmt_pct, fmt_text, is_missing
+from analysis.report.table import fmt_magnitude, fmt_pct, fmt_text, is_missing
 
 _WIDE = (
     ("P50 s", "e2e_p50_ms", lambda v: fmt_magnitude(v, 0.001)),

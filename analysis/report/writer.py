@@ -13,10 +13,10 @@ from pathlib import Path
 
 from analysis.model import KneeResult, Recommendations
 from analysis.pipeline import Analysis
-from analysis.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
-from analysis.report_html import HtmlReport, redact, render_html
-from analysis.report_json import to_json
-from analysis.table import format_csv, format_markdown, record_frame
+from analysis.report.html import HtmlReport, redact, render_html
+from analysis.report.knee_json import to_json
+from analysis.report.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
+from analysis.report.table import format_csv, format_markdown, record_frame
 
 REPORT_FILES: tuple[str, ...] = (
     "record.csv",

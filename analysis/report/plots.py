@@ -371,8 +371,9 @@ def timeline_figure(
 ) -> Figure:
     """The run over time: latency, GPU, KV cache, queue; stage windows shaded (warm-up hatched).
 
-    ``server`` is the canonical server timeline (``analysis.server_metrics.canonical_timeline``):
-    ``timestamp_unix_s``, ``kv_cache_usage_pct``, ``requests_running``, ``requests_waiting``.
+    ``server`` is the canonical server timeline
+    (``analysis.inputs.server_metrics.canonical_timeline``): ``timestamp_unix_s``,
+    ``kv_cache_usage_pct``, ``requests_running``, ``requests_waiting``.
     """
     fig = new_figure(12, 10)
     axes = list(fig.subplots(4, 1, sharex=True, height_ratios=[3, 2, 2, 2]))

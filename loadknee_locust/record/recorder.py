@@ -29,15 +29,15 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from loadknee_locust.client.timing import percentile as sorted_percentile
 from loadknee_locust.contract import (
     REQUEST_COLUMNS,
     REQUESTS_CSV,
     STAGE_COLUMNS,
     STAGES_CSV,
 )
-from loadknee_locust.csvsink import CsvSink
+from loadknee_locust.record.csvsink import CsvSink
 from loadknee_locust.schedule import Schedule, StageRecord
-from loadknee_locust.timing import percentile as sorted_percentile
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from loadknee_locust import options as llm_options
-from loadknee_locust.rundir import default_run_id
+from loadknee_locust.plugin import options as llm_options
+from loadknee_locust.record.rundir import default_run_id
 from loadknee_locust.schedule import parse_levels
 
 RUN_DIR_RE = re.compile(r"loadknee: run directory (\S.*)$")

@@ -18,7 +18,7 @@ The comparisons of DESIGN.md ("Comparisons"), each read the way the seeds read t
 ``prefix-cache``
     seed 002: prefix caching on vs off (or a shared system prompt vs none): throughput and TTFT.
 
-``auto`` picks the kind from run.json (:mod:`analysis.compare_kind`: prompt source, replicas, batch,
+``auto`` picks the kind from run.json (:mod:`analysis.compare.kind`: prompt source, replicas, batch,
 shared prefix; else ``config``). Pure: takes :class:`RunSide` objects, returns a ``Comparison``.
 """
 
@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.compare_kind import (
+from analysis.compare.kind import (
     KINDS,
     RunSide,
     batch_size,
@@ -42,7 +42,7 @@ from analysis.compare_kind import (
     steps_of,
 )
 from analysis.model import VERDICT_LABELS
-from analysis.table import fmt_magnitude, is_missing
+from analysis.report.table import fmt_magnitude, is_missing
 
 __all__ = ["KINDS", "Comparison", "RunSide", "batch_size", "compare_runs", "detect_kind", "lookup"]
 

@@ -21,7 +21,10 @@ import gevent.lock
 from locust.contrib.fasthttp import FastHttpSession
 from locust.event import EventHook
 
-from loadknee_locust import payloads
+from loadknee_locust.client import payloads
+from loadknee_locust.client.reconnect import install_stale_retry
+from loadknee_locust.client.sse import parse_body, short_text
+from loadknee_locust.client.tokenize_probe import server_vocabulary
 from loadknee_locust.prompts import (
     FixedLengthSource,
     LogReplaySource,
@@ -32,9 +35,6 @@ from loadknee_locust.prompts import (
 )
 from loadknee_locust.prompts.calibrate import Calibration, assumed
 from loadknee_locust.prompts.model import Endpoint
-from loadknee_locust.reconnect import install_stale_retry
-from loadknee_locust.sse import parse_body, short_text
-from loadknee_locust.tokenize_probe import server_vocabulary
 
 log = logging.getLogger(__name__)
 

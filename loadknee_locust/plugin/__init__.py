@@ -1,0 +1,35 @@
+"""The Locust wiring: options, the stepped shape, the per-Environment plugin and the web UI tab.
+
+- :mod:`.options` — every ``--llm-*`` option, declared on Locust's parser;
+- :mod:`.wiring` — :func:`install` / :func:`register`: attach loadknee to an Environment (run
+  directory, recorder, stage messages to workers, telemetry, web UI);
+- :mod:`.shape` — ``SteppedShape`` / ``KneeShape``, the LoadTestShape that drives
+  :mod:`loadknee_locust.schedule` tick by tick;
+- :mod:`.webui` — the live "Knee" tab.
+
+Importing this package does not import locust; the names below load on first use, so
+``from loadknee_locust.plugin import install`` keeps working for locustfiles written before the
+package layout.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY: dict[str, str] = {
+    "install": "loadknee_locust.plugin.wiring",
+    "register": "loadknee_locust.plugin.wiring",
+    "Loadknee": "loadknee_locust.plugin.wiring",
+    "loadknee_of": "loadknee_locust.plugin.wiring",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'loadknee_locust.plugin' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = sorted(_LAZY)
