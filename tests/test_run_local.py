@@ -86,7 +86,9 @@ def test_loadknee_run_wrapper_two_workers_count_mode_default_users(
     assert rd.info["prompt_source"]["kind"] == "fixed"
     mode = "kernel" if KERNEL_STAMPS and kernel_stamps_work() else "readline"
     stamps = rd.info["prompt_source"]["stream_stamps"]  # summed over both workers
-    assert set(stamps) == {mode}
+    # a short body that was complete with its headers is "with_headers" (nothing to stamp apart);
+    # a busy machine makes that happen: it is no fallback, readline in kernel mode would be one
+    assert mode in stamps and set(stamps) <= {mode, "with_headers"}, stamps
     assert stamps[mode] >= len(rd.requests)  # every recorded stream (+ the cooldown's unrecorded)
     assert rd.info["model"] == "sim-llm"  # discovered on a worker, shipped to the master
     assert rd.info["mode"] == "master" and rd.info["worker_count"] == 2
