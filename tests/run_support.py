@@ -98,6 +98,24 @@ def wait_state(base: str, want: str, timeout: float) -> list[dict[str, Any]]:
     raise AssertionError(f"state {want!r} not reached in {timeout} s")
 
 
+def requests_counted(base: str) -> int:
+    """Requests the (master's) Locust stats have counted so far, failures included."""
+    stats = json.loads(http_get(base + "/stats/requests"))
+    return sum(int(row["num_requests"]) for row in stats["stats"] if row["name"] != "Aggregated")
+
+
+def wait_requests_counted(base: str, at_least: int, timeout: float) -> int:
+    """Poll until Locust's stats count ``at_least`` requests (with workers: until their reports,
+    which carry the rows too, reached the master); the count, or AssertionError at the deadline."""
+    deadline = time.monotonic() + timeout
+    while (counted := requests_counted(base)) < at_least:
+        assert time.monotonic() < deadline, (
+            f"Locust counted {counted} requests, not {at_least}, within {timeout} s"
+        )
+        time.sleep(0.2)
+    return counted
+
+
 def wait_for_web_ui(base: str, timeout: float = 30.0) -> str:
     """Poll the web UI's page until it answers; return its HTML."""
     deadline = time.monotonic() + timeout

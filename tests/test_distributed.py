@@ -25,6 +25,7 @@ from tests.run_support import (
     run,
     sweep_args,
     wait_for_web_ui,
+    wait_requests_counted,
     wait_state,
 )
 
@@ -78,10 +79,11 @@ def test_web_ui_stop_with_workers_keeps_the_late_rows(sim_server, tmp_path: Path
             time.sleep(0.3)
         assert http_post(base + "/swarm", {"user_count": "1", "spawn_rate": "1"})["success"]
         wait_state(base, "running", 15.0)
-        time.sleep(2.5)
+        wait_requests_counted(base, 4, 30.0)  # a worker report with rows reached the master
         http_post(base + "/stop")
         wait_state(base, "stopped", 30.0)
-        time.sleep(4.0)  # one worker report interval (3 s) for the last rows
+        # the workers' next report (every 3 s) brings the last rows: wait for every served one
+        wait_requests_counted(base, len(sim.log()), 30.0)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

@@ -10,16 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PROBE = """
-import json
-from locust import events
-from locust.argument_parser import get_parser
-from loadknee_locust.plugin.wiring import install
-install(events)
-ns = get_parser().parse_args(["--llm-seed", "5"])
-names = ("llm_levels", "llm_stage_requests", "llm_input_tokens", "llm_output_tokens", "llm_seed")
-print(json.dumps({k: getattr(ns, k) for k in names}))
-"""
+PROBE = Path(__file__).parent / "programs" / "options_probe.py"
 
 
 def test_options_from_every_source(tmp_path: Path) -> None:
@@ -29,7 +20,7 @@ def test_options_from_every_source(tmp_path: Path) -> None:
     (tmp_path / "locust.conf").write_text("llm-input-tokens = 99\n")
     env = {**os.environ, "LOADKNEE_OUTPUT_TOKENS": "33"}
     out = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=tmp_path, env=env, capture_output=True, text=True,
+        [sys.executable, str(PROBE)], cwd=tmp_path, env=env, capture_output=True, text=True,
         timeout=60, check=True,
     ).stdout  # fmt: skip
     assert json.loads(out.strip().splitlines()[-1]) == {

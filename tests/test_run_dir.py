@@ -101,6 +101,18 @@ def test_build_run_info_has_the_contract_keys_and_no_secret() -> None:
     assert "SECRETPW" not in json.dumps(info)
 
 
+def test_run_json_versions_name_the_geventhttpclient_that_read_the_streams() -> None:
+    """The stream reader relies on geventhttpclient internals: run.json says which release it
+    was (the package's own ``__version__`` is the oracle, not the metadata the code reads)."""
+    import geventhttpclient
+
+    info = build_run_info(
+        run_id="r", start_unix_s=1.0, host="", options=SimpleNamespace(), mode="local",
+        worker_count=0, stop_timeout_s=1.0,
+    )  # fmt: skip
+    assert info["versions"]["geventhttpclient"] == geventhttpclient.__version__
+
+
 @pytest.mark.parametrize(
     ("infos", "expected"),
     [

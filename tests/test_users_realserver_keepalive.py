@@ -147,50 +147,14 @@ def test_only_a_silent_close_is_resent(exc: BaseException, resend: bool) -> None
     assert is_dropped_before_response(exc) is resend
 
 
-_LIVENESS_SCRIPT = r"""
-from gevent import monkey; monkey.patch_all()
-import json, socket, sys, gevent
-from geventhttpclient.connectionpool import ConnectionPool
-from loadknee_locust.client.reconnect import check_liveness_without_yielding
-
-listener = socket.create_server(("127.0.0.1", 0))
-port = listener.getsockname()[1]
-pool = ConnectionPool("127.0.0.1", port, "127.0.0.1", port, size=2)
-idle = pool.get_socket()  # a fresh, connected, idle socket
-peer_of_idle, _ = listener.accept()
-closing = pool.get_socket()
-peer, _ = listener.accept()
-peer.close()  # the server closed this one: readable (EOF) while idle
-gevent.sleep(0.05)
-
-def check(sock):
-    ran = []
-    gevent.spawn(ran.append, 1)  # runs only if the check yields to the hub
-    alive = pool._is_socket_alive(sock)
-    return alive, bool(ran)
-
-import os, resource
-class Descriptor:  # the idle socket again, at a descriptor number select() refuses
-    def __init__(self, fd): self.fd = fd
-    def fileno(self): return self.fd
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-high = None
-if hard == resource.RLIM_INFINITY or hard > 1200:
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
-    high = Descriptor(os.dup2(idle.fileno(), 1100))
-
-before = [check(idle), check(closing)] + ([check(high)] if high else [])
-check_liveness_without_yielding(pool)
-after = [check(idle), check(closing)] + ([check(high)] if high else [])
-print(json.dumps({"before": before, "after": after}))
-"""
+_LIVENESS_SCRIPT = Path(__file__).parent / "programs" / "liveness_check.py"
 
 
 def test_the_reuse_check_gives_the_same_answer_without_a_greenlet_switch() -> None:
     """Under monkey-patching, geventhttpclient's liveness check yields (gevent's select sleeps 0);
     ours answers the same without yielding (a switch between the start stamp and the send)."""
     proc = subprocess.run(
-        [sys.executable, "-c", _LIVENESS_SCRIPT], capture_output=True, text=True, timeout=60
+        [sys.executable, str(_LIVENESS_SCRIPT)], capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])

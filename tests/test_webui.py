@@ -7,7 +7,6 @@ import csv
 import io
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from tests.run_support import (
     read_run_dir,
     sweep_args,
     wait_for_web_ui,
+    wait_requests_counted,
     wait_state,
 )
 
@@ -61,7 +61,7 @@ def test_web_ui_two_runs_knee_tab_and_stop(sim_server, tmp_path: Path) -> None:
                 "llm_stage_seconds": "30", "llm_baseline_requests": "0"}  # fmt: skip
         assert http_post(base + "/swarm", form)["success"]
         wait_state(base, "running", 15.0)
-        time.sleep(2.0)
+        wait_requests_counted(base, 4, 30.0)  # the sweep is under way before it is stopped
         http_post(base + "/stop")
         wait_state(base, "stopped", 30.0)
     finally:

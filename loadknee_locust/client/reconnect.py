@@ -29,6 +29,8 @@ from typing import Any
 from gevent.monkey import get_original
 from geventhttpclient.response import HTTPConnectionClosed
 
+from loadknee_locust.client.ghc_internals import missing, warn_missing
+
 _MARK = "_loadknee_stale_retry"
 _QUICK = "_loadknee_quick_liveness"
 _POLL_EVENTS = (
@@ -81,16 +83,32 @@ def _drop_idle_sockets(pool: Any) -> None:
             break
 
 
+def _pool_of(agent: Any, request: Any) -> Any:
+    """The connection pool ``request`` goes through (None when the library hides it: then every
+    failure before a response byte is resent once, as if the socket had been reused)."""
+    try:
+        return getattr(agent.clientpool.get_client(request.url_split), "_connection_pool", None)
+    except AttributeError:
+        return None
+
+
 def install_stale_retry(agent: Any, on_retry: Callable[[], None] | None = None) -> None:
     """Wrap ``agent._urlopen`` (a geventhttpclient ``UserAgent``, e.g. ``FastHttpSession.client``)
     so a request that died on a reused, already closed socket is sent once more on a fresh one.
-    Installing twice is a no-op."""
+    Installing twice is a no-op. An agent without ``_urlopen`` (a geventhttpclient that renamed
+    it) keeps its plain path, with one warning per process: a user that cannot resend still
+    measures; a user that fails to start measures nothing."""
     if getattr(agent, _MARK, False):
+        return
+    absent = missing(agent, ("_urlopen",))
+    if absent:
+        fallback = "requests are not resent on stale sockets"
+        warn_missing(type(agent).__name__, tuple(absent), fallback)
         return
     inner = agent._urlopen
 
     def _urlopen(request: Any) -> Any:
-        pool = getattr(agent.clientpool.get_client(request.url_split), "_connection_pool", None)
+        pool = _pool_of(agent, request)
         created_before = _count_created(pool)
         try:
             return inner(request)

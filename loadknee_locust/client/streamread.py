@@ -20,8 +20,9 @@ timer per request, re-armed for the remainder when it fires while data is still 
 
 Used where it is exact: Linux (the option's number is the generic one, 35, on every architecture
 Python wheels exist for except the four listed below), a plain TCP socket (TLS buffers decrypted
-bytes the file descriptor cannot show) and geventhttpclient's response internals as in 2.x
-(``_sock``, ``_body_buffer``, ``feed``, ``message_complete``, ``release``). Anywhere else
+bytes the file descriptor cannot show) and geventhttpclient's response internals as in 2.6
+(``_sock``, ``_body_buffer``, ``feed``, ``message_complete``, ``release``: listed in
+``ghc_internals``, which a test checks against the installed library). Anywhere else
 :func:`read_stream` falls back to the ``readline`` loop stamped with ``perf_counter``, and
 :func:`stamping_mode` says which one a response would get.
 """
@@ -42,6 +43,8 @@ import gevent
 import gevent.socket
 from gevent import Timeout
 from geventhttpclient.response import HTTPConnectionClosed
+
+from loadknee_locust.client.ghc_internals import RESPONSE_NAMES, missing, warn_missing
 
 SO_TIMESTAMPNS = 35  # == SCM_TIMESTAMPNS; not exported by Python's socket module
 _OTHER_NUMBERS = ("alpha", "mips", "parisc", "sparc")  # architectures where it is not 35
@@ -99,12 +102,13 @@ def _stampable(sock: Any) -> bool:
 
 
 def stamping_mode(resp: Any) -> StampingMode:
-    """``kernel`` when this response's socket can give receive stamps, else ``readline``."""
-    if not _stampable(getattr(resp, "_sock", None)):
+    """``kernel`` when this response's socket can give receive stamps, else ``readline`` (also
+    when the response lacks an internal of :data:`ghc_internals.RESPONSE_NAMES`)."""
+    absent = missing(resp, RESPONSE_NAMES)
+    if absent:  # a geventhttpclient that renamed them: the portable path, said once
+        warn_missing(type(resp).__name__, tuple(absent), "stream lines are stamped when read")
         return "readline"
-    if not all(hasattr(resp, a) for a in ("_body_buffer", "feed", "message_complete", "release")):
-        return "readline"
-    return "kernel"
+    return "kernel" if _stampable(resp._sock) else "readline"
 
 
 def enable_stamps(sock: Any) -> bool:

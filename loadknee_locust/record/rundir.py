@@ -11,6 +11,7 @@ calibration, end of run), so a reader never sees half a file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -107,13 +108,14 @@ def create_run_dir(out: str | os.PathLike[str], run_id: str, now_unix_s: float) 
 
 
 def versions() -> dict[str, str]:
+    """loadknee's, Python's and the installed locust's and geventhttpclient's versions (the
+    stream reader relies on geventhttpclient internals: a run says which release read it)."""
     out = {"loadknee": __version__, "python": platform.python_version()}
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
-        out["locust"] = version("locust")
-    except Exception:  # pragma: no cover - metadata missing in odd installs
-        pass
+    for package in ("locust", "geventhttpclient"):
+        with contextlib.suppress(PackageNotFoundError):  # an odd install: the key is left out
+            out[package] = version(package)
     return out
 
 
