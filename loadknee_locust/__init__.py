@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the only place the version is written (pyproject reads it)
 
 #: public name → module that defines it (imported lazily, on attribute access)
 _LAZY: dict[str, str] = {

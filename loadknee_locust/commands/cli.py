@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("analysis.cli", "analyse a run directory: record table, knee, recommendations"),
     "compare": ("analysis.compare.cli", "compare two or more run directories"),
     "demo": ("loadknee_locust.commands.demo", "simulator → short sweep → analysis, end to end"),
+    "init": ("loadknee_locust.commands.init", "write a starter locustfile.py and locust.conf"),
 }
 
 USAGE = "usage: loadknee {" + ",".join(SUBCOMMANDS) + "} [options]\n"
