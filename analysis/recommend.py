@@ -31,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis import yaml_text
 from analysis.knee import LOG_SOURCE_KINDS
 from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
 from analysis.numeric import num
@@ -378,31 +379,24 @@ def recommend(
     return Recommendations(items=tuple(items), server_flags=tuple(flags))
 
 
-def _yaml_value(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_yaml_value(v) for v in value) + "]"
-    if isinstance(value, int | float):
-        return f"{value:g}" if isinstance(value, float) else str(value)
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def to_yaml(recs: Recommendations) -> str:
-    """A YAML config snippet: ``server:`` and ``vllm:`` maps, each key under its reason."""
+    """A YAML config snippet: ``server:`` and ``vllm:`` maps, each key under its reason.
+
+    Values go through :mod:`analysis.yaml_text` (strings quoted, NaN / inf / numpy numbers in
+    forms every reader parses back), reasons through its comment cleaner: a reason is text a
+    YAML reader must never see as data.
+    """
     sections: dict[str, list[str]] = {"server": [], "vllm": []}
     for item in recs.items:
-        section, _, key = item.key.rpartition(".")
+        section, _, name = item.key.rpartition(".")
         lines = sections.setdefault(section or "server", [])
-        for text in textwrap.wrap(item.reason, 94):
+        for text in textwrap.wrap(yaml_text.comment(item.reason), 94):
             lines.append(f"  # {text}")
-        lines.append(f"  {key}: {_yaml_value(item.value)}")
+        lines.append(f"  {yaml_text.key(name)}: {yaml_text.value(item.value)}")
     out = ["# loadknee recommendations: each value follows its reason"]
-    for name, lines in sections.items():
+    for section, lines in sections.items():
         if lines:
-            out += [f"{name}:", *lines]
+            out += [f"{yaml_text.key(section)}:", *lines]
     if recs.server_flags:
-        out.append("# server flags: " + " ".join(recs.server_flags))
+        out.append(yaml_text.comment("# server flags: " + " ".join(recs.server_flags)))
     return "\n".join(out) + "\n"
