@@ -66,7 +66,7 @@ from analysis.diagnosis_rules import (
     stage_facts,
     throughput_stuck,
 )
-from analysis.model import Baseline, Bottleneck, KneeResult, StageVerdict
+from analysis.model import Baseline, Bottleneck, KneeResult
 
 __all__ = [
     "RULES",
@@ -115,21 +115,10 @@ def first_match(facts: StageFacts, rules: tuple[Rule, ...] = RULES) -> tuple[Rul
     return None
 
 
-def diagnose_stage(
-    row: pd.Series,
-    verdict: StageVerdict,
-    *,
-    prev: pd.Series | None,
-    base_row: pd.Series | None,
-    baseline: Baseline,
-    params: DiagnosisParams,
-) -> tuple[Bottleneck, str]:
+def diagnose_stage(facts: StageFacts) -> tuple[Bottleneck, str]:
     """The bottleneck of one stage and the rule behind it, in words with the numbers."""
-    if verdict.trusted and verdict.verdict == "comfortable":
+    if facts.verdict.trusted and facts.verdict.verdict == "comfortable":
         return "none", ""
-    facts = stage_facts(
-        row, verdict, prev=prev, base_row=base_row, baseline=baseline, params=params
-    )
     match = first_match(facts)
     if match is None:
         return "none", "no bottleneck rule matched"
@@ -152,9 +141,10 @@ def diagnose(
     prev: pd.Series | None = base_row if baseline.source == "baseline" else None
     for verdict in knee.stages:
         row = rows[verdict.stage]
-        bottleneck, reason = diagnose_stage(
+        facts = stage_facts(
             row, verdict, prev=prev, base_row=base_row, baseline=baseline, params=params
         )
+        bottleneck, reason = diagnose_stage(facts)
         updated.append(replace(verdict, bottleneck=bottleneck, bottleneck_reason=reason))
         prev = row
     return replace(knee, stages=tuple(updated))

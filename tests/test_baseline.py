@@ -90,3 +90,15 @@ def test_interference_flag_follows_either_spread_warning_and_no_other():
     assert [w for w in baseline.warnings if "seconds per 1k tokens P95" in w]
     fallback = compute_baseline(None, frame([stage(4, e2e_p50_ms=100.0, e2e_p95_ms=120.0)]))
     assert fallback.warnings and fallback.interference_suspected is False
+
+
+def test_the_interference_flag_survives_knee_json(tmp_path):
+    from analysis.report.knee_json import from_json, to_json
+
+    e2e = np.r_[np.full(18, 200.0), np.full(3, 1000.0)]
+    run = _run(tmp_path, e2e)
+    summary = summarize_stages(run)
+    baseline = compute_baseline(run, summary)
+    assert baseline.interference_suspected is True
+    back = from_json(to_json(summary, None, baseline, None)).baseline
+    assert back is not None and back.interference_suspected is True

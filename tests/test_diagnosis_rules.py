@@ -49,10 +49,16 @@ def _row(**values: float) -> pd.Series:
 def _facts(case: dict):
     return stage_facts(
         _row(**case.get("row", {})),
-        _verdict(case.get("fired", ()), trusted=case.get("trusted", True)),
+        _verdict(
+            case.get("fired", ()),
+            trusted=case.get("trusted", True),
+            verdict=case.get("verdict", "knee"),
+        ),
         prev=_row(**case["prev"]) if "prev" in case else None,
         base_row=_row(**case["base"]) if "base" in case else None,
-        baseline=_baseline(interference=case.get("interference", False)),
+        baseline=_baseline(
+            interference=case.get("interference", False), warnings=case.get("warnings", ())
+        ),
         params=DiagnosisParams(),
     )
 
@@ -107,10 +113,7 @@ def test_first_match_wins_and_later_rules_also_match(expected, also, words, case
         assert [r.name for r in RULES].index(name) > [r.name for r in RULES].index(expected)
     for earlier in RULES[: RULES.index(rule)]:
         assert earlier.check(facts) is None, earlier.name
-    bottleneck, text = diagnose_stage(facts.row, facts.verdict, prev=facts.prev,
-                                      base_row=facts.base_row, baseline=facts.baseline,
-                                      params=facts.params)  # fmt: skip
-    assert (bottleneck, text) == (rule.bottleneck, reason)
+    assert diagnose_stage(facts) == (rule.bottleneck, reason)
 
 
 @pytest.mark.parametrize(("expected", "also", "words", "case"), [c for c in CASES if c[1]])
@@ -132,18 +135,14 @@ def test_no_rule_matches_a_stage_with_only_an_early_error():
     case = {"row": {}, "fired": ("errors",)}
     facts = _facts(case)
     assert first_match(facts) is None
-    bottleneck, reason = diagnose_stage(facts.row, facts.verdict, prev=None, base_row=None,
-                                        baseline=facts.baseline, params=facts.params)  # fmt: skip
-    assert (bottleneck, reason) == ("none", "no bottleneck rule matched")
+    assert diagnose_stage(facts) == ("none", "no bottleneck rule matched")
 
 
 @pytest.mark.parametrize(("trusted", "expected"), [(True, "none"), (False, "client")])
 def test_a_comfortable_stage_is_only_checked_for_the_client(trusted, expected):
-    row = _row(kv_cache_peak_pct=99, client_cpu_peak_pct=97)  # memory full would match
-    verdict = _verdict((), trusted=trusted, verdict="comfortable")
-    bottleneck, _ = diagnose_stage(row, verdict, prev=None, base_row=None, baseline=_baseline(),
-                                   params=DiagnosisParams())  # fmt: skip
-    assert bottleneck == expected
+    row = {"kv_cache_peak_pct": 99, "client_cpu_peak_pct": 97}  # memory full would match
+    facts = _facts({"row": row, "trusted": trusted, "verdict": "comfortable"})
+    assert diagnose_stage(facts)[0] == expected
 
 
 def test_interference_reads_the_baseline_flag_not_its_warning_text():
@@ -151,12 +150,9 @@ def test_interference_reads_the_baseline_flag_not_its_warning_text():
         "baseline e2e latency (ms) P95 300 is 3.00× its median 100 (limit 1.5×): external "
         "interference (another process on the GPU, network jitter, log flushing)",
     )
-    verdict = _verdict(("errors",))
     for flag, warnings, expected in ((False, words, "none"), (True, (), "interference")):
-        base = _baseline(interference=flag, warnings=warnings)
-        bottleneck, _ = diagnose_stage(_row(), verdict, prev=None, base_row=None, baseline=base,
-                                       params=DiagnosisParams())  # fmt: skip
-        assert bottleneck == expected
+        case = {"fired": ("errors",), "interference": flag, "warnings": warnings}
+        assert diagnose_stage(_facts(case))[0] == expected
 
 
 def test_the_module_docstring_lists_the_table_in_order():
