@@ -9,6 +9,7 @@ from knee_rundir import request_row, stage_row, write_run
 
 from analysis.baseline import compute_baseline
 from analysis.inputs.load import read_run
+from analysis.report.knee_json import from_json, to_json
 from analysis.summary import summarize_stages
 
 T0 = 1_700_000_000.0
@@ -93,8 +94,6 @@ def test_interference_flag_follows_either_spread_warning_and_no_other():
 
 
 def test_the_interference_flag_survives_knee_json(tmp_path):
-    from analysis.report.knee_json import from_json, to_json
-
     e2e = np.r_[np.full(18, 200.0), np.full(3, 1000.0)]
     run = _run(tmp_path, e2e)
     summary = summarize_stages(run)
