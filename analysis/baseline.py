@@ -11,25 +11,17 @@ throughput is divided by its users to stand in for the single-user rate.
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from analysis.inputs.load import Run
 from analysis.model import Baseline
+from analysis.numeric import num
 from analysis.summary import measured_requests
 
 #: default limit on P95 / median before the baseline is called noisy (seed 000)
 SPREAD_LIMIT = 1.5
 #: seed 000 asks for at least this many measured baseline requests
 MIN_REQUESTS = 20
-
-
-def _num(value: object) -> float | None:
-    if value is None:
-        return None
-    number = float(value)  # type: ignore[arg-type]
-    return None if math.isnan(number) else number
 
 
 def _pick_row(summary: pd.DataFrame) -> tuple[pd.Series | None, str]:
@@ -54,7 +46,7 @@ def _p95_per_1k(run: Run | None, stage: int) -> tuple[float | None, float | None
     per_completion = (
         ok["e2e_ms"] / ok["completion_tokens"].where(ok["completion_tokens"] > 0)
     ).quantile(0.95)
-    return _num(per_total), _num(per_completion)
+    return num(per_total), num(per_completion)
 
 
 def _spread_warning(what: str, p50: float | None, p95: float | None, limit: float) -> str | None:
@@ -99,9 +91,9 @@ def compute_baseline(
     users = int(row["target_users"]) if not pd.isna(row["target_users"]) else 1
     p95_total, p95_completion = _p95_per_1k(run, stage)
     if p95_total is None:  # a typed-in table: the summary may still carry it
-        p95_total = _num(row.get("s_per_1k_total_p95"))
-    e2e_p50, e2e_p95 = _num(row["e2e_p50_ms"]), _num(row["e2e_p95_ms"])
-    per1k_p50 = _num(row["s_per_1k_total_tokens"])
+        p95_total = num(row.get("s_per_1k_total_p95"))
+    e2e_p50, e2e_p95 = num(row["e2e_p50_ms"]), num(row["e2e_p95_ms"])
+    per1k_p50 = num(row["s_per_1k_total_tokens"])
     warnings = []
     if source == "first_stage":
         warnings.append(
@@ -113,34 +105,32 @@ def compute_baseline(
             f"baseline has only {int(row['ok'])} served requests (seed 000 asks for "
             f"{min_requests} or more): its P95 is rough"
         )
-    for what, p50, p95 in (
-        ("e2e latency (ms)", e2e_p50, e2e_p95),
-        ("seconds per 1k tokens", per1k_p50, p95_total),
-    ):
-        text = _spread_warning(what, p50, p95, spread_limit)
-        if text:
-            warnings.append(text)
-    tok_s = _num(row["output_tok_s"])
+    spread = [
+        _spread_warning(what, p50, p95, spread_limit)
+        for what, p50, p95 in (
+            ("e2e latency (ms)", e2e_p50, e2e_p95),
+            ("seconds per 1k tokens", per1k_p50, p95_total),
+        )
+    ]
+    spread_warnings = [text for text in spread if text]
+    warnings += spread_warnings
+    tok_s = num(row["output_tok_s"])
     return Baseline(
         source=source,  # type: ignore[arg-type]
         requests=int(row["ok"]),
         e2e_p50_ms=e2e_p50,
         e2e_p95_ms=e2e_p95,
-        ttft_p50_ms=_num(row["ttft_p50_ms"]),
-        ttft_p95_ms=_num(row["ttft_p95_ms"]),
+        ttft_p50_ms=num(row["ttft_p50_ms"]),
+        ttft_p95_ms=num(row["ttft_p95_ms"]),
         s_per_1k_total_p50=per1k_p50,
         s_per_1k_total_p95=p95_total,
-        s_per_1k_completion_p50=_num(row["s_per_1k_completion_tokens"]),
+        s_per_1k_completion_p50=num(row["s_per_1k_completion_tokens"]),
         s_per_1k_completion_p95=p95_completion,
         output_tok_s=None if tok_s is None else tok_s / max(users, 1),
         warnings=tuple(warnings),
-        e2e_p99_ms=_num(row["e2e_p99_ms"]),
+        e2e_p99_ms=num(row["e2e_p99_ms"]),
         stage=stage,
         target_users=users,
-        s_per_1k_total_p99=_num(row.get("s_per_1k_total_p99")),
+        s_per_1k_total_p99=num(row.get("s_per_1k_total_p99")),
+        interference_suspected=bool(spread_warnings),
     )
-
-
-def interference_suspected(baseline: Baseline) -> bool:
-    """True when the baseline's spread warning fired (used by the diagnosis)."""
-    return any("external interference" in w for w in baseline.warnings)

@@ -75,13 +75,12 @@ from analysis.knee_signals import (
     StageContext,
     client_signal,
     error_signals,
-    fmt,
     memory_signals,
-    num,
     tail_signals,
     throughput_signals,
 )
 from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
+from analysis.numeric import fmt, num
 
 #: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
 FLAT_GPU_SPREAD_PCT = 2.0

@@ -8,28 +8,16 @@ measured against which threshold. :func:`analysis.knee.evaluate_stage` turns the
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from analysis.model import Signal
+from analysis.numeric import fmt, num
 
 if TYPE_CHECKING:
     from analysis.knee import KneeParams
-
-
-def num(value: Any) -> float | None:
-    if value is None or pd.isna(value):
-        return None
-    return float(value)
-
-
-def fmt(value: float | None, unit: str = "") -> str:
-    if value is None or math.isnan(value):
-        return "n/a"
-    return f"{value:,.4g}{unit}"
 
 
 @dataclass(frozen=True)

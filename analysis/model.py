@@ -103,6 +103,9 @@ class Baseline:
     stage: int | None = None  # the stage the baseline was taken from
     target_users: int | None = None  # its concurrency (1 for a real baseline)
     s_per_1k_total_p99: float | None = None
+    # P95 far above the median (a spread warning fired): something outside the test interfered.
+    # Set where the warning is written, so the diagnosis never has to parse warning text.
+    interference_suspected: bool = False
 
 
 @dataclass(frozen=True)

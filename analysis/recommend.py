@@ -31,8 +31,10 @@ from typing import Any
 
 import pandas as pd
 
+from analysis import yaml_text
 from analysis.knee import LOG_SOURCE_KINDS
 from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
+from analysis.numeric import num
 
 #: vLLM's default --gpu-memory-utilization, assumed when the run does not say
 VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
@@ -112,12 +114,6 @@ class RecommendParams:
         values = {f.name: getattr(ns, "rec_" + f.name) for f in fields(cls)
                   if hasattr(ns, "rec_" + f.name)}  # fmt: skip
         return cls(**values)
-
-
-def _num(value: Any) -> float | None:
-    if value is None or pd.isna(value):
-        return None
-    return float(value)
 
 
 def _section(info: dict[str, Any], key: str) -> dict[str, Any]:
@@ -244,14 +240,14 @@ def _request_timeout(
     if row is None:
         return None
     longest = (
-        _num(summary["completion_tokens_max"].max()) if "completion_tokens_max" in summary else None
+        num(summary["completion_tokens_max"].max()) if "completion_tokens_max" in summary else None
     )
-    target = _num(run_info.get("max_output_tokens") or run_info.get("output_tokens"))
+    target = num(run_info.get("max_output_tokens") or run_info.get("output_tokens"))
     longest = max(x for x in (longest, target, 0.0) if x is not None)
     if not longest:
         return None
-    tpot, ttft = _num(row.get("tpot_p95_ms")), _num(row.get("ttft_p95_ms")) or 0.0
-    per1k = _num(row.get("s_per_1k_completion_tokens"))  # numerically ms per token
+    tpot, ttft = num(row.get("tpot_p95_ms")), num(row.get("ttft_p95_ms")) or 0.0
+    per1k = num(row.get("s_per_1k_completion_tokens"))  # numerically ms per token
     where = f"at {int(row['target_users'])} users"
     if tpot is not None:
         ms, how = (
@@ -259,7 +255,7 @@ def _request_timeout(
             f"TTFT P95 {ttft:,.0f} ms + {longest:,.0f} tokens × TPOT P95 {tpot:,.1f} ms",
         )
     elif per1k is not None:
-        p50, p99 = _num(row.get("e2e_p50_ms")), _num(row.get("e2e_p99_ms"))
+        p50, p99 = num(row.get("e2e_p50_ms")), num(row.get("e2e_p99_ms"))
         tail = p99 / p50 if p50 and p99 else 1.0  # the median rate, scaled to the P99 request
         ms = longest * per1k * tail
         how = f"{longest:,.0f} tokens × {per1k:,.1f} ms per token (median) × {tail:.2f} (P99/P50)"
@@ -290,7 +286,7 @@ def _vllm_items(
     items = []
     row = _users_row(summary, knee.max_concurrency)
     if knee.max_concurrency is not None:
-        batch = _num(row.get("batch_size")) if row is not None else None
+        batch = num(row.get("batch_size")) if row is not None else None
         seqs = knee.max_concurrency * int(batch or 1)
         items.append(
             Recommendation(
@@ -308,7 +304,7 @@ def _vllm_items(
         )
     if _memory_led(knee):
         server = _section(run_info, "server")
-        current = p.gpu_memory_utilization or _num(server.get("gpu_memory_utilization"))
+        current = p.gpu_memory_utilization or num(server.get("gpu_memory_utilization"))
         assumed = current is None
         current = current or VLLM_DEFAULT_GPU_MEMORY_UTILIZATION
         lower = round(current - p.gpu_memory_utilization_step, 2)
@@ -323,10 +319,10 @@ def _vllm_items(
         )
     source = _section(run_info, "prompt_source")
     if str(source.get("kind", "")) in LOG_SOURCE_KINDS:
-        longest = _num(source.get("max_context_tokens"))
+        longest = num(source.get("max_context_tokens"))
         if longest is None and "prompt_tokens_max" in summary:
-            prompt = _num(summary["prompt_tokens_max"].max())
-            output = _num(summary["completion_tokens_max"].max())
+            prompt = num(summary["prompt_tokens_max"].max())
+            output = num(summary["completion_tokens_max"].max())
             longest = None if prompt is None else prompt + (output or 0.0)
         if longest:
             length = 1 << max(10, math.ceil(math.log2(longest)))
@@ -383,31 +379,24 @@ def recommend(
     return Recommendations(items=tuple(items), server_flags=tuple(flags))
 
 
-def _yaml_value(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_yaml_value(v) for v in value) + "]"
-    if isinstance(value, int | float):
-        return f"{value:g}" if isinstance(value, float) else str(value)
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def to_yaml(recs: Recommendations) -> str:
-    """A YAML config snippet: ``server:`` and ``vllm:`` maps, each key under its reason."""
+    """A YAML config snippet: ``server:`` and ``vllm:`` maps, each key under its reason.
+
+    Values go through :mod:`analysis.yaml_text` (strings quoted, NaN / inf / numpy numbers in
+    forms every reader parses back), reasons through its comment cleaner: a reason is text a
+    YAML reader must never see as data.
+    """
     sections: dict[str, list[str]] = {"server": [], "vllm": []}
     for item in recs.items:
-        section, _, key = item.key.rpartition(".")
+        section, _, name = item.key.rpartition(".")
         lines = sections.setdefault(section or "server", [])
-        for text in textwrap.wrap(item.reason, 94):
+        for text in textwrap.wrap(yaml_text.comment(item.reason), 94):
             lines.append(f"  # {text}")
-        lines.append(f"  {key}: {_yaml_value(item.value)}")
+        lines.append(f"  {yaml_text.key(name)}: {yaml_text.value(item.value)}")
     out = ["# loadknee recommendations: each value follows its reason"]
-    for name, lines in sections.items():
+    for section, lines in sections.items():
         if lines:
-            out += [f"{name}:", *lines]
+            out += [f"{yaml_text.key(section)}:", *lines]
     if recs.server_flags:
-        out.append("# server flags: " + " ".join(recs.server_flags))
+        out.append(yaml_text.comment("# server flags: " + " ".join(recs.server_flags)))
     return "\n".join(out) + "\n"

@@ -19,8 +19,9 @@ from pathlib import Path
 from analysis.compare.core import KINDS, LONG_COLUMNS, Comparison, RunSide, compare_runs
 from analysis.inputs.load import RunDirError
 from analysis.knee import KneeParams
+from analysis.numeric import is_missing
 from analysis.pipeline import analyze_run
-from analysis.report.table import fmt_magnitude, fmt_pct, fmt_text, is_missing
+from analysis.report.table import fmt_magnitude, fmt_pct, fmt_text
 
 _WIDE = (
     ("P50 s", "e2e_p50_ms", lambda v: fmt_magnitude(v, 0.001)),

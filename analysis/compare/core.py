@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
@@ -42,7 +41,8 @@ from analysis.compare.kind import (
     steps_of,
 )
 from analysis.model import VERDICT_LABELS
-from analysis.report.table import fmt_magnitude, is_missing
+from analysis.numeric import is_missing, num
+from analysis.report.table import fmt_magnitude
 
 __all__ = ["KINDS", "Comparison", "RunSide", "batch_size", "compare_runs", "detect_kind", "lookup"]
 
@@ -79,10 +79,6 @@ class Comparison:
     interpretations: tuple[str, ...]
 
 
-def _num(value: Any) -> float | None:
-    return None if is_missing(value) else float(value)
-
-
 def long_table(sides: Sequence[RunSide]) -> pd.DataFrame:
     rows = []
     for side in sides:
@@ -96,7 +92,7 @@ def long_table(sides: Sequence[RunSide]) -> pd.DataFrame:
                     "target_users": int(row["target_users"]),
                     "batch_size": batch,
                     "in_flight": int(row["target_users"]) * batch,
-                    **{name: _num(row.get(col)) for name, col in METRICS},
+                    **{name: num(row.get(col)) for name, col in METRICS},
                     "verdict": None if verdict is None else VERDICT_LABELS[verdict.verdict],
                 }
             )
@@ -113,7 +109,7 @@ def peak_throughput(side: RunSide) -> float | None:
 
 def _at(table: pd.DataFrame, label: str, users: int, column: str) -> float | None:
     rows = table[(table["label"] == label) & (table["target_users"] == users)]
-    return None if rows.empty else _num(rows.iloc[0][column])
+    return None if rows.empty else num(rows.iloc[0][column])
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:

@@ -26,8 +26,9 @@ from typing import Any
 import pandas as pd
 
 from analysis.model import PERCENTILE_METHOD, Baseline, KneeResult, Recommendations
+from analysis.numeric import is_missing
 from analysis.report.plots import VERDICT_COLOURS
-from analysis.report.table import RECORD_COLUMNS, Column, fmt_magnitude, fmt_text, is_missing
+from analysis.report.table import RECORD_COLUMNS, Column, fmt_magnitude, fmt_text
 from loadknee_locust.redaction import is_secret_name
 
 _SECRET_VALUE = re.compile(r"^(sk-|Bearer\s|hf_|ghp_|xox[bp]-)", re.IGNORECASE)

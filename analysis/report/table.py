@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +25,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
-
-NA = "n/a"
+from analysis.numeric import NA, is_missing, num
 
 #: Columns the record frame adds to the summary columns.
 VERDICT_COLUMNS: tuple[str, ...] = (
@@ -39,24 +37,12 @@ VERDICT_COLUMNS: tuple[str, ...] = (
 )
 
 
-def is_missing(value: Any) -> bool:
-    """True for None, NaN and pandas' missing markers: all mean "no data", shown as n/a."""
-    if value is None:
-        return True
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
-
-
 def _scaled(value: Any, scale: float = 1.0) -> float | None:
-    if is_missing(value):
-        return None
     try:
-        number = float(value) * scale
-    except (TypeError, ValueError):
+        number = num(value)
+    except (TypeError, ValueError):  # text in a numeric column: shown as n/a, not a crash
         return None
-    return None if math.isnan(number) else number
+    return None if number is None else number * scale
 
 
 def fmt_magnitude(value: Any, scale: float = 1.0) -> str:

@@ -1,0 +1,49 @@
+"""Numbers that may be missing: one way to read a cell as float-or-None, one way to print it.
+
+The record frame holds NaN where a stage has no data (never 0), numpy scalars where pandas made
+them, and None in hand-typed tables. Every judgement module reads such a value as ``float | None``
+and prints it as ``n/a`` when missing; they all use these helpers so that "missing" means one
+thing across the knee, the baseline, the diagnosis, the recommendations and the comparisons.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+#: how a missing number is printed
+NA = "n/a"
+
+
+def is_missing(value: Any) -> bool:
+    """True for None, NaN and pandas' missing markers: all mean "no data", shown as n/a."""
+    if value is None:
+        return True
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # a list or an array: a value, not a missing marker
+        return False
+
+
+def num(value: Any) -> float | None:
+    """``value`` as a float, or None when it is missing (None, NaN, pd.NA) rather than 0."""
+    if is_missing(value):
+        return None
+    number = float(value)
+    return None if math.isnan(number) else number
+
+
+def cell(row: pd.Series | None, name: str) -> float | None:
+    """The number in column ``name`` of ``row``; None when there is no row, column or value."""
+    if row is None or name not in row.index:
+        return None
+    return num(row[name])
+
+
+def fmt(value: float | None, unit: str = "") -> str:
+    """Four significant digits with thousands separators and ``unit``; ``n/a`` when missing."""
+    if value is None or math.isnan(value):
+        return NA
+    return f"{value:,.4g}{unit}"
