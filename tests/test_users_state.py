@@ -32,6 +32,10 @@ SCRIPT = textwrap.dedent(
     s1.prepare("http://127.0.0.1:9", "chat")
     out["after"] = prompt_source_info(e1)["target_input_tokens"]
     out["prompt_after"] = s1.source.next_prompt("chat").target_input_tokens
+    source = s1.source
+    e1.parsed_options.llm_levels = "1,2"              # a sweep option: prompts still hold
+    s1.prepare("http://127.0.0.1:9", "chat")
+    out["sweep_edit"] = [s1.source is source, s1.options.levels]
     e1.parsed_options.llm_extra_body = "[1]"
     s1.prepare("http://127.0.0.1:9", "chat")
     out["bad_extra"] = prompt_source_info(e1)
@@ -48,5 +52,6 @@ def test_state_is_per_environment_and_follows_option_changes() -> None:
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["same_object"] and out["separate_per_env"]
     assert (out["before"], out["after"], out["prompt_after"]) == (64, 200, 200)
+    assert out["sweep_edit"] == [True, "1,2"]
     assert out["bad_extra"]["kind"] == "error"
     assert "--llm-extra-body must be a JSON object" in out["bad_extra"]["error"]
