@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import operator
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -334,9 +335,7 @@ def llm_options(environment: Any) -> LlmOptions:
     compared on each call and the object is rebuilt when one changed.
     """
     parsed = getattr(environment, "parsed_options", None)
-    seen = None
-    if parsed is not None:
-        seen = (*(getattr(parsed, s.dest, None) for s in option_specs()), parsed_run_time(parsed))
+    seen = None if parsed is None else _parsed_values(parsed)
     cached = getattr(environment, _ATTR, None)
     if cached is not None and cached[0] == seen:
         return typing.cast(LlmOptions, cached[1])
@@ -344,6 +343,20 @@ def llm_options(environment: Any) -> LlmOptions:
     with contextlib.suppress(AttributeError):  # an object without attributes: built each call
         setattr(environment, _ATTR, (seen, options))
     return options
+
+
+def _parsed_values(parsed: Any) -> tuple[Any, ...]:
+    """Every value ``from_parsed`` reads (checked per request: one C-level getattr each)."""
+    try:
+        return _dests_getter()(parsed)  # type: ignore[no-any-return]
+    except AttributeError:  # a partial namespace (tests, library use): one by one
+        dests = (*(s.dest for s in option_specs()), "run_time")
+        return tuple(getattr(parsed, d, None) for d in dests)
+
+
+@functools.cache
+def _dests_getter() -> operator.attrgetter[Any]:
+    return operator.attrgetter(*(s.dest for s in option_specs()), "run_time")
 
 
 def parsed_run_time(parsed: Any) -> Any:
