@@ -48,7 +48,11 @@ def rows(n: int) -> list[dict[str, object]]:
 def measure(n: int, per_row_flush: bool) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         log = RunLog(Path(tmp))
-        log.schedule = Schedule(SchedulePlan(levels=(1, 2, 4, 8), stage_seconds=60.0), T0)
+        plan = SchedulePlan(
+            levels=(1, 2, 4, 8), stage_seconds=60.0, warmup_seconds=30.0,
+            cooldown_seconds=10.0, baseline_requests=20,
+        )  # fmt: skip
+        log.schedule = Schedule(plan, T0)
         data = rows(n)
         if not per_row_flush:
             log.requests.flush = lambda: None  # type: ignore[method-assign]  # CsvSink's own 1 s rule only

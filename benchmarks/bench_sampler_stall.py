@@ -27,11 +27,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import gevent
 
+from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.telemetry import TelemetrySampler
 
@@ -53,7 +53,7 @@ def ticker(seconds: float) -> list[float]:
 def measure(seconds: float, url: str | None, interval: float, tmp: Path) -> dict[str, float]:
     sampler = None
     if url is not None:
-        opts = SimpleNamespace(llm_gpu="auto", llm_metrics_url=url, llm_sample_interval=interval)
+        opts = LlmOptions(gpu="auto", metrics_url=url, sample_interval=interval)
         sampler = TelemetrySampler(tmp, opts, "")
         sampler.start()
         gevent.sleep(interval)  # past the start-up (NVML probe, first scrape)

@@ -38,9 +38,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadknee_locust.contract import Phase, StageKind, StopReason
+
+if TYPE_CHECKING:  # the options live with the Locust wiring, above this module
+    from loadknee_locust.plugin.options import LlmOptions
 
 
 def parse_levels(text: str) -> tuple[int, ...]:
@@ -72,11 +75,11 @@ class SchedulePlan:
     """The sweep's parameters (see the module docstring for what each one means)."""
 
     levels: tuple[int, ...]
-    stage_seconds: float = 120.0
-    stage_requests: int = 0
-    warmup_seconds: float = 30.0
-    cooldown_seconds: float = 10.0
-    baseline_requests: int = 20
+    stage_seconds: float
+    warmup_seconds: float
+    cooldown_seconds: float
+    baseline_requests: int
+    stage_requests: int = 0  # 0 = timed stages
     time_limit_s: float = 0.0  # 0 = none
 
     def __post_init__(self) -> None:
@@ -93,20 +96,16 @@ class SchedulePlan:
             )
 
     @classmethod
-    def from_options(cls, options: Any) -> SchedulePlan:
-        """Build from Locust's ``parsed_options`` (``--llm-*``; ``--run-time`` as a time limit)."""
-        limit = float(getattr(options, "llm_time_limit", 0.0) or 0.0)
-        run_time = getattr(options, "run_time", None)
-        if run_time:
-            limit = min(limit, float(run_time)) if limit else float(run_time)
+    def from_options(cls, options: LlmOptions) -> SchedulePlan:
+        """From the ``--llm-*`` options (``time_limit`` already holds Locust's ``--run-time``)."""
         return cls(
-            levels=parse_levels(str(options.llm_levels)),
-            stage_seconds=float(options.llm_stage_seconds),
-            stage_requests=int(options.llm_stage_requests),
-            warmup_seconds=float(options.llm_warmup_seconds),
-            cooldown_seconds=float(options.llm_cooldown_seconds),
-            baseline_requests=int(options.llm_baseline_requests),
-            time_limit_s=limit,
+            levels=parse_levels(options.levels),
+            stage_seconds=options.stage_seconds,
+            stage_requests=options.stage_requests,
+            warmup_seconds=options.warmup_seconds,
+            cooldown_seconds=options.cooldown_seconds,
+            baseline_requests=options.baseline_requests,
+            time_limit_s=options.time_limit,
         )
 
     def stages(self) -> tuple[StagePlan, ...]:
@@ -375,11 +374,8 @@ class RedLine:
     p95_ms: float = 0.0
 
     @classmethod
-    def from_options(cls, options: Any) -> RedLine:
-        return cls(
-            float(getattr(options, "llm_red_line_error_pct", 0.0) or 0.0),
-            float(getattr(options, "llm_red_line_p95_ms", 0.0) or 0.0),
-        )
+    def from_options(cls, options: LlmOptions) -> RedLine:
+        return cls(options.red_line_error_pct, options.red_line_p95_ms)
 
     @property
     def enabled(self) -> bool:

@@ -18,14 +18,14 @@ from typing import Any
 from locust import events
 
 from loadknee_locust import ChatUser, KneeShape, install  # noqa: F401  (KneeShape: the stepped shape Locust picks up)
+from loadknee_locust.plugin.options import llm_options
 
 install(events)
 
 
 @events.init.add_listener
 def _require_log(environment: Any, **_: Any) -> None:
-    opts = environment.parsed_options
-    if opts is not None and not getattr(opts, "llm_prompt_log", ""):
+    if environment.parsed_options is not None and not llm_options(environment).prompt_log:
         raise SystemExit("log_replay.py: give the log with --llm-prompt-log FILE")
 
 

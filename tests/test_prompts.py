@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from loadknee_locust.client import payloads
+from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.prompts import SourceOptions, build_source
 from loadknee_locust.prompts.calibrate import Calibration, calibrate
 from loadknee_locust.prompts.filler import TAG_WORD_COUNT, Tagger, filler, tag_for
@@ -21,6 +22,11 @@ from loadknee_locust.prompts.synth import PromptSynth
 from loadknee_locust.sim.tokenizer import count_chat_tokens, count_tokens
 
 # -- filler and tags -----------------------------------------------------------------------
+
+
+def source_options(**options: object) -> SourceOptions:
+    """The prompt options of these ``--llm-*`` values (the rest at their defaults)."""
+    return SourceOptions.from_options(LlmOptions(**options))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("words", [0, 1, 5, 21, 22, 500])
@@ -105,11 +111,11 @@ def test_calibration_is_exact_on_the_simulator_tokenizer(
 
 def test_fixed_source_rejects_a_prefix_longer_than_the_prompt() -> None:
     with pytest.raises(ValueError, match="smaller than"):
-        build_source(SourceOptions(input_tokens=64, shared_prefix_tokens=64))
+        build_source(source_options(input_tokens=64, shared_prefix_tokens=64))
 
 
 def test_shared_prefix_is_the_same_for_every_prompt_and_tags_differ() -> None:
-    source = build_source(SourceOptions(input_tokens=200, shared_prefix_tokens=50))
+    source = build_source(source_options(input_tokens=200, shared_prefix_tokens=50))
     prompts = [source.next_prompt("chat") for _ in range(5)]
     assert len({p.prefix for p in prompts}) == 1 and count_tokens(prompts[0].prefix) == 50
     assert len({p.text for p in prompts}) == 5
@@ -294,7 +300,7 @@ def test_replay_pins_observed_lengths_caps_max_tokens_and_scales(tmp_path: Path)
 
 def test_replay_without_tag_sends_the_text_as_logged(tmp_path: Path) -> None:
     log = _write_jsonl(tmp_path / "log.jsonl", [json.dumps({"prompt": "exactly this"})])
-    src = build_source(SourceOptions(prompt_log=str(log), unique_tag=False))
+    src = build_source(source_options(prompt_log=str(log), no_unique_tag=True))
     p = src.next_prompt("completions")
     assert payloads.completion_text(p) == "exactly this"
     assert Counter(src.next_prompt("chat").prompt_hash for _ in range(3)) == {p.prompt_hash: 3}

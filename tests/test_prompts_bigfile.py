@@ -11,12 +11,18 @@ from pathlib import Path
 import psutil
 import pytest
 
+from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.prompts import SourceOptions, build_source
 from loadknee_locust.prompts.replay import LogReplaySource
 
 RECORDS = 100_000
 REPLAYS = 5_000
 BAD_EVERY = 100  # 1 %
+
+
+def source_options(**options: object) -> SourceOptions:
+    """The prompt options of these ``--llm-*`` values (the rest at their defaults)."""
+    return SourceOptions.from_options(LlmOptions(**options))  # type: ignore[arg-type]
 
 
 def _write_log(path: Path) -> list[int]:
@@ -47,7 +53,7 @@ def test_100k_line_log_replays_with_flat_memory(tmp_path: Path) -> None:
     rss0 = psutil.Process().memory_info().rss
 
     tracemalloc.start()
-    source = build_source(SourceOptions(prompt_log=str(log), seed=1))
+    source = build_source(source_options(prompt_log=str(log), seed=1))
     assert isinstance(source, LogReplaySource)
     _, index_peak = tracemalloc.get_traced_memory()
     tracemalloc.reset_peak()

@@ -83,7 +83,10 @@ def test_stage_stats_counts_measured_rows_only_for_latency() -> None:
 
 
 def _plan() -> SchedulePlan:
-    return SchedulePlan(levels=(2,), stage_seconds=10.0, warmup_seconds=2.0, baseline_requests=0)
+    return SchedulePlan(
+        levels=(2,), stage_seconds=10.0, warmup_seconds=2.0, cooldown_seconds=10.0,
+        baseline_requests=0,
+    )  # fmt: skip
 
 
 def test_run_log_labels_by_start_time_and_writes_contract_csv(tmp_path: Path) -> None:

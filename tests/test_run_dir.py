@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.record.rundir import (
     build_run_info,
     create_run_dir,
@@ -71,12 +72,12 @@ def test_create_run_dir_never_reuses_a_used_name(tmp_path: Path) -> None:
 def test_prompt_info_hashes_the_log_and_never_copies_it(tmp_path: Path) -> None:
     log = tmp_path / "prompts.jsonl"
     log.write_text('{"prompt": "confidential text"}\n')
-    info = prompt_info_from_options(SimpleNamespace(llm_prompt_log=str(log)))
+    info = prompt_info_from_options(LlmOptions(prompt_log=str(log)))
     assert info["kind"] == "log" and info["log_file"] == "prompts.jsonl"
     assert info["log_sha256"] == hashlib.sha256(log.read_bytes()).hexdigest()
     write_run_json(tmp_path, {"prompt_source": info})
     assert "confidential" not in (tmp_path / "run.json").read_text()
-    fixed = prompt_info_from_options(SimpleNamespace(llm_input_tokens=128, llm_output_tokens=64))
+    fixed = prompt_info_from_options(LlmOptions(input_tokens=128, output_tokens=64))
     assert (fixed["kind"], fixed["target_input_tokens"], fixed["target_output_tokens"]) == (
         "fixed",
         128,
@@ -92,13 +93,27 @@ def test_build_run_info_has_the_contract_keys_and_no_secret() -> None:
         web_login_password="SECRETPW",
     )  # fmt: skip
     info = build_run_info(
-        run_id="r", start_unix_s=1.0, host="", options=opts, mode="master", worker_count=2,
-        stop_timeout_s=120.0,
+        run_id="r", start_unix_s=1.0, host="", options=LlmOptions.from_parsed(opts), parsed=opts,
+        mode="master", worker_count=2, stop_timeout_s=120.0,
     )  # fmt: skip
     assert info["levels"] == [1, 2, 4, 8] and info["stream"] is False
     assert info["target_url"] == "http://h:1" and info["worker_count"] == 2
     assert info["end_unix_s"] is None and set(info["versions"]) >= {"loadknee", "python", "locust"}
     assert "SECRETPW" not in json.dumps(info)
+    assert info["parameters"]["llm_levels"] == "1,2,4,8" and "web_login_password" not in info
+
+
+def test_run_info_without_a_parser_records_the_typed_options() -> None:
+    """Library use (no parsed options): the parameters are the --llm-* values in use."""
+    options = LlmOptions(levels="2,4", api_key_env="MY_KEY", no_stream=True)
+    info = build_run_info(
+        run_id="r", start_unix_s=1.0, host="http://h", options=options, mode="local",
+        worker_count=0, stop_timeout_s=None,
+    )  # fmt: skip
+    assert (info["levels"], info["stream"], info["target_url"]) == ([2, 4], False, "http://h")
+    params = info["parameters"]
+    assert params["llm_levels"] == "2,4" and params["llm_no_stream"] is True
+    assert set(params) == {"llm_" + name for name in vars(LlmOptions())} - {"llm_api_key_env"}
 
 
 def test_run_json_versions_name_the_geventhttpclient_that_read_the_streams() -> None:

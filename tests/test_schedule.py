@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.schedule import (
     Position,
     RedLine,
@@ -249,11 +250,21 @@ def test_from_options_reads_run_time_as_time_limit() -> None:
         llm_time_limit=0.0,
         run_time=300,
     )
-    plan = SchedulePlan.from_options(opts)
+    plan = SchedulePlan.from_options(LlmOptions.from_parsed(opts))
     assert plan.levels == (1, 2, 4, 8) and plan.time_limit_s == 300.0
     assert [(s.kind, s.users) for s in plan.stages()][:2] == [("baseline", 1), ("step", 1)]
     opts.llm_time_limit = 100.0
-    assert SchedulePlan.from_options(opts).time_limit_s == 100.0
+    assert SchedulePlan.from_options(LlmOptions.from_parsed(opts)).time_limit_s == 100.0
+    opts.llm_time_limit = 500.0  # the sooner of the two
+    assert SchedulePlan.from_options(LlmOptions.from_parsed(opts)).time_limit_s == 300.0
+    opts.run_time = None
+    assert SchedulePlan.from_options(LlmOptions.from_parsed(opts)).time_limit_s == 500.0
+
+
+def test_red_line_from_options() -> None:
+    assert RedLine.from_options(LlmOptions()) == RedLine()
+    red = RedLine.from_options(LlmOptions(red_line_error_pct=5.0, red_line_p95_ms=800.0))
+    assert (red.error_pct, red.p95_ms, red.enabled) == (5.0, 800.0, True)
 
 
 def test_rows_are_labelled_by_planned_boundaries_before_a_tick_sees_them() -> None:

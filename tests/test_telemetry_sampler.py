@@ -20,6 +20,7 @@ from fake_metrics_server import base_url, metrics_server, refused_url
 from fake_nvml import FakeNvml
 
 from loadknee_locust.contract import CLIENT_COLUMNS, GPU_COLUMNS, SERVER_METRIC_COLUMNS
+from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.telemetry import TelemetryConfig, TelemetrySampler
 from loadknee_locust.telemetry import sampler as sampler_module
 from loadknee_locust.telemetry.client import REPORT_KEY, ProcessUsage, register_worker_usage
@@ -27,14 +28,15 @@ from loadknee_locust.telemetry.client import REPORT_KEY, ProcessUsage, register_
 LOGGER = "loadknee_locust.telemetry.sampler"
 
 
-def options(**kw: Any) -> SimpleNamespace:
+def options(**kw: Any) -> LlmOptions:
+    """The typed options from a parsed namespace holding ``kw`` over these telemetry values."""
     base = {
         "llm_gpu": "auto",
         "llm_dcgm_url": "",
         "llm_metrics_url": "",
         "llm_sample_interval": 0.2,
     }
-    return SimpleNamespace(**{**base, **kw})
+    return LlmOptions.from_parsed(SimpleNamespace(**{**base, **kw}))
 
 
 def read(path: Path) -> list[dict[str, str]]:
@@ -96,7 +98,7 @@ def test_config_from_options(kw: dict[str, str], host: str, metrics: str, dcgm_u
 
 
 def test_config_defaults_without_parsed_options() -> None:
-    cfg = TelemetryConfig.from_options(None, "http://h")
+    cfg = TelemetryConfig.from_options(LlmOptions.from_parsed(None), "http://h")
     assert (cfg.gpu, cfg.interval_s, cfg.metrics_url) == ("auto", 0.5, "http://h/metrics")
     with pytest.raises(ValueError, match="sample-interval"):
         TelemetryConfig.from_options(options(llm_sample_interval=0), "http://h")

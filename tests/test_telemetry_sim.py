@@ -16,7 +16,6 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import gevent
@@ -25,6 +24,7 @@ import pytest
 from geventhttpclient import HTTPClient
 
 from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
+from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.telemetry import TelemetrySampler
 
 
@@ -56,7 +56,7 @@ def test_sampler_against_the_sim_under_gevent(
     tmp_path: Path, sim_server: Callable[..., Any]
 ) -> None:
     sim = sim_server(preset="fast")
-    opts = SimpleNamespace(llm_gpu="auto", llm_sample_interval=0.25)
+    opts = LlmOptions(gpu="auto", sample_interval=0.25)
     sampler = TelemetrySampler(tmp_path, opts, sim.url)
     sampler.start()
     try:
@@ -94,6 +94,7 @@ from pathlib import Path
 from locust import FastHttpUser, constant, events, task
 from locust.runners import WorkerRunner
 
+from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.telemetry import TelemetrySampler, register_worker_usage
 
 
@@ -115,7 +116,7 @@ def on_init(environment, **_kw):
 
     def start(environment, **_kw):
         state["s"] = TelemetrySampler(
-            Path(os.environ["RUN_DIR"]), environment.parsed_options, environment.host,
+            Path(os.environ["RUN_DIR"]), llm_options(environment), environment.host,
             environment=environment)
         state["s"].start()
 

@@ -19,5 +19,6 @@ def test_state_is_per_environment_and_follows_option_changes() -> None:
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["same_object"] and out["separate_per_env"]
     assert (out["before"], out["after"], out["prompt_after"]) == (64, 200, 200)
+    assert out["sweep_edit"] == [True, "1,2"]
     assert out["bad_extra"]["kind"] == "error"
     assert "--llm-extra-body must be a JSON object" in out["bad_extra"]["error"]

@@ -16,7 +16,13 @@ T0 = 7_000.0
 def test_stage_rows_and_csv(tmp_path: Path) -> None:
     run = RunLog(tmp_path)
     assert stage_rows(run) == []  # no schedule yet
-    plan = SchedulePlan((1, 4, 8), stage_seconds=10.0, warmup_seconds=2.0, baseline_requests=0)
+    plan = SchedulePlan(
+        (1, 4, 8),
+        stage_seconds=10.0,
+        warmup_seconds=2.0,
+        cooldown_seconds=10.0,
+        baseline_requests=0,
+    )
     run.schedule = Schedule(plan, T0)
     for i in range(10):  # stage 0, measured, 100..190 ms
         start = T0 + 2.5 + i * 0.5

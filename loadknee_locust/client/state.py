@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import gevent
@@ -25,6 +24,7 @@ from loadknee_locust.client import payloads
 from loadknee_locust.client.reconnect import install_stale_retry
 from loadknee_locust.client.sse import parse_body, short_text
 from loadknee_locust.client.tokenize_probe import server_vocabulary
+from loadknee_locust.plugin.options import LlmOptions, llm_options, option_specs
 from loadknee_locust.prompts import (
     FixedLengthSource,
     LogReplaySource,
@@ -41,45 +41,6 @@ log = logging.getLogger(__name__)
 _STATE_ATTR = "loadknee_llm_state"
 
 
-def option(environment: Any, name: str, default: Any) -> Any:
-    """``environment.parsed_options.<name>``, or ``default`` (no parsed options in library use)."""
-    parsed = getattr(environment, "parsed_options", None)
-    return getattr(parsed, name, default) if parsed is not None else default
-
-
-@dataclass(frozen=True, slots=True)
-class RequestOptions:
-    """The ``--llm-*`` options the users read, typed; compared to notice web-UI edits."""
-
-    source: SourceOptions
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout_s: float = 120.0
-    stream: bool = True
-    batch_size: int = 1
-    model: str = ""
-    temperature: float = 0.0
-    ignore_eos: bool = True
-    extra_body: str = ""
-
-    @classmethod
-    def from_environment(cls, environment: Any) -> RequestOptions:
-        runner = getattr(environment, "runner", None)
-        worker_index = getattr(runner, "worker_index", 0) or 0
-        parsed = getattr(environment, "parsed_options", None)
-        return cls(
-            # each worker samples its own sequence from the log
-            source=SourceOptions.from_parsed(parsed, seed_offset=1_000_003 * worker_index),
-            api_key_env=option(environment, "llm_api_key_env", "OPENAI_API_KEY"),
-            timeout_s=float(option(environment, "llm_request_timeout", 120.0)),
-            stream=not option(environment, "llm_no_stream", False),
-            batch_size=int(option(environment, "llm_batch_size", 1)),
-            model=option(environment, "llm_model", "") or "",
-            temperature=float(option(environment, "llm_temperature", 0.0)),
-            ignore_eos=not option(environment, "llm_no_ignore_eos", False),
-            extra_body=option(environment, "llm_extra_body", "") or "",
-        )
-
-
 class LLMState:
     """What all users of one process share: options, prompt source, model, calibrations."""
 
@@ -90,12 +51,8 @@ class LLMState:
         self._stopping = False
         self.stale_connection_retries = 0
         self.stream_stamps: dict[str, int] = {}  # streams by how their lines were stamped
-        self.options = RequestOptions.from_environment(environment)
+        self.options = llm_options(environment)
         self._load_options(self.options)
-
-    @property
-    def source_options(self) -> SourceOptions:
-        return self.options.source
 
     @property
     def api_key_env(self) -> str:
@@ -103,7 +60,7 @@ class LLMState:
 
     @property
     def timeout_s(self) -> float:
-        return self.options.timeout_s
+        return self.options.request_timeout
 
     @property
     def stream(self) -> bool:
@@ -113,9 +70,15 @@ class LLMState:
     def batch_size(self) -> int:
         return self.options.batch_size
 
-    def _load_options(self, options: RequestOptions) -> None:
+    def _load_options(self, options: LlmOptions) -> None:
         """(Re)start from ``options``: the web UI may change them between runs."""
         self.options = options
+        runner = getattr(self.environment, "runner", None)
+        worker_index = getattr(runner, "worker_index", 0) or 0
+        # each worker samples its own sequence from the log
+        self.source_options = SourceOptions.from_options(
+            options, seed_offset=1_000_003 * worker_index
+        )
         self.model = options.model
         self.model_error: str | None = None
         self._next_model_try = 0.0
@@ -175,10 +138,13 @@ class LLMState:
     def prepare(self, host: str, endpoint: Endpoint) -> None:
         """Build the source, find the model, calibrate ``endpoint``: once, under the lock."""
         with self.lock:
-            current = RequestOptions.from_environment(self.environment)
-            if current != self.options:
-                log.info("loadknee: options changed; rebuilding prompts and calibration")
-                self._load_options(current)
+            current = llm_options(self.environment)
+            if current is not self.options:
+                if _request_part(current) != _request_part(self.options):
+                    log.info("loadknee: options changed; rebuilding prompts and calibration")
+                    self._load_options(current)
+                else:  # a new sweep plan, say: prompts and calibration still hold
+                    self.options = current
             self.ensure_source()
             if self.source is None:
                 return
@@ -281,6 +247,15 @@ class LLMState:
         if self.model_error:
             info["model_error"] = self.model_error
         return info
+
+
+def _request_part(options: LlmOptions) -> tuple[Any, ...]:
+    """The options that shape prompts and requests (a change means preparing again)."""
+    return tuple(
+        getattr(options, spec.name)
+        for spec in option_specs()
+        if spec.group in ("target", "prompts")
+    )
 
 
 def llm_state(environment: Any) -> LLMState:

@@ -31,8 +31,9 @@ from loadknee_locust.client import payloads
 from loadknee_locust.client.outcome import Observation, classify_exception, request_row
 from loadknee_locust.client.reconnect import check_liveness_without_yielding, install_stale_retry
 from loadknee_locust.client.sse import StreamParser, error_message, parse_body, short_text
-from loadknee_locust.client.state import LLMState, build_body, llm_state, option, prompt_source_info
+from loadknee_locust.client.state import LLMState, build_body, llm_state, prompt_source_info
 from loadknee_locust.client.streamread import read_stream, stamp_new_sockets
+from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.prompts import Prompt
 from loadknee_locust.prompts.model import Endpoint
 
@@ -63,7 +64,7 @@ class LLMUser(FastHttpUser):
     batch_size: ClassVar[int | None] = 1
 
     def __init__(self, environment: Any) -> None:
-        timeout = float(option(environment, "llm_request_timeout", 120.0))
+        timeout = llm_options(environment).request_timeout
         self.network_timeout = timeout  # per socket read: the longest prefill or token gap
         self.connection_timeout = timeout
         super().__init__(environment)

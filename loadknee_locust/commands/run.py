@@ -24,8 +24,9 @@ import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
-from loadknee_locust.plugin import options as llm_options
+from loadknee_locust.plugin.options import LlmOptions, OptionSpec, add_arguments, option_specs
 from loadknee_locust.record.rundir import default_run_id
 from loadknee_locust.schedule import parse_levels
 
@@ -44,6 +45,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: the ``--llm-*`` options the wrapper also takes without their prefix (``--levels``), in the
+#: order they go to Locust; names in one tuple exclude each other
+SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
+    ("model",),
+    ("levels",),
+    ("stage_seconds", "stage_requests"),
+    ("warmup_seconds",),
+    ("cooldown_seconds",),
+    ("baseline_requests",),
+    ("time_limit",),
+    ("input_tokens",),
+    ("output_tokens", "prompt_log"),
+    ("endpoint",),
+    ("out",),
+    ("run_id",),
+)
+
+
+def _specs() -> dict[str, OptionSpec]:
+    return {spec.name: spec for spec in option_specs()}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="loadknee run",
@@ -53,35 +76,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-h", "--help", action="store_true", help="show this help (and --llm-* options)")
     p.add_argument("--host", help="server base URL, e.g. http://127.0.0.1:8000")
-    p.add_argument("--model", help="model name (default: the first id from /v1/models)")
-    p.add_argument("--levels", help="concurrency levels, e.g. 1,2,4,8")
-    timing = p.add_mutually_exclusive_group()
-    timing.add_argument("--stage-seconds", type=float, help="hold each level S seconds")
-    timing.add_argument("--stage-requests", type=int, help="hold each level for N requests")
-    p.add_argument("--warmup-seconds", type=float, help="warm-up discarded at each level")
-    p.add_argument("--cooldown-seconds", type=float, help="pause with 0 users between levels")
-    p.add_argument("--baseline-requests", type=int, help="sequential baseline (0 = off)")
-    p.add_argument("--time-limit", type=float, help="stop the whole test after S seconds")
-    p.add_argument("--input-tokens", type=int, help="fixed prompt length (server tokens)")
-    lengths = p.add_mutually_exclusive_group()
-    lengths.add_argument("--output-tokens", type=int, help="fixed completion length")
-    lengths.add_argument("--prompt-log", help="replay a production prompt log instead")
+    specs = _specs()
+    for names in SHORT_OPTIONS:
+        target: Any = p.add_mutually_exclusive_group() if len(names) > 1 else p
+        for name in names:
+            spec = specs[name]
+            target.add_argument(
+                "--" + name.replace("_", "-"),
+                type=None if spec.kind is str else spec.kind,
+                choices=spec.choices,
+                default=None,  # not given: the plugin's own default applies
+                help=f"{spec.help_text()} (as {spec.flag})".replace("%", "%%"),
+            )
     p.add_argument(
         "--stream", action=argparse.BooleanOptionalAction, default=None, help="stream (default)"
     )
-    p.add_argument("--endpoint", choices=["chat", "completions"], help="OpenAI endpoint")
-    p.add_argument("--out", help="parent folder of run directories (default ./runs)")
-    p.add_argument("--run-id", help="run directory name (default: a UTC timestamp)")
     p.add_argument("--web", action="store_true", help="start Locust's web UI instead of headless")
     p.add_argument("--web-port", type=int, default=8089, help="web UI port (default 8089)")
     p.add_argument("--workers", type=int, default=0, help="worker processes (0 = one process)")
     p.add_argument("-f", "--locustfile", help="locustfile (default: the packaged one)")
     p.add_argument(
         "--stop-timeout", type=float, default=None, help="seconds for in-flight requests at a "
-        "stage change or stop (default: --llm-request-timeout, 120)"
+        f"stage change or stop (default: --llm-request-timeout, {_default_stop_timeout()})"
     )  # fmt: skip
     p.add_argument("--verbose", action="store_true", help="show every Locust log line")
     return p
+
+
+def _default_stop_timeout() -> str:
+    return f"{LlmOptions().request_timeout:g}"
 
 
 def llm_help() -> str:
@@ -89,7 +112,7 @@ def llm_help() -> str:
     import configargparse
 
     parser = configargparse.ArgumentParser(prog="locust", add_help=False)
-    llm_options.add_arguments(parser)
+    add_arguments(parser)
     text = parser.format_help()
     return text.split("\n", 1)[1] if text.startswith("usage") else text
 
@@ -112,29 +135,17 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
     cmd = [sys.executable, "-m", "locust", "-f", args.locustfile or default_locustfile()]
     if args.host:
         cmd += ["--host", args.host]
-    pairs = [
-        ("--llm-model", args.model),
-        ("--llm-levels", args.levels),
-        ("--llm-stage-seconds", args.stage_seconds),
-        ("--llm-stage-requests", args.stage_requests),
-        ("--llm-warmup-seconds", args.warmup_seconds),
-        ("--llm-cooldown-seconds", args.cooldown_seconds),
-        ("--llm-baseline-requests", args.baseline_requests),
-        ("--llm-time-limit", args.time_limit),
-        ("--llm-input-tokens", args.input_tokens),
-        ("--llm-output-tokens", args.output_tokens),
-        ("--llm-prompt-log", args.prompt_log),
-        ("--llm-endpoint", args.endpoint),
-        ("--llm-out", args.out),
-        ("--llm-run-id", args.run_id),
-    ]
-    for flag, value in pairs:
-        if value is not None:
-            cmd += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    specs = _specs()
+    for names in SHORT_OPTIONS:
+        for name in names:
+            value = getattr(args, name)
+            if value is not None:
+                text = f"{value:g}" if isinstance(value, float) else str(value)
+                cmd += [specs[name].flag, text]
     if args.stream is False:
-        cmd.append("--llm-no-stream")
+        cmd.append(specs["no_stream"].flag)
     if args.stage_requests is not None and args.stage_seconds is None:
-        cmd += ["--llm-stage-seconds", "0"]  # count mode: no duration check
+        cmd += [specs["stage_seconds"].flag, "0"]  # count mode: no duration check
     if args.web:
         cmd += ["--web-host", "127.0.0.1", "--web-port", str(args.web_port)]
     else:
@@ -146,7 +157,7 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
     if args.stop_timeout is not None:
         cmd += ["--stop-timeout", f"{args.stop_timeout:g}"]
     elif "--stop-timeout" not in extra:
-        cmd += ["--stop-timeout", "120"]
+        cmd += ["--stop-timeout", _default_stop_timeout()]
     cmd += ["--exit-code-on-error", "0", *extra]
     return cmd
 

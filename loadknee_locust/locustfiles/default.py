@@ -13,6 +13,7 @@ from typing import Any
 from locust import events
 
 from loadknee_locust import KneeShape, LLMUser, install  # noqa: F401  (KneeShape: the concrete shape Locust picks up)
+from loadknee_locust.plugin.options import llm_options
 
 install(events)
 
@@ -21,9 +22,8 @@ class LLM(LLMUser):
     """Chat or completions, single or batched, as the options say (read once per user)."""
 
     def __init__(self, environment: Any) -> None:
-        opts = environment.parsed_options
-        endpoint = getattr(opts, "llm_endpoint", "chat")
-        batch = int(getattr(opts, "llm_batch_size", 1) or 1)
+        opts = llm_options(environment)
+        endpoint, batch = opts.endpoint, opts.batch_size
         # instance attributes shadow LLMUser's class defaults for this user only
         self.endpoint = endpoint  # type: ignore[misc,assignment]
         self.request_name = endpoint if batch <= 1 else "completions-batch"  # type: ignore[misc]

@@ -1,6 +1,7 @@
 """The Locust wiring: options, the stepped shape, the per-Environment plugin and the web UI tab.
 
-- :mod:`.options` — every ``--llm-*`` option, declared on Locust's parser;
+- :mod:`.options` — every ``--llm-*`` option, one field of the typed ``LlmOptions``, which
+  also generates them on Locust's parser;
 - :mod:`.wiring` — :func:`install` / :func:`register`: attach loadknee to an Environment (run
   directory, recorder, stage messages to workers, telemetry, web UI);
 - :mod:`.shape` — ``SteppedShape`` / ``KneeShape``, the LoadTestShape that drives

@@ -1,263 +1,364 @@
-"""Every ``--llm-*`` command-line option of the plugin, registered on Locust's own parser.
+"""Every ``--llm-*`` option, declared once as a field of :class:`LlmOptions`, the typed object.
 
-One prefix for all (``--llm-``) so nothing clashes with locust-plugins; each option also reads an
-environment variable (``LOADKNEE_<NAME>``) and ``locust.conf`` / ``[tool.locust]`` (Locust's
-configargparse does that for us). The listener that calls :func:`add_arguments` fires several
-times per process (the web UI rebuilds the parser on every page render), so this module only
-declares arguments: no side effects.
+Each field of :class:`LlmOptions` is one option: its name is the option's dest without the
+``llm_`` prefix (``request_timeout`` ↔ ``--llm-request-timeout`` ↔ ``LOADKNEE_REQUEST_TIMEOUT``),
+its default, type and help are written once, in :func:`opt`, and a ``Literal`` type gives the
+choices. From that one table:
 
-Values are read back as ``environment.parsed_options.llm_<name>``.
+* :func:`add_arguments` adds the options to Locust's (configargparse) parser in named groups;
+  ``store_true`` flags for the ``no_*``/boolean fields; each option also reads its environment
+  variable and ``locust.conf`` / ``[tool.locust]`` (Locust's configargparse does that). The
+  listener that calls it fires several times per process (the web UI rebuilds the parser on
+  every page render), so it only declares arguments: no side effects;
+* :meth:`LlmOptions.from_parsed` builds the object from ``environment.parsed_options`` (``None``:
+  every default, for library use without a parser), with Locust's ``--run-time`` folded into
+  ``time_limit``;
+* :func:`llm_options` gives the object of one Environment, rebuilt only when the parsed values
+  changed (the web UI's start form edits ``parsed_options`` in place between runs).
+
+Nothing outside this module reads ``parsed_options.llm_*``: modules take the object.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import dataclasses
+import functools
+import operator
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-DEFAULT_LEVELS = "1,2,4,8,16,24,32,48,64"
+from loadknee_locust.prompts.logentry import LogFormat
+from loadknee_locust.prompts.model import Endpoint
+
+GpuMode = Literal["auto", "nvml", "dcgm", "none"]
+Group = Literal["target", "prompts", "shape", "record"]
+
+PREFIX = "llm_"
+ENV_PREFIX = "LOADKNEE_"
+GROUP_TITLES: dict[str, str] = {
+    "target": "loadknee: target and requests",
+    "prompts": "loadknee: prompts",
+    "shape": "loadknee: stepped shape",
+    "record": "loadknee: run directory and telemetry",
+}
+_ATTR = "_loadknee_llm_options"  # on the Environment: (parsed values seen, the object)
 
 
-def _env(name: str) -> str:
-    return "LOADKNEE_" + name.upper().replace("-", "_")
+def opt(default: Any, help: str, *, group: Group) -> Any:
+    """One option's default, help and argument group (a dataclass field with metadata)."""
+    return field(default=default, metadata={"help": help, "group": group})
+
+
+@dataclass(frozen=True)
+class LlmOptions:
+    """The plugin's options, typed; the field order is the order of ``--help``."""
+
+    # -- target and requests
+    model: str = opt(
+        "",
+        "Model name sent in every request (default: the first id from GET /v1/models).",
+        group="target",
+    )
+    endpoint: Endpoint = opt(
+        "chat", "OpenAI endpoint: /v1/chat/completions or /v1/completions.", group="target"
+    )
+    no_stream: bool = opt(
+        False,
+        "Send stream=false (e2e only, no TTFT/ITL). Default: stream with include_usage.",
+        group="target",
+    )
+    temperature: float = opt(0.0, "Sampling temperature (default %(default)s).", group="target")
+    extra_body: str = opt(
+        "",
+        "JSON object merged into every request body, e.g. '{\"top_p\": 1}'.",
+        group="target",
+    )
+    api_key_env: str = opt(
+        "OPENAI_API_KEY",
+        "Name of the environment variable holding the API key (the key itself is never "
+        "written to any file, log or report).",
+        group="target",
+    )
+    request_timeout: float = opt(
+        120.0,
+        "Seconds allowed for each socket read (longest prefill or inter-token gap); also "
+        "the default --stop-timeout.",
+        group="target",
+    )
+    no_ignore_eos: bool = opt(
+        False, "Do not send ignore_eos/min_tokens (for servers that reject them).", group="target"
+    )
+    batch_size: int = opt(
+        1,
+        "Prompts per /v1/completions request (batch mode; 1 = one prompt per request).",
+        group="target",
+    )
+
+    # -- prompts
+    input_tokens: int = opt(
+        128,
+        "Fixed-length mode: prompt length in the server's tokens (calibrated before the run).",
+        group="prompts",
+    )
+    output_tokens: int = opt(
+        64,
+        "Fixed-length mode: completion length (max_tokens, plus ignore_eos/min_tokens).",
+        group="prompts",
+    )
+    prompt_log: str = opt(
+        "",
+        "Replay a production prompt log (JSONL of OpenAI bodies, JSONL/CSV of prompt text, "
+        "or a lengths-only log) instead of fixed-length prompts.",
+        group="prompts",
+    )
+    log_format: LogFormat = opt(
+        "auto", "Format of --llm-prompt-log (default: detect).", group="prompts"
+    )
+    sample_without_replacement: bool = opt(
+        False,
+        "Sample log entries without replacement (default: with replacement).",
+        group="prompts",
+    )
+    output_scale: float = opt(
+        1.0, "Multiply replayed output lengths by this factor.", group="prompts"
+    )
+    shared_prefix_tokens: int = opt(
+        0,
+        "Put the same N-token system prefix before every prompt (measure prefix caching).",
+        group="prompts",
+    )
+    no_unique_tag: bool = opt(
+        False,
+        "Do not start each prompt with a unique tag (lets the prefix cache flatter results).",
+        group="prompts",
+    )
+    no_calibrate: bool = opt(
+        False,
+        "Skip calibrating the prompt length against the server's tokenizer.",
+        group="prompts",
+    )
+    seed: int = opt(0, "Seed for prompt sampling.", group="prompts")
+
+    # -- stepped shape
+    levels: str = opt(
+        "1,2,4,8,16,24,32,48,64",
+        "Concurrency levels, comma separated (default %(default)s; the short four-level "
+        "method: 1,2,4,8).",
+        group="shape",
+    )
+    stage_seconds: float = opt(
+        120.0,
+        "Hold each level this long, warm-up included (ignored with --llm-stage-requests).",
+        group="shape",
+    )
+    stage_requests: int = opt(
+        0,
+        "Instead of a duration, hold each level until N requests completed (the fixed-count "
+        "method: 40).",
+        group="shape",
+    )
+    warmup_seconds: float = opt(
+        30.0,
+        "Discard the first S seconds of each level as warm-up (the timed method: 30).",
+        group="shape",
+    )
+    cooldown_seconds: float = opt(
+        10.0, "Pause with 0 users between levels so queues and memory drain.", group="shape"
+    )
+    baseline_requests: int = opt(
+        20,
+        "Sequential single-user baseline before the sweep: 1 warm-up + N measured (0 = off).",
+        group="shape",
+    )
+    time_limit: float = opt(
+        0.0,
+        "Stop the whole test after S seconds (0 = no limit; --run-time also works).",
+        group="shape",
+    )
+    red_line_error_pct: float = opt(
+        0.0,
+        "Stop the sweep early when a stage's error rate exceeds this percentage (0 = never).",
+        group="shape",
+    )
+    red_line_p95_ms: float = opt(
+        0.0,
+        "Stop the sweep early when a stage's P95 e2e latency exceeds this (0 = never).",
+        group="shape",
+    )
+
+    # -- run directory and telemetry
+    out: str = opt(
+        "runs", "Parent folder of run directories (default ./%(default)s).", group="record"
+    )
+    run_id: str = opt("", "Name of the run directory (default: a timestamp).", group="record")
+    gpu: GpuMode = opt(
+        "auto",
+        "GPU telemetry source (auto: NVML if a local GPU, else DCGM "
+        "names on the server's /metrics or --llm-dcgm-url).",
+        group="record",
+    )
+    dcgm_url: str = opt(
+        "",
+        "DCGM exporter URL to scrape (e.g. http://gpu-host:9400/metrics).",
+        group="record",
+    )
+    metrics_url: str = opt(
+        "",
+        "Server Prometheus endpoint (default: <host>/metrics; 'none' to disable).",
+        group="record",
+    )
+    sample_interval: float = opt(
+        0.5,
+        "Seconds between telemetry samples (default %(default)s, as nvidia-smi -lms 500).",
+        group="record",
+    )
+
+    @property
+    def stream(self) -> bool:
+        return not self.no_stream
+
+    @property
+    def ignore_eos(self) -> bool:
+        return not self.no_ignore_eos
+
+    @classmethod
+    def from_parsed(cls, parsed: Any) -> LlmOptions:
+        """From Locust's ``parsed_options`` (``None`` → every default).
+
+        A missing or ``None`` value takes the field's default; every value is converted to the
+        field's type. Locust's ``--run-time`` (which Locust does not enforce for a shape) is
+        folded into ``time_limit``: the sooner of the two, where both are set.
+        """
+        if parsed is None:
+            return cls()
+        values: dict[str, Any] = {}
+        for spec in option_specs():
+            raw = getattr(parsed, spec.dest, None)
+            if raw is not None:
+                values[spec.name] = spec.convert(raw)
+        run_time = parsed_run_time(parsed)
+        if run_time:
+            limit = float(values.get("time_limit", 0.0))
+            values["time_limit"] = min(limit, float(run_time)) if limit else float(run_time)
+        return cls(**values)
+
+    def as_parameters(self) -> dict[str, Any]:
+        """``{dest: value}`` as Locust's parser would hold them (run.json without a parser)."""
+        return {PREFIX + f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option as the parser sees it, derived from its :class:`LlmOptions` field."""
+
+    name: str
+    default: Any
+    kind: type
+    help: str
+    group: str
+    choices: tuple[str, ...] | None
+
+    @property
+    def dest(self) -> str:
+        return PREFIX + self.name
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.dest.replace("_", "-")
+
+    @property
+    def env_var(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+    def help_text(self) -> str:
+        """The help with its default filled in (for parsers other than Locust's)."""
+        return self.help % {"default": self.default}
+
+    def convert(self, raw: Any) -> Any:
+        """A parsed value in the field's type (the web UI keeps types; a library may not)."""
+        if self.kind is bool:
+            return raw if isinstance(raw, bool) else str(raw).strip().lower() in ("1", "true")
+        return self.kind(raw)
+
+    def argument_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "default": self.default,
+            "env_var": self.env_var,
+            "help": self.help,
+        }
+        if self.kind is bool:
+            kwargs["action"] = "store_true"
+        elif self.kind is not str:
+            kwargs["type"] = self.kind
+        if self.choices:
+            kwargs["choices"] = list(self.choices)
+        return kwargs
+
+
+@functools.cache
+def option_specs() -> tuple[OptionSpec, ...]:
+    """Every option, in declaration order (cached: the table is a constant)."""
+    hints = typing.get_type_hints(LlmOptions)
+    return tuple(_spec(f, hints[f.name]) for f in dataclasses.fields(LlmOptions))
+
+
+def _spec(f: dataclasses.Field[Any], hint: Any) -> OptionSpec:
+    choices: tuple[str, ...] | None = None
+    if typing.get_origin(hint) is Literal:
+        choices = tuple(str(c) for c in typing.get_args(hint))
+    return OptionSpec(
+        name=f.name,
+        default=f.default,
+        kind=type(f.default),
+        help=f.metadata["help"],
+        group=f.metadata["group"],
+        choices=choices,
+    )
 
 
 def add_arguments(parser: Any) -> None:
     """Add the plugin's options to a Locust (configargparse) parser, in named groups."""
-    target = parser.add_argument_group("loadknee: target and requests")
-    target.add_argument(
-        "--llm-model",
-        default="",
-        env_var=_env("model"),
-        help="Model name sent in every request (default: the first id from GET /v1/models).",
-    )
-    target.add_argument(
-        "--llm-endpoint",
-        default="chat",
-        choices=["chat", "completions"],
-        env_var=_env("endpoint"),
-        help="OpenAI endpoint: /v1/chat/completions or /v1/completions.",
-    )
-    target.add_argument(
-        "--llm-no-stream",
-        action="store_true",
-        default=False,
-        env_var=_env("no_stream"),
-        help="Send stream=false (e2e only, no TTFT/ITL). Default: stream with include_usage.",
-    )
-    target.add_argument(
-        "--llm-temperature",
-        type=float,
-        default=0.0,
-        env_var=_env("temperature"),
-        help="Sampling temperature (default 0).",
-    )
-    target.add_argument(
-        "--llm-extra-body",
-        default="",
-        env_var=_env("extra_body"),
-        help="JSON object merged into every request body, e.g. '{\"top_p\": 1}'.",
-    )
-    target.add_argument(
-        "--llm-api-key-env",
-        default="OPENAI_API_KEY",
-        env_var=_env("api_key_env"),
-        help="Name of the environment variable holding the API key (the key itself is never "
-        "written to any file, log or report).",
-    )
-    target.add_argument(
-        "--llm-request-timeout",
-        type=float,
-        default=120.0,
-        env_var=_env("request_timeout"),
-        help="Seconds allowed for each socket read (longest prefill or inter-token gap).",
-    )
-    target.add_argument(
-        "--llm-no-ignore-eos",
-        action="store_true",
-        default=False,
-        env_var=_env("no_ignore_eos"),
-        help="Do not send ignore_eos/min_tokens (for servers that reject them).",
-    )
-    target.add_argument(
-        "--llm-batch-size",
-        type=int,
-        default=1,
-        env_var=_env("batch_size"),
-        help="Prompts per /v1/completions request (batch mode; 1 = one prompt per request).",
-    )
+    groups: dict[str, Any] = {}
+    for spec in option_specs():
+        if spec.group not in groups:
+            groups[spec.group] = parser.add_argument_group(GROUP_TITLES[spec.group])
+        groups[spec.group].add_argument(spec.flag, **spec.argument_kwargs())
 
-    prompts = parser.add_argument_group("loadknee: prompts")
-    prompts.add_argument(
-        "--llm-input-tokens",
-        type=int,
-        default=128,
-        env_var=_env("input_tokens"),
-        help="Fixed-length mode: prompt length in the server's tokens (calibrated before the run).",
-    )
-    prompts.add_argument(
-        "--llm-output-tokens",
-        type=int,
-        default=64,
-        env_var=_env("output_tokens"),
-        help="Fixed-length mode: completion length (max_tokens, plus ignore_eos/min_tokens).",
-    )
-    prompts.add_argument(
-        "--llm-prompt-log",
-        default="",
-        env_var=_env("prompt_log"),
-        help="Replay a production prompt log (JSONL of OpenAI bodies, JSONL/CSV of prompt text, "
-        "or a lengths-only log) instead of fixed-length prompts.",
-    )
-    prompts.add_argument(
-        "--llm-log-format",
-        default="auto",
-        choices=["auto", "openai", "text", "lengths"],
-        env_var=_env("log_format"),
-        help="Format of --llm-prompt-log (default: detect).",
-    )
-    prompts.add_argument(
-        "--llm-sample-without-replacement",
-        action="store_true",
-        default=False,
-        env_var=_env("sample_without_replacement"),
-        help="Sample log entries without replacement (default: with replacement).",
-    )
-    prompts.add_argument(
-        "--llm-output-scale",
-        type=float,
-        default=1.0,
-        env_var=_env("output_scale"),
-        help="Multiply replayed output lengths by this factor.",
-    )
-    prompts.add_argument(
-        "--llm-shared-prefix-tokens",
-        type=int,
-        default=0,
-        env_var=_env("shared_prefix_tokens"),
-        help="Put the same N-token system prefix before every prompt (measure prefix caching).",
-    )
-    prompts.add_argument(
-        "--llm-no-unique-tag",
-        action="store_true",
-        default=False,
-        env_var=_env("no_unique_tag"),
-        help="Do not start each prompt with a unique tag (lets the prefix cache flatter results).",
-    )
-    prompts.add_argument(
-        "--llm-no-calibrate",
-        action="store_true",
-        default=False,
-        env_var=_env("no_calibrate"),
-        help="Skip calibrating the prompt length against the server's tokenizer.",
-    )
-    prompts.add_argument(
-        "--llm-seed",
-        type=int,
-        default=0,
-        env_var=_env("seed"),
-        help="Seed for prompt sampling.",
-    )
 
-    shape = parser.add_argument_group("loadknee: stepped shape")
-    shape.add_argument(
-        "--llm-levels",
-        default=DEFAULT_LEVELS,
-        env_var=_env("levels"),
-        help=f"Concurrency levels, comma separated (default {DEFAULT_LEVELS}; seed 000: 1,2,4,8).",
-    )
-    shape.add_argument(
-        "--llm-stage-seconds",
-        type=float,
-        default=120.0,
-        env_var=_env("stage_seconds"),
-        help="Hold each level this long, warm-up included (ignored with --llm-stage-requests).",
-    )
-    shape.add_argument(
-        "--llm-stage-requests",
-        type=int,
-        default=0,
-        env_var=_env("stage_requests"),
-        help="Instead of a duration, hold each level until N requests completed (seed 000: 40).",
-    )
-    shape.add_argument(
-        "--llm-warmup-seconds",
-        type=float,
-        default=30.0,
-        env_var=_env("warmup_seconds"),
-        help="Discard the first S seconds of each level as warm-up (seed 002: 30).",
-    )
-    shape.add_argument(
-        "--llm-cooldown-seconds",
-        type=float,
-        default=10.0,
-        env_var=_env("cooldown_seconds"),
-        help="Pause with 0 users between levels so queues and memory drain.",
-    )
-    shape.add_argument(
-        "--llm-baseline-requests",
-        type=int,
-        default=20,
-        env_var=_env("baseline_requests"),
-        help="Sequential single-user baseline before the sweep: 1 warm-up + N measured (0 = off).",
-    )
-    shape.add_argument(
-        "--llm-time-limit",
-        type=float,
-        default=0.0,
-        env_var=_env("time_limit"),
-        help="Stop the whole test after S seconds (0 = no limit; --run-time also works).",
-    )
-    shape.add_argument(
-        "--llm-red-line-error-pct",
-        type=float,
-        default=0.0,
-        env_var=_env("red_line_error_pct"),
-        help="Stop the sweep early when a stage's error rate exceeds this percentage (0 = never).",
-    )
-    shape.add_argument(
-        "--llm-red-line-p95-ms",
-        type=float,
-        default=0.0,
-        env_var=_env("red_line_p95_ms"),
-        help="Stop the sweep early when a stage's P95 e2e latency exceeds this (0 = never).",
-    )
+def llm_options(environment: Any) -> LlmOptions:
+    """The options of ``environment``, built once per set of parsed values.
 
-    record = parser.add_argument_group("loadknee: run directory and telemetry")
-    record.add_argument(
-        "--llm-out",
-        default="runs",
-        env_var=_env("out"),
-        help="Parent folder of run directories (default ./runs).",
-    )
-    record.add_argument(
-        "--llm-run-id",
-        default="",
-        env_var=_env("run_id"),
-        help="Name of the run directory (default: a timestamp).",
-    )
-    record.add_argument(
-        "--llm-gpu",
-        default="auto",
-        choices=["auto", "nvml", "dcgm", "none"],
-        env_var=_env("gpu"),
-        help="GPU telemetry source (auto: NVML if a local GPU, else DCGM "
-        "names on the server's /metrics or --llm-dcgm-url).",
-    )
-    record.add_argument(
-        "--llm-dcgm-url",
-        default="",
-        env_var=_env("dcgm_url"),
-        help="DCGM exporter URL to scrape (e.g. http://gpu-host:9400/metrics).",
-    )
-    record.add_argument(
-        "--llm-metrics-url",
-        default="",
-        env_var=_env("metrics_url"),
-        help="Server Prometheus endpoint (default: <host>/metrics; 'none' to disable).",
-    )
-    record.add_argument(
-        "--llm-sample-interval",
-        type=float,
-        default=0.5,
-        env_var=_env("sample_interval"),
-        help="Seconds between telemetry samples (default 0.5, as seed 000's nvidia-smi -lms 500).",
-    )
+    Kept on the Environment, never in a module global. The web UI's start form writes new
+    values into ``parsed_options`` in place, so the values (not the namespace's identity) are
+    compared on each call and the object is rebuilt when one changed.
+    """
+    parsed = getattr(environment, "parsed_options", None)
+    seen = None if parsed is None else _parsed_values(parsed)
+    cached = getattr(environment, _ATTR, None)
+    if cached is not None and cached[0] == seen:
+        return typing.cast(LlmOptions, cached[1])
+    options = LlmOptions.from_parsed(parsed)
+    with contextlib.suppress(AttributeError):  # an object without attributes: built each call
+        setattr(environment, _ATTR, (seen, options))
+    return options
+
+
+def _parsed_values(parsed: Any) -> tuple[Any, ...]:
+    """Every value ``from_parsed`` reads (checked per request: one C-level getattr each)."""
+    try:
+        return _dests_getter()(parsed)  # type: ignore[no-any-return]
+    except AttributeError:  # a partial namespace (tests, library use): one by one
+        dests = (*(s.dest for s in option_specs()), "run_time")
+        return tuple(getattr(parsed, d, None) for d in dests)
+
+
+@functools.cache
+def _dests_getter() -> operator.attrgetter[Any]:
+    return operator.attrgetter(*(s.dest for s in option_specs()), "run_time")
+
+
+def parsed_run_time(parsed: Any) -> Any:
+    """Locust's ``--run-time`` (seconds, or None), which the sweep takes as a time limit."""
+    return getattr(parsed, "run_time", None)

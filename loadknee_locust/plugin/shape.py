@@ -22,6 +22,7 @@ from typing import Any
 
 from locust import LoadTestShape
 
+from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.plugin.wiring import Loadknee, loadknee_of, register
 from loadknee_locust.record.recorder import RunLog, percentile
 from loadknee_locust.schedule import RedLine, Schedule, SchedulePlan
@@ -52,7 +53,8 @@ class SteppedShape(LoadTestShape):
         lk = loadknee_of(env) or register(env)
         now = time.time()
         try:
-            plan = SchedulePlan.from_options(env.parsed_options)  # checked before any file
+            options = llm_options(env)
+            plan = SchedulePlan.from_options(options)  # checked before any file
             run = lk.begin_run(now)
             if run.schedule is None:
                 run.schedule = Schedule(plan, now)
@@ -63,7 +65,7 @@ class SteppedShape(LoadTestShape):
         if run is not self._run:
             self._new_run(run)
         sched = run.schedule
-        red = RedLine.from_options(env.parsed_options)
+        red = RedLine.from_options(options)
         pos = sched.advance(
             now,
             _red_line_check(run, red) if red.enabled else None,

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from loadknee_locust.plugin import options as llm_options
+from loadknee_locust.plugin.options import add_arguments, llm_options
 from loadknee_locust.record import rundir
 from loadknee_locust.record.recorder import RequestRecorder, RunLog
 from loadknee_locust.schedule import Position
@@ -40,7 +40,7 @@ def install(events: Any) -> None:
     """Add the options and the ``init`` hook to an events object (``locust.events``)."""
 
     def on_parser(parser: Any, **_: Any) -> None:
-        llm_options.add_arguments(parser)
+        add_arguments(parser)
         show_in_web_ui(parser)
 
     def on_init(environment: Any, web_ui: Any = None, **_: Any) -> None:
@@ -194,11 +194,9 @@ class Loadknee:
         if run is not None:
             self.close_run()
         now = time.time() if now is None else now
-        opts = self.environment.parsed_options
-        run_dir = rundir.create_run_dir(
-            getattr(opts, "llm_out", "runs"), getattr(opts, "llm_run_id", ""), now
-        )
-        self.run = RunLog(run_dir, batch_size=getattr(opts, "llm_batch_size", None))
+        opts = llm_options(self.environment)
+        run_dir = rundir.create_run_dir(opts.out, opts.run_id, now)
+        self.run = RunLog(run_dir, batch_size=opts.batch_size)
         self.run_info = self._run_info(run_dir, now)
         rundir.write_run_json(run_dir, self.run_info)
         self.recorder.drain_into(self.run)
@@ -220,7 +218,8 @@ class Loadknee:
             run_id=run_dir.name,
             start_unix_s=now,
             host=str(env.host or ""),
-            options=env.parsed_options,
+            options=llm_options(env),
+            parsed=env.parsed_options,
             mode=self.role,
             worker_count=workers,
             stop_timeout_s=env.stop_timeout,
@@ -235,7 +234,7 @@ class Loadknee:
         try:
             self._telemetry = TelemetrySampler(
                 run_dir,
-                self.environment.parsed_options,
+                llm_options(self.environment),
                 str(self.environment.host or ""),
                 environment=self.environment,
             )
@@ -332,8 +331,7 @@ class Loadknee:
         env = self.environment
         if env.stop_timeout:
             return
-        opts = env.parsed_options
-        env.stop_timeout = float(getattr(opts, "llm_request_timeout", 120.0) or 120.0)
+        env.stop_timeout = llm_options(env).request_timeout
         log.warning(
             "loadknee: --stop-timeout was not set; using %.0f s so that requests in flight at a "
             "stage change or at stop complete instead of being lost",

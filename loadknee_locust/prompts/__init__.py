@@ -1,6 +1,6 @@
 """Prompt sources chosen by the ``--llm-*`` prompt options: fixed length or log replay.
 
-``build_source(SourceOptions.from_parsed(parsed_options))`` returns a
+``build_source(SourceOptions.from_options(llm_options))`` returns a
 :class:`~loadknee_locust.prompts.model.PromptSource`. Everything here is plain Python (no locust,
 no gevent): calibration talks to the server through a ``measure`` callable the user class passes.
 """
@@ -8,7 +8,7 @@ no gevent): calibration talks to the server through a ``measure`` callable the u
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from loadknee_locust.prompts.calibrate import Calibration, calibrate
 from loadknee_locust.prompts.fixed import FixedLengthSource
@@ -16,6 +16,9 @@ from loadknee_locust.prompts.logentry import LogFormat
 from loadknee_locust.prompts.model import Endpoint, Prompt, PromptSource
 from loadknee_locust.prompts.replay import LogReplaySource
 from loadknee_locust.prompts.synth import PromptSynth
+
+if TYPE_CHECKING:  # the options live with the Locust wiring, above this package
+    from loadknee_locust.plugin.options import LlmOptions
 
 __all__ = [
     "Calibration",
@@ -33,36 +36,33 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class SourceOptions:
-    """The prompt options, typed (argparse stays at the edge)."""
+    """The prompt options, typed; built from the ``--llm-*`` options (their defaults live there)."""
 
-    input_tokens: int = 128
-    output_tokens: int = 64
-    prompt_log: str = ""
-    log_format: LogFormat = "auto"
-    sample_without_replacement: bool = False
-    output_scale: float = 1.0
-    shared_prefix_tokens: int = 0
-    unique_tag: bool = True
-    calibrate: bool = True
-    seed: int = 0
+    input_tokens: int
+    output_tokens: int
+    prompt_log: str
+    log_format: LogFormat
+    sample_without_replacement: bool
+    output_scale: float
+    shared_prefix_tokens: int
+    unique_tag: bool
+    calibrate: bool
+    seed: int
 
     @classmethod
-    def from_parsed(cls, parsed: Any, *, seed_offset: int = 0) -> SourceOptions:
-        """From ``environment.parsed_options`` (None → defaults); ``seed_offset`` per worker."""
-        if parsed is None:
-            return cls(seed=seed_offset)
-        d = cls()
+    def from_options(cls, options: LlmOptions, *, seed_offset: int = 0) -> SourceOptions:
+        """The prompt part of ``options``; ``seed_offset`` gives each worker its own sequence."""
         return cls(
-            input_tokens=getattr(parsed, "llm_input_tokens", d.input_tokens),
-            output_tokens=getattr(parsed, "llm_output_tokens", d.output_tokens),
-            prompt_log=getattr(parsed, "llm_prompt_log", d.prompt_log) or "",
-            log_format=getattr(parsed, "llm_log_format", d.log_format),
-            sample_without_replacement=getattr(parsed, "llm_sample_without_replacement", False),
-            output_scale=getattr(parsed, "llm_output_scale", d.output_scale),
-            shared_prefix_tokens=getattr(parsed, "llm_shared_prefix_tokens", 0),
-            unique_tag=not getattr(parsed, "llm_no_unique_tag", False),
-            calibrate=not getattr(parsed, "llm_no_calibrate", False),
-            seed=getattr(parsed, "llm_seed", 0) + seed_offset,
+            input_tokens=options.input_tokens,
+            output_tokens=options.output_tokens,
+            prompt_log=options.prompt_log,
+            log_format=options.log_format,
+            sample_without_replacement=options.sample_without_replacement,
+            output_scale=options.output_scale,
+            shared_prefix_tokens=options.shared_prefix_tokens,
+            unique_tag=not options.no_unique_tag,
+            calibrate=not options.no_calibrate,
+            seed=options.seed + seed_offset,
         )
 
 

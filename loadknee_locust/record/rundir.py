@@ -20,12 +20,15 @@ import re
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadknee_locust import __version__
 from loadknee_locust.contract import RUN_JSON
 from loadknee_locust.redaction import is_secret_name, strip_credentials
 from loadknee_locust.schedule import parse_levels
+
+if TYPE_CHECKING:  # the options live with the Locust wiring, above this module
+    from loadknee_locust.plugin.options import LlmOptions
 
 _RUN_ID_OK = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -66,22 +69,22 @@ def file_sha256(path: str | os.PathLike[str]) -> str | None:
     return digest.hexdigest()
 
 
-def prompt_info_from_options(options: Any) -> dict[str, Any]:
+def prompt_info_from_options(options: LlmOptions) -> dict[str, Any]:
     """What the options say about the prompts (the user classes may add calibration later)."""
-    log = str(getattr(options, "llm_prompt_log", "") or "")
+    log = options.prompt_log
     if log:
         return {
             "kind": "log",
             "log_file": os.path.basename(log),
             "log_sha256": file_sha256(log),
-            "log_format": getattr(options, "llm_log_format", None),
-            "output_scale": getattr(options, "llm_output_scale", None),
+            "log_format": options.log_format,
+            "output_scale": options.output_scale,
         }
     return {
         "kind": "fixed",
-        "target_input_tokens": getattr(options, "llm_input_tokens", None),
-        "target_output_tokens": getattr(options, "llm_output_tokens", None),
-        "shared_prefix_tokens": getattr(options, "llm_shared_prefix_tokens", None),
+        "target_input_tokens": options.input_tokens,
+        "target_output_tokens": options.output_tokens,
+        "shared_prefix_tokens": options.shared_prefix_tokens,
     }
 
 
@@ -133,7 +136,8 @@ def build_run_info(
     run_id: str,
     start_unix_s: float,
     host: str,
-    options: Any,
+    options: LlmOptions,
+    parsed: Any = None,
     mode: str,
     worker_count: int,
     stop_timeout_s: float | None,
@@ -144,9 +148,11 @@ def build_run_info(
     Keys: run_id, start_unix_s, end_unix_s, stop_reason, requests_recorded (None until the end),
     target_url, model (None until known), endpoint, stream, levels, mode (local | master),
     worker_count (0 in one process), stop_timeout_s, prompt_source, versions, parameters.
+    ``parameters`` are Locust's ``parsed`` options, its own included (without a parser: the
+    ``--llm-*`` values of ``options``).
     """
     try:
-        levels: list[int] | None = list(parse_levels(str(getattr(options, "llm_levels", ""))))
+        levels: list[int] | None = list(parse_levels(options.levels))
     except ValueError:
         levels = None
     return {
@@ -155,15 +161,17 @@ def build_run_info(
         "end_unix_s": None,
         "stop_reason": None,
         "requests_recorded": None,
-        "target_url": strip_credentials(host or str(getattr(options, "host", "") or "")),
-        "model": getattr(options, "llm_model", "") or None,
-        "endpoint": getattr(options, "llm_endpoint", None),
-        "stream": not getattr(options, "llm_no_stream", False),
+        "target_url": strip_credentials(host or str(getattr(parsed, "host", "") or "")),
+        "model": options.model or None,
+        "endpoint": options.endpoint,
+        "stream": options.stream,
         "levels": levels,
         "mode": mode,
         "worker_count": worker_count,
         "stop_timeout_s": stop_timeout_s,
         "prompt_source": prompt_info_from_options(options),
         "versions": versions(),
-        "parameters": public_options(options, secret_names),
+        "parameters": public_options(
+            options.as_parameters() if parsed is None else parsed, secret_names
+        ),
     }

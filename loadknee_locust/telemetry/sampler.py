@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import gevent
@@ -55,9 +55,11 @@ from loadknee_locust.telemetry.nvml import NvmlReader, describe
 from loadknee_locust.telemetry.promtext import Parsed, parse_text, redact_url, render_labels
 from loadknee_locust.telemetry.scrape import ScrapeError, Scraper
 
+if TYPE_CHECKING:  # the options live with the Locust wiring, above this package
+    from loadknee_locust.plugin.options import GpuMode, LlmOptions
+
 logger = logging.getLogger(__name__)
 
-GpuMode = Literal["auto", "nvml", "dcgm", "none"]
 #: longest wait for NVML to initialise before the sampler gives up on it for this run
 _NVML_OPEN_TIMEOUT_S = 15.0
 
@@ -66,35 +68,28 @@ _NVML_OPEN_TIMEOUT_S = 15.0
 class TelemetryConfig:
     """What to sample, resolved from the ``--llm-*`` options and the target host."""
 
-    gpu: GpuMode = "auto"
-    metrics_url: str | None = None
-    dcgm_url: str | None = None
-    interval_s: float = 0.5
-    timeout_s: float = 1.0
+    gpu: GpuMode
+    metrics_url: str | None
+    dcgm_url: str | None
+    interval_s: float
+    timeout_s: float
 
     @classmethod
-    def from_options(cls, parsed_options: Any, host: str) -> TelemetryConfig:
-        """Read ``llm_gpu``, ``llm_metrics_url``, ``llm_dcgm_url``, ``llm_sample_interval``.
+    def from_options(cls, options: LlmOptions, host: str) -> TelemetryConfig:
+        """From ``gpu``, ``metrics_url``, ``dcgm_url`` and ``sample_interval``.
 
-        ``parsed_options`` may be ``None`` (a library run without a parser): defaults apply.
         The scrape timeout is twice the interval, at least 1 s and at most 5 s.
         """
-        opt = parsed_options
-
-        def get(name: str, default: Any) -> Any:
-            value = getattr(opt, name, default) if opt is not None else default
-            return default if value is None else value
-
-        interval = float(get("llm_sample_interval", 0.5))
+        interval = options.sample_interval
         if not interval > 0:
             raise ValueError(f"--llm-sample-interval must be > 0, got {interval}")
-        metrics = str(get("llm_metrics_url", "")).strip()
+        metrics = options.metrics_url.strip()
         metrics_url = None if metrics.lower() == "none" else metrics or default_metrics_url(host)
-        dcgm_url = str(get("llm_dcgm_url", "")).strip() or None
+        dcgm_url = options.dcgm_url.strip() or None
         if dcgm_url is not None and dcgm_url == metrics_url:
             dcgm_url = None  # one target scraped once
         return cls(
-            gpu=get("llm_gpu", "auto"),
+            gpu=options.gpu,
             metrics_url=metrics_url,
             dcgm_url=dcgm_url,
             interval_s=interval,
@@ -147,14 +142,14 @@ class TelemetrySampler:
     def __init__(
         self,
         run_dir: Path,
-        parsed_options: Any,
+        options: LlmOptions,
         host: str,
         *,
         environment: Any = None,
         nvml: Any = None,
     ) -> None:
         self.run_dir = Path(run_dir)
-        self.config = TelemetryConfig.from_options(parsed_options, host)
+        self.config = TelemetryConfig.from_options(options, host)
         self.environment = environment
         self._nvml_module = nvml
         self._warner = OnceWarner(logger)

@@ -36,6 +36,10 @@ s1.prepare(HOST, "chat")
 out["after"] = prompt_source_info(e1)["target_input_tokens"]
 assert s1.source is not None
 out["prompt_after"] = s1.source.next_prompt("chat").target_input_tokens
+source = s1.source
+e1.parsed_options.llm_levels = "1,2"  # a sweep option: the prompts still hold
+s1.prepare(HOST, "chat")
+out["sweep_edit"] = [s1.source is source, s1.options.levels]
 e1.parsed_options.llm_extra_body = "[1]"
 s1.prepare(HOST, "chat")
 out["bad_extra"] = prompt_source_info(e1)
