@@ -122,7 +122,7 @@ def test_run_json_versions_name_the_geventhttpclient_that_read_the_streams() -> 
     import geventhttpclient
 
     info = build_run_info(
-        run_id="r", start_unix_s=1.0, host="", options=SimpleNamespace(), mode="local",
+        run_id="r", start_unix_s=1.0, host="", options=LlmOptions(), mode="local",
         worker_count=0, stop_timeout_s=1.0,
     )  # fmt: skip
     assert info["versions"]["geventhttpclient"] == geventhttpclient.__version__
