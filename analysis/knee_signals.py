@@ -245,7 +245,7 @@ def saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
         p.saturated_waiting,
         f"the server ran {running:.1f} requests on average (its most: {slots:g}) while "
         f"{waiting:.1f} waited (saturated: {p.saturated_waiting:g} or more waiting with "
-        f"{p.saturated_running_share:.0%} of the most running)",
+        f"{p.saturated_running_share * 100:.0f} % of the most running)",
     )
 
 

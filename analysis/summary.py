@@ -20,7 +20,7 @@ import pandas as pd
 
 from analysis.inputs.load import Run
 from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
-from analysis.intervals import IntervalParams, interval_columns, stage_batches
+from analysis.intervals import IntervalParams, StageBatches, interval_columns, stage_batches
 from analysis.model import SUMMARY_COLUMNS
 
 MEASURED_PHASES = ("measure", "baseline")
@@ -52,6 +52,12 @@ def stage_windows(run: Run, measured: pd.DataFrame) -> pd.DataFrame:
     start = start.fillna(span["first"].reindex(stages.index))
     end = stages["measure_end_unix_s"].fillna(span["last"].reindex(stages.index))
     return pd.DataFrame({"window_start": start, "window_end": end})
+
+
+def run_batches(run: Run, *, params: IntervalParams | None = None) -> dict[int, StageBatches]:
+    """Each stage's per-window data (:mod:`analysis.intervals`), for the knee's resampling."""
+    windows = stage_windows(run, measured_requests(run))
+    return stage_batches(run.requests, windows, measured_phases=MEASURED_PHASES, params=params)
 
 
 def _window_mask(ts: pd.Series, start: float, end: float) -> pd.Series:
