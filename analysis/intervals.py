@@ -117,25 +117,35 @@ def stage_batches(
         measured = rows[rows["phase"].isin(measured_phases)]
         m_ends = list(measured["end_unix_s"].to_numpy(dtype=float))
         e2e = list(measured["e2e_ms"].to_numpy(dtype=float))
+        # the measured rows end from about one request after the window opens to one after
+        # it closes: their own span, so the first time window is not empty by construction
+        tail_start = min(m_ends) if m_ends else start
         tail_end = max([end, *m_ends]) if valid else end
+        tail_count = (
+            batch_count(tail_start, tail_end, starts_s=starts_l, ends_s=ends_l, batches=p.batches)
+            if valid
+            else 0
+        )
         tails: dict[float, Interval | None] = {}
         for q in (0.95, 0.99):
             tails[q] = (
                 tail_interval(
                     m_ends,
                     e2e,
-                    start,
+                    tail_start,
                     tail_end,
                     q=q,
-                    batches=max(count, 0),
+                    batches=tail_count,
                     level=p.level,
                     resamples=p.resamples,
                     seed=p.seed,
                 )
-                if valid and count
+                if valid and tail_count
                 else None
             )
-        groups = batch_groups(m_ends, e2e, start, tail_end, batches=count) if valid else []
+        groups = (
+            batch_groups(m_ends, e2e, tail_start, tail_end, batches=tail_count) if valid else []
+        )
         spans = [e - s for s, e in zip(starts_l, ends_l, strict=True)]
         out[int(stage)] = StageBatches(
             stage=int(stage),
@@ -157,7 +167,7 @@ def _needed_s(b: StageBatches, p: IntervalParams) -> float:
     if b.throughput is not None:
         return seconds_needed(b.throughput, b.window_s, target_pct=p.target_pct)
     if b.median_span_s:
-        return MIN_BATCHES * b.median_span_s
+        return float(math.ceil(MIN_BATCHES * b.median_span_s * 1.1))  # a little past the edge
     return math.nan
 
 
