@@ -76,6 +76,8 @@ from analysis.knee_signals import (
     client_signal,
     error_signals,
     memory_signals,
+    noise_signal,
+    saturation_signal,
     tail_signals,
     throughput_signals,
 )
@@ -104,6 +106,11 @@ class KneeParams:
     red_line_error_pct: float = 5.0
     client_cpu_limit_pct: float = 90.0
     resume_gain_pct: float = 15.0
+    noise_aware: bool = True
+    max_interval_pct: float = 10.0
+    target_interval_pct: float = 5.0
+    saturated_waiting: float = 1.0
+    saturated_running_share: float = 0.9
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -214,6 +221,28 @@ class KneeParams:
             help="a flat stage that a later stage out-serves by this %% or more was a dip, "
             "not the knee (default %(default)s)",
         )
+        g.add_argument(
+            "--knee-ignore-noise",
+            dest="knee_noise_aware",
+            action="store_false",
+            help="judge on the point figures alone, not on their 95 %% intervals",
+        )
+        g.add_argument(
+            "--knee-max-interval-pct",
+            dest="knee_max_interval_pct",
+            type=float,
+            default=d.max_interval_pct,
+            help="a stage whose throughput interval is wider than ±this %% is marked untrusted "
+            "(default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-saturated-waiting",
+            dest="knee_saturated_waiting",
+            type=float,
+            default=d.saturated_waiting,
+            help="mean waiting requests (server metrics) that, with the running count at its "
+            "most, mean the server is saturated (default %(default)s)",
+        )
 
     @classmethod
     def from_cli_args(cls, ns: argparse.Namespace) -> KneeParams:
@@ -246,12 +275,17 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
     pressure, risk, oom = memory_signals(row, prev, ctx)
     some_errors, error_rate = error_signals(row, ctx)
     client = client_signal(row, ctx)
+    saturated = saturation_signal(row, ctx)
+    noisy = noise_signal(row, ctx)
     signals = [flat, narrowing, departed, pressure, risk, some_errors, error_rate, oom, client]
     if sla is not None:
         signals.insert(3, sla)
+    signals += [saturated, noisy]
     verdict: Verdict
     if error_rate.fired or oom.fired:
         verdict, fired = "red_line", [s for s in (oom, error_rate) if s.fired]
+    elif saturated.fired and not client.fired:
+        verdict, fired = "knee", [saturated, *(s for s in (flat, departed) if s.fired)]
     elif flat.fired and departed.fired and not client.fired:
         verdict, fired = "knee", [flat, departed]
     else:
@@ -268,6 +302,8 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
         reasons.append(client.text + ": untrusted, the client may be the limit")
     if verdict == "comfortable":
         reasons.append("no signal fired")
+    if noisy.fired:
+        reasons.append(noisy.text)
     return StageVerdict(
         stage=int(row["stage"]),
         target_users=int(row["target_users"]),
@@ -275,6 +311,7 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
         reasons=tuple(dict.fromkeys(reasons)),
         signals=tuple(signals),
         trusted=not client.fired,
+        noisy=noisy.fired,
     )
 
 
@@ -297,8 +334,14 @@ def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> S
     peaks = steps["gpu_mem_peak_pct"].dropna()
     peaks = peaks[peaks > 0]  # 0 = the process was down (restart), not pre-allocation
     flat = len(peaks) > 0 and float(peaks.max() - peaks.min()) < FLAT_GPU_SPREAD_PCT
+    running = steps["running_max"].dropna() if "running_max" in steps else pd.Series([])
     return StageContext(
-        x1=x1 or None, base_tail_ms=tails[used], tail_percentile=used, gpu_flat=flat, params=params
+        x1=x1 or None,
+        base_tail_ms=tails[used],
+        tail_percentile=used,
+        gpu_flat=flat,
+        params=params,
+        server_slots=float(running.max()) if len(running) and running.max() > 0 else None,
     )
 
 
@@ -351,6 +394,9 @@ def find_knee(
         max_conc = before[-1] if before else None
     else:
         max_conc = users[-1] if users else None
+    slots = _saturated_slots(verdicts, ctx)
+    if slots is not None and max_conc is not None and max_conc > slots:
+        max_conc = slots  # the server ran no more than this at once while requests waited
     base = _base_capacity(steps, verdicts, limit.stage if limit else -1, params)
     return KneeResult(
         stages=tuple(verdicts),
@@ -360,9 +406,18 @@ def find_knee(
         red_line_users=red.target_users if red else None,
         max_concurrency=max_conc,
         base_capacity=base,
-        summary=_summary_text(verdicts, knee, red, max_conc),
+        summary=_summary_text(verdicts, knee, red, max_conc, slots, ctx),
         params=asdict(params),
+        server_slots=slots,
     )
+
+
+def _saturated_slots(verdicts: list[StageVerdict], ctx: StageContext) -> int | None:
+    """The server's running maximum, when some stage saw it saturated (requests waiting)."""
+    for v in verdicts:
+        if any(s.name == "server_saturated" and s.fired for s in v.signals):
+            return int(ctx.server_slots) if ctx.server_slots else None
+    return None
 
 
 def _demote_dips(
@@ -381,6 +436,8 @@ def _demote_dips(
         rate = rates[i]
         if verdict.verdict != "knee" or not rate:
             continue
+        if any(s.name == "server_saturated" and s.fired for s in verdict.signals):
+            continue  # the server said it queued: not a dip, whatever the throughput did
         best: tuple[float, int] | None = None
         for later, later_rate in zip(out[i + 1 :], rates[i + 1 :], strict=True):
             if later.verdict == "red_line":
@@ -413,6 +470,8 @@ def _summary_text(
     knee: StageVerdict | None,
     red: StageVerdict | None,
     max_conc: int | None,
+    slots: int | None = None,
+    ctx: StageContext | None = None,
 ) -> str:
     if not verdicts:
         return "no step stage to analyse"
@@ -426,7 +485,17 @@ def _summary_text(
         parts.append(f"red line at {red.target_users} users: " + "; ".join(red.reasons[:2]) + ".")
     if max_conc is not None:
         parts.append(f"max_concurrency {max_conc}.")
+    if slots is not None:
+        parts.append(
+            f"the server's own metrics: requests waited while it ran {slots} at once, "
+            f"so max_concurrency is at most {slots}."
+        )
+    elif ctx is not None and ctx.server_slots is None:
+        parts.append("judged from the client side alone (the server reports no running/waiting).")
     untrusted = [v.target_users for v in verdicts if not v.trusted]
     if untrusted:
         parts.append(f"client-bound (untrusted) stages: {untrusted}.")
+    noisy = [v.target_users for v in verdicts if v.noisy]
+    if noisy:
+        parts.append(f"too noisy or short to judge (untrusted) stages: {noisy}.")
     return " ".join(parts)

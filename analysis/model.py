@@ -77,6 +77,17 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "completion_tokens_max",  # longest output of an ok request (for request_timeout_ms)
     "s_per_1k_total_p95",  # P95 of e2e seconds per 1000 prompt+completion tokens (seed 000's ruler)
     "s_per_1k_total_p99",
+    "running_mean",  # the server's running-requests gauge, mean over the window
+    # intervals (analysis.intervals; batch means over time windows, 95 %); NaN: none computed
+    "output_tok_s_low",
+    "output_tok_s_high",
+    "output_tok_s_hw_pct",  # half-width as % of output_tok_s
+    "e2e_p95_low_ms",
+    "e2e_p95_high_ms",
+    "e2e_p99_low_ms",
+    "e2e_p99_high_ms",
+    "interval_batches",  # time windows behind the intervals; 0: window too short for any
+    "window_needed_s",  # measured window that would give throughput ±5 %
 )
 
 #: Percentile method used everywhere (numpy/pandas "linear" interpolation on raw rows).
@@ -129,6 +140,7 @@ class StageVerdict:
     trusted: bool = True  # False when the load generator was the limit (client-bound)
     bottleneck: Bottleneck = "none"
     bottleneck_reason: str = ""
+    noisy: bool = False  # throughput interval too wide (or the window too short) to judge
 
 
 @dataclass(frozen=True)
@@ -144,6 +156,9 @@ class KneeResult:
     base_capacity: int | None  # highest stage with tail in SLA, memory <= 85 %, 100 % success
     summary: str  # one or two sentences: where the knee is and why, or "no knee within ..."
     params: dict[str, Any] = field(default_factory=dict)  # thresholds used, for the report
+    server_slots: int | None = None  # running maximum while requests waited (server metrics)
+    confidence_pct: float | None = None  # share of resamples giving the same max_concurrency
+    confidence: str = ""  # the same in words, with the number of resamples
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,10 @@ from analysis.inputs.load import Run, read_run
 from analysis.inputs.nvsmi import read_nvidia_smi_csv
 from analysis.inputs.server_metrics import canonical_timeline
 from analysis.knee import KneeParams, find_knee, resolve_tail_metric
+from analysis.knee_confidence import knee_confidence
 from analysis.model import Baseline, KneeResult, Recommendations
 from analysis.recommend import RecommendParams, recommend, to_yaml
-from analysis.summary import summarize_stages
+from analysis.summary import run_batches, summarize_stages
 
 Progress = Callable[[str], None]
 
@@ -78,6 +79,8 @@ def analyze_run(
     baseline = compute_baseline(run, summary)
     params = resolve_tail_metric(knee_params or KneeParams(), run.run_info)
     knee = find_knee(summary, baseline, params=params)
+    say("resampling the stages' time windows for the knee's confidence")
+    knee = knee_confidence(summary, baseline, knee, run_batches(run), params=params)
     knee = diagnose(summary, knee, baseline)
     recs = recommend(summary, knee, baseline, run_info=run.run_info, params=recommend_params)
     return Analysis(

@@ -110,6 +110,7 @@ RECORD_COLUMNS: tuple[Column, ...] = (
     Column("ttft_p95_ms", "TTFT95 ms", fmt_magnitude, 5),
     Column("itl_p50_ms", "ITL50 ms", fmt_magnitude, 3),
     Column("output_tok_s", "out tok/s", fmt_magnitude, 0),
+    Column("output_tok_s_hw_pct", "tok/s ±%", fmt_pct, 4),
     Column("s_per_1k_total_tokens", "s/1k tok", fmt_magnitude, 4),
     Column("gpu_mem_peak_pct", "mem %", fmt_pct, 0),
     Column("kv_cache_peak_pct", "KV %", fmt_pct, 1),
@@ -120,6 +121,7 @@ RECORD_COLUMNS: tuple[Column, ...] = (
 )
 
 UNTRUSTED_NOTE = "* client-bound stage: the load generator was the limit, numbers not trusted"
+NOISY_NOTE = "? stage too noisy or short to judge: its interval is too wide (see its reasons)"
 
 
 def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
@@ -128,7 +130,7 @@ def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
         return dict.fromkeys(VERDICT_COLUMNS) | {"verdict": label}
     label = VERDICT_LABELS.get(verdict.verdict, verdict.verdict)
     return {
-        "verdict": label if verdict.trusted else label + "*",
+        "verdict": (label if verdict.trusted else label + "*") + ("?" if verdict.noisy else ""),
         "trusted": verdict.trusted,
         "bottleneck": verdict.bottleneck if verdict.bottleneck != "none" else "",
         "bottleneck_reason": verdict.bottleneck_reason,
@@ -202,6 +204,8 @@ def format_text(frame: pd.DataFrame, *, width: int = 120) -> str:
     lines = _render(kept, _cells(frame, kept))
     if has_untrusted(frame):
         lines.append(UNTRUSTED_NOTE)
+    if "verdict" in frame and any(str(v).endswith("?") for v in frame["verdict"]):
+        lines.append(NOISY_NOTE)
     if dropped:
         names = ", ".join(c.header for c in sorted(dropped, key=RECORD_COLUMNS.index))
         lines.append(f"(not shown for width: {names}; see record.md / record.csv)")

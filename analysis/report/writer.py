@@ -69,10 +69,13 @@ def _streams_stamped_when_read(run_info: dict) -> str | None:
 def knee_text(knee: KneeResult) -> str:
     """The knee sentence and, for every stage that is not comfortable, its verdict and reasons."""
     lines = [knee.summary]
+    if knee.confidence:
+        lines.append(knee.confidence + ".")
     for sv in knee.stages:
-        if sv.verdict == "comfortable" and sv.trusted:
+        if sv.verdict == "comfortable" and sv.trusted and not sv.noisy:
             continue
         trust = "" if sv.trusted else " (untrusted: client-bound)"
+        trust += " (untrusted: noisy)" if sv.noisy else ""
         lines.append(f"  {sv.target_users:>4} users: {sv.verdict.replace('_', ' ')}{trust}")
         lines += [f"        - {reason}" for reason in sv.reasons]
         if sv.bottleneck != "none":
