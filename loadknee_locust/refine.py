@@ -65,7 +65,7 @@ class NextStep:
 
 
 def resolved(low: int, high: int) -> bool:
-    """True when the bracket ``low < c ≤ high`` is narrow enough: ``high − low ≤ max(1, 10 % L)``."""
+    """True when the bracket ``low < c ≤ high`` is narrow: ``high − low ≤ max(1, 10 % of low)``."""
     return high - low <= max(MIN_BRACKET_USERS, BRACKET_FRACTION * low)
 
 

@@ -132,9 +132,9 @@ class SchedulePlan:
             cooldown_seconds=float(options.llm_cooldown_seconds),
             baseline_requests=int(options.llm_baseline_requests),
             time_limit_s=limit,
-            refine=not bool(getattr(options, "llm_no_refine", True)),
-            refine_max_stages=int(getattr(options, "llm_refine_max_stages", 4)),
-            stop_after_knee=int(getattr(options, "llm_stop_after_knee", -1)),
+            refine=not bool(options.llm_no_refine),
+            refine_max_stages=int(options.llm_refine_max_stages),
+            stop_after_knee=int(options.llm_stop_after_knee),
         )
 
     def stages(self) -> tuple[StagePlan, ...]:
@@ -148,9 +148,7 @@ class SchedulePlan:
     def level_stage(self, index: int, kind: StageKind, users: int) -> StagePlan:
         """The plan of one grid (``step``) or ``refine`` stage: both are timed alike."""
         measure_s = 0.0 if self.stage_requests else self.stage_seconds - self.warmup_seconds
-        return StagePlan(
-            index, kind, users, 0, self.warmup_seconds, self.stage_requests, measure_s
-        )
+        return StagePlan(index, kind, users, 0, self.warmup_seconds, self.stage_requests, measure_s)
 
 
 @dataclass(frozen=True)
@@ -296,7 +294,7 @@ class Schedule:
         red_line: Callable[[int], bool] | None = None,
         *,
         users_running: int = 0,
-        decide: Callable[[int], LiveVerdict | None | str] | None = None,
+        decide: Callable[[int], LiveVerdict | str | None] | None = None,
     ) -> Position:
         """Apply every boundary reached by ``now``; ``red_line(stage)`` is asked as a stage ends.
 
@@ -464,6 +462,16 @@ class Schedule:
         candidates = [x for x in (left, limit_left) if x is not None]
         return max(0.0, min(candidates)) if candidates else None
 
+    def saving(self) -> SweepSaving:
+        """What the adaptive sweep ran against the plain grid (see :class:`SweepSaving`)."""
+        levels = [r for r in self._closed if r.kind != "baseline"]
+        tested = {r.target_users for r in levels}
+        skipped = tuple(u for u in self.plan.levels if u not in tested)
+        durations = [r.end_unix_s - r.start_unix_s for r in levels]
+        mean = sum(durations) / len(durations) if durations else 0.0
+        refined = sum(1 for r in levels if r.kind == "refine")
+        return SweepSaving(skipped, refined, mean, mean * (len(skipped) - refined))
+
     def _close(self, op: _OpenStage, end: float) -> None:
         rec = op.record(end)
         self._closed.append(rec)
@@ -473,6 +481,20 @@ class Schedule:
         self._open = None
         self._finished = True
         self._stop_reason = reason
+
+
+@dataclass(frozen=True)
+class SweepSaving:
+    """Grid levels an early stop skipped, refine stages added, and the time that nets out to.
+
+    ``saved_s`` is an estimate: each level (skipped or added) is priced at the mean duration of
+    the levels run (users released to cooldown over), which holds for timed stages and is the
+    best guess for count-based ones. Negative when refinement cost more than the stop saved."""
+
+    skipped_levels: tuple[int, ...]
+    refine_stages: int
+    level_seconds: float
+    saved_s: float
 
 
 @dataclass(frozen=True)

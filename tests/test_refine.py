@@ -34,30 +34,53 @@ NEXT_TABLE = [
     (verdict(16, 12), (1, 2, 4, 8, 16, 12), (24, 32), 3, 1, NextStep("refine", 14)),
     (verdict(12, 10), (1, 2, 4, 8, 16, 12, 10), (24, 32), 2, 1, NextStep("refine", 11)),
     # resolved: a tested level above the knee already confirms it → stop
-    (verdict(11, 10), (1, 2, 4, 8, 16, 12, 10, 11), (24,), 1, 1,
-     NextStep("stop", reason="knee_confirmed")),
+    (
+        verdict(11, 10),
+        (1, 2, 4, 8, 16, 12, 10, 11),
+        (24,),
+        1,
+        1,
+        NextStep("stop", reason="knee_confirmed"),
+    ),
     # resolved at the grid level itself: one more grid level confirms it, then stop
     (verdict(16, 15), (1, 2, 4, 8, 16, 12, 14, 15), (24, 32), 1, 1, NextStep("grid", 24)),
-    (verdict(16, 15), (1, 2, 4, 8, 16, 12, 14, 15, 24), (32,), 1, 1,
-     NextStep("stop", reason="knee_confirmed")),
+    (
+        verdict(16, 15),
+        (1, 2, 4, 8, 16, 12, 14, 15, 24),
+        (32,),
+        1,
+        1,
+        NextStep("stop", reason="knee_confirmed"),
+    ),
     # N = 0 stops as soon as the knee is refined; N = 2 wants two levels above it
-    (verdict(16, 15), (1, 2, 4, 8, 16, 12, 14, 15), (24, 32), 1, 0,
-     NextStep("stop", reason="knee_confirmed")),
+    (
+        verdict(16, 15),
+        (1, 2, 4, 8, 16, 12, 14, 15),
+        (24, 32),
+        1,
+        0,
+        NextStep("stop", reason="knee_confirmed"),
+    ),
     (verdict(16, 15), (1, 2, 4, 8, 16, 12, 14, 15, 24), (32,), 1, 2, NextStep("grid", 32)),
     # early stop off (-1): the whole grid, refined
     (verdict(16, 15), (1, 2, 4, 8, 16, 12, 14, 15, 24), (32,), 1, -1, NextStep("grid", 32)),
     # 10 % of L: 32 → 48 bisects to 40, 36, 38; 36..38 is within 3.6 users → resolved
     (verdict(48, 32), (32, 48), (64,), 4, 1, NextStep("refine", 40)),
     (verdict(40, 36), (32, 48, 40, 36), (64,), 2, 1, NextStep("refine", 38)),
-    (verdict(38, 36), (32, 48, 40, 36, 38), (64,), 1, 1,
-     NextStep("stop", reason="knee_confirmed")),
+    (verdict(38, 36), (32, 48, 40, 36, 38), (64,), 1, 1, NextStep("stop", reason="knee_confirmed")),
     # the budget spent: no more refine stages, the early stop still applies
     (verdict(16, 12), (1, 2, 4, 8, 16, 12), (24,), 0, 1, NextStep("grid", 24)),
     (verdict(12, 8), (1, 2, 4, 8, 16, 12), (24,), 0, 1, NextStep("stop", reason="knee_confirmed")),
     # a red line is refined, then never driven further
     (verdict(None, 8, red=16), (4, 8, 16), (24, 32), 4, 1, NextStep("refine", 12)),
-    (verdict(None, 8, red=9), (4, 8, 16, 12, 10, 9), (24, 32), 0, 1,
-     NextStep("stop", reason="red_line")),
+    (
+        verdict(None, 8, red=9),
+        (4, 8, 16, 12, 10, 9),
+        (24, 32),
+        0,
+        1,
+        NextStep("stop", reason="red_line"),
+    ),
     # a knee at the first level (nothing below it to recommend): nothing to bisect
     (verdict(1, None), (1,), (2, 4), 4, 1, NextStep("grid", 2)),
     # judgement failed: the plain grid

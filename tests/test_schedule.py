@@ -248,12 +248,18 @@ def test_from_options_reads_run_time_as_time_limit() -> None:
         llm_baseline_requests=20,
         llm_time_limit=0.0,
         run_time=300,
+        llm_no_refine=False,
+        llm_refine_max_stages=4,
+        llm_stop_after_knee=1,
     )
     plan = SchedulePlan.from_options(opts)
     assert plan.levels == (1, 2, 4, 8) and plan.time_limit_s == 300.0
     assert [(s.kind, s.users) for s in plan.stages()][:2] == [("baseline", 1), ("step", 1)]
     opts.llm_time_limit = 100.0
     assert SchedulePlan.from_options(opts).time_limit_s == 100.0
+    assert plan.refine and plan.refine_max_stages == 4 and plan.stop_after_knee == 1
+    opts.llm_no_refine, opts.llm_stop_after_knee = True, -1
+    assert not SchedulePlan.from_options(opts).adaptive
 
 
 def test_rows_are_labelled_by_planned_boundaries_before_a_tick_sees_them() -> None:

@@ -30,7 +30,7 @@ from loadknee_locust.record.rundir import default_run_id
 from loadknee_locust.schedule import parse_levels
 
 RUN_DIR_RE = re.compile(r"loadknee: run directory (\S.*)$")
-PROGRESS_RE = re.compile(r"loadknee progress: (.*)$")
+PROGRESS_RE = re.compile(r"loadknee (?:progress|sweep): (.*)$")
 LOCUST_INFO_RE = re.compile(r"^\[[^\]]+\] [^/\s]+/INFO/")
 
 
@@ -62,6 +62,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cooldown-seconds", type=float, help="pause with 0 users between levels")
     p.add_argument("--baseline-requests", type=int, help="sequential baseline (0 = off)")
     p.add_argument("--time-limit", type=float, help="stop the whole test after S seconds")
+    p.add_argument(
+        "--no-refine", action="store_true", help="no extra levels between the grid's (default: "
+        "refine between the last good level and the knee)"
+    )  # fmt: skip
+    p.add_argument("--refine-max-stages", type=int, help="at most N refine stages (default 4)")
+    p.add_argument(
+        "--stop-after-knee", type=int, help="stop once N tested levels lie above the refined knee "
+        "(default 1; -1 = the whole grid)"
+    )  # fmt: skip
     p.add_argument("--input-tokens", type=int, help="fixed prompt length (server tokens)")
     lengths = p.add_mutually_exclusive_group()
     lengths.add_argument("--output-tokens", type=int, help="fixed completion length")
@@ -121,6 +130,8 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
         ("--llm-cooldown-seconds", args.cooldown_seconds),
         ("--llm-baseline-requests", args.baseline_requests),
         ("--llm-time-limit", args.time_limit),
+        ("--llm-refine-max-stages", args.refine_max_stages),
+        ("--llm-stop-after-knee", args.stop_after_knee),
         ("--llm-input-tokens", args.input_tokens),
         ("--llm-output-tokens", args.output_tokens),
         ("--llm-prompt-log", args.prompt_log),
@@ -133,6 +144,8 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
             cmd += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     if args.stream is False:
         cmd.append("--llm-no-stream")
+    if args.no_refine:
+        cmd.append("--llm-no-refine")
     if args.stage_requests is not None and args.stage_seconds is None:
         cmd += ["--llm-stage-seconds", "0"]  # count mode: no duration check
     if args.web:

@@ -221,6 +221,32 @@ def add_arguments(parser: Any) -> None:
         help="Stop the sweep early when a stage's P95 e2e latency exceeds this (0 = never).",
     )
 
+    # refinement and early stop (issue 12); read in SchedulePlan.from_options
+    shape.add_argument(
+        "--llm-no-refine",
+        action="store_true",
+        default=False,
+        env_var=_env("no_refine"),
+        help="Do not run extra levels between the last good level and the knee (default: refine "
+        "until the bracket is at most max(1 user, 10 %% of the good level)).",
+    )
+    shape.add_argument(
+        "--llm-refine-max-stages",
+        type=int,
+        default=4,
+        env_var=_env("refine_max_stages"),
+        help="At most this many refine stages per run (default 4: the default grid's widest "
+        "bracket, 8 to 16 users, needs 3; one more for a knee that moves).",
+    )
+    shape.add_argument(
+        "--llm-stop-after-knee",
+        type=int,
+        default=1,
+        env_var=_env("stop_after_knee"),
+        help="Once the knee is refined, stop when this many tested levels lie above it "
+        "(default 1; -1 = run the whole grid).",
+    )
+
     record = parser.add_argument_group("loadknee: run directory and telemetry")
     record.add_argument(
         "--llm-out",
