@@ -17,6 +17,7 @@ from analysis.inputs.load import Run
 from analysis.model import Baseline
 from analysis.numeric import num
 from analysis.summary import measured_requests
+from loadknee_locust.contract import LEVEL_KINDS
 
 #: default limit on P95 / median before the baseline is called noisy (seed 000)
 SPREAD_LIMIT = 1.5
@@ -29,7 +30,7 @@ def _pick_row(summary: pd.DataFrame) -> tuple[pd.Series | None, str]:
     base = served[served["kind"] == "baseline"]
     if len(base):
         return base.iloc[0], "baseline"
-    steps = served[served["kind"] == "step"].sort_values("stage")
+    steps = served[served["kind"].isin(LEVEL_KINDS)].sort_values("stage")
     if len(steps):
         return steps.iloc[0], "first_stage"
     return None, "none"

@@ -83,6 +83,7 @@ from analysis.knee_signals import (
 )
 from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
 from analysis.numeric import fmt, num
+from loadknee_locust.contract import LEVEL_KINDS
 
 #: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
 FLAT_GPU_SPREAD_PCT = 2.0
@@ -330,7 +331,7 @@ def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> S
     if tails[used] is None:  # e.g. a typed-in record table with P99 only (seed 002)
         used = "p99" if used == "p95" else "p95"
         used = used if tails[used] is not None else params.tail_percentile
-    steps = summary[summary["kind"] == "step"]
+    steps = summary[summary["kind"].isin(LEVEL_KINDS)]
     peaks = steps["gpu_mem_peak_pct"].dropna()
     peaks = peaks[peaks > 0]  # 0 = the process was down (restart), not pre-allocation
     flat = len(peaks) > 0 and float(peaks.max() - peaks.min()) < FLAT_GPU_SPREAD_PCT
@@ -372,7 +373,7 @@ def find_knee(
     """Verdicts for every step stage of ``summary`` and the knee they point at (pure)."""
     params = params or KneeParams()
     ctx = _context(summary, baseline, params)
-    steps = summary[summary["kind"] == "step"].sort_values(["target_users", "stage"])
+    steps = summary[summary["kind"].isin(LEVEL_KINDS)].sort_values(["target_users", "stage"])
     prev: pd.Series | None = None
     if baseline.source == "baseline" and baseline.stage is not None:
         match = summary[summary["stage"] == baseline.stage]

@@ -35,6 +35,7 @@ from analysis import yaml_text
 from analysis.knee import LOG_SOURCE_KINDS
 from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
 from analysis.numeric import num
+from loadknee_locust.contract import LEVEL_KINDS
 
 #: vLLM's default --gpu-memory-utilization, assumed when the run does not say
 VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
@@ -135,7 +136,7 @@ def _stage_row(summary: pd.DataFrame, stage: int | None) -> pd.Series | None:
 def _users_row(summary: pd.DataFrame, users: int | None) -> pd.Series | None:
     if users is None:
         return None
-    match = summary[(summary["kind"] == "step") & (summary["target_users"] == users)]
+    match = summary[(summary["kind"].isin(LEVEL_KINDS)) & (summary["target_users"] == users)]
     return match.iloc[0] if len(match) else None
 
 

@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from analysis.model import KneeResult
+from loadknee_locust.contract import LEVEL_KINDS
 
 #: verdict → colour, shared with the HTML report
 VERDICT_COLOURS: dict[str, str] = {
@@ -82,7 +83,7 @@ def note(ax: Axes, text: str, *, y: float = 0.5) -> None:
 
 
 def _steps(summary: pd.DataFrame) -> pd.DataFrame:
-    steps = summary[summary["kind"] == "step"] if "kind" in summary else summary
+    steps = summary[summary["kind"].isin(LEVEL_KINDS)] if "kind" in summary else summary
     return steps.sort_values("target_users")
 
 

@@ -139,9 +139,16 @@ def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
 
 
 def record_frame(summary: pd.DataFrame, knee: KneeResult | None) -> pd.DataFrame:
-    """The summary rows with the verdict, trust flag, bottleneck and reasons of each stage."""
+    """The summary rows with the verdict, trust flag, bottleneck and reasons of each stage.
+
+    Rows are listed by users (the baseline first), not in run order: a refine stage at 12 users
+    runs after the 16-user stage that revealed the knee, and reads between 8 and 16."""
     by_stage = {v.stage: v for v in knee.stages} if knee is not None else {}
     frame = summary.reset_index(drop=True).copy()
+    if "kind" in frame and "target_users" in frame:
+        order = frame.assign(_level=frame["kind"].ne("baseline"))
+        order = order.sort_values(["_level", "target_users", "stage"], kind="stable")
+        frame = frame.loc[order.index].reset_index(drop=True)
     kinds = frame["kind"] if "kind" in frame else pd.Series([None] * len(frame))
     cells = [
         _verdict_cells(by_stage.get(int(stage)), kind)

@@ -31,7 +31,7 @@ from loadknee_locust.record.rundir import default_run_id
 from loadknee_locust.schedule import parse_levels
 
 RUN_DIR_RE = re.compile(r"loadknee: run directory (\S.*)$")
-PROGRESS_RE = re.compile(r"loadknee progress: (.*)$")
+PROGRESS_RE = re.compile(r"loadknee (?:progress|sweep): (.*)$")
 LOCUST_INFO_RE = re.compile(r"^\[[^\]]+\] [^/\s]+/INFO/")
 
 
@@ -55,6 +55,8 @@ SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
     ("cooldown_seconds",),
     ("baseline_requests",),
     ("time_limit",),
+    ("refine_max_stages",),
+    ("stop_after_knee",),
     ("input_tokens",),
     ("output_tokens", "prompt_log"),
     ("endpoint",),
@@ -91,6 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stream", action=argparse.BooleanOptionalAction, default=None, help="stream (default)"
     )
+    p.add_argument(
+        "--no-refine", action="store_true", help="no extra levels between the grid's (default: "
+        "refine between the last good level and the knee; as --llm-no-refine)"
+    )  # fmt: skip
     p.add_argument("--web", action="store_true", help="start Locust's web UI instead of headless")
     p.add_argument("--web-port", type=int, default=8089, help="web UI port (default 8089)")
     p.add_argument("--workers", type=int, default=0, help="worker processes (0 = one process)")
@@ -144,6 +150,8 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
                 cmd += [specs[name].flag, text]
     if args.stream is False:
         cmd.append(specs["no_stream"].flag)
+    if args.no_refine:
+        cmd.append(specs["no_refine"].flag)
     if args.stage_requests is not None and args.stage_seconds is None:
         cmd += [specs["stage_seconds"].flag, "0"]  # count mode: no duration check
     if args.web:

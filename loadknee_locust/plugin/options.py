@@ -187,6 +187,24 @@ class LlmOptions:
         "Stop the sweep early when a stage's P95 e2e latency exceeds this (0 = never).",
         group="shape",
     )
+    no_refine: bool = opt(
+        False,
+        "Do not run extra levels between the last good level and the knee (default: refine "
+        "until the bracket is at most max(1 user, 10 %% of the good level)).",
+        group="shape",
+    )
+    refine_max_stages: int = opt(
+        4,
+        "At most this many refine stages per run (default %(default)s: the default grid's widest "
+        "bracket, 8 to 16 users, needs 3; one more for a knee that moves).",
+        group="shape",
+    )
+    stop_after_knee: int = opt(
+        1,
+        "Once the knee is refined, stop when this many tested levels lie above it "
+        "(default %(default)s; -1 = run the whole grid).",
+        group="shape",
+    )
 
     # -- run directory and telemetry
     out: str = opt(
