@@ -241,6 +241,8 @@ def verdict_table(run: RunLog, verdicts: dict[str, Any], final: bool) -> str:
         v = by_stage.get(rec.stage)
         verdict = html.escape(str(v["verdict"])) if v else "…"
         why = html.escape("; ".join(v.get("reasons") or [])) if v else "analysing"
+        if rec.kind == "baseline":  # the yardstick, judged by no rule
+            verdict, why = "baseline", "the single-user reference the later stages are read against"
         lines.append(
             f"<tr data-stage='{rec.stage}'><td>{rec.stage}</td><td>{rec.target_users}</td>"
             f"<td class='lk-v lk-v-{verdict.replace(' ', '-')}'>{verdict}</td><td>{why}</td></tr>"
