@@ -1,8 +1,8 @@
 """A headless Debian chromium driven by selenium through the system chromedriver, for web UI tests.
 
 Never a downloaded browser or driver: the paths are given explicitly, so selenium's own driver
-manager never runs (``SE_OFFLINE`` makes sure). Where the two Debian packages are missing (``.ci/run``
-installs them with apt) the tests skip and say so.
+manager never runs (``SE_OFFLINE`` makes sure). Where the two Debian packages are missing
+(``.ci/run`` installs them with apt) the tests skip and say so.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ def open_browser(width: int = 1400, height: int = 1900) -> Iterator[Any]:
     browser, driver_path = found
     options = webdriver.ChromeOptions()
     options.binary_location = browser
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                f"--window-size={width},{height}", "--no-first-run", "--disable-extensions"):  # fmt: skip
+    args = ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu")
+    for arg in (*args, f"--window-size={width},{height}", "--no-first-run"):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
     driver.set_page_load_timeout(30)

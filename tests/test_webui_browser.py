@@ -113,8 +113,12 @@ def _watch(driver: Any, base: str, shots: Path, workers: int) -> dict[str, Any]:
         time.sleep(0.5)
     assert state is not None and state["report"], f"no report link; last view: {state}"
     screenshot(driver, shots, "end")
-    return {"stages": stages_seen, "points": points_by_finished,
-            "verdicts": verdicts_seen, "report": state["report"], "text": state["text"]}  # fmt: skip
+    return {
+        "stages": stages_seen,
+        "points": points_by_finished,
+        "verdicts": verdicts_seen,
+        "report": state["report"],
+    }
 
 
 def _check_view(seen: dict[str, Any], driver: Any, shots: Path) -> None:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 REPORT_DELAY_S = 4.0  # > Locust's worker report interval: the last worker rows land first
 SCRIPT = Path(__file__).with_name("webui_live.js")
-PAGE = """<!doctype html><html><head><meta charset="utf-8"><base href="../"><title>loadknee live</title>
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><base href="../">
+<title>loadknee live</title>
 <style>body{font-family:sans-serif;margin:1em;background:#fff;color:#222}
 @media (prefers-color-scheme: dark){body{background:#121212;color:#ddd}}</style></head>
 <body><h2>loadknee: live sweep</h2><div id="lk-live">loading…</div>
@@ -51,9 +52,7 @@ def install(web_ui: Any, lk: Loadknee) -> None:
     verdicts = ProvisionalVerdicts()
     report = FinalReport()
     app = web_ui.app
-    script = SCRIPT.read_text(encoding="utf-8").replace(
-        "__LK_FORM__", json.dumps(form_fields())
-    )
+    script = SCRIPT.read_text(encoding="utf-8").replace("__LK_FORM__", json.dumps(form_fields()))
 
     def on_test_stop(**_: Any) -> None:
         run = lk.run

@@ -16,7 +16,9 @@ from loadknee_locust.contract import GPU_CSV, SERVER_METRICS_CSV
 
 MAX_POINTS = 2000
 #: server metric names (vLLM, SGLang, TGI, llama.cpp) → series; KV usage is 0–1 in all of them
-KV_METRICS = frozenset({"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"})
+KV_METRICS = frozenset(
+    {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"}
+)
 WAITING_METRICS = frozenset(
     {"vllm:num_requests_waiting", "sglang:num_queue_reqs", "tgi_queue_size",
      "llamacpp:requests_deferred"}
@@ -73,7 +75,11 @@ class TelemetryTail:
 
     def update(self) -> None:
         for row in self._server.new_rows():
-            t, v, metric = _num(row.get("timestamp_unix_s")), _num(row.get("value")), row.get("metric")
+            t, v, metric = (
+                _num(row.get("timestamp_unix_s")),
+                _num(row.get("value")),
+                row.get("metric"),
+            )
             if t is None or v is None:
                 continue
             if metric in KV_METRICS:

@@ -104,9 +104,7 @@ def banners(
     knee = verdicts.get("knee_stage")
     if isinstance(knee, int):
         finished = {int(s["stage"]) for s in verdicts.get("stages", [])}
-        users = next(
-            (s["users"] for s in verdicts.get("stages", []) if s["stage"] == knee), "?"
-        )
+        users = next((s["users"] for s in verdicts.get("stages", []) if s["stage"] == knee), "?")
         confirmed = any(s > knee for s in finished)
         word = "confirmed by the next stage" if confirmed else "not yet confirmed"
         out.append(Banner("good", f"Knee at stage {knee} ({users} users), {word} (provisional)."))
@@ -216,7 +214,10 @@ def telemetry_charts(tail: TelemetryTail, start_unix_s: float) -> str:
         "KV cache and GPU memory (%)",
         "seconds since start",
         "%",
-        (svgchart.Series("KV cache", pts("kv_pct")), svgchart.Series("GPU mem", pts("gpu_mem_pct"))),
+        (
+            svgchart.Series("KV cache", pts("kv_pct")),
+            svgchart.Series("GPU mem", pts("gpu_mem_pct")),
+        ),
     )
     wait = svgchart.Chart(
         "Waiting requests (server queue)",
@@ -315,7 +316,9 @@ class LiveView:
             self._tele_svg = telemetry_charts(self._tail, run.schedule.start_unix_s)
             self._tele_at = now
         parts.append(f"<div class='lk-charts'>{self._stage_svg}{self._tele_svg}</div>")
-        parts.append(verdict_table(run, result, final=bool(ended and report and report.state == "done")))
+        parts.append(
+            verdict_table(run, result, final=bool(ended and report and report.state == "done"))
+        )
         if ended:
             parts.append(end_links(run, report))
         return "".join(parts)
