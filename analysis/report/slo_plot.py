@@ -23,8 +23,9 @@ MET, BROKEN, UNJUDGED = "#2e7d32", "#c62828", "#424242"
 
 def interactivity(steps: pd.DataFrame) -> tuple[pd.Series, str]:
     """Per-stage tokens/s per user and the axis label saying how it was measured."""
-    tpot = pd.to_numeric(steps.get("tpot_p50_ms"), errors="coerce")
-    if tpot is not None and tpot.notna().any():
+    column = steps["tpot_p50_ms"] if "tpot_p50_ms" in steps else pd.Series(dtype=float)
+    tpot = pd.to_numeric(column, errors="coerce")
+    if tpot.notna().any():
         return 1000.0 / tpot.where(tpot > 0), "output tok/s per user (1000 / TPOT P50)"
     per_user = steps["output_tok_s"] / steps["target_users"].astype(float)
     return per_user, "output tok/s per user (stage output tok/s / users)"
