@@ -17,7 +17,8 @@ from analysis.pipeline import Analysis, analyze_run
 from analysis.recommend import RecommendParams
 from analysis.report.knee_json import to_json
 from analysis.report.table import format_markdown, format_text, record_frame
-from analysis.report.writer import knee_text, recommendations_text, write_report
+from analysis.report.writer import knee_text, recommendations_text, slo_text, write_report
+from analysis.slo import SloParams
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,11 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     KneeParams.add_cli_args(parser)
     RecommendParams.add_cli_args(parser)  # --target-concurrency, --replica-efficiency, ...
+    SloParams.add_cli_args(parser)  # --slo, --goodput, --goodput-min-pct, --slo-file, --slo-preset
     return parser
 
 
 def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, Path]) -> str:
-    record = record_frame(analysis.summary, analysis.knee)
+    record = record_frame(analysis.summary, analysis.knee, analysis.slo)
     if fmt == "json":
         return to_json(
             analysis.summary,
@@ -67,6 +69,7 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
             analysis.baseline,
             analysis.recommendations,
             run_id=analysis.run_id,
+            slo=analysis.slo,
         )
     table = format_markdown(record) if fmt == "markdown" else format_text(record, width=width)
     report_dir = paths["report.html"].parent
@@ -79,6 +82,7 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
             "",
             "knee: " + knee_text(analysis.knee),
             "",
+            *([slo_text(analysis.slo), ""] if analysis.slo is not None else []),
             "recommendations:",
             recommendations_text(analysis.recommendations),
             "",
@@ -99,7 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         knee_params = KneeParams.from_cli_args(ns)
         rec_params = RecommendParams.from_cli_args(ns)
-    except (TypeError, ValueError) as exc:
+        slo_params = SloParams.from_cli_args(
+            ns, sla_ms=knee_params.sla_ms, tail=knee_params.tail_percentile
+        )
+    except (TypeError, ValueError, OSError) as exc:
         parser.error(str(exc))
     if ns.nvidia_smi_csv and not Path(ns.nvidia_smi_csv).is_file():
         print(f"loadknee analyze: no such nvidia-smi file: {ns.nvidia_smi_csv}", file=sys.stderr)
@@ -111,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             nvidia_smi_tz=ns.nvidia_smi_tz,
             knee_params=knee_params,
             recommend_params=rec_params,
+            slo_params=slo_params,
             progress=progress,
         )
     except RunDirError as exc:

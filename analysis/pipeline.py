@@ -23,7 +23,10 @@ from analysis.knee import KneeParams, find_knee, resolve_tail_metric
 from analysis.knee_confidence import knee_confidence
 from analysis.model import Baseline, KneeResult, Recommendations
 from analysis.recommend import RecommendParams, recommend, to_yaml
-from analysis.summary import run_batches, summarize_stages
+from analysis.slo import SloParams
+from analysis.slo_advice import with_slo
+from analysis.slo_eval import SloResult, evaluate_slos
+from analysis.summary import measured_requests, run_batches, summarize_stages
 
 Progress = Callable[[str], None]
 
@@ -39,6 +42,7 @@ class Analysis:
     recommendations: Recommendations
     recommendations_yaml: str
     server_timeline: pd.DataFrame | None  # canonical per-sample server gauges, None if absent
+    slo: SloResult | None = None  # the SLO verdicts and capacity, None when no SLO was given
 
     @property
     def run_id(self) -> str:
@@ -60,6 +64,7 @@ def analyze_run(
     nvidia_smi_tz: str | None = None,
     knee_params: KneeParams | None = None,
     recommend_params: RecommendParams | None = None,
+    slo_params: SloParams | None = None,
     progress: Progress | None = None,
 ) -> Analysis:
     """Read and analyse one run directory (raises :class:`~analysis.inputs.load.RunDirError`).
@@ -83,6 +88,10 @@ def analyze_run(
     knee = knee_confidence(summary, baseline, knee, run_batches(run), params=params)
     knee = diagnose(summary, knee, baseline)
     recs = recommend(summary, knee, baseline, run_info=run.run_info, params=recommend_params)
+    slo = evaluate_slos(
+        summary, knee, params=slo_params or SloParams(), measured=measured_requests(run)
+    )
+    recs = with_slo(recs, slo, knee, recommend_params)
     return Analysis(
         run=run,
         summary=summary,
@@ -91,4 +100,5 @@ def analyze_run(
         recommendations=recs,
         recommendations_yaml=to_yaml(recs),
         server_timeline=server_timeline(run.server_metrics),
+        slo=slo,
     )

@@ -68,7 +68,7 @@ def test_report_files_agree_with_each_other(analysed, run_dir) -> None:
     assert SECRET not in page
     for name in REPORT_FILES:
         assert SECRET not in (out / name).read_bytes().decode("latin-1")
-    assert page.count("data:image/png;base64,") == 3
+    assert page.count("data:image/png;base64,") == 4  # latency, throughput, timeline, interactivity
 
 
 def test_default_out_is_run_report_and_json_format(tmp_path, capsys) -> None:

@@ -10,7 +10,9 @@ Layout (``schema`` 1)::
     {"schema": 1, "run_id": ..., "percentile_method": ...,
      "knee": KneeResult, "baseline": Baseline | null,
      "recommendations": {"items": [...], "server_flags": [...]} | null,
-     "summary": [{column: value, ...}, ...]}   # one object per stage, SUMMARY_COLUMNS order
+     "summary": [{column: value, ...}, ...],   # one object per stage, SUMMARY_COLUMNS order
+     "slo": SloResult}                         # only when SLOs were given (limits, stages,
+                                               # capacity, binding); read back as a plain dict
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from analysis.model import (
     Signal,
     StageVerdict,
 )
+from analysis.slo_eval import SloResult
 
 SCHEMA = 1
 
@@ -64,6 +67,7 @@ def to_json(
     recommendations: Recommendations | None,
     *,
     run_id: str = "",
+    slo: SloResult | None = None,
 ) -> str:
     """The knee.json text (indented, strict JSON, a newline at the end)."""
     document = {
@@ -75,6 +79,8 @@ def to_json(
         "recommendations": jsonable(recommendations),
         "summary": summary_records(summary),
     }
+    if slo is not None:
+        document["slo"] = jsonable(slo)
     return json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
 
 
@@ -87,6 +93,7 @@ class KneeDocument:
     knee: KneeResult | None
     baseline: Baseline | None
     recommendations: Recommendations | None
+    slo: dict[str, Any] | None = None  # the SLO section as written, when there was one
 
 
 def _nan(value: Any) -> Any:
@@ -136,4 +143,5 @@ def from_json(text: str) -> KneeDocument:
         knee=_knee(data["knee"]),
         baseline=_baseline(data["baseline"]),
         recommendations=_recommendations(data["recommendations"]),
+        slo=data.get("slo"),
     )

@@ -26,6 +26,7 @@ import pandas as pd
 
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
 from analysis.numeric import NA, is_missing, num
+from analysis.slo_eval import SloResult
 
 #: Columns the record frame adds to the summary columns.
 VERDICT_COLUMNS: tuple[str, ...] = (
@@ -120,6 +121,28 @@ RECORD_COLUMNS: tuple[Column, ...] = (
     Column("bottleneck", "bottleneck", fmt_text, 3, numeric=False),
 )
 
+#: Printed only when SLOs were given (``record_frame(..., slo=...)`` adds their columns).
+SLO_RECORD_COLUMNS: tuple[Column, ...] = (
+    Column("slo_met", "SLO", lambda v: fmt_text({True: "met", False: "broken"}.get(v, v)), 0,
+           numeric=False),
+    Column("good_pct", "good %", fmt_pct, 1),
+    Column("goodput_rps", "good req/s", fmt_magnitude, 4),
+)  # fmt: skip
+#: Columns the record frame adds with SLOs: verdict, goodput, what broke (in words).
+SLO_COLUMNS: tuple[str, ...] = (
+    "slo_met",
+    "good_pct",
+    "goodput_rps",
+    "good_output_tok_s",
+    "slo_breaks",
+)
+
+
+def record_columns(frame: pd.DataFrame) -> tuple[Column, ...]:
+    """The printed columns: the record table, plus the SLO columns when the frame has them."""
+    return RECORD_COLUMNS + (SLO_RECORD_COLUMNS if "slo_met" in frame else ())
+
+
 UNTRUSTED_NOTE = "* client-bound stage: the load generator was the limit, numbers not trusted"
 NOISY_NOTE = "? stage too noisy or short to judge: its interval is too wide (see its reasons)"
 
@@ -138,8 +161,11 @@ def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
     }
 
 
-def record_frame(summary: pd.DataFrame, knee: KneeResult | None) -> pd.DataFrame:
-    """The summary rows with the verdict, trust flag, bottleneck and reasons of each stage.
+def record_frame(
+    summary: pd.DataFrame, knee: KneeResult | None, slo: SloResult | None = None
+) -> pd.DataFrame:
+    """The summary rows with the verdict, trust flag, bottleneck and reasons of each stage, and
+    with ``slo`` given the SLO verdict, % good, goodput and what broke (:data:`SLO_COLUMNS`).
 
     Rows are listed by users (the baseline first), not in run order: a refine stage at 12 users
     runs after the 16-user stage that revealed the knee, and reads between 8 and 16."""
@@ -156,6 +182,16 @@ def record_frame(summary: pd.DataFrame, knee: KneeResult | None) -> pd.DataFrame
     ]
     for column in VERDICT_COLUMNS:
         frame[column] = pd.Series([c[column] for c in cells], dtype=object)
+    if slo is not None:
+        judged = {s.stage: s for s in slo.stages}
+        found = [judged.get(int(stage)) for stage in frame["stage"]]
+        frame["slo_met"] = pd.Series([None if s is None else s.met for s in found], dtype=object)
+        for name in ("good_pct", "goodput_rps", "good_output_tok_s"):
+            values = [None if s is None else getattr(s, name) for s in found]
+            frame[name] = pd.Series(values, dtype="float64")
+        frame["slo_breaks"] = pd.Series(
+            [None if s is None else "; ".join(s.breaks) for s in found], dtype=object
+        )
     return frame
 
 
@@ -207,14 +243,15 @@ def has_untrusted(frame: pd.DataFrame) -> bool:
 
 def format_text(frame: pd.DataFrame, *, width: int = 120) -> str:
     """An aligned plain-text table fitting ``width`` columns, with notes on what was left out."""
-    kept, dropped = fit_columns(frame, width)
+    columns = record_columns(frame)
+    kept, dropped = fit_columns(frame, width, columns)
     lines = _render(kept, _cells(frame, kept))
     if has_untrusted(frame):
         lines.append(UNTRUSTED_NOTE)
     if "verdict" in frame and any(str(v).endswith("?") for v in frame["verdict"]):
         lines.append(NOISY_NOTE)
     if dropped:
-        names = ", ".join(c.header for c in sorted(dropped, key=RECORD_COLUMNS.index))
+        names = ", ".join(c.header for c in sorted(dropped, key=columns.index))
         lines.append(f"(not shown for width: {names}; see record.md / record.csv)")
     return "\n".join(lines)
 
@@ -225,7 +262,9 @@ def _md_escape(text: str) -> str:
 
 def format_markdown(frame: pd.DataFrame) -> str:
     """A GitHub-flavoured markdown table with every record column plus the reasons."""
-    columns = [*RECORD_COLUMNS, Column("reasons", "why", fmt_text, 0, numeric=False)]
+    columns = [*record_columns(frame), Column("reasons", "why", fmt_text, 0, numeric=False)]
+    if "slo_breaks" in frame:
+        columns.append(Column("slo_breaks", "SLO broken by", fmt_text, 0, numeric=False))
     rows = _cells(frame, columns)
     header = "| " + " | ".join(c.header for c in columns) + " |"
     align = "|" + "|".join("---:" if c.numeric else ":---" for c in columns) + "|"

@@ -16,7 +16,9 @@ from analysis.pipeline import Analysis
 from analysis.report.html import HtmlReport, redact, render_html
 from analysis.report.knee_json import to_json
 from analysis.report.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
+from analysis.report.slo_plot import interactivity_figure
 from analysis.report.table import format_csv, format_markdown, record_frame
+from analysis.slo_eval import SloResult
 
 REPORT_FILES: tuple[str, ...] = (
     "record.csv",
@@ -26,6 +28,7 @@ REPORT_FILES: tuple[str, ...] = (
     "latency.png",
     "throughput.png",
     "timeline.png",
+    "interactivity.png",
     "report.html",
 )
 
@@ -84,6 +87,20 @@ def knee_text(knee: KneeResult) -> str:
     return "\n".join(lines)
 
 
+def slo_text(slo: SloResult) -> str:
+    """The SLO answer beside the knee: limits used, capacity, what binds, goodput per stage."""
+    lines = [f"SLO: {slo.limits}"]
+    lines += [f"  preset {source}" for source in slo.sources]
+    lines.append(slo.summary)
+    for stage in slo.stages:
+        good = "" if stage.good_pct is None else f", {stage.good_pct:.1f} % good"
+        if stage.goodput_rps is not None:
+            good += f", goodput {stage.goodput_rps:.3g} req/s"
+        state = "met" if stage.met else "broken: " + "; ".join(stage.breaks)
+        lines.append(f"  {stage.target_users:>4} users: {state}{good}")
+    return "\n".join(lines)
+
+
 def value_text(value: object) -> str:
     """A recommended value for print: a 2-item list is a range ("16-19"), lists comma-joined."""
     if isinstance(value, list | tuple):
@@ -99,9 +116,11 @@ def recommendations_text(recs: Recommendations) -> str:
 
 
 def record_markdown(analysis: Analysis) -> str:
-    record = record_frame(analysis.summary, analysis.knee)
-    return f"# Record table — {analysis.run_id}\n\n{analysis.knee.summary}\n\n" + format_markdown(
-        record
+    record = record_frame(analysis.summary, analysis.knee, analysis.slo)
+    slo = "" if analysis.slo is None else slo_text(analysis.slo).replace("\n", "  \n") + "\n\n"
+    return (
+        f"# Record table — {analysis.run_id}\n\n{analysis.knee.summary}\n\n{slo}"
+        + format_markdown(record)
     )
 
 
@@ -115,7 +134,7 @@ def write_report(
     say = progress or (lambda _msg: None)
     out = Path(out_dir) if out_dir is not None else analysis.run.path / "report"
     out.mkdir(parents=True, exist_ok=True)
-    record = record_frame(analysis.summary, analysis.knee)
+    record = record_frame(analysis.summary, analysis.knee, analysis.slo)
     texts = {
         "record.csv": format_csv(record),
         "record.md": record_markdown(analysis),
@@ -125,6 +144,7 @@ def write_report(
             analysis.baseline,
             analysis.recommendations,
             run_id=analysis.run_id,
+            slo=analysis.slo,
         ),
         "recommendations.yaml": analysis.recommendations_yaml,
     }
@@ -148,6 +168,10 @@ def write_report(
                 server=analysis.server_timeline,
             ),
         ),
+        "interactivity.png": (
+            "Interactivity vs throughput",
+            interactivity_figure(analysis.summary, analysis.slo),
+        ),
     }
     images = {}
     for name, (title, fig) in figures.items():
@@ -164,6 +188,7 @@ def write_report(
         run_info=redact(analysis.run.run_info),
         images=images,
         warnings=collect_warnings(analysis),
+        slo=analysis.slo,
     )
     paths["report.html"] = out / "report.html"
     paths["report.html"].write_text(render_html(page), encoding="utf-8")
