@@ -23,7 +23,7 @@ from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
 from analysis.model import SUMMARY_COLUMNS
 
 MEASURED_PHASES = ("measure", "baseline")
-#: a GPU sample at or below this utilisation counts as idle (seed 000: "utilisation drops to 0")
+#: a GPU sample at or below this utilisation counts as idle ("utilisation drops to 0")
 IDLE_UTIL_PCT = 5.0
 
 

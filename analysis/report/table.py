@@ -1,4 +1,4 @@
-"""The record table (seed 002's 压测记录表): one row per stage, as terminal text, markdown and CSV.
+"""The record table : one row per stage, as terminal text, markdown and CSV.
 
 ``record_frame(summary, knee)`` joins the per-stage summary with the verdicts into one tidy frame
 (raw numbers, units in the column names); the three writers below only format that frame:
@@ -98,7 +98,7 @@ def _seconds(value: Any) -> str:
     return fmt_magnitude(value, 0.001)
 
 
-#: The record table: seed 002's columns (users, P50, P99, tok/s, memory, success, verdict; all
+#: The record table: the core columns (users, P50, P99, tok/s, memory, success, verdict; all
 #: priority 0) plus the ones the method needs to explain a verdict.
 RECORD_COLUMNS: tuple[Column, ...] = (
     Column("target_users", "users", fmt_int, 0),
@@ -175,7 +175,7 @@ def fit_columns(
     """Columns to print within ``width`` characters, and the ones dropped to get there.
 
     Drops the least important column (highest priority number, rightmost first) until the table
-    fits; priority-0 columns are never dropped, so a very narrow width still gets seed 002's set.
+    fits; priority-0 columns are never dropped, so a very narrow width still gets the core set.
     """
     kept = list(columns)
     dropped: list[Column] = []

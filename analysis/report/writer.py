@@ -13,6 +13,7 @@ from pathlib import Path
 
 from analysis.model import KneeResult, Recommendations
 from analysis.pipeline import Analysis
+from analysis.recommend import flag_text
 from analysis.report.html import HtmlReport, redact, render_html
 from analysis.report.knee_json import to_json
 from analysis.report.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
@@ -89,9 +90,14 @@ def value_text(value: object) -> str:
 
 
 def recommendations_text(recs: Recommendations) -> str:
+    """Each setting with its reason; then each server flag on its own line with what it came
+    from, so a pasted line carries its evidence; then what was withheld and why."""
     lines = [f"  {item.key} = {value_text(item.value)}   # {item.reason}" for item in recs.items]
-    if recs.server_flags:
-        lines.append("  server flags: " + " ".join(recs.server_flags))
+    flags = [item for item in recs.items if item.key.startswith("vllm.")]
+    if flags:
+        lines.append("  server flags (each from the evidence after #):")
+        lines += [f"    {flag_text(item)}   # {item.reason}" for item in flags]
+    lines += [f"  {note}" for note in recs.withheld]
     return "\n".join(lines) if lines else "  (none)"
 
 
