@@ -17,7 +17,7 @@ from analysis.pipeline import Analysis, analyze_run
 from analysis.recommend import RecommendParams
 from analysis.report.knee_json import to_json
 from analysis.report.table import format_markdown, format_text, record_frame
-from analysis.report.writer import knee_text, recommendations_text, write_report
+from analysis.report.writer import deploy_text, knee_text, recommendations_text, write_report
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,8 +70,10 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
         )
     table = format_markdown(record) if fmt == "markdown" else format_text(record, width=width)
     report_dir = paths["report.html"].parent
+    deploy = deploy_text(analysis.recommendations, analysis.knee)
     return "\n".join(
         [
+            *([deploy, ""] if deploy else []),
             f"run {analysis.run_id}: {len(analysis.run.requests)} requests, "
             f"{len(analysis.summary)} stages",
             "",
@@ -82,6 +84,7 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
             "recommendations:",
             recommendations_text(analysis.recommendations),
             "",
+            *([deploy, ""] if deploy else []),
             f"report: {paths['report.html']}",
             f"files:  {report_dir}/ ({', '.join(sorted(paths))})",
         ]

@@ -146,6 +146,18 @@ class KneeResult:
     params: dict[str, Any] = field(default_factory=dict)  # thresholds used, for the report
 
 
+DeployBound = Literal["knee", "sla", "memory", "errors", "tested_range", "none"]
+
+
+@dataclass(frozen=True)
+class DeployAnswer:
+    """The one concurrency to configure and the limit that bound it (:mod:`analysis.deploy`)."""
+
+    users: int | None  # None: no tested stage was safe
+    bound: DeployBound
+    text: str  # the whole answer in one line, with the rule cited
+
+
 @dataclass(frozen=True)
 class Recommendation:
     key: str  # e.g. max_concurrency, queue_timeout_ms, vllm.max_num_seqs
@@ -158,6 +170,7 @@ class Recommendations:
     items: tuple[Recommendation, ...]
     server_flags: tuple[str, ...]  # e.g. ("--max-num-seqs 24", "--gpu-memory-utilization 0.85")
     withheld: tuple[str, ...] = ()  # settings not given, each with why and what to do instead
+    deploy: DeployAnswer | None = None  # the one answer, printed first
 
     def get(self, key: str) -> Any:
         for item in self.items:

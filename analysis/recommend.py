@@ -35,6 +35,7 @@ from typing import Any
 import pandas as pd
 
 from analysis import rules, yaml_text
+from analysis.deploy import deploy_answer
 from analysis.knee import LOG_SOURCE_KINDS
 from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
 from analysis.numeric import num
@@ -428,7 +429,11 @@ def recommend(
     for item in items:
         if item.key.startswith("vllm.") and item.value is not None:
             flags.append(flag_text(item))
-    return Recommendations(items=tuple(items), server_flags=tuple(flags), withheld=tuple(notes))
+    answer = deploy_answer(summary, knee)
+    items.insert(0, Recommendation("deploy_concurrency", answer.users, answer.text))
+    return Recommendations(
+        items=tuple(items), server_flags=tuple(flags), withheld=tuple(notes), deploy=answer
+    )
 
 
 def flag_text(item: Recommendation) -> str:

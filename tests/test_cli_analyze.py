@@ -50,7 +50,9 @@ def test_exit_code_files_and_printed_table(analysed) -> None:
     assert "knee:" in stdout and "recommendations:" in stdout
     assert f"report: {out / 'report.html'}" in stdout
     lines = stdout.splitlines()
-    table = lines[lines.index("") + 1 :]
+    assert lines[0].startswith("DEPLOY: configure ")  # the one answer comes first
+    start = next(i for i, line in enumerate(lines) if line.startswith("run "))
+    table = lines[start + 2 :]
     assert [ln.split()[0] for ln in table[2:8]] == ["1", "1", "2", "4", "8", "16"]
     assert "[analyze]" in capture.stderr and "[analyze]" not in stdout  # progress on stderr
     assert "Traceback" not in capture.stderr

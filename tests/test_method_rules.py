@@ -44,7 +44,7 @@ def test_every_rule_cited_in_the_outputs_is_a_heading(tmp_path, capsys):
             assert name in headings, f"{where} cites a rule that is no heading: {name!r}"
             cited.add(name)
     # the outputs do cite rules: the deploy answer, the capacity figures, the withheld flag
-    assert {"Base capacity", "Context length"} <= cited
+    assert {"The answer to deploy", "Base capacity", "Context length"} <= cited
 
 
 def test_no_seed_label_in_the_product_outside_the_method_sources():

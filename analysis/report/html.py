@@ -163,7 +163,10 @@ def _headline(report: HtmlReport) -> str:
         for title, value, hint in cards
     )
     summary = "" if knee is None else f"<p>{esc(knee.summary)}</p>"
-    return f'<div class="cards">{html_cards}</div>{summary}'
+    deploy = ""
+    if recs is not None and recs.deploy is not None:
+        deploy = f'<p class="deploy"><b>Deploy:</b> {esc(recs.deploy.text)}</p>'
+    return f'{deploy}<div class="cards">{html_cards}</div>{summary}'
 
 
 def _reasons(knee: KneeResult | None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from analysis.deploy import context_lines
 from analysis.model import KneeResult, Recommendations
 from analysis.pipeline import Analysis
 from analysis.recommend import flag_text
@@ -92,13 +93,27 @@ def value_text(value: object) -> str:
 def recommendations_text(recs: Recommendations) -> str:
     """Each setting with its reason; then each server flag on its own line with what it came
     from, so a pasted line carries its evidence; then what was withheld and why."""
-    lines = [f"  {item.key} = {value_text(item.value)}   # {item.reason}" for item in recs.items]
+    lines = [
+        f"  {item.key} = {value_text(item.value)}   # {item.reason}"
+        for item in recs.items
+        if item.key != "deploy_concurrency"  # printed first, on its own (deploy_text)
+    ]
     flags = [item for item in recs.items if item.key.startswith("vllm.")]
     if flags:
         lines.append("  server flags (each from the evidence after #):")
         lines += [f"    {flag_text(item)}   # {item.reason}" for item in flags]
     lines += [f"  {note}" for note in recs.withheld]
     return "\n".join(lines) if lines else "  (none)"
+
+
+def deploy_text(recs: Recommendations, knee: KneeResult) -> str:
+    """The answer to deploy on the first line, then the other figures with their definitions."""
+    if recs.deploy is None:
+        return ""
+    watermark = recs.get("production_watermark")
+    lines = [f"DEPLOY: {recs.deploy.text}", "  other figures, for context:"]
+    lines += [f"    {line}" for line in context_lines(knee, watermark)]
+    return "\n".join(lines)
 
 
 def record_markdown(analysis: Analysis) -> str:
