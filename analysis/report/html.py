@@ -27,6 +27,7 @@ import pandas as pd
 
 from analysis.model import PERCENTILE_METHOD, Baseline, KneeResult, Recommendations
 from analysis.numeric import is_missing
+from analysis.recommend import flag_text
 from analysis.report.plots import VERDICT_COLOURS
 from analysis.report.table import RECORD_COLUMNS, Column, fmt_magnitude, fmt_text
 from loadknee_locust.redaction import is_secret_name
@@ -222,7 +223,19 @@ def _recommendations(report: HtmlReport) -> str:
         _table(("setting", "value", "reason"), rows)
         + f"<h3>YAML</h3><pre>{esc(report.recommendations_yaml or '')}</pre>"
         + f"<h3>Server flags (vLLM)</h3><pre>vllm serve {esc(model)} \\\n  {esc(flags)}</pre>"
+        + _flag_origins(recs)
     )
+
+
+def _flag_origins(recs: Recommendations) -> str:
+    """What each pasted flag came from, and the flags withheld with their reason."""
+    items = [
+        f"<li><code>{esc(flag_text(i))}</code>: {esc(i.reason)}</li>"
+        for i in recs.items
+        if i.key.startswith("vllm.") and i.value is not None
+    ]
+    items += [f"<li>{esc(note)}</li>" for note in recs.withheld]
+    return f"<ul>{''.join(items)}</ul>" if items else ""
 
 
 def _baseline(baseline: Baseline | None) -> str:
