@@ -26,6 +26,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from loadknee_locust.commands.failures import all_failed_text
+from loadknee_locust.commands.preflight import PreflightError, Target, preflight
 from loadknee_locust.plugin.options import LlmOptions, OptionSpec, add_arguments, option_specs
 from loadknee_locust.record.rundir import default_run_id
 from loadknee_locust.schedule import parse_levels
@@ -99,8 +101,42 @@ def build_parser() -> argparse.ArgumentParser:
         "--stop-timeout", type=float, default=None, help="seconds for in-flight requests at a "
         f"stage change or stop (default: --llm-request-timeout, {_default_stop_timeout()})"
     )  # fmt: skip
-    p.add_argument("--verbose", action="store_true", help="show every Locust log line")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show every Locust log line and Locust's own summary tables",
+    )
+    p.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="skip the checks before the load (endpoint, model, one streamed request, prompt "
+        "log, output folder)",
+    )
     return p
+
+
+def _passed(extra: list[str], flag: str) -> str | None:
+    """The value of ``flag`` among the options passed through to Locust, if given."""
+    for i, arg in enumerate(extra):
+        if arg == flag and i + 1 < len(extra):
+            return extra[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _target(args: argparse.Namespace, extra: list[str]) -> Target:
+    d = LlmOptions()
+    stream = args.stream is not False and "--llm-no-stream" not in extra
+    return Target(
+        host=args.host,
+        model=args.model or _passed(extra, "--llm-model") or "",
+        endpoint=args.endpoint or _passed(extra, "--llm-endpoint") or d.endpoint,
+        stream=stream,
+        api_key_env=_passed(extra, "--llm-api-key-env") or d.api_key_env,
+        prompt_log=args.prompt_log or _passed(extra, "--llm-prompt-log") or "",
+        out=args.out or _passed(extra, "--llm-out") or d.out,
+    )
 
 
 def _default_stop_timeout() -> str:
@@ -204,8 +240,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"loadknee run: error: {problem}", file=sys.stderr)
         return 2
     out = args.out or "runs"
+    passed = [*unknown, *extra_after]
+    if not args.no_preflight:
+        try:
+            model = preflight(_target(args, passed))
+        except PreflightError as exc:
+            print(f"loadknee run: stopped before any load: {exc}", file=sys.stderr)
+            return 2
+        print(f"[loadknee] pre-flight ok: {args.host} serves {model}", flush=True)
     args.run_id = _unique_run_id(out, args.run_id)
-    cmd = locust_command(args, [*unknown, *extra_after])
+    cmd = locust_command(args, passed)
     if args.web:
         print(f"[loadknee] web UI: http://127.0.0.1:{args.web_port} (Ctrl-C to finish)", flush=True)
     run_dirs: list[str] = []
@@ -241,6 +285,14 @@ def main(argv: list[str] | None = None) -> int:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    for path in run_dirs or [os.path.join(out, args.run_id)]:
-        print(f"run directory: {path}", flush=True)
+    paths = run_dirs or [os.path.join(out, args.run_id)]
+    for path in paths:
+        if os.path.isdir(path):
+            print(f"run directory: {path}", flush=True)
+    if rc == 0:
+        for path in paths:
+            failed = all_failed_text(path)
+            if failed:
+                print(f"loadknee run: {failed}", file=sys.stderr)
+                rc = 3
     return rc
