@@ -17,7 +17,13 @@ from analysis.pipeline import Analysis, analyze_run
 from analysis.recommend import RecommendParams
 from analysis.report.knee_json import to_json
 from analysis.report.table import format_markdown, format_text, record_frame
-from analysis.report.writer import deploy_text, knee_text, recommendations_text, write_report
+from analysis.report.writer import (
+    collect_warnings,
+    deploy_text,
+    knee_text,
+    recommendations_text,
+    write_report,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +84,9 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
             f"{len(analysis.summary)} stages",
             "",
             table.rstrip("\n"),
+            "",
+            "reqs: measured requests; secs: measured seconds; — not measured",
+            *[f"warning: {w}" for w in collect_warnings(analysis)],
             "",
             "knee: " + knee_text(analysis.knee),
             "",

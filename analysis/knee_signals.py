@@ -43,10 +43,25 @@ def _memory_pct(row: pd.Series, ctx: StageContext) -> tuple[float | None, str]:
     return (kv, "KV-cache") if kv >= gpu else (gpu, "GPU memory")
 
 
+#: how a throughput column is named in a sentence
+RATE_UNITS = {"output_tok_s": "tok/s", "total_tok_s": "total tok/s", "qps": "req/s"}
+
+
+def _rate(value: float) -> str:
+    """A rate the way a person reads it: 2 decimals under 10, whole numbers above."""
+    return f"{value:,.2f}" if abs(value) < 10 else f"{value:,.0f}"
+
+
+def _times(ratio: float) -> str:
+    """2.753 → "2.8", 9.0 → "9": one decimal is all a ratio needs."""
+    return f"{ratio:.1f}".rstrip("0").rstrip(".")
+
+
 def throughput_signals(
     row: pd.Series, prev: pd.Series | None, ctx: StageContext
 ) -> tuple[Signal, Signal]:
     p, col = ctx.params, ctx.params.throughput_column
+    unit = RATE_UNITS.get(col, col)
     gain: float | None = None
     text = "no earlier stage to compare with"
     if prev is not None and ctx.x1:
@@ -54,24 +69,30 @@ def throughput_signals(
         dc = float(row["target_users"]) - float(prev["target_users"])
         if x is not None and x_prev is not None and dc > 0:
             gain = (x - x_prev) / dc / ctx.x1
+            more = "added" if x >= x_prev else "lost"
             text = (
-                f"each user added from {int(prev['target_users'])} to {int(row['target_users'])} "
-                f"brought {(x - x_prev) / dc:,.4g} {col} = {gain:.2f}× the single-user rate "
-                f"{ctx.x1:,.4g} ({fmt(x_prev)} → {fmt(x)})"
+                f"{int(prev['target_users'])} → {int(row['target_users'])} users {more} "
+                f"{_rate(abs(x - x_prev))} {unit} in all ({_rate(x_prev)} → {_rate(x)}), "
+                f"{_rate((x - x_prev) / dc)} {unit} per added user = {gain * 100:.0f} % of the "
+                f"{_rate(ctx.x1)} {unit} one user gets alone"
             )
     flat = Signal(
         "throughput_flattening",
         gain is not None and gain < p.flat_gain_ratio,
         gain,
         p.flat_gain_ratio,
-        f"{text} (flat below {p.flat_gain_ratio:g})",
+        f"{text}: throughput has flattened (flat below {p.flat_gain_ratio * 100:g} %)"
+        if gain is not None and gain < p.flat_gain_ratio
+        else f"{text} (flat below {p.flat_gain_ratio * 100:g} %)",
     )
     narrowing = Signal(
         "gain_narrowing",
         gain is not None and gain < p.narrowing_gain_ratio,
         gain,
         p.narrowing_gain_ratio,
-        f"{text} (narrowing below {p.narrowing_gain_ratio:g})",
+        f"{text}: the gain is narrowing (below {p.narrowing_gain_ratio * 100:g} %)"
+        if gain is not None and gain < p.narrowing_gain_ratio
+        else f"{text} (narrowing below {p.narrowing_gain_ratio * 100:g} %)",
     )
     return flat, narrowing
 
@@ -90,8 +111,11 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
         ratio is not None and ratio >= p.tail_ratio,
         ratio,
         p.tail_ratio,
-        f"{name} {what} {fmt(tail, unit)} is {fmt(ratio)}× the baseline's "
-        f"{fmt(ctx.base_tail_ms, unit)} (departed at {p.tail_ratio:g}×)",
+        f"{name} {what} {fmt(tail, unit)} is {_times(ratio)}× the baseline's "
+        f"{fmt(ctx.base_tail_ms, unit)}: the tail has departed (at {p.tail_ratio:g}× or more)"
+        if ratio is not None and ratio >= p.tail_ratio
+        else f"{name} {what} {fmt(tail, unit)} is {fmt(ratio)}× the baseline's "
+        f"{fmt(ctx.base_tail_ms, unit)} (departs at {p.tail_ratio:g}×)",
     )
     tail = num(row[f"e2e_{ctx.tail_percentile}_ms"])  # the SLA is on latency
     sla = None

@@ -2,7 +2,7 @@
 
 The computing modules (summary, baseline, knee, diagnosis, recommend) return these; the report
 modules only read them. Keeping them in one small module lets both sides be written and tested
-apart. Everything is frozen; numbers that could not be computed are ``None`` (shown as "n/a"),
+apart. Everything is frozen; numbers that could not be computed are ``None`` (shown as "—"),
 never 0.
 
 The per-stage summary itself is a pandas DataFrame (one row per stage) whose columns are listed

@@ -77,7 +77,7 @@ def test_a_stream_without_content_is_caught(tmp_path):
     thread.start()
     try:
         host = f"http://127.0.0.1:{server.server_address[1]}"
-        with pytest.raises(PreflightError, match="no content chunk.*--no-stream"):
+        with pytest.raises(PreflightError, match=r"no content chunk.*--no-stream"):
             preflight(Target(host, "", "chat", True, "", "", str(tmp_path)))
         # not streamed, the same server's JSON-less answer is caught too
         with pytest.raises(PreflightError, match="not JSON"):

@@ -122,7 +122,7 @@ def _common_levels(table: pd.DataFrame, a: str, b: str) -> list[int]:
 
 
 def _x(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}×"
+    return "—" if value is None else f"{value:.2f}×"
 
 
 def _benchmark_vs_replay(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:

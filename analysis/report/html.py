@@ -206,7 +206,7 @@ def _diagnosis(knee: KneeResult | None) -> str:
     if knee is None:
         return ""
     rows = [
-        (str(sv.target_users), esc(sv.bottleneck), esc(sv.bottleneck_reason or "-"))
+        (str(sv.target_users), esc(sv.bottleneck), esc(sv.bottleneck_reason or "none"))
         for sv in knee.stages
     ]
     return _table(("users", "likely bottleneck", "why"), rows, numeric=(0,))

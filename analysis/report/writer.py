@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from analysis.deploy import context_lines
+from analysis.failures import all_failed_warnings, small_stage_warnings
 from analysis.model import KneeResult, Recommendations
 from analysis.pipeline import Analysis
 from analysis.recommend import flag_text
@@ -47,6 +48,8 @@ def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
     ):
         if frame.empty:
             warnings.append(f"no {name} samples: the memory / KV-cache signals could not be used")
+    warnings += small_stage_warnings(analysis.summary)
+    warnings += all_failed_warnings(analysis.run.requests)
     late = _streams_stamped_when_read(analysis.run.run_info)
     if late:
         warnings.append(

@@ -150,7 +150,7 @@ def _red_line_check(run: RunLog, red: RedLine) -> Any:
                 stage,
                 stats.errors,
                 stats.measured,
-                "n/a" if p95 is None else f"{p95:.0f}",
+                "—" if p95 is None else f"{p95:.0f}",
             )
         return hit
 
