@@ -8,6 +8,7 @@ to stderr, so stdout holds only the result (pipe-able, e.g. ``--format json | jq
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -135,7 +136,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     progress("writing report files")
     paths = write_report(analysis, ns.out, progress=progress)
-    print(render_stdout(analysis, ns.format, width=ns.width, paths=paths))
+    try:
+        print(render_stdout(analysis, ns.format, width=ns.width, paths=paths), flush=True)
+    except BrokenPipeError:
+        # `analyze --format json | head` closed the pipe early: that is the reader's choice,
+        # not an error; point stdout at devnull so the interpreter's final flush stays quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

@@ -167,3 +167,19 @@ def test_streams_stamped_after_the_read_are_a_warning(tmp_path, stamps, warning)
     root = write_run_dir(tmp_path / "run-s", levels=(1, 2), run_info=info)
     found = [w for w in collect_warnings(analyze_run(root)) if "kernel's receive time" in w]
     assert found == [] if warning is None else warning in found[0]
+
+
+def test_a_reader_that_closes_the_pipe_gets_no_traceback(run_dir, tmp_path) -> None:
+    """`analyze --format json | head` ended in a BrokenPipeError traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "analysis.cli", str(run_dir), "--format", "json", "--quiet",
+         "--out", str(tmp_path / "report")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before a byte is written: the write must fail
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+    assert (tmp_path / "report" / "knee.json").is_file()  # the files were still written
