@@ -69,11 +69,12 @@ def throughput_signals(
         dc = float(row["target_users"]) - float(prev["target_users"])
         if x is not None and x_prev is not None and dc > 0:
             gain = (x - x_prev) / dc / ctx.x1
+            share = round(gain * 100) or 0  # never "-0 %"
             more = "added" if x >= x_prev else "lost"
             text = (
                 f"{int(prev['target_users'])} → {int(row['target_users'])} users {more} "
                 f"{_rate(abs(x - x_prev))} {unit} in all ({_rate(x_prev)} → {_rate(x)}), "
-                f"{_rate((x - x_prev) / dc)} {unit} per added user = {gain * 100:.0f} % of the "
+                f"{_rate((x - x_prev) / dc)} {unit} per added user = {share} % of the "
                 f"{_rate(ctx.x1)} {unit} one user gets alone"
             )
     flat = Signal(
