@@ -8,6 +8,7 @@ to stderr, so stdout holds only the result (pipe-able, e.g. ``--format json | jq
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -17,7 +18,14 @@ from analysis.pipeline import Analysis, analyze_run
 from analysis.recommend import RecommendParams
 from analysis.report.knee_json import to_json
 from analysis.report.table import format_markdown, format_text, record_frame
-from analysis.report.writer import knee_text, recommendations_text, slo_text, write_report
+from analysis.report.writer import (
+    collect_warnings,
+    deploy_text,
+    knee_text,
+    recommendations_text,
+    slo_text,
+    write_report,
+)
 from analysis.slo import SloParams
 
 
@@ -73,12 +81,17 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
         )
     table = format_markdown(record) if fmt == "markdown" else format_text(record, width=width)
     report_dir = paths["report.html"].parent
+    deploy = deploy_text(analysis.recommendations, analysis.knee)
     return "\n".join(
         [
+            *([deploy, ""] if deploy else []),
             f"run {analysis.run_id}: {len(analysis.run.requests)} requests, "
             f"{len(analysis.summary)} stages",
             "",
             table.rstrip("\n"),
+            "",
+            "reqs: measured requests; secs: measured seconds; — not measured",
+            *[f"warning: {w}" for w in collect_warnings(analysis)],
             "",
             "knee: " + knee_text(analysis.knee),
             "",
@@ -86,6 +99,7 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
             "recommendations:",
             recommendations_text(analysis.recommendations),
             "",
+            *([deploy, ""] if deploy else []),
             f"report: {paths['report.html']}",
             f"files:  {report_dir}/ ({', '.join(sorted(paths))})",
         ]
@@ -131,7 +145,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     progress("writing report files")
     paths = write_report(analysis, ns.out, progress=progress)
-    print(render_stdout(analysis, ns.format, width=ns.width, paths=paths))
+    try:
+        print(render_stdout(analysis, ns.format, width=ns.width, paths=paths), flush=True)
+    except BrokenPipeError:
+        # `analyze --format json | head` closed the pipe early: that is the reader's choice,
+        # not an error; point stdout at devnull so the interpreter's final flush stays quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

@@ -194,7 +194,7 @@ def throughput_stuck(s: StageFacts) -> str | None:
     return (
         f"throughput stopped growing while the GPU was busy only {fmt(s.util, ' %')} of the time "
         f"(low under {low:g} %): the limit is scheduling, the network or the "
-        "client's ability to drive the concurrency, not the model (seed 002); check that the "
+        "client's ability to drive the concurrency, not the model; check that the "
         "load generator keeps up"
     )
 
@@ -228,7 +228,7 @@ def memory_leading(s: StageFacts) -> str | None:
         return None
     return (
         f"{s.mem_name} peaked at {fmt(s.mem, ' %')} while latency and throughput still held: "
-        "memory is the leading indicator (seed 002: it fills before latency collapses); the "
+        "memory is the leading indicator (it fills before latency collapses); the "
         "next stage risks OOM"
     )
 

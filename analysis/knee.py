@@ -12,7 +12,7 @@ Algorithm (pure; input is the record table from :func:`analysis.summary.summariz
      ``(X_s - X_prev) / (c_s - c_prev) / X1``, where ``prev`` is the previous stage that served
      requests (the baseline stage for the first step). Below ``flat_gain_ratio`` the throughput has
      flattened; below ``narrowing_gain_ratio`` the gain is narrowing (an early sign). Plain scaling
-     efficiency cannot separate seed 002's stage 24 (marginal 0.27, critical) from stage 32
+     efficiency cannot separate the vLLM chapter's stage 24 (marginal 0.27, critical) from stage 32
      (0.07, knee); the marginal gain can.
    * **tail departure** — the stage's e2e P95 (or P99, ``tail_percentile``; or of seconds per 1k
      tokens, ``tail_metric``) over the baseline's same figure, at or above ``tail_ratio``;
@@ -38,7 +38,7 @@ Algorithm (pure; input is the record table from :func:`analysis.summary.summariz
    "critical" with the numbers as its first reason. The knee is the first "knee" stage before
    the first red line; ``max_concurrency`` is the users
    of the stage before the knee (or before the red line when there is no knee, or the highest
-   tested stage when there is neither). ``base_capacity`` (seed 002) is the highest stage, below
+   tested stage when there is neither). ``base_capacity`` is the highest stage, below
    the first knee or red line, with 100 % success, memory at or below ``memory_pressure_pct``, the
    tail within ``sla_ms`` when one is given, and a trusted client.
 
@@ -46,8 +46,8 @@ Parameters (:class:`KneeParams`) and defaults:
 
 * ``throughput_column`` = ``"output_tok_s"`` (or ``"total_tok_s"``, ``"qps"``)
 * ``flat_gain_ratio`` = 0.15; ``narrowing_gain_ratio`` = 0.5
-* ``tail_percentile`` = ``"p95"`` (seed 000; seed 002 reads ``"p99"``); ``tail_ratio`` = 2.0
-* ``tail_metric`` = ``"auto"``: ``"s_per_1k"`` (seconds per 1k total tokens, seed 000's ruler)
+* ``tail_percentile`` = ``"p95"`` (the vLLM chapter reads ``"p99"``); ``tail_ratio`` = 2.0
+* ``tail_metric`` = ``"auto"``: ``"s_per_1k"`` (seconds per 1k total tokens)
   for a replayed prompt log, whose lengths vary so much that the e2e tail says more about the
   log than about the server, else ``"e2e"`` (resolved by :func:`resolve_tail_metric` from
   run.json; ``find_knee`` alone treats ``"auto"`` as ``"e2e"``)
@@ -55,7 +55,7 @@ Parameters (:class:`KneeParams`) and defaults:
 * ``memory_source`` = ``"auto"`` (the higher of KV-cache % and GPU memory %, except that GPU
   memory flat across stages — within 2 points: pre-allocated — gives way to KV-cache %)
 * ``memory_pressure_pct`` = 85.0; ``oom_risk_pct`` = 95.0; ``oom_pct`` = 99.0
-* ``red_line_error_pct`` = 5.0 (seed 002's table calls 98 % success a knee and 80 % the red
+* ``red_line_error_pct`` = 5.0 (the vLLM chapter's table calls 98 % success a knee and 80 % the red
   line, so a small error share is an early sign, not yet the red line; 0 makes any error fatal)
 * ``client_cpu_limit_pct`` = 90.0
 * ``resume_gain_pct`` = 15.0: a "knee" that a later stage (before the red line) out-serves by
@@ -152,7 +152,7 @@ class KneeParams:
             dest="knee_tail_metric",
             choices=["auto", "e2e", "s_per_1k"],
             default=d.tail_metric,
-            help="tail on e2e latency, or on e2e seconds per 1k tokens (seed 000's ruler, for "
+            help="tail on e2e latency, or on e2e seconds per 1k tokens (see docs/method.md; for "
             "runs whose lengths vary); auto: s_per_1k for a replayed log, else e2e "
             "(default %(default)s)",
         )
@@ -328,7 +328,7 @@ def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> S
     else:
         tails = {"p95": baseline.e2e_p95_ms, "p99": baseline.e2e_p99_ms}
     used = params.tail_percentile
-    if tails[used] is None:  # e.g. a typed-in record table with P99 only (seed 002)
+    if tails[used] is None:  # e.g. a typed-in record table with P99 only
         used = "p99" if used == "p95" else "p95"
         used = used if tails[used] is not None else params.tail_percentile
     steps = summary[summary["kind"].isin(LEVEL_KINDS)]

@@ -53,6 +53,20 @@ def half_width(row: pd.Series, column: str) -> float | None:
     return abs(x) * pct / 100.0
 
 
+#: how a throughput column is named in a sentence
+RATE_UNITS = {"output_tok_s": "tok/s", "total_tok_s": "total tok/s", "qps": "req/s"}
+
+
+def _rate(value: float) -> str:
+    """A rate the way a person reads it: 2 decimals under 10, whole numbers above."""
+    return f"{value:,.2f}" if abs(value) < 10 else f"{value:,.0f}"
+
+
+def _times(ratio: float) -> str:
+    """2.753 → "2.8", 9.0 → "9": one decimal is all a ratio needs."""
+    return f"{ratio:.1f}".rstrip("0").rstrip(".")
+
+
 def throughput_signals(
     row: pd.Series, prev: pd.Series | None, ctx: StageContext
 ) -> tuple[Signal, Signal]:
@@ -60,6 +74,7 @@ def throughput_signals(
     95 % intervals, independent, added in quadrature) is below ``flat_gain_ratio``. Without
     intervals (a typed-in table) the point figure decides."""
     p, col = ctx.params, ctx.params.throughput_column
+    unit = RATE_UNITS.get(col, col)
     gain: float | None = None
     upper: float | None = None
     text = "no earlier stage to compare with"
@@ -68,10 +83,13 @@ def throughput_signals(
         dc = float(row["target_users"]) - float(prev["target_users"])
         if x is not None and x_prev is not None and dc > 0:
             gain = (x - x_prev) / dc / ctx.x1
+            share = round(gain * 100) or 0  # never "-0 %"
+            more = "added" if x >= x_prev else "lost"
             text = (
-                f"each user added from {int(prev['target_users'])} to {int(row['target_users'])} "
-                f"brought {(x - x_prev) / dc:,.4g} {col} = {gain:.2f}× the single-user rate "
-                f"{ctx.x1:,.4g} ({fmt(x_prev)} → {fmt(x)})"
+                f"{int(prev['target_users'])} → {int(row['target_users'])} users {more} "
+                f"{_rate(abs(x - x_prev))} {unit} in all ({_rate(x_prev)} → {_rate(x)}), "
+                f"{_rate((x - x_prev) / dc)} {unit} per added user = {share} % of the "
+                f"{_rate(ctx.x1)} {unit} one user gets alone"
             )
             hw, hw_prev = half_width(row, col), half_width(prev, col)
             if p.noise_aware and hw is not None and hw_prev is not None:
@@ -83,14 +101,18 @@ def throughput_signals(
         decisive is not None and decisive < p.flat_gain_ratio,
         gain,
         p.flat_gain_ratio,
-        f"{text} (flat below {p.flat_gain_ratio:g})",
+        f"{text}: throughput has flattened (flat below {p.flat_gain_ratio * 100:g} %)"
+        if gain is not None and gain < p.flat_gain_ratio
+        else f"{text} (flat below {p.flat_gain_ratio * 100:g} %)",
     )
     narrowing = Signal(
         "gain_narrowing",
         gain is not None and gain < p.narrowing_gain_ratio,
         gain,
         p.narrowing_gain_ratio,
-        f"{text} (narrowing below {p.narrowing_gain_ratio:g})",
+        f"{text}: the gain is narrowing (below {p.narrowing_gain_ratio * 100:g} %)"
+        if gain is not None and gain < p.narrowing_gain_ratio
+        else f"{text} (narrowing below {p.narrowing_gain_ratio * 100:g} %)",
     )
     return flat, narrowing
 
@@ -119,8 +141,11 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
         decisive is not None and decisive >= p.tail_ratio,
         ratio,
         p.tail_ratio,
-        f"{name} {what} {fmt(tail, unit)} is {fmt(ratio)}× the baseline's "
-        f"{fmt(ctx.base_tail_ms, unit)}{bound} (departed at {p.tail_ratio:g}×)",
+        f"{name} {what} {fmt(tail, unit)} is {_times(ratio)}× the baseline's "
+        f"{fmt(ctx.base_tail_ms, unit)}{bound}: the tail has departed (at {p.tail_ratio:g}× or more)"
+        if decisive is not None and ratio is not None and decisive >= p.tail_ratio
+        else f"{name} {what} {fmt(tail, unit)} is {fmt(ratio)}× the baseline's "
+        f"{fmt(ctx.base_tail_ms, unit)}{bound} (departs at {p.tail_ratio:g}×)",
     )
     tail = num(row[f"e2e_{ctx.tail_percentile}_ms"])  # the SLA is on latency
     sla = None

@@ -2,7 +2,7 @@
 
 The computing modules (summary, baseline, knee, diagnosis, recommend) return these; the report
 modules only read them. Keeping them in one small module lets both sides be written and tested
-apart. Everything is frozen; numbers that could not be computed are ``None`` (shown as "n/a"),
+apart. Everything is frozen; numbers that could not be computed are ``None`` (shown as "—"),
 never 0.
 
 The per-stage summary itself is a pandas DataFrame (one row per stage) whose columns are listed
@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 Verdict = Literal["comfortable", "critical", "knee", "red_line"]
 VERDICTS: tuple[str, ...] = ("comfortable", "critical", "knee", "red_line")
-#: how the verdicts are printed in tables (seed 002's 舒适 / 临界 / 拐点 / 红线)
+#: how the verdicts are printed in tables (docs/method.md, Verdicts)
 VERDICT_LABELS: dict[str, str] = {
     "comfortable": "comfortable",
     "critical": "critical",
@@ -75,7 +75,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "gpu_idle_pct",  # share of GPU samples at <= 5 % utilisation while users were active
     "prompt_tokens_max",  # longest prompt of an ok request (for --max-model-len)
     "completion_tokens_max",  # longest output of an ok request (for request_timeout_ms)
-    "s_per_1k_total_p95",  # P95 of e2e seconds per 1000 prompt+completion tokens (seed 000's ruler)
+    "s_per_1k_total_p95",  # P95 of e2e seconds per 1000 prompt+completion tokens (method.md)
     "s_per_1k_total_p99",
     "running_mean",  # the server's running-requests gauge, mean over the window
     # intervals (analysis.intervals; batch means over time windows, 95 %); NaN: none computed
@@ -96,7 +96,7 @@ PERCENTILE_METHOD = "exact, from raw per-request rows, linear interpolation (num
 
 @dataclass(frozen=True)
 class Baseline:
-    """The sequential single-user baseline (seed 000), or the first stage when there is none."""
+    """The sequential single-user baseline, or the first stage when there is none."""
 
     source: Literal["baseline", "first_stage", "none"]
     requests: int
@@ -110,7 +110,7 @@ class Baseline:
     s_per_1k_completion_p95: float | None
     output_tok_s: float | None  # single-user throughput, the yardstick of marginal gain
     warnings: tuple[str, ...] = ()  # e.g. P95 far above the median: external interference
-    e2e_p99_ms: float | None = None  # seed 002 reads the tail at P99
+    e2e_p99_ms: float | None = None  # the P99 tail, for --knee-tail p99
     stage: int | None = None  # the stage the baseline was taken from
     target_users: int | None = None  # its concurrency (1 for a real baseline)
     s_per_1k_total_p99: float | None = None
@@ -152,13 +152,25 @@ class KneeResult:
     knee_users: int | None
     red_line_stage: int | None
     red_line_users: int | None
-    max_concurrency: int | None  # users of the stage before the knee (seed 000)
+    max_concurrency: int | None  # users of the stage before the knee
     base_capacity: int | None  # highest stage with tail in SLA, memory <= 85 %, 100 % success
     summary: str  # one or two sentences: where the knee is and why, or "no knee within ..."
     params: dict[str, Any] = field(default_factory=dict)  # thresholds used, for the report
     server_slots: int | None = None  # running maximum while requests waited (server metrics)
     confidence_pct: float | None = None  # share of resamples giving the same max_concurrency
     confidence: str = ""  # the same in words, with the number of resamples
+
+
+DeployBound = Literal["knee", "sla", "memory", "errors", "tested_range", "none"]
+
+
+@dataclass(frozen=True)
+class DeployAnswer:
+    """The one concurrency to configure and the limit that bound it (:mod:`analysis.deploy`)."""
+
+    users: int | None  # None: no tested stage was safe
+    bound: DeployBound
+    text: str  # the whole answer in one line, with the rule cited
 
 
 @dataclass(frozen=True)
@@ -172,6 +184,8 @@ class Recommendation:
 class Recommendations:
     items: tuple[Recommendation, ...]
     server_flags: tuple[str, ...]  # e.g. ("--max-num-seqs 24", "--gpu-memory-utilization 0.85")
+    withheld: tuple[str, ...] = ()  # settings not given, each with why and what to do instead
+    deploy: DeployAnswer | None = None  # the one answer, printed first
 
     def get(self, key: str) -> Any:
         for item in self.items:

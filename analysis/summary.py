@@ -24,7 +24,7 @@ from analysis.intervals import IntervalParams, StageBatches, interval_columns, s
 from analysis.model import SUMMARY_COLUMNS
 
 MEASURED_PHASES = ("measure", "baseline")
-#: a GPU sample at or below this utilisation counts as idle (seed 000: "utilisation drops to 0")
+#: a GPU sample at or below this utilisation counts as idle ("utilisation drops to 0")
 IDLE_UTIL_PCT = 5.0
 
 

@@ -15,7 +15,7 @@ The plan (see DESIGN.md, "The sweep"):
    ``stage_seconds`` in all (warm-up included) or, when ``stage_requests`` > 0, once that many
    requests *started in the measured window* have completed (the warm-up stays time based, so the
    labels of rows that arrive late from workers never change; set ``warmup_seconds`` to 0 for
-   seed 000's exact method, where the baseline already warmed the server up). Requests in flight
+   the fixed-count method, where the baseline already warmed the server up). Requests in flight
    when a count-based window closes still count as measured, so a stage holds *at least* N;
 3. after every stage, ``cooldown_seconds`` with 0 users (phase ``cooldown``) so queues drain,
    counted from the tick that dropped the users (a count-based window can close seconds before

@@ -66,7 +66,7 @@ def format_markdown(comparison: Comparison) -> str:
     lines += ["", "## Knees", ""]
     lines += [
         f"- {label}: knee at {k if k is not None else 'none in range'}, "
-        f"max concurrency {m if m is not None else 'n/a'}"
+        f"max concurrency {m if m is not None else '—'}"
         for label, k, m in comparison.knees
     ]
     lines += ["", "## Reading", ""] + [f"- {text}" for text in comparison.interpretations]
@@ -86,7 +86,7 @@ def format_text(comparison: Comparison) -> str:
     table.insert(0, "  ".join(groups))
     knees = [
         f"  {label}: knee {k if k is not None else 'none in range'}, max concurrency "
-        f"{m if m is not None else 'n/a'}"
+        f"{m if m is not None else '—'}"
         for label, k, m in comparison.knees
     ]
     return "\n".join(

@@ -27,6 +27,7 @@ import pandas as pd
 
 from analysis.model import PERCENTILE_METHOD, Baseline, KneeResult, Recommendations
 from analysis.numeric import is_missing
+from analysis.recommend import flag_text
 from analysis.report.plots import VERDICT_COLOURS
 from analysis.report.table import Column, fmt_magnitude, fmt_text, record_columns
 from analysis.slo_eval import SloResult
@@ -168,7 +169,10 @@ def _headline(report: HtmlReport) -> str:
         for title, value, hint in cards
     )
     summary = "" if knee is None else f"<p>{esc(knee.summary)}</p>"
-    return f'<div class="cards">{html_cards}</div>{summary}'
+    deploy = ""
+    if recs is not None and recs.deploy is not None:
+        deploy = f'<p class="deploy"><b>Deploy:</b> {esc(recs.deploy.text)}</p>'
+    return f'{deploy}<div class="cards">{html_cards}</div>{summary}'
 
 
 def _slo_section(slo: SloResult | None) -> str:
@@ -246,7 +250,7 @@ def _diagnosis(knee: KneeResult | None) -> str:
     if knee is None:
         return ""
     rows = [
-        (str(sv.target_users), esc(sv.bottleneck), esc(sv.bottleneck_reason or "-"))
+        (str(sv.target_users), esc(sv.bottleneck), esc(sv.bottleneck_reason or "none"))
         for sv in knee.stages
     ]
     return _table(("users", "likely bottleneck", "why"), rows, numeric=(0,))
@@ -263,7 +267,19 @@ def _recommendations(report: HtmlReport) -> str:
         _table(("setting", "value", "reason"), rows)
         + f"<h3>YAML</h3><pre>{esc(report.recommendations_yaml or '')}</pre>"
         + f"<h3>Server flags (vLLM)</h3><pre>vllm serve {esc(model)} \\\n  {esc(flags)}</pre>"
+        + _flag_origins(recs)
     )
+
+
+def _flag_origins(recs: Recommendations) -> str:
+    """What each pasted flag came from, and the flags withheld with their reason."""
+    items = [
+        f"<li><code>{esc(flag_text(i))}</code>: {esc(i.reason)}</li>"
+        for i in recs.items
+        if i.key.startswith("vllm.") and i.value is not None
+    ]
+    items += [f"<li>{esc(note)}</li>" for note in recs.withheld]
+    return f"<ul>{''.join(items)}</ul>" if items else ""
 
 
 def _baseline(baseline: Baseline | None) -> str:

@@ -28,6 +28,7 @@ import pandas as pd
 from analysis.model import (
     PERCENTILE_METHOD,
     Baseline,
+    DeployAnswer,
     KneeResult,
     Recommendation,
     Recommendations,
@@ -125,9 +126,12 @@ def _baseline(data: dict[str, Any] | None) -> Baseline | None:
 def _recommendations(data: dict[str, Any] | None) -> Recommendations | None:
     if data is None:
         return None
+    deploy = data.get("deploy")
     return Recommendations(
         items=tuple(Recommendation(**item) for item in data["items"]),
         server_flags=tuple(data["server_flags"]),
+        withheld=tuple(data.get("withheld", ())),
+        deploy=DeployAnswer(**deploy) if isinstance(deploy, dict) else None,
     )
 
 

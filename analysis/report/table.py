@@ -1,4 +1,4 @@
-"""The record table (seed 002's 压测记录表): one row per stage, as terminal text, markdown and CSV.
+"""The record table : one row per stage, as terminal text, markdown and CSV.
 
 ``record_frame(summary, knee)`` joins the per-stage summary with the verdicts into one tidy frame
 (raw numbers, units in the column names); the three writers below only format that frame:
@@ -10,8 +10,8 @@
 * :func:`format_csv` writes the whole frame (every summary column, verdict, reasons) with the
   csv module, missing values empty.
 
-Missing numbers are shown as "n/a", never 0. Latencies are printed in seconds for e2e (the
-seeds' unit) and in milliseconds for TTFT and ITL; every header carries its unit.
+Missing numbers are shown as "—" (not measured), never 0. Latencies are printed in seconds for e2e
+(the unit of the method) and in milliseconds for TTFT and ITL; every header carries its unit.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ VERDICT_COLUMNS: tuple[str, ...] = (
 def _scaled(value: Any, scale: float = 1.0) -> float | None:
     try:
         number = num(value)
-    except (TypeError, ValueError):  # text in a numeric column: shown as n/a, not a crash
+    except (TypeError, ValueError):  # text in a numeric column: shown as —, not a crash
         return None
     return None if number is None else number * scale
 
@@ -78,10 +78,10 @@ def fmt_int(value: Any) -> str:
 
 
 def fmt_text(value: Any) -> str:
-    """Text cell: n/a when missing, "-" when known to be empty (no bottleneck, no reason)."""
+    """Text cell: — when not measured, "none" when known to be empty (no bottleneck)."""
     if is_missing(value):
         return NA
-    return str(value) or "-"
+    return str(value) or "none"
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,12 @@ def _seconds(value: Any) -> str:
     return fmt_magnitude(value, 0.001)
 
 
-#: The record table: seed 002's columns (users, P50, P99, tok/s, memory, success, verdict; all
+#: The record table: the core columns (users, P50, P99, tok/s, memory, success, verdict; all
 #: priority 0) plus the ones the method needs to explain a verdict.
 RECORD_COLUMNS: tuple[Column, ...] = (
     Column("target_users", "users", fmt_int, 0),
+    Column("requests", "reqs", fmt_int, 1),  # sample size: how much each row rests on
+    Column("window_s", "secs", fmt_magnitude, 1),
     Column("qps", "QPS", fmt_magnitude, 3),
     Column("e2e_p50_ms", "P50 s", _seconds, 0),
     Column("e2e_p95_ms", "P95 s", _seconds, 2),
@@ -220,7 +222,7 @@ def fit_columns(
     """Columns to print within ``width`` characters, and the ones dropped to get there.
 
     Drops the least important column (highest priority number, rightmost first) until the table
-    fits; priority-0 columns are never dropped, so a very narrow width still gets seed 002's set.
+    fits; priority-0 columns are never dropped, so a very narrow width still gets the core set.
     """
     kept = list(columns)
     dropped: list[Column] = []

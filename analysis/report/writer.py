@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from analysis.deploy import context_lines
+from analysis.failures import all_failed_warnings, small_stage_warnings
 from analysis.model import KneeResult, Recommendations
 from analysis.pipeline import Analysis
+from analysis.recommend import flag_text
 from analysis.report.html import HtmlReport, redact, render_html
 from analysis.report.knee_json import to_json
 from analysis.report.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
@@ -48,6 +51,8 @@ def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
     ):
         if frame.empty:
             warnings.append(f"no {name} samples: the memory / KV-cache signals could not be used")
+    warnings += small_stage_warnings(analysis.summary)
+    warnings += all_failed_warnings(analysis.run.requests)
     late = _streams_stamped_when_read(analysis.run.run_info)
     if late:
         warnings.append(
@@ -109,10 +114,29 @@ def value_text(value: object) -> str:
 
 
 def recommendations_text(recs: Recommendations) -> str:
-    lines = [f"  {item.key} = {value_text(item.value)}   # {item.reason}" for item in recs.items]
-    if recs.server_flags:
-        lines.append("  server flags: " + " ".join(recs.server_flags))
+    """Each setting with its reason; then each server flag on its own line with what it came
+    from, so a pasted line carries its evidence; then what was withheld and why."""
+    lines = [
+        f"  {item.key} = {value_text(item.value)}   # {item.reason}"
+        for item in recs.items
+        if item.key != "deploy_concurrency"  # printed first, on its own (deploy_text)
+    ]
+    flags = [item for item in recs.items if item.key.startswith("vllm.")]
+    if flags:
+        lines.append("  server flags (each from the evidence after #):")
+        lines += [f"    {flag_text(item)}   # {item.reason}" for item in flags]
+    lines += [f"  {note}" for note in recs.withheld]
     return "\n".join(lines) if lines else "  (none)"
+
+
+def deploy_text(recs: Recommendations, knee: KneeResult) -> str:
+    """The answer to deploy on the first line, then the other figures with their definitions."""
+    if recs.deploy is None:
+        return ""
+    watermark = recs.get("production_watermark")
+    lines = [f"DEPLOY: {recs.deploy.text}", "  other figures, for context:"]
+    lines += [f"    {line}" for line in context_lines(knee, watermark)]
+    return "\n".join(lines)
 
 
 def record_markdown(analysis: Analysis) -> str:

@@ -188,13 +188,25 @@ class SteppedShape(LoadTestShape):
         done = stats.requests if stats else 0
         errors = stats.errors if stats else 0
         left = sched.seconds_left(now)
-        left_text = "?" if left is None else f"{left:.0f} s"
+        stage = sched.stages[pos.stage]
+        if left is not None:
+            left_text = f"{left:.0f} s left"
+        else:  # a count-based window: say how far this stage is instead of "?"
+            target = stage.measure_requests or stage.warmup_requests
+            left_text = f"{done}/{target} requests of this stage; time left unknown"
+        steps = [s for s in sched.stages if s.kind == "step"]
+        label = (
+            "baseline"
+            if pos.kind == "baseline"
+            else f"stage {steps.index(stage) + 1}/{len(steps)}"
+            if stage in steps
+            else f"stage {pos.stage}"
+        )
+        users = f"{stage.users} user{'' if stage.users == 1 else 's'}"
         log.info(
-            "loadknee progress: stage %d/%d (%s, %d users) %s | %d requests, %d errors | %s left%s",
-            pos.stage,
-            len(sched.stages) - 1,
-            pos.kind,
-            sched.stages[pos.stage].users,
+            "loadknee progress: %s (%s) %s | %d requests, %d errors | %s%s",
+            label,
+            users,
             "finished" if pos.finished else pos.phase,
             done,
             errors,
@@ -255,7 +267,7 @@ def _red_line_check(run: RunLog, red: RedLine) -> Any:
                 stage,
                 stats.errors,
                 stats.measured,
-                "n/a" if p95 is None else f"{p95:.0f}",
+                "—" if p95 is None else f"{p95:.0f}",
             )
         return hit
 
