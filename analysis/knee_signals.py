@@ -142,7 +142,8 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
         ratio,
         p.tail_ratio,
         f"{name} {what} {fmt(tail, unit)} is {_times(ratio)}× the baseline's "
-        f"{fmt(ctx.base_tail_ms, unit)}{bound}: the tail has departed (at {p.tail_ratio:g}× or more)"
+        f"{fmt(ctx.base_tail_ms, unit)}{bound}: the tail has departed "
+        f"(at {p.tail_ratio:g}× or more)"
         if decisive is not None and ratio is not None and decisive >= p.tail_ratio
         else f"{name} {what} {fmt(tail, unit)} is {fmt(ratio)}× the baseline's "
         f"{fmt(ctx.base_tail_ms, unit)}{bound} (departs at {p.tail_ratio:g}×)",

@@ -14,9 +14,11 @@ as they are without SLOs, and with SLOs the two answers sit side by side:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
-from analysis.model import KneeResult, Recommendation, Recommendations
+from analysis import rules
+from analysis.model import DeployAnswer, KneeResult, Recommendation, Recommendations
 from analysis.recommend import RecommendParams
 from analysis.slo_eval import SloResult
 
@@ -94,4 +96,26 @@ def with_slo(
                 f"{efficiency:.2f}); {slo.binding}-bound",
             ),
         )
-    return Recommendations(items=tuple(items), server_flags=recs.server_flags)
+    deploy = _deploy_within_slo(recs.deploy, slo)
+    if deploy is not recs.deploy and deploy is not None:
+        _replace(items, Recommendation("deploy_concurrency", deploy.users, deploy.text))
+    return dataclasses.replace(recs, items=tuple(items), deploy=deploy)
+
+
+def _deploy_within_slo(answer: DeployAnswer | None, slo: SloResult) -> DeployAnswer | None:
+    """The answer to deploy never breaks an SLO: above the SLO capacity, the SLOs bind it."""
+    cap = slo.capacity
+    if answer is None or (answer.users is not None and cap is not None and answer.users <= cap):
+        return answer
+    cite = rules.cite("deploy")
+    if cap is None:
+        return DeployAnswer(
+            None, "sla", f"no tested concurrency meets the SLOs ({slo.limits}); test lower {cite}"
+        )
+    return DeployAnswer(
+        cap,
+        "sla",
+        f"configure {cap} concurrent requests, bound by the SLOs ({slo.limits}): the highest "
+        f"tested concurrency that meets every one (the knee alone would allow "
+        f"{answer.users}) {cite}",
+    )

@@ -1,6 +1,6 @@
 """Does a re-run still match the original's answer? PASS/FAIL checks a rollout script can gate on.
 
-Seed 000 ends with a re-run after the configuration change, to confirm the table holds. The same
+The method ends with a re-run after the configuration change, to confirm the table holds. The same
 checks serve ``loadknee verify`` (a short re-run at a few levels) and ``loadknee compare --kind
 config`` (two full runs, before and after). Each check compares the original ("before") with
 the re-run ("after"):

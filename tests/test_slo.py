@@ -152,3 +152,28 @@ def test_replicas_follow_the_binding_constraint():
     assert plain.get("replicas") == 6  # 100 / 19 users per replica at the watermark
     recs = with_slo(plain, slo, knee, params)
     assert recs.get("replicas") == 7  # latency-bound: 100 / 16 users per replica
+
+
+@pytest.mark.parametrize(
+    ("deploy_users", "capacity", "expected", "bound"),
+    [
+        (8, 16, 8, "knee"),  # the SLOs have headroom: the knee's answer stands
+        (8, 8, 8, "knee"),
+        (16, 4, 4, "sla"),  # the SLOs bind below the knee: the answer never breaks them
+        (16, None, None, "sla"),  # no tested stage met them
+    ],
+)
+def test_the_answer_to_deploy_never_breaks_an_slo(
+    deploy_users: int, capacity: int | None, expected: int | None, bound: str
+) -> None:
+    from analysis.model import DeployAnswer
+    from analysis.slo_advice import _deploy_within_slo
+    from analysis.slo_eval import SloResult
+
+    answer = DeployAnswer(deploy_users, "knee", "configure … bound by the knee")
+    slo = SloResult("ttft P95 ≤ 500 ms", (), (), capacity, 8, "latency", "")
+    got = _deploy_within_slo(answer, slo)
+    assert got is not None
+    assert (got.users, got.bound) == (expected, bound)
+    if bound == "sla":
+        assert "ttft P95 ≤ 500 ms" in got.text and "(rule: The answer to deploy)" in got.text
