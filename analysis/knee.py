@@ -144,8 +144,8 @@ class KneeParams:
             dest="knee_tail_metric",
             choices=["auto", "e2e", "s_per_1k"],
             default=d.tail_metric,
-            help="tail on e2e latency, or on e2e seconds per 1k tokens (seed 000's ruler, for "
-            "runs whose lengths vary); auto: s_per_1k for a replayed log, else e2e "
+            help="tail on e2e latency, or on e2e seconds per 1k tokens (the fixed-count method's "
+            "ruler, for runs whose lengths vary); auto: s_per_1k for a replayed log, else e2e "
             "(default %(default)s)",
         )
         g.add_argument(

@@ -39,7 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup-seconds", type=float, default=3.0, help="warm-up per level")
     parser.add_argument("--cooldown-seconds", type=float, default=2.0, help="pause between levels")
     parser.add_argument(
-        "--baseline-requests", type=int, default=20, help="baseline requests (seed 000: 20+)"
+        "--baseline-requests",
+        type=int,
+        default=20,
+        help="baseline requests (the fixed-count method uses 20 or more)",
     )
     parser.add_argument("--input-tokens", type=int, default=256)
     parser.add_argument("--output-tokens", type=int, default=64)
