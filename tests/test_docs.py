@@ -3,9 +3,9 @@
 * every flag on a ``loadknee …`` or ``locust …`` command line in a shell block of ``README.md``
   and ``docs/*.md``, and in the Kubernetes manifests' container commands, exists in the parser
   that will read it (``loadknee run`` passes unknown options to Locust, so Locust's count there);
-* every shell block whose info string is ``sh sim`` (they target the simulator) runs as written
-  with ``bash -eu -o pipefail`` in an empty folder, ``loadknee`` on PATH, each bounded in time. Where
-  an unprivileged network namespace is available each block gets its own loopback, so the fixed
+* every shell block whose info string is ``sh sim`` (they target the simulator) runs as
+  written with ``bash -eu -o pipefail`` in an empty folder, ``loadknee`` on PATH, each bounded in
+  time. Where an unprivileged network namespace is available each block gets its own loopback, so the fixed
   port the guides use cannot meet another process's.
 """
 
@@ -73,7 +73,7 @@ def command_lines(body: str) -> list[list[str]]:
                 words = shlex.split(part)
             except ValueError:
                 continue
-            while words and ("=" in words[0] and not words[0].startswith("-") or words[0] == "!"):
+            while words and (words[0] == "!" or ("=" in words[0] and words[0][0] != "-")):
                 words = words[1:]
             if words:
                 words[0] = os.path.basename(words[0])

@@ -1,4 +1,4 @@
-"""``docs/reference.md`` is generated from the parsers: stale means failing, with the fix in words."""
+"""``docs/reference.md`` is generated from the parsers: a stale page fails, naming the fix."""
 
 from __future__ import annotations
 
@@ -47,6 +47,6 @@ def test_check_mode_reports_a_stale_page_and_the_command(tmp_path: Path) -> None
     cmd = [sys.executable, "-m", "loadknee_locust.commands.reference", "--check", str(page)]
     stale = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert stale.returncode == 1 and reference.REGENERATE in stale.stderr
-    write = subprocess.run(cmd[:-2] + [str(page)], capture_output=True, text=True, timeout=120)
+    write = subprocess.run([*cmd[:-2], str(page)], capture_output=True, text=True, timeout=120)
     assert write.returncode == 0, write.stderr
     assert page.read_text(encoding="utf-8") == PAGE.read_text(encoding="utf-8")
