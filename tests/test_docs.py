@@ -5,8 +5,8 @@
   that will read it (``loadknee run`` passes unknown options to Locust, so Locust's count there);
 * every shell block whose info string is ``sh sim`` (they target the simulator) runs as
   written with ``bash -eu -o pipefail`` in an empty folder, ``loadknee`` on PATH, each bounded in
-  time. Where an unprivileged network namespace is available each block gets its own loopback, so the fixed
-  port the guides use cannot meet another process's.
+  time. Where an unprivileged network namespace is available each block gets its own loopback,
+  so the fixed port the guides use cannot meet another process's.
 """
 
 from __future__ import annotations
