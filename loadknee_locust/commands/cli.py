@@ -18,6 +18,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     ),
     "analyze": ("analysis.cli", "analyse a run directory: record table, knee, recommendations"),
     "compare": ("analysis.compare.cli", "compare two or more run directories"),
+    "import": (
+        "analysis.importers.cli",
+        "turn vLLM bench / GuideLLM / AIPerf results into a run directory",
+    ),
     "demo": ("loadknee_locust.commands.demo", "simulator → short sweep → analysis, end to end"),
     "init": ("loadknee_locust.commands.init", "write a starter locustfile.py and locust.conf"),
 }
