@@ -45,6 +45,10 @@ def _f(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _request(data: dict[str, Any], i: int, shift: float) -> ImportedRequest:
     start, latency = _f(data["start_times"][i]), _f(data["latencies"][i])
     error = str(data["errors"][i] or "")
@@ -110,7 +114,13 @@ def read_vllm_bench(paths: list[Path]) -> ImportedRun:
                 f"max_concurrency {concurrency!r} (a run "
                 "without --max-concurrency has no fixed concurrency)",
             )
-        lists = [data.get(k) if isinstance(data.get(k), list) else [] for k in PER_REQUEST]
+        if read.cut is not None and "errors" not in data:
+            # errors come last: a failed request is the one with no latency
+            data["errors"] = [
+                "" if (_f(x) or 0) > 0 else "failed (errors list cut)"
+                for x in _list(data.get("latencies"))
+            ]
+        lists: list[list[Any]] = [_list(data.get(k)) for k in PER_REQUEST]
         n = min(len(v) for v in lists)
         if read.cut is not None:
             total = data.get("completed")
