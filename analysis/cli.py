@@ -12,6 +12,8 @@ import os
 import sys
 from pathlib import Path
 
+from analysis.importers.cli import add_source_args, describe, import_files
+from analysis.importers.model import ImportFormatError
 from analysis.inputs.load import RunDirError
 from analysis.knee import KneeParams
 from analysis.pipeline import Analysis, analyze_run
@@ -36,7 +38,19 @@ def build_parser() -> argparse.ArgumentParser:
         "settings; writes record.csv/.md, knee.json, recommendations.yaml, three PNG plots and "
         "a self-contained report.html into RUN_DIR/report/.",
     )
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<run_id>)")
+    parser.add_argument(
+        "run_dir",
+        metavar="RUN_DIR",
+        nargs="+",
+        help="a run directory (runs/<run_id>); with --from, another tool's result files",
+    )
+    add_source_args(parser, required=False)
+    parser.add_argument(
+        "--import-dir",
+        metavar="DIR",
+        default=None,
+        help="with --from: where the imported run directory goes (default runs/<tool>-<name>)",
+    )
     parser.add_argument(
         "--nvidia-smi-csv",
         metavar="FILE",
@@ -94,6 +108,7 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
             *[f"warning: {w}" for w in collect_warnings(analysis)],
             "",
             "knee: " + knee_text(analysis.knee),
+            *not_judged_lines(analysis),
             "",
             *([slo_text(analysis.slo), ""] if analysis.slo is not None else []),
             "recommendations:",
@@ -104,6 +119,25 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
             f"files:  {report_dir}/ ({', '.join(sorted(paths))})",
         ]
     )
+
+
+def not_judged_lines(analysis: Analysis) -> list[str]:
+    """For an imported run: the signals its source could not give (empty for loadknee's own)."""
+    missing = analysis.run.run_info.get("not_judged") or []
+    return (
+        ["not judged (imported results carry no telemetry):"] + [f"  - {m}" for m in missing]
+        if missing
+        else []
+    )
+
+
+def _imported_run_dir(ns: argparse.Namespace) -> Path:
+    """``analyze FILE… --from TOOL``: import first, then analyse the new run directory."""
+    paths = [Path(p) for p in ns.run_dir]
+    out = Path(ns.import_dir or Path("runs") / f"{ns.source}-{paths[0].stem}")
+    imported, run_dir = import_files(ns.source, paths, out)
+    print(describe(imported, run_dir), file=sys.stderr)
+    return run_dir
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,6 +159,16 @@ def main(argv: list[str] | None = None) -> int:
     if ns.nvidia_smi_csv and not Path(ns.nvidia_smi_csv).is_file():
         print(f"loadknee analyze: no such nvidia-smi file: {ns.nvidia_smi_csv}", file=sys.stderr)
         return 2
+    if ns.source:
+        try:
+            ns.run_dir = _imported_run_dir(ns)
+        except (ImportFormatError, ValueError) as exc:
+            print(f"loadknee analyze: {exc}", file=sys.stderr)
+            return 2
+    elif len(ns.run_dir) > 1:
+        parser.error("one RUN_DIR (several files only with --from)")
+    else:
+        ns.run_dir = ns.run_dir[0]
     try:
         analysis = analyze_run(
             ns.run_dir,
