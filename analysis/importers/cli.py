@@ -51,7 +51,7 @@ def describe(imported: ImportedRun, run_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loadknee import",
         description="Convert another benchmark tool's per-request results into a loadknee run "
@@ -60,7 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     add_source_args(parser, required=True)
     parser.add_argument("paths", nargs="+", metavar="FILE_OR_DIR", type=Path)
     parser.add_argument("--out", required=True, type=Path, metavar="RUN_DIR")
-    ns = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
     try:
         imported, run_dir = import_files(ns.source, ns.paths, ns.out)
     except (ImportFormatError, ValueError) as exc:
