@@ -25,6 +25,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from analysis import rules
 from analysis.intervals import INTERVAL_COLUMNS, StageBatches
 from analysis.knee import KneeParams, find_knee
 from analysis.model import Baseline, KneeResult
@@ -105,5 +106,6 @@ def knee_confidence(
         f"max_concurrency {knee.max_concurrency}: {what} holds in {same:.0f} % of {resamples} "
         f"resamples of the stages' time windows ({word})"
         + (f"; otherwise {others}" if others else "")
+        + f" {rules.cite('noisy')}"
     )
     return replace(knee, confidence_pct=same, confidence=text)

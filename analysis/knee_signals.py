@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from analysis import rules
 from analysis.model import Signal
 from analysis.numeric import fmt, num
 
@@ -271,7 +272,7 @@ def saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
         f"the server ran {running:.1f} requests on average (its most: {slots:g}) while "
         f"{waiting:.1f} waited with {in_flight:g} in flight (saturated: more in flight than its "
         f"most, {p.saturated_waiting:g} or more waiting, "
-        f"{p.saturated_running_share * 100:.0f} % of the most running)",
+        f"{p.saturated_running_share * 100:.0f} % of the most running) {rules.cite('saturation')}",
     )
 
 
@@ -295,14 +296,14 @@ def noise_signal(row: pd.Series, ctx: StageContext) -> Signal:
             None,
             p.max_interval_pct,
             f"untrusted: the {fmt(window, ' s')} window is too short for an interval "
-            f"(fewer than 5 time windows one request long){need_text}",
+            f"(fewer than 5 time windows one request long){need_text} {rules.cite('noisy')}",
         )
     return Signal(
         "noisy",
         pct > p.max_interval_pct,
         pct,
         p.max_interval_pct,
-        f"untrusted: throughput ±{pct:.0f} %{need_text}"
+        f"untrusted: throughput ±{pct:.0f} %{need_text} {rules.cite('noisy')}"
         if pct > p.max_interval_pct
         else f"throughput ±{pct:.1f} % (95 %, {int(batches)} time windows)",
     )

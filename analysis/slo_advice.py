@@ -53,7 +53,7 @@ def with_slo(
         Recommendation(
             "slo_capacity",
             cap,
-            f"highest concurrency meeting every SLO ({slo.limits})"
+            f"highest concurrency meeting every SLO ({slo.limits}) {rules.cite('slo_capacity')}"
             if cap is not None
             else f"no tested stage met the SLOs ({slo.limits}): test lower concurrency",
         )

@@ -76,7 +76,10 @@ def test_a_noisy_or_short_stage_says_so_and_how_long_it_would_need():
     v = _by_users(_knee(summary))
     assert not v[4].noisy
     assert v[8].noisy
-    assert "untrusted: throughput ±18 %; a stage would need ~777 s to reach ±5 %" in v[8].reasons
+    expected = (
+        "untrusted: throughput ±18 %; a stage would need ~777 s to reach ±5 % (rule: Noisy stage)"
+    )
+    assert expected in v[8].reasons
     assert v[16].noisy
     assert any("2 s window is too short for an interval" in r for r in v[16].reasons)
     assert "too noisy or short to judge (untrusted) stages: [8, 16]" in _knee(summary).summary
