@@ -249,6 +249,34 @@ def saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     )
 
 
+def free_slots_signal(row: pd.Series, ctx: StageContext) -> Signal:
+    """The server's own word the other way: nothing waited and slots were free.
+
+    Fires when the server reports its queue, a stage had no more requests in flight (users ×
+    batch) than the server's running maximum (``server_slots``), and its mean waiting count
+    stayed below ``saturated_waiting``: every added user was admitted at once, so the stage is
+    not saturated. :func:`analysis.knee.find_knee` lets this overrule a flattening seen by the
+    client only where the client's figure is untrusted (no interval, or one too wide) and some
+    stage proved the running maximum is a real limit (requests waited there)."""
+    p = ctx.params
+    running, waiting = num(row.get("running_mean")), num(row.get("waiting_mean"))
+    slots = ctx.server_slots
+    if running is None or waiting is None or not slots:
+        return Signal("server_free_slots", False, None, None, "the server reports no queue")
+    batch = num(row.get("batch_size")) or 1.0
+    in_flight = float(row["target_users"]) * batch
+    fired = in_flight <= slots and waiting < p.saturated_waiting
+    return Signal(
+        "server_free_slots",
+        fired,
+        waiting,
+        p.saturated_waiting,
+        f"the server's own counts: {running:.1f} requests running on average of the "
+        f"{slots:g} it ran at most, {waiting:.1f} waiting, with {in_flight:g} in flight: "
+        "every request was admitted at once, not saturated",
+    )
+
+
 def noise_signal(row: pd.Series, ctx: StageContext) -> Signal:
     """Whether the stage is too noisy (or too short) to judge: its throughput interval wider
     than ``max_interval_pct``, or no interval from a stage that has raw rows."""
