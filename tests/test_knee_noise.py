@@ -111,7 +111,7 @@ def test_the_servers_queue_makes_the_knee_and_bounds_max_concurrency():
     assert (result.knee_users, result.max_concurrency, result.server_slots) == (16, 8, 8)
     knee = _by_users(result)[16]
     assert knee.verdict == "knee"
-    assert knee.reasons[0].startswith("the server ran 8.0 requests on average (its most: 8)")
+    assert knee.reasons[0].startswith("the server ran 8.0 requests on average, 8 at most (its most")
     assert "8.0 waited" in knee.reasons[0]
     assert _by_users(result)[8].verdict != "knee"  # 0.05 waiting is not a queue
     assert "requests waited while it ran 8 at once" in result.summary
@@ -207,3 +207,17 @@ def test_a_trusted_flattening_keeps_its_verdict_below_the_slots():
     result = _knee(summary)
     assert _by_users(result)[34].verdict == "knee"
     assert result.max_concurrency == 32
+
+
+def test_a_queue_with_the_running_gauge_dipping_between_batches_is_saturation():
+    # the 10-slot simulator on 2 s windows: lockstep batches pull the running mean to 6.0 while
+    # it peaked at 10 and 2 requests waited on average; 12 is past the slots, whatever 8 → 12 gained
+    summary = sweep(
+        [8, 12, 16], [554.0, 642.0, 644.0], [1300.0, 1930.0, 1960.0],
+        baseline_tok_s=94.4, baseline_p95_ms=678.0,
+        running_mean=[8.0, 6.0, 8.0], running_max=[8.0, 10.0, 10.0],
+        waiting_mean=[0.0, 2.0, 6.0],
+    )  # fmt: skip
+    result = _knee(summary)
+    assert _by_users(result)[12].verdict == "knee"
+    assert (result.knee_users, result.max_concurrency, result.server_slots) == (12, 8, 10)
