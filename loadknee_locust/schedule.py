@@ -334,6 +334,7 @@ class Schedule:
         self._stop_reason: StopReason | None = None
         self._now = start_unix_s
         self.verdicts: dict[int, LiveVerdict | None] = {}  # judgement after each stage
+        self._answers: dict[int, LiveVerdict | None] = {}  # judged, awaiting the cooldown's end
 
     @property
     def finished(self) -> bool:
@@ -376,23 +377,25 @@ class Schedule:
 
         ``decide(stage)`` (adaptive plans) returns the judgement after a closed stage, or
         :data:`PENDING` while it runs, or None when it failed; no ``decide`` counts as failed.
-        It is first asked on the call after the one that closed the stage, so the caller has
-        written the stage (``pop_closed``) before the judgement reads the run directory.
+        It is first asked in the call that closed the stage, at the start of the cooldown (the
+        caller writes the closed stage, ``pop_closed``, before its judgement reads the run
+        directory), and polled until it answers; the answer is kept until the cooldown is over.
         """
         self._now = max(self._now, now)
         limit = self.plan.time_limit_s
         if not self._finished and limit and now >= self.start_unix_s + limit:
             self.stop(now, "time_limit")
-        fresh: int | None = None  # a stage closed in this call: judged from the next call on
         while not self._finished:
             pending = self._pending
             if pending is not None:
-                if pending == fresh or now < self._resume_at:
-                    break
-                got = decide(pending) if decide is not None else None
-                if got == PENDING:
-                    break
-                verdict = got if isinstance(got, LiveVerdict) else None
+                if pending not in self._answers:
+                    got = decide(pending) if decide is not None else None
+                    if got == PENDING:
+                        break
+                    self._answers[pending] = got if isinstance(got, LiveVerdict) else None
+                if now < self._resume_at:
+                    break  # judged; the cooldown still runs
+                verdict = self._answers.pop(pending)
                 self.verdicts[pending] = verdict
                 self._fallback = self._fallback or verdict is None
                 self._pending = None
@@ -418,7 +421,7 @@ class Schedule:
             if crossed:
                 self._finish("red_line")
             elif self.plan.adaptive:
-                self._pending = fresh = op.plan.index
+                self._pending = op.plan.index
                 self._resume_at = max(now, cooldown_end)
             elif op.plan.index + 1 >= len(self.stages):
                 self._finish(op.stop_reason)
