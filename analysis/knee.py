@@ -34,13 +34,16 @@ Algorithm (pure; input is the record table from :func:`analysis.summary.summariz
 3. Verdict, most severe first: **red line** (error share above the limit, or OOM); **knee**
    (throughput flattened while the tail departed); **critical** (any early sign: tail departed,
    gain narrowing, memory pressure, OOM risk, some errors, SLA exceeded); else **comfortable**.
-4. A "knee" that a later stage out-serves by ``resume_gain_pct`` or more was a dip: it becomes
-   "critical" with the numbers as its first reason. The knee is the first "knee" stage before
-   the first red line; ``max_concurrency`` is the users
-   of the stage before the knee (or before the red line when there is no knee, or the highest
-   tested stage when there is neither). ``base_capacity`` is the highest stage, below
-   the first knee or red line, with 100 % success, memory at or below ``memory_pressure_pct``, the
-   tail within ``sla_ms`` when one is given, and a trusted client.
+4. Where the server reports its queue and some stage proved its running maximum a real limit
+   (requests waited there), a "knee" judged on an untrusted client figure (no interval, or one
+   too wide) in a stage the server ran with free slots and nothing waiting becomes "critical"
+   (:func:`_demote_unsaturated`). A "knee" that a later stage out-serves by
+   ``resume_gain_pct`` or more was a dip: it becomes "critical" with the numbers as its first
+   reason. The knee is the first "knee" stage before the first red line; ``max_concurrency``
+   is the users of the stage before the knee (or before the red line when there is no knee,
+   or the highest tested stage when there is neither). ``base_capacity`` is the
+   highest stage, below the first knee or red line, with 100 % success, memory at or below
+   ``memory_pressure_pct``, the tail within ``sla_ms`` when one is given, and a trusted client.
 
 Parameters (:class:`KneeParams`) and defaults:
 
@@ -75,6 +78,7 @@ from analysis.knee_signals import (
     StageContext,
     client_signal,
     error_signals,
+    free_slots_signal,
     memory_signals,
     noise_signal,
     saturation_signal,
@@ -383,6 +387,7 @@ def find_knee(
         verdicts.append(evaluate_stage(row, prev, ctx))
         if int(row["ok"]) > 0 and not pd.isna(row[params.throughput_column]):
             prev = row
+    verdicts = _demote_unsaturated(steps, verdicts, ctx)
     verdicts = _demote_dips(steps, verdicts, params)
     red = next((v for v in verdicts if v.verdict == "red_line"), None)
     knee = next((v for v in verdicts if v.verdict == "knee"), None)
@@ -419,6 +424,40 @@ def _saturated_slots(verdicts: list[StageVerdict], ctx: StageContext) -> int | N
         if any(s.name == "server_saturated" and s.fired for s in v.signals):
             return int(ctx.server_slots) if ctx.server_slots else None
     return None
+
+
+def _demote_unsaturated(
+    steps: pd.DataFrame, verdicts: list[StageVerdict], ctx: StageContext
+) -> list[StageVerdict]:
+    """A "knee" from an untrusted client figure where the server says it had free slots and
+    nothing waited becomes "critical" — once some stage proved the slots are a real limit.
+
+    Why: a stage too short for an interval (or with one too wide) judges flattening on its point
+    figure. On a 2 s window the 40-slot simulator served 1,177 tok/s at 32 users and 1,124 at 34
+    (one request per user, edges dominate) while its own counters said 34 running, 0 waiting;
+    48 users then queued 8 behind 40 running. The refinement bisected into 34 and recommended
+    32 for a server with 40 slots. The server's word is the better evidence there; a stage
+    measured well enough for a trusted interval keeps its client-side verdict (a compute-bound
+    bend below the slot count still shows as a knee)."""
+    if _saturated_slots(verdicts, ctx) is None:
+        return verdicts
+    out = list(verdicts)
+    for i, ((_, row), verdict) in enumerate(zip(steps.iterrows(), verdicts, strict=True)):
+        if verdict.verdict != "knee" or not verdict.noisy:
+            continue
+        if any(s.name == "server_saturated" and s.fired for s in verdict.signals):
+            continue
+        free = free_slots_signal(row, ctx)
+        if not free.fired:
+            continue
+        text = f"{free.text}; the client's figure is untrusted, the server's word stands"
+        out[i] = replace(
+            verdict,
+            verdict="critical",
+            reasons=(text, *verdict.reasons),
+            signals=(*verdict.signals, replace(free, text=text)),
+        )
+    return out
 
 
 def _demote_dips(

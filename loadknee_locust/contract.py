@@ -82,11 +82,20 @@ STAGE_KINDS: Final[tuple[str, ...]] = (
 LEVEL_KINDS: Final[tuple[str, ...]] = ("step", "refine")
 
 StopReason = Literal[
-    "duration", "request_count", "red_line", "knee_confirmed", "time_limit", "stopped"
+    "duration",
+    "request_count",
+    "precise",
+    "imprecise",
+    "red_line",
+    "knee_confirmed",
+    "time_limit",
+    "stopped",
 ]
 STOP_REASONS: Final[tuple[str, ...]] = (
     "duration",  # held for the configured time
     "request_count",  # reached the configured number of completed requests
+    "precise",  # stage length auto: the throughput interval reached the asked precision
+    "imprecise",  # stage length auto: held to its maximum without reaching that precision
     "red_line",  # early stop: error rate or latency ceiling crossed
     "knee_confirmed",  # early stop: the knee was found, refined and confirmed by N more levels
     "time_limit",  # the run's overall time limit cut it

@@ -32,7 +32,22 @@ The plan (see DESIGN.md, "The sweep"):
    workers), so the judgement runs *during* the cooldown; the next stage opens once both the
    cooldown and the judgement are over. A judgement that fails (``decide`` returns None) turns the
    rest of the sweep into the plain grid. Stage indexes stay in run order: a refine stage at 12
-   users gets the index after the 16-user stage that revealed the knee.
+   users gets the index after the 16-user stage that revealed the knee;
+6. **stages long enough, not longer** (``--llm-stage-seconds auto`` or ``--llm-stage-requests
+   auto``): the measured window holds until its output-throughput interval
+   (:func:`loadknee_locust.confidence.throughput_interval`, the computation the analysis uses) is
+   within ±``precision_pct``, at least ``min_measure_s`` and at most ``max_measure_s`` (stop
+   reasons ``precise`` and ``imprecise``). It is checked at each ``advance`` over the requests
+   completed so far, on a window that ends one median request span before the latest completion
+   (requests still in flight would leave the last batch window short and the interval too wide).
+   A timed window closes at that ``now``; a counted one at its latest completion, as counted
+   windows do;
+7. a count-based stage (numeric or ``auto``) never measures fewer than
+   ``min_requests_per_user`` (:data:`MIN_REQUESTS_PER_USER`, 5) requests per user: batch means
+   need at least 5 windows each one request long, so a window of fewer request lifetimes can
+   carry no interval at all, and with one or two requests per user the start and stop edges are
+   most of the window (the issue: 32 requests at 32 users). The fixed-count method's 40 requests
+   at 8 users is exactly 5 per user.
 
 A row's stage and phase are decided by its *start* time against the boundaries: a request that
 started in stage s's measured window belongs to stage s, phase ``measure``, even if it ends in the
@@ -46,15 +61,21 @@ labelled can fall on the wrong side of a boundary set later.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
 
+from loadknee_locust.confidence import throughput_interval
 from loadknee_locust.contract import Phase, StageKind, StopReason
 from loadknee_locust.refine import LiveVerdict, next_step
 
 #: what ``decide(stage)`` returns while the judgement of ``stage`` is still running
 PENDING = "pending"
+#: a counted window never holds fewer requests than this per user (module docstring, rule 7)
+MIN_REQUESTS_PER_USER = 5
+#: the value of ``--llm-stage-seconds`` / ``--llm-stage-requests`` for a stage held until precise
+AUTO = "auto"
 
 if TYPE_CHECKING:  # the options live with the Locust wiring, above this module
     from loadknee_locust.plugin.options import LlmOptions
@@ -71,6 +92,20 @@ def parse_levels(text: str) -> tuple[int, ...]:
     return levels
 
 
+def parse_stage_length(text: str | float, flag: str) -> float | None:
+    """``"120"`` → 120.0, ``"auto"`` → None (held until precise); negative or junk: ValueError."""
+    raw = str(text).strip().lower()
+    if raw == AUTO:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{flag} must be a number or 'auto', got {text!r}") from None
+    if value < 0 or value != value:
+        raise ValueError(f"{flag} must be >= 0 or 'auto', got {text!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class StagePlan:
     """One planned stage: how many users, how its warm-up and measured window end."""
@@ -82,6 +117,7 @@ class StagePlan:
     warmup_seconds: float  # used when warmup_requests == 0
     measure_requests: int  # > 0: the window closes after N completed requests started in it
     measure_seconds: float  # used when measure_requests == 0
+    auto: bool = False  # held until the throughput interval is precise (rule 6)
 
 
 @dataclass(frozen=True)
@@ -99,6 +135,11 @@ class SchedulePlan:
     refine_max_stages: int = 4  # at most this many refine stages per run
     stop_after_knee: int = -1  # stop once this many levels lie above the knee (< 0: never)
     judge_delay_s: float = 0.0  # wait after the window closes before judging (worker rows)
+    auto: Literal["off", "seconds", "requests"] = "off"  # stage length "auto" (rule 6)
+    precision_pct: float = 5.0  # auto: the throughput interval's half-width target
+    min_measure_s: float = 10.0  # auto: the shortest measured window
+    max_measure_s: float = 300.0  # auto: the longest measured window
+    min_requests_per_user: int = MIN_REQUESTS_PER_USER  # counted windows (rule 7)
 
     @property
     def adaptive(self) -> bool:
@@ -114,7 +155,17 @@ class SchedulePlan:
             raise ValueError("request counts and the time limit must be >= 0")
         if self.refine_max_stages < 0 or self.judge_delay_s < 0:
             raise ValueError("--llm-refine-max-stages must be >= 0")
-        if self.stage_requests == 0 and self.stage_seconds <= self.warmup_seconds:
+        if self.auto != "off" and not 0 < self.min_measure_s <= self.max_measure_s:
+            raise ValueError(
+                "--llm-stage-min-seconds must be > 0 and <= --llm-stage-max-seconds "
+                f"(got {self.min_measure_s:g} and {self.max_measure_s:g})"
+            )
+        if self.auto != "off" and not self.precision_pct > 0:
+            raise ValueError("--llm-stage-precision-pct must be > 0")
+        if self.min_requests_per_user < 1:
+            raise ValueError("a counted stage needs at least 1 request per user")
+        timed = self.stage_requests == 0 and self.auto == "off"
+        if timed and self.stage_seconds <= self.warmup_seconds:
             raise ValueError(
                 f"--llm-stage-seconds ({self.stage_seconds:g}) must exceed --llm-warmup-seconds "
                 f"({self.warmup_seconds:g}): the stage would have no measured window"
@@ -123,10 +174,23 @@ class SchedulePlan:
     @classmethod
     def from_options(cls, options: LlmOptions) -> SchedulePlan:
         """From the ``--llm-*`` options (``time_limit`` already holds Locust's ``--run-time``)."""
+        seconds = parse_stage_length(options.stage_seconds, "--llm-stage-seconds")
+        requests = parse_stage_length(options.stage_requests, "--llm-stage-requests")
+        if requests is not None and requests != int(requests):
+            raise ValueError(f"--llm-stage-requests must be whole or 'auto', got {requests:g}")
+        auto: Literal["off", "seconds", "requests"] = "off"  # a request count wins, as before
+        if requests is None:
+            auto = "requests"
+        elif seconds is None and not requests:
+            auto = "seconds"
         return cls(
             levels=parse_levels(options.levels),
-            stage_seconds=options.stage_seconds,
-            stage_requests=options.stage_requests,
+            stage_seconds=seconds or 0.0,
+            stage_requests=int(requests or 0),
+            auto=auto,
+            precision_pct=options.stage_precision_pct,
+            min_measure_s=options.stage_min_seconds,
+            max_measure_s=options.stage_max_seconds,
             warmup_seconds=options.warmup_seconds,
             cooldown_seconds=options.cooldown_seconds,
             baseline_requests=options.baseline_requests,
@@ -145,9 +209,15 @@ class SchedulePlan:
         return tuple(plans)
 
     def level_stage(self, index: int, kind: StageKind, users: int) -> StagePlan:
-        """The plan of one grid (``step``) or ``refine`` stage: both are timed alike."""
-        measure_s = 0.0 if self.stage_requests else self.stage_seconds - self.warmup_seconds
-        return StagePlan(index, kind, users, 0, self.warmup_seconds, self.stage_requests, measure_s)
+        """The plan of one grid (``step``) or ``refine`` stage: both are timed alike.
+
+        A counted window holds at least ``min_requests_per_user`` × users (rule 7); an ``auto``
+        one has no planned length (rule 6)."""
+        auto = self.auto != "off"
+        counted = self.auto == "requests" or (self.auto == "off" and self.stage_requests > 0)
+        requests = max(self.stage_requests, self.min_requests_per_user * users) if counted else 0
+        measure_s = 0.0 if counted or auto else self.stage_seconds - self.warmup_seconds
+        return StagePlan(index, kind, users, 0, self.warmup_seconds, requests, measure_s, auto)
 
 
 @dataclass(frozen=True)
@@ -205,12 +275,14 @@ class _OpenStage:
     measured_done: int = 0
     measured_last_end: float = -math.inf
     cooldown_from: float | None = None  # when a tick first saw the window closed (users → 0)
+    #: auto stages: (generation start, end, completion tokens) of each ok request since start
+    served: list[tuple[float, float, float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         plan = self.plan
         if not plan.warmup_requests:
             self.warmup_end = self.start + plan.warmup_seconds
-            if not plan.measure_requests:
+            if not plan.measure_requests and not plan.auto:
                 self.measure_end = self.warmup_end + plan.measure_seconds
                 self.stop_reason = "duration"
 
@@ -262,6 +334,7 @@ class Schedule:
         self._stop_reason: StopReason | None = None
         self._now = start_unix_s
         self.verdicts: dict[int, LiveVerdict | None] = {}  # judgement after each stage
+        self._answers: dict[int, LiveVerdict | None] = {}  # judged, awaiting the cooldown's end
 
     @property
     def finished(self) -> bool:
@@ -304,23 +377,25 @@ class Schedule:
 
         ``decide(stage)`` (adaptive plans) returns the judgement after a closed stage, or
         :data:`PENDING` while it runs, or None when it failed; no ``decide`` counts as failed.
-        It is first asked on the call after the one that closed the stage, so the caller has
-        written the stage (``pop_closed``) before the judgement reads the run directory.
+        It is first asked in the call that closed the stage, at the start of the cooldown (the
+        caller writes the closed stage, ``pop_closed``, before its judgement reads the run
+        directory), and polled until it answers; the answer is kept until the cooldown is over.
         """
         self._now = max(self._now, now)
         limit = self.plan.time_limit_s
         if not self._finished and limit and now >= self.start_unix_s + limit:
             self.stop(now, "time_limit")
-        fresh: int | None = None  # a stage closed in this call: judged from the next call on
         while not self._finished:
             pending = self._pending
             if pending is not None:
-                if pending == fresh or now < self._resume_at:
-                    break
-                got = decide(pending) if decide is not None else None
-                if got == PENDING:
-                    break
-                verdict = got if isinstance(got, LiveVerdict) else None
+                if pending not in self._answers:
+                    got = decide(pending) if decide is not None else None
+                    if got == PENDING:
+                        break
+                    self._answers[pending] = got if isinstance(got, LiveVerdict) else None
+                if now < self._resume_at:
+                    break  # judged; the cooldown still runs
+                verdict = self._answers.pop(pending)
                 self.verdicts[pending] = verdict
                 self._fallback = self._fallback or verdict is None
                 self._pending = None
@@ -328,6 +403,8 @@ class Schedule:
                 continue
             op = self._open
             assert op is not None
+            if op.plan.auto and op.measure_end is None:
+                self._hold_until_precise(op, now)
             if op.measure_end is None or now < op.measure_end:
                 break
             if op.cooldown_from is None:
@@ -344,13 +421,31 @@ class Schedule:
             if crossed:
                 self._finish("red_line")
             elif self.plan.adaptive:
-                self._pending = fresh = op.plan.index
+                self._pending = op.plan.index
                 self._resume_at = max(now, cooldown_end)
             elif op.plan.index + 1 >= len(self.stages):
                 self._finish(op.stop_reason)
             else:
                 self._open = _OpenStage(self.stages[op.plan.index + 1], now)
         return self.position()
+
+    def _hold_until_precise(self, op: _OpenStage, now: float) -> None:
+        """Close an ``auto`` window once precise, or at its maximum (module docstring, rule 6)."""
+        plan = self.plan
+        if op.warmup_end is None or now < op.warmup_end:
+            return
+        held = now - op.warmup_end
+        counted = op.plan.measure_requests > 0
+        end = op.measured_last_end if counted else now
+        if held >= plan.max_measure_s:
+            if not counted or op.measured_done > 0:
+                op.measure_end, op.stop_reason = max(end, op.warmup_end), "imprecise"
+            return
+        if held < plan.min_measure_s or op.measured_done < op.plan.measure_requests:
+            return
+        hw = stage_precision(op.served, op.warmup_end, now)
+        if hw is not None and hw <= plan.precision_pct:
+            op.measure_end, op.stop_reason = max(end, op.warmup_end), "precise"
 
     def _next_after(self, verdict: LiveVerdict | None, now: float) -> None:
         """Open the stage that :func:`~loadknee_locust.refine.next_step` picks, or finish."""
@@ -380,18 +475,22 @@ class Schedule:
         else:
             rest = [p for p in self.stages[nxt:] if p.users not in levels]
             chosen = rest.pop(0)
-        self.stages[nxt:] = [
-            StagePlan(i, p.kind, p.users, p.warmup_requests, p.warmup_seconds,
-                      p.measure_requests, p.measure_seconds)
-            for i, p in enumerate([chosen, *rest], start=nxt)
-        ]  # fmt: skip
+        self.stages[nxt:] = [replace(p, index=i) for i, p in enumerate([chosen, *rest], start=nxt)]
         self._open = _OpenStage(self.stages[nxt], now)
 
-    def observe(self, start: float, end: float) -> None:
-        """Count one completed request (any outcome) for the current stage's count-based windows."""
+    def observe(
+        self, start: float, end: float, *, tokens: float | None = None, ttft_s: float = 0.0
+    ) -> None:
+        """Count one completed request (any outcome) for the current stage's count-based windows.
+
+        ``tokens`` (completion tokens of a served request; None for a failed one) and ``ttft_s``
+        feed an ``auto`` stage's interval: its tokens are spread over start + TTFT to end, as
+        the analysis spreads them."""
         op = self._open
         if op is None or start < op.start:
             return
+        if op.plan.auto and tokens is not None:
+            op.served.append((min(start + ttft_s, end), end, tokens))
         phase = op.phase_of(start)
         if phase == "warmup" and op.plan.warmup_requests and op.warmup_end is None:
             op.warmup_done += 1
@@ -401,7 +500,8 @@ class Schedule:
         elif phase in ("measure", "baseline") and op.plan.measure_requests:
             op.measured_done += 1
             op.measured_last_end = max(op.measured_last_end, end)
-            if op.measured_done >= op.plan.measure_requests and op.measure_end is None:
+            full = op.measured_done >= op.plan.measure_requests
+            if full and op.measure_end is None and not op.plan.auto:
                 op.measure_end, op.stop_reason = op.measured_last_end, "request_count"
 
     def stop(self, now: float, reason: StopReason) -> None:
@@ -451,7 +551,7 @@ class Schedule:
         left: float | None = 0.0
         first = op.plan.index if op is not None else self._closed[-1].stage + 1
         for plan in self.stages[first:]:
-            if plan.warmup_requests or plan.measure_requests:
+            if plan.warmup_requests or plan.measure_requests or plan.auto:
                 left = None
                 break
             assert left is not None
@@ -480,6 +580,30 @@ class Schedule:
         self._open = None
         self._finished = True
         self._stop_reason = reason
+
+
+def stage_precision(
+    served: list[tuple[float, float, float]], window_start: float, now: float
+) -> float | None:
+    """Half-width (%) of the output-throughput interval over ``[window_start, cut]``, where
+    ``cut`` is one median generation span before the latest completion: by then nearly every
+    request that overlaps the window has completed and been counted (rule 6). None when the
+    window holds too few request spans for an interval."""
+    done = [r for r in served if r[1] <= now]
+    if not done:
+        return None
+    span = statistics.median(end - start for start, end, _ in done)
+    cut = min(now, max(end for _, end, _ in done)) - span
+    if not cut > window_start:
+        return None
+    interval = throughput_interval(
+        [r[1] for r in done],
+        [r[2] for r in done],
+        window_start,
+        cut,
+        starts_s=[r[0] for r in done],
+    )
+    return None if interval is None else interval.half_width_pct
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,7 @@ def test_the_servers_queue_makes_the_knee_and_bounds_max_concurrency():
     assert (result.knee_users, result.max_concurrency, result.server_slots) == (16, 8, 8)
     knee = _by_users(result)[16]
     assert knee.verdict == "knee"
-    assert knee.reasons[0].startswith("the server ran 8.0 requests on average (its most: 8)")
+    assert knee.reasons[0].startswith("the server ran 8.0 requests on average, 8 at most (its most")
     assert "8.0 waited" in knee.reasons[0]
     assert _by_users(result)[8].verdict != "knee"  # 0.05 waiting is not a queue
     assert "requests waited while it ran 8 at once" in result.summary
@@ -167,3 +167,60 @@ def test_knee_confidence_is_high_on_clear_data_and_low_when_the_noise_hides_the_
     again = knee_confidence(summary, baseline, knee, noisy, resamples=100)
     assert again.confidence == unsure.confidence  # seeded
     assert knee_confidence(summary, baseline, knee, {}).confidence_pct is None
+
+
+# the 40-slot simulator on 2 s windows (too short for any interval): 34 users served less than
+# 32 by the client's figures, while the server said 34 running, 0 waiting; 48 queued 8 behind 40
+SIM40 = {"levels": [32, 34, 36, 40, 48], "tok": [1177.0, 1124.0, 1223.0, 1261.0, 1268.0],
+         "p95": [1755.0, 1841.0, 1893.0, 2030.0, 2842.0]}  # fmt: skip
+
+
+def _sim40(running_48: float, waiting_48: float, hw_pct: float = float("nan")):
+    n = len(SIM40["levels"])
+    return sweep(
+        SIM40["levels"], SIM40["tok"], SIM40["p95"], baseline_tok_s=94.1, baseline_p95_ms=678.0,
+        running_mean=[32.0, 34.0, 36.0, 40.0, running_48],
+        running_max=[32.0, 34.0, 36.0, 40.0, running_48],
+        waiting_mean=[0.0, 0.0, 0.0, 0.0, waiting_48],
+        output_tok_s_hw_pct=[hw_pct] * n, interval_batches=[0.0 if hw_pct != hw_pct else 10.0] * n,
+        window_s=[2.0] * n, window_needed_s=[10.0] * n,
+    )  # fmt: skip
+
+
+def test_an_untrusted_flattening_with_free_slots_yields_to_the_servers_word():
+    result = _knee(_sim40(40.0, 8.0))
+    v = _by_users(result)
+    assert v[34].verdict == "critical"  # flat by a 2 s point figure, but 34 of 40 slots, 0 waiting
+    assert v[34].reasons[0].startswith("the server's own counts: 34.0 requests running")
+    assert "the server's word stands" in v[34].reasons[0]
+    assert v[40].verdict == "critical"  # 40 in flight on 40 slots: all admitted
+    assert (result.knee_users, result.max_concurrency) == (48, 40)
+
+
+def test_free_slots_overrule_nothing_until_a_queue_proved_the_limit():
+    # no stage queued: the running maximum (48) may be only the users offered, not slots
+    result = _knee(_sim40(48.0, 0.0))
+    assert _by_users(result)[34].verdict == "knee"
+    assert result.max_concurrency == 32
+
+
+def test_a_trusted_flattening_keeps_its_verdict_below_the_slots():
+    # narrow intervals: a compute-bound bend below the slot count is still the knee
+    summary = _sim40(40.0, 8.0, hw_pct=0.5)
+    result = _knee(summary)
+    assert _by_users(result)[34].verdict == "knee"
+    assert result.max_concurrency == 32
+
+
+def test_a_queue_with_the_running_gauge_dipping_between_batches_is_saturation():
+    # the 10-slot simulator on 2 s windows: lockstep batches pull the running mean to 6.0 while
+    # it peaked at 10 and 2 requests waited on average; 12 is past the slots, whatever 8 → 12 gained
+    summary = sweep(
+        [8, 12, 16], [554.0, 642.0, 644.0], [1300.0, 1930.0, 1960.0],
+        baseline_tok_s=94.4, baseline_p95_ms=678.0,
+        running_mean=[8.0, 6.0, 8.0], running_max=[8.0, 10.0, 10.0],
+        waiting_mean=[0.0, 2.0, 6.0],
+    )  # fmt: skip
+    result = _knee(summary)
+    assert _by_users(result)[12].verdict == "knee"
+    assert (result.knee_users, result.max_concurrency, result.server_slots) == (12, 8, 10)

@@ -27,7 +27,7 @@ def test_options_from_every_source(tmp_path: Path) -> None:
     ).stdout  # fmt: skip
     assert json.loads(out.strip().splitlines()[-1]) == {
         "llm_levels": "2,3",  # [tool.locust] in pyproject.toml
-        "llm_stage_requests": 7,
+        "llm_stage_requests": "7",  # a number or "auto"
         "llm_input_tokens": 99,  # locust.conf
         "llm_output_tokens": 33,  # LOADKNEE_OUTPUT_TOKENS
         "llm_seed": 5,  # the command line

@@ -184,10 +184,12 @@ def test_the_judgement_runs_during_the_cooldown_and_holds_the_next_stage() -> No
         trace.append((t, pos.stage, pos.phase, pos.users))
         t += 1.0
     closed = sched.closed
-    # stage 0: window ends at 10, closed (and written) at once, judged from the next tick (11),
-    # the cooldown still ends at 13: the next stage opens then, not when the judgement came
+    # stage 0: window ends at 10, closed (and written) at once and its judgement asked in that
+    # same call (it runs during the cooldown), answered at 11; the cooldown still ends at 13:
+    # the next stage opens then, not when the judgement came
     assert closed[0].measure_end_unix_s == 10.0 and closed[0].end_unix_s == 13.0
-    assert asked[0] == (13.0, 0) or asked[0][1] == 0
+    assert asked[:2] == [(10.0, 0), (11.0, 0)]
+    assert all(stage != 0 for _, stage in asked[2:])  # the answer is kept, not asked again
     assert (12.0, 0, "cooldown", 0) in trace and (13.0, 1, "warmup", 4) in trace
     # stage 1: window ends at 23, cooldown at 26, the judgement only at 30: users wait for it
     assert (29.0, 1, "cooldown", 0) in trace and (30.0, 2, "warmup", 8) in trace

@@ -66,8 +66,12 @@ def run_arguments(
     seconds = ns.stage_seconds
     if seconds is None:
         seconds = STAGE_SECONDS
-        if isinstance(original_s, int | float) and original_s > 0:
-            seconds = min(float(original_s), STAGE_SECONDS)
+        try:  # a number (as text since the option also takes "auto"); "auto" keeps the default
+            original = float(original_s) if original_s is not None else 0.0
+        except (TypeError, ValueError):
+            original = 0.0
+        if original > 0:
+            seconds = min(original, STAGE_SECONDS)
     args = ["--host", ns.host, "--levels", ",".join(str(u) for u in levels)]
     args += ["--stage-seconds", f"{seconds:g}", "--warmup-seconds", f"{ns.warmup_seconds:g}"]
     args += ["--baseline-requests", str(ns.baseline_requests), "--out", out, "--run-id", run_id]

@@ -54,13 +54,13 @@ def _duration(seconds: float | None) -> str:
 
 
 def stage_seconds_left(run: RunLog, now: float) -> float | None:
-    """Planned seconds left in the current stage, cooldown included (None: count-based)."""
+    """Planned seconds left in the current stage, cooldown included (None: count-based or auto)."""
     sched = run.schedule
     if sched is None or sched.finished:
         return 0.0
     pos = sched.position()
     plan = sched.stages[pos.stage]
-    if plan.warmup_requests or plan.measure_requests:
+    if plan.warmup_requests or plan.measure_requests or plan.auto:
         return None
     closed = sched.closed
     start = closed[-1].end_unix_s if closed else sched.start_unix_s

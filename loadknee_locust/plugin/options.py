@@ -75,6 +75,9 @@ LABELS: dict[str, str] = {
     "levels": "Levels (users)",
     "stage_seconds": "Stage length (s)",
     "stage_requests": "Requests per stage",
+    "stage_precision_pct": "Auto stage precision (%)",
+    "stage_min_seconds": "Auto stage minimum (s)",
+    "stage_max_seconds": "Auto stage maximum (s)",
     "warmup_seconds": "Warm-up (s)",
     "cooldown_seconds": "Cooldown (s)",
     "baseline_requests": "Baseline requests",
@@ -193,15 +196,35 @@ class LlmOptions:
         "method: 1,2,4,8).",
         group="shape",
     )
-    stage_seconds: float = opt(
-        120.0,
-        "Hold each level this long, warm-up included (ignored with --llm-stage-requests).",
+    stage_seconds: str = opt(
+        "120",
+        "Hold each level this long, warm-up included (ignored with --llm-stage-requests); "
+        "'auto': until its throughput is known within --llm-stage-precision-pct.",
         group="shape",
     )
-    stage_requests: int = opt(
-        0,
+    stage_requests: str = opt(
+        "0",
         "Instead of a duration, hold each level until N requests completed (the fixed-count "
-        "method: 40).",
+        "method: 40; never fewer than 5 per user); 'auto': until its throughput is known "
+        "within --llm-stage-precision-pct.",
+        group="shape",
+    )
+    stage_precision_pct: float = opt(
+        5.0,
+        "With a stage length of 'auto': hold each level until its output throughput's 95 %% "
+        "interval is within +/- this %% (default %(default)s).",
+        group="shape",
+    )
+    stage_min_seconds: float = opt(
+        10.0,
+        "With 'auto': measure each level at least this long (default %(default)s s; a window "
+        "that reached the precision by chance in its first seconds would end too soon).",
+        group="shape",
+    )
+    stage_max_seconds: float = opt(
+        300.0,
+        "With 'auto': measure each level at most this long, precise or not (default "
+        "%(default)s s, about twice the timed method's 2-3 minutes).",
         group="shape",
     )
     warmup_seconds: float = opt(

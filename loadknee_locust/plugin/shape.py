@@ -15,26 +15,25 @@ announced with ``runner.send_message`` (see :mod:`loadknee_locust.plugin.wiring`
 
 Adaptive sweeps (refinement and early stop, on by default; :mod:`loadknee_locust.refine`) ask
 after every stage what comes next. The answer is the analysis package's own knee over the stages
-so far, from ``python -m analysis.live RUN_DIR --json`` in a child process started through
-``gevent.subprocess``: pandas never enters this process, the hub keeps timing the streams of
-other workers' rows while it runs, and it runs during the cooldown (the stage is written first).
-A child that fails or passes ``JUDGE_TIMEOUT_S`` is logged and the sweep goes on as the plain
-grid. When the sweep ends, one ``loadknee sweep:`` line says what the early stop saved.
+so far, from one long-lived judge child per sweep (:class:`~loadknee_locust.plugin.judge.
+LiveJudge`, started with the sweep so its pandas import overlaps the first stages): pandas never
+enters this process, the hub keeps timing the streams of other workers' rows while it runs, and
+it runs during the cooldown (the stage is written first). A judgement that fails or passes its
+timeout is logged and the sweep goes on as the plain grid. When the sweep ends, the judge is
+closed and one ``loadknee sweep:`` line says what the early stop saved.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 import time
 from dataclasses import replace
 from typing import Any
 
 import gevent
-from gevent import subprocess as gsubprocess
 from locust import LoadTestShape
 
+from loadknee_locust.plugin.judge import LiveJudge
 from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.plugin.wiring import Loadknee, loadknee_of, register
 from loadknee_locust.record.recorder import RunLog, percentile
@@ -45,8 +44,6 @@ log = logging.getLogger("loadknee")
 
 PROGRESS_EVERY_S = 10.0
 DRAIN_REPORT_WAIT_S = 3.5  # > Locust's WORKER_REPORT_INTERVAL (3 s)
-#: the live judgement reads a few thousand rows; a minute means something is wrong
-JUDGE_TIMEOUT_S = 60.0
 
 
 class SteppedShape(LoadTestShape):
@@ -64,6 +61,7 @@ class SteppedShape(LoadTestShape):
         self._last_phase: tuple[int, str] | None = None
         self._judging: tuple[int, Any] | None = None  # (stage, greenlet of the child process)
         self._said_saving = False
+        self._judge: LiveJudge | None = None  # one child per adaptive sweep
 
     def tick(self) -> tuple[int, float] | None:
         assert self.runner is not None  # set by Locust before the first tick
@@ -85,6 +83,9 @@ class SteppedShape(LoadTestShape):
         if run is not self._run:
             self._new_run(run)
         sched = run.schedule
+        if sched.plan.adaptive and self._judge is None and not sched.finished:
+            self._judge = LiveJudge()
+            self._judge.start()  # pandas loads while the first stages run
         red = RedLine.from_options(options)
         pos = sched.advance(
             now,
@@ -96,6 +97,7 @@ class SteppedShape(LoadTestShape):
         lk.announce(pos, now)
         self._progress(lk, run, sched, now)
         if pos.finished:
+            self._close_judge()
             self._say_saving(sched)
             return None if self._drained(now) else (0, float(max(self._last_users, 1)))
         rate = float(max(pos.users, self._last_users, 1))
@@ -110,7 +112,9 @@ class SteppedShape(LoadTestShape):
         if judging is None or judging[0] != stage:
             run.add_stages(run.schedule.pop_closed())  # the child reads stages.csv
             run.flush()
-            self._judging = (stage, gevent.spawn(judge_in_child, str(run.run_dir)))
+            judge = self._judge or LiveJudge()
+            self._judge = judge
+            self._judging = (stage, gevent.spawn(judge.ask, str(run.run_dir)))
             return PENDING
         greenlet = judging[1]
         if not greenlet.ready():
@@ -150,7 +154,13 @@ class SteppedShape(LoadTestShape):
         assert self.runner is not None
         return int(self.runner.user_count) if self._last_users == 0 else 0
 
+    def _close_judge(self) -> None:
+        judge, self._judge = self._judge, None
+        if judge is not None:
+            judge.close()
+
     def _new_run(self, run: RunLog) -> None:
+        self._close_judge()
         self._run = run
         self._last_users = 0
         self._finished_at = self._idle_since = None
@@ -219,41 +229,6 @@ def _is_master(runner: Any) -> bool:
     from locust.runners import MasterRunner
 
     return isinstance(runner, MasterRunner)
-
-
-def judge_in_child(run_dir: str, timeout_s: float = JUDGE_TIMEOUT_S) -> LiveVerdict | None:
-    """``python -m analysis.live RUN_DIR --json`` through gevent.subprocess; None on failure."""
-    cmd = [sys.executable, "-m", "analysis.live", run_dir, "--json"]
-    try:
-        proc = gsubprocess.Popen(cmd, stdout=gsubprocess.PIPE, stderr=gsubprocess.PIPE)
-    except OSError as exc:
-        log.warning("loadknee: cannot start the live judgement: %s", exc)
-        return None
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except gsubprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        log.warning("loadknee: the live judgement took over %.0f s; stopped it", timeout_s)
-        return None
-    if proc.returncode != 0:
-        reason = err.decode(errors="replace").strip().splitlines()[-1:] or ["no reason given"]
-        log.warning("loadknee: the live judgement failed: %s", reason[0])
-        return None
-    try:
-        answer = json.loads(out)
-        return LiveVerdict(
-            knee_users=_opt_int(answer.get("knee_users")),
-            red_line_users=_opt_int(answer.get("red_line_users")),
-            max_concurrency=_opt_int(answer.get("max_concurrency")),
-        )
-    except (ValueError, AttributeError, TypeError) as exc:
-        log.warning("loadknee: the live judgement printed no usable answer: %s", exc)
-        return None
-
-
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
 
 
 def _red_line_check(run: RunLog, red: RedLine) -> Any:

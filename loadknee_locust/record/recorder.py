@@ -147,7 +147,14 @@ class RunLog:
         start, end = _number(row.get("start_unix_s")), _number(row.get("end_unix_s"))
         if self.schedule is not None and start is not None:
             row["stage"], row["phase"] = self.schedule.locate(start)
-            self.schedule.observe(start, end if end is not None else start)
+            served = row.get("outcome") == "ok" and row.get("length_ok") != 0
+            tokens = _number(row.get("completion_tokens")) if served else None
+            self.schedule.observe(
+                start,
+                end if end is not None else start,
+                tokens=tokens,
+                ttft_s=(_number(row.get("ttft_ms")) or 0.0) / 1000.0,
+            )
         stage = row.get("stage")
         if isinstance(stage, int):
             self.stats.setdefault(stage, StageStats(stage)).add(row)

@@ -1,0 +1,133 @@
+"""The long-lived live judge: the same answer as ``analysis.live``, many answers from one child,
+errors answered (not fatal), the child dies with its parent, and the Locust-side client asks it
+from a greenlet."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from knee_rundir import request_row, stage_row, write_run
+
+from analysis import live, live_judge
+
+CAPACITY = 4  # the synthetic server runs 4 requests at once; more users only queue
+
+
+def saturating_run(run_dir: Path, levels: tuple[int, ...] = (1, 2, 4, 8, 16)) -> Path:
+    """Closed-loop users, no think time; e2e 400 ms up to CAPACITY users, then it grows."""
+    stages, rows, t, n = [], [], 1_000.0, 0
+    all_levels = [("baseline", 1), *(("step", u) for u in levels)]
+    for stage, (kind, users) in enumerate(all_levels):
+        stages.append(stage_row(stage, users, t, kind=kind, warmup_s=1.0, measure_s=20.0))
+        e2e = 400.0 * max(1.0, users / CAPACITY)
+        for u in range(users):
+            s = t + 0.01 * u
+            while s < t + 21.0:
+                phase = "warmup" if s < t + 1.0 else "baseline" if kind == "baseline" else "measure"
+                rows.append(request_row(n, stage, s, e2e, phase=phase, ttft_ms=20.0))
+                n, s = n + 1, s + e2e / 1000.0
+        t += 23.0
+    return write_run(run_dir, stages=stages, requests=rows)
+
+
+def test_the_judge_answers_as_analysis_live_does(tmp_path: Path) -> None:
+    run_dir = str(saturating_run(tmp_path / "run"))
+    fast = live_judge.judge(run_dir)
+    assert fast == live.judge(run_dir)  # the same steps up to the knee: the same answer
+    assert fast["knee_users"] == 8 and fast["max_concurrency"] == CAPACITY
+
+
+def test_one_child_serves_many_requests_and_answers_errors(tmp_path: Path) -> None:
+    run_dir = str(saturating_run(tmp_path / "run"))
+    lines = io.StringIO(
+        json.dumps({"run_dir": str(tmp_path / "missing")}) + "\n\nnot json\n"
+        + json.dumps({"run_dir": run_dir}) + "\n"
+    )  # fmt: skip
+    out = io.StringIO()
+    assert live_judge.serve(lines, out) == 0
+    answers = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(answers) == 3  # the blank line is skipped
+    assert "error" in answers[0] and "error" in answers[1]
+    assert answers[2]["max_concurrency"] == CAPACITY
+
+
+PARENT = textwrap.dedent(
+    """
+    import subprocess, sys, time
+    child = subprocess.Popen([sys.executable, "-m", "analysis.live_judge"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    print(child.pid, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    with open(f"/proc/{pid}/stat") as f:  # a zombie waiting for init to reap it is gone too
+        return f.read().split(") ", 1)[1].startswith("Z")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
+def test_the_child_dies_with_its_parent() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    assert not _gone(child)
+    parent.send_signal(signal.SIGKILL)  # no cleanup code runs in the parent
+    parent.wait()
+    deadline = time.monotonic() + 30.0  # a bound on a liveness wait, not a speed assertion
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(child)
+
+
+CLIENT = textwrap.dedent(
+    """
+    from gevent import monkey; monkey.patch_all()
+    import json, sys, gevent
+    from loadknee_locust.plugin.judge import LiveJudge
+    judge = LiveJudge()
+    judge.start()
+    ticks = []
+    def tick():  # the hub must keep running while the judge works
+        while True:
+            ticks.append(1)
+            gevent.sleep(0.01)
+    ticker = gevent.spawn(tick)
+    first = gevent.spawn(judge.ask, sys.argv[1]).get()
+    pid = judge._proc.pid
+    second = gevent.spawn(judge.ask, sys.argv[1]).get()
+    same = judge._proc.pid == pid
+    missing = judge.ask(sys.argv[1] + "-missing")
+    judge.close()
+    ticker.kill()
+    print(json.dumps({"first": first.max_concurrency, "second": second.knee_users,
+                      "same_child": same, "missing": missing, "ticks": len(ticks),
+                      "closed": not judge.running}))
+    """
+)
+
+
+def test_the_locust_side_client_asks_one_child_from_greenlets(tmp_path: Path) -> None:
+    run_dir = str(saturating_run(tmp_path / "run"))
+    out = subprocess.run(
+        [sys.executable, "-c", CLIENT, run_dir], capture_output=True, text=True, timeout=120,
+        check=True,
+    ).stdout  # fmt: skip
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["first"] == CAPACITY and got["second"] == 8
+    assert got["same_child"] and got["missing"] is None and got["closed"]
+    assert got["ticks"] > 0  # the asking greenlet waited on a pipe, not the hub
