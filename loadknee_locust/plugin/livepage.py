@@ -11,6 +11,7 @@ the start form's labels). A ``before_request`` hook checks ``/swarm``'s ``--llm-
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from loadknee_locust.plugin.wiring import Loadknee
 
 REPORT_DELAY_S = 4.0  # > Locust's worker report interval: the last worker rows land first
+WORKER_REPORT_WAIT_S = 3.5  # the same, before a plain grid's stage is judged on the master
 SCRIPT = Path(__file__).with_name("webui_live.js")
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><base href="../">
 <title>loadknee live</title>
@@ -76,10 +78,12 @@ def install(web_ui: Any, lk: Loadknee) -> None:
     @app.route("/loadknee/live/fragment")
     @web_ui.auth_required_if_enabled
     def live_fragment() -> Any:
-        run = lk.run
-        if run is not None and run.schedule is not None:
-            verdicts.refresh(run.run_dir, len(run.schedule.closed))
-        body = view.fragment(run, lk.environment.runner, verdicts, report)
+        run, runner, now = lk.run, lk.environment.runner, time.time()
+        verdict = None
+        if run is not None:
+            settle_s = WORKER_REPORT_WAIT_S if lk.role == "master" else 0.0
+            verdict = verdicts.latest(run, now=now, settle_s=settle_s)
+        body = view.fragment(run, runner, verdict, report, now=now)
         return Response(body, mimetype="text/html", headers={"Cache-Control": "no-store"})
 
     @app.route(FILES_PREFIX + "<path:name>")

@@ -15,26 +15,26 @@ announced with ``runner.send_message`` (see :mod:`loadknee_locust.plugin.wiring`
 
 Adaptive sweeps (refinement and early stop, on by default; :mod:`loadknee_locust.refine`) ask
 after every stage what comes next. The answer is the analysis package's own knee over the stages
-so far, from ``python -m analysis.live RUN_DIR --json`` in a child process started through
-``gevent.subprocess``: pandas never enters this process, the hub keeps timing the streams of
-other workers' rows while it runs, and it runs during the cooldown (the stage is written first).
-A child that fails or passes ``JUDGE_TIMEOUT_S`` is logged and the sweep goes on as the plain
+so far, from ``python -m analysis.live RUN_DIR`` in a child process started through
+``gevent.subprocess`` (:func:`~loadknee_locust.plugin.childjobs.judge_in_child`; the web UI
+shows these same answers, kept in ``Schedule.verdicts``, so no stage is judged twice): pandas
+never enters this process, the hub keeps timing the streams of other workers' rows while it
+runs, and it runs during the cooldown (the stage is written first). A child that fails or passes
+``childjobs.JUDGE_TIMEOUT_S`` is logged and the sweep goes on as the plain
 grid. When the sweep ends, one ``loadknee sweep:`` line says what the early stop saved.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 import time
 from dataclasses import replace
 from typing import Any
 
 import gevent
-from gevent import subprocess as gsubprocess
 from locust import LoadTestShape
 
+from loadknee_locust.plugin.childjobs import judge_in_child
 from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.plugin.wiring import Loadknee, loadknee_of, register
 from loadknee_locust.record.recorder import RunLog, percentile
@@ -45,8 +45,6 @@ log = logging.getLogger("loadknee")
 
 PROGRESS_EVERY_S = 10.0
 DRAIN_REPORT_WAIT_S = 3.5  # > Locust's WORKER_REPORT_INTERVAL (3 s)
-#: the live judgement reads a few thousand rows; a minute means something is wrong
-JUDGE_TIMEOUT_S = 60.0
 
 
 class SteppedShape(LoadTestShape):
@@ -207,41 +205,6 @@ def _is_master(runner: Any) -> bool:
     from locust.runners import MasterRunner
 
     return isinstance(runner, MasterRunner)
-
-
-def judge_in_child(run_dir: str, timeout_s: float = JUDGE_TIMEOUT_S) -> LiveVerdict | None:
-    """``python -m analysis.live RUN_DIR --json`` through gevent.subprocess; None on failure."""
-    cmd = [sys.executable, "-m", "analysis.live", run_dir, "--json"]
-    try:
-        proc = gsubprocess.Popen(cmd, stdout=gsubprocess.PIPE, stderr=gsubprocess.PIPE)
-    except OSError as exc:
-        log.warning("loadknee: cannot start the live judgement: %s", exc)
-        return None
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except gsubprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        log.warning("loadknee: the live judgement took over %.0f s; stopped it", timeout_s)
-        return None
-    if proc.returncode != 0:
-        reason = err.decode(errors="replace").strip().splitlines()[-1:] or ["no reason given"]
-        log.warning("loadknee: the live judgement failed: %s", reason[0])
-        return None
-    try:
-        answer = json.loads(out)
-        return LiveVerdict(
-            knee_users=_opt_int(answer.get("knee_users")),
-            red_line_users=_opt_int(answer.get("red_line_users")),
-            max_concurrency=_opt_int(answer.get("max_concurrency")),
-        )
-    except (ValueError, AttributeError, TypeError) as exc:
-        log.warning("loadknee: the live judgement printed no usable answer: %s", exc)
-        return None
-
-
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
 
 
 def _red_line_check(run: RunLog, red: RedLine) -> Any:
