@@ -79,12 +79,17 @@ return {
 """
 
 
-def _wait_for(driver: Any, check: Any, what: str, timeout_s: float = 20.0) -> dict[str, Any]:
-    """Poll the live view until ``check(state)`` holds; fail naming ``what`` and the last view."""
+def _wait_for(
+    driver: Any, check: Any, what: str, seen: Any, timeout_s: float = 20.0
+) -> dict[str, Any]:
+    """Poll the live view until ``check(state)`` holds, passing each view to ``seen``; fail
+    naming ``what`` and the last view."""
     deadline = time.monotonic() + timeout_s
     state = None
     while time.monotonic() < deadline:
         state = _js(driver, LIVE_STATE)
+        if state:
+            seen(state)
         if state and check(state):
             return dict(state)
         time.sleep(0.2)
@@ -109,37 +114,36 @@ def _watch(driver: Any, base: str, shots: Path, workers: int) -> dict[str, Any]:
     stages_seen: list[int] = []
     tput_by_finished: dict[int, list[list[float]]] = {}
     verdicts_seen: dict[int, str] = {}
-    deadline = time.monotonic() + SWEEP_TIMEOUT_S
-    state: dict[str, Any] | None = None
-    visited_tab = False
-    while time.monotonic() < deadline:
-        state = _js(driver, LIVE_STATE)
-        if state and state["stage"] is not None:
-            if not stages_seen or stages_seen[-1] != state["stage"]:
-                stages_seen.append(state["stage"])
-                screenshot(driver, shots, f"stage-{state['stage']}")
-            done = len(state["verdicts"])
-            tput_by_finished.setdefault(done, state["tput"])
-            for stage, verdict in state["verdicts"]:
-                if verdict not in ("…", ""):
-                    verdicts_seen.setdefault(stage, verdict)
-            if state["finished"] and state["report"]:
-                break
-            if state["stage"] == 2 and not visited_tab:  # once: the same view inside the Knee tab
-                visited_tab = True
-                driver.get(base + "/?tab=knee")
-                _wait_for(driver, lambda s: s["in_tab"] and s["stage"] is not None, "Knee tab")
-                screenshot(driver, shots, "knee-tab")
-                # the dark theme (Locust's toggle keeps its choice in localStorage.theme)
-                _js(driver, "localStorage.theme = 'dark';")
-                driver.get(base + "/?tab=knee")
-                _wait_for(driver, lambda s: s["in_tab"] and s["stage"] is not None, "dark tab")
-                screenshot(driver, shots, "knee-tab-dark")
-                _js(driver, "localStorage.removeItem('theme');")
-                driver.get(base + "/loadknee/live")
-                continue
-        time.sleep(0.3)
-    assert state is not None and state["report"], f"no report link; last view: {state}"
+
+    def seen(state: dict[str, Any]) -> None:
+        if state["stage"] is None:
+            return
+        if not stages_seen or stages_seen[-1] != state["stage"]:
+            stages_seen.append(state["stage"])
+            screenshot(driver, shots, f"stage-{state['stage']}")
+        tput_by_finished.setdefault(len(state["verdicts"]), state["tput"])
+        for stage, verdict in state["verdicts"]:
+            if verdict not in ("…", ""):
+                verdicts_seen.setdefault(stage, verdict)
+
+    def in_tab(state: dict[str, Any]) -> bool:
+        return bool(state["in_tab"] and state["stage"] is not None)
+
+    _wait_for(driver, lambda s: s["stage"] == 2, "stage 2", seen, SWEEP_TIMEOUT_S)
+    # the same view inside the Knee tab, in Locust's light theme and then its dark theme (the
+    # toggle keeps its choice in localStorage.theme); every view read here counts as watched
+    driver.get(base + "/?tab=knee")
+    _wait_for(driver, in_tab, "the live view in the Knee tab", seen)
+    screenshot(driver, shots, "knee-tab")
+    _js(driver, "localStorage.theme = 'dark';")
+    driver.get(base + "/?tab=knee")
+    _wait_for(driver, in_tab, "the live view in the dark Knee tab", seen)
+    screenshot(driver, shots, "knee-tab-dark")
+    _js(driver, "localStorage.removeItem('theme');")
+    driver.get(base + "/loadknee/live")
+    state = _wait_for(
+        driver, lambda s: s["finished"] and s["report"], "the report link", seen, SWEEP_TIMEOUT_S
+    )
     screenshot(driver, shots, "end")
     return {
         "stages": stages_seen,
