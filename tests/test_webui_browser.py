@@ -79,6 +79,17 @@ return {
 """
 
 
+def _displayed(driver: Any, by: str, what: str, timeout_s: float = 15.0) -> Any:
+    """The element once the page has rendered it visibly (React draws after the load event)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = [e for e in driver.find_elements(by, what) if e.is_displayed()]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"{what} not shown in {timeout_s:.0f} s"
+        time.sleep(0.1)
+
+
 def _wait_for(
     driver: Any, check: Any, what: str, seen: Any, timeout_s: float = 20.0
 ) -> dict[str, Any]:
@@ -100,6 +111,12 @@ def _watch(driver: Any, base: str, shots: Path, workers: int) -> dict[str, Any]:
     """Open the Knee tab, start the sweep over HTTP, watch until the report link shows."""
     driver.get(base + "/?tab=knee")
     screenshot(driver, shots, "00-form")
+    # the start form's own options, as a user opens them: short labels under section titles
+    _displayed(driver, "xpath", "//*[text()='Custom parameters']").click()
+    _displayed(driver, "css selector", "[name='llmLevels']")
+    titles = [e.text for e in driver.find_elements("css selector", ".lk-group-title")]
+    assert titles == ["Target", "Prompts", "Sweep", "Telemetry and run directory"], titles
+    screenshot(driver, shots, "01-form-custom")
     if workers:
         deadline = time.monotonic() + 30
         while len(json.loads(http_get(base + "/stats/requests")).get("workers", [])) < workers:

@@ -41,10 +41,22 @@ def form_fields() -> dict[str, Any]:
     return {
         "groups": FORM_GROUP_TITLES,
         "fields": {
-            s.dest: {"label": s.label, "help": s.help_text(), "group": s.group}
+            s.dest: {
+                "label": s.label,
+                "help": s.help_text(),
+                "group": s.group,
+                "input": _camel(s.dest),
+            }
             for s in option_specs()
         },
     }
+
+
+def _camel(dest: str) -> str:
+    """The name Locust's React form gives a custom field's input (``llm_red_line_p95_ms`` →
+    ``llmRedLineP95Ms``)."""
+    head, *rest = dest.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def install(web_ui: Any, lk: Loadknee) -> None:

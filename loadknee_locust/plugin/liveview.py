@@ -55,21 +55,6 @@ def _duration(seconds: float | None) -> str:
     return f"{int(seconds // 60)} min {seconds % 60:02.0f} s"
 
 
-def stage_seconds_left(run: RunLog, now: float) -> float | None:
-    """Planned seconds left in the current stage, cooldown included (None: count-based)."""
-    sched = run.schedule
-    if sched is None or sched.finished:
-        return 0.0
-    pos = sched.position()
-    plan = sched.stages[pos.stage]
-    if plan.warmup_requests or plan.measure_requests:
-        return None
-    closed = sched.closed
-    start = closed[-1].end_unix_s if closed else sched.start_unix_s
-    end = start + plan.warmup_seconds + plan.measure_seconds + sched.plan.cooldown_seconds
-    return max(0.0, end - now)
-
-
 def cpu_readings(runner: Any) -> list[tuple[str, float]]:
     """``(process, CPU %)`` of the load generator: the master/local runner and each worker."""
     out: list[tuple[str, float]] = []
@@ -158,7 +143,7 @@ def _status(run: RunLog | None, runner: Any, *, now: float) -> str:
         f"<p class='lk-status' data-stage='{pos.stage}' data-kind='{html.escape(plan.kind)}' "
         f"data-finished='0'><b>Stage {pos.stage} of {last}</b> ({_kind_words(run, plan.kind)}) · "
         f"<b>{plan.users} users</b> planned, {running} running · phase <b>{phase}</b> · "
-        f"left in stage: {_duration(stage_seconds_left(run, now))} · "
+        f"left in stage: {_duration(sched.stage_seconds_left(now))} · "
         f"left in sweep: {_duration(sched.seconds_left(now))}</p>"
     )
 
