@@ -114,6 +114,7 @@ def _watch(driver: Any, base: str, shots: Path, workers: int) -> dict[str, Any]:
     # the start form's own options, as a user opens them: short labels under section titles
     _displayed(driver, "xpath", "//*[text()='Custom parameters']").click()
     _displayed(driver, "css selector", "[name='llmLevels']")
+    _displayed(driver, "css selector", ".lk-group-title[data-group='record']")  # fully open
     titles = [e.text for e in driver.find_elements("css selector", ".lk-group-title")]
     assert titles == ["Target", "Prompts", "Sweep", "Telemetry and run directory"], titles
     screenshot(driver, shots, "01-form-custom")
