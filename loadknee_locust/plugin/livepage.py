@@ -31,7 +31,10 @@ SCRIPT = Path(__file__).with_name("webui_live.js")
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><base href="../">
 <title>loadknee live</title>
 <style>body{font-family:sans-serif;margin:1em;background:#fff;color:#222}
-@media (prefers-color-scheme: dark){body{background:#121212;color:#ddd}}</style></head>
+html.lk-dark body{background:#121212;color:#ddd}</style>
+<script>/* Locust's theme toggle keeps its choice in localStorage.theme; else the system's */
+var t=localStorage.theme;if(t==="dark"||(!t&&matchMedia("(prefers-color-scheme: dark)").matches))
+document.documentElement.classList.add("lk-dark");</script></head>
 <body><h2>loadknee: live sweep</h2><div id="lk-live">loading…</div>
 <script src="./loadknee/ui.js"></script></body></html>"""
 
