@@ -1,12 +1,19 @@
-"""The live judgement for the adaptive sweep: the knee over the stages finished so far, as JSON.
+"""Judge a run still being written: the knee and each finished stage's verdict, as JSON.
 
-``python -m analysis.live RUN_DIR --json`` prints ``{"knee_users", "red_line_users",
-"max_concurrency", "stages"}`` from :func:`analysis.pipeline.analyze_run` — the same rules as
-``loadknee analyze``, so the levels the sweep refines and the answer the report gives come from
-one implementation of the knee. The Locust side runs it in a child process (it imports pandas,
-which must stay off the process that times requests) and turns the answer into the next stage
-(:mod:`loadknee_locust.refine`). Exit status 1 with a one-line reason on stderr when the run
-directory cannot be judged; the sweep then falls back to the plain grid.
+``python -m analysis.live RUN_DIR`` prints one JSON object from
+:func:`analysis.pipeline.analyze_run`, the same rules as ``loadknee analyze``, so the levels the
+adaptive sweep refines, the provisional verdicts the web UI shows and the final report all come
+from one implementation of the knee. Both Locust-side callers read the same object, once per
+finished stage (the sweep's shape starts the child; the web UI reads the answer the shape got)::
+
+    {"knee_users": int|null, "red_line_users": int|null, "max_concurrency": int|null,
+     "knee_stage": int|null, "summary": str,
+     "stages": [{"stage": int, "users": int, "verdict": str, "reasons": [str], "trusted": bool}]}
+
+``stages`` holds the judged (step and refine) stages; the baseline is the yardstick and has none.
+Why a child process: the Locust process must not import pandas (a pandas call on the gevent hub
+stalls every in-flight stream). A run that cannot be judged yet prints ``{"error": str}``, the
+same reason on stderr, and exits 1; the sweep then goes on as the plain grid.
 """
 
 from __future__ import annotations
@@ -20,25 +27,38 @@ from analysis.pipeline import analyze_run
 
 
 def judge(run_dir: str) -> dict[str, Any]:
-    """The knee, the red line and the recommended concurrency over the stages so far."""
+    """The knee, the red line, the recommended concurrency and each stage's verdict so far."""
     knee = analyze_run(run_dir).knee
     return {
         "knee_users": knee.knee_users,
         "red_line_users": knee.red_line_users,
         "max_concurrency": knee.max_concurrency,
-        "stages": len(knee.stages),
+        "knee_stage": knee.knee_stage,
+        "summary": knee.summary,
+        "stages": [
+            {
+                "stage": v.stage,
+                "users": v.target_users,
+                "verdict": v.verdict,
+                "reasons": list(v.reasons),
+                "trusted": v.trusted,
+            }
+            for v in knee.stages
+        ],
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis.live", description=__doc__)
     parser.add_argument("run_dir")
-    parser.add_argument("--json", action="store_true", help="print JSON (the only format)")
+    parser.add_argument("--json", action="store_true", help="accepted; JSON is the only format")
     args = parser.parse_args(argv)
     try:
         answer = judge(args.run_dir)
-    except Exception as exc:  # any failure means "cannot judge": the sweep falls back
-        print(f"analysis.live: {type(exc).__name__}: {exc}", file=sys.stderr)
+    except Exception as exc:  # a run still being written: say why, never a traceback
+        reason = f"{type(exc).__name__}: {exc}"
+        print(f"analysis.live: {reason}", file=sys.stderr)
+        print(json.dumps({"error": reason}))
         return 1
     print(json.dumps(answer))
     return 0

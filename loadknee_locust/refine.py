@@ -2,7 +2,8 @@
 
 Pure (no clock, no locust, no pandas). The judgement itself is not made here: it comes from the
 analysis package's own knee rules, run over the stages finished so far (``python -m
-analysis.live``), and reaches this module as a :class:`LiveVerdict`. One implementation of the
+analysis.live``, the one entry point for live judgements: the web UI shows the same object's
+per-stage verdicts), and reaches this module as a :class:`LiveVerdict`. One implementation of the
 knee serves the live sweep and ``loadknee analyze``; this module only turns its answer into the
 next level.
 
@@ -30,9 +31,9 @@ The rule (:func:`next_step`), after every finished stage:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 #: a bracket this narrow (users) is resolved whatever L is
 MIN_BRACKET_USERS = 1
@@ -41,12 +42,52 @@ BRACKET_FRACTION = 0.10
 
 
 @dataclass(frozen=True)
+class StageJudgement:
+    """One judged stage of a :class:`LiveVerdict`: the analysis's verdict and its reasons."""
+
+    stage: int
+    users: int
+    verdict: str  # comfortable | critical | knee | red line
+    reasons: tuple[str, ...] = ()
+    trusted: bool = True  # False when the load generator was the limit
+
+
+@dataclass(frozen=True)
 class LiveVerdict:
-    """The analysis's answer over the stages so far (from ``python -m analysis.live --json``)."""
+    """The analysis's answer over the stages so far (from ``python -m analysis.live``).
+
+    The sweep reads the first three fields; the web UI shows ``stages`` (provisional verdicts),
+    ``knee_stage`` and ``summary``: one judgement per finished stage serves both.
+    """
 
     knee_users: int | None
     red_line_users: int | None
     max_concurrency: int | None
+    knee_stage: int | None = None
+    summary: str = ""
+    stages: tuple[StageJudgement, ...] = ()
+
+    @classmethod
+    def from_json(cls, answer: Mapping[str, Any]) -> LiveVerdict:
+        """From ``analysis.live``'s JSON object (ValueError, TypeError or KeyError if malformed)."""
+        stages = tuple(
+            StageJudgement(
+                stage=int(s["stage"]),
+                users=int(s["users"]),
+                verdict=str(s["verdict"]),
+                reasons=tuple(str(r) for r in s.get("reasons") or ()),
+                trusted=bool(s.get("trusted", True)),
+            )
+            for s in answer.get("stages") or ()
+        )
+        return cls(
+            knee_users=_opt_int(answer.get("knee_users")),
+            red_line_users=_opt_int(answer.get("red_line_users")),
+            max_concurrency=_opt_int(answer.get("max_concurrency")),
+            knee_stage=_opt_int(answer.get("knee_stage")),
+            summary=str(answer.get("summary") or ""),
+            stages=stages,
+        )
 
     @property
     def limit_users(self) -> int | None:
@@ -103,3 +144,7 @@ def next_step(
         return following
     above = sum(1 for u in done if u > limit)
     return NextStep("stop", reason="knee_confirmed") if above >= stop_after_knee else following
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -540,6 +540,23 @@ class Schedule:
         out, self._unpopped = self._unpopped, []
         return out
 
+    def stage_seconds_left(self, now: float) -> float | None:
+        """Planned seconds left in the current stage, its cooldown included (None: count-based).
+
+        Counted from when the stage opened: an adaptive sweep opens a stage when the judgement
+        of the one before came back, which can be after that stage's planned cooldown end.
+        """
+        if self._finished:
+            return 0.0
+        op = self._open
+        if op is None:  # closed: the cooldown (and the judgement) before the next stage
+            return max(0.0, self._resume_at - now)
+        plan = op.plan
+        if plan.warmup_requests or plan.measure_requests:
+            return None
+        end = op.start + plan.warmup_seconds + plan.measure_seconds + self.plan.cooldown_seconds
+        return max(0.0, end - now)
+
     def seconds_left(self, now: float) -> float | None:
         """Planned seconds until the sweep ends; None when a count-based window makes it unknown."""
         op = self._open

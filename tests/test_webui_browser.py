@@ -32,6 +32,8 @@ from tests.run_support import (
 pytestmark = pytest.mark.slow
 
 LEVELS = [1, 2, 4]
+#: the packaged example: streams chat completions, so throughput and TTFT are measured
+STREAMING = str(Path(__file__).parents[1] / "locustfiles" / "fixed_length.py")
 SWEEP_TIMEOUT_S = 90.0
 
 
@@ -60,22 +62,62 @@ LIVE_STATE = """
 const box = document.getElementById('lk-live');
 if (!box) return null;
 const st = box.querySelector('.lk-status');
+const pts = (chart, series) => Array.from(box.querySelectorAll(
+    `svg[data-chart="${chart}"] circle[data-series="${series}"]`)).map(
+    c => [Number(c.dataset.x), Number(c.dataset.y)]);
 return {
   stage: st && st.dataset.stage !== undefined ? Number(st.dataset.stage) : null,
   finished: st ? st.dataset.finished === '1' : false,
-  points: box.querySelectorAll('svg.lk-chart circle').length,
+  in_tab: box.dataset.inTab === '1',
+  tput: pts('throughput', 'measured'),
+  ttft: pts('latency', 'TTFT P50'),
   verdicts: Array.from(box.querySelectorAll('table.lk-verdicts tbody tr')).map(
-      r => [Number(r.dataset.stage), r.children[2].textContent]),
+      r => [Number(r.dataset.stage), r.querySelector('.lk-v').textContent]),
   report: (box.querySelector('a.lk-report') || {}).href || null,
   text: box.textContent,
 };
 """
 
 
+def _displayed(driver: Any, by: str, what: str, timeout_s: float = 15.0) -> Any:
+    """The element once the page has rendered it visibly (React draws after the load event)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = [e for e in driver.find_elements(by, what) if e.is_displayed()]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"{what} not shown in {timeout_s:.0f} s"
+        time.sleep(0.1)
+
+
+def _wait_for(
+    driver: Any, check: Any, what: str, seen: Any, timeout_s: float = 20.0
+) -> dict[str, Any]:
+    """Poll the live view until ``check(state)`` holds, passing each view to ``seen``; fail
+    naming ``what`` and the last view."""
+    deadline = time.monotonic() + timeout_s
+    state = None
+    while time.monotonic() < deadline:
+        state = _js(driver, LIVE_STATE)
+        if state:
+            seen(state)
+        if state and check(state):
+            return dict(state)
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not seen in {timeout_s:.0f} s; last view: {state}")
+
+
 def _watch(driver: Any, base: str, shots: Path, workers: int) -> dict[str, Any]:
     """Open the Knee tab, start the sweep over HTTP, watch until the report link shows."""
     driver.get(base + "/?tab=knee")
     screenshot(driver, shots, "00-form")
+    # the start form's own options, as a user opens them: short labels under section titles
+    _displayed(driver, "xpath", "//*[text()='Custom parameters']").click()
+    _displayed(driver, "css selector", "[name='llmLevels']")
+    _displayed(driver, "css selector", ".lk-group-title[data-group='record']")  # fully open
+    titles = [e.text for e in driver.find_elements("css selector", ".lk-group-title")]
+    assert titles == ["Target", "Prompts", "Sweep", "Telemetry and run directory"], titles
+    screenshot(driver, shots, "01-form-custom")
     if workers:
         deadline = time.monotonic() + 30
         while len(json.loads(http_get(base + "/stats/requests")).get("workers", [])) < workers:
@@ -88,34 +130,43 @@ def _watch(driver: Any, base: str, shots: Path, workers: int) -> dict[str, Any]:
     assert http_post(base + "/swarm", form)["success"]
     driver.get(base + "/loadknee/live")  # the live view's own page (the Knee tab shows it too)
     stages_seen: list[int] = []
-    points_by_finished: dict[int, int] = {}
+    tput_by_finished: dict[int, list[list[float]]] = {}
     verdicts_seen: dict[int, str] = {}
-    deadline = time.monotonic() + SWEEP_TIMEOUT_S
-    state: dict[str, Any] | None = None
-    while time.monotonic() < deadline:
-        state = _js(driver, LIVE_STATE)
-        if state and state["stage"] is not None:
-            if not stages_seen or stages_seen[-1] != state["stage"]:
-                stages_seen.append(state["stage"])
-                screenshot(driver, shots, f"stage-{state['stage']}")
-                if state["stage"] == 2:  # once, mid-run: the same view inside the Knee tab
-                    driver.get(base + "/?tab=knee")
-                    time.sleep(3)
-                    screenshot(driver, shots, "knee-tab")
-                    driver.get(base + "/loadknee/live")
-            done = len(state["verdicts"])
-            points_by_finished[done] = max(points_by_finished.get(done, 0), state["points"])
-            for stage, verdict in state["verdicts"]:
-                if verdict not in ("…", ""):
-                    verdicts_seen.setdefault(stage, verdict)
-            if state["finished"] and state["report"]:
-                break
-        time.sleep(0.5)
-    assert state is not None and state["report"], f"no report link; last view: {state}"
+
+    def seen(state: dict[str, Any]) -> None:
+        if state["stage"] is None:
+            return
+        if not stages_seen or stages_seen[-1] != state["stage"]:
+            stages_seen.append(state["stage"])
+            screenshot(driver, shots, f"stage-{state['stage']}")
+        tput_by_finished.setdefault(len(state["verdicts"]), state["tput"])
+        for stage, verdict in state["verdicts"]:
+            if verdict not in ("…", ""):
+                verdicts_seen.setdefault(stage, verdict)
+
+    def in_tab(state: dict[str, Any]) -> bool:
+        return bool(state["in_tab"] and state["stage"] is not None)
+
+    _wait_for(driver, lambda s: s["stage"] == 2, "stage 2", seen, SWEEP_TIMEOUT_S)
+    # the same view inside the Knee tab, in Locust's light theme and then its dark theme (the
+    # toggle keeps its choice in localStorage.theme); every view read here counts as watched
+    driver.get(base + "/?tab=knee")
+    _wait_for(driver, in_tab, "the live view in the Knee tab", seen)
+    screenshot(driver, shots, "knee-tab")
+    _js(driver, "localStorage.theme = 'dark';")
+    driver.get(base + "/?tab=knee")
+    _wait_for(driver, in_tab, "the live view in the dark Knee tab", seen)
+    screenshot(driver, shots, "knee-tab-dark")
+    _js(driver, "localStorage.removeItem('theme');")
+    driver.get(base + "/loadknee/live")
+    state = _wait_for(
+        driver, lambda s: s["finished"] and s["report"], "the report link", seen, SWEEP_TIMEOUT_S
+    )
     screenshot(driver, shots, "end")
     return {
         "stages": stages_seen,
-        "points": points_by_finished,
+        "tput": tput_by_finished,
+        "final": state,
         "verdicts": verdicts_seen,
         "report": state["report"],
     }
@@ -123,11 +174,16 @@ def _watch(driver: Any, base: str, shots: Path, workers: int) -> dict[str, Any]:
 
 def _check_view(seen: dict[str, Any], driver: Any, shots: Path) -> None:
     n_stages = 1 + len(LEVELS)  # baseline + levels
-    # the current stage changed through every stage in order (each held >= 4 s, polled each 0.5 s)
+    # the current stage changed through every stage in order (each held >= 4 s, polled each 0.3 s)
     assert seen["stages"] == list(range(n_stages)), seen["stages"]
-    # the charts gained points as stages finished: more finished stages, more points
-    counts = [seen["points"][k] for k in sorted(seen["points"]) if k > 0]
-    assert len(counts) >= 2 and counts == sorted(counts) and counts[-1] > counts[0], seen["points"]
+    # the throughput chart gained one point per finished level (the baseline is no level), in
+    # users order, each above zero: the locustfile streams, so every stage has output tokens
+    for finished, points in seen["tput"].items():
+        assert [x for x, _ in points] == LEVELS[: max(0, finished - 1)], seen["tput"]
+    assert len(seen["tput"]) >= 3, seen["tput"]  # seen growing, not only at the end
+    final = seen["final"]
+    assert [x for x, _ in final["tput"]] == LEVELS and all(y > 0 for _, y in final["tput"]), final
+    assert [x for x, _ in final["ttft"]] == LEVELS and all(y > 0 for _, y in final["ttft"]), final
     # every finished stage got the analysis's verdict
     assert set(seen["verdicts"]) == set(range(n_stages)), seen["verdicts"]
     assert seen["verdicts"][0] == "baseline"
@@ -167,8 +223,12 @@ def _sweep(driver: Any, sim: Any, tmp_path: Path, workers: int) -> None:
         mport = str(free_port())
         args += ["--processes", str(workers), "--master-bind-host", "127.0.0.1",
                  "--master-bind-port", mport, "--master-port", mport]  # fmt: skip
+    args += ["--llm-input-tokens", "32", "--llm-output-tokens", "16"]
     proc = subprocess.Popen(
-        locust_cmd(*args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env()
+        locust_cmd(*args, locustfile=STREAMING),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=child_env(),
     )
     shots = tmp_path / "screenshots"
     try:

@@ -11,6 +11,7 @@ the start form's labels). A ``before_request`` hook checks ``/swarm``'s ``--llm-
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,11 +26,15 @@ if TYPE_CHECKING:
     from loadknee_locust.plugin.wiring import Loadknee
 
 REPORT_DELAY_S = 4.0  # > Locust's worker report interval: the last worker rows land first
+WORKER_REPORT_WAIT_S = 3.5  # the same, before a plain grid's stage is judged on the master
 SCRIPT = Path(__file__).with_name("webui_live.js")
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><base href="../">
 <title>loadknee live</title>
 <style>body{font-family:sans-serif;margin:1em;background:#fff;color:#222}
-@media (prefers-color-scheme: dark){body{background:#121212;color:#ddd}}</style></head>
+html.lk-dark body{background:#121212;color:#ddd}</style>
+<script>/* Locust's theme toggle keeps its choice in localStorage.theme; else the system's */
+var t=localStorage.theme;if(t==="dark"||(!t&&matchMedia("(prefers-color-scheme: dark)").matches))
+document.documentElement.classList.add("lk-dark");</script></head>
 <body><h2>loadknee: live sweep</h2><div id="lk-live">loading…</div>
 <script src="./loadknee/ui.js"></script></body></html>"""
 
@@ -39,10 +44,22 @@ def form_fields() -> dict[str, Any]:
     return {
         "groups": FORM_GROUP_TITLES,
         "fields": {
-            s.dest: {"label": s.label, "help": s.help_text(), "group": s.group}
+            s.dest: {
+                "label": s.label,
+                "help": s.help_text(),
+                "group": s.group,
+                "input": _camel(s.dest),
+            }
             for s in option_specs()
         },
     }
+
+
+def _camel(dest: str) -> str:
+    """The name Locust's React form gives a custom field's input (``llm_red_line_p95_ms`` →
+    ``llmRedLineP95Ms``)."""
+    head, *rest = dest.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def install(web_ui: Any, lk: Loadknee) -> None:
@@ -76,10 +93,12 @@ def install(web_ui: Any, lk: Loadknee) -> None:
     @app.route("/loadknee/live/fragment")
     @web_ui.auth_required_if_enabled
     def live_fragment() -> Any:
-        run = lk.run
-        if run is not None and run.schedule is not None:
-            verdicts.refresh(run.run_dir, len(run.schedule.closed))
-        body = view.fragment(run, lk.environment.runner, verdicts, report)
+        run, runner, now = lk.run, lk.environment.runner, time.time()
+        verdict = None
+        if run is not None:
+            settle_s = WORKER_REPORT_WAIT_S if lk.role == "master" else 0.0
+            verdict = verdicts.latest(run, now=now, settle_s=settle_s)
+        body = view.fragment(run, runner, verdict, report, now=now)
         return Response(body, mimetype="text/html", headers={"Cache-Control": "no-store"})
 
     @app.route(FILES_PREFIX + "<path:name>")

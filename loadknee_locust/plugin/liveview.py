@@ -4,7 +4,8 @@ What a person watching wants at a glance (issue 16): which stage runs and how lo
 the throughput curve bending, the tail against the baseline, the KV cache and the queue climbing,
 the verdict of each finished stage, and, once the run ends, its files and report. The numbers
 are the master's own running per-stage stats (stdlib only); the verdicts come from the analysis
-in a child process (:mod:`loadknee_locust.plugin.childjobs`) and are marked provisional.
+in a child process (:mod:`loadknee_locust.plugin.childjobs`: the same judgement the adaptive
+sweep acts on) and are marked provisional until the report is written.
 
 Cheap for the master: the two per-stage charts are rebuilt only when a stage finishes (cached by
 the count of finished stages); the telemetry charts at most every :data:`TELEMETRY_EVERY_S`.
@@ -23,7 +24,8 @@ from loadknee_locust.plugin.livetail import TelemetryTail
 from loadknee_locust.record.recorder import RunLog, percentile
 
 if TYPE_CHECKING:
-    from loadknee_locust.plugin.childjobs import FinalReport, ProvisionalVerdicts
+    from loadknee_locust.plugin.childjobs import FinalReport
+    from loadknee_locust.refine import LiveVerdict
 
 TELEMETRY_EVERY_S = 5.0
 CPU_BOUND_PCT = 90.0
@@ -53,21 +55,6 @@ def _duration(seconds: float | None) -> str:
     return f"{int(seconds // 60)} min {seconds % 60:02.0f} s"
 
 
-def stage_seconds_left(run: RunLog, now: float) -> float | None:
-    """Planned seconds left in the current stage, cooldown included (None: count-based or auto)."""
-    sched = run.schedule
-    if sched is None or sched.finished:
-        return 0.0
-    pos = sched.position()
-    plan = sched.stages[pos.stage]
-    if plan.warmup_requests or plan.measure_requests or plan.auto:
-        return None
-    closed = sched.closed
-    start = closed[-1].end_unix_s if closed else sched.start_unix_s
-    end = start + plan.warmup_seconds + plan.measure_seconds + sched.plan.cooldown_seconds
-    return max(0.0, end - now)
-
-
 def cpu_readings(runner: Any) -> list[tuple[str, float]]:
     """``(process, CPU %)`` of the load generator: the master/local runner and each worker."""
     out: list[tuple[str, float]] = []
@@ -83,7 +70,7 @@ def cpu_readings(runner: Any) -> list[tuple[str, float]]:
 
 
 def banners(
-    run: RunLog | None, runner: Any, verdicts: dict[str, Any], *, now: float
+    run: RunLog | None, runner: Any, verdict: LiveVerdict | None, *, now: float
 ) -> list[Banner]:
     """The alerts a watcher must not miss, most serious first."""
     out: list[Banner] = []
@@ -101,14 +88,38 @@ def banners(
     if hot:
         out.append(Banner("warn", "The load generator is CPU-bound (" + ", ".join(hot) + "): "
                                   "latencies are inflated; add workers."))  # fmt: skip
-    knee = verdicts.get("knee_stage")
-    if isinstance(knee, int):
-        finished = {int(s["stage"]) for s in verdicts.get("stages", [])}
-        users = next((s["users"] for s in verdicts.get("stages", []) if s["stage"] == knee), "?")
-        confirmed = any(s > knee for s in finished)
-        word = "confirmed by the next stage" if confirmed else "not yet confirmed"
-        out.append(Banner("good", f"Knee at stage {knee} ({users} users), {word} (provisional)."))
+    if verdict is not None and verdict.knee_stage is not None and verdict.knee_users is not None:
+        knee_users = verdict.knee_users
+        above = [s.users for s in verdict.stages if s.users > knee_users]
+        stopped = sched is not None and sched.position().stop_reason == "knee_confirmed"
+        if stopped:
+            word = "confirmed; the sweep stopped early"
+        elif above:
+            word = f"confirmed by {max(above)} users"
+        else:
+            word = "not yet confirmed by a higher level"
+        out.append(Banner("good", f"Knee at {knee_users} users (stage {verdict.knee_stage}), "
+                                  f"{word} (provisional)."))  # fmt: skip
     return out
+
+
+def _kind_words(run: RunLog, kind: str) -> str:
+    """What a stage is for, in words: a refine stage names the bracket it narrows."""
+    if kind == "baseline":
+        return "baseline: one user, sequential"
+    if kind != "refine":
+        return "grid level"
+    sched = run.schedule
+    latest = next(
+        (v for _, v in sorted((sched.verdicts if sched else {}).items(), reverse=True) if v),
+        None,
+    )
+    if latest is None or latest.max_concurrency is None or latest.limit_users is None:
+        return "<b>refine</b>: between the last good level and the knee"
+    return (
+        f"<b>refine</b>: between {latest.max_concurrency} users (good) and "
+        f"{latest.limit_users} (past the knee)"
+    )
 
 
 def _status(run: RunLog | None, runner: Any, *, now: float) -> str:
@@ -127,14 +138,12 @@ def _status(run: RunLog | None, runner: Any, *, now: float) -> str:
             f"{html.escape(str(reason))}).</p>"
         )
     phase = PHASE_WORDS.get(pos.phase, pos.phase)
-    if plan.kind not in ("step", "baseline"):
-        phase = f"{plan.kind} · {phase}"
     running = int(getattr(runner, "user_count", 0) or 0)
     return (
-        f"<p class='lk-status' data-stage='{pos.stage}' data-finished='0'>"
-        f"<b>Stage {pos.stage} of {last}</b> ({html.escape(plan.kind)}) · "
+        f"<p class='lk-status' data-stage='{pos.stage}' data-kind='{html.escape(plan.kind)}' "
+        f"data-finished='0'><b>Stage {pos.stage} of {last}</b> ({_kind_words(run, plan.kind)}) · "
         f"<b>{plan.users} users</b> planned, {running} running · phase <b>{phase}</b> · "
-        f"left in stage: {_duration(stage_seconds_left(run, now))} · "
+        f"left in stage: {_duration(sched.stage_seconds_left(now))} · "
         f"left in sweep: {_duration(sched.seconds_left(now))}</p>"
     )
 
@@ -164,7 +173,8 @@ def _finished_rows(run: RunLog) -> list[dict[str, Any]]:
 def stage_charts(run: RunLog) -> str:
     """Throughput and latency against users, over the finished stages."""
     rows = _finished_rows(run)
-    steps = [r for r in rows if r["kind"] != "baseline"]
+    # refine stages run between grid levels: the lines follow users, not the order they ran in
+    steps = sorted((r for r in rows if r["kind"] != "baseline"), key=lambda r: r["users"])
     base = next((r for r in rows if r["kind"] == "baseline"), None)
     one = base or (steps[0] if steps else None)
     per_user = (one["tok_s"] / one["users"]) if one and one["tok_s"] else None
@@ -174,6 +184,7 @@ def stage_charts(run: RunLog) -> str:
 
     ideal = tuple((float(r["users"]), per_user * r["users"]) for r in steps) if per_user else ()
     tput = svgchart.Chart(
+        "throughput",
         "Output tokens/s by users",
         "users",
         "tok/s",
@@ -187,6 +198,7 @@ def stage_charts(run: RunLog) -> str:
     if base is not None and base["e2e_p95"] is not None:
         hline = ("baseline e2e P95", float(base["e2e_p95"]))
     lat = svgchart.Chart(
+        "latency",
         "Latency by users (ms)",
         "users",
         "ms",
@@ -211,6 +223,7 @@ def telemetry_charts(tail: TelemetryTail, start_unix_s: float) -> str:
         return tuple((t - start_unix_s, v) for t, v in values[::step])
 
     mem = svgchart.Chart(
+        "memory",
         "KV cache and GPU memory (%)",
         "seconds since start",
         "%",
@@ -220,6 +233,7 @@ def telemetry_charts(tail: TelemetryTail, start_unix_s: float) -> str:
         ),
     )
     wait = svgchart.Chart(
+        "waiting",
         "Waiting requests (server queue)",
         "seconds since start",
         "requests",
@@ -228,25 +242,29 @@ def telemetry_charts(tail: TelemetryTail, start_unix_s: float) -> str:
     return svgchart.render(mem) + svgchart.render(wait)
 
 
-def verdict_table(run: RunLog, verdicts: dict[str, Any], final: bool) -> str:
-    by_stage = {int(s["stage"]): s for s in verdicts.get("stages", [])}
+def verdict_table(run: RunLog, verdict: LiveVerdict | None, final: bool) -> str:
+    """One row per finished stage, ordered by users (refine stages fall between grid levels)."""
+    by_stage = {s.stage: s for s in verdict.stages} if verdict is not None else {}
     sched = run.schedule
     if sched is None or not sched.closed:
         return ""
     label = "verdict" if final else "verdict (provisional)"
     lines = [
-        f"<table class='lk-verdicts'><thead><tr><th>stage</th><th>users</th><th>{label}</th>"
-        "<th>why</th></tr></thead><tbody>"
+        f"<table class='lk-verdicts'><thead><tr><th>stage</th><th>users</th><th>kind</th>"
+        f"<th>{label}</th><th>why</th></tr></thead><tbody>"
     ]
-    for rec in sched.closed:
+    for rec in sorted(sched.closed, key=lambda r: (r.kind != "baseline", r.target_users)):
         v = by_stage.get(rec.stage)
-        verdict = html.escape(str(v["verdict"])) if v else "…"
-        why = html.escape("; ".join(v.get("reasons") or [])) if v else "analysing"
+        word = html.escape(v.verdict) if v else "…"
+        why = html.escape("; ".join(v.reasons)) if v else "analysing"
+        if v is not None and not v.trusted:
+            why += " (the load generator was the limit: not trusted)"
         if rec.kind == "baseline":  # the yardstick, judged by no rule
-            verdict, why = "baseline", "the single-user reference the later stages are read against"
+            word, why = "baseline", "the single-user reference the later stages are read against"
         lines.append(
-            f"<tr data-stage='{rec.stage}'><td>{rec.stage}</td><td>{rec.target_users}</td>"
-            f"<td class='lk-v lk-v-{verdict.replace(' ', '-')}'>{verdict}</td><td>{why}</td></tr>"
+            f"<tr data-stage='{rec.stage}' data-users='{rec.target_users}'><td>{rec.stage}</td>"
+            f"<td>{rec.target_users}</td><td>{html.escape(rec.kind)}</td>"
+            f"<td class='lk-v lk-v-{word.replace(' ', '-')}'>{word}</td><td>{why}</td></tr>"
         )
     lines.append("</tbody></table>")
     return "".join(lines)
@@ -291,13 +309,13 @@ class LiveView:
         self,
         run: RunLog | None,
         runner: Any,
-        verdicts: ProvisionalVerdicts | None,
+        verdict: LiveVerdict | None,
         report: FinalReport | None,
         *,
         now: float | None = None,
     ) -> str:
         now = time.time() if now is None else now
-        result = verdicts.result if verdicts is not None else {}
+        result = verdict
         parts = [_status(run, runner, now=now)]
         parts.extend(
             f"<div class='lk-banner lk-{b.level}'>{html.escape(b.text)}</div>"

@@ -30,8 +30,12 @@ class Series:
 
 @dataclass(frozen=True)
 class Chart:
-    """A titled chart of one or more series; ``hline`` marks a reference value (the baseline)."""
+    """A titled chart of one or more series; ``hline`` marks a reference value (the baseline).
 
+    ``key`` names the chart in the page (``data-chart``), so a script or a test can find it.
+    """
+
+    key: str
     title: str
     x_label: str
     y_label: str
@@ -51,9 +55,10 @@ def _nice_max(value: float) -> float:
 
 
 def _fmt(value: float) -> str:
+    """A short number for ticks and tooltips: 4 significant digits, thousands as ``k``."""
     if abs(value) >= 1000:
-        return f"{value / 1000:g}k"
-    return f"{value:g}"
+        return f"{value / 1000:.4g}k"
+    return f"{value:.4g}"
 
 
 def render(chart: Chart) -> str:
@@ -66,6 +71,7 @@ def render(chart: Chart) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="lk-chart" viewBox="0 0 {WIDTH} {HEIGHT}" '
         f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{esc(chart.title)}" '
+        f'data-chart="{esc(chart.key)}" '
         'style="color:inherit;font:11px sans-serif">',
         f'<text x="{LEFT}" y="14" fill="currentColor" font-weight="bold">{esc(chart.title)}</text>',
     ]
@@ -131,7 +137,11 @@ def render(chart: Chart) -> str:
             parts.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"{dash}/>')
             if len(s.points) <= 40:
                 parts.extend(
-                    f'<circle cx="{px(x)}" cy="{py(y)}" r="2.5" fill="{color}"/>' for x, y in run
+                    f'<circle cx="{px(x)}" cy="{py(y)}" r="3" fill="{color}" '
+                    f'data-series="{esc(s.name)}" data-x="{x:g}" data-y="{y:g}">'
+                    f"<title>{esc(s.name)}: {_fmt(y)} {esc(chart.y_label)} at {_fmt(x)} "
+                    f"{esc(chart.x_label)}</title></circle>"
+                    for x, y in run
                 )
         parts.append(
             f'<rect x="{legend_x}" y="{TOP - 2}" width="10" height="3" fill="{color}"/>'

@@ -70,38 +70,56 @@
 
   // -- the start form ---------------------------------------------------------------------------
   function fieldRoot(input) {
-    return input.closest(".MuiFormControl-root") || input.closest(".MuiFormControlLabel-root") || input.parentElement;
+    return input.closest(".MuiFormControlLabel-root") || input.closest(".MuiFormControl-root") || input.parentElement;
   }
 
+  // Locust's React form names each input in camelCase (llm_levels -> llmLevels) and lists them
+  // alphabetically: relabel each, and order them by section with CSS (never moving React's nodes).
   function fitForm() {
-    var seen = {};
-    Object.keys(FORM.fields).forEach(function (dest) {
-      var info = FORM.fields[dest];
-      var input = document.querySelector('[name="' + dest + '"]');
-      if (!input) return;
-      var box = fieldRoot(input);
-      if (!box || box.dataset.lkDone) { seen[info.group] = true; return; }
-      box.dataset.lkDone = "1";
-      box.title = info.help;
-      var label = box.querySelector("label") || (box.closest("label") || null);
-      if (label) {
-        var text = label.querySelector(".MuiFormControlLabel-label") || label;
-        text.textContent = info.label;
-      }
-      if (!seen[info.group]) {
-        seen[info.group] = true;
-        var title = document.createElement("div");
-        title.className = "lk-group-title";
-        title.textContent = FORM.groups[info.group] || info.group;
-        box.parentNode.insertBefore(title, box);
-      }
+    var k = 0;
+    Object.keys(FORM.groups).forEach(function (group) {
+      var first = true;
+      Object.keys(FORM.fields).forEach(function (dest) {
+        var info = FORM.fields[dest];
+        if (info.group !== group) return;
+        k += 2;  // fields at even places; a section title just before its first field
+        var input = document.querySelector('[name="' + info.input + '"]') ||
+          document.querySelector('[name="' + dest + '"]');
+        var box = input && fieldRoot(input);
+        var holder = box && box.parentElement;
+        if (!holder) return;
+        box.style.order = String(k);
+        if (first) {
+          first = false;
+          var title = holder.querySelector('.lk-group-title[data-group="' + group + '"]');
+          if (!title) {
+            title = document.createElement("div");
+            title.className = "lk-group-title";
+            title.dataset.group = group;
+            title.textContent = FORM.groups[group] || group;
+            holder.appendChild(title);  // appended, never inserted between React's nodes
+          }
+          title.style.order = String(k - 1);
+          if (holder.style.display !== "flex") {
+            holder.style.display = "flex";
+            holder.style.flexDirection = "column";
+          }
+        }
+        if (box.dataset.lkDone) return;
+        box.dataset.lkDone = "1";
+        box.title = info.help;
+        var label = box.querySelector(".MuiFormControlLabel-label") || box.querySelector("label");
+        if (label) label.textContent = info.label;
+        var notch = box.querySelector("legend span");  // the outline's gap sized to the label
+        if (notch) notch.textContent = info.label;
+      });
     });
     var users = document.querySelector('[name="userCount"]');
     if (users && users.disabled && !document.querySelector(".lk-users-note")) {
       var note = document.createElement("div");
       note.className = "lk-users-note";
       note.textContent = "The stepped shape drives the load: users and ramp-up come from " +
-        "\u201cLevels (users)\u201d under Sweep below, one stage per level.";
+        "\u201cLevels (users)\u201d (Custom parameters \u2192 Sweep), one stage per level.";
       var ramp = document.querySelector('[name="spawnRate"]');
       var after = fieldRoot(ramp || users);
       after.parentNode.insertBefore(note, after.nextSibling);

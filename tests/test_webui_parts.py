@@ -1,0 +1,161 @@
+"""The web UI's pure parts without a browser: SVG charts, the start form's checks and labels, the
+live view's stage line and verdict table with a refine stage, the live judgement's JSON."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from loadknee_locust.plugin import svgchart
+from loadknee_locust.plugin.formcheck import check_form
+from loadknee_locust.plugin.liveview import LiveView, verdict_table
+from loadknee_locust.plugin.options import (
+    FORM_GROUP_TITLES,
+    LABELS,
+    LlmOptions,
+    option_specs,
+)
+from loadknee_locust.record.recorder import RunLog
+from loadknee_locust.refine import LiveVerdict, StageJudgement
+from loadknee_locust.schedule import Schedule, SchedulePlan
+
+T0 = 5_000.0
+
+
+def circles(svg: str) -> list[tuple[str, float, float, float]]:
+    """(series, x, y, cy) of every marker."""
+    found = re.findall(r'<circle cx="[^"]+" cy="([^"]+)"[^>]*data-series="([^"]+)" '
+                       r'data-x="([^"]+)" data-y="([^"]+)"', svg)  # fmt: skip
+    return [(name, float(x), float(y), float(cy)) for cy, name, x, y in found]
+
+
+def chart(*series: svgchart.Series, **kw: object) -> str:
+    return svgchart.render(svgchart.Chart("k", "Title", "users", "tok/s", series, **kw))  # type: ignore[arg-type]
+
+
+def test_chart_points_sit_on_their_values() -> None:
+    svg = chart(svgchart.Series("a", ((1.0, 0.0), (2.0, 50.0), (4.0, 100.0))), log2_x=True)
+    assert 'data-chart="k"' in svg and svg.startswith("<svg") and svg.endswith("</svg>")
+    pts = circles(svg)
+    assert [(x, y) for _, x, y, _ in pts] == [(1.0, 0.0), (2.0, 50.0), (4.0, 100.0)]
+    top, bottom = svgchart.TOP, svgchart.HEIGHT - svgchart.BOTTOM
+    # y axis from 0 to the nice maximum 100: 0 at the bottom, 100 at the top, 50 half-way
+    assert [cy for *_, cy in pts] == [bottom, (top + bottom) / 2, top]
+    cxs = [float(v) for v in re.findall(r'<circle cx="([^"]+)"', svg)]
+    assert cxs[1] - cxs[0] == pytest.approx(cxs[2] - cxs[1], abs=0.2)  # log2: equal steps
+    assert "<title>a: 50 tok/s at 2 users</title>" in svg  # the hover text
+
+
+def test_chart_axes_labels_and_reference_line() -> None:
+    svg = chart(svgchart.Series("a", ((1.0, 230.0),)), hline=("baseline e2e P95", 180.0))
+    assert ">users</text>" in svg and ">tok/s</text>" in svg and ">Title</text>" in svg
+    assert ">250</text>" in svg  # the nice maximum above 230
+    assert "baseline e2e P95" in svg
+
+
+@pytest.mark.parametrize(
+    "points",
+    [(), ((1.0, None),), ((1.0, math.nan), (2.0, math.inf))],
+    ids=["empty", "only-missing", "nan-and-inf"],
+)
+def test_chart_without_data_says_so(points: tuple[tuple[float, float | None], ...]) -> None:
+    svg = chart(svgchart.Series("a", points))
+    assert "waiting for data" in svg and "<circle" not in svg and "nan" not in svg.lower()
+
+
+def test_chart_single_point_and_a_gap() -> None:
+    one = chart(svgchart.Series("a", ((8.0, 40.0),)))
+    assert [(x, y) for _, x, y, _ in circles(one)] == [(8.0, 40.0)]
+    cx = float(re.findall(r'<circle cx="([^"]+)"', one)[0])
+    assert svgchart.LEFT < cx < svgchart.WIDTH - svgchart.RIGHT  # centred, not divided by zero
+    gap = chart(svgchart.Series("a", ((1.0, 1.0), (2.0, math.nan), (4.0, 3.0), (8.0, 4.0))))
+    paths = re.findall(r'<path d="(M[^"]+)" fill="none" stroke="#', gap)
+    assert [p.count("L") for p in paths] == [0, 1]  # the NaN breaks the line in two
+    assert [x for _, x, _, _ in circles(gap)] == [1.0, 4.0, 8.0]
+
+
+FORM_OK = {"llm_levels": "1,2,4", "llm_stage_seconds": "4", "llm_warmup_seconds": "0.5"}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "flag", "words"),
+    [
+        ("llm_levels", "abc", "--llm-levels", ""),
+        ("llm_levels", "0,2", "--llm-levels", "each >= 1"),
+        ("llm_stage_seconds", "ten", "--llm-stage-seconds", "not a number"),
+        ("llm_batch_size", "1.5", "--llm-batch-size", "not a whole number"),
+        ("llm_endpoint", "embeddings", "--llm-endpoint", "not one of"),
+        ("llm_cooldown_seconds", "-1", "--llm-cooldown-seconds", "negative"),
+        ("llm_warmup_seconds", "9", "--llm-warmup-seconds", "no measured window"),
+    ],
+)
+def test_every_invalid_value_class_names_its_flag(
+    field: str, value: str, flag: str, words: str
+) -> None:
+    message = check_form({**FORM_OK, field: value}, LlmOptions())
+    assert message is not None and flag in message and words in message, message
+
+
+@pytest.mark.parametrize(
+    "form",
+    [FORM_OK, {}, {**FORM_OK, "llm_no_refine": "true", "llm_temperature": "-0.5"}],
+    ids=["short-sweep", "nothing-sent", "checkbox-and-temperature"],
+)
+def test_valid_forms_pass(form: dict[str, str]) -> None:
+    assert check_form(form, LlmOptions()) is None
+
+
+def test_every_option_has_a_short_label_and_a_form_group() -> None:
+    for spec in option_specs():
+        assert spec.name in LABELS, f"{spec.flag} has no short label in LABELS"
+        assert 0 < len(LABELS[spec.name]) <= 28, LABELS[spec.name]
+        assert spec.group in FORM_GROUP_TITLES, spec
+    assert set(LABELS) == {s.name for s in option_specs()}  # no label for a removed option
+
+
+def _refined_run(tmp_path: Path) -> RunLog:
+    """Stages 1, 2, 4 users, then a refine stage at 3 users (the judgement said: knee at 4)."""
+    plan = SchedulePlan((1, 2, 4, 8), stage_seconds=10.0, warmup_seconds=1.0,
+                        cooldown_seconds=2.0, baseline_requests=0, refine=True)  # fmt: skip
+    run = RunLog(tmp_path)
+    run.schedule = sched = Schedule(plan, T0)
+    answers = {
+        0: LiveVerdict(None, None, 1),
+        1: LiveVerdict(None, None, 2),
+        2: LiveVerdict(4, None, 2, knee_stage=2, stages=(
+            StageJudgement(0, 1, "comfortable"), StageJudgement(1, 2, "comfortable"),
+            StageJudgement(2, 4, "knee", ("throughput flat",)))),
+    }  # fmt: skip
+    now = T0
+    for _ in range(200):  # 0.5 s ticks; the refine stage opens after about 40 s
+        now += 0.5
+        if sched.advance(now, decide=lambda stage: answers[stage]).kind == "refine":
+            break
+    assert sched.position().users == 3
+    return run
+
+
+def test_refine_stage_in_the_status_line_and_the_table_by_users(tmp_path: Path) -> None:
+    run = _refined_run(tmp_path)
+    sched = run.schedule
+    assert sched is not None
+    verdict = sched.verdicts[2]
+    now = T0 + 1_000
+    html = LiveView().fragment(run, None, verdict, None, now=now)
+    status = html[: html.index("</p>")]
+    assert "data-kind='refine'" in status and "refine</b>: between 2 users (good) and 4" in status
+    assert "Stage 3 of" in status and "3 users</b> planned" in status
+    # the finished refine stage (3 users) sits between 2 and 4 users in the table
+    now2 = now
+    for _ in range(100):
+        now2 += 0.5
+        sched.advance(now2, decide=lambda stage: LiveVerdict(4, None, 3))
+    assert [r.kind for r in sched.closed] == ["step", "step", "step", "refine", "step"]
+    table = verdict_table(run, verdict, final=False)
+    users = [int(u) for u in re.findall(r"data-users='(\d+)'", table)]
+    assert users == [1, 2, 3, 4, 8], table  # ran as 1, 2, 4, 3, 8
+    assert "<td>refine</td>" in table and "knee</td><td>throughput flat" in table
+    run.close()
