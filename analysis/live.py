@@ -1,7 +1,7 @@
 """Judge a run still being written: the knee and each finished stage's verdict, as JSON.
 
 ``python -m analysis.live RUN_DIR`` prints one JSON object from
-:func:`analysis.pipeline.analyze_run`, the same rules as ``loadknee analyze``, so the levels the
+:func:`judge`, the same rules as ``loadknee analyze``, so the levels the
 adaptive sweep refines, the provisional verdicts the web UI shows and the final report all come
 from one implementation of the knee. Both Locust-side callers read the same object, once per
 finished stage (the sweep's shape starts the child; the web UI reads the answer the shape got)::
@@ -23,12 +23,25 @@ import json
 import sys
 from typing import Any
 
-from analysis.pipeline import analyze_run
+from analysis.baseline import compute_baseline
+from analysis.inputs.load import read_run
+from analysis.knee import KneeParams, find_knee, resolve_tail_metric
+from analysis.summary import summarize_stages
 
 
 def judge(run_dir: str) -> dict[str, Any]:
-    """The knee, the red line, the recommended concurrency and each stage's verdict so far."""
-    knee = analyze_run(run_dir).knee
+    """The knee, the red line, the recommended concurrency and each stage's verdict so far.
+
+    The steps of :func:`analysis.pipeline.analyze_run` up to :func:`analysis.knee.find_knee`
+    (read, summarise, baseline, tail metric, knee): the same rules and the same answer; the
+    confidence resampling and the bottleneck diagnosis, which change neither the knee nor
+    ``max_concurrency`` and cost ~95 % of a full analysis, are left to ``loadknee analyze``.
+    """
+    run = read_run(run_dir)
+    summary = summarize_stages(run)
+    baseline = compute_baseline(run, summary)
+    params = resolve_tail_metric(KneeParams(), run.run_info)
+    knee = find_knee(summary, baseline, params=params)
     return {
         "knee_users": knee.knee_users,
         "red_line_users": knee.red_line_users,

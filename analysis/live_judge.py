@@ -8,10 +8,8 @@ Why a server and not ``python -m analysis.live`` per stage: that child paid a Py
 the pandas import (1.5–2.5 s on 2 busy cores) plus the knee's confidence resampling (200 reruns
 of the knee rule, ~95 % of a judgement's time and no part of the answer) after every stage, longer
 than a short cooldown, so the sweep waited. Here pandas is imported once, while the first stages
-run, and each answer comes from the same steps as :func:`analysis.pipeline.analyze_run` up to
-:func:`analysis.knee.find_knee` (read, summarise, baseline, tail metric, knee): the same rules
-and the same answer; the confidence and the bottleneck diagnosis, which change neither
-``knee_users`` nor ``max_concurrency``, are left to ``loadknee analyze``.
+run, and each answer is :func:`analysis.live.judge`'s, the same object ``python -m analysis.live``
+prints.
 
 It runs at a lower CPU priority (``nice`` +10): the load generator and the server come first.
 It dies with its parent: end of input (the parent closed the pipe or died) ends it, and on
@@ -27,29 +25,11 @@ import signal
 import sys
 from typing import Any, TextIO
 
-from analysis.baseline import compute_baseline
-from analysis.inputs.load import read_run
-from analysis.knee import KneeParams, find_knee, resolve_tail_metric
-from analysis.summary import summarize_stages
+from analysis.live import judge
 
 #: how much lower than the load generator the judge runs
 NICENESS = 10
 _PR_SET_PDEATHSIG = 1
-
-
-def judge(run_dir: str) -> dict[str, Any]:
-    """The knee, the red line and the recommended concurrency over the stages so far."""
-    run = read_run(run_dir)
-    summary = summarize_stages(run)
-    baseline = compute_baseline(run, summary)
-    params = resolve_tail_metric(KneeParams(), run.run_info)
-    knee = find_knee(summary, baseline, params=params)
-    return {
-        "knee_users": knee.knee_users,
-        "red_line_users": knee.red_line_users,
-        "max_concurrency": knee.max_concurrency,
-        "stages": len(knee.stages),
-    }
 
 
 def answer(line: str) -> dict[str, Any]:

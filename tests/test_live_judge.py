@@ -18,6 +18,7 @@ import pytest
 from knee_rundir import request_row, stage_row, write_run
 
 from analysis import live, live_judge
+from analysis.pipeline import analyze_run
 
 CAPACITY = 4  # the synthetic server runs 4 requests at once; more users only queue
 
@@ -41,8 +42,10 @@ def saturating_run(run_dir: Path, levels: tuple[int, ...] = (1, 2, 4, 8, 16)) ->
 
 def test_the_judge_answers_as_analysis_live_does(tmp_path: Path) -> None:
     run_dir = str(saturating_run(tmp_path / "run"))
-    fast = live_judge.judge(run_dir)
-    assert fast == live.judge(run_dir)  # the same steps up to the knee: the same answer
+    fast = live_judge.answer(json.dumps({"run_dir": run_dir}))
+    assert fast == live.judge(run_dir)  # one judgement, whichever child asks
+    full = analyze_run(run_dir).knee  # and the same knee as the full analysis
+    assert (fast["knee_users"], fast["max_concurrency"]) == (full.knee_users, full.max_concurrency)
     assert fast["knee_users"] == 8 and fast["max_concurrency"] == CAPACITY
 
 

@@ -85,7 +85,7 @@ FORM_OK = {"llm_levels": "1,2,4", "llm_stage_seconds": "4", "llm_warmup_seconds"
     [
         ("llm_levels", "abc", "--llm-levels", ""),
         ("llm_levels", "0,2", "--llm-levels", "each >= 1"),
-        ("llm_stage_seconds", "ten", "--llm-stage-seconds", "not a number"),
+        ("llm_stage_seconds", "ten", "--llm-stage-seconds", "must be a number or 'auto'"),
         ("llm_batch_size", "1.5", "--llm-batch-size", "not a whole number"),
         ("llm_endpoint", "embeddings", "--llm-endpoint", "not one of"),
         ("llm_cooldown_seconds", "-1", "--llm-cooldown-seconds", "negative"),
