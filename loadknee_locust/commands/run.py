@@ -223,18 +223,28 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
     return cmd
 
 
+def _seconds(value: object) -> float | None:
+    """A typed ``--stage-seconds``: a number, or None (not given, ``auto``, or not a number:
+    the option's own check names that one)."""
+    try:
+        return None if value is None else float(str(value))
+    except ValueError:
+        return None
+
+
 def _validate(args: argparse.Namespace) -> str | None:
     """Problems with the options, named as the user typed them (``--stage-seconds``, not the
     ``--llm-stage-seconds`` Locust would name), before anything starts."""
     if not args.host:
         return "--host is required (the server's base URL)"
-    if args.stage_requests is None and args.stage_seconds is not None:
+    stage_s = _seconds(args.stage_seconds)
+    if args.stage_requests is None and stage_s is not None:
         warmup = args.warmup_seconds
         typed = warmup is not None
-        warmup = warmup if typed else LlmOptions().warmup_seconds
-        if args.stage_seconds <= warmup:
+        warmup = float(warmup) if typed else LlmOptions().warmup_seconds
+        if stage_s <= warmup:
             return (
-                f"--stage-seconds {args.stage_seconds:g} must exceed the warm-up "
+                f"--stage-seconds {stage_s:g} must exceed the warm-up "
                 + (f"--warmup-seconds {warmup:g}" if typed else f"(--warmup-seconds, default "
                    f"{warmup:g})")
                 + ": the stage would have no measured window; lower --warmup-seconds or "
