@@ -74,6 +74,11 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
         [
             f"run {analysis.run_id}: {len(analysis.run.requests)} requests, "
             f"{len(analysis.summary)} stages",
+            *(
+                ["cut short: " + analysis.recommendations.provisional]
+                if analysis.recommendations.provisional
+                else []
+            ),
             "",
             table.rstrip("\n"),
             "",

@@ -157,6 +157,7 @@ class Recommendation:
 class Recommendations:
     items: tuple[Recommendation, ...]
     server_flags: tuple[str, ...]  # e.g. ("--max-num-seqs 24", "--gpu-memory-utilization 0.85")
+    provisional: str = ""  # why these settings cannot be trusted yet (a cut run); "" when final
 
     def get(self, key: str) -> Any:
         for item in self.items:

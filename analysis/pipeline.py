@@ -8,7 +8,7 @@ optional ``progress`` callback (the CLI sends them to stderr).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from analysis.inputs.server_metrics import canonical_timeline
 from analysis.knee import KneeParams, find_knee, resolve_tail_metric
 from analysis.model import Baseline, KneeResult, Recommendations
 from analysis.recommend import RecommendParams, recommend, to_yaml
+from analysis.run_cut import run_cut
 from analysis.summary import summarize_stages
 
 Progress = Callable[[str], None]
@@ -80,6 +81,9 @@ def analyze_run(
     knee = find_knee(summary, baseline, params=params)
     knee = diagnose(summary, knee, baseline)
     recs = recommend(summary, knee, baseline, run_info=run.run_info, params=recommend_params)
+    cut = run_cut(run.run_info, run.stages)
+    if cut is not None:
+        recs = replace(recs, provisional=cut.text)
     return Analysis(
         run=run,
         summary=summary,

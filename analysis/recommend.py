@@ -394,6 +394,10 @@ def to_yaml(recs: Recommendations) -> str:
             lines.append(f"  # {text}")
         lines.append(f"  {yaml_text.key(name)}: {yaml_text.value(item.value)}")
     out = ["# loadknee recommendations: each value follows its reason"]
+    if recs.provisional:
+        out += [
+            f"# PROVISIONAL: {t}" for t in textwrap.wrap(yaml_text.comment(recs.provisional), 90)
+        ]
     for section, lines in sections.items():
         if lines:
             out += [f"{yaml_text.key(section)}:", *lines]

@@ -73,13 +73,16 @@ PHASES: Final[tuple[str, ...]] = ("baseline", "warmup", "measure", "cooldown")
 StageKind = Literal["baseline", "step"]
 STAGE_KINDS: Final[tuple[str, ...]] = ("baseline", "step")
 
-StopReason = Literal["duration", "request_count", "red_line", "time_limit", "stopped"]
+StopReason = Literal[
+    "duration", "request_count", "red_line", "time_limit", "stopped", "interrupted"
+]
 STOP_REASONS: Final[tuple[str, ...]] = (
     "duration",  # held for the configured time
     "request_count",  # reached the configured number of completed requests
     "red_line",  # early stop: error rate or latency ceiling crossed
     "time_limit",  # the run's overall time limit cut it
-    "stopped",  # stopped by the user (web UI stop, Ctrl-C)
+    "stopped",  # stopped by the user (web UI stop)
+    "interrupted",  # Ctrl-C / SIGTERM (or the wrapper died): the stage is partial
 )
 
 Outcome = Literal[

@@ -9,7 +9,7 @@ Layout (``schema`` 1)::
 
     {"schema": 1, "run_id": ..., "percentile_method": ...,
      "knee": KneeResult, "baseline": Baseline | null,
-     "recommendations": {"items": [...], "server_flags": [...]} | null,
+     "recommendations": {"items": [...], "server_flags": [...], "provisional": ""} | null,
      "summary": [{column: value, ...}, ...]}   # one object per stage, SUMMARY_COLUMNS order
 """
 
@@ -121,6 +121,7 @@ def _recommendations(data: dict[str, Any] | None) -> Recommendations | None:
     return Recommendations(
         items=tuple(Recommendation(**item) for item in data["items"]),
         server_flags=tuple(data["server_flags"]),
+        provisional=str(data.get("provisional", "")),
     )
 
 

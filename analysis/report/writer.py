@@ -90,6 +90,8 @@ def value_text(value: object) -> str:
 
 def recommendations_text(recs: Recommendations) -> str:
     lines = [f"  {item.key} = {value_text(item.value)}   # {item.reason}" for item in recs.items]
+    if recs.provisional:
+        lines.insert(0, f"  PROVISIONAL: {recs.provisional}")
     if recs.server_flags:
         lines.append("  server flags: " + " ".join(recs.server_flags))
     return "\n".join(lines) if lines else "  (none)"

@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from loadknee_locust.plugin.lifeline import preexec_die_with
 from loadknee_locust.plugin.options import LlmOptions, OptionSpec, add_arguments, option_specs
 from loadknee_locust.record.rundir import default_run_id
 from loadknee_locust.schedule import parse_levels
@@ -210,8 +211,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[loadknee] web UI: http://127.0.0.1:{args.web_port} (Ctrl-C to finish)", flush=True)
     run_dirs: list[str] = []
     # Locust runs in its own session so a terminal Ctrl-C reaches only this process, which
-    # passes it on as SIGTERM (Locust's graceful stop: in-flight requests finish, files close;
-    # SIGINT may be ignored by a child of a background job, SIGTERM never is).
+    # passes the same signal on (the plugin's interrupt guard: the first ends the sweep
+    # gracefully, a second at once). If this process dies without passing anything on (SIGKILL),
+    # the kernel's parent-death signal stops the child (plugin/lifeline.py says why not a
+    # process group or a pipe).
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
@@ -219,9 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         text=True,
         bufsize=1,
         start_new_session=True,
+        preexec_fn=preexec_die_with(os.getpid()),
     )
     forwarded = {
-        sig: signal.signal(sig, lambda _signum, _frame: proc.send_signal(signal.SIGTERM))
+        sig: signal.signal(sig, lambda signum, _frame: proc.send_signal(signum))
         for sig in (signal.SIGINT, signal.SIGTERM)
     }
     try:

@@ -65,6 +65,10 @@ class SteppedShape(LoadTestShape):
         if run is not self._run:
             self._new_run(run)
         sched = run.schedule
+        if lk.interrupted and not sched.finished:
+            assert lk.interrupt is not None
+            sched.stop(now, "interrupted")  # the running stage is closed as partial
+            env.process_exit_code = lk.interrupt.exit_code
         red = RedLine.from_options(options)
         pos = sched.advance(
             now,

@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from loadknee_locust.plugin.interrupt import InterruptGuard, exit_now
 from loadknee_locust.plugin.options import add_arguments, llm_options
 from loadknee_locust.record import rundir
 from loadknee_locust.record.recorder import RequestRecorder, RunLog
@@ -127,6 +128,7 @@ class Loadknee:
         self._telemetry: Any = None
         self._prompt_info_sent: dict[str, Any] | None = None
         self._prompt_infos: dict[str, dict[str, Any]] = {}  # by process: "local", "worker <id>"
+        self.interrupt: InterruptGuard | None = None
         self.recorder = RequestRecorder(self._worker_name, self._open_run)
         events = environment.events
         events.request.add_listener(self.recorder.on_request)
@@ -138,6 +140,9 @@ class Loadknee:
             # fresh CPU/memory in every report (Locust's own heartbeat value is 10 s old), so
             # the master's client.csv can flag a worker that, not the server, was the limit
             register_worker_usage(environment)
+            from loadknee_locust.plugin.lifeline import guard_worker
+
+            guard_worker(environment)
         if self.role == "master":
             events.worker_report.add_listener(self.recorder.on_worker_report)
             events.worker_report.add_listener(self._take_prompt_info)
@@ -148,6 +153,7 @@ class Loadknee:
             events.test_stop.add_listener(self._on_test_stop)
             events.quitting.add_listener(self._on_quitting)
             self._default_stop_timeout()
+            self._guard_interrupts()
             if web_ui is not None:
                 from loadknee_locust.plugin import webui
 
@@ -260,7 +266,7 @@ class Loadknee:
             return
         now = time.time()
         if run.schedule is not None:
-            run.schedule.stop(now, "stopped")
+            run.schedule.stop(now, "interrupted" if self.interrupted else "stopped")
             run.add_stages(run.schedule.pop_closed())
         run.test_stopped = True
         self._stop_telemetry()
@@ -325,6 +331,28 @@ class Loadknee:
         end = self.run_info.get("end_unix_s") or time.time()
         self._update_end(run, end)
         run.close()
+
+    @property
+    def interrupted(self) -> bool:
+        return self.interrupt is not None and self.interrupt.requested
+
+    def _guard_interrupts(self) -> None:
+        """Headless with a shape: Ctrl-C / SIGTERM end the sweep gracefully (see interrupt.py)."""
+        env = self.environment
+        parsed = getattr(env, "parsed_options", None)
+        if env.shape_class is None or not getattr(parsed, "headless", False):
+            return
+        self.interrupt = InterruptGuard(self._stop_now, float(env.stop_timeout or 0.0))
+        self.interrupt.install()
+
+    def _stop_now(self, code: int) -> None:
+        """The second interrupt: close the running stage and the files, then leave at once."""
+        run = self.run
+        if run is not None and not run.closed and run.schedule is not None:
+            run.schedule.stop(time.time(), "interrupted")
+            run.add_stages(run.schedule.pop_closed())
+        self.close_run()
+        exit_now(code)
 
     def _default_stop_timeout(self) -> None:
         """In-flight requests are lost when Locust kills users: give them time to finish."""
