@@ -1,8 +1,10 @@
 """``loadknee analyze RUN_DIR``: analyse one run, write its report folder, print table/knee/advice.
 
-Exit codes: 0 analysed; 2 the run directory is missing or invalid (one paragraph on stderr
-listing every problem, no traceback) or the arguments are wrong. Progress of the long steps goes
-to stderr, so stdout holds only the result (pipe-able, e.g. ``--format json | jq``).
+Exit codes: 0 analysed; 3 analysed, but no stage had enough usable data to judge (every stage
+"insufficient data": no rows, or most rows excluded); 2 the run directory is missing or
+invalid (one paragraph on stderr listing every problem, no traceback) or the arguments are
+wrong. Progress of the long steps goes to stderr, so stdout holds only the result (pipe-able,
+e.g. ``--format json | jq``).
 """
 
 from __future__ import annotations
@@ -129,6 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     progress("writing report files")
     paths = write_report(analysis, ns.out, progress=progress)
     print(render_stdout(analysis, ns.format, width=ns.width, paths=paths))
+    judged = [v for v in analysis.knee.stages if v.verdict != "insufficient_data"]
+    if not judged:
+        print(
+            "loadknee analyze: no stage had enough usable data to judge; nothing is recommended "
+            f"({analysis.knee.summary})",
+            file=sys.stderr,
+        )
+        return 3
     return 0
 
 

@@ -119,6 +119,8 @@ def diagnose_stage(facts: StageFacts) -> tuple[Bottleneck, str]:
     """The bottleneck of one stage and the rule behind it, in words with the numbers."""
     if facts.verdict.trusted and facts.verdict.verdict == "comfortable":
         return "none", ""
+    if facts.verdict.verdict == "insufficient_data":  # no numbers to read a bottleneck from
+        return "none", ""
     match = first_match(facts)
     if match is None:
         return "none", "no bottleneck rule matched"

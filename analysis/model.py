@@ -14,14 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Verdict = Literal["comfortable", "critical", "knee", "red_line"]
-VERDICTS: tuple[str, ...] = ("comfortable", "critical", "knee", "red_line")
+Verdict = Literal["comfortable", "critical", "knee", "red_line", "insufficient_data"]
+VERDICTS: tuple[str, ...] = ("comfortable", "critical", "knee", "red_line", "insufficient_data")
 #: how the verdicts are printed in tables (seed 002's 舒适 / 临界 / 拐点 / 红线)
 VERDICT_LABELS: dict[str, str] = {
     "comfortable": "comfortable",
     "critical": "critical",
     "knee": "knee",
     "red_line": "red line",
+    "insufficient_data": "insufficient data",
 }
 
 Bottleneck = Literal[

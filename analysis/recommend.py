@@ -19,6 +19,8 @@ Rules (seed 000's three config keys, seed 002's capacity rule and vLLM knobs):
 * ``vllm.max_model_len`` — the replayed log's longest real context, rounded up to a power of two
   (only for log-replay runs);
 * ``replicas`` — ``ceil(target_concurrency / (watermark_high_users × replica_efficiency))``.
+
+Nothing at all when no stage could be judged (every one "insufficient data").
 """
 
 from __future__ import annotations
@@ -363,6 +365,8 @@ def recommend(
     """Settings from the knee: max_concurrency, watermark, timeouts, vLLM flags, replicas."""
     p = params or RecommendParams()
     info = run_info or {}
+    if all(v.verdict == "insufficient_data" for v in knee.stages):
+        return Recommendations(items=(), server_flags=())  # no stage could be judged
     items = _capacity_items(knee, p)
     optional = [
         _offline_item(summary, knee),

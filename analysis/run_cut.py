@@ -7,7 +7,8 @@ stage's ``stop_reason`` in ``stages.csv``); this module reads them and says what
 CLI can print it and the recommendations can be marked provisional.
 
 * ``stop_reason`` ``interrupted`` (signal) or ``stopped`` (web UI stop): cut by the user;
-* no ``end_unix_s`` in ``run.json``: the process died before it could write its end;
+* a ``start_unix_s`` but no ``end_unix_s`` in ``run.json``: the process died before it could
+  write its end;
 * any other reason (the sweep ran out, the red line, the time limit): not cut.
 """
 
@@ -56,8 +57,8 @@ class RunCut:
 def run_cut(run_info: dict[str, Any], stages: pd.DataFrame) -> RunCut | None:
     """The cut, or None for a run that ended by its own rules."""
     reason = run_info.get("stop_reason")
-    if run_info.get("end_unix_s") is None:
-        reason = "killed"
+    if "start_unix_s" in run_info and run_info.get("end_unix_s") is None:
+        reason = "killed"  # written at the start by the plugin, never finished
     elif reason not in CUT_REASONS:
         return None
     stage = users = measured = None

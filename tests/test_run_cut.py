@@ -26,7 +26,8 @@ TWO = _stages((0, "step", 1, 10.0, 70.0, "duration"), (1, "step", 2, 81.0, 93.0,
         ({"stop_reason": "time_limit", "end_unix_s": 200.0}, None),
         ({"stop_reason": "interrupted", "end_unix_s": 95.0, "levels": [1, 2, 4, 8]},
          ("interrupted", 1, 2, (4, 8))),
-        ({"stop_reason": None, "end_unix_s": None, "levels": [1, 2]}, ("killed", 1, 2, ())),
+        ({"start_unix_s": 1.0, "end_unix_s": None, "levels": [1, 2]}, ("killed", 1, 2, ())),
+        ({"run_id": "typed-in"}, None),
     ],
 )  # fmt: skip
 def test_cut_or_not(info: dict, expected: tuple | None) -> None:
@@ -42,5 +43,6 @@ def test_cut_or_not(info: dict, expected: tuple | None) -> None:
 
 
 def test_cut_before_any_stage_closed() -> None:
-    cut = run_cut({"stop_reason": "interrupted", "end_unix_s": 5.0, "levels": [1, 2]}, TWO[:0])
+    info = {"stop_reason": "interrupted", "end_unix_s": 5.0, "levels": [1, 2]}
+    cut = run_cut(info, TWO[:0])
     assert cut is not None and cut.stage is None and cut.levels_not_run == (1, 2)

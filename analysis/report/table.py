@@ -76,6 +76,12 @@ def fmt_int(value: Any) -> str:
     return NA if number is None else f"{number:.0f}"
 
 
+def fmt_excluded(value: Any) -> str:
+    """Rows left out for missing the requested lengths: "-" for none, so a count stands out."""
+    text = fmt_int(value)
+    return "-" if text == "0" else text
+
+
 def fmt_text(value: Any) -> str:
     """Text cell: n/a when missing, "-" when known to be empty (no bottleneck, no reason)."""
     if is_missing(value):
@@ -115,6 +121,7 @@ RECORD_COLUMNS: tuple[Column, ...] = (
     Column("kv_cache_peak_pct", "KV %", fmt_pct, 1),
     Column("waiting_max", "wait max", fmt_int, 5),
     Column("success_pct", "ok %", fmt_pct, 0),
+    Column("length_mismatch", "excluded", fmt_excluded, 1),
     Column("verdict", "verdict", fmt_text, 0, numeric=False),
     Column("bottleneck", "bottleneck", fmt_text, 3, numeric=False),
 )
