@@ -34,6 +34,9 @@ Bottleneck = Literal[
     "host_side",
     "client",
     "interference",
+    "overload",
+    "stalls",
+    "server_errors",
 ]
 
 #: Columns of the per-stage summary frame (``analysis.summary.summarize_stages``), in order.
@@ -130,6 +133,7 @@ class StageVerdict:
     trusted: bool = True  # False when the load generator was the limit (client-bound)
     bottleneck: Bottleneck = "none"
     bottleneck_reason: str = ""
+    failures: str = ""  # the failures named: "22 % HTTP 503 (150); 3 % timeouts (20)"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from analysis.baseline import compute_baseline
 from analysis.diagnosis import diagnose
+from analysis.failures import failure_mixes, name_failures
 from analysis.inputs.load import Run, read_run
 from analysis.inputs.nvsmi import read_nvidia_smi_csv
 from analysis.inputs.server_metrics import canonical_timeline
@@ -23,7 +24,7 @@ from analysis.knee import KneeParams, find_knee, resolve_tail_metric
 from analysis.model import Baseline, KneeResult, Recommendations
 from analysis.recommend import RecommendParams, recommend, to_yaml
 from analysis.run_cut import run_cut
-from analysis.summary import summarize_stages
+from analysis.summary import measured_requests, summarize_stages
 
 Progress = Callable[[str], None]
 
@@ -79,7 +80,8 @@ def analyze_run(
     baseline = compute_baseline(run, summary)
     params = resolve_tail_metric(knee_params or KneeParams(), run.run_info)
     knee = find_knee(summary, baseline, params=params)
-    knee = diagnose(summary, knee, baseline)
+    mixes = failure_mixes(measured_requests(run))
+    knee = name_failures(diagnose(summary, knee, baseline, failures=mixes), mixes)
     recs = recommend(summary, knee, baseline, run_info=run.run_info, params=recommend_params)
     cut = run_cut(run.run_info, run.stages)
     if cut is not None:

@@ -33,6 +33,7 @@ VERDICT_COLUMNS: tuple[str, ...] = (
     "trusted",
     "bottleneck",
     "bottleneck_reason",
+    "failures",
     "reasons",
 )
 
@@ -124,6 +125,7 @@ RECORD_COLUMNS: tuple[Column, ...] = (
     Column("length_mismatch", "excluded", fmt_excluded, 1),
     Column("verdict", "verdict", fmt_text, 0, numeric=False),
     Column("bottleneck", "bottleneck", fmt_text, 3, numeric=False),
+    Column("failures", "failures", fmt_text, 6, numeric=False),
 )
 
 UNTRUSTED_NOTE = "* client-bound stage: the load generator was the limit, numbers not trusted"
@@ -139,6 +141,7 @@ def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
         "trusted": verdict.trusted,
         "bottleneck": verdict.bottleneck if verdict.bottleneck != "none" else "",
         "bottleneck_reason": verdict.bottleneck_reason,
+        "failures": verdict.failures,
         "reasons": "; ".join(verdict.reasons),
     }
 
