@@ -131,9 +131,11 @@ class LLMState:
         if self.source is None and self.source_error is None:
             try:
                 self.source = build_source(self.source_options)
-            except (OSError, ValueError) as exc:
-                self.source_error = str(exc)
-                log.error("loadknee: cannot build the prompt source: %s", exc)
+            except Exception as exc:  # any bad input: one message and the test stops, no hang
+                # said once, by stop_test
+                self.source_error = "cannot build the prompt source: " + (
+                    str(exc) or type(exc).__name__
+                )
 
     def prepare(self, host: str, endpoint: Endpoint) -> None:
         """Build the source, find the model, calibrate ``endpoint``: once, under the lock."""

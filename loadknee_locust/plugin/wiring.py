@@ -45,10 +45,30 @@ def install(events: Any) -> None:
         show_in_web_ui(parser)
 
     def on_init(environment: Any, web_ui: Any = None, **_: Any) -> None:
+        refuse_bad_options(environment)
         register(environment, web_ui=web_ui)
 
     events.init_command_line_parser.add_listener(on_parser)
     events.init.add_listener(on_init)
+
+
+def refuse_bad_options(environment: Any) -> None:
+    """Before any load: every bad ``--llm-*`` value or host in one message, then exit code 2."""
+    from loadknee_locust.plugin.validate import option_problems
+
+    parsed = getattr(environment, "parsed_options", None)
+    headless = bool(getattr(parsed, "headless", False))
+    host = str(environment.host or "") if headless else None  # the web UI asks for it later
+    options = llm_options(environment)
+    problems = option_problems(options, host)
+    if options.prompt_log:
+        from loadknee_locust.prompts.logindex import sniff_problem
+
+        if problem := sniff_problem(options.prompt_log):
+            problems.append(problem)
+    if problems:
+        log.error("loadknee: cannot start: %s", "; ".join(problems))
+        sys.exit(2)
 
 
 def show_in_web_ui(parser: Any) -> None:
