@@ -51,6 +51,9 @@ class LLMState:
         self._stopping = False
         self.stale_connection_retries = 0
         self.stream_stamps: dict[str, int] = {}  # streams by how their lines were stamped
+        #: requests that are not load, by kind (calibration_probes, tokenize, model_discovery):
+        #: with them the server's own request count reconciles with the run directory
+        self.setup_requests: dict[str, int] = {}
         self.options = llm_options(environment)
         self._load_options(self.options)
 
@@ -166,15 +169,27 @@ class LLMState:
 
     def _session(self, host: str) -> FastHttpSession:
         # a private event hook: probes and discovery are not load and must not become rows
+        hook = EventHook()
+        hook.add_listener(self._count_setup_request)
         session = FastHttpSession(
             base_url=host,
-            request_event=EventHook(),
+            request_event=hook,
             user=None,
             network_timeout=self.timeout_s,
             connection_timeout=self.timeout_s,
         )
         install_stale_retry(session.client)
         return session
+
+    def _count_setup_request(self, name: Any = None, **_: Any) -> None:
+        path = str(name or "")
+        if path.endswith("/models"):
+            kind = "model_discovery"
+        elif path.endswith("/tokenize"):
+            kind = "tokenize"
+        else:
+            kind = "calibration_probes"
+        self.setup_requests[kind] = self.setup_requests.get(kind, 0) + 1
 
     def _discover_model(self, host: str) -> None:
         try:
@@ -246,6 +261,8 @@ class LLMState:
         info["stale_connection_retries"] = self.stale_connection_retries
         if self.stream_stamps:
             info["stream_stamps"] = dict(sorted(self.stream_stamps.items()))
+        if self.setup_requests:
+            info["setup_requests"] = dict(sorted(self.setup_requests.items()))
         if self.model_error:
             info["model_error"] = self.model_error
         return info

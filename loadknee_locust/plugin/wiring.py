@@ -108,7 +108,7 @@ def _role(runner: Any) -> str:
 
 
 #: prompt-source facts each process counts for itself: the run's value is the sum over processes
-SUMMED_PROMPT_COUNTERS = frozenset({"stale_connection_retries", "stream_stamps"})
+SUMMED_PROMPT_COUNTERS = frozenset({"stale_connection_retries", "stream_stamps", "setup_requests"})
 
 
 def combine_prompt_infos(infos: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
