@@ -21,6 +21,7 @@ from locust.contrib.fasthttp import FastHttpSession
 from locust.event import EventHook
 
 from loadknee_locust.client import payloads
+from loadknee_locust.client.credentials import authorization, has_url_credentials
 from loadknee_locust.client.reconnect import install_stale_retry
 from loadknee_locust.client.sse import parse_body, short_text
 from loadknee_locust.client.tokenize_probe import server_vocabulary
@@ -54,6 +55,7 @@ class LLMState:
         #: requests that are not load, by kind (calibration_probes, tokenize, model_discovery):
         #: with them the server's own request count reconciles with the run directory
         self.setup_requests: dict[str, int] = {}
+        self._warned_both = False
         self.options = llm_options(environment)
         self._load_options(self.options)
 
@@ -126,9 +128,16 @@ class LLMState:
         return self._users
 
     def auth_headers(self) -> dict[str, str]:
-        """Bearer header from the named env var, read at use time (never stored or logged)."""
+        """Bearer header from the named env var, read at use time (never stored or logged); with
+        no key, Basic from the host URL's credentials (plugin/credentials.py: the one rule)."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        if key and not self._warned_both and has_url_credentials(self.environment):
+            self._warned_both = True
+            log.warning(
+                "loadknee: both an API key and user:password in the host URL: the API key is "
+                "sent (Bearer); the URL's credentials are not sent"
+            )
+        return authorization(key, self.environment)
 
     def ensure_source(self) -> None:
         if self.source is None and self.source_error is None:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from loadknee_locust.client.credentials import take_url_credentials
 from loadknee_locust.plugin.interrupt import InterruptGuard, exit_now
 from loadknee_locust.plugin.options import add_arguments, llm_options
 from loadknee_locust.record import rundir
@@ -45,6 +46,7 @@ def install(events: Any) -> None:
         show_in_web_ui(parser)
 
     def on_init(environment: Any, web_ui: Any = None, **_: Any) -> None:
+        take_url_credentials(environment)  # before anything stores or shows the host
         refuse_bad_options(environment)
         register(environment, web_ui=web_ui)
 
