@@ -69,7 +69,7 @@ def refuse_bad_options(environment: Any) -> None:
         if problem := sniff_problem(options.prompt_log):
             problems.append(problem)
     if problems:
-        log.error("loadknee: cannot start: %s", "; ".join(problems))
+        log.error("loadknee: cannot run the sweep: %s", "; ".join(problems))
         sys.exit(2)
 
 
