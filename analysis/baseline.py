@@ -1,6 +1,6 @@
-"""The single-user baseline (seed 000): the yardstick every later stage is compared against.
+"""The single-user baseline: the yardstick every later stage is compared against.
 
-Seed 000 measures it with one request at a time, one warm-up discarded, then 20 or more measured
+It is measured with one request at a time, one warm-up discarded, then 20 or more measured
 runs, and keeps the median (the usual case) and P95 (the tail) of the end-to-end latency and of
 the seconds per 1000 tokens, on total tokens and on completion tokens. When P95 and the median are
 far apart (default: P95 > 1.5× the median) something outside the test interfered (another process
@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis import rules
 from analysis.inputs.load import Run
 from analysis.model import Baseline
 from analysis.numeric import num
 from analysis.summary import measured_requests
+from loadknee_locust.contract import LEVEL_KINDS
 
-#: default limit on P95 / median before the baseline is called noisy (seed 000)
+#: default limit on P95 / median before the baseline is called noisy (method: Baseline spread)
 SPREAD_LIMIT = 1.5
-#: seed 000 asks for at least this many measured baseline requests
+#: the baseline needs at least this many measured baseline requests
 MIN_REQUESTS = 20
 
 
@@ -29,7 +31,7 @@ def _pick_row(summary: pd.DataFrame) -> tuple[pd.Series | None, str]:
     base = served[served["kind"] == "baseline"]
     if len(base):
         return base.iloc[0], "baseline"
-    steps = served[served["kind"] == "step"].sort_values("stage")
+    steps = served[served["kind"].isin(LEVEL_KINDS)].sort_values("stage")
     if len(steps):
         return steps.iloc[0], "first_stage"
     return None, "none"
@@ -102,8 +104,8 @@ def compute_baseline(
         )
     if int(row["ok"]) < min_requests:
         warnings.append(
-            f"baseline has only {int(row['ok'])} served requests (seed 000 asks for "
-            f"{min_requests} or more): its P95 is rough"
+            f"baseline has only {int(row['ok'])} served requests (the method asks for "
+            f"{min_requests} or more): its P95 is rough {rules.cite('baseline')}"
         )
     spread = [
         _spread_warning(what, p50, p95, spread_limit)

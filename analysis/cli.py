@@ -10,16 +10,27 @@ e.g. ``--format json | jq``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+from analysis.importers.cli import add_source_args, describe, import_files
+from analysis.importers.model import ImportFormatError
 from analysis.inputs.load import RunDirError
 from analysis.knee import KneeParams
 from analysis.pipeline import Analysis, analyze_run
 from analysis.recommend import RecommendParams
 from analysis.report.knee_json import to_json
 from analysis.report.table import format_markdown, format_text, record_frame
-from analysis.report.writer import knee_text, recommendations_text, write_report
+from analysis.report.writer import (
+    collect_warnings,
+    deploy_text,
+    knee_text,
+    recommendations_text,
+    slo_text,
+    write_report,
+)
+from analysis.slo import SloParams
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
         "settings; writes record.csv/.md, knee.json, recommendations.yaml, three PNG plots and "
         "a self-contained report.html into RUN_DIR/report/.",
     )
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<run_id>)")
+    parser.add_argument(
+        "run_dir",
+        metavar="RUN_DIR",
+        nargs="+",
+        help="a run directory (runs/<run_id>); with --from, another tool's result files",
+    )
+    add_source_args(parser, required=False)
+    parser.add_argument(
+        "--import-dir",
+        metavar="DIR",
+        default=None,
+        help="with --from: where the imported run directory goes (default runs/<tool>-<name>)",
+    )
     parser.add_argument(
         "--nvidia-smi-csv",
         metavar="FILE",
@@ -57,11 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     KneeParams.add_cli_args(parser)
     RecommendParams.add_cli_args(parser)  # --target-concurrency, --replica-efficiency, ...
+    SloParams.add_cli_args(parser)  # --slo, --goodput, --goodput-min-pct, --slo-file, --slo-preset
     return parser
 
 
 def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, Path]) -> str:
-    record = record_frame(analysis.summary, analysis.knee)
+    record = record_frame(analysis.summary, analysis.knee, analysis.slo)
     if fmt == "json":
         return to_json(
             analysis.summary,
@@ -69,11 +93,14 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
             analysis.baseline,
             analysis.recommendations,
             run_id=analysis.run_id,
+            slo=analysis.slo,
         )
     table = format_markdown(record) if fmt == "markdown" else format_text(record, width=width)
     report_dir = paths["report.html"].parent
+    deploy = deploy_text(analysis.recommendations, analysis.knee)
     return "\n".join(
         [
+            *([deploy, ""] if deploy else []),
             f"run {analysis.run_id}: {len(analysis.run.requests)} requests, "
             f"{len(analysis.summary)} stages",
             *(
@@ -84,15 +111,40 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
             "",
             table.rstrip("\n"),
             "",
-            "knee: " + knee_text(analysis.knee),
+            "reqs: measured requests; secs: measured seconds; — not measured",
+            *[f"warning: {w}" for w in collect_warnings(analysis)],
             "",
+            "knee: " + knee_text(analysis.knee),
+            *not_judged_lines(analysis),
+            "",
+            *([slo_text(analysis.slo), ""] if analysis.slo is not None else []),
             "recommendations:",
             recommendations_text(analysis.recommendations),
             "",
+            *([deploy, ""] if deploy else []),
             f"report: {paths['report.html']}",
             f"files:  {report_dir}/ ({', '.join(sorted(paths))})",
         ]
     )
+
+
+def not_judged_lines(analysis: Analysis) -> list[str]:
+    """For an imported run: the signals its source could not give (empty for loadknee's own)."""
+    missing = analysis.run.run_info.get("not_judged") or []
+    return (
+        ["not judged (imported results carry no telemetry):"] + [f"  - {m}" for m in missing]
+        if missing
+        else []
+    )
+
+
+def _imported_run_dir(ns: argparse.Namespace) -> Path:
+    """``analyze FILE… --from TOOL``: import first, then analyse the new run directory."""
+    paths = [Path(p) for p in ns.run_dir]
+    out = Path(ns.import_dir or Path("runs") / f"{ns.source}-{paths[0].stem}")
+    imported, run_dir = import_files(ns.source, paths, out)
+    print(describe(imported, run_dir), file=sys.stderr)
+    return run_dir
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,11 +158,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         knee_params = KneeParams.from_cli_args(ns)
         rec_params = RecommendParams.from_cli_args(ns)
-    except (TypeError, ValueError) as exc:
+        slo_params = SloParams.from_cli_args(
+            ns, sla_ms=knee_params.sla_ms, tail=knee_params.tail_percentile
+        )
+    except (TypeError, ValueError, OSError) as exc:
         parser.error(str(exc))
     if ns.nvidia_smi_csv and not Path(ns.nvidia_smi_csv).is_file():
         print(f"loadknee analyze: no such nvidia-smi file: {ns.nvidia_smi_csv}", file=sys.stderr)
         return 2
+    if ns.source:
+        try:
+            ns.run_dir = _imported_run_dir(ns)
+        except (ImportFormatError, ValueError) as exc:
+            print(f"loadknee analyze: {exc}", file=sys.stderr)
+            return 2
+    elif len(ns.run_dir) > 1:
+        parser.error("one RUN_DIR (several files only with --from)")
+    else:
+        ns.run_dir = ns.run_dir[0]
     try:
         analysis = analyze_run(
             ns.run_dir,
@@ -118,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             nvidia_smi_tz=ns.nvidia_smi_tz,
             knee_params=knee_params,
             recommend_params=rec_params,
+            slo_params=slo_params,
             progress=progress,
         )
     except RunDirError as exc:
@@ -130,7 +196,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     progress("writing report files")
     paths = write_report(analysis, ns.out, progress=progress)
-    print(render_stdout(analysis, ns.format, width=ns.width, paths=paths))
+    try:
+        print(render_stdout(analysis, ns.format, width=ns.width, paths=paths), flush=True)
+    except BrokenPipeError:
+        # `analyze --format json | head` closed the pipe early: that is the reader's choice,
+        # not an error; point stdout at devnull so the interpreter's final flush stays quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     judged = [v for v in analysis.knee.stages if v.verdict != "insufficient_data"]
     if not judged:
         print(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis import rules
 from analysis.numeric import num
 
 #: more than this share of a stage's rows excluded as length mismatches: too few left to judge
@@ -34,6 +35,9 @@ LENGTH_ADVICE = (
 )
 
 
+_CITE = rules.cite("insufficient_data")
+
+
 def _count(row: pd.Series, column: str) -> int:
     value = num(row.get(column))
     return 0 if value is None else int(value)
@@ -45,15 +49,15 @@ def insufficient_reason(row: pd.Series) -> str | None:
     excluded = _count(row, "length_mismatch")
     ok, errors = _count(row, "ok"), _count(row, "errors")
     if requests == 0:
-        return "insufficient data: no requests were measured in this stage"
+        return f"insufficient data: no requests were measured in this stage {_CITE}"
     if excluded > MAX_EXCLUDED_SHARE * requests:
         return (
             f"insufficient data: {excluded} of {requests} requests "
             f"({100.0 * excluded / requests:.0f} %) missed the requested token lengths and were "
-            f"excluded; {LENGTH_ADVICE}"
+            f"excluded; {LENGTH_ADVICE} {_CITE}"
         )
     if ok == 0 and errors == 0:
-        return "insufficient data: no request of this stage was usable"
+        return f"insufficient data: no request of this stage was usable {_CITE}"
     return None
 
 

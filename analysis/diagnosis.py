@@ -7,42 +7,42 @@ A comfortable stage has nothing to diagnose, except that client-bound is checked
 on every other stage the rules are tried in this order and the first that matches wins:
 
 1. ``client_bound`` → **client** — the load generator's CPU was at its limit (the stage is
-   untrusted; seed 002: "make sure the client itself can drive the concurrency").
+   untrusted; "make sure the client itself can drive the concurrency").
 2. ``memory_full`` → **memory** — the knee's OOM signal fired, memory (KV-cache % when present,
    else GPU memory %) at or above ``memory_full_pct``, or the server preempted sequences
-   (swapping / recomputation). Seed 000: memory near the limit with utilisation dropping means
-   reclamation or swapping; seed 002: OOM → lower ``--gpu-memory-utilization`` /
+   (swapping / recomputation). memory near the limit with utilisation dropping means
+   reclamation or swapping; OOM → lower ``--gpu-memory-utilization`` /
    ``--max-model-len``.
 3. ``failing`` → **overload** / **stalls** / **server_errors** — the errors are what the stage
    is about (the error red line fired, or errors are its only sign): named by the largest family
-   of its failures (:mod:`analysis.failures`): HTTP 429/503 rejections are overload, timeouts
+   of its failures (:mod:`analysis.failure_mix`): HTTP 429/503 rejections are overload, timeouts
    are stalls (not queueing: the served requests may stay fast), anything else (500s, resets,
    cut streams, malformed lines, error objects) is server errors.
 4. ``gpu_idle`` → **host_side** — the GPU sat idle (utilisation ≤ 5 %) in at least
-   ``idle_share_pct`` of the samples while users had requests in flight (seed 000: waiting on
+   ``idle_share_pct`` of the samples while users had requests in flight (waiting on
    CPU pre-processing, log flushing or the network; more concurrency only lengthens the queue).
 5. ``server_queue`` → **queueing** — the tail departed or throughput flattened while the
    server's own waiting queue held at least ``queue_waiting_min`` requests on average: TTFT then
    grows by the time spent waiting for a slot, which must not be mistaken for slow prefill.
 6. ``prefill`` → **prefill** — TTFT P95 at least ``prefill_ttft_ratio``× the baseline's while
    the decode time (TPOT median; the ITL median when there is no TPOT) stays under
-   ``itl_normal_ratio``× the baseline stage's and no server queue explains it (seed 002: long
+   ``itl_normal_ratio``× the baseline stage's and no server queue explains it (long
    inputs slow the prefill; consider chunked prefill or capping input length).
 7. ``kv_contention`` → **queueing** — the tail departed while memory is not full, and the
-   waiting queue grew, or SM utilisation stayed under ``sm_low_pct`` (seed 002: KV-cache
+   waiting queue grew, or SM utilisation stayed under ``sm_low_pct`` (KV-cache
    contention; tune ``--max-num-seqs`` or prefix caching rather than add GPUs).
 8. ``compute_saturated`` → **compute** — GPU utilisation at or above ``compute_util_pct`` with
-   throughput flat or narrowing (seed 000: compute is saturated; more concurrency only queues).
+   throughput flat or narrowing (compute is saturated; more concurrency only queues).
 9. ``throughput_stuck`` → **host_side** — throughput flat while GPU utilisation stays under
-   ``low_util_pct`` (seed 002: scheduling, network or a client that cannot drive the load).
+   ``low_util_pct`` (scheduling, network or a client that cannot drive the load).
 10. ``empty_queue`` → **compute** (inferred) — throughput flat or the tail departed, no rule
    above matched and the server's queue is known to be empty: every request runs and each decode
    step slows as the batch grows.
 11. ``closed_loop_wait`` → **queueing** (inferred) — throughput flat or the tail departed and no
    rule above matched: in a closed loop requests wait (the reason says which data was missing).
 12. ``memory_leading`` → **memory** — only the memory-pressure signal fired: memory fills
-   before latency collapses (seed 002).
-13. ``interference`` → **interference** — the baseline's P95 was far above its median (seed 000).
+   before latency collapses.
+13. ``interference`` → **interference** — the baseline's P95 was far above its median.
 
 A stage that matches none is ``none`` ("no bottleneck rule matched").
 """
@@ -73,7 +73,7 @@ from analysis.diagnosis_rules import (
     stage_facts,
     throughput_stuck,
 )
-from analysis.failures import FailureMix
+from analysis.failure_mix import FailureMix
 from analysis.model import Baseline, Bottleneck, KneeResult
 
 __all__ = [

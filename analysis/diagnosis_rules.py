@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.failures import FailureMix
+from analysis import rules
+from analysis.failure_mix import FailureMix
 from analysis.model import Baseline, StageVerdict
 from analysis.numeric import cell, fmt
 
@@ -124,19 +125,20 @@ def failing(s: StageFacts) -> str | None:
         return (
             f"{share} of requests were turned away with HTTP 429/503 ({mix.text}): the server "
             "is overloaded (its waiting queue is full, or it is restarting); lower the "
-            "concurrency or raise the server's queue limit"
+            "concurrency or raise the server's queue limit " + rules.cite("failing")
         )
     if family == "stalls":
         share = fmt(mix.pct(mix.stalls), " %")
         return (
             f"{share} of requests timed out while the served ones kept an e2e P95 of "
             f"{fmt(cell(s.row, 'e2e_p95_ms'), ' ms')} ({mix.text}): the server stalls some "
-            "requests (hung or starved streams), which is not queueing; check its logs"
+            "requests (hung or starved streams), which is not queueing; check its logs "
+            + rules.cite("failing")
         )
     share = fmt(mix.pct(mix.server_errors), " %")
     return (
         f"{share} of requests failed in the server ({mix.text}): server errors, not a capacity "
-        "limit; fix them before reading the knee"
+        "limit; fix them before reading the knee " + rules.cite("failing")
     )
 
 
@@ -228,7 +230,7 @@ def throughput_stuck(s: StageFacts) -> str | None:
     return (
         f"throughput stopped growing while the GPU was busy only {fmt(s.util, ' %')} of the time "
         f"(low under {low:g} %): the limit is scheduling, the network or the "
-        "client's ability to drive the concurrency, not the model (seed 002); check that the "
+        "client's ability to drive the concurrency, not the model; check that the "
         "load generator keeps up"
     )
 
@@ -262,7 +264,7 @@ def memory_leading(s: StageFacts) -> str | None:
         return None
     return (
         f"{s.mem_name} peaked at {fmt(s.mem, ' %')} while latency and throughput still held: "
-        "memory is the leading indicator (seed 002: it fills before latency collapses); the "
+        "memory is the leading indicator (it fills before latency collapses); the "
         "next stage risks OOM"
     )
 

@@ -1,149 +1,64 @@
-"""Name each stage's failures: the share per outcome and HTTP status, and the commonest messages.
+"""Warnings about how much the numbers rest on: stages too small to trust, runs that all failed.
 
-Why: "success 78.1 % (150 of 685 failed)" says that something failed, not what; a rejection
-storm (HTTP 429/503), a server bug (500, resets, cut streams, error objects) and a stall
-(timeouts) call for different fixes, and only the kind tells the bottleneck apart from queueing.
-
-:func:`failure_mixes` reads the measured rows (``measured_requests``: a ``cls`` column) and
-returns, per stage with at least one failure, a :class:`FailureMix`: counts by kind, most first
-("HTTP 503", "timeouts", "connection resets", ...), the top :data:`TOP_MESSAGES` error messages,
-and three families used by the diagnosis: **overload** (HTTP 429 / 503: the server turned
-requests away), **stalls** (timeouts) and **server errors** (everything else).
-:func:`name_failures` puts the text into each verdict (its ``failures`` field and a reason).
+A percentile over 8 requests, or a throughput over 3 seconds, reads as precisely as one over
+1,000; only the sample size tells them apart, so a small stage is named. A run whose every request
+failed has no numbers at all: the top error causes, counted, say what to fix.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
-
 import pandas as pd
 
-from analysis.model import KneeResult
+from analysis import rules
+from analysis.numeric import num
 
-TOP_MESSAGES = 3
-OVERLOAD_STATUSES = frozenset({429, 503})
-
-#: how each non-HTTP outcome is named in the text
-OUTCOME_NAMES: dict[str, str] = {
-    "timeout": "timeouts",
-    "connect_error": "connection errors/resets",
-    "incomplete": "cut streams",
-    "malformed": "malformed responses",
-    "stream_error": "error objects",
-    "empty_response": "empty responses",
-    "client_error": "client errors",
-}
+#: below these, a stage's percentiles rest on too few samples (docs/method.md: Small stage)
+MIN_STAGE_REQUESTS = 20
+MIN_STAGE_SECONDS = 5.0
+#: how many distinct error causes to name
+TOP_CAUSES = 3
 
 
-@dataclass(frozen=True)
-class FailureMix:
-    """One stage's failures: ``kinds`` and ``messages`` as (name, count), most first."""
-
-    requests: int  # measured rows of the stage, every outcome
-    kinds: tuple[tuple[str, int], ...]
-    messages: tuple[tuple[str, int], ...]
-    overload: int  # HTTP 429 / 503
-    stalls: int  # timeouts
-    server_errors: int  # other HTTP errors, resets, cut streams, malformed, error objects
-
-    @property
-    def failed(self) -> int:
-        return self.overload + self.stalls + self.server_errors
-
-    def pct(self, count: int) -> float:
-        return 100.0 * count / self.requests if self.requests else 0.0
-
-    @property
-    def text(self) -> str:
-        """``22 % HTTP 503 (150); 3 % timeouts (20); top message: "queue full" ×150``."""
-        parts = [f"{_pct_text(self.pct(n))} {name} ({n})" for name, n in self.kinds]
-        text = "; ".join(parts)
-        if self.messages:
-            top = ", ".join(f'"{msg}" ×{n}' for msg, n in self.messages)
-            text += f"; top messages: {top}"
-        return text
-
-    @property
-    def family(self) -> str:
-        """The largest family: ``overload``, ``stalls`` or ``server_errors``."""
-        families = {"overload": self.overload, "stalls": self.stalls}
-        families["server_errors"] = self.server_errors
-        return max(families, key=lambda name: families[name])
-
-
-def _pct_text(pct: float) -> str:
-    return f"{pct:.0f} %" if pct >= 1 else f"{pct:.1g} %"
-
-
-def _status(status: object) -> int | None:
-    try:
-        code = float(str(status))
-    except ValueError:
-        return None
-    return int(code) if code == code else None  # NaN: no status
-
-
-def _kind(outcome: str, status: object) -> str:
-    if outcome == "http_error":
-        code = _status(status)
-        return f"HTTP {code}" if code is not None else "HTTP errors"
-    return OUTCOME_NAMES.get(outcome, outcome)
-
-
-def _family(outcome: str, status: object) -> str:
-    if outcome == "timeout":
-        return "stalls"
-    if outcome == "http_error" and _status(status) in OVERLOAD_STATUSES:
-        return "overload"
-    return "server_errors"
-
-
-def _short(message: object) -> str:
-    text = (
-        ""
-        if message is None or (isinstance(message, float) and message != message)
-        else str(message)
-    )
-    text = " ".join(text.split())
-    return text[:77] + "..." if len(text) > 80 else text
-
-
-def failure_mixes(measured: pd.DataFrame) -> dict[int, FailureMix]:
-    """Per stage with failures, its :class:`FailureMix` (rows need ``stage``, ``outcome``,
-    ``http_status``, ``error`` and the ``cls`` column of :func:`measured_requests`)."""
-    out: dict[int, FailureMix] = {}
-    if measured.empty:
-        return out
-    for stage, rows in measured.groupby("stage"):
-        failed = rows[rows["cls"] == "error"]
-        if failed.empty:
-            continue
-        pairs = list(zip(failed["outcome"].astype(str), failed["http_status"], strict=True))
-        kinds = Counter(_kind(o, s) for o, s in pairs)
-        families = Counter(_family(o, s) for o, s in pairs)
-        errors = failed["error"] if "error" in failed else pd.Series([], dtype=object)
-        messages = Counter(m for m in (_short(e) for e in errors) if m)
-        out[int(float(str(stage)))] = FailureMix(
-            requests=len(rows),
-            kinds=tuple(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
-            messages=tuple(messages.most_common(TOP_MESSAGES)),
-            overload=families["overload"],
-            stalls=families["stalls"],
-            server_errors=families["server_errors"],
-        )
+def small_stage_warnings(summary: pd.DataFrame) -> list[str]:
+    """One line per step stage with too few measured requests or seconds."""
+    out = []
+    steps = summary[summary["kind"] == "step"] if "kind" in summary else summary
+    for row in steps.to_dict(orient="records"):
+        n, secs = num(row.get("requests")), num(row.get("window_s"))
+        few = n is not None and n < MIN_STAGE_REQUESTS
+        short = secs is not None and secs < MIN_STAGE_SECONDS
+        if few or short:
+            out.append(
+                f"{int(row['target_users'])} users: only {int(n or 0)} requests over "
+                f"{secs or 0:.1f} s measured (fewer than {MIN_STAGE_REQUESTS} or under "
+                f"{MIN_STAGE_SECONDS:g} s): too small to trust its percentiles; hold the stage "
+                f"longer {rules.cite('small_stage')}"
+            )
     return out
 
 
-def name_failures(knee: KneeResult, mixes: Mapping[int, FailureMix]) -> KneeResult:
-    """``knee`` with each failing stage's mix in ``failures`` and as its last reason."""
-    stages = []
-    for verdict in knee.stages:
-        mix = mixes.get(verdict.stage)
-        if mix is None:
-            stages.append(verdict)
-            continue
-        reason = f"failures: {mix.text}"
-        stages.append(replace(verdict, failures=mix.text, reasons=(*verdict.reasons, reason)))
-    return replace(knee, stages=tuple(stages))
+def error_causes(requests: pd.DataFrame) -> list[tuple[str, int]]:
+    """Failed requests counted by cause (short error, else HTTP status, else outcome)."""
+    if requests.empty or "outcome" not in requests:
+        return []
+    failed = requests[requests["outcome"] != "ok"]
+    if failed.empty:
+        return []
+    cause = pd.Series("", index=failed.index, dtype=object)
+    if "error" in failed:
+        cause = failed["error"].fillna("").astype(str)
+    if "http_status" in failed:
+        status = pd.to_numeric(failed["http_status"], errors="coerce")
+        http = "HTTP " + status.fillna(0).astype(int).astype(str)
+        cause = cause.where(cause != "", http.where(status.notna(), ""))
+    cause = cause.where(cause != "", failed["outcome"].astype(str))
+    counts = cause.value_counts()
+    return [(str(k), int(v)) for k, v in counts.head(TOP_CAUSES).items()]
+
+
+def all_failed_warnings(requests: pd.DataFrame) -> list[str]:
+    """One line when the run has requests and none succeeded."""
+    if requests.empty or "outcome" not in requests or (requests["outcome"] == "ok").any():
+        return []
+    top = ", ".join(f"{n} × {cause}" for cause, n in error_causes(requests))
+    return [f"all {len(requests)} requests failed ({top}) {rules.cite('all_failed')}"]

@@ -12,7 +12,7 @@ Algorithm (pure; input is the record table from :func:`analysis.summary.summariz
      ``(X_s - X_prev) / (c_s - c_prev) / X1``, where ``prev`` is the previous stage that served
      requests (the baseline stage for the first step). Below ``flat_gain_ratio`` the throughput has
      flattened; below ``narrowing_gain_ratio`` the gain is narrowing (an early sign). Plain scaling
-     efficiency cannot separate seed 002's stage 24 (marginal 0.27, critical) from stage 32
+     efficiency cannot separate the vLLM chapter's stage 24 (marginal 0.27, critical) from stage 32
      (0.07, knee); the marginal gain can.
    * **tail departure** — the stage's e2e P95 (or P99, ``tail_percentile``; or of seconds per 1k
      tokens, ``tail_metric``) over the baseline's same figure, at or above ``tail_ratio``;
@@ -41,7 +41,7 @@ Algorithm (pure; input is the record table from :func:`analysis.summary.summariz
    "critical" with the numbers as its first reason. The knee is the first "knee" stage before
    the first red line; ``max_concurrency`` is the users
    of the stage before the knee (or before the red line when there is no knee, or the highest
-   tested stage when there is neither). ``base_capacity`` (seed 002) is the highest stage, below
+   tested stage when there is neither). ``base_capacity`` is the highest stage, below
    the first knee or red line, with 100 % success, memory at or below ``memory_pressure_pct``, the
    tail within ``sla_ms`` when one is given, and a trusted client.
 
@@ -49,8 +49,8 @@ Parameters (:class:`KneeParams`) and defaults:
 
 * ``throughput_column`` = ``"output_tok_s"`` (or ``"total_tok_s"``, ``"qps"``)
 * ``flat_gain_ratio`` = 0.15; ``narrowing_gain_ratio`` = 0.5
-* ``tail_percentile`` = ``"p95"`` (seed 000; seed 002 reads ``"p99"``); ``tail_ratio`` = 2.0
-* ``tail_metric`` = ``"auto"``: ``"s_per_1k"`` (seconds per 1k total tokens, seed 000's ruler)
+* ``tail_percentile`` = ``"p95"`` (the vLLM chapter reads ``"p99"``); ``tail_ratio`` = 2.0
+* ``tail_metric`` = ``"auto"``: ``"s_per_1k"`` (seconds per 1k total tokens)
   for a replayed prompt log, whose lengths vary so much that the e2e tail says more about the
   log than about the server, else ``"e2e"`` (resolved by :func:`resolve_tail_metric` from
   run.json; ``find_knee`` alone treats ``"auto"`` as ``"e2e"``)
@@ -58,7 +58,7 @@ Parameters (:class:`KneeParams`) and defaults:
 * ``memory_source`` = ``"auto"`` (the higher of KV-cache % and GPU memory %, except that GPU
   memory flat across stages — within 2 points: pre-allocated — gives way to KV-cache %)
 * ``memory_pressure_pct`` = 85.0; ``oom_risk_pct`` = 95.0; ``oom_pct`` = 99.0
-* ``red_line_error_pct`` = 5.0 (seed 002's table calls 98 % success a knee and 80 % the red
+* ``red_line_error_pct`` = 5.0 (the vLLM chapter's table calls 98 % success a knee and 80 % the red
   line, so a small error share is an early sign, not yet the red line; 0 makes any error fatal)
 * ``client_cpu_limit_pct`` = 90.0
 * ``resume_gain_pct`` = 15.0: a "knee" that a later stage (before the red line) out-serves by
@@ -80,11 +80,14 @@ from analysis.knee_signals import (
     client_signal,
     error_signals,
     memory_signals,
+    noise_signal,
+    saturation_signal,
     tail_signals,
     throughput_signals,
 )
 from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
 from analysis.numeric import fmt, num
+from loadknee_locust.contract import LEVEL_KINDS
 
 #: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
 FLAT_GPU_SPREAD_PCT = 2.0
@@ -108,6 +111,11 @@ class KneeParams:
     red_line_error_pct: float = 5.0
     client_cpu_limit_pct: float = 90.0
     resume_gain_pct: float = 15.0
+    noise_aware: bool = True
+    max_interval_pct: float = 10.0
+    target_interval_pct: float = 5.0
+    saturated_waiting: float = 1.0
+    saturated_running_share: float = 0.9
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -148,7 +156,7 @@ class KneeParams:
             dest="knee_tail_metric",
             choices=["auto", "e2e", "s_per_1k"],
             default=d.tail_metric,
-            help="tail on e2e latency, or on e2e seconds per 1k tokens (seed 000's ruler, for "
+            help="tail on e2e latency, or on e2e seconds per 1k tokens (see docs/method.md; for "
             "runs whose lengths vary); auto: s_per_1k for a replayed log, else e2e "
             "(default %(default)s)",
         )
@@ -218,6 +226,28 @@ class KneeParams:
             help="a flat stage that a later stage out-serves by this %% or more was a dip, "
             "not the knee (default %(default)s)",
         )
+        g.add_argument(
+            "--knee-ignore-noise",
+            dest="knee_noise_aware",
+            action="store_false",
+            help="judge on the point figures alone, not on their 95 %% intervals",
+        )
+        g.add_argument(
+            "--knee-max-interval-pct",
+            dest="knee_max_interval_pct",
+            type=float,
+            default=d.max_interval_pct,
+            help="a stage whose throughput interval is wider than ±this %% is marked untrusted "
+            "(default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-saturated-waiting",
+            dest="knee_saturated_waiting",
+            type=float,
+            default=d.saturated_waiting,
+            help="mean waiting requests (server metrics) that, with the running count at its "
+            "most, mean the server is saturated (default %(default)s)",
+        )
 
     @classmethod
     def from_cli_args(cls, ns: argparse.Namespace) -> KneeParams:
@@ -260,12 +290,17 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
     pressure, risk, oom = memory_signals(row, prev, ctx)
     some_errors, error_rate = error_signals(row, ctx)
     client = client_signal(row, ctx)
+    saturated = saturation_signal(row, ctx)
+    noisy = noise_signal(row, ctx)
     signals = [flat, narrowing, departed, pressure, risk, some_errors, error_rate, oom, client]
     if sla is not None:
         signals.insert(3, sla)
+    signals += [saturated, noisy]
     verdict: Verdict
     if error_rate.fired or oom.fired:
         verdict, fired = "red_line", [s for s in (oom, error_rate) if s.fired]
+    elif saturated.fired and not client.fired:
+        verdict, fired = "knee", [saturated, *(s for s in (flat, departed) if s.fired)]
     elif flat.fired and departed.fired and not client.fired:
         verdict, fired = "knee", [flat, departed]
     else:
@@ -282,6 +317,8 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
         reasons.append(client.text + ": untrusted, the client may be the limit")
     if verdict == "comfortable":
         reasons.append("no signal fired")
+    if noisy.fired:
+        reasons.append(noisy.text)
     if (note := excluded_note(row)) is not None:
         reasons.append(note)
     return StageVerdict(
@@ -291,6 +328,7 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
         reasons=tuple(dict.fromkeys(reasons)),
         signals=tuple(signals),
         trusted=not client.fired,
+        noisy=noisy.fired,
     )
 
 
@@ -306,15 +344,21 @@ def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> S
     else:
         tails = {"p95": baseline.e2e_p95_ms, "p99": baseline.e2e_p99_ms}
     used = params.tail_percentile
-    if tails[used] is None:  # e.g. a typed-in record table with P99 only (seed 002)
+    if tails[used] is None:  # e.g. a typed-in record table with P99 only
         used = "p99" if used == "p95" else "p95"
         used = used if tails[used] is not None else params.tail_percentile
-    steps = summary[summary["kind"] == "step"]
+    steps = summary[summary["kind"].isin(LEVEL_KINDS)]
     peaks = steps["gpu_mem_peak_pct"].dropna()
     peaks = peaks[peaks > 0]  # 0 = the process was down (restart), not pre-allocation
     flat = len(peaks) > 0 and float(peaks.max() - peaks.min()) < FLAT_GPU_SPREAD_PCT
+    running = steps["running_max"].dropna() if "running_max" in steps else pd.Series([])
     return StageContext(
-        x1=x1 or None, base_tail_ms=tails[used], tail_percentile=used, gpu_flat=flat, params=params
+        x1=x1 or None,
+        base_tail_ms=tails[used],
+        tail_percentile=used,
+        gpu_flat=flat,
+        params=params,
+        server_slots=float(running.max()) if len(running) and running.max() > 0 else None,
     )
 
 
@@ -347,7 +391,7 @@ def find_knee(
     """Verdicts for every step stage of ``summary`` and the knee they point at (pure)."""
     params = params or KneeParams()
     ctx = _context(summary, baseline, params)
-    steps = summary[summary["kind"] == "step"].sort_values(["target_users", "stage"])
+    steps = summary[summary["kind"].isin(LEVEL_KINDS)].sort_values(["target_users", "stage"])
     prev: pd.Series | None = None
     if baseline.source == "baseline" and baseline.stage is not None:
         match = summary[summary["stage"] == baseline.stage]
@@ -370,6 +414,9 @@ def find_knee(
         max_conc = before[-1] if before else None
     else:
         max_conc = users[-1] if users else None
+    slots = _saturated_slots(verdicts, ctx)
+    if slots is not None and max_conc is not None and max_conc > slots:
+        max_conc = slots  # the server ran no more than this at once while requests waited
     base = _base_capacity(steps, verdicts, limit.stage if limit else -1, params)
     return KneeResult(
         stages=tuple(verdicts),
@@ -379,9 +426,18 @@ def find_knee(
         red_line_users=red.target_users if red else None,
         max_concurrency=max_conc,
         base_capacity=base,
-        summary=_summary_text(verdicts, knee, red, max_conc),
+        summary=_summary_text(verdicts, knee, red, max_conc, slots, ctx),
         params=asdict(params),
+        server_slots=slots,
     )
+
+
+def _saturated_slots(verdicts: list[StageVerdict], ctx: StageContext) -> int | None:
+    """The server's running maximum, when some stage saw it saturated (requests waiting)."""
+    for v in verdicts:
+        if any(s.name == "server_saturated" and s.fired for s in v.signals):
+            return int(ctx.server_slots) if ctx.server_slots else None
+    return None
 
 
 def _demote_dips(
@@ -400,6 +456,8 @@ def _demote_dips(
         rate = rates[i]
         if verdict.verdict != "knee" or not rate:
             continue
+        if any(s.name == "server_saturated" and s.fired for s in verdict.signals):
+            continue  # the server said it queued: not a dip, whatever the throughput did
         best: tuple[float, int] | None = None
         for later, later_rate in zip(out[i + 1 :], rates[i + 1 :], strict=True):
             if later.verdict == "red_line":
@@ -432,6 +490,8 @@ def _summary_text(
     knee: StageVerdict | None,
     red: StageVerdict | None,
     max_conc: int | None,
+    slots: int | None = None,
+    ctx: StageContext | None = None,
 ) -> str:
     if not verdicts:
         return "no step stage to analyse"
@@ -449,9 +509,19 @@ def _summary_text(
         parts.append(f"red line at {red.target_users} users: " + "; ".join(red.reasons[:2]) + ".")
     if max_conc is not None:
         parts.append(f"max_concurrency {max_conc}.")
+    if slots is not None:
+        parts.append(
+            f"the server's own metrics: requests waited while it ran {slots} at once, "
+            f"so max_concurrency is at most {slots}."
+        )
+    elif ctx is not None and ctx.server_slots is None:
+        parts.append("judged from the client side alone (the server reports no running/waiting).")
     untrusted = [v.target_users for v in verdicts if not v.trusted]
     if untrusted:
         parts.append(f"client-bound (untrusted) stages: {untrusted}.")
+    noisy = [v.target_users for v in verdicts if v.noisy]
+    if noisy:
+        parts.append(f"too noisy or short to judge (untrusted) stages: {noisy}.")
     if lacking:
         parts.append(f"not judged (insufficient data): {lacking} users.")
     return " ".join(parts)

@@ -8,11 +8,13 @@ measured against which threshold. :func:`analysis.knee.evaluate_stage` turns the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from analysis import rules
 from analysis.model import Signal
 from analysis.numeric import fmt, num
 
@@ -29,6 +31,7 @@ class StageContext:
     tail_percentile: str  # the one used: the asked one, or the other when the baseline lacks it
     gpu_flat: bool  # GPU memory the same at every stage: pre-allocated, says nothing
     params: KneeParams
+    server_slots: float | None = None  # the highest running count the server reported
 
 
 def _memory_pct(row: pd.Series, ctx: StageContext) -> tuple[float | None, str]:
@@ -43,40 +46,82 @@ def _memory_pct(row: pd.Series, ctx: StageContext) -> tuple[float | None, str]:
     return (kv, "KV-cache") if kv >= gpu else (gpu, "GPU memory")
 
 
+def half_width(row: pd.Series, column: str) -> float | None:
+    """Half-width of ``column``'s interval in its own unit (from output tok/s' relative one)."""
+    pct, x = num(row.get("output_tok_s_hw_pct")), num(row.get(column))
+    if pct is None or x is None or math.isinf(pct):
+        return None
+    return abs(x) * pct / 100.0
+
+
+#: how a throughput column is named in a sentence
+RATE_UNITS = {"output_tok_s": "tok/s", "total_tok_s": "total tok/s", "qps": "req/s"}
+
+
+def _rate(value: float) -> str:
+    """A rate the way a person reads it: 2 decimals under 10, whole numbers above."""
+    return f"{value:,.2f}" if abs(value) < 10 else f"{value:,.0f}"
+
+
+def _times(ratio: float) -> str:
+    """2.753 → "2.8", 9.0 → "9": one decimal is all a ratio needs."""
+    return f"{ratio:.1f}".rstrip("0").rstrip(".")
+
+
 def throughput_signals(
     row: pd.Series, prev: pd.Series | None, ctx: StageContext
 ) -> tuple[Signal, Signal]:
+    """Flattening fires only when it clears the noise: the gain's upper bound (both stages'
+    95 % intervals, independent, added in quadrature) is below ``flat_gain_ratio``. Without
+    intervals (a typed-in table) the point figure decides."""
     p, col = ctx.params, ctx.params.throughput_column
+    unit = RATE_UNITS.get(col, col)
     gain: float | None = None
+    upper: float | None = None
     text = "no earlier stage to compare with"
     if prev is not None and ctx.x1:
         x, x_prev = num(row[col]), num(prev[col])
         dc = float(row["target_users"]) - float(prev["target_users"])
         if x is not None and x_prev is not None and dc > 0:
             gain = (x - x_prev) / dc / ctx.x1
+            share = round(gain * 100) or 0  # never "-0 %"
+            more = "added" if x >= x_prev else "lost"
             text = (
-                f"each user added from {int(prev['target_users'])} to {int(row['target_users'])} "
-                f"brought {(x - x_prev) / dc:,.4g} {col} = {gain:.2f}× the single-user rate "
-                f"{ctx.x1:,.4g} ({fmt(x_prev)} → {fmt(x)})"
+                f"{int(prev['target_users'])} → {int(row['target_users'])} users {more} "
+                f"{_rate(abs(x - x_prev))} {unit} in all ({_rate(x_prev)} → {_rate(x)}), "
+                f"{_rate((x - x_prev) / dc)} {unit} per added user = {share} % of the "
+                f"{_rate(ctx.x1)} {unit} one user gets alone"
             )
+            hw, hw_prev = half_width(row, col), half_width(prev, col)
+            if p.noise_aware and hw is not None and hw_prev is not None:
+                upper = gain + math.hypot(hw, hw_prev) / dc / ctx.x1
+                text += f", at most {upper:.2f}× within the noise"
+    decisive = upper if upper is not None else gain
     flat = Signal(
         "throughput_flattening",
-        gain is not None and gain < p.flat_gain_ratio,
+        decisive is not None and decisive < p.flat_gain_ratio,
         gain,
         p.flat_gain_ratio,
-        f"{text} (flat below {p.flat_gain_ratio:g})",
+        f"{text}: throughput has flattened (flat below {p.flat_gain_ratio * 100:g} %)"
+        if gain is not None and gain < p.flat_gain_ratio
+        else f"{text} (flat below {p.flat_gain_ratio * 100:g} %)",
     )
     narrowing = Signal(
         "gain_narrowing",
         gain is not None and gain < p.narrowing_gain_ratio,
         gain,
         p.narrowing_gain_ratio,
-        f"{text} (narrowing below {p.narrowing_gain_ratio:g})",
+        f"{text}: the gain is narrowing (below {p.narrowing_gain_ratio * 100:g} %)"
+        if gain is not None and gain < p.narrowing_gain_ratio
+        else f"{text} (narrowing below {p.narrowing_gain_ratio * 100:g} %)",
     )
     return flat, narrowing
 
 
 def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | None]:
+    """Tail departure fires only when the tail's lower bound (its 95 % interval, from
+    resampling time windows) is at or above ``tail_ratio`` × the baseline's tail; without an
+    interval the point figure decides."""
     p = ctx.params
     name = ctx.tail_percentile.upper()
     if p.tail_metric == "s_per_1k":
@@ -85,13 +130,24 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
     else:
         tail, what, unit = num(row[f"e2e_{ctx.tail_percentile}_ms"]), "e2e", " ms"
     ratio = tail / ctx.base_tail_ms if tail is not None and ctx.base_tail_ms else None
+    e2e = num(row.get(f"e2e_{ctx.tail_percentile}_ms"))
+    e2e_low = num(row.get(f"e2e_{ctx.tail_percentile}_low_ms"))
+    lower = None
+    if p.noise_aware and ratio is not None and e2e and e2e_low is not None:
+        lower = ratio * e2e_low / e2e  # the e2e interval's relative width, on either metric
+    decisive = lower if lower is not None else ratio
+    bound = f", at least {lower:.2f}× within the noise" if lower is not None else ""
     departed = Signal(
         "tail_departure",
-        ratio is not None and ratio >= p.tail_ratio,
+        decisive is not None and decisive >= p.tail_ratio,
         ratio,
         p.tail_ratio,
-        f"{name} {what} {fmt(tail, unit)} is {fmt(ratio)}× the baseline's "
-        f"{fmt(ctx.base_tail_ms, unit)} (departed at {p.tail_ratio:g}×)",
+        f"{name} {what} {fmt(tail, unit)} is {_times(ratio)}× the baseline's "
+        f"{fmt(ctx.base_tail_ms, unit)}{bound}: the tail has departed "
+        f"(at {p.tail_ratio:g}× or more)"
+        if decisive is not None and ratio is not None and decisive >= p.tail_ratio
+        else f"{name} {what} {fmt(tail, unit)} is {fmt(ratio)}× the baseline's "
+        f"{fmt(ctx.base_tail_ms, unit)}{bound} (departs at {p.tail_ratio:g}×)",
     )
     tail = num(row[f"e2e_{ctx.tail_percentile}_ms"])  # the SLA is on latency
     sla = None
@@ -182,4 +238,72 @@ def client_signal(row: pd.Series, ctx: StageContext) -> Signal:
         cpu,
         limit,
         f"load-generator CPU peak {fmt(cpu, ' %')} of a core (client-bound at {limit:g} %)",
+    )
+
+
+def saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
+    """The server's own word: requests waited while the running count sat at its maximum.
+
+    Only where more requests are in flight (users × batch) than the server ever ran at once.
+
+    ``server_slots`` is the highest running count the server reported in any stage (its batch
+    slots, in effect). A stage whose mean waiting count is at least ``saturated_waiting`` while
+    its mean running count is at least ``saturated_running_share`` of the slots is saturated,
+    whatever a noisy throughput figure says: added users only queue."""
+    p = ctx.params
+    running, waiting = num(row.get("running_mean")), num(row.get("waiting_mean"))
+    slots = ctx.server_slots
+    if running is None or waiting is None or not slots:
+        return Signal("server_saturated", False, None, None, "the server reports no queue")
+    batch = num(row.get("batch_size")) or 1.0
+    in_flight = float(row["target_users"]) * batch
+    # with no more requests in flight than the server ever ran, a waiting request is only
+    # between scheduler steps (16 users on 16 slots showed 1.2 waiting on average)
+    fired = (
+        in_flight > slots
+        and waiting >= p.saturated_waiting
+        and running >= p.saturated_running_share * slots
+    )
+    return Signal(
+        "server_saturated",
+        fired,
+        waiting,
+        p.saturated_waiting,
+        f"the server ran {running:.1f} requests on average (its most: {slots:g}) while "
+        f"{waiting:.1f} waited with {in_flight:g} in flight (saturated: more in flight than its "
+        f"most, {p.saturated_waiting:g} or more waiting, "
+        f"{p.saturated_running_share * 100:.0f} % of the most running) {rules.cite('saturation')}",
+    )
+
+
+def noise_signal(row: pd.Series, ctx: StageContext) -> Signal:
+    """Whether the stage is too noisy (or too short) to judge: its throughput interval wider
+    than ``max_interval_pct``, or no interval from a stage that has raw rows."""
+    p = ctx.params
+    batches, pct = num(row.get("interval_batches")), num(row.get("output_tok_s_hw_pct"))
+    need = num(row.get("window_needed_s"))
+    target = p.target_interval_pct
+    need_text = (
+        f"; a stage would need ~{need:,.0f} s to reach ±{target:g} %" if need is not None else ""
+    )
+    if batches is None:  # no raw rows behind this table: nothing to judge the noise by
+        return Signal("noisy", False, None, p.max_interval_pct, "no interval computed")
+    if batches == 0 or pct is None:
+        window = num(row.get("window_s"))
+        return Signal(
+            "noisy",
+            int(row["ok"]) > 0,
+            None,
+            p.max_interval_pct,
+            f"untrusted: the {fmt(window, ' s')} window is too short for an interval "
+            f"(fewer than 5 time windows one request long){need_text} {rules.cite('noisy')}",
+        )
+    return Signal(
+        "noisy",
+        pct > p.max_interval_pct,
+        pct,
+        p.max_interval_pct,
+        f"untrusted: throughput ±{pct:.0f} %{need_text} {rules.cite('noisy')}"
+        if pct > p.max_interval_pct
+        else f"throughput ±{pct:.1f} % (95 %, {int(batches)} time windows)",
     )

@@ -2,7 +2,7 @@
 
 The computing modules (summary, baseline, knee, diagnosis, recommend) return these; the report
 modules only read them. Keeping them in one small module lets both sides be written and tested
-apart. Everything is frozen; numbers that could not be computed are ``None`` (shown as "n/a"),
+apart. Everything is frozen; numbers that could not be computed are ``None`` (shown as "—"),
 never 0.
 
 The per-stage summary itself is a pandas DataFrame (one row per stage) whose columns are listed
@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 Verdict = Literal["comfortable", "critical", "knee", "red_line", "insufficient_data"]
 VERDICTS: tuple[str, ...] = ("comfortable", "critical", "knee", "red_line", "insufficient_data")
-#: how the verdicts are printed in tables (seed 002's 舒适 / 临界 / 拐点 / 红线)
+#: how the verdicts are printed in tables (docs/method.md, Verdicts)
 VERDICT_LABELS: dict[str, str] = {
     "comfortable": "comfortable",
     "critical": "critical",
@@ -79,8 +79,19 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "gpu_idle_pct",  # share of GPU samples at <= 5 % utilisation while users were active
     "prompt_tokens_max",  # longest prompt of an ok request (for --max-model-len)
     "completion_tokens_max",  # longest output of an ok request (for request_timeout_ms)
-    "s_per_1k_total_p95",  # P95 of e2e seconds per 1000 prompt+completion tokens (seed 000's ruler)
+    "s_per_1k_total_p95",  # P95 of e2e seconds per 1000 prompt+completion tokens (method.md)
     "s_per_1k_total_p99",
+    "running_mean",  # the server's running-requests gauge, mean over the window
+    # intervals (analysis.intervals; batch means over time windows, 95 %); NaN: none computed
+    "output_tok_s_low",
+    "output_tok_s_high",
+    "output_tok_s_hw_pct",  # half-width as % of output_tok_s
+    "e2e_p95_low_ms",
+    "e2e_p95_high_ms",
+    "e2e_p99_low_ms",
+    "e2e_p99_high_ms",
+    "interval_batches",  # time windows behind the intervals; 0: window too short for any
+    "window_needed_s",  # measured window that would give throughput ±5 %
 )
 
 #: Percentile method used everywhere (numpy/pandas "linear" interpolation on raw rows).
@@ -89,7 +100,7 @@ PERCENTILE_METHOD = "exact, from raw per-request rows, linear interpolation (num
 
 @dataclass(frozen=True)
 class Baseline:
-    """The sequential single-user baseline (seed 000), or the first stage when there is none."""
+    """The sequential single-user baseline, or the first stage when there is none."""
 
     source: Literal["baseline", "first_stage", "none"]
     requests: int
@@ -103,7 +114,7 @@ class Baseline:
     s_per_1k_completion_p95: float | None
     output_tok_s: float | None  # single-user throughput, the yardstick of marginal gain
     warnings: tuple[str, ...] = ()  # e.g. P95 far above the median: external interference
-    e2e_p99_ms: float | None = None  # seed 002 reads the tail at P99
+    e2e_p99_ms: float | None = None  # the P99 tail, for --knee-tail p99
     stage: int | None = None  # the stage the baseline was taken from
     target_users: int | None = None  # its concurrency (1 for a real baseline)
     s_per_1k_total_p99: float | None = None
@@ -134,6 +145,7 @@ class StageVerdict:
     bottleneck: Bottleneck = "none"
     bottleneck_reason: str = ""
     failures: str = ""  # the failures named: "22 % HTTP 503 (150); 3 % timeouts (20)"
+    noisy: bool = False  # throughput interval too wide (or the window too short) to judge
 
 
 @dataclass(frozen=True)
@@ -145,10 +157,25 @@ class KneeResult:
     knee_users: int | None
     red_line_stage: int | None
     red_line_users: int | None
-    max_concurrency: int | None  # users of the stage before the knee (seed 000)
+    max_concurrency: int | None  # users of the stage before the knee
     base_capacity: int | None  # highest stage with tail in SLA, memory <= 85 %, 100 % success
     summary: str  # one or two sentences: where the knee is and why, or "no knee within ..."
     params: dict[str, Any] = field(default_factory=dict)  # thresholds used, for the report
+    server_slots: int | None = None  # running maximum while requests waited (server metrics)
+    confidence_pct: float | None = None  # share of resamples giving the same max_concurrency
+    confidence: str = ""  # the same in words, with the number of resamples
+
+
+DeployBound = Literal["knee", "sla", "memory", "errors", "tested_range", "none"]
+
+
+@dataclass(frozen=True)
+class DeployAnswer:
+    """The one concurrency to configure and the limit that bound it (:mod:`analysis.deploy`)."""
+
+    users: int | None  # None: no tested stage was safe
+    bound: DeployBound
+    text: str  # the whole answer in one line, with the rule cited
 
 
 @dataclass(frozen=True)
@@ -162,6 +189,8 @@ class Recommendation:
 class Recommendations:
     items: tuple[Recommendation, ...]
     server_flags: tuple[str, ...]  # e.g. ("--max-num-seqs 24", "--gpu-memory-utilization 0.85")
+    withheld: tuple[str, ...] = ()  # settings not given, each with why and what to do instead
+    deploy: DeployAnswer | None = None  # the one answer, printed first
     provisional: str = ""  # why these settings cannot be trusted yet (a cut run); "" when final
 
     def get(self, key: str) -> Any:

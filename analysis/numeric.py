@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 #: how a missing number is printed
-NA = "n/a"
+NA = "—"  # the one symbol for "not measured", everywhere
 
 
 def is_missing(value: Any) -> bool:

@@ -16,15 +16,19 @@ import pandas as pd
 
 from analysis.baseline import compute_baseline
 from analysis.diagnosis import diagnose
-from analysis.failures import failure_mixes, name_failures
+from analysis.failure_mix import failure_mixes, name_failures
 from analysis.inputs.load import Run, read_run
 from analysis.inputs.nvsmi import read_nvidia_smi_csv
 from analysis.inputs.server_metrics import canonical_timeline
 from analysis.knee import KneeParams, find_knee, resolve_tail_metric
+from analysis.knee_confidence import knee_confidence
 from analysis.model import Baseline, KneeResult, Recommendations
 from analysis.recommend import RecommendParams, recommend, to_yaml
 from analysis.run_cut import run_cut
-from analysis.summary import measured_requests, summarize_stages
+from analysis.slo import SloParams
+from analysis.slo_advice import with_slo
+from analysis.slo_eval import SloResult, evaluate_slos
+from analysis.summary import measured_requests, run_batches, summarize_stages
 
 Progress = Callable[[str], None]
 
@@ -40,6 +44,7 @@ class Analysis:
     recommendations: Recommendations
     recommendations_yaml: str
     server_timeline: pd.DataFrame | None  # canonical per-sample server gauges, None if absent
+    slo: SloResult | None = None  # the SLO verdicts and capacity, None when no SLO was given
 
     @property
     def run_id(self) -> str:
@@ -61,6 +66,7 @@ def analyze_run(
     nvidia_smi_tz: str | None = None,
     knee_params: KneeParams | None = None,
     recommend_params: RecommendParams | None = None,
+    slo_params: SloParams | None = None,
     progress: Progress | None = None,
 ) -> Analysis:
     """Read and analyse one run directory (raises :class:`~analysis.inputs.load.RunDirError`).
@@ -80,9 +86,14 @@ def analyze_run(
     baseline = compute_baseline(run, summary)
     params = resolve_tail_metric(knee_params or KneeParams(), run.run_info)
     knee = find_knee(summary, baseline, params=params)
-    mixes = failure_mixes(measured_requests(run))
+    say("resampling the stages' time windows for the knee's confidence")
+    knee = knee_confidence(summary, baseline, knee, run_batches(run), params=params)
+    measured = measured_requests(run)
+    mixes = failure_mixes(measured)
     knee = name_failures(diagnose(summary, knee, baseline, failures=mixes), mixes)
     recs = recommend(summary, knee, baseline, run_info=run.run_info, params=recommend_params)
+    slo = evaluate_slos(summary, knee, params=slo_params or SloParams(), measured=measured)
+    recs = with_slo(recs, slo, knee, recommend_params)
     cut = run_cut(run.run_info, run.stages)
     if cut is not None:
         recs = replace(recs, provisional=cut.text)
@@ -94,4 +105,5 @@ def analyze_run(
         recommendations=recs,
         recommendations_yaml=to_yaml(recs),
         server_timeline=server_timeline(run.server_metrics),
+        slo=slo,
     )

@@ -1,23 +1,26 @@
 """Turn the verdicts into deployment settings, each with its reason in words and numbers.
 
-Rules (seed 000's three config keys, seed 002's capacity rule and vLLM knobs):
+Rules (each a heading of docs/method.md, cited in its reason through :mod:`analysis.rules`):
 
-* ``max_concurrency`` — the stage before the knee (seed 000: "if the knee is at 8, write 4");
+* ``max_concurrency`` — the stage before the knee ("if the knee is at 8, write 4");
 * ``base_capacity`` and ``production_watermark`` — the highest stage with the tail in SLA,
   memory ≤ 85 % and 100 % success, then plan at ``watermark_low``–``watermark_high`` (70–80 %)
-  of it (seed 002: capacity 24 → promise 16–19);
+  of it (capacity 24 → promise 16–19);
 * ``interactive_max_concurrency`` keeps that margin; ``offline_batch_max_concurrency`` may run at
   the knee when the knee stage itself was clean (all served, memory under the OOM risk);
 * ``queue_timeout_ms`` — the baseline P95 × ``queue_timeout_margin``, rounded up;
 * ``request_timeout_ms`` — the longest output at the knee's per-token rate (TTFT P95 + tokens ×
   TPOT P95, else the median seconds per 1k completion tokens scaled by the stage's P99/P50),
   × ``request_timeout_margin``;
-* ``vllm.max_num_seqs`` — max_concurrency × batch size, never at the red line: past it vLLM
-  queues instead of running out of memory;
+* ``vllm.max_num_seqs`` — max_concurrency × batch size, only when a knee or red line was found
+  in the tested range (a cap from a server that never saturated would cap it below what it can
+  do: the advice is then to sweep higher, with the command); past it vLLM queues instead of
+  running out of memory;
 * ``vllm.gpu_memory_utilization`` — lowered by ``gpu_memory_utilization_step`` only when memory
   led the failure (OOM or OOM risk at the knee / red line);
-* ``vllm.max_model_len`` — the replayed log's longest real context, rounded up to a power of two
-  (only for log-replay runs);
+* ``vllm.max_model_len`` — the replayed log's longest real context × ``max_model_len_headroom``
+  (1.25), rounded up to a power of two; only for a log of ``min_log_records`` (1000) requests or
+  more, else withheld with the reason (a short limit answers longer requests with HTTP 400);
 * ``replicas`` — ``ceil(target_concurrency / (watermark_high_users × replica_efficiency))``.
 
 Nothing at all when no stage could be judged (every one "insufficient data").
@@ -33,10 +36,12 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import yaml_text
+from analysis import rules, yaml_text
+from analysis.deploy import deploy_answer
 from analysis.knee import LOG_SOURCE_KINDS
 from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
 from analysis.numeric import num
+from loadknee_locust.contract import LEVEL_KINDS
 
 #: vLLM's default --gpu-memory-utilization, assumed when the run does not say
 VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
@@ -55,6 +60,8 @@ class RecommendParams:
     replica_efficiency: float | None = None  # throughput(N) / (N × one replica), measured
     gpu_memory_utilization: float | None = None  # the server's current value, when known
     gpu_memory_utilization_step: float = 0.05
+    min_log_records: int = 1000  # a smaller replayed log cannot speak for production's longest
+    max_model_len_headroom: float = 1.25
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -137,7 +144,7 @@ def _stage_row(summary: pd.DataFrame, stage: int | None) -> pd.Series | None:
 def _users_row(summary: pd.DataFrame, users: int | None) -> pd.Series | None:
     if users is None:
         return None
-    match = summary[(summary["kind"] == "step") & (summary["target_users"] == users)]
+    match = summary[(summary["kind"].isin(LEVEL_KINDS)) & (summary["target_users"] == users)]
     return match.iloc[0] if len(match) else None
 
 
@@ -150,7 +157,7 @@ def _capacity_items(knee: KneeResult, p: RecommendParams) -> list[Recommendation
     if knee.knee_users is not None:
         why = (
             f"the stage before the knee at {knee.knee_users} users "
-            "(seed 000: not the stage with the highest throughput)"
+            "(not the stage with the highest throughput) " + rules.cite("max_concurrency")
         )
     elif knee.red_line_users is not None:
         why = f"no knee, so the stage before the red line at {knee.red_line_users} users"
@@ -166,7 +173,7 @@ def _capacity_items(knee: KneeResult, p: RecommendParams) -> list[Recommendation
             "base_capacity",
             base,
             "highest stage with 100 % success, memory ≤ 85 %, the tail in SLA and no knee yet "
-            "(seed 002)"
+            + rules.cite("base_capacity")
             if base is not None
             else "no stage met 100 % success, memory ≤ 85 % and the tail in SLA",
         )
@@ -178,14 +185,14 @@ def _capacity_items(knee: KneeResult, p: RecommendParams) -> list[Recommendation
                 "production_watermark",
                 [low, high],
                 f"{p.watermark_low:.0%}–{p.watermark_high:.0%} of the base capacity {base}: "
-                "20 %+ margin for bursts and long-tail requests (seed 002)",
+                "20 %+ margin for bursts and long-tail requests " + rules.cite("watermark"),
             )
         )
         items.append(
             Recommendation(
                 "interactive_max_concurrency",
                 high,
-                "interactive traffic keeps the margin below the knee (seed 000)",
+                "interactive traffic keeps the margin below the knee " + rules.cite("watermark"),
             )
         )
     return items
@@ -227,8 +234,8 @@ def _queue_timeout(baseline: Baseline, p: RecommendParams) -> Recommendation | N
                 ms,
                 f"baseline e2e {name} {value:,.0f} ms × {p.queue_timeout_margin:g}: normal "
                 "requests "
-                "are not rejected for a short queue (seed 000); adjust to the queue seen in "
-                "production",
+                "are not rejected for a short queue; adjust to the queue seen in "
+                "production " + rules.cite("queue_timeout"),
             )
     return None
 
@@ -267,7 +274,8 @@ def _request_timeout(
         "request_timeout_ms",
         _round_up(ms * p.request_timeout_margin, p.round_ms),
         f"the longest output {where}: {how} = {ms:,.0f} ms, × {p.request_timeout_margin:g}; "
-        "shorter cuts normal long answers, longer lets stuck requests hold a slot (seed 000)",
+        "shorter cuts normal long answers, longer lets stuck requests hold a slot "
+        + rules.cite("request_timeout"),
     )
 
 
@@ -282,28 +290,86 @@ def _memory_led(knee: KneeResult) -> bool:
     return False
 
 
+def sweep_higher_command(knee: KneeResult, run_info: dict[str, Any]) -> str:
+    """The ``loadknee run`` levels that continue a sweep that never saturated the server."""
+    top = max((v.target_users for v in knee.stages), default=1)
+    levels = ",".join(str(top * k) for k in (1, 2, 3, 4))
+    host = str(run_info.get("host") or run_info.get("target_url") or "URL")
+    return f"loadknee run --host {host} --levels {levels}"
+
+
+def _max_num_seqs(
+    summary: pd.DataFrame, knee: KneeResult, run_info: dict[str, Any]
+) -> tuple[Recommendation | None, str | None]:
+    """The cap, only from evidence: a knee or red line inside the tested range."""
+    if knee.max_concurrency is None:
+        return None, None
+    if knee.knee_stage is None and knee.red_line_stage is None:
+        top = max((v.target_users for v in knee.stages), default=knee.max_concurrency)
+        return None, (
+            f"--max-num-seqs withheld: not saturated up to {top} users; sweep higher: "
+            f"{sweep_higher_command(knee, run_info)} {rules.cite('max_num_seqs')}"
+        )
+    row = _users_row(summary, knee.max_concurrency)
+    batch = int(num(row.get("batch_size")) or 1) if row is not None else 1
+    limit = (
+        f"the knee at {knee.knee_users} users"
+        if knee.knee_users is not None
+        else f"the red line at {knee.red_line_users} users"
+    )
+    return Recommendation(
+        "vllm.max_num_seqs",
+        knee.max_concurrency * batch,
+        f"from max_concurrency {knee.max_concurrency} (the stage before {limit}) × batch size "
+        f"{batch}: past it vLLM queues requests instead of running out of memory "
+        + rules.cite("max_num_seqs"),
+    ), None
+
+
+def _max_model_len(
+    summary: pd.DataFrame, run_info: dict[str, Any], p: RecommendParams
+) -> tuple[Recommendation | None, str | None]:
+    """From a replayed log's longest context, only when the log is large enough to speak for
+    production: a 20-line log's longest request says nothing about tomorrow's."""
+    source = _section(run_info, "prompt_source")
+    if str(source.get("kind", "")) not in LOG_SOURCE_KINDS:
+        return None, None
+    longest = num(source.get("max_context_tokens"))
+    if longest is None and "prompt_tokens_max" in summary:
+        prompt = num(summary["prompt_tokens_max"].max())
+        output = num(summary["completion_tokens_max"].max())
+        longest = None if prompt is None else prompt + (output or 0.0)
+    if not longest:
+        return None, None
+    size = num(source.get("valid_records"))
+    size = size if size is not None else num(source.get("records"))
+    if size is None or size < p.min_log_records:
+        have = "an unknown number of" if size is None else f"only {size:,.0f}"
+        return None, (
+            f"--max-model-len withheld: the replayed log has {have} requests; at least "
+            f"{p.min_log_records:,} are needed before its longest context ({longest:,.0f} "
+            "tokens) can stand for production's, and a too-short limit answers longer requests "
+            f"with HTTP 400 {rules.cite('max_model_len')}"
+        )
+    length = 1 << max(10, math.ceil(math.log2(longest * p.max_model_len_headroom)))
+    return Recommendation(
+        "vllm.max_model_len",
+        length,
+        f"from the replayed log's longest real context, {longest:,.0f} tokens over {size:,.0f} "
+        f"requests, × {p.max_model_len_headroom:g} headroom, rounded up to a power of two: "
+        "reserving the model's full length wastes KV cache that concurrency could use "
+        + rules.cite("max_model_len"),
+    ), None
+
+
 def _vllm_items(
     summary: pd.DataFrame, knee: KneeResult, run_info: dict[str, Any], p: RecommendParams
-) -> list[Recommendation]:
-    items = []
-    row = _users_row(summary, knee.max_concurrency)
-    if knee.max_concurrency is not None:
-        batch = num(row.get("batch_size")) if row is not None else None
-        seqs = knee.max_concurrency * int(batch or 1)
-        items.append(
-            Recommendation(
-                "vllm.max_num_seqs",
-                seqs,
-                f"max_concurrency {knee.max_concurrency} × batch size {int(batch or 1)}: past it "
-                "vLLM queues requests instead of running out of memory (seed 002's fuse)"
-                + (
-                    ""
-                    if knee.knee_stage is not None or knee.red_line_stage is not None
-                    else "; no limit was found in the tested range, so this is a floor: test "
-                    "higher before capping the server here"
-                ),
-            )
-        )
+) -> tuple[list[Recommendation], list[str]]:
+    items: list[Recommendation] = []
+    notes: list[str] = []
+    seqs, note = _max_num_seqs(summary, knee, run_info)
+    items += [seqs] if seqs else []
+    notes += [note] if note else []
     if _memory_led(knee):
         server = _section(run_info, "server")
         current = p.gpu_memory_utilization or num(server.get("gpu_memory_utilization"))
@@ -316,27 +382,14 @@ def _vllm_items(
                 lower,
                 f"memory led the failure at the knee / red line: lower it from {current:.2f}"
                 f"{' (vLLM default, assumed)' if assumed else ''} to {lower:.2f} for steadier "
-                "queueing instead of OOM, at the cost of a smaller KV-cache pool (seed 002)",
+                "queueing instead of OOM, at the cost of a smaller KV-cache pool "
+                + rules.cite("gpu_memory_utilization"),
             )
         )
-    source = _section(run_info, "prompt_source")
-    if str(source.get("kind", "")) in LOG_SOURCE_KINDS:
-        longest = num(source.get("max_context_tokens"))
-        if longest is None and "prompt_tokens_max" in summary:
-            prompt = num(summary["prompt_tokens_max"].max())
-            output = num(summary["completion_tokens_max"].max())
-            longest = None if prompt is None else prompt + (output or 0.0)
-        if longest:
-            length = 1 << max(10, math.ceil(math.log2(longest)))
-            items.append(
-                Recommendation(
-                    "vllm.max_model_len",
-                    length,
-                    f"the replayed log's longest real context is {longest:,.0f} tokens; reserving "
-                    "the model's full length wastes KV cache that concurrency could use (seed 002)",
-                )
-            )
-    return items
+    length, note = _max_model_len(summary, run_info, p)
+    items += [length] if length else []
+    notes += [note] if note else []
+    return items, notes
 
 
 def _replicas(knee: KneeResult, p: RecommendParams) -> Recommendation | None:
@@ -368,19 +421,29 @@ def recommend(
     if all(v.verdict == "insufficient_data" for v in knee.stages):
         return Recommendations(items=(), server_flags=())  # no stage could be judged
     items = _capacity_items(knee, p)
+    vllm, notes = _vllm_items(summary, knee, info, p)
     optional = [
         _offline_item(summary, knee),
         _queue_timeout(baseline, p),
         _request_timeout(summary, knee, info, p),
-        *_vllm_items(summary, knee, info, p),
+        *vllm,
         _replicas(knee, p),
     ]
     items += [item for item in optional if item is not None]
     flags = []
     for item in items:
         if item.key.startswith("vllm.") and item.value is not None:
-            flags.append(f"--{item.key[5:].replace('_', '-')} {item.value}")
-    return Recommendations(items=tuple(items), server_flags=tuple(flags))
+            flags.append(flag_text(item))
+    answer = deploy_answer(summary, knee)
+    items.insert(0, Recommendation("deploy_concurrency", answer.users, answer.text))
+    return Recommendations(
+        items=tuple(items), server_flags=tuple(flags), withheld=tuple(notes), deploy=answer
+    )
+
+
+def flag_text(item: Recommendation) -> str:
+    """``vllm.max_num_seqs`` → ``--max-num-seqs 24``."""
+    return f"--{item.key[5:].replace('_', '-')} {item.value}"
 
 
 def to_yaml(recs: Recommendations) -> str:
@@ -405,6 +468,9 @@ def to_yaml(recs: Recommendations) -> str:
     for section, lines in sections.items():
         if lines:
             out += [f"{yaml_text.key(section)}:", *lines]
+    for note in recs.withheld:
+        for text in textwrap.wrap(yaml_text.comment(note), 96):
+            out.append(f"# {text}")
     if recs.server_flags:
         out.append(yaml_text.comment("# server flags: " + " ".join(recs.server_flags)))
     return "\n".join(out) + "\n"

@@ -7,8 +7,8 @@ stage's ``stop_reason`` in ``stages.csv``); this module reads them and says what
 CLI can print it and the recommendations can be marked provisional.
 
 * ``stop_reason`` ``interrupted`` (signal) or ``stopped`` (web UI stop): cut by the user;
-* a ``start_unix_s`` but no ``end_unix_s`` in ``run.json``: the process died before it could
-  write its end;
+* a ``start_unix_s`` and an ``end_unix_s`` still null in ``run.json`` (the plugin writes null at
+  the start): the process died before it could write its end; a missing key says nothing;
 * any other reason (the sweep ran out, the red line, the time limit): not cut.
 """
 
@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
+from analysis import rules
 
 CUT_REASONS = frozenset({"interrupted", "stopped"})
 
@@ -50,15 +52,17 @@ class RunCut:
             rest = "; levels never run: " + ", ".join(str(n) for n in self.levels_not_run)
         return (
             f"the run was {how}{where}{rest}. The knee and the settings below come only from "
-            "the stages it reached: they are provisional"
+            f"the stages it reached: they are provisional {rules.cite('cut_short')}"
         )
 
 
 def run_cut(run_info: dict[str, Any], stages: pd.DataFrame) -> RunCut | None:
     """The cut, or None for a run that ended by its own rules."""
     reason = run_info.get("stop_reason")
-    if "start_unix_s" in run_info and run_info.get("end_unix_s") is None:
-        reason = "killed"  # written at the start by the plugin, never finished
+    if "start_unix_s" in run_info and "end_unix_s" in run_info and run_info["end_unix_s"] is None:
+        # the plugin writes an explicit null at the start and the time at the end; a run.json
+        # from elsewhere (an import, a hand-made fixture) without the key says nothing of a cut
+        reason = "killed"
     elif reason not in CUT_REASONS:
         return None
     stage = users = measured = None

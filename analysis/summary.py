@@ -20,10 +20,11 @@ import pandas as pd
 
 from analysis.inputs.load import Run
 from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
+from analysis.intervals import IntervalParams, StageBatches, interval_columns, stage_batches
 from analysis.model import SUMMARY_COLUMNS
 
 MEASURED_PHASES = ("measure", "baseline")
-#: a GPU sample at or below this utilisation counts as idle (seed 000: "utilisation drops to 0")
+#: a GPU sample at or below this utilisation counts as idle ("utilisation drops to 0")
 IDLE_UTIL_PCT = 5.0
 
 
@@ -53,6 +54,12 @@ def stage_windows(run: Run, measured: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"window_start": start, "window_end": end})
 
 
+def run_batches(run: Run, *, params: IntervalParams | None = None) -> dict[int, StageBatches]:
+    """Each stage's per-window data (:mod:`analysis.intervals`), for the knee's resampling."""
+    windows = stage_windows(run, measured_requests(run))
+    return stage_batches(run.requests, windows, measured_phases=MEASURED_PHASES, params=params)
+
+
 def _window_mask(ts: pd.Series, start: float, end: float) -> pd.Series:
     return (ts >= start) & (ts <= end)
 
@@ -80,7 +87,14 @@ def _counter_increase(values: pd.Series) -> float:
 
 def _server_stats(timeline: pd.DataFrame | None, start: float, end: float) -> dict[str, float]:
     nan = float("nan")
-    names = ("kv_cache_peak_pct", "waiting_mean", "waiting_max", "running_max", "preemptions")
+    names = (
+        "kv_cache_peak_pct",
+        "waiting_mean",
+        "waiting_max",
+        "running_max",
+        "running_mean",
+        "preemptions",
+    )
     if timeline is None or timeline.empty:
         return dict.fromkeys(names, nan)
     rows = timeline[_window_mask(timeline["timestamp_unix_s"], start, end)]
@@ -95,6 +109,7 @@ def _server_stats(timeline: pd.DataFrame | None, start: float, end: float) -> di
         "waiting_mean": float(waiting_means.sum(min_count=1)),
         "waiting_max": float(per["requests_waiting"].max().sum(min_count=1)),
         "running_max": float(per["requests_running"].max().sum(min_count=1)),
+        "running_mean": float(per["requests_running"].mean().sum(min_count=1)),
         "preemptions": float(preempt.sum(min_count=1)),
     }
 
@@ -194,17 +209,23 @@ def summarize_stages(
     run: Run,
     *,
     timeline: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+    intervals: IntervalParams | None = None,
 ) -> pd.DataFrame:
     """The record table: one row per stage of ``stages.csv``, columns ``model.SUMMARY_COLUMNS``.
 
     ``timeline`` turns the long-form server metrics into the canonical per-sample timeline
     (default: :func:`analysis.inputs.server_metrics.canonical_timeline`). When ``gpu.csv`` is
-    empty, GPU figures come from DCGM samples among the server metrics, if any.
+    empty, GPU figures come from DCGM samples among the server metrics, if any. The interval
+    columns come from :mod:`analysis.intervals` (``intervals``: its parameters).
     """
     measured = measured_requests(run)
     windows = stage_windows(run, measured)
     stats = _request_stats(measured).reindex(windows.index)
     rates = window_rates(run.requests, windows).to_dict("index")
+    bands = interval_columns(
+        stage_batches(run.requests, windows, measured_phases=MEASURED_PHASES, params=intervals),
+        params=intervals,
+    ).to_dict("index")
     canon, gpu = None, run.gpu
     if not run.server_metrics.empty:
         canon = (timeline or canonical_timeline)(run.server_metrics)
@@ -238,6 +259,7 @@ def summarize_stages(
         row.update(_gpu_stats(gpu, start, end))
         row.update(_server_stats(canon, start, end))
         row["client_cpu_peak_pct"] = _client_peak(run.client, start, end)
+        row.update({str(k): v for k, v in bands.get(stage, {}).items()})
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     for name in ("stage", "requests", "ok", "errors", "length_mismatch"):

@@ -7,8 +7,9 @@ The Locust-facing names below are loaded on first use.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from loadknee_locust.lazy import load
 
 __version__ = "0.2.0"  # the only place the version is written (pyproject reads it)
 
@@ -26,10 +27,7 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'loadknee_locust' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return load(__name__, _LAZY, name)
 
 
 __all__ = sorted(_LAZY)

@@ -21,7 +21,9 @@ Files in ``runs/<run_id>/``:
 
 ``stages.csv`` (one row per stage; see :data:`STAGE_COLUMNS`)
     ``stage`` integer index (0-based, in run order; the baseline, when there is one, is stage 0),
-    ``kind`` (``baseline`` | ``step``), ``target_users``, ``batch_size``, ``start_unix_s`` (users
+    ``kind`` (``baseline`` | ``step`` | ``refine``: a level added between the grid's levels; rows
+    are in run order, so a 12-user ``refine`` stage can follow the 16-user ``step``),
+    ``target_users``, ``batch_size``, ``start_unix_s`` (users
     released), ``warmup_end_unix_s`` (measured window opens), ``measure_end_unix_s`` (measured
     window closes, users stopped), ``end_unix_s`` (cooldown over), ``stop_reason``
     (:data:`STOP_REASONS`).
@@ -70,16 +72,29 @@ CLIENT_CSV: Final = "client.csv"
 Phase = Literal["baseline", "warmup", "measure", "cooldown"]
 PHASES: Final[tuple[str, ...]] = ("baseline", "warmup", "measure", "cooldown")
 
-StageKind = Literal["baseline", "step"]
-STAGE_KINDS: Final[tuple[str, ...]] = ("baseline", "step")
+StageKind = Literal["baseline", "step", "refine"]
+STAGE_KINDS: Final[tuple[str, ...]] = (
+    "baseline",  # one user, sequential requests
+    "step",  # a level of the planned (coarse) grid
+    "refine",  # a level added between the last good level and the knee, to pin max_concurrency
+)
+#: Stage kinds that are a concurrency level of the sweep (what the knee is looked for in).
+LEVEL_KINDS: Final[tuple[str, ...]] = ("step", "refine")
 
 StopReason = Literal[
-    "duration", "request_count", "red_line", "time_limit", "stopped", "interrupted"
+    "duration",
+    "request_count",
+    "red_line",
+    "knee_confirmed",
+    "time_limit",
+    "stopped",
+    "interrupted",
 ]
 STOP_REASONS: Final[tuple[str, ...]] = (
     "duration",  # held for the configured time
     "request_count",  # reached the configured number of completed requests
     "red_line",  # early stop: error rate or latency ceiling crossed
+    "knee_confirmed",  # early stop: the knee was found, refined and confirmed by N more levels
     "time_limit",  # the run's overall time limit cut it
     "stopped",  # stopped by the user (web UI stop)
     "interrupted",  # Ctrl-C / SIGTERM (or the wrapper died): the stage is partial

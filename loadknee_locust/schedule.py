@@ -15,14 +15,24 @@ The plan (see DESIGN.md, "The sweep"):
    ``stage_seconds`` in all (warm-up included) or, when ``stage_requests`` > 0, once that many
    requests *started in the measured window* have completed (the warm-up stays time based, so the
    labels of rows that arrive late from workers never change; set ``warmup_seconds`` to 0 for
-   seed 000's exact method, where the baseline already warmed the server up). Requests in flight
+   the fixed-count method, where the baseline already warmed the server up). Requests in flight
    when a count-based window closes still count as measured, so a stage holds *at least* N;
 3. after every stage, ``cooldown_seconds`` with 0 users (phase ``cooldown``) so queues drain,
    counted from the tick that dropped the users (a count-based window can close seconds before
    a tick learns of it from late worker reports; the pause is never cut short by that);
 4. the sweep ends after the last stage's cooldown, at the overall ``time_limit_s``, at the red
    line (checked when a stage's cooldown ends, over that stage's measured rows), or on an
-   external stop.
+   external stop;
+5. **adaptive** plans (``refine`` on, or ``stop_after_knee`` ≥ 0) ask after every stage what
+   comes next (:mod:`loadknee_locust.refine`): a ``refine`` stage between the last good level and
+   the knee, the next grid level, or the end (``knee_confirmed``, or ``red_line`` for the
+   analysis's red line). The judgement comes from the caller's ``decide(stage)`` (the shape runs
+   the analysis in a child process): the stage is closed and written as soon as its window has
+   closed and its users have stopped (after ``judge_delay_s``, for rows still on their way from
+   workers), so the judgement runs *during* the cooldown; the next stage opens once both the
+   cooldown and the judgement are over. A judgement that fails (``decide`` returns None) turns the
+   rest of the sweep into the plain grid. Stage indexes stay in run order: a refine stage at 12
+   users gets the index after the 16-user stage that revealed the knee.
 
 A row's stage and phase are decided by its *start* time against the boundaries: a request that
 started in stage s's measured window belongs to stage s, phase ``measure``, even if it ends in the
@@ -41,6 +51,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from loadknee_locust.contract import Phase, StageKind, StopReason
+from loadknee_locust.refine import LiveVerdict, next_step
+
+#: what ``decide(stage)`` returns while the judgement of ``stage`` is still running
+PENDING = "pending"
 
 if TYPE_CHECKING:  # the options live with the Locust wiring, above this module
     from loadknee_locust.plugin.options import LlmOptions
@@ -81,6 +95,15 @@ class SchedulePlan:
     baseline_requests: int
     stage_requests: int = 0  # 0 = timed stages
     time_limit_s: float = 0.0  # 0 = none
+    refine: bool = False  # refine between the last good level and the knee (options: on)
+    refine_max_stages: int = 4  # at most this many refine stages per run
+    stop_after_knee: int = -1  # stop once this many levels lie above the knee (< 0: never)
+    judge_delay_s: float = 0.0  # wait after the window closes before judging (worker rows)
+
+    @property
+    def adaptive(self) -> bool:
+        """True when the next stage depends on the judgement of the finished ones."""
+        return self.refine or self.stop_after_knee >= 0
 
     def __post_init__(self) -> None:
         if not self.levels or any(level < 1 for level in self.levels):
@@ -89,6 +112,8 @@ class SchedulePlan:
             raise ValueError("stage, warm-up and cooldown seconds must be >= 0")
         if self.stage_requests < 0 or self.baseline_requests < 0 or self.time_limit_s < 0:
             raise ValueError("request counts and the time limit must be >= 0")
+        if self.refine_max_stages < 0 or self.judge_delay_s < 0:
+            raise ValueError("--llm-refine-max-stages must be >= 0")
         if self.stage_requests == 0 and self.stage_seconds <= self.warmup_seconds:
             raise ValueError(
                 f"--llm-stage-seconds ({self.stage_seconds:g}) must exceed --llm-warmup-seconds "
@@ -106,6 +131,9 @@ class SchedulePlan:
             cooldown_seconds=options.cooldown_seconds,
             baseline_requests=options.baseline_requests,
             time_limit_s=options.time_limit,
+            refine=not options.no_refine,
+            refine_max_stages=options.refine_max_stages,
+            stop_after_knee=options.stop_after_knee,
         )
 
     def stages(self) -> tuple[StagePlan, ...]:
@@ -113,19 +141,13 @@ class SchedulePlan:
         if self.baseline_requests > 0:
             plans.append(StagePlan(0, "baseline", 1, 1, 0.0, self.baseline_requests, 0.0))
         for level in self.levels:
-            measure_s = 0.0 if self.stage_requests else self.stage_seconds - self.warmup_seconds
-            plans.append(
-                StagePlan(
-                    len(plans),
-                    "step",
-                    level,
-                    0,
-                    self.warmup_seconds,
-                    self.stage_requests,
-                    measure_s,
-                )
-            )
+            plans.append(self.level_stage(len(plans), "step", level))
         return tuple(plans)
+
+    def level_stage(self, index: int, kind: StageKind, users: int) -> StagePlan:
+        """The plan of one grid (``step``) or ``refine`` stage: both are timed alike."""
+        measure_s = 0.0 if self.stage_requests else self.stage_seconds - self.warmup_seconds
+        return StagePlan(index, kind, users, 0, self.warmup_seconds, self.stage_requests, measure_s)
 
 
 @dataclass(frozen=True)
@@ -222,21 +244,33 @@ class Schedule:
     ``observe(start, end)`` counts one completed request (count-based windows);
     ``locate(start)`` gives a row's stage and phase; ``stop(now, reason)`` ends the sweep;
     ``pop_closed()`` hands over each finished stage's :class:`StageRecord` once.
+    ``stages`` lists the stages run so far followed by the grid stages still planned; refine
+    stages are inserted and an early stop drops the rest, so it is final once ``finished``.
     """
 
     def __init__(self, plan: SchedulePlan, start_unix_s: float) -> None:
         self.plan = plan
-        self.stages = plan.stages()
+        self.stages: list[StagePlan] = list(plan.stages())
         self.start_unix_s = start_unix_s
         self._closed: list[StageRecord] = []
         self._unpopped: list[StageRecord] = []
         self._open: _OpenStage | None = _OpenStage(self.stages[0], start_unix_s)
+        self._pending: int | None = None  # closed stage awaiting its judgement (adaptive plans)
+        self._resume_at = start_unix_s  # the pending stage's cooldown end
+        self._fallback = False  # a judgement failed: the plain grid from then on
+        self._finished = False
         self._stop_reason: StopReason | None = None
         self._now = start_unix_s
+        self.verdicts: dict[int, LiveVerdict | None] = {}  # judgement after each stage
 
     @property
     def finished(self) -> bool:
-        return self._open is None
+        return self._finished
+
+    @property
+    def fell_back(self) -> bool:
+        """True when a live judgement failed and the sweep went on as the plain grid."""
+        return self._fallback
 
     @property
     def closed(self) -> tuple[StageRecord, ...]:
@@ -247,7 +281,8 @@ class Schedule:
         op = self._open
         if op is None:
             last = self._closed[-1]
-            return Position(last.stage, last.kind, "cooldown", 0, True, self._stop_reason)
+            done = self._finished
+            return Position(last.stage, last.kind, "cooldown", 0, done, self._stop_reason)
         phase = op.phase_of(self._now)
         users = 0 if phase == "cooldown" else op.plan.users
         return Position(op.plan.index, op.plan.kind, phase, users, False, None)
@@ -258,6 +293,7 @@ class Schedule:
         red_line: Callable[[int], bool] | None = None,
         *,
         users_running: int = 0,
+        decide: Callable[[int], LiveVerdict | str | None] | None = None,
     ) -> Position:
         """Apply every boundary reached by ``now``; ``red_line(stage)`` is asked as a stage ends.
 
@@ -265,27 +301,91 @@ class Schedule:
         stage before are still finishing their in-flight requests. Locust counts a stopping user
         towards the next target, so starting the next level early would spawn too few users and
         leave the stage short once the old ones exit.
+
+        ``decide(stage)`` (adaptive plans) returns the judgement after a closed stage, or
+        :data:`PENDING` while it runs, or None when it failed; no ``decide`` counts as failed.
+        It is first asked on the call after the one that closed the stage, so the caller has
+        written the stage (``pop_closed``) before the judgement reads the run directory.
         """
         self._now = max(self._now, now)
         limit = self.plan.time_limit_s
-        if self._open is not None and limit and now >= self.start_unix_s + limit:
+        if not self._finished and limit and now >= self.start_unix_s + limit:
             self.stop(now, "time_limit")
-        while (op := self._open) is not None:
+        fresh: int | None = None  # a stage closed in this call: judged from the next call on
+        while not self._finished:
+            pending = self._pending
+            if pending is not None:
+                if pending == fresh or now < self._resume_at:
+                    break
+                got = decide(pending) if decide is not None else None
+                if got == PENDING:
+                    break
+                verdict = got if isinstance(got, LiveVerdict) else None
+                self.verdicts[pending] = verdict
+                self._fallback = self._fallback or verdict is None
+                self._pending = None
+                self._next_after(verdict, now)
+                continue
+            op = self._open
+            assert op is not None
             if op.measure_end is None or now < op.measure_end:
                 break
             if op.cooldown_from is None:
                 op.cooldown_from = now
-            if now < op.cooldown_from + self.plan.cooldown_seconds or users_running > 0:
+            cooldown_end = op.cooldown_from + self.plan.cooldown_seconds
+            judge_at = op.cooldown_from + min(self.plan.judge_delay_s, self.plan.cooldown_seconds)
+            if users_running > 0 or now < (judge_at if self.plan.adaptive else cooldown_end):
                 break
             crossed = red_line is not None and red_line(op.plan.index)
             if crossed:
                 op.stop_reason = "red_line"
-            self._close(op, now)
-            if crossed or op.plan.index + 1 >= len(self.stages):
+            self._close(op, max(now, cooldown_end))
+            self._open = None
+            if crossed:
+                self._finish("red_line")
+            elif self.plan.adaptive:
+                self._pending = fresh = op.plan.index
+                self._resume_at = max(now, cooldown_end)
+            elif op.plan.index + 1 >= len(self.stages):
                 self._finish(op.stop_reason)
             else:
                 self._open = _OpenStage(self.stages[op.plan.index + 1], now)
         return self.position()
+
+    def _next_after(self, verdict: LiveVerdict | None, now: float) -> None:
+        """Open the stage that :func:`~loadknee_locust.refine.next_step` picks, or finish."""
+        last = self._closed[-1]
+        nxt = last.stage + 1
+        levels = [rec.target_users for rec in self._closed if rec.kind != "baseline"]
+        grid_left = [p.users for p in self.stages[nxt:] if p.kind == "step"]
+        refined = sum(1 for rec in self._closed if rec.kind == "refine")
+        refine_on = self.plan.refine and not self._fallback
+        step = next_step(
+            verdict,
+            tested=levels,
+            grid_left=grid_left,
+            refine_left=self.plan.refine_max_stages - refined if refine_on else 0,
+            stop_after_knee=-1 if self._fallback else self.plan.stop_after_knee,
+        )
+        if step.action == "stop":
+            del self.stages[nxt:]
+            if step.reason in ("knee_confirmed", "red_line"):
+                self._finish(step.reason)
+            else:
+                self._finish(last.stop_reason)
+            return
+        if step.action == "refine":
+            chosen = self.plan.level_stage(nxt, "refine", step.users)
+            rest = [p for p in self.stages[nxt:]]
+        else:
+            rest = [p for p in self.stages[nxt:] if p.users not in levels]
+            chosen = rest.pop(0)
+        self.stages[nxt:] = [
+            StagePlan(i, p.kind, p.users, p.warmup_requests, p.warmup_seconds,
+                      p.measure_requests, p.measure_seconds)
+            for i, p in enumerate([chosen, *rest], start=nxt)
+        ]  # fmt: skip
+        self._open = _OpenStage(self.stages[nxt], now)
 
     def observe(self, start: float, end: float) -> None:
         """Count one completed request (any outcome) for the current stage's count-based windows."""
@@ -307,10 +407,14 @@ class Schedule:
     def stop(self, now: float, reason: StopReason) -> None:
         """End the sweep now (time limit, user stop); the current stage is closed with ``reason``
         unless its measured window had already closed, which keeps its own reason."""
-        op = self._open
-        if op is None:
+        if self._finished:
             return
         self._now = max(self._now, now)
+        op = self._open
+        if op is None:  # between stages, awaiting a judgement
+            self._pending = None
+            self._finish(reason)
+            return
         if op.warmup_end is None or now < op.warmup_end:
             op.warmup_end = now
         if op.measure_end is None or now < op.measure_end:
@@ -339,22 +443,33 @@ class Schedule:
     def seconds_left(self, now: float) -> float | None:
         """Planned seconds until the sweep ends; None when a count-based window makes it unknown."""
         op = self._open
-        if op is None:
+        if self._finished:
             return 0.0
         limit_left = (
             self.start_unix_s + self.plan.time_limit_s - now if self.plan.time_limit_s else None
         )
         left: float | None = 0.0
-        for plan in self.stages[op.plan.index :]:
+        first = op.plan.index if op is not None else self._closed[-1].stage + 1
+        for plan in self.stages[first:]:
             if plan.warmup_requests or plan.measure_requests:
                 left = None
                 break
             assert left is not None
             left += plan.warmup_seconds + plan.measure_seconds + self.plan.cooldown_seconds
         if left is not None:
-            left -= now - op.start
+            left -= now - op.start if op is not None else min(0.0, now - self._resume_at)
         candidates = [x for x in (left, limit_left) if x is not None]
         return max(0.0, min(candidates)) if candidates else None
+
+    def saving(self) -> SweepSaving:
+        """What the adaptive sweep ran against the plain grid (see :class:`SweepSaving`)."""
+        levels = [r for r in self._closed if r.kind != "baseline"]
+        tested = {r.target_users for r in levels}
+        skipped = tuple(u for u in self.plan.levels if u not in tested)
+        durations = [r.end_unix_s - r.start_unix_s for r in levels]
+        mean = sum(durations) / len(durations) if durations else 0.0
+        refined = sum(1 for r in levels if r.kind == "refine")
+        return SweepSaving(skipped, refined, mean, mean * (len(skipped) - refined))
 
     def _close(self, op: _OpenStage, end: float) -> None:
         rec = op.record(end)
@@ -363,7 +478,22 @@ class Schedule:
 
     def _finish(self, reason: StopReason | None) -> None:
         self._open = None
+        self._finished = True
         self._stop_reason = reason
+
+
+@dataclass(frozen=True)
+class SweepSaving:
+    """Grid levels an early stop skipped, refine stages added, and the time that nets out to.
+
+    ``saved_s`` is an estimate: each level (skipped or added) is priced at the mean duration of
+    the levels run (users released to cooldown over), which holds for timed stages and is the
+    best guess for count-based ones. Negative when refinement cost more than the stop saved."""
+
+    skipped_levels: tuple[int, ...]
+    refine_stages: int
+    level_seconds: float
+    saved_s: float
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,9 @@ def test_exit_code_files_and_printed_table(analysed) -> None:
     assert "knee:" in stdout and "recommendations:" in stdout
     assert f"report: {out / 'report.html'}" in stdout
     lines = stdout.splitlines()
-    table = lines[lines.index("") + 1 :]
+    assert lines[0].startswith("DEPLOY: configure ")  # the one answer comes first
+    start = next(i for i, line in enumerate(lines) if line.startswith("run "))
+    table = lines[start + 2 :]
     assert [ln.split()[0] for ln in table[2:8]] == ["1", "1", "2", "4", "8", "16"]
     assert "[analyze]" in capture.stderr and "[analyze]" not in stdout  # progress on stderr
     assert "Traceback" not in capture.stderr
@@ -68,7 +70,7 @@ def test_report_files_agree_with_each_other(analysed, run_dir) -> None:
     assert SECRET not in page
     for name in REPORT_FILES:
         assert SECRET not in (out / name).read_bytes().decode("latin-1")
-    assert page.count("data:image/png;base64,") == 3
+    assert page.count("data:image/png;base64,") == 4  # latency, throughput, timeline, interactivity
 
 
 def test_default_out_is_run_report_and_json_format(tmp_path, capsys) -> None:
@@ -165,3 +167,19 @@ def test_streams_stamped_after_the_read_are_a_warning(tmp_path, stamps, warning)
     root = write_run_dir(tmp_path / "run-s", levels=(1, 2), run_info=info)
     found = [w for w in collect_warnings(analyze_run(root)) if "kernel's receive time" in w]
     assert found == [] if warning is None else warning in found[0]
+
+
+def test_a_reader_that_closes_the_pipe_gets_no_traceback(run_dir, tmp_path) -> None:
+    """`analyze --format json | head` ended in a BrokenPipeError traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "analysis.cli", str(run_dir), "--format", "json", "--quiet",
+         "--out", str(tmp_path / "report")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before a byte is written: the write must fail
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+    assert (tmp_path / "report" / "knee.json").is_file()  # the files were still written

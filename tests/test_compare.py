@@ -146,3 +146,19 @@ def test_compare_cli_bad_dir_exits_2(tmp_path: Path, capsys) -> None:
     assert main([str(a), str(tmp_path / "missing"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "cannot analyse" in err and "missing" in err and "Traceback" not in err
+
+
+def test_compare_config_prints_the_verify_checks_and_exits_1_on_a_failure(
+    tmp_path: Path, capsys
+) -> None:
+    a = write_run_dir(tmp_path / "a", levels=(1, 2, 4, 8), slots=6, with_gpu=False)
+    b = write_run_dir(tmp_path / "b", levels=(1, 2, 4, 8), slots=2, with_gpu=False)
+    out = tmp_path / "cmp"
+    assert main([str(a), str(a), "--labels", "x,y", "--out", str(out), "--quiet"]) == 0
+    assert "verify: PASS (3 of 3 checks passed)" in capsys.readouterr().out
+    code = main([str(a), str(b), "--labels", "before,after", "--out", str(out), "--quiet"])
+    printed = capsys.readouterr().out
+    assert code == 1, printed
+    assert "after against before:" in printed
+    assert "FAIL  recommended_level" in printed or "FAIL  throughput" in printed
+    assert "verify: FAIL" in printed

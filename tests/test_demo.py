@@ -24,7 +24,12 @@ def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
     out = done.stdout
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
     assert "expect the knee at 16 users" in out  # the simulator's own prediction (8 slots)
-    assert re.search(r"^users\s+QPS\s+P50 s", out, re.MULTILINE)  # the record table
+    assert re.search(r"^users\s+reqs\s+secs\s+QPS\s+P50 s", out, re.MULTILINE)  # the table
+    assert "[demo] sweep: loadknee run --host " in out  # a command the user has installed
+    assert "Response time percentiles" not in out  # Locust's own tables stay behind --verbose
+    deploy = [line for line in out.splitlines() if line.startswith("DEPLOY: ")]
+    assert len(deploy) == 2  # the answer opens the analysis and closes the last screen
+    assert deploy[0].startswith("DEPLOY: configure 8 concurrent requests, bound by the knee")
     assert "knee: knee at 16 users" in out, out[-2000:]
     assert "max_concurrency = 8" in out
     report = re.search(r"^report: (.+report\.html)$", out, re.MULTILINE)

@@ -21,7 +21,7 @@ from analysis.diagnosis import (
     first_match,
     stage_facts,
 )
-from analysis.failures import FailureMix
+from analysis.failure_mix import FailureMix
 from analysis.model import Baseline, Signal, StageVerdict
 
 SIGNALS = ("throughput_flattening", "gain_narrowing", "tail_departure", "sla", "oom",

@@ -37,9 +37,11 @@ def test_seed_002_table_gives_its_verdicts_and_watermark():
 def test_seed_002_reasons_carry_the_numbers():
     result = _knee(seed_002_summary())
     critical, knee, red = result.stages[2], result.stages[3], result.stages[4]
-    assert any("0.27×" in r for r in critical.reasons)
+    assert any("= 27 % of the" in r and "the gain is narrowing" in r for r in critical.reasons)
     assert any("2.8×" in r for r in critical.reasons)
-    assert any("0.07×" in r for r in knee.reasons) and any("9×" in r for r in knee.reasons)
+    flat = next(r for r in knee.reasons if "flattened" in r)
+    assert "24 → 32 users added" in flat and "= 7 % of the" in flat
+    assert any("9× the baseline's" in r for r in knee.reasons)
     assert any("80 %" in r for r in red.reasons)
     assert "knee at 32 users" in result.summary and "red line at 48 users" in result.summary
 

@@ -127,3 +127,24 @@ def test_timeline_with_empty_everything() -> None:
     fig = timeline_figure(stages=pd.DataFrame(), requests=empty)
     assert "no requests recorded" in _texts(fig)
     assert png_bytes(fig).startswith(PNG_MAGIC)
+
+
+def test_intervals_are_drawn_as_error_bars_where_a_stage_has_one():
+    from knee_frames import sweep
+    from matplotlib.container import ErrorbarContainer
+
+    summary = sweep(
+        [4, 8, 16], [400.0, 780.0, 860.0], [220.0, 260.0, 600.0],
+        output_tok_s_low=[390.0, 700.0, math.nan], output_tok_s_high=[410.0, 860.0, math.nan],
+        e2e_p95_low_ms=[200.0, 250.0, 500.0], e2e_p95_high_ms=[240.0, 270.0, 700.0],
+    )  # fmt: skip
+    fig = throughput_figure(summary)
+    bars = [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars) == 1
+    segments = bars[0].lines[2][0].get_segments()
+    assert [tuple(s[:, 1]) for s in segments] == [(390.0, 410.0), (700.0, 860.0)]  # 16: none
+    fig = latency_figure(summary)
+    bars = [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]
+    segments = bars[0].lines[2][0].get_segments()
+    got = [float(v) for s in segments for v in s[:, 1]]
+    assert got == pytest.approx([0.2, 0.24, 0.25, 0.27, 0.5, 0.7])

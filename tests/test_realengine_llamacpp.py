@@ -102,3 +102,20 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
     summary = {row["target_users"]: row for row in knee["summary"]}
     assert summary[32]["waiting_max"] >= 8, summary[32]
     assert summary[32]["running_max"] == 8, summary[32]
+
+    # SLO capacity from the same run directory (no second sweep): a TTFT P95 limit between the
+    # 4- and 8-user stages' gives capacity 4, below the knee's answer: latency-bound
+    ttft4, ttft8 = summary[4]["ttft_p95_ms"], summary[8]["ttft_p95_ms"]
+    assert ttft4 < ttft8, (ttft4, ttft8)
+    limit = (ttft4 * ttft8) ** 0.5
+    slo_run = subprocess.run(
+        [sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir), "--quiet",
+         "--out", str(tmp_path / "report-slo"), "--slo", f"ttft_p95_ms={limit:.1f}"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert slo_run.returncode == 0, slo_run.stderr[-3000:]
+    print(slo_run.stdout)
+    slo = json.loads((tmp_path / "report-slo" / "knee.json").read_text())["slo"]
+    assert (slo["capacity"], slo["binding"]) == (4, "latency"), slo["summary"]
+    assert "SLO capacity 4 users" in slo_run.stdout and "Latency-bound" in slo_run.stdout
+    assert f"TTFT P95 ≤ {float(f'{limit:.1f}'):g} ms" in slo_run.stdout

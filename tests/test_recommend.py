@@ -74,15 +74,31 @@ def test_max_num_seqs_counts_prompts_per_request():
     assert recs.get("vllm.max_num_seqs") == 32  # 8 users × 4 prompts
 
 
-def test_max_model_len_only_from_a_replayed_log():
+def test_max_model_len_only_from_a_replayed_log_large_enough():
     summary = _knee_sweep(prompt_tokens_max=[3000, 3000, 3000, 3000],
                           completion_tokens_max=[500, 500, 500, 500])  # fmt: skip
     assert _recs(summary, run_info={"prompt_source": {"kind": "fixed"}}).get(
         "vllm.max_model_len") is None  # fmt: skip
-    log = {"prompt_source": {"kind": "log"}}
-    assert _recs(summary, run_info=log).get("vllm.max_model_len") == 4096
-    told = {"prompt_source": {"kind": "log", "max_context_tokens": 60000}}
-    assert _recs(summary, run_info=told).get("vllm.max_model_len") == 65536  # seed 002: 64k
+    log = {"prompt_source": {"kind": "log", "valid_records": 5000}}
+    # 3,500 tokens × 1.25 headroom = 4,375 → 8192
+    rec = next(i for i in _recs(summary, run_info=log).items if i.key == "vllm.max_model_len")
+    assert rec.value == 8192
+    assert "3,500 tokens over 5,000 requests" in rec.reason and "1.25" in rec.reason
+    told = {"prompt_source": {"kind": "log", "max_context_tokens": 40000, "records": 2000}}
+    assert _recs(summary, run_info=told).get("vllm.max_model_len") == 65536
+
+
+def test_finding_2_no_max_model_len_from_a_20_line_log():
+    """A 20-line log whose longest context is 950 tokens gave --max-model-len 1024 (finding 2):
+    longer production requests would get HTTP 400. Withheld, with the rule."""
+    summary = _knee_sweep(prompt_tokens_max=[700] * 4, completion_tokens_max=[250] * 4)
+    log = {"prompt_source": {"kind": "log", "records": 20, "valid_records": 20}}
+    recs = _recs(summary, run_info=log)
+    assert recs.get("vllm.max_model_len") is None
+    assert not any("max-model-len" in flag for flag in recs.server_flags)
+    (note,) = [n for n in recs.withheld if "--max-model-len" in n]
+    assert "only 20 requests" in note and "1,000" in note and "950 tokens" in note
+    assert "--max-model-len withheld" in to_yaml(recs)
 
 
 @pytest.mark.parametrize(
@@ -135,10 +151,16 @@ def test_request_timeout_without_streaming_scales_the_median_rate_to_p99():
     assert "P99/P50" in rec.reason
 
 
-def test_without_a_limit_max_num_seqs_is_called_a_floor():
+def test_finding_1_no_max_num_seqs_without_a_knee():
+    """A sweep that never saturated printed --max-num-seqs 16 (finding 1): pasted into vLLM it
+    caps a server below what it can do. No flag; the advice is to sweep higher, with levels."""
     summary = sweep(LEVELS, [200, 400, 800, 1600], [100] * 4, baseline_tok_s=100.0,
                     baseline_p95_ms=100.0)  # fmt: skip
-    rec = next(i for i in _recs(summary).items if i.key == "vllm.max_num_seqs")
-    assert rec.value == 16 and "test higher" in rec.reason
+    recs = _recs(summary, run_info={"target_url": "http://127.0.0.1:8000"})
+    assert recs.get("vllm.max_num_seqs") is None
+    assert not any("max-num-seqs" in flag for flag in recs.server_flags)
+    (note,) = [n for n in recs.withheld if "--max-num-seqs" in n]
+    assert "not saturated up to 16 users; sweep higher" in note
+    assert "loadknee run --host http://127.0.0.1:8000 --levels 16,32,48,64" in note
     knee_rec = next(i for i in _recs(_knee_sweep()).items if i.key == "vllm.max_num_seqs")
-    assert "test higher" not in knee_rec.reason
+    assert knee_rec.value == 8 and "the knee at 16 users" in knee_rec.reason

@@ -70,10 +70,15 @@ def test_loadknee_run_wrapper_two_workers_count_mode_default_users(
     ]  # fmt: skip
     text = run(cmd, env=child_env(LOADKNEE_TEST_KEY=SECRET))
     lines = text.strip().splitlines()
-    assert lines[-1].startswith("run directory: ")
-    run_dir = Path(lines[-1].split(": ", 1)[1])
+    assert lines[-2].startswith("run directory: ")
+    run_dir = Path(lines[-2].split(": ", 1)[1])
     assert run_dir.parent == out.resolve()
-    assert any(line.startswith("[loadknee] stage 2/2 (step, 2 users) measure") for line in lines)
+    assert lines[-1].startswith("next: ") and lines[-1].endswith(f" analyze {run_dir}")
+    assert any(line.startswith("[loadknee] stage 2/2 (2 users) measure") for line in lines)
+    assert any(line.startswith("[loadknee] baseline (1 user) ") for line in lines)
+    assert any("/12 requests of this stage; time left unknown" in line for line in lines)
+    # Locust's own closing tables (bucketed percentiles) stay behind --verbose
+    assert "Response time percentiles" not in text and "Aggregated" not in text
     rd = read_run_dir(run_dir)
     check_run(rd, levels=[1, 2], baseline=2, stop_reason="request_count")
     assert {st["stop_reason"] for st in rd.stages} == {"request_count"}

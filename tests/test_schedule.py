@@ -249,6 +249,9 @@ def test_from_options_reads_run_time_as_time_limit() -> None:
         llm_baseline_requests=20,
         llm_time_limit=0.0,
         run_time=300,
+        llm_no_refine=False,
+        llm_refine_max_stages=4,
+        llm_stop_after_knee=1,
     )
     plan = SchedulePlan.from_options(LlmOptions.from_parsed(opts))
     assert plan.levels == (1, 2, 4, 8) and plan.time_limit_s == 300.0
@@ -259,6 +262,9 @@ def test_from_options_reads_run_time_as_time_limit() -> None:
     assert SchedulePlan.from_options(LlmOptions.from_parsed(opts)).time_limit_s == 300.0
     opts.run_time = None
     assert SchedulePlan.from_options(LlmOptions.from_parsed(opts)).time_limit_s == 500.0
+    assert plan.refine and plan.refine_max_stages == 4 and plan.stop_after_knee == 1
+    opts.llm_no_refine, opts.llm_stop_after_knee = True, -1
+    assert not SchedulePlan.from_options(LlmOptions.from_parsed(opts)).adaptive
 
 
 def test_red_line_from_options() -> None:

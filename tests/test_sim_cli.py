@@ -95,3 +95,26 @@ def test_sigterm_stops_cleanly_and_ends_open_streams() -> None:
         assert result.status == 200 and not result.done and result.chunks  # type: ignore[attr-defined]
     finally:
         sim.stop()
+
+
+def test_help_shows_the_chosen_presets_values() -> None:
+    """`sim --preset gpu-like --help` showed the fast preset's values (finding 9)."""
+    from loadknee_locust.sim.cli import chosen_preset
+
+    assert chosen_preset(["--preset", "gpu-like", "--help"]) == "gpu-like"
+    text = " ".join(build_parser("gpu-like").format_help().split())
+    seqs = PRESETS["gpu-like"].max_num_seqs
+    assert seqs != PRESETS["fast"].max_num_seqs  # else this test could not tell them apart
+    assert f"(gpu-like: {seqs})" in text and "(fast:" not in text
+
+
+def test_sim_prints_its_parameters_and_predicted_knee() -> None:
+    from loadknee_locust.sim.cli import describe
+    from loadknee_locust.sim.saturation import predicted_knee_level
+
+    params = PRESETS["gpu-like"]
+    lines = describe(params, "gpu-like")
+    assert lines[0].startswith("parameters (preset gpu-like): ")
+    assert f"max_num_seqs={params.max_num_seqs}" in lines[0]
+    level = predicted_knee_level(params, (1, 2, 4, 8, 16, 24, 32, 48, 64), 128, 64)
+    assert "saturates at " in lines[1] and f"expect the knee at {level} users" in lines[1]

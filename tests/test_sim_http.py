@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 import urllib.error
 import urllib.request
 from typing import Any
@@ -73,8 +74,11 @@ def test_streaming_completions_tokens_arrive_one_by_one(sim_server) -> None:
     assert result.chunks[0]["object"] == "text_completion"
     assert len(result.content_chunks) == 10 and result.usage is None  # usage not asked for
     gaps = [b - a for a, b in zip(result.chunk_times, result.chunk_times[1:], strict=False)]
-    # every token is written when it exists: gaps near one step, never all in one burst
-    assert min(gaps) > 0.010
+    # every token is written when it exists, never all in one burst: the client's read stamps
+    # can merge two chunks when a busy machine deschedules the reader (seen at load 11), so the
+    # typical gap and the whole span are judged, not the smallest gap
+    assert statistics.median(gaps) > 0.010
+    assert result.chunk_times[-1] - result.chunk_times[0] > 9 * 0.015
 
 
 def test_non_streaming_chat_usage(sim_server) -> None:

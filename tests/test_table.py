@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from report_fixtures import seed002_knee, seed002_summary
 
+from analysis.numeric import NA
 from analysis.report.table import (
     RECORD_COLUMNS,
     fmt_magnitude,
@@ -25,10 +26,10 @@ from analysis.report.table import (
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
-        (None, "n/a"),
-        (math.nan, "n/a"),
-        (pd.NA, "n/a"),
-        (np.float64("nan"), "n/a"),
+        (None, NA),
+        (math.nan, NA),
+        (pd.NA, NA),
+        (np.float64("nan"), NA),
         (0.0, "0"),
         (0.0123, "0.012"),
         (0.6, "0.600"),
@@ -43,7 +44,7 @@ def test_fmt_magnitude(value: object, expected: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "expected"), [(100.0, "100"), (97.34, "97.3"), (0.0, "0"), (math.nan, "n/a")]
+    ("value", "expected"), [(100.0, "100"), (97.34, "97.3"), (0.0, "0"), (math.nan, NA)]
 )
 def test_fmt_pct(value: object, expected: str) -> None:
     assert fmt_pct(value) == expected
@@ -72,9 +73,9 @@ def test_text_table_seed002_values_and_na() -> None:
     text = format_text(record_frame(seed002_summary(), seed002_knee()), width=200)
     lines = text.splitlines()
     header = lines[0].split()
-    assert header[:3] == ["users", "QPS", "P50"]
+    assert header[:5] == ["users", "reqs", "secs", "QPS", "P50"]  # sample size after users
     row48 = next(line for line in lines if line.split()[0] == "48")
-    assert "n/a" in row48  # P99 "OOM" and the missing tok/s are n/a, not 0
+    assert NA in row48  # P99 "OOM" and the missing tok/s are n/a, not 0
     assert "red line" in row48
     row24 = next(line for line in lines if line.split()[0] == "24")
     assert "1.80" in row24 and "2.80" in row24 and "880" in row24 and "critical" in row24

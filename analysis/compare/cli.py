@@ -22,6 +22,7 @@ from analysis.knee import KneeParams
 from analysis.numeric import is_missing
 from analysis.pipeline import analyze_run
 from analysis.report.table import fmt_magnitude, fmt_pct, fmt_text
+from analysis.verify import all_passed, format_checks, verify_checks
 
 _WIDE = (
     ("P50 s", "e2e_p50_ms", lambda v: fmt_magnitude(v, 0.001)),
@@ -65,7 +66,7 @@ def format_markdown(comparison: Comparison) -> str:
     lines += ["", "## Knees", ""]
     lines += [
         f"- {label}: knee at {k if k is not None else 'none in range'}, "
-        f"max concurrency {m if m is not None else 'n/a'}"
+        f"max concurrency {m if m is not None else '—'}"
         for label, k, m in comparison.knees
     ]
     lines += ["", "## Reading", ""] + [f"- {text}" for text in comparison.interpretations]
@@ -85,7 +86,7 @@ def format_text(comparison: Comparison) -> str:
     table.insert(0, "  ".join(groups))
     knees = [
         f"  {label}: knee {k if k is not None else 'none in range'}, max concurrency "
-        f"{m if m is not None else 'n/a'}"
+        f"{m if m is not None else '—'}"
         for label, k, m in comparison.knees
     ]
     return "\n".join(
@@ -188,8 +189,15 @@ def main(argv: list[str] | None = None) -> int:
     (out / "compare.csv").write_text(format_csv(comparison), encoding="utf-8")
     shown = format_markdown(comparison) if ns.format == "markdown" else format_text(comparison)
     print(shown.rstrip("\n"))
+    failed = False
+    if comparison.kind == "config":  # before vs after: the same checks as `loadknee verify`
+        before = sides[0]
+        for after in sides[1:]:
+            checks = verify_checks(before.summary, before.knee, after.summary, after.knee)
+            print(f"\n{after.label} against {before.label}:\n{format_checks(checks)}")
+            failed = failed or not all_passed(checks)
     print(f"\nwritten: {out / 'compare.md'}, {out / 'compare.csv'}")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

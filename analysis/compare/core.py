@@ -3,20 +3,20 @@
 The comparisons of DESIGN.md ("Comparisons"), each read the way the seeds read them:
 
 ``benchmark-vs-replay``
-    seed 002: calibrate the engine with the fixed-length benchmark, then replay the production
+    calibrate the engine with the fixed-length benchmark, then replay the production
     log; the gap between them (users before the knee, P99, tok/s) is the buffer to keep for
     long-tail prompts, and the replay's number is the one to promise.
 ``config``
-    before vs after a change (seed 000: write max_concurrency into the config, then re-run the
+    before vs after a change (write max_concurrency into the config, then re-run the
     sweep): did the knee move, and is the stage the first run recommended still comfortable?
 ``replicas``
-    seed 002: replica efficiency = X_N / (N × X_1) on the peak throughput; 2 replicas giving
+    replica efficiency = X_N / (N × X_1) on the peak throughput; 2 replicas giving
     only 1.3× (efficiency 0.65) means a shared bottleneck (network, storage, a lock).
 ``batch``
-    seed 000: batch size vs concurrency at the same prompts in flight (users × batch size):
+    batch size vs concurrency at the same prompts in flight (users × batch size):
     batching fills the GPU with lower per-request latency; concurrency meets the queue sooner.
 ``prefix-cache``
-    seed 002: prefix caching on vs off (or a shared system prompt vs none): throughput and TTFT.
+    prefix caching on vs off (or a shared system prompt vs none): throughput and TTFT.
 
 ``auto`` picks the kind from run.json (:mod:`analysis.compare.kind`: prompt source, replicas, batch,
 shared prefix; else ``config``). Pure: takes :class:`RunSide` objects, returns a ``Comparison``.
@@ -46,7 +46,7 @@ from analysis.report.table import fmt_magnitude
 
 __all__ = ["KINDS", "Comparison", "RunSide", "batch_size", "compare_runs", "detect_kind", "lookup"]
 
-#: below this replica efficiency a shared bottleneck is named (seed 002: 1.3× from 2 = 0.65)
+#: below this replica efficiency a shared bottleneck is named (1.3× from 2 = 0.65)
 SHARED_BOTTLENECK_EFFICIENCY = 0.8
 
 #: per run and concurrency: (long-table column, summary column)
@@ -122,7 +122,7 @@ def _common_levels(table: pd.DataFrame, a: str, b: str) -> list[int]:
 
 
 def _x(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}×"
+    return "—" if value is None else f"{value:.2f}×"
 
 
 def _benchmark_vs_replay(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from analysis.model import KneeResult
+from loadknee_locust.contract import LEVEL_KINDS
 
 CompareKind = Literal["auto", "benchmark-vs-replay", "config", "replicas", "batch", "prefix-cache"]
 KINDS: tuple[str, ...] = (
@@ -102,4 +103,4 @@ def detect_kind(sides: Sequence[RunSide]) -> tuple[str, str]:
 
 def steps_of(summary: pd.DataFrame) -> pd.DataFrame:
     """The step stages (the baseline row is not a concurrency level)."""
-    return summary[summary["kind"] == "step"] if "kind" in summary else summary
+    return summary[summary["kind"].isin(LEVEL_KINDS)] if "kind" in summary else summary

@@ -232,7 +232,7 @@ def read_run(
     """Read and validate ``run_dir``; raise :class:`RunDirError` listing every defect found.
 
     ``nvidia_smi_csv`` is a file written by ``nvidia-smi --query-gpu=... -lms 500`` alongside the
-    run (seed 000); its samples are appended to the gpu frame (``read_nvidia_smi`` overrides the
+    run; its samples are appended to the gpu frame (``read_nvidia_smi`` overrides the
     parser, which defaults to :func:`analysis.inputs.nvsmi.read_nvidia_smi_csv`).
     """
     root = Path(run_dir)

@@ -1,6 +1,6 @@
 """Import an ``nvidia-smi`` CSV capture from the GPU host as ``gpu.csv`` rows on the run's clock.
 
-Seed 000 samples the GPU beside the load test with::
+The GPU-sampling method samples the GPU beside the load test with::
 
     nvidia-smi --query-gpu=timestamp,memory.used,memory.total,utilization.gpu \\
         --format=csv,noheader,nounits -lms 500 > gpu.csv
@@ -41,7 +41,7 @@ from loadknee_locust.contract import GPU_COLUMNS
 
 logger = logging.getLogger(__name__)
 
-#: seed 000's ``--query-gpu`` list
+#: the ``--query-gpu`` list of the GPU sampling method
 SEED_QUERY: Final = "timestamp,memory.used,memory.total,utilization.gpu"
 #: nvidia-smi field → gpu.csv column
 FIELD_COLUMNS: Final[dict[str, str]] = {

@@ -27,8 +27,10 @@ import pandas as pd
 
 from analysis.model import PERCENTILE_METHOD, Baseline, KneeResult, Recommendations
 from analysis.numeric import is_missing
+from analysis.recommend import flag_text
 from analysis.report.plots import VERDICT_COLOURS
-from analysis.report.table import RECORD_COLUMNS, Column, fmt_magnitude, fmt_text
+from analysis.report.table import Column, fmt_magnitude, fmt_text, record_columns
+from analysis.slo_eval import SloResult
 from loadknee_locust.redaction import is_secret_name
 
 _SECRET_VALUE = re.compile(r"^(sk-|Bearer\s|hf_|ghp_|xox[bp]-)", re.IGNORECASE)
@@ -94,6 +96,7 @@ class HtmlReport:
     run_info: Mapping[str, Any] = field(default_factory=dict)
     images: Mapping[str, bytes] = field(default_factory=dict)  # title → PNG bytes
     warnings: tuple[str, ...] = ()
+    slo: SloResult | None = None  # SLO verdicts and capacity, when SLOs were given
 
 
 def esc(value: Any) -> str:
@@ -119,7 +122,10 @@ def _verdict_key(label: Any) -> str:
 
 
 def record_table_html(record: pd.DataFrame) -> str:
-    columns: list[Column] = [*RECORD_COLUMNS, Column("reasons", "why", fmt_text, 0, numeric=False)]
+    columns: list[Column] = [
+        *record_columns(record),
+        Column("reasons", "why", fmt_text, 0, numeric=False),
+    ]
     head = "".join(f"<th>{esc(c.header)}</th>" for c in columns)
     rows = []
     for row in record.to_dict(orient="records"):
@@ -164,7 +170,49 @@ def _headline(report: HtmlReport) -> str:
         for title, value, hint in cards
     )
     summary = "" if knee is None else f"<p>{esc(knee.summary)}</p>"
-    return f'<div class="cards">{html_cards}</div>{summary}'
+    deploy = ""
+    if recs is not None and recs.deploy is not None:
+        deploy = f'<p class="deploy"><b>Deploy:</b> {esc(recs.deploy.text)}</p>'
+    return f'{deploy}<div class="cards">{html_cards}</div>{summary}'
+
+
+def _slo_section(slo: SloResult | None) -> str:
+    """Both answers side by side: the limits used (a preset never hides its numbers), the SLO
+    capacity against the knee, what binds, and per stage goodput and what broke."""
+    if slo is None:
+        return ""
+    cards = [
+        ("SLO capacity", slo.capacity, "highest users meeting every SLO"),
+        ("max concurrency (knee)", slo.max_concurrency, "throughput-bound answer"),
+        ("binding", f"{slo.binding}-bound", "the smaller of the two decides"),
+    ]
+    html_cards = "".join(
+        f'<div class="card"><span>{esc(title)}</span><b>'
+        f"{'none' if value is None else esc(value)}</b><span>{esc(hint)}</span></div>"
+        for title, value, hint in cards
+    )
+    sources = "".join(f"<li>preset {esc(s)}</li>" for s in slo.sources)
+    rows = [
+        (
+            str(s.target_users),
+            "met" if s.met else '<span class="fired">broken</span>',
+            fmt_magnitude(s.good_pct),
+            fmt_magnitude(s.goodput_rps),
+            fmt_magnitude(s.good_output_tok_s),
+            esc("; ".join(s.breaks) or "-"),
+        )
+        for s in slo.stages
+    ]
+    table = _table(
+        ("users", "SLO", "good %", "good req/s", "good out tok/s", "broken by"),
+        rows,
+        numeric=(0, 2, 3, 4),
+    )
+    return (
+        f"<h2>SLO capacity and goodput</h2><p>Limits used: <b>{esc(slo.limits)}</b></p>"
+        f"<ul>{sources}</ul>"
+        f'<div class="cards">{html_cards}</div><p>{esc(slo.summary)}</p>{table}'
+    )
 
 
 def _reasons(knee: KneeResult | None) -> str:
@@ -203,7 +251,7 @@ def _diagnosis(knee: KneeResult | None) -> str:
     if knee is None:
         return ""
     rows = [
-        (str(sv.target_users), esc(sv.bottleneck), esc(sv.bottleneck_reason or "-"))
+        (str(sv.target_users), esc(sv.bottleneck), esc(sv.bottleneck_reason or "none"))
         for sv in knee.stages
     ]
     return _table(("users", "likely bottleneck", "why"), rows, numeric=(0,))
@@ -220,7 +268,19 @@ def _recommendations(report: HtmlReport) -> str:
         _table(("setting", "value", "reason"), rows)
         + f"<h3>YAML</h3><pre>{esc(report.recommendations_yaml or '')}</pre>"
         + f"<h3>Server flags (vLLM)</h3><pre>vllm serve {esc(model)} \\\n  {esc(flags)}</pre>"
+        + _flag_origins(recs)
     )
+
+
+def _flag_origins(recs: Recommendations) -> str:
+    """What each pasted flag came from, and the flags withheld with their reason."""
+    items = [
+        f"<li><code>{esc(flag_text(i))}</code>: {esc(i.reason)}</li>"
+        for i in recs.items
+        if i.key.startswith("vllm.") and i.value is not None
+    ]
+    items += [f"<li>{esc(note)}</li>" for note in recs.withheld]
+    return f"<ul>{''.join(items)}</ul>" if items else ""
 
 
 def _baseline(baseline: Baseline | None) -> str:
@@ -269,6 +329,7 @@ def render_html(report: HtmlReport) -> str:
         '<p class="sub">Where this server stops scaling, why, and what to configure.</p>',
         _headline(report),
         f"<h2>Warnings</h2>{warnings}" if warnings else "",
+        _slo_section(report.slo),
         "<h2>Record table</h2>",
         record_table_html(report.record),
         "<h2>Reasons per stage</h2>",

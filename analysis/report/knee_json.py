@@ -9,8 +9,11 @@ Layout (``schema`` 1)::
 
     {"schema": 1, "run_id": ..., "percentile_method": ...,
      "knee": KneeResult, "baseline": Baseline | null,
-     "recommendations": {"items": [...], "server_flags": [...], "provisional": ""} | null,
-     "summary": [{column: value, ...}, ...]}   # one object per stage, SUMMARY_COLUMNS order
+     "recommendations": {"items": [...], "server_flags": [...], "withheld": [...],
+                         "deploy": DeployAnswer | null, "provisional": ""} | null,
+     "summary": [{column: value, ...}, ...],   # one object per stage, SUMMARY_COLUMNS order
+     "slo": SloResult}                         # only when SLOs were given (limits, stages,
+                                               # capacity, binding); read back as a plain dict
 """
 
 from __future__ import annotations
@@ -26,12 +29,14 @@ import pandas as pd
 from analysis.model import (
     PERCENTILE_METHOD,
     Baseline,
+    DeployAnswer,
     KneeResult,
     Recommendation,
     Recommendations,
     Signal,
     StageVerdict,
 )
+from analysis.slo_eval import SloResult
 
 SCHEMA = 1
 
@@ -64,6 +69,7 @@ def to_json(
     recommendations: Recommendations | None,
     *,
     run_id: str = "",
+    slo: SloResult | None = None,
 ) -> str:
     """The knee.json text (indented, strict JSON, a newline at the end)."""
     document = {
@@ -75,6 +81,8 @@ def to_json(
         "recommendations": jsonable(recommendations),
         "summary": summary_records(summary),
     }
+    if slo is not None:
+        document["slo"] = jsonable(slo)
     return json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
 
 
@@ -87,6 +95,7 @@ class KneeDocument:
     knee: KneeResult | None
     baseline: Baseline | None
     recommendations: Recommendations | None
+    slo: dict[str, Any] | None = None  # the SLO section as written, when there was one
 
 
 def _nan(value: Any) -> Any:
@@ -118,9 +127,12 @@ def _baseline(data: dict[str, Any] | None) -> Baseline | None:
 def _recommendations(data: dict[str, Any] | None) -> Recommendations | None:
     if data is None:
         return None
+    deploy = data.get("deploy")
     return Recommendations(
         items=tuple(Recommendation(**item) for item in data["items"]),
         server_flags=tuple(data["server_flags"]),
+        withheld=tuple(data.get("withheld", ())),
+        deploy=DeployAnswer(**deploy) if isinstance(deploy, dict) else None,
         provisional=str(data.get("provisional", "")),
     )
 
@@ -137,4 +149,5 @@ def from_json(text: str) -> KneeDocument:
         knee=_knee(data["knee"]),
         baseline=_baseline(data["baseline"]),
         recommendations=_recommendations(data["recommendations"]),
+        slo=data.get("slo"),
     )

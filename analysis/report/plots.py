@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
 from analysis.model import KneeResult
+from loadknee_locust.contract import LEVEL_KINDS
 
 #: verdict → colour, shared with the HTML report
 VERDICT_COLOURS: dict[str, str] = {
@@ -83,7 +84,7 @@ def note(ax: Axes, text: str, *, y: float = 0.5) -> None:
 
 
 def _steps(summary: pd.DataFrame) -> pd.DataFrame:
-    steps = summary[summary["kind"] == "step"] if "kind" in summary else summary
+    steps = summary[summary["kind"].isin(LEVEL_KINDS)] if "kind" in summary else summary
     return steps.sort_values("target_users")
 
 
@@ -120,6 +121,39 @@ def _mark_knee(ax: Axes, knee: KneeResult | None) -> None:
             )
 
 
+#: interval columns (analysis.intervals) of the columns drawn with error bars
+INTERVAL_BOUNDS = {
+    "output_tok_s": ("output_tok_s_low", "output_tok_s_high"),
+    "e2e_p95_ms": ("e2e_p95_low_ms", "e2e_p95_high_ms"),
+    "e2e_p99_ms": ("e2e_p99_low_ms", "e2e_p99_high_ms"),
+}
+
+
+def _error_bars(
+    ax: Axes, steps: pd.DataFrame, column: str, scale: float, colour: str, label: str = ""
+) -> None:
+    """95 % interval bars on ``column`` where the stage has one (none drawn where it has not)."""
+    bounds = INTERVAL_BOUNDS.get(column)
+    if bounds is None or not all(b in steps for b in bounds):
+        return
+    low, high = (_numeric(steps, b) for b in bounds)
+    value = _numeric(steps, column)
+    has = low.notna() & high.notna() & value.notna()
+    if not has.any():
+        return
+    x = steps.loc[has, "target_users"].astype(float).to_numpy()
+    y = value[has].to_numpy() * scale
+    yerr = np.vstack(
+        [
+            np.clip(y - low[has].to_numpy() * scale, 0, None),
+            np.clip(high[has].to_numpy() * scale - y, 0, None),
+        ]
+    )
+    ax.errorbar(
+        x, y, yerr=yerr, fmt="none", ecolor=colour, elinewidth=1.2, capsize=4, label=label or None
+    )
+
+
 def latency_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> Figure:
     """e2e percentiles (s) against users with GPU memory % and KV-cache % on a second axis, and
     TTFT percentiles (ms) in a panel below (they are 10-100× smaller than e2e)."""
@@ -150,6 +184,7 @@ def latency_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> Fig
         for column, label, marker, colour in series:
             if _has(steps, column):
                 target.plot(users, steps[column] * scale, marker=marker, color=colour, label=label)
+                _error_bars(target, steps, column, scale, colour)
             else:
                 missing.append(label)
         target.set_ylim(bottom=0)
@@ -203,6 +238,7 @@ def throughput_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> 
     users = measured["target_users"].astype(float).to_numpy()
     tok_s = measured["output_tok_s"].astype(float).to_numpy()
     ax.plot(users, tok_s, color="#1565c0", marker="o", label="measured")
+    _error_bars(ax, measured, "output_tok_s", 1.0, "#1565c0", label="95 % interval")
     verdicts = {v.stage: v.verdict for v in knee.stages} if knee is not None else {}
     for stage, x, y in zip(measured["stage"], users, tok_s, strict=True):
         colour = VERDICT_COLOURS.get(verdicts.get(int(stage), ""), "#1565c0")

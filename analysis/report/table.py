@@ -1,4 +1,4 @@
-"""The record table (seed 002's 压测记录表): one row per stage, as terminal text, markdown and CSV.
+"""The record table : one row per stage, as terminal text, markdown and CSV.
 
 ``record_frame(summary, knee)`` joins the per-stage summary with the verdicts into one tidy frame
 (raw numbers, units in the column names); the three writers below only format that frame:
@@ -10,8 +10,8 @@
 * :func:`format_csv` writes the whole frame (every summary column, verdict, reasons) with the
   csv module, missing values empty.
 
-Missing numbers are shown as "n/a", never 0. Latencies are printed in seconds for e2e (the
-seeds' unit) and in milliseconds for TTFT and ITL; every header carries its unit.
+Missing numbers are shown as "—" (not measured), never 0. Latencies are printed in seconds for e2e
+(the unit of the method) and in milliseconds for TTFT and ITL; every header carries its unit.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import pandas as pd
 
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
 from analysis.numeric import NA, is_missing, num
+from analysis.slo_eval import SloResult
 
 #: Columns the record frame adds to the summary columns.
 VERDICT_COLUMNS: tuple[str, ...] = (
@@ -41,7 +42,7 @@ VERDICT_COLUMNS: tuple[str, ...] = (
 def _scaled(value: Any, scale: float = 1.0) -> float | None:
     try:
         number = num(value)
-    except (TypeError, ValueError):  # text in a numeric column: shown as n/a, not a crash
+    except (TypeError, ValueError):  # text in a numeric column: shown as —, not a crash
         return None
     return None if number is None else number * scale
 
@@ -84,10 +85,10 @@ def fmt_excluded(value: Any) -> str:
 
 
 def fmt_text(value: Any) -> str:
-    """Text cell: n/a when missing, "-" when known to be empty (no bottleneck, no reason)."""
+    """Text cell: — when not measured, "none" when known to be empty (no bottleneck)."""
     if is_missing(value):
         return NA
-    return str(value) or "-"
+    return str(value) or "none"
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,12 @@ def _seconds(value: Any) -> str:
     return fmt_magnitude(value, 0.001)
 
 
-#: The record table: seed 002's columns (users, P50, P99, tok/s, memory, success, verdict; all
+#: The record table: the core columns (users, P50, P99, tok/s, memory, success, verdict; all
 #: priority 0) plus the ones the method needs to explain a verdict.
 RECORD_COLUMNS: tuple[Column, ...] = (
     Column("target_users", "users", fmt_int, 0),
+    Column("requests", "reqs", fmt_int, 1),  # sample size: how much each row rests on
+    Column("window_s", "secs", fmt_magnitude, 1),
     Column("qps", "QPS", fmt_magnitude, 3),
     Column("e2e_p50_ms", "P50 s", _seconds, 0),
     Column("e2e_p95_ms", "P95 s", _seconds, 2),
@@ -117,6 +120,7 @@ RECORD_COLUMNS: tuple[Column, ...] = (
     Column("ttft_p95_ms", "TTFT95 ms", fmt_magnitude, 5),
     Column("itl_p50_ms", "ITL50 ms", fmt_magnitude, 3),
     Column("output_tok_s", "out tok/s", fmt_magnitude, 0),
+    Column("output_tok_s_hw_pct", "tok/s ±%", fmt_pct, 4),
     Column("s_per_1k_total_tokens", "s/1k tok", fmt_magnitude, 4),
     Column("gpu_mem_peak_pct", "mem %", fmt_pct, 0),
     Column("kv_cache_peak_pct", "KV %", fmt_pct, 1),
@@ -128,7 +132,30 @@ RECORD_COLUMNS: tuple[Column, ...] = (
     Column("failures", "failures", fmt_text, 6, numeric=False),
 )
 
+#: Printed only when SLOs were given (``record_frame(..., slo=...)`` adds their columns).
+SLO_RECORD_COLUMNS: tuple[Column, ...] = (
+    Column("slo_met", "SLO", lambda v: fmt_text({True: "met", False: "broken"}.get(v, v)), 0,
+           numeric=False),
+    Column("good_pct", "good %", fmt_pct, 1),
+    Column("goodput_rps", "good req/s", fmt_magnitude, 4),
+)  # fmt: skip
+#: Columns the record frame adds with SLOs: verdict, goodput, what broke (in words).
+SLO_COLUMNS: tuple[str, ...] = (
+    "slo_met",
+    "good_pct",
+    "goodput_rps",
+    "good_output_tok_s",
+    "slo_breaks",
+)
+
+
+def record_columns(frame: pd.DataFrame) -> tuple[Column, ...]:
+    """The printed columns: the record table, plus the SLO columns when the frame has them."""
+    return RECORD_COLUMNS + (SLO_RECORD_COLUMNS if "slo_met" in frame else ())
+
+
 UNTRUSTED_NOTE = "* client-bound stage: the load generator was the limit, numbers not trusted"
+NOISY_NOTE = "? stage too noisy or short to judge: its interval is too wide (see its reasons)"
 
 
 def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
@@ -137,7 +164,7 @@ def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
         return dict.fromkeys(VERDICT_COLUMNS) | {"verdict": label}
     label = VERDICT_LABELS.get(verdict.verdict, verdict.verdict)
     return {
-        "verdict": label if verdict.trusted else label + "*",
+        "verdict": (label if verdict.trusted else label + "*") + ("?" if verdict.noisy else ""),
         "trusted": verdict.trusted,
         "bottleneck": verdict.bottleneck if verdict.bottleneck != "none" else "",
         "bottleneck_reason": verdict.bottleneck_reason,
@@ -146,10 +173,20 @@ def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
     }
 
 
-def record_frame(summary: pd.DataFrame, knee: KneeResult | None) -> pd.DataFrame:
-    """The summary rows with the verdict, trust flag, bottleneck and reasons of each stage."""
+def record_frame(
+    summary: pd.DataFrame, knee: KneeResult | None, slo: SloResult | None = None
+) -> pd.DataFrame:
+    """The summary rows with the verdict, trust flag, bottleneck and reasons of each stage, and
+    with ``slo`` given the SLO verdict, % good, goodput and what broke (:data:`SLO_COLUMNS`).
+
+    Rows are listed by users (the baseline first), not in run order: a refine stage at 12 users
+    runs after the 16-user stage that revealed the knee, and reads between 8 and 16."""
     by_stage = {v.stage: v for v in knee.stages} if knee is not None else {}
     frame = summary.reset_index(drop=True).copy()
+    if "kind" in frame and "target_users" in frame:
+        order = frame.assign(_level=frame["kind"].ne("baseline"))
+        order = order.sort_values(["_level", "target_users", "stage"], kind="stable")
+        frame = frame.loc[order.index].reset_index(drop=True)
     kinds = frame["kind"] if "kind" in frame else pd.Series([None] * len(frame))
     cells = [
         _verdict_cells(by_stage.get(int(stage)), kind)
@@ -157,6 +194,16 @@ def record_frame(summary: pd.DataFrame, knee: KneeResult | None) -> pd.DataFrame
     ]
     for column in VERDICT_COLUMNS:
         frame[column] = pd.Series([c[column] for c in cells], dtype=object)
+    if slo is not None:
+        judged = {s.stage: s for s in slo.stages}
+        found = [judged.get(int(stage)) for stage in frame["stage"]]
+        frame["slo_met"] = pd.Series([None if s is None else s.met for s in found], dtype=object)
+        for name in ("good_pct", "goodput_rps", "good_output_tok_s"):
+            values = [None if s is None else getattr(s, name) for s in found]
+            frame[name] = pd.Series(values, dtype="float64")
+        frame["slo_breaks"] = pd.Series(
+            [None if s is None else "; ".join(s.breaks) for s in found], dtype=object
+        )
     return frame
 
 
@@ -185,7 +232,7 @@ def fit_columns(
     """Columns to print within ``width`` characters, and the ones dropped to get there.
 
     Drops the least important column (highest priority number, rightmost first) until the table
-    fits; priority-0 columns are never dropped, so a very narrow width still gets seed 002's set.
+    fits; priority-0 columns are never dropped, so a very narrow width still gets the core set.
     """
     kept = list(columns)
     dropped: list[Column] = []
@@ -208,12 +255,15 @@ def has_untrusted(frame: pd.DataFrame) -> bool:
 
 def format_text(frame: pd.DataFrame, *, width: int = 120) -> str:
     """An aligned plain-text table fitting ``width`` columns, with notes on what was left out."""
-    kept, dropped = fit_columns(frame, width)
+    columns = record_columns(frame)
+    kept, dropped = fit_columns(frame, width, columns)
     lines = _render(kept, _cells(frame, kept))
     if has_untrusted(frame):
         lines.append(UNTRUSTED_NOTE)
+    if "verdict" in frame and any(str(v).endswith("?") for v in frame["verdict"]):
+        lines.append(NOISY_NOTE)
     if dropped:
-        names = ", ".join(c.header for c in sorted(dropped, key=RECORD_COLUMNS.index))
+        names = ", ".join(c.header for c in sorted(dropped, key=columns.index))
         lines.append(f"(not shown for width: {names}; see record.md / record.csv)")
     return "\n".join(lines)
 
@@ -224,7 +274,9 @@ def _md_escape(text: str) -> str:
 
 def format_markdown(frame: pd.DataFrame) -> str:
     """A GitHub-flavoured markdown table with every record column plus the reasons."""
-    columns = [*RECORD_COLUMNS, Column("reasons", "why", fmt_text, 0, numeric=False)]
+    columns = [*record_columns(frame), Column("reasons", "why", fmt_text, 0, numeric=False)]
+    if "slo_breaks" in frame:
+        columns.append(Column("slo_breaks", "SLO broken by", fmt_text, 0, numeric=False))
     rows = _cells(frame, columns)
     header = "| " + " | ".join(c.header for c in columns) + " |"
     align = "|" + "|".join("---:" if c.numeric else ":---" for c in columns) + "|"

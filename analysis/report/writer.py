@@ -11,12 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from analysis.deploy import context_lines
+from analysis.failures import all_failed_warnings, small_stage_warnings
 from analysis.model import KneeResult, Recommendations
 from analysis.pipeline import Analysis
+from analysis.recommend import flag_text
 from analysis.report.html import HtmlReport, redact, render_html
 from analysis.report.knee_json import to_json
 from analysis.report.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
+from analysis.report.slo_plot import interactivity_figure
 from analysis.report.table import format_csv, format_markdown, record_frame
+from analysis.slo_eval import SloResult
 
 REPORT_FILES: tuple[str, ...] = (
     "record.csv",
@@ -26,6 +31,7 @@ REPORT_FILES: tuple[str, ...] = (
     "latency.png",
     "throughput.png",
     "timeline.png",
+    "interactivity.png",
     "report.html",
 )
 
@@ -45,6 +51,8 @@ def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
     ):
         if frame.empty:
             warnings.append(f"no {name} samples: the memory / KV-cache signals could not be used")
+    warnings += small_stage_warnings(analysis.summary)
+    warnings += all_failed_warnings(analysis.run.requests)
     late = _streams_stamped_when_read(analysis.run.run_info)
     if late:
         warnings.append(
@@ -69,15 +77,32 @@ def _streams_stamped_when_read(run_info: dict) -> str | None:
 def knee_text(knee: KneeResult) -> str:
     """The knee sentence and, for every stage that is not comfortable, its verdict and reasons."""
     lines = [knee.summary]
+    if knee.confidence:
+        lines.append(knee.confidence + ".")
     for sv in knee.stages:
-        if sv.verdict == "comfortable" and sv.trusted:
+        if sv.verdict == "comfortable" and sv.trusted and not sv.noisy:
             continue
         trust = "" if sv.trusted else " (untrusted: client-bound)"
+        trust += " (untrusted: noisy)" if sv.noisy else ""
         lines.append(f"  {sv.target_users:>4} users: {sv.verdict.replace('_', ' ')}{trust}")
         lines += [f"        - {reason}" for reason in sv.reasons]
         if sv.bottleneck != "none":
             why = f": {sv.bottleneck_reason}" if sv.bottleneck_reason else ""
             lines.append(f"        bottleneck: {sv.bottleneck}{why}")
+    return "\n".join(lines)
+
+
+def slo_text(slo: SloResult) -> str:
+    """The SLO answer beside the knee: limits used, capacity, what binds, goodput per stage."""
+    lines = [f"SLO: {slo.limits}"]
+    lines += [f"  preset {source}" for source in slo.sources]
+    lines.append(slo.summary)
+    for stage in slo.stages:
+        good = "" if stage.good_pct is None else f", {stage.good_pct:.1f} % good"
+        if stage.goodput_rps is not None:
+            good += f", goodput {stage.goodput_rps:.3g} req/s"
+        state = "met" if stage.met else "broken: " + "; ".join(stage.breaks)
+        lines.append(f"  {stage.target_users:>4} users: {state}{good}")
     return "\n".join(lines)
 
 
@@ -89,18 +114,40 @@ def value_text(value: object) -> str:
 
 
 def recommendations_text(recs: Recommendations) -> str:
-    lines = [f"  {item.key} = {value_text(item.value)}   # {item.reason}" for item in recs.items]
+    """Each setting with its reason; then each server flag on its own line with what it came
+    from, so a pasted line carries its evidence; then what was withheld and why. A cut run's
+    settings are marked provisional first."""
+    lines = [
+        f"  {item.key} = {value_text(item.value)}   # {item.reason}"
+        for item in recs.items
+        if item.key != "deploy_concurrency"  # printed first, on its own (deploy_text)
+    ]
     if recs.provisional:
         lines.insert(0, f"  PROVISIONAL: {recs.provisional}")
-    if recs.server_flags:
-        lines.append("  server flags: " + " ".join(recs.server_flags))
+    flags = [item for item in recs.items if item.key.startswith("vllm.")]
+    if flags:
+        lines.append("  server flags (each from the evidence after #):")
+        lines += [f"    {flag_text(item)}   # {item.reason}" for item in flags]
+    lines += [f"  {note}" for note in recs.withheld]
     return "\n".join(lines) if lines else "  (none)"
 
 
+def deploy_text(recs: Recommendations, knee: KneeResult) -> str:
+    """The answer to deploy on the first line, then the other figures with their definitions."""
+    if recs.deploy is None:
+        return ""
+    watermark = recs.get("production_watermark")
+    lines = [f"DEPLOY: {recs.deploy.text}", "  other figures, for context:"]
+    lines += [f"    {line}" for line in context_lines(knee, watermark)]
+    return "\n".join(lines)
+
+
 def record_markdown(analysis: Analysis) -> str:
-    record = record_frame(analysis.summary, analysis.knee)
-    return f"# Record table — {analysis.run_id}\n\n{analysis.knee.summary}\n\n" + format_markdown(
-        record
+    record = record_frame(analysis.summary, analysis.knee, analysis.slo)
+    slo = "" if analysis.slo is None else slo_text(analysis.slo).replace("\n", "  \n") + "\n\n"
+    return (
+        f"# Record table — {analysis.run_id}\n\n{analysis.knee.summary}\n\n{slo}"
+        + format_markdown(record)
     )
 
 
@@ -114,7 +161,7 @@ def write_report(
     say = progress or (lambda _msg: None)
     out = Path(out_dir) if out_dir is not None else analysis.run.path / "report"
     out.mkdir(parents=True, exist_ok=True)
-    record = record_frame(analysis.summary, analysis.knee)
+    record = record_frame(analysis.summary, analysis.knee, analysis.slo)
     texts = {
         "record.csv": format_csv(record),
         "record.md": record_markdown(analysis),
@@ -124,6 +171,7 @@ def write_report(
             analysis.baseline,
             analysis.recommendations,
             run_id=analysis.run_id,
+            slo=analysis.slo,
         ),
         "recommendations.yaml": analysis.recommendations_yaml,
     }
@@ -147,6 +195,10 @@ def write_report(
                 server=analysis.server_timeline,
             ),
         ),
+        "interactivity.png": (
+            "Interactivity vs throughput",
+            interactivity_figure(analysis.summary, analysis.slo),
+        ),
     }
     images = {}
     for name, (title, fig) in figures.items():
@@ -163,6 +215,7 @@ def write_report(
         run_info=redact(analysis.run.run_info),
         images=images,
         warnings=collect_warnings(analysis),
+        slo=analysis.slo,
     )
     paths["report.html"] = out / "report.html"
     paths["report.html"].write_text(render_html(page), encoding="utf-8")

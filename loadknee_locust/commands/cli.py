@@ -18,6 +18,14 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     ),
     "analyze": ("analysis.cli", "analyse a run directory: record table, knee, recommendations"),
     "compare": ("analysis.compare.cli", "compare two or more run directories"),
+    "verify": (
+        "loadknee_locust.commands.verify",
+        "re-run a short sweep and check the recommendation still holds (exit 1 if not)",
+    ),
+    "import": (
+        "analysis.importers.cli",
+        "turn vLLM bench / GuideLLM / AIPerf results into a run directory",
+    ),
     "demo": ("loadknee_locust.commands.demo", "simulator → short sweep → analysis, end to end"),
     "init": ("loadknee_locust.commands.init", "write a starter locustfile.py and locust.conf"),
 }

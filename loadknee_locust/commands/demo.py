@@ -31,19 +31,37 @@ def build_parser() -> argparse.ArgumentParser:
         description="Start the simulator, run a short stepped sweep, analyse it and print the "
         "record table, the knee and the recommended settings (about 2-3 minutes).",
     )
-    parser.add_argument("--preset", default="fast", help="simulator preset (default: fast)")
+    parser.add_argument("--preset", default="fast", help="simulator preset (default %(default)s)")
     parser.add_argument(
-        "--levels", default="1,2,4,8,16,32", help="concurrency levels (default 1,2,4,8,16,32)"
+        "--levels", default="1,2,4,8,16,32", help="concurrency levels (default %(default)s)"
     )
-    parser.add_argument("--stage-seconds", type=float, default=12.0, help="seconds per level")
-    parser.add_argument("--warmup-seconds", type=float, default=3.0, help="warm-up per level")
-    parser.add_argument("--cooldown-seconds", type=float, default=2.0, help="pause between levels")
     parser.add_argument(
-        "--baseline-requests", type=int, default=20, help="baseline requests (seed 000: 20+)"
+        "--stage-seconds", type=float, default=12.0, help="seconds per level (default %(default)s)"
     )
-    parser.add_argument("--input-tokens", type=int, default=256)
-    parser.add_argument("--output-tokens", type=int, default=64)
-    parser.add_argument("--out", default="runs", help="parent folder of the run directory")
+    parser.add_argument(
+        "--warmup-seconds", type=float, default=3.0, help="warm-up per level (default %(default)s)"
+    )
+    parser.add_argument(
+        "--cooldown-seconds",
+        type=float,
+        default=2.0,
+        help="pause between levels (default %(default)s)",
+    )
+    parser.add_argument(
+        "--baseline-requests",
+        type=int,
+        default=20,
+        help="baseline requests: 1 warm-up + N measured (default %(default)s; 20+ for its P95)",
+    )
+    parser.add_argument(
+        "--input-tokens", type=int, default=256, help="prompt tokens (default %(default)s)"
+    )
+    parser.add_argument(
+        "--output-tokens", type=int, default=64, help="output tokens (default %(default)s)"
+    )
+    parser.add_argument(
+        "--out", default="runs", help="parent folder of the run directory (default %(default)s)"
+    )
     return parser
 
 
@@ -94,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             "--output-tokens", str(args.output_tokens),
             "--out", args.out,
         ]  # fmt: skip
-        print("[demo] sweep: " + " ".join(run_cmd[2:]), flush=True)
+        print("[demo] sweep: loadknee " + " ".join(run_cmd[3:]), flush=True)
         result = subprocess.run(run_cmd, stdout=subprocess.PIPE, text=True, env=os.environ.copy())
         sys.stdout.write(result.stdout)
         match = RUN_DIR_RE.search(result.stdout)

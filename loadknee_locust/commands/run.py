@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -26,14 +28,17 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from loadknee_locust.commands.failures import all_failed_text
+from loadknee_locust.commands.preflight import PreflightError, Target, preflight
 from loadknee_locust.plugin.lifeline import preexec_die_with
 from loadknee_locust.plugin.options import LlmOptions, OptionSpec, add_arguments, option_specs
 from loadknee_locust.record.rundir import default_run_id
 from loadknee_locust.schedule import parse_levels
 
 RUN_DIR_RE = re.compile(r"loadknee: run directory (\S.*)$")
-PROGRESS_RE = re.compile(r"loadknee progress: (.*)$")
+PROGRESS_RE = re.compile(r"loadknee (?:progress|sweep): (.*)$")
 LOCUST_INFO_RE = re.compile(r"^\[[^\]]+\] [^/\s]+/INFO/")
+LOCUST_LOG_RE = re.compile(r"^\[[^\]]+\] [^/\s]+/[A-Z]+/")
 
 
 def default_locustfile() -> str:
@@ -56,12 +61,25 @@ SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
     ("cooldown_seconds",),
     ("baseline_requests",),
     ("time_limit",),
+    ("refine_max_stages",),
+    ("stop_after_knee",),
     ("input_tokens",),
     ("output_tokens", "prompt_log"),
     ("endpoint",),
     ("out",),
     ("run_id",),
 )
+
+
+def _help_with_default(spec: OptionSpec) -> str:
+    """The option's help with its default always shown (finding: stage, warm-up, cooldown and
+    baseline showed none), and the ``--llm-*`` name it stands for."""
+    text = spec.help_text()
+    shown = "%(default)" in spec.help or "(default" in text
+    if not shown and spec.default not in ("", None) and not isinstance(spec.default, bool):
+        value = f"{spec.default:g}" if isinstance(spec.default, float) else str(spec.default)
+        return f"{text} (default {value}; as {spec.flag})"
+    return f"{text} (as {spec.flag})"
 
 
 def _specs() -> dict[str, OptionSpec]:
@@ -87,11 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
                 type=None if spec.kind is str else spec.kind,
                 choices=spec.choices,
                 default=None,  # not given: the plugin's own default applies
-                help=f"{spec.help_text()} (as {spec.flag})".replace("%", "%%"),
+                help=_help_with_default(spec).replace("%", "%%"),
             )
     p.add_argument(
         "--stream", action=argparse.BooleanOptionalAction, default=None, help="stream (default)"
     )
+    p.add_argument(
+        "--no-refine", action="store_true", help="no extra levels between the grid's (default: "
+        "refine between the last good level and the knee; as --llm-no-refine)"
+    )  # fmt: skip
     p.add_argument("--web", action="store_true", help="start Locust's web UI instead of headless")
     p.add_argument("--web-port", type=int, default=8089, help="web UI port (default 8089)")
     p.add_argument("--workers", type=int, default=0, help="worker processes (0 = one process)")
@@ -100,8 +122,42 @@ def build_parser() -> argparse.ArgumentParser:
         "--stop-timeout", type=float, default=None, help="seconds for in-flight requests at a "
         f"stage change or stop (default: --llm-request-timeout, {_default_stop_timeout()})"
     )  # fmt: skip
-    p.add_argument("--verbose", action="store_true", help="show every Locust log line")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show every Locust log line and Locust's own summary tables",
+    )
+    p.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="skip the checks before the load (endpoint, model, one streamed request, prompt "
+        "log, output folder)",
+    )
     return p
+
+
+def _passed(extra: list[str], flag: str) -> str | None:
+    """The value of ``flag`` among the options passed through to Locust, if given."""
+    for i, arg in enumerate(extra):
+        if arg == flag and i + 1 < len(extra):
+            return extra[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _target(args: argparse.Namespace, extra: list[str]) -> Target:
+    d = LlmOptions()
+    stream = args.stream is not False and "--llm-no-stream" not in extra
+    return Target(
+        host=args.host,
+        model=args.model or _passed(extra, "--llm-model") or "",
+        endpoint=args.endpoint or _passed(extra, "--llm-endpoint") or d.endpoint,
+        stream=stream,
+        api_key_env=_passed(extra, "--llm-api-key-env") or d.api_key_env,
+        prompt_log=args.prompt_log or _passed(extra, "--llm-prompt-log") or "",
+        out=args.out or _passed(extra, "--llm-out") or d.out,
+    )
 
 
 def _default_stop_timeout() -> str:
@@ -145,6 +201,8 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
                 cmd += [specs[name].flag, text]
     if args.stream is False:
         cmd.append(specs["no_stream"].flag)
+    if args.no_refine:
+        cmd.append(specs["no_refine"].flag)
     if args.stage_requests is not None and args.stage_seconds is None:
         cmd += [specs["stage_seconds"].flag, "0"]  # count mode: no duration check
     if args.web:
@@ -164,8 +222,22 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
 
 
 def _validate(args: argparse.Namespace) -> str | None:
+    """Problems with the options, named as the user typed them (``--stage-seconds``, not the
+    ``--llm-stage-seconds`` Locust would name), before anything starts."""
     if not args.host:
         return "--host is required (the server's base URL)"
+    if args.stage_requests is None and args.stage_seconds is not None:
+        warmup = args.warmup_seconds
+        typed = warmup is not None
+        warmup = warmup if typed else LlmOptions().warmup_seconds
+        if args.stage_seconds <= warmup:
+            return (
+                f"--stage-seconds {args.stage_seconds:g} must exceed the warm-up "
+                + (f"--warmup-seconds {warmup:g}" if typed else f"(--warmup-seconds, default "
+                   f"{warmup:g})")
+                + ": the stage would have no measured window; lower --warmup-seconds or "
+                "lengthen --stage-seconds"
+            )  # fmt: skip
     if args.levels:
         try:
             parse_levels(args.levels)
@@ -174,6 +246,43 @@ def _validate(args: argparse.Namespace) -> str | None:
     if args.workers < 0:
         return "--workers must be >= 0"
     return None
+
+
+def analyze_command(run_dir: str) -> str:
+    """The exact command that analyses ``run_dir``, runnable with or without an activated venv."""
+    exe = shutil.which("loadknee")
+    here = Path(sys.executable).parent / "loadknee"
+    if exe and Path(exe).resolve() == here.resolve():
+        prog = "loadknee"
+    else:
+        prog = str(here) if here.exists() else f"{sys.executable} -m loadknee_locust"
+    return f"{prog} analyze {shlex.quote(run_dir)}"
+
+
+#: first line of Locust's own closing summary (its aggregated tables, bucketed percentiles that
+#: disagree with loadknee's exact per-stage numbers): hidden without --verbose
+LOCUST_TABLE_RE = re.compile(r"^Type\s+Name\s+# reqs")
+
+
+class OutputFilter:
+    """What to print of Locust's output: progress lines, warnings and errors; never its
+    aggregated tables or INFO chatter unless ``verbose``."""
+
+    def __init__(self, verbose: bool) -> None:
+        self.verbose = verbose
+        self.in_tables = False
+
+    def show(self, line: str) -> str | None:
+        progress = PROGRESS_RE.search(line)
+        if progress:
+            return "[loadknee] " + progress.group(1)
+        if self.verbose:
+            return line
+        if LOCUST_TABLE_RE.match(line):
+            self.in_tables = True
+        if self.in_tables and not LOCUST_LOG_RE.match(line):
+            return None  # a plain line of the closing tables
+        return None if LOCUST_INFO_RE.match(line) else line
 
 
 def _show(line: str, verbose: bool) -> str | None:
@@ -205,11 +314,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"loadknee run: error: {problem}", file=sys.stderr)
         return 2
     out = args.out or "runs"
+    passed = [*unknown, *extra_after]
+    if not args.no_preflight:
+        try:
+            model = preflight(_target(args, passed))
+        except PreflightError as exc:
+            print(f"loadknee run: stopped before any load: {exc}", file=sys.stderr)
+            return 2
+        print(f"[loadknee] pre-flight ok: {args.host} serves {model}", flush=True)
     args.run_id = _unique_run_id(out, args.run_id)
-    cmd = locust_command(args, [*unknown, *extra_after])
+    cmd = locust_command(args, passed)
     if args.web:
         print(f"[loadknee] web UI: http://127.0.0.1:{args.web_port} (Ctrl-C to finish)", flush=True)
     run_dirs: list[str] = []
+    output = OutputFilter(args.verbose)
     # Locust runs in its own session so a terminal Ctrl-C reaches only this process, which
     # passes the same signal on (the plugin's interrupt guard: the first ends the sweep
     # gracefully, a second at once). If this process dies without passing anything on (SIGKILL),
@@ -235,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
             found = RUN_DIR_RE.search(line)
             if found:
                 run_dirs.append(found.group(1).strip())
-            shown = _show(line, args.verbose)
+            shown = output.show(line)
             if shown is not None:
                 print(shown, flush=True)
         rc = proc.wait()
@@ -245,6 +363,17 @@ def main(argv: list[str] | None = None) -> int:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    for path in run_dirs or [os.path.join(out, args.run_id)]:
-        print(f"run directory: {path}", flush=True)
+    paths = run_dirs or [os.path.join(out, args.run_id)]
+    for path in paths:
+        if os.path.isdir(path):
+            print(f"run directory: {path}", flush=True)
+    for path in paths:
+        if os.path.isdir(path):
+            print(f"next: {analyze_command(path)}", flush=True)
+    if rc in (0, 3):  # 3: the sweep stopped itself on a total failure; name the causes too
+        for path in paths:
+            failed = all_failed_text(path)
+            if failed:
+                print(f"loadknee run: {failed}", file=sys.stderr)
+                rc = 3
     return rc

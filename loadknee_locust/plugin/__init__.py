@@ -15,8 +15,9 @@ package layout.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from loadknee_locust.lazy import load
 
 _LAZY: dict[str, str] = {
     "install": "loadknee_locust.plugin.wiring",
@@ -27,10 +28,7 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'loadknee_locust.plugin' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return load(__name__, _LAZY, name)
 
 
 __all__ = sorted(_LAZY)

@@ -43,6 +43,51 @@ GROUP_TITLES: dict[str, str] = {
     "shape": "loadknee: stepped shape",
     "record": "loadknee: run directory and telemetry",
 }
+#: the start form's section titles (the web UI shows the groups in this order)
+FORM_GROUP_TITLES: dict[str, str] = {
+    "target": "Target",
+    "prompts": "Prompts",
+    "shape": "Sweep",
+    "record": "Telemetry and run directory",
+}
+#: short labels for the web UI's start form (the help becomes the field's tooltip); kept apart
+#: from the help texts so each can change alone. A test checks that every field has one.
+LABELS: dict[str, str] = {
+    "model": "Model",
+    "endpoint": "Endpoint",
+    "no_stream": "No streaming",
+    "temperature": "Temperature",
+    "extra_body": "Extra body (JSON)",
+    "api_key_env": "API key variable",
+    "request_timeout": "Request timeout (s)",
+    "no_ignore_eos": "No ignore_eos",
+    "batch_size": "Batch size",
+    "input_tokens": "Input tokens",
+    "output_tokens": "Output tokens",
+    "prompt_log": "Prompt log file",
+    "log_format": "Log format",
+    "sample_without_replacement": "Sample without replacement",
+    "output_scale": "Output length scale",
+    "shared_prefix_tokens": "Shared prefix tokens",
+    "no_unique_tag": "No unique tag",
+    "no_calibrate": "No calibration",
+    "seed": "Seed",
+    "levels": "Levels (users)",
+    "stage_seconds": "Stage length (s)",
+    "stage_requests": "Requests per stage",
+    "warmup_seconds": "Warm-up (s)",
+    "cooldown_seconds": "Cooldown (s)",
+    "baseline_requests": "Baseline requests",
+    "time_limit": "Time limit (s)",
+    "red_line_error_pct": "Red line: errors (%)",
+    "red_line_p95_ms": "Red line: P95 (ms)",
+    "out": "Runs folder",
+    "run_id": "Run id",
+    "gpu": "GPU telemetry",
+    "dcgm_url": "DCGM exporter URL",
+    "metrics_url": "Metrics URL",
+    "sample_interval": "Sample interval (s)",
+}
 _ATTR = "_loadknee_llm_options"  # on the Environment: (parsed values seen, the object)
 
 
@@ -187,6 +232,24 @@ class LlmOptions:
         "Stop the sweep early when a stage's P95 e2e latency exceeds this (0 = never).",
         group="shape",
     )
+    no_refine: bool = opt(
+        False,
+        "Do not run extra levels between the last good level and the knee (default: refine "
+        "until the bracket is at most max(1 user, 10 %% of the good level)).",
+        group="shape",
+    )
+    refine_max_stages: int = opt(
+        4,
+        "At most this many refine stages per run (default %(default)s: the default grid's widest "
+        "bracket, 8 to 16 users, needs 3; one more for a knee that moves).",
+        group="shape",
+    )
+    stop_after_knee: int = opt(
+        1,
+        "Once the knee is refined, stop when this many tested levels lie above it "
+        "(default %(default)s; -1 = run the whole grid).",
+        group="shape",
+    )
 
     # -- run directory and telemetry
     out: str = opt(
@@ -259,6 +322,11 @@ class OptionSpec:
     help: str
     group: str
     choices: tuple[str, ...] | None
+
+    @property
+    def label(self) -> str:
+        """The short label of the web UI's start form (the help is its tooltip)."""
+        return LABELS.get(self.name, self.name.replace("_", " ").capitalize())
 
     @property
     def dest(self) -> str:

@@ -14,20 +14,34 @@ stopped and, with workers, one more report interval, so the last in-flight reque
 
 Each stage that ends is written to ``stages.csv`` at once, and every change of stage or phase is
 announced with ``runner.send_message`` (see :mod:`loadknee_locust.plugin.wiring`).
+
+Adaptive sweeps (refinement and early stop, on by default; :mod:`loadknee_locust.refine`) ask
+after every stage what comes next. The answer is the analysis package's own knee over the stages
+so far, from ``python -m analysis.live RUN_DIR --json`` in a child process started through
+``gevent.subprocess``: pandas never enters this process, the hub keeps timing the streams of
+other workers' rows while it runs, and it runs during the cooldown (the stage is written first).
+A child that fails or passes ``JUDGE_TIMEOUT_S`` is logged and the sweep goes on as the plain
+grid. When the sweep ends, one ``loadknee sweep:`` line says what the early stop saved.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 import time
+from dataclasses import replace
 from typing import Any
 
+import gevent
+from gevent import subprocess as gsubprocess
 from locust import LoadTestShape
 
 from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.plugin.wiring import Loadknee, loadknee_of, register
 from loadknee_locust.record.recorder import RunLog, percentile
-from loadknee_locust.schedule import RedLine, Schedule, SchedulePlan
+from loadknee_locust.refine import LiveVerdict
+from loadknee_locust.schedule import PENDING, RedLine, Schedule, SchedulePlan
 
 log = logging.getLogger("loadknee")
 
@@ -38,6 +52,8 @@ DRAIN_REPORT_WAIT_S = 3.5  # > Locust's WORKER_REPORT_INTERVAL (3 s)
 TOTAL_FAILURE_ROWS = 20
 TOTAL_FAILURE_S = 10.0
 TOTAL_FAILURE_EXIT_CODE = 3
+#: the live judgement reads a few thousand rows; a minute means something is wrong
+JUDGE_TIMEOUT_S = 60.0
 
 
 class SteppedShape(LoadTestShape):
@@ -53,6 +69,8 @@ class SteppedShape(LoadTestShape):
         self._idle_since: float | None = None
         self._last_progress = 0.0
         self._last_phase: tuple[int, str] | None = None
+        self._judging: tuple[int, Any] | None = None  # (stage, greenlet of the child process)
+        self._said_saving = False
 
     def tick(self) -> tuple[int, float] | None:
         assert self.runner is not None  # set by Locust before the first tick
@@ -62,6 +80,8 @@ class SteppedShape(LoadTestShape):
         try:
             options = llm_options(env)
             plan = SchedulePlan.from_options(options)  # checked before any file
+            if plan.adaptive and _is_master(self.runner):  # judge once worker rows are in
+                plan = replace(plan, judge_delay_s=DRAIN_REPORT_WAIT_S)
             run = lk.begin_run(now)
             if run.schedule is None:
                 run.schedule = Schedule(plan, now)
@@ -93,15 +113,59 @@ class SteppedShape(LoadTestShape):
             now,
             _red_line_check(run, red) if red.enabled else None,
             users_running=self._users_still_running(),
+            decide=self._decide if sched.plan.adaptive else None,
         )
         run.add_stages(sched.pop_closed())
         lk.announce(pos, now)
         self._progress(lk, run, sched, now)
         if pos.finished:
+            self._say_saving(sched)
             return None if self._drained(now) else (0, float(max(self._last_users, 1)))
         rate = float(max(pos.users, self._last_users, 1))
         self._last_users = pos.users
         return pos.users, rate
+
+    def _decide(self, stage: int) -> LiveVerdict | str | None:
+        """The judgement after ``stage``: start the child at the first ask, then poll it."""
+        run = self._run
+        assert run is not None and run.schedule is not None
+        judging = self._judging
+        if judging is None or judging[0] != stage:
+            run.add_stages(run.schedule.pop_closed())  # the child reads stages.csv
+            run.flush()
+            self._judging = (stage, gevent.spawn(judge_in_child, str(run.run_dir)))
+            return PENDING
+        greenlet = judging[1]
+        if not greenlet.ready():
+            return PENDING
+        verdict: LiveVerdict | None = greenlet.value
+        if verdict is None:
+            log.warning("loadknee: no judgement after stage %d: the plain grid from here", stage)
+        else:
+            log.info(
+                "loadknee: after stage %d: knee %s, red line %s, max_concurrency %s",
+                stage,
+                verdict.knee_users,
+                verdict.red_line_users,
+                verdict.max_concurrency,
+            )
+        return verdict
+
+    def _say_saving(self, sched: Schedule) -> None:
+        if self._said_saving or not sched.plan.adaptive:
+            return
+        self._said_saving = True
+        saving = sched.saving()
+        log.info(
+            "loadknee sweep: stopped (%s) with %d grid level(s) skipped %s and %d refine "
+            "stage(s) added: about %.0f s saved against the full grid (%.0f s per level)",
+            sched.position().stop_reason,
+            len(saving.skipped_levels),
+            list(saving.skipped_levels),
+            saving.refine_stages,
+            saving.saved_s,
+            saving.level_seconds,
+        )
 
     def _users_still_running(self) -> int:
         """Users still finishing in-flight requests after a drop to 0 (bounded by stop_timeout:
@@ -114,6 +178,8 @@ class SteppedShape(LoadTestShape):
         self._last_users = 0
         self._finished_at = self._idle_since = None
         self._last_phase = None
+        self._judging = None
+        self._said_saving = False
 
     def _drained(self, now: float) -> bool:
         """True once users are gone and (with workers) their last report had time to arrive."""
@@ -132,9 +198,7 @@ class SteppedShape(LoadTestShape):
             return False
         if self._idle_since is None:
             self._idle_since = now
-        from locust.runners import MasterRunner
-
-        wait = DRAIN_REPORT_WAIT_S if isinstance(runner, MasterRunner) else 0.0
+        wait = DRAIN_REPORT_WAIT_S if _is_master(runner) else 0.0
         return now - self._idle_since >= wait
 
     def _progress(self, lk: Loadknee, run: RunLog, sched: Schedule, now: float) -> None:
@@ -147,19 +211,72 @@ class SteppedShape(LoadTestShape):
         done = stats.requests if stats else 0
         errors = stats.errors if stats else 0
         left = sched.seconds_left(now)
-        left_text = "?" if left is None else f"{left:.0f} s"
+        stage = sched.stages[pos.stage]
+        if left is not None:
+            left_text = f"{left:.0f} s left"
+        else:  # a count-based window: say how far this stage is instead of "?"
+            target = stage.measure_requests or stage.warmup_requests
+            left_text = f"{done}/{target} requests of this stage; time left unknown"
+        steps = [s for s in sched.stages if s.kind == "step"]
+        label = (
+            "baseline"
+            if pos.kind == "baseline"
+            else f"stage {steps.index(stage) + 1}/{len(steps)}"
+            if stage in steps
+            else f"stage {pos.stage}"
+        )
+        users = f"{stage.users} user{'' if stage.users == 1 else 's'}"
         log.info(
-            "loadknee progress: stage %d/%d (%s, %d users) %s | %d requests, %d errors | %s left%s",
-            pos.stage,
-            len(sched.stages) - 1,
-            pos.kind,
-            sched.stages[pos.stage].users,
+            "loadknee progress: %s (%s) %s | %d requests, %d errors | %s%s",
+            label,
+            users,
             "finished" if pos.finished else pos.phase,
             done,
             errors,
             left_text,
             f" | stop: {pos.stop_reason}" if pos.finished else "",
         )
+
+
+def _is_master(runner: Any) -> bool:
+    from locust.runners import MasterRunner
+
+    return isinstance(runner, MasterRunner)
+
+
+def judge_in_child(run_dir: str, timeout_s: float = JUDGE_TIMEOUT_S) -> LiveVerdict | None:
+    """``python -m analysis.live RUN_DIR --json`` through gevent.subprocess; None on failure."""
+    cmd = [sys.executable, "-m", "analysis.live", run_dir, "--json"]
+    try:
+        proc = gsubprocess.Popen(cmd, stdout=gsubprocess.PIPE, stderr=gsubprocess.PIPE)
+    except OSError as exc:
+        log.warning("loadknee: cannot start the live judgement: %s", exc)
+        return None
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except gsubprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        log.warning("loadknee: the live judgement took over %.0f s; stopped it", timeout_s)
+        return None
+    if proc.returncode != 0:
+        reason = err.decode(errors="replace").strip().splitlines()[-1:] or ["no reason given"]
+        log.warning("loadknee: the live judgement failed: %s", reason[0])
+        return None
+    try:
+        answer = json.loads(out)
+        return LiveVerdict(
+            knee_users=_opt_int(answer.get("knee_users")),
+            red_line_users=_opt_int(answer.get("red_line_users")),
+            max_concurrency=_opt_int(answer.get("max_concurrency")),
+        )
+    except (ValueError, AttributeError, TypeError) as exc:
+        log.warning("loadknee: the live judgement printed no usable answer: %s", exc)
+        return None
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def _red_line_check(run: RunLog, red: RedLine) -> Any:
@@ -173,7 +290,7 @@ def _red_line_check(run: RunLog, red: RedLine) -> Any:
                 stage,
                 stats.errors,
                 stats.measured,
-                "n/a" if p95 is None else f"{p95:.0f}",
+                "—" if p95 is None else f"{p95:.0f}",
             )
         return hit
 

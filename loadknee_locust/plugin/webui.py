@@ -7,6 +7,13 @@ Uses Locust 2.47's extension points (LOCUST-NOTES §5): ``extended_tabs`` / ``ex
 stage, kind, users, requests (all phases), measured, errors, e2e P50/P95, TTFT P50/P95 (measured,
 successful rows; the latest 20 000 per stage), output tokens/s (measured window). These are live
 numbers for watching; the analysis recomputes everything exactly from ``requests.csv``.
+
+Above the table, a script served with the page (``/loadknee/ui.js``, injected into Locust's own
+``index.html``; no CDN) shows the live view of :mod:`~loadknee_locust.plugin.liveview` (status,
+banners, SVG charts, provisional verdicts, and at the end the run's files and ``report.html``,
+served under ``/loadknee/files/``) and fits the start form to the shape: short labels grouped by
+section, the help as a tooltip, a note on the users fields. ``/loadknee/live`` is the same view
+as a page of its own. ``/swarm`` is checked first (:mod:`~loadknee_locust.plugin.formcheck`).
 """
 
 from __future__ import annotations
@@ -87,6 +94,10 @@ def rows_csv(rows: list[dict[str, Any]]) -> str:
 def install(web_ui: Any, lk: Loadknee) -> None:
     """Add the tab, the table, the CSV link and their two hooks to Locust's web UI."""
     from flask import Response, request
+
+    from loadknee_locust.plugin import livepage
+
+    livepage.install(web_ui, lk)
 
     web_ui.template_args["extended_tabs"] = [{"title": "Knee", "key": TAB_KEY}]
     web_ui.template_args["extended_tables"] = [

@@ -13,7 +13,9 @@ stores the stage the master announces (message ``loadknee_stage``; ``LocalRunner
 calls the local handler, so one code path serves both modes). A run opens at the first shape
 tick or ``test_start`` and stays open after ``test_stop`` so late worker rows still land (after
 a web-UI Stop they arrive with the next periodic report); it is closed on ``quitting`` or when
-the next test starts.
+the next test starts. Workers may run on other hosts with clocks of their own: stage messages and
+reports carry send times, and the master moves worker rows onto its clock
+(:mod:`loadknee_locust.record.clocksync`; the offsets go to ``run.json``'s ``worker_clocks``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ from loadknee_locust.client.credentials import take_url_credentials
 from loadknee_locust.plugin.interrupt import InterruptGuard, exit_now
 from loadknee_locust.plugin.options import add_arguments, llm_options
 from loadknee_locust.record import rundir
+from loadknee_locust.record.clocksync import (
+    REPORT_CLOCK_KEY,
+    SENT_KEY,
+    DownwardDelay,
+    WorkerClocks,
+)
 from loadknee_locust.record.recorder import RequestRecorder, RunLog
 from loadknee_locust.schedule import Position
 
@@ -151,13 +159,16 @@ class Loadknee:
         self._prompt_info_sent: dict[str, Any] | None = None
         self._prompt_infos: dict[str, dict[str, Any]] = {}  # by process: "local", "worker <id>"
         self.interrupt: InterruptGuard | None = None
-        self.recorder = RequestRecorder(self._worker_name, self._open_run)
+        self.clocks = WorkerClocks() if self.role == "master" else None
+        self._down = DownwardDelay()  # worker: master→worker delay of the stage messages
+        self.recorder = RequestRecorder(self._worker_name, self._open_run, self.clocks)
         events = environment.events
         events.request.add_listener(self.recorder.on_request)
         if self.role == "worker":
             from loadknee_locust.telemetry.client import register_worker_usage
 
             events.report_to_master.add_listener(self.recorder.on_report_to_master)
+            events.report_to_master.add_listener(self._ship_clock)
             events.report_to_master.add_listener(self._ship_prompt_info)
             # fresh CPU/memory in every report (Locust's own heartbeat value is 10 s old), so
             # the master's client.csv can flag a worker that, not the server, was the limit
@@ -194,7 +205,13 @@ class Loadknee:
 
     def _on_stage_message(self, environment: Any = None, msg: Any = None, **_: Any) -> None:
         if msg is not None and isinstance(msg.data, dict):
+            self._down.observe(msg.data, time.time())
             self.stage = dict(msg.data)
+
+    def _ship_clock(self, client_id: Any = None, data: Any = None, **_: Any) -> None:
+        """Worker: this report's send time and the stage messages' delay, for the master."""
+        if data is not None:
+            data[REPORT_CLOCK_KEY] = self._down.report(self._worker_name(), time.time())
 
     def announce(self, pos: Position, now: float) -> None:
         """Tell workers (and, locally, ourselves) the stage; only on a change."""
@@ -210,6 +227,7 @@ class Loadknee:
         data["finished"] = pos.finished
         if self.role == "master":
             self.stage = dict(data)
+        data[SENT_KEY] = time.time()  # as late as possible: workers measure the trip from it
         self.environment.runner.send_message(STAGE_MESSAGE, data)
 
     # -- the run ------------------------------------------------------------------------------
@@ -337,6 +355,8 @@ class Loadknee:
         self.run_info.update(
             end_unix_s=now, stop_reason=reason, requests_recorded=run.requests.rows_written
         )
+        if self.clocks is not None:
+            self.run_info["worker_clocks"] = self.clocks.as_json()
         rundir.write_run_json(run.run_dir, self.run_info)
 
     def _on_quitting(self, environment: Any = None, **_: Any) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -36,6 +37,7 @@ from loadknee_locust.contract import (
     STAGE_COLUMNS,
     STAGES_CSV,
 )
+from loadknee_locust.record.clocksync import REPORT_CLOCK_KEY, WorkerClocks
 from loadknee_locust.record.csvsink import CsvSink
 from loadknee_locust.schedule import Schedule, StageRecord
 
@@ -196,11 +198,19 @@ class RequestRecorder:
 
     ``current_run`` returns the run to write into (None on a worker, or before a run began:
     rows are then buffered for the next ``report_to_master``, or for the run when it opens).
+    ``clocks`` (master): worker rows are moved onto the master's clock as they arrive, before
+    they are placed (see :mod:`loadknee_locust.record.clocksync`).
     """
 
-    def __init__(self, worker: Callable[[], str], current_run: Callable[[], RunLog | None]) -> None:
+    def __init__(
+        self,
+        worker: Callable[[], str],
+        current_run: Callable[[], RunLog | None],
+        clocks: WorkerClocks | None = None,
+    ) -> None:
         self._worker = worker
         self._current_run = current_run
+        self.clocks = clocks
         self.buffer: list[dict[str, Any]] = []
         self.rows_seen = 0
         self._warned_keys = False
@@ -223,10 +233,17 @@ class RequestRecorder:
             data[REPORT_KEY], self.buffer = self.buffer, []
 
     def on_worker_report(self, client_id: Any = None, data: Any = None, **_: Any) -> None:
-        """Master: take the rows a worker shipped."""
-        rows = data.get(REPORT_KEY) if isinstance(data, Mapping) else None
+        """Master: take the rows a worker shipped (on the master's clock)."""
+        if not isinstance(data, Mapping):
+            return
+        clocks = self.clocks
+        if clocks is not None:  # the report's own clock facts first: they correct its rows
+            clocks.observe(data.get(REPORT_CLOCK_KEY), time.time())
+        rows = [r for r in data.get(REPORT_KEY) or () if isinstance(r, dict)]
+        if clocks is not None:
+            rows = [clocks.to_master(str(r.get("worker", "")), r) for r in rows]
         if rows:
-            self._take([r for r in rows if isinstance(r, dict)])
+            self._take(rows)
 
     def drain_into(self, run: RunLog) -> None:
         """Write rows that arrived before the run was open (local/master only)."""

@@ -7,8 +7,9 @@ sampler, which needs a gevent hub, is loaded on first use of its name.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from loadknee_locust.lazy import load
 
 #: public name → module that defines it (imported lazily, on attribute access)
 _LAZY: dict[str, str] = {
@@ -19,10 +20,7 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'loadknee_locust.telemetry' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return load(__name__, _LAZY, name)
 
 
 __all__ = sorted(_LAZY)

@@ -1,0 +1,161 @@
+"""Does a re-run still match the original's answer? PASS/FAIL checks a rollout script can gate on.
+
+The method ends with a re-run after the configuration change, to confirm the table holds. The same
+checks serve ``loadknee verify`` (a short re-run at a few levels) and ``loadknee compare --kind
+config`` (two full runs, before and after). Each check compares the original ("before") with
+the re-run ("after"):
+
+1. **recommended level**: the stage at the original ``max_concurrency`` is still comfortable or
+   critical (not the knee, not the red line) in the re-run, judged by the same knee rule;
+2. **throughput**: its output tok/s is within the original's interval: the two 95 % intervals
+   combined (half-widths in quadrature), and never tighter than ``tolerance_pct`` (default 10 %:
+   separate runs also differ by warm-up, placement and clocks, which no single run's interval
+   sees);
+3. **no red line below the knee**: no re-run stage below the original knee (or at or below
+   ``max_concurrency`` when there was none) is the red line.
+
+A check whose level was not measured fails (saying so): nothing is assumed to hold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from analysis.model import KneeResult
+from analysis.numeric import num
+
+#: the floor of the throughput check's band, in % of the original
+TOLERANCE_PCT = 10.0
+
+
+@dataclass(frozen=True)
+class Check:
+    """One verification check and what it found, in words with the numbers."""
+
+    name: str  # recommended_level | throughput | no_red_line_below_knee
+    passed: bool
+    text: str
+
+
+def verify_levels(knee: KneeResult, watermark: Any) -> tuple[int, ...]:
+    """Levels a verification re-run measures: the recommended max_concurrency, the production
+    watermark (its upper end when it is a range) and the knee (or red line) level."""
+    levels: set[int] = set()
+    if knee.max_concurrency:
+        levels.add(int(knee.max_concurrency))
+    if isinstance(watermark, list | tuple) and watermark:
+        watermark = max(watermark)
+    if isinstance(watermark, int | float) and not isinstance(watermark, bool) and watermark > 0:
+        levels.add(int(watermark))
+    top = knee.knee_users or knee.red_line_users
+    if top:
+        levels.add(int(top))
+    return tuple(sorted(levels))
+
+
+def _step(summary: pd.DataFrame, users: int) -> pd.Series | None:
+    rows = summary[(summary["kind"] == "step") & (summary["target_users"] == users)]
+    return None if rows.empty else rows.sort_values("stage").iloc[-1]
+
+
+def _recommended(before: KneeResult, after: KneeResult) -> Check:
+    users = before.max_concurrency
+    if users is None:
+        return Check("recommended_level", False, "the original run recommends no max_concurrency")
+    verdict = next((v for v in after.stages if v.target_users == users), None)
+    if verdict is None:
+        return Check("recommended_level", False, f"{users} users were not measured again")
+    ok = verdict.verdict in ("comfortable", "critical")
+    why = "; ".join(verdict.reasons[:2])
+    return Check(
+        "recommended_level",
+        ok,
+        f"max_concurrency {users} is {verdict.verdict.replace('_', ' ')} in the re-run "
+        f"({'comfortable or critical needed' if not ok else 'as recommended'}: {why})",
+    )
+
+
+def _throughput(
+    before_summary: pd.DataFrame,
+    after_summary: pd.DataFrame,
+    users: int | None,
+    tolerance_pct: float,
+) -> Check:
+    if users is None:
+        return Check("throughput", False, "the original run recommends no max_concurrency")
+    b, a = _step(before_summary, users), _step(after_summary, users)
+    x_b = num(b["output_tok_s"]) if b is not None else None
+    x_a = num(a["output_tok_s"]) if a is not None else None
+    if x_b is None or x_a is None or x_b <= 0:
+        which = "original" if x_b is None else "re-run"
+        return Check("throughput", False, f"no output tok/s at {users} users in the {which}")
+    hw_b = num(b.get("output_tok_s_hw_pct")) if b is not None else None
+    hw_a = num(a.get("output_tok_s_hw_pct")) if a is not None else None
+    band = math.hypot(hw_b or 0.0, hw_a or 0.0)
+    allowed = max(band, tolerance_pct)
+    moved = (x_a / x_b - 1.0) * 100.0
+    ok = abs(moved) <= allowed
+    interval = f" ±{hw_b:.1f} %" if hw_b is not None else ""
+    return Check(
+        "throughput",
+        ok,
+        f"{users} users served {x_a:,.4g} output tok/s against {x_b:,.4g}{interval} before: "
+        f"{moved:+.1f} % (allowed ±{allowed:.1f} %: the intervals combined, at least "
+        f"{tolerance_pct:g} %)",
+    )
+
+
+def _no_red_line(before: KneeResult, after: KneeResult) -> Check:
+    if before.knee_users is not None:
+        below = [v for v in after.stages if v.target_users < before.knee_users]
+        where = f"below the knee ({before.knee_users} users)"
+    else:
+        top = before.max_concurrency or 0
+        below = [v for v in after.stages if v.target_users <= top]
+        where = f"at or below max_concurrency {top}"
+    red = [v.target_users for v in below if v.verdict == "red_line"]
+    if not below:
+        return Check("no_red_line_below_knee", False, f"no stage {where} was measured again")
+    return Check(
+        "no_red_line_below_knee",
+        not red,
+        f"red line at {red} users, {where}"
+        if red
+        else f"no red line {where} ({[v.target_users for v in below]} users measured)",
+    )
+
+
+def verify_checks(
+    before_summary: pd.DataFrame,
+    before_knee: KneeResult,
+    after_summary: pd.DataFrame,
+    after_knee: KneeResult,
+    *,
+    tolerance_pct: float = TOLERANCE_PCT,
+) -> tuple[Check, ...]:
+    """The checks of the module docstring, in order (pure)."""
+    return (
+        _recommended(before_knee, after_knee),
+        _throughput(before_summary, after_summary, before_knee.max_concurrency, tolerance_pct),
+        _no_red_line(before_knee, after_knee),
+    )
+
+
+def format_checks(checks: Sequence[Check]) -> str:
+    """One ``PASS``/``FAIL`` line per check, then the overall result."""
+    lines = [f"{'PASS' if c.passed else 'FAIL'}  {c.name}: {c.text}" for c in checks]
+    failed = sum(not c.passed for c in checks)
+    lines.append(
+        f"verify: {'PASS' if not failed else 'FAIL'} ({len(checks) - failed} of {len(checks)} "
+        "checks passed)"
+    )
+    return "\n".join(lines)
+
+
+def all_passed(checks: Sequence[Check]) -> bool:
+    return all(c.passed for c in checks)

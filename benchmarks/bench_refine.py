@@ -1,0 +1,93 @@
+"""Refinement and early stop against the full grid: time spent and distance to the truth.
+
+Runs, side by side in one invocation and against the same kind of simulator (``fast`` preset,
+``--max-num-seqs`` per case, one fresh sim per sweep, one sweep at a time so neither steals CPU
+from the other), two ``loadknee run`` sweeps with identical stage settings:
+
+* **full grid**: ``--no-refine --stop-after-knee -1`` (today's behaviour before issue 12);
+* **default**: refinement and early stop on.
+
+For each it prints the wall time of ``loadknee run``, the stages run, the ``max_concurrency``
+that ``loadknee analyze`` recommends, and its distance to the simulator's true saturation
+(``saturation_concurrency``); then the time ratio default / full grid. Target (issue 12): at most
+70 % of the time, at least as close to the truth.
+
+    .venv/bin/python benchmarks/bench_refine.py [--slots 8,12] [--stage-seconds 4]
+
+Measured (2 shared cores, 4 s stages, 0.5 s cooldowns): 8 slots: full grid 70.9 s / 10 stages,
+default 56.3 s / 9 stages, both max_concurrency 8 (exact): ratio 0.79. 12 slots: 63.7 s against
+61.8 s (0.97), both 16 (+33 %): the knee rules put the knee at 24 (8 → 16 only "narrows"), so
+refinement searched 16..24. Each live judgement (a child process importing pandas) took 1.5–2.5 s
+here, longer than these cooldowns; with real 10 s cooldowns it hides inside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from loadknee_locust.sim.launch import SimProcess
+from loadknee_locust.sim.params import preset
+from loadknee_locust.sim.saturation import saturation_concurrency
+
+INPUT_TOKENS, OUTPUT_TOKENS = 128, 64  # loadknee run's defaults
+MODES = {"full grid": ["--no-refine", "--stop-after-knee", "-1"], "default": []}
+
+
+Result = tuple[float, int, "int | None"]
+
+
+def sweep(slots: int, mode: list[str], stage_s: float, out: Path, run_id: str) -> Result:
+    """(wall seconds, stages run, max_concurrency) of one ``loadknee run`` + ``analyze``."""
+    timing = ["--stage-seconds", f"{stage_s:g}", "--warmup-seconds", "1",
+              "--cooldown-seconds", "0.5", "--baseline-requests", "5"]  # fmt: skip
+    with SimProcess.start("fast", max_num_seqs=slots) as sim:
+        t0 = time.monotonic()
+        subprocess.run(
+            [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, *timing, *mode,
+             "--out", str(out), "--run-id", run_id],
+            check=True, capture_output=True, timeout=1200,
+        )  # fmt: skip
+        wall = time.monotonic() - t0
+    run_dir = out / run_id
+    subprocess.run(
+        [sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir)],
+        check=True, capture_output=True, timeout=600,
+    )  # fmt: skip
+    knee = json.loads((run_dir / "report" / "knee.json").read_text())["knee"]
+    stages = len((run_dir / "stages.csv").read_text().strip().splitlines()) - 1
+    return wall, stages, knee["max_concurrency"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--slots", default="8,12", help="sim --max-num-seqs values (default 8,12)")
+    ap.add_argument("--stage-seconds", type=float, default=4.0)
+    args = ap.parse_args()
+    print(f"{'slots':>5} {'truth':>6} {'mode':>10} {'wall s':>7} {'stages':>6} "
+          f"{'max_conc':>8} {'distance':>8}")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        for slots in (int(s) for s in args.slots.split(",")):
+            truth = saturation_concurrency(preset("fast", max_num_seqs=slots), INPUT_TOKENS,
+                                           OUTPUT_TOKENS)  # fmt: skip
+            walls = {}
+            for name, mode in MODES.items():
+                run_id = f"{slots}-{name.replace(' ', '-')}"
+                wall, stages, got = sweep(slots, mode, args.stage_seconds, Path(tmp), run_id)
+                walls[name] = wall
+                dist = "n/a" if got is None else f"{(got - truth) / truth * 100:+.0f} %"
+                print(f"{slots:>5} {truth:>6g} {name:>10} {wall:>7.1f} {stages:>6} "
+                      f"{got!s:>8} {dist:>8}", flush=True)  # fmt: skip
+            print(
+                f"      time ratio default / full grid: {walls['default'] / walls['full grid']:.2f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,173 @@
+"""Pre-flight for ``loadknee run``: check the target, the prompt log and the output folder first.
+
+Why: a wrong target used to cost a whole sweep and leave an empty run directory behind (a dead
+host exited 0 after 117 refused requests; a missing ``--prompt-log`` was found only after Locust
+had started). Each check here takes a second or less and, on failure, returns one message that
+names the flag to fix; nothing is written. The checks, in order:
+
+1. the output folder (``--out``) is writable (a probe file is created and removed);
+2. the prompt log (``--prompt-log``) opens and holds at least one valid record;
+3. the endpoint answers ``GET /v1/models``;
+4. the model (``--model``) is among the served ids, or one is discovered there;
+5. one short request to the chosen endpoint completes: streamed, it must carry at least one
+   content chunk and end with ``[DONE]``; not streamed, it must parse.
+
+Stdlib only (urllib): it runs in the wrapper process, before Locust and gevent exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loadknee_locust.client.sse import classify
+
+#: seconds allowed for each pre-flight request (a cold server may need a while for the first)
+TIMEOUT_S = 60.0
+
+
+class PreflightError(Exception):
+    """One clear message: what failed, and the flag to change."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the pre-flight needs to know about the run (the flags as the user typed them)."""
+
+    host: str
+    model: str  # "" = discover
+    endpoint: str  # "chat" | "completions"
+    stream: bool
+    api_key_env: str
+    prompt_log: str  # "" = fixed lengths
+    out: str
+
+
+def _headers(target: Target) -> dict[str, str]:
+    key = os.environ.get(target.api_key_env) if target.api_key_env else None
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"  # read at use, never stored or printed
+    return headers
+
+
+def _open(target: Target, path: str, body: dict[str, Any] | None = None) -> Any:
+    url = target.host.rstrip("/") + path
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers=_headers(target))
+    try:
+        return urllib.request.urlopen(request, timeout=TIMEOUT_S)
+    except urllib.error.HTTPError as exc:
+        detail = exc.read(300).decode("utf-8", "replace").strip()
+        raise PreflightError(
+            f"{'POST' if body else 'GET'} {url} answered HTTP {exc.code}"
+            + (f": {detail}" if detail else "")
+            + (
+                " (is the API key set? --llm-api-key-env names its variable)"
+                if exc.code in (401, 403)
+                else ""
+            )
+        ) from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise PreflightError(
+            f"cannot reach {target.host} ({reason}): is the server running, and is --host right?"
+        ) from None
+
+
+def check_out(out: str) -> None:
+    """The output folder, or its nearest existing parent, accepts a file."""
+    folder = Path(out)
+    probe_in = folder
+    while not probe_in.exists() and probe_in != probe_in.parent:
+        probe_in = probe_in.parent
+    try:
+        with tempfile.TemporaryFile(dir=probe_in):
+            pass
+    except OSError as exc:
+        raise PreflightError(f"--out {out}: cannot write there ({exc.strerror})") from None
+
+
+def check_prompt_log(path: str) -> None:
+    """The log opens and has at least one valid record (the count is not printed: no text)."""
+    from loadknee_locust.prompts.logindex import index_log
+
+    if not os.path.isfile(path):
+        raise PreflightError(f"--prompt-log {path}: no such file")
+    try:
+        index_log(path)
+    except (OSError, ValueError) as exc:
+        raise PreflightError(f"--prompt-log {path}: {exc}") from None
+
+
+def check_model(target: Target) -> str:
+    """The model to use: the one asked for, if served; else the first served id."""
+    with _open(target, "/v1/models") as resp:
+        try:
+            ids = [str(m.get("id")) for m in json.load(resp).get("data", [])]
+        except (ValueError, AttributeError):
+            ids = []
+    if target.model:
+        if ids and target.model not in ids:
+            raise PreflightError(
+                f"--model {target.model} is not served by {target.host}; it serves: "
+                + ", ".join(ids[:10])
+            )
+        return target.model
+    if not ids:
+        raise PreflightError(f"{target.host}/v1/models lists no model: name one with --model")
+    return ids[0]
+
+
+def check_request(target: Target, model: str) -> None:
+    """One short request completes; a stream carries content and ends with [DONE]."""
+    body: dict[str, Any] = {"model": model, "max_tokens": 2, "stream": target.stream}
+    if target.endpoint == "chat":
+        path, body["messages"] = "/v1/chat/completions", [{"role": "user", "content": "Hi"}]
+    else:
+        path, body["prompt"] = "/v1/completions", "Hi"
+    where = f"POST {target.host.rstrip('/')}{path} (--endpoint {target.endpoint})"
+    with _open(target, path, body) as resp:
+        if not target.stream:
+            try:
+                json.load(resp)
+            except ValueError:
+                raise PreflightError(f"{where}: the answer is not JSON") from None
+            return
+        content, done = 0, False
+        for raw in resp:
+            line = raw.strip()
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                done = True
+                break
+            try:
+                kind, _ = classify(json.loads(data))
+            except ValueError:
+                kind = "malformed"
+            if kind in ("error", "malformed"):
+                raise PreflightError(f"{where}: the stream sent an {kind} event: {data[:200]!r}")
+            content += kind == "content"
+    if not content or not done:
+        missing = "no content chunk" if not content else "no closing [DONE]"
+        raise PreflightError(
+            f"{where}: the stream ended with {missing}; if it cannot stream, use --no-stream"
+        )
+
+
+def preflight(target: Target) -> str:
+    """Run every check; returns the model to use, or raises :class:`PreflightError`."""
+    check_out(target.out)
+    if target.prompt_log:
+        check_prompt_log(target.prompt_log)
+    model = check_model(target)
+    check_request(target, model)
+    return model

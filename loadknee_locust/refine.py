@@ -1,0 +1,105 @@
+"""What the adaptive sweep runs next: refine between grid levels, go on, or stop after the knee.
+
+Pure (no clock, no locust, no pandas). The judgement itself is not made here: it comes from the
+analysis package's own knee rules, run over the stages finished so far (``python -m
+analysis.live``), and reaches this module as a :class:`LiveVerdict`. One implementation of the
+knee serves the live sweep and ``loadknee analyze``; this module only turns its answer into the
+next level.
+
+The rule (:func:`next_step`), after every finished stage:
+
+1. **No limit yet** (no knee, no red line): the next level of the grid, or the end of the grid.
+2. **A limit K after a last good level L** (the analysis's ``max_concurrency``, the level it would
+   recommend): while the bracket ``K − L`` is wider than ``max(1, 10 % of L)`` and refinement
+   stages are left, run the midpoint ``(L + K) // 2`` as a ``refine`` stage. Bisection: the
+   analysis's answer is monotone in what it sees (a level is good or past the knee), each stage
+   halves the bracket, and the default grid's widest bracket (8 → 16, a gap of 8 users) needs 3
+   stages to reach 1 user. A model-based guess (interpolating the throughput curve) could need
+   fewer, but a noisy stage can throw it far outside the bracket; bisection never leaves it.
+   The verdict is re-read after each refine stage, so a midpoint judged good moves L up, one
+   judged past the knee moves K down, and a knee that a later stage shows to be a dip (the
+   analysis demotes it) sends the sweep back to the grid.
+3. **Refined** (bracket narrow, or the refinement budget spent): grid levels go on until
+   ``stop_after_knee`` tested levels lie above the knee, then the sweep stops
+   (``knee_confirmed``). A level above the knee is what confirms it: the analysis demotes a
+   "knee" that a later level out-serves (a dip), so one is worth running; the grid level that
+   first showed the knee counts once refinement moved the knee below it.
+   A red line is not driven further: the sweep stops there once refined (``red_line``).
+   ``stop_after_knee < 0`` never stops early (the full grid, as before).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+#: a bracket this narrow (users) is resolved whatever L is
+MIN_BRACKET_USERS = 1
+#: ... and so is one within this fraction of L
+BRACKET_FRACTION = 0.10
+
+
+@dataclass(frozen=True)
+class LiveVerdict:
+    """The analysis's answer over the stages so far (from ``python -m analysis.live --json``)."""
+
+    knee_users: int | None
+    red_line_users: int | None
+    max_concurrency: int | None
+
+    @property
+    def limit_users(self) -> int | None:
+        """The first level past the capacity: the knee, or a lower red line."""
+        found = [u for u in (self.knee_users, self.red_line_users) if u is not None]
+        return min(found) if found else None
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """What to run next: a ``refine`` level, a grid level, or stop (with the reason)."""
+
+    action: Literal["refine", "grid", "stop"]
+    users: int = 0
+    reason: Literal["knee_confirmed", "red_line", "grid_done"] = "grid_done"
+
+
+def resolved(low: int, high: int) -> bool:
+    """True when the bracket ``low < c ≤ high`` is narrow: ``high − low ≤ max(1, 10 % of low)``."""
+    return high - low <= max(MIN_BRACKET_USERS, BRACKET_FRACTION * low)
+
+
+def next_step(
+    verdict: LiveVerdict | None,
+    *,
+    tested: Iterable[int],
+    grid_left: Iterable[int],
+    refine_left: int,
+    stop_after_knee: int,
+) -> NextStep:
+    """The next stage after a finished one (see the module docstring for the rule).
+
+    ``verdict`` None means the live judgement failed: the plain grid goes on. ``tested`` are the
+    levels already run (grid and refine), ``grid_left`` the grid levels not yet run (ascending),
+    ``refine_left`` how many refine stages the budget still allows.
+    """
+    done = set(tested)
+    left = sorted(u for u in grid_left if u not in done)
+    following = NextStep("grid", left[0]) if left else NextStep("stop")
+    if verdict is None:
+        return following
+    limit = verdict.limit_users
+    if limit is None:
+        return following
+    low = verdict.max_concurrency
+    if low is not None and low < limit and not resolved(low, limit) and refine_left > 0:
+        mid = (low + limit) // 2
+        if low < mid < limit and mid not in done:
+            return NextStep("refine", mid)
+    red = verdict.red_line_users is not None and verdict.red_line_users == limit
+    if red:
+        return NextStep("stop", reason="red_line")
+    if stop_after_knee < 0 or not left:
+        return following
+    above = sum(1 for u in done if u > limit)
+    return NextStep("stop", reason="knee_confirmed") if above >= stop_after_knee else following

@@ -1,0 +1,80 @@
+"""The one answer to deploy: the concurrency to configure and the limit that bound it."""
+
+from __future__ import annotations
+
+import pytest
+from knee_frames import seed_002_summary, sweep
+
+from analysis.baseline import compute_baseline
+from analysis.diagnosis import diagnose
+from analysis.knee import KneeParams, find_knee
+from analysis.recommend import recommend
+from analysis.report.writer import deploy_text
+
+LEVELS = [4, 8, 16, 24, 32, 48]
+TOK_S = [400, 800, 1500, 2100, 2600, 2650]
+P95_MS = [900, 950, 1100, 1400, 1604, 3000]
+
+
+def _recs(summary, **knee_params):
+    baseline = compute_baseline(None, summary)
+    knee = diagnose(summary, find_knee(summary, baseline, params=KneeParams(**knee_params)),
+                    baseline)  # fmt: skip
+    return knee, recommend(summary, knee, baseline)
+
+
+def _summary(**columns):
+    return sweep(LEVELS, TOK_S, P95_MS, baseline_tok_s=100.0, baseline_p95_ms=800.0, **columns)
+
+
+def test_finding_3_with_an_sla_the_answer_never_breaks_it():
+    """--sla-ms 1500 printed max_concurrency 32 although 32 users had P95 1,604 ms."""
+    summary = _summary()
+    knee, recs = _recs(summary, sla_ms=1500)
+    assert knee.max_concurrency == 32  # the stage before the knee at 48, blind to the SLA
+    answer = recs.deploy
+    assert answer is not None and answer.users == 24 and answer.bound == "sla"
+    steps = summary[summary["kind"] == "step"]
+    assert (steps[steps["target_users"] <= answer.users]["e2e_p95_ms"] <= 1500).all()
+    assert "bound by the latency SLA: at 32 users P95 e2e 1,604 ms" in answer.text
+    text = deploy_text(recs, knee)
+    first, *rest = text.splitlines()
+    assert first.startswith("DEPLOY: configure 24 concurrent requests")
+    assert any(line.strip().startswith("max_concurrency = 32:") for line in rest)
+    assert any("base capacity = 24" in line for line in rest)
+    assert recs.get("deploy_concurrency") == 24
+
+
+def test_without_an_sla_the_knee_binds():
+    knee, recs = _recs(_summary())
+    assert knee.knee_users == 48
+    assert recs.deploy is not None and (recs.deploy.users, recs.deploy.bound) == (32, "knee")
+
+
+@pytest.mark.parametrize(
+    ("columns", "users", "bound"),
+    [
+        ({"kv_cache_peak_pct": [20, 40, 60, 90, 95, 99]}, 16, "memory"),
+        ({"errors": [0, 0, 0, 0, 2, 9], "ok": [100, 100, 100, 100, 98, 91]}, 24, "errors"),
+    ],
+)
+def test_memory_and_errors_bind_below_the_knee(columns, users, bound):
+    if "ok" in columns:
+        columns["success_pct"] = [100 * o / (o + e) for o, e in zip(columns["ok"],
+                                  columns["errors"], strict=True)]  # fmt: skip
+    _, recs = _recs(_summary(**columns))
+    assert recs.deploy is not None and (recs.deploy.users, recs.deploy.bound) == (users, bound)
+
+
+def test_no_limit_in_range_says_sweep_higher():
+    summary = sweep([1, 2, 4], [100, 200, 400], [100] * 3, baseline_tok_s=100.0,
+                    baseline_p95_ms=100.0)  # fmt: skip
+    _, recs = _recs(summary)
+    assert recs.deploy is not None and recs.deploy.bound == "tested_range"
+    assert recs.deploy.users == 4 and "not saturated up to 4 users" in recs.deploy.text
+
+
+def test_the_vllm_chapter_table_deploys_before_its_knee():
+    _, recs = _recs(seed_002_summary())
+    # memory 85 % at 24 users is within "memory ≤ 85 %"; the knee at 32 binds
+    assert recs.deploy is not None and (recs.deploy.users, recs.deploy.bound) == (24, "knee")

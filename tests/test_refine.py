@@ -1,0 +1,211 @@
+"""The adaptive sweep as pure rules: bisection brackets, early stop, fallback (no sleeping)."""
+
+from __future__ import annotations
+
+import pytest
+
+from loadknee_locust.refine import LiveVerdict, NextStep, next_step, resolved
+from loadknee_locust.schedule import PENDING, Schedule, SchedulePlan
+
+GRID = (1, 2, 4, 8, 16, 24, 32, 48, 64)
+
+
+def verdict(knee: int | None, max_conc: int | None, red: int | None = None) -> LiveVerdict:
+    return LiveVerdict(knee_users=knee, red_line_users=red, max_concurrency=max_conc)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "done"),
+    [(8, 9, True), (8, 10, False), (20, 22, True), (20, 23, False), (48, 52, True),
+     (48, 53, False), (0, 1, True), (1, 2, True)],
+)  # fmt: skip
+def test_bracket_is_resolved_at_one_user_or_ten_percent(low: int, high: int, done: bool) -> None:
+    assert resolved(low, high) is done
+
+
+# (verdict, tested, grid_left, refine_left, stop_after_knee) → next step
+NEXT_TABLE = [
+    # no knee yet: the next grid level; the end of the grid ends the sweep
+    (verdict(None, 8), (1, 2, 4, 8), (16, 24), 4, 1, NextStep("grid", 16)),
+    (verdict(None, 64), GRID, (), 4, 1, NextStep("stop")),
+    # knee at 16 after 8: bisect 12, then 10 or 14, then the last odd user
+    (verdict(16, 8), (1, 2, 4, 8, 16), (24, 32), 4, 1, NextStep("refine", 12)),
+    (verdict(12, 8), (1, 2, 4, 8, 16, 12), (24, 32), 3, 1, NextStep("refine", 10)),
+    (verdict(16, 12), (1, 2, 4, 8, 16, 12), (24, 32), 3, 1, NextStep("refine", 14)),
+    (verdict(12, 10), (1, 2, 4, 8, 16, 12, 10), (24, 32), 2, 1, NextStep("refine", 11)),
+    # resolved: a tested level above the knee already confirms it → stop
+    (
+        verdict(11, 10),
+        (1, 2, 4, 8, 16, 12, 10, 11),
+        (24,),
+        1,
+        1,
+        NextStep("stop", reason="knee_confirmed"),
+    ),
+    # resolved at the grid level itself: one more grid level confirms it, then stop
+    (verdict(16, 15), (1, 2, 4, 8, 16, 12, 14, 15), (24, 32), 1, 1, NextStep("grid", 24)),
+    (
+        verdict(16, 15),
+        (1, 2, 4, 8, 16, 12, 14, 15, 24),
+        (32,),
+        1,
+        1,
+        NextStep("stop", reason="knee_confirmed"),
+    ),
+    # N = 0 stops as soon as the knee is refined; N = 2 wants two levels above it
+    (
+        verdict(16, 15),
+        (1, 2, 4, 8, 16, 12, 14, 15),
+        (24, 32),
+        1,
+        0,
+        NextStep("stop", reason="knee_confirmed"),
+    ),
+    (verdict(16, 15), (1, 2, 4, 8, 16, 12, 14, 15, 24), (32,), 1, 2, NextStep("grid", 32)),
+    # early stop off (-1): the whole grid, refined
+    (verdict(16, 15), (1, 2, 4, 8, 16, 12, 14, 15, 24), (32,), 1, -1, NextStep("grid", 32)),
+    # 10 % of L: 32 → 48 bisects to 40, 36, 38; 36..38 is within 3.6 users → resolved
+    (verdict(48, 32), (32, 48), (64,), 4, 1, NextStep("refine", 40)),
+    (verdict(40, 36), (32, 48, 40, 36), (64,), 2, 1, NextStep("refine", 38)),
+    (verdict(38, 36), (32, 48, 40, 36, 38), (64,), 1, 1, NextStep("stop", reason="knee_confirmed")),
+    # the budget spent: no more refine stages, the early stop still applies
+    (verdict(16, 12), (1, 2, 4, 8, 16, 12), (24,), 0, 1, NextStep("grid", 24)),
+    (verdict(12, 8), (1, 2, 4, 8, 16, 12), (24,), 0, 1, NextStep("stop", reason="knee_confirmed")),
+    # a red line is refined, then never driven further
+    (verdict(None, 8, red=16), (4, 8, 16), (24, 32), 4, 1, NextStep("refine", 12)),
+    (
+        verdict(None, 8, red=9),
+        (4, 8, 16, 12, 10, 9),
+        (24, 32),
+        0,
+        1,
+        NextStep("stop", reason="red_line"),
+    ),
+    # a knee at the first level (nothing below it to recommend): nothing to bisect
+    (verdict(1, None), (1,), (2, 4), 4, 1, NextStep("grid", 2)),
+    # judgement failed: the plain grid
+    (None, (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("grid", 24)),
+]
+
+
+@pytest.mark.parametrize(("v", "tested", "left", "budget", "after", "expected"), NEXT_TABLE)
+def test_next_step(
+    v: LiveVerdict | None,
+    tested: tuple[int, ...],
+    left: tuple[int, ...],
+    budget: int,
+    after: int,
+    expected: NextStep,
+) -> None:
+    got = next_step(v, tested=tested, grid_left=left, refine_left=budget, stop_after_knee=after)
+    assert got == expected
+
+
+def plan(**kw: object) -> SchedulePlan:
+    base: dict[str, object] = {
+        "levels": (2, 4, 8, 16, 24, 32),
+        "stage_seconds": 10.0,
+        "warmup_seconds": 2.0,
+        "cooldown_seconds": 3.0,
+        "baseline_requests": 0,
+        "refine": True,
+        "stop_after_knee": 1,
+    }
+    base.update(kw)
+    return SchedulePlan(**base)  # type: ignore[arg-type]
+
+
+def true_capacity_judge(capacity: int, sched: Schedule):  # type: ignore[no-untyped-def]
+    """A stand-in for the analysis: levels above ``capacity`` are past the knee."""
+
+    def decide(stage: int) -> LiveVerdict:
+        tested = sorted(r.target_users for r in sched.closed if r.kind != "baseline")
+        past = [u for u in tested if u > capacity]
+        good = [u for u in tested if u <= capacity]
+        return verdict(min(past) if past else None, max(good) if good else None)
+
+    return decide
+
+
+def run_to_end(sched: Schedule, decide, t0: float = 0.0) -> float:  # type: ignore[no-untyped-def]
+    t = t0
+    while not sched.advance(t, decide=decide).finished:
+        t += 1.0
+        assert t < 10_000
+    return t
+
+
+@pytest.mark.parametrize(
+    ("capacity", "levels", "reason"),
+    [
+        (12, [2, 4, 8, 16, 12, 14, 13], "knee_confirmed"),
+        (10, [2, 4, 8, 16, 12, 10, 11], "knee_confirmed"),
+        (20, [2, 4, 8, 16, 24, 20, 22], "knee_confirmed"),  # 20..22: within 10 % of 20
+        (16, [2, 4, 8, 16, 24, 20, 18, 17], "knee_confirmed"),
+        (99, [2, 4, 8, 16, 24, 32], "duration"),
+    ],
+)
+def test_schedule_refines_then_stops_after_the_knee(
+    capacity: int, levels: list[int], reason: str
+) -> None:
+    sched = Schedule(plan(), 0.0)
+    run_to_end(sched, true_capacity_judge(capacity, sched))
+    assert [r.target_users for r in sched.closed] == levels
+    assert [r.stage for r in sched.closed] == list(range(len(levels)))
+    assert [p.users for p in sched.stages] == levels  # the plan is final: the rest was dropped
+    kinds = [r.kind for r in sched.closed]
+    assert kinds == ["refine" if u not in (2, 4, 8, 16, 24, 32) else "step" for u in levels]
+    assert sched.position().stop_reason == reason
+
+
+def test_refine_budget_and_no_refine() -> None:
+    sched = Schedule(plan(refine_max_stages=1), 0.0)
+    run_to_end(sched, true_capacity_judge(10, sched))
+    assert [r.target_users for r in sched.closed] == [2, 4, 8, 16, 12]
+    sched = Schedule(plan(refine=False, stop_after_knee=-1), 0.0)
+    assert not sched.plan.adaptive
+    run_to_end(sched, None)
+    assert [r.target_users for r in sched.closed] == [2, 4, 8, 16, 24, 32]
+
+
+def test_the_judgement_runs_during_the_cooldown_and_holds_the_next_stage() -> None:
+    sched = Schedule(plan(), 0.0)
+    asked: list[tuple[float, int]] = []
+    ready_at = {0: 11.0, 1: 30.0}
+
+    def decide(stage: int) -> LiveVerdict | str:
+        asked.append((t, stage))
+        return verdict(None, 2) if t >= ready_at.get(stage, 0.0) else PENDING
+
+    t = 0.0
+    trace = []
+    while t <= 31.0:
+        pos = sched.advance(t, decide=decide)
+        trace.append((t, pos.stage, pos.phase, pos.users))
+        t += 1.0
+    closed = sched.closed
+    # stage 0: window ends at 10, closed (and written) at once, judged from the next tick (11),
+    # the cooldown still ends at 13: the next stage opens then, not when the judgement came
+    assert closed[0].measure_end_unix_s == 10.0 and closed[0].end_unix_s == 13.0
+    assert asked[0] == (13.0, 0) or asked[0][1] == 0
+    assert (12.0, 0, "cooldown", 0) in trace and (13.0, 1, "warmup", 4) in trace
+    # stage 1: window ends at 23, cooldown at 26, the judgement only at 30: users wait for it
+    assert (29.0, 1, "cooldown", 0) in trace and (30.0, 2, "warmup", 8) in trace
+    assert closed[1].end_unix_s == 26.0
+
+
+def test_a_failed_judgement_falls_back_to_the_plain_grid() -> None:
+    sched = Schedule(plan(), 0.0)
+    run_to_end(sched, lambda _stage: None)
+    assert [r.target_users for r in sched.closed] == [2, 4, 8, 16, 24, 32]
+    assert sched.fell_back and sched.position().stop_reason == "duration"
+
+
+def test_stop_while_awaiting_a_judgement() -> None:
+    sched = Schedule(plan(), 0.0)
+    for t in range(0, 12):
+        sched.advance(float(t), decide=lambda _s: PENDING)
+    sched.stop(12.0, "stopped")
+    pos = sched.position()
+    assert pos.finished and pos.stop_reason == "stopped"
+    assert [r.target_users for r in sched.closed] == [2]

@@ -1,0 +1,193 @@
+"""Watch a sweep live in Locust's web UI with a real headless chromium (local, then master + 2
+workers): the current stage changes, the charts and verdicts fill in stage by stage, the report
+link opens report.html, and the finished stages' live numbers match ``loadknee analyze``."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser_support import open_browser, screenshot
+from tests.run_support import (
+    check_run,
+    child_env,
+    free_port,
+    http_get,
+    http_post,
+    locust_cmd,
+    only_run_dir,
+    read_run_dir,
+    sweep_args,
+    wait_for_web_ui,
+)
+
+pytestmark = pytest.mark.slow
+
+LEVELS = [1, 2, 4]
+SWEEP_TIMEOUT_S = 90.0
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    yield from open_browser()
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _js(driver: Any, script: str) -> Any:
+    return driver.execute_script(script)
+
+
+LIVE_STATE = """
+const box = document.getElementById('lk-live');
+if (!box) return null;
+const st = box.querySelector('.lk-status');
+return {
+  stage: st && st.dataset.stage !== undefined ? Number(st.dataset.stage) : null,
+  finished: st ? st.dataset.finished === '1' : false,
+  points: box.querySelectorAll('svg.lk-chart circle').length,
+  verdicts: Array.from(box.querySelectorAll('table.lk-verdicts tbody tr')).map(
+      r => [Number(r.dataset.stage), r.children[2].textContent]),
+  report: (box.querySelector('a.lk-report') || {}).href || null,
+  text: box.textContent,
+};
+"""
+
+
+def _watch(driver: Any, base: str, shots: Path, workers: int) -> dict[str, Any]:
+    """Open the Knee tab, start the sweep over HTTP, watch until the report link shows."""
+    driver.get(base + "/?tab=knee")
+    screenshot(driver, shots, "00-form")
+    if workers:
+        deadline = time.monotonic() + 30
+        while len(json.loads(http_get(base + "/stats/requests")).get("workers", [])) < workers:
+            assert time.monotonic() < deadline, "workers did not connect"
+            time.sleep(0.3)
+    form = {"user_count": "1", "spawn_rate": "1", "llm_levels": "abc"}
+    refused = http_post(base + "/swarm", form)  # a bad value: a message, nothing starts
+    assert refused["success"] is False and "--llm-levels" in refused["message"], refused
+    form["llm_levels"] = ",".join(map(str, LEVELS))
+    assert http_post(base + "/swarm", form)["success"]
+    driver.get(base + "/loadknee/live")  # the live view's own page (the Knee tab shows it too)
+    stages_seen: list[int] = []
+    points_by_finished: dict[int, int] = {}
+    verdicts_seen: dict[int, str] = {}
+    deadline = time.monotonic() + SWEEP_TIMEOUT_S
+    state: dict[str, Any] | None = None
+    while time.monotonic() < deadline:
+        state = _js(driver, LIVE_STATE)
+        if state and state["stage"] is not None:
+            if not stages_seen or stages_seen[-1] != state["stage"]:
+                stages_seen.append(state["stage"])
+                screenshot(driver, shots, f"stage-{state['stage']}")
+                if state["stage"] == 2:  # once, mid-run: the same view inside the Knee tab
+                    driver.get(base + "/?tab=knee")
+                    time.sleep(3)
+                    screenshot(driver, shots, "knee-tab")
+                    driver.get(base + "/loadknee/live")
+            done = len(state["verdicts"])
+            points_by_finished[done] = max(points_by_finished.get(done, 0), state["points"])
+            for stage, verdict in state["verdicts"]:
+                if verdict not in ("…", ""):
+                    verdicts_seen.setdefault(stage, verdict)
+            if state["finished"] and state["report"]:
+                break
+        time.sleep(0.5)
+    assert state is not None and state["report"], f"no report link; last view: {state}"
+    screenshot(driver, shots, "end")
+    return {
+        "stages": stages_seen,
+        "points": points_by_finished,
+        "verdicts": verdicts_seen,
+        "report": state["report"],
+    }
+
+
+def _check_view(seen: dict[str, Any], driver: Any, shots: Path) -> None:
+    n_stages = 1 + len(LEVELS)  # baseline + levels
+    # the current stage changed through every stage in order (each held >= 4 s, polled each 0.5 s)
+    assert seen["stages"] == list(range(n_stages)), seen["stages"]
+    # the charts gained points as stages finished: more finished stages, more points
+    counts = [seen["points"][k] for k in sorted(seen["points"]) if k > 0]
+    assert len(counts) >= 2 and counts == sorted(counts) and counts[-1] > counts[0], seen["points"]
+    # every finished stage got the analysis's verdict
+    assert set(seen["verdicts"]) == set(range(n_stages)), seen["verdicts"]
+    assert seen["verdicts"][0] == "baseline"
+    steps = {seen["verdicts"][s] for s in range(1, n_stages)}
+    assert steps <= {"comfortable", "critical", "knee", "red line"}, seen["verdicts"]
+    driver.get(seen["report"])
+    assert "report.html" in driver.current_url
+    body = driver.find_element("tag name", "body").text
+    assert "knee" in body.lower(), body[:400]
+    screenshot(driver, shots, "report")
+
+
+def _check_numbers(base: str, run_dir: Path) -> None:
+    """The Knee tab's finished-stage numbers equal the final ``loadknee analyze`` table."""
+    stats = json.loads(http_get(base + "/stats/requests"))
+    live = next(e["data"] for e in stats["extended_stats"] if e["key"] == "knee")
+    with open(run_dir / "report" / "record.csv", newline="") as f:
+        record = {int(r["stage"]): r for r in csv.DictReader(f)}
+    assert [row["stage"] for row in live] == sorted(record)
+    for row in live:
+        rec = record[row["stage"]]
+        assert row["phase"] == "done"
+        for key in ("e2e_p50_ms", "e2e_p95_ms", "ttft_p50_ms", "ttft_p95_ms"):
+            if key in rec and rec[key] != "" and row[key] is not None:
+                assert row[key] == pytest.approx(float(rec[key]), abs=0.051), (key, row, rec)
+
+
+def _sweep(driver: Any, sim: Any, tmp_path: Path, workers: int) -> None:
+    out = tmp_path / "runs"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    args = [
+        "--web-host", "127.0.0.1", "--web-port", str(port), "--host", sim.url,
+        "--stop-timeout", "10", *sweep_args(out, levels="8", stage_s=4.0, baseline=3),
+    ]  # fmt: skip
+    if workers:
+        mport = str(free_port())
+        args += ["--processes", str(workers), "--master-bind-host", "127.0.0.1",
+                 "--master-bind-port", mport, "--master-port", mport]  # fmt: skip
+    proc = subprocess.Popen(
+        locust_cmd(*args), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env()
+    )
+    shots = tmp_path / "screenshots"
+    try:
+        wait_for_web_ui(base)
+        seen = _watch(driver, base, shots, workers)
+        run_dir = only_run_dir(out)
+        _check_numbers(base, run_dir)
+        _check_view(seen, driver, shots)
+    finally:
+        _stop([proc])
+    rd = read_run_dir(only_run_dir(out))
+    check_run(rd, levels=LEVELS, baseline=3)
+    if workers:
+        assert {r["worker"] for r in rd.requests} == {str(i) for i in range(workers)}
+
+
+def test_watch_a_sweep_in_chromium(browser, sim_server, tmp_path: Path) -> None:
+    _sweep(browser, sim_server(preset="fast"), tmp_path, workers=0)
+
+
+def test_watch_a_distributed_sweep_in_chromium(browser, sim_server, tmp_path: Path) -> None:
+    _sweep(browser, sim_server(preset="fast"), tmp_path, workers=2)
