@@ -1,8 +1,10 @@
 """``loadknee analyze RUN_DIR``: analyse one run, write its report folder, print table/knee/advice.
 
-Exit codes: 0 analysed; 2 the run directory is missing or invalid (one paragraph on stderr
-listing every problem, no traceback) or the arguments are wrong. Progress of the long steps goes
-to stderr, so stdout holds only the result (pipe-able, e.g. ``--format json | jq``).
+Exit codes: 0 analysed; 3 analysed, but no stage had enough usable data to judge (every stage
+"insufficient data": no rows, or most rows excluded); 2 the run directory is missing or
+invalid (one paragraph on stderr listing every problem, no traceback) or the arguments are
+wrong. Progress of the long steps goes to stderr, so stdout holds only the result (pipe-able,
+e.g. ``--format json | jq``).
 """
 
 from __future__ import annotations
@@ -101,6 +103,11 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
             *([deploy, ""] if deploy else []),
             f"run {analysis.run_id}: {len(analysis.run.requests)} requests, "
             f"{len(analysis.summary)} stages",
+            *(
+                ["cut short: " + analysis.recommendations.provisional]
+                if analysis.recommendations.provisional
+                else []
+            ),
             "",
             table.rstrip("\n"),
             "",
@@ -195,6 +202,14 @@ def main(argv: list[str] | None = None) -> int:
         # `analyze --format json | head` closed the pipe early: that is the reader's choice,
         # not an error; point stdout at devnull so the interpreter's final flush stays quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    judged = [v for v in analysis.knee.stages if v.verdict != "insufficient_data"]
+    if not judged:
+        print(
+            "loadknee analyze: no stage had enough usable data to judge; nothing is recommended "
+            f"({analysis.knee.summary})",
+            file=sys.stderr,
+        )
+        return 3
     return 0
 
 

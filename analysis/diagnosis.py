@@ -13,39 +13,45 @@ on every other stage the rules are tried in this order and the first that matche
    (swapping / recomputation). memory near the limit with utilisation dropping means
    reclamation or swapping; OOM → lower ``--gpu-memory-utilization`` /
    ``--max-model-len``.
-3. ``gpu_idle`` → **host_side** — the GPU sat idle (utilisation ≤ 5 %) in at least
+3. ``failing`` → **overload** / **stalls** / **server_errors** — the errors are what the stage
+   is about (the error red line fired, or errors are its only sign): named by the largest family
+   of its failures (:mod:`analysis.failure_mix`): HTTP 429/503 rejections are overload, timeouts
+   are stalls (not queueing: the served requests may stay fast), anything else (500s, resets,
+   cut streams, malformed lines, error objects) is server errors.
+4. ``gpu_idle`` → **host_side** — the GPU sat idle (utilisation ≤ 5 %) in at least
    ``idle_share_pct`` of the samples while users had requests in flight (waiting on
    CPU pre-processing, log flushing or the network; more concurrency only lengthens the queue).
-4. ``server_queue`` → **queueing** — the tail departed or throughput flattened while the
+5. ``server_queue`` → **queueing** — the tail departed or throughput flattened while the
    server's own waiting queue held at least ``queue_waiting_min`` requests on average: TTFT then
    grows by the time spent waiting for a slot, which must not be mistaken for slow prefill.
-5. ``prefill`` → **prefill** — TTFT P95 at least ``prefill_ttft_ratio``× the baseline's while
+6. ``prefill`` → **prefill** — TTFT P95 at least ``prefill_ttft_ratio``× the baseline's while
    the decode time (TPOT median; the ITL median when there is no TPOT) stays under
    ``itl_normal_ratio``× the baseline stage's and no server queue explains it (long
    inputs slow the prefill; consider chunked prefill or capping input length).
-6. ``kv_contention`` → **queueing** — the tail departed while memory is not full, and the
+7. ``kv_contention`` → **queueing** — the tail departed while memory is not full, and the
    waiting queue grew, or SM utilisation stayed under ``sm_low_pct`` (KV-cache
    contention; tune ``--max-num-seqs`` or prefix caching rather than add GPUs).
-7. ``compute_saturated`` → **compute** — GPU utilisation at or above ``compute_util_pct`` with
+8. ``compute_saturated`` → **compute** — GPU utilisation at or above ``compute_util_pct`` with
    throughput flat or narrowing (compute is saturated; more concurrency only queues).
-8. ``throughput_stuck`` → **host_side** — throughput flat while GPU utilisation stays under
+9. ``throughput_stuck`` → **host_side** — throughput flat while GPU utilisation stays under
    ``low_util_pct`` (scheduling, network or a client that cannot drive the load).
-9. ``empty_queue`` → **compute** (inferred) — throughput flat or the tail departed, no rule
+10. ``empty_queue`` → **compute** (inferred) — throughput flat or the tail departed, no rule
    above matched and the server's queue is known to be empty: every request runs and each decode
    step slows as the batch grows.
-10. ``closed_loop_wait`` → **queueing** (inferred) — throughput flat or the tail departed and no
+11. ``closed_loop_wait`` → **queueing** (inferred) — throughput flat or the tail departed and no
    rule above matched: in a closed loop requests wait (the reason says which data was missing).
-11. ``memory_leading`` → **memory** — only the memory-pressure signal fired: memory fills
+12. ``memory_leading`` → **memory** — only the memory-pressure signal fired: memory fills
    before latency collapses.
-12. ``interference`` → **interference** — the baseline's P95 was far above its median.
+13. ``interference`` → **interference** — the baseline's P95 was far above its median.
 
 A stage that matches none is ``none`` ("no bottleneck rule matched").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import cast
 
 import pandas as pd
 
@@ -56,6 +62,7 @@ from analysis.diagnosis_rules import (
     closed_loop_wait,
     compute_saturated,
     empty_queue,
+    failing,
     gpu_idle,
     interference,
     kv_contention,
@@ -66,6 +73,7 @@ from analysis.diagnosis_rules import (
     stage_facts,
     throughput_stuck,
 )
+from analysis.failure_mix import FailureMix
 from analysis.model import Baseline, Bottleneck, KneeResult
 
 __all__ = [
@@ -93,6 +101,7 @@ class Rule:
 RULES: tuple[Rule, ...] = (
     Rule("client_bound", "client", client_bound),
     Rule("memory_full", "memory", memory_full),
+    Rule("failing", "overload", failing),  # the bottleneck follows the failures' family
     Rule("gpu_idle", "host_side", gpu_idle),
     Rule("server_queue", "queueing", server_queue),
     Rule("prefill", "prefill", prefill),
@@ -119,10 +128,14 @@ def diagnose_stage(facts: StageFacts) -> tuple[Bottleneck, str]:
     """The bottleneck of one stage and the rule behind it, in words with the numbers."""
     if facts.verdict.trusted and facts.verdict.verdict == "comfortable":
         return "none", ""
+    if facts.verdict.verdict == "insufficient_data":  # no numbers to read a bottleneck from
+        return "none", ""
     match = first_match(facts)
     if match is None:
         return "none", "no bottleneck rule matched"
     rule, reason = match
+    if rule.name == "failing" and facts.failures is not None:
+        return cast(Bottleneck, facts.failures.family), reason
     return rule.bottleneck, reason
 
 
@@ -132,6 +145,7 @@ def diagnose(
     baseline: Baseline,
     *,
     params: DiagnosisParams | None = None,
+    failures: Mapping[int, FailureMix] | None = None,
 ) -> KneeResult:
     """``knee`` with each StageVerdict's ``bottleneck`` and ``bottleneck_reason`` filled in."""
     params = params or DiagnosisParams()
@@ -142,7 +156,13 @@ def diagnose(
     for verdict in knee.stages:
         row = rows[verdict.stage]
         facts = stage_facts(
-            row, verdict, prev=prev, base_row=base_row, baseline=baseline, params=params
+            row,
+            verdict,
+            prev=prev,
+            base_row=base_row,
+            baseline=baseline,
+            params=params,
+            failures=(failures or {}).get(verdict.stage),
         )
         bottleneck, reason = diagnose_stage(facts)
         updated.append(replace(verdict, bottleneck=bottleneck, bottleneck_reason=reason))

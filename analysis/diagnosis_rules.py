@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from analysis import rules
+from analysis.failure_mix import FailureMix
 from analysis.model import Baseline, StageVerdict
 from analysis.numeric import cell, fmt
 
@@ -47,6 +49,7 @@ class StageFacts:
     waiting: float | None  # the server's waiting queue, mean over the stage
     departed: bool  # the tail departed (or the SLA broke)
     flat: bool  # throughput flattened or its gain narrowed
+    failures: FailureMix | None = None  # the stage's failures by kind (None: none, or unknown)
 
 
 def _fired(verdict: StageVerdict, name: str) -> bool:
@@ -61,6 +64,7 @@ def stage_facts(
     base_row: pd.Series | None,
     baseline: Baseline,
     params: DiagnosisParams,
+    failures: FailureMix | None = None,
 ) -> StageFacts:
     """Read once the numbers several rules share, so each rule stays a few lines."""
     mem, mem_name = cell(row, "kv_cache_peak_pct"), "KV-cache"
@@ -80,6 +84,7 @@ def stage_facts(
         waiting=cell(row, "waiting_mean"),
         departed=_fired(verdict, "tail_departure") or _fired(verdict, "sla"),
         flat=_fired(verdict, "throughput_flattening") or _fired(verdict, "gain_narrowing"),
+        failures=failures,
     )
 
 
@@ -103,6 +108,37 @@ def memory_full(s: StageFacts) -> str | None:
         f"preemptions, GPU idle in {fmt(s.idle, ' %')} of samples: memory is the limit "
         "(swapping / recomputation, OOM next); lower --gpu-memory-utilization or "
         "--max-model-len, or cap --max-num-seqs"
+    )
+
+
+def failing(s: StageFacts) -> str | None:
+    """Failures are what the stage is about: the error red line, or errors with no other sign."""
+    mix = s.failures
+    if mix is None or not mix.failed:
+        return None
+    red = _fired(s.verdict, "error_rate")
+    if not red and (s.departed or s.flat):
+        return None  # a knee that also dropped a few requests: the capacity rules explain it
+    family = mix.family
+    if family == "overload":
+        share = fmt(mix.pct(mix.overload), " %")
+        return (
+            f"{share} of requests were turned away with HTTP 429/503 ({mix.text}): the server "
+            "is overloaded (its waiting queue is full, or it is restarting); lower the "
+            "concurrency or raise the server's queue limit " + rules.cite("failing")
+        )
+    if family == "stalls":
+        share = fmt(mix.pct(mix.stalls), " %")
+        return (
+            f"{share} of requests timed out while the served ones kept an e2e P95 of "
+            f"{fmt(cell(s.row, 'e2e_p95_ms'), ' ms')} ({mix.text}): the server stalls some "
+            "requests (hung or starved streams), which is not queueing; check its logs "
+            + rules.cite("failing")
+        )
+    share = fmt(mix.pct(mix.server_errors), " %")
+    return (
+        f"{share} of requests failed in the server ({mix.text}): server errors, not a capacity "
+        "limit; fix them before reading the knee " + rules.cite("failing")
     )
 
 

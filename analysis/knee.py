@@ -31,7 +31,10 @@ Algorithm (pure; input is the record table from :func:`analysis.summary.summariz
    * **client-bound** — load-generator CPU at or above ``client_cpu_limit_pct`` (100 = one core):
      the stage is marked untrusted and cannot be the knee (the client, not the server, flattened).
 
-3. Verdict, most severe first: **red line** (error share above the limit, or OOM); **knee**
+3. A stage without enough usable rows (no rows, or most excluded as length mismatches; see
+   :mod:`analysis.data_check`) is **insufficient data**: no signal is read from it and no
+   figure below comes from it. Otherwise the verdict, most severe first: **red line** (error
+   share above the limit, or OOM); **knee**
    (throughput flattened while the tail departed); **critical** (any early sign: tail departed,
    gain narrowing, memory pressure, OOM risk, some errors, SLA exceeded); else **comfortable**.
 4. Where the server reports its queue and some stage proved its running maximum a real limit
@@ -74,6 +77,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from analysis.data_check import excluded_note, insufficient_reason
 from analysis.knee_signals import (
     StageContext,
     client_signal,
@@ -275,6 +279,16 @@ def resolve_tail_metric(params: KneeParams, run_info: Mapping[str, Any]) -> Knee
 
 def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> StageVerdict:
     """All signals of one stage and the verdict they add up to."""
+    lacking = insufficient_reason(row)
+    if lacking is not None:  # no signal can be read from it: never "comfortable"
+        return StageVerdict(
+            stage=int(row["stage"]),
+            target_users=int(row["target_users"]),
+            verdict="insufficient_data",
+            reasons=(lacking,),
+            signals=(),
+            trusted=True,
+        )
     flat, narrowing = throughput_signals(row, prev, ctx)
     departed, sla = tail_signals(row, ctx)
     pressure, risk, oom = memory_signals(row, prev, ctx)
@@ -309,6 +323,8 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
         reasons.append("no signal fired")
     if noisy.fired:
         reasons.append(noisy.text)
+    if (note := excluded_note(row)) is not None:
+        reasons.append(note)
     return StageVerdict(
         stage=int(row["stage"]),
         target_users=int(row["target_users"]),
@@ -357,6 +373,8 @@ def _base_capacity(
     for (_, row), v in zip(steps.iterrows(), verdicts, strict=True):
         if v.stage == stop_at:
             break
+        if v.verdict == "insufficient_data":
+            continue
         sig = {s.name: s for s in v.signals}
         mem = sig["memory_pressure"].value
         within = (
@@ -394,9 +412,10 @@ def find_knee(
     if knee is not None and red is not None and red.target_users < knee.target_users:
         knee = None
     limit = knee or red
-    users = [v.target_users for v in verdicts]
+    judged = [v for v in verdicts if v.verdict != "insufficient_data"]  # nothing comes from those
+    users = [v.target_users for v in judged]
     if limit is not None:
-        before = [v.target_users for v in verdicts if v.target_users < limit.target_users]
+        before = [v.target_users for v in judged if v.target_users < limit.target_users]
         max_conc = before[-1] if before else None
     else:
         max_conc = users[-1] if users else None
@@ -515,6 +534,10 @@ def _summary_text(
 ) -> str:
     if not verdicts:
         return "no step stage to analyse"
+    lacking = [v.target_users for v in verdicts if v.verdict == "insufficient_data"]
+    if len(lacking) == len(verdicts):
+        first = verdicts[0].reasons[0].removeprefix("insufficient data: ")
+        return f"no stage had enough usable data to judge: {first}."
     top = verdicts[-1].target_users
     parts = []
     if knee is not None:
@@ -538,4 +561,6 @@ def _summary_text(
     noisy = [v.target_users for v in verdicts if v.noisy]
     if noisy:
         parts.append(f"too noisy or short to judge (untrusted) stages: {noisy}.")
+    if lacking:
+        parts.append(f"not judged (insufficient data): {lacking} users.")
     return " ".join(parts)

@@ -14,14 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Verdict = Literal["comfortable", "critical", "knee", "red_line"]
-VERDICTS: tuple[str, ...] = ("comfortable", "critical", "knee", "red_line")
+Verdict = Literal["comfortable", "critical", "knee", "red_line", "insufficient_data"]
+VERDICTS: tuple[str, ...] = ("comfortable", "critical", "knee", "red_line", "insufficient_data")
 #: how the verdicts are printed in tables (docs/method.md, Verdicts)
 VERDICT_LABELS: dict[str, str] = {
     "comfortable": "comfortable",
     "critical": "critical",
     "knee": "knee",
     "red_line": "red line",
+    "insufficient_data": "insufficient data",
 }
 
 Bottleneck = Literal[
@@ -33,6 +34,9 @@ Bottleneck = Literal[
     "host_side",
     "client",
     "interference",
+    "overload",
+    "stalls",
+    "server_errors",
 ]
 
 #: Columns of the per-stage summary frame (``analysis.summary.summarize_stages``), in order.
@@ -140,6 +144,7 @@ class StageVerdict:
     trusted: bool = True  # False when the load generator was the limit (client-bound)
     bottleneck: Bottleneck = "none"
     bottleneck_reason: str = ""
+    failures: str = ""  # the failures named: "22 % HTTP 503 (150); 3 % timeouts (20)"
     noisy: bool = False  # throughput interval too wide (or the window too short) to judge
 
 
@@ -186,6 +191,7 @@ class Recommendations:
     server_flags: tuple[str, ...]  # e.g. ("--max-num-seqs 24", "--gpu-memory-utilization 0.85")
     withheld: tuple[str, ...] = ()  # settings not given, each with why and what to do instead
     deploy: DeployAnswer | None = None  # the one answer, printed first
+    provisional: str = ""  # why these settings cannot be trusted yet (a cut run); "" when final
 
     def get(self, key: str) -> Any:
         for item in self.items:

@@ -8,7 +8,7 @@ optional ``progress`` callback (the CLI sends them to stderr).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -16,6 +16,7 @@ import pandas as pd
 
 from analysis.baseline import compute_baseline
 from analysis.diagnosis import diagnose
+from analysis.failure_mix import failure_mixes, name_failures
 from analysis.inputs.load import Run, read_run
 from analysis.inputs.nvsmi import read_nvidia_smi_csv
 from analysis.inputs.server_metrics import canonical_timeline
@@ -23,6 +24,7 @@ from analysis.knee import KneeParams, find_knee, resolve_tail_metric
 from analysis.knee_confidence import knee_confidence
 from analysis.model import Baseline, KneeResult, Recommendations
 from analysis.recommend import RecommendParams, recommend, to_yaml
+from analysis.run_cut import run_cut
 from analysis.slo import SloParams
 from analysis.slo_advice import with_slo
 from analysis.slo_eval import SloResult, evaluate_slos
@@ -86,12 +88,15 @@ def analyze_run(
     knee = find_knee(summary, baseline, params=params)
     say("resampling the stages' time windows for the knee's confidence")
     knee = knee_confidence(summary, baseline, knee, run_batches(run), params=params)
-    knee = diagnose(summary, knee, baseline)
+    measured = measured_requests(run)
+    mixes = failure_mixes(measured)
+    knee = name_failures(diagnose(summary, knee, baseline, failures=mixes), mixes)
     recs = recommend(summary, knee, baseline, run_info=run.run_info, params=recommend_params)
-    slo = evaluate_slos(
-        summary, knee, params=slo_params or SloParams(), measured=measured_requests(run)
-    )
+    slo = evaluate_slos(summary, knee, params=slo_params or SloParams(), measured=measured)
     recs = with_slo(recs, slo, knee, recommend_params)
+    cut = run_cut(run.run_info, run.stages)
+    if cut is not None:
+        recs = replace(recs, provisional=cut.text)
     return Analysis(
         run=run,
         summary=summary,

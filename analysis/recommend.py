@@ -22,6 +22,8 @@ Rules (each a heading of docs/method.md, cited in its reason through :mod:`analy
   (1.25), rounded up to a power of two; only for a log of ``min_log_records`` (1000) requests or
   more, else withheld with the reason (a short limit answers longer requests with HTTP 400);
 * ``replicas`` — ``ceil(target_concurrency / (watermark_high_users × replica_efficiency))``.
+
+Nothing at all when no stage could be judged (every one "insufficient data").
 """
 
 from __future__ import annotations
@@ -416,6 +418,8 @@ def recommend(
     """Settings from the knee: max_concurrency, watermark, timeouts, vLLM flags, replicas."""
     p = params or RecommendParams()
     info = run_info or {}
+    if all(v.verdict == "insufficient_data" for v in knee.stages):
+        return Recommendations(items=(), server_flags=())  # no stage could be judged
     items = _capacity_items(knee, p)
     vllm, notes = _vllm_items(summary, knee, info, p)
     optional = [
@@ -457,6 +461,10 @@ def to_yaml(recs: Recommendations) -> str:
             lines.append(f"  # {text}")
         lines.append(f"  {yaml_text.key(name)}: {yaml_text.value(item.value)}")
     out = ["# loadknee recommendations: each value follows its reason"]
+    if recs.provisional:
+        out += [
+            f"# PROVISIONAL: {t}" for t in textwrap.wrap(yaml_text.comment(recs.provisional), 90)
+        ]
     for section, lines in sections.items():
         if lines:
             out += [f"{yaml_text.key(section)}:", *lines]

@@ -34,8 +34,10 @@ RULES: dict[str, str] = {
     "goodput": "Goodput",
     "knee": "Knee",
     "red_line": "Red line",
+    "insufficient_data": "Insufficient data",
     "client_limit": "Client limit",
     "memory_full": "Memory full",
+    "failing": "Failing stage",
     "gpu_idle": "GPU idle",
     "server_queue": "Server queue",
     "prefill": "Slow prefill",
@@ -57,6 +59,8 @@ RULES: dict[str, str] = {
     "replicas": "Replicas",
     "all_failed": "All requests failed",
     "small_stage": "Small stage",
+    "total_failure": "Total failure stop",
+    "cut_short": "Cut-short run",
 }
 
 #: how a rule is cited in a text; the test reads citations back with this prefix

@@ -90,6 +90,7 @@ StopReason = Literal[
     "knee_confirmed",
     "time_limit",
     "stopped",
+    "interrupted",
 ]
 STOP_REASONS: Final[tuple[str, ...]] = (
     "duration",  # held for the configured time
@@ -99,7 +100,8 @@ STOP_REASONS: Final[tuple[str, ...]] = (
     "red_line",  # early stop: error rate or latency ceiling crossed
     "knee_confirmed",  # early stop: the knee was found, refined and confirmed by N more levels
     "time_limit",  # the run's overall time limit cut it
-    "stopped",  # stopped by the user (web UI stop, Ctrl-C)
+    "stopped",  # stopped by the user (web UI stop)
+    "interrupted",  # Ctrl-C / SIGTERM (or the wrapper died): the stage is partial
 )
 
 Outcome = Literal[

@@ -21,10 +21,14 @@ from analysis.diagnosis import (
     first_match,
     stage_facts,
 )
+from analysis.failure_mix import FailureMix
 from analysis.model import Baseline, Signal, StageVerdict
 
 SIGNALS = ("throughput_flattening", "gain_narrowing", "tail_departure", "sla", "oom",
-           "memory_pressure", "errors")  # fmt: skip
+           "memory_pressure", "errors", "error_rate")  # fmt: skip
+#: a stage where a fifth of the requests were turned away (the ``failing`` rule's case)
+REJECTED = FailureMix(requests=100, kinds=(("HTTP 503", 20),), messages=(("queue full", 20),),
+                      overload=20, stalls=0, server_errors=0)  # fmt: skip
 
 
 def _baseline(*, interference: bool = False, warnings: tuple[str, ...] = ()) -> Baseline:
@@ -60,6 +64,7 @@ def _facts(case: dict):
             interference=case.get("interference", False), warnings=case.get("warnings", ())
         ),
         params=DiagnosisParams(),
+        failures=case.get("failures"),
     )
 
 
@@ -73,6 +78,9 @@ CASES = [
     ("memory_full", (), "3 preemptions", {"row": {"preemptions": 3}, "fired": ()}),
     ("memory_full", ("memory_leading",), "GPU memory peaked at 90 %",
      {"row": {"gpu_mem_peak_pct": 90}, "fired": ("oom", "memory_pressure")}),
+    ("failing", ("gpu_idle",), "20 % of requests were turned away",
+     {"row": {"gpu_idle_pct": 40}, "fired": ("errors", "error_rate"), "verdict": "red_line",
+      "failures": REJECTED}),
     ("gpu_idle", ("server_queue", "closed_loop_wait"), "near 0 in 40 %",
      {"row": {"gpu_idle_pct": 40, "waiting_mean": 2}, "fired": ("tail_departure",)}),
     ("server_queue", ("prefill", "kv_contention"), "held 8 requests",

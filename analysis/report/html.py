@@ -79,6 +79,7 @@ ROW_TINTS = {
     "critical": "#fff8e1",
     "knee": "#fff3e0",
     "red_line": "#ffebee",
+    "insufficient_data": "#f5f5f5",
 }
 
 

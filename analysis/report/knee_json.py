@@ -9,7 +9,8 @@ Layout (``schema`` 1)::
 
     {"schema": 1, "run_id": ..., "percentile_method": ...,
      "knee": KneeResult, "baseline": Baseline | null,
-     "recommendations": {"items": [...], "server_flags": [...]} | null,
+     "recommendations": {"items": [...], "server_flags": [...], "withheld": [...],
+                         "deploy": DeployAnswer | null, "provisional": ""} | null,
      "summary": [{column: value, ...}, ...],   # one object per stage, SUMMARY_COLUMNS order
      "slo": SloResult}                         # only when SLOs were given (limits, stages,
                                                # capacity, binding); read back as a plain dict
@@ -132,6 +133,7 @@ def _recommendations(data: dict[str, Any] | None) -> Recommendations | None:
         server_flags=tuple(data["server_flags"]),
         withheld=tuple(data.get("withheld", ())),
         deploy=DeployAnswer(**deploy) if isinstance(deploy, dict) else None,
+        provisional=str(data.get("provisional", "")),
     )
 
 

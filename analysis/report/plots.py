@@ -37,6 +37,7 @@ VERDICT_COLOURS: dict[str, str] = {
     "critical": "#f9a825",
     "knee": "#ef6c00",
     "red_line": "#c62828",
+    "insufficient_data": "#757575",
 }
 PHASE_COLOURS = {
     "baseline": "#7b1fa2",

@@ -34,6 +34,7 @@ VERDICT_COLUMNS: tuple[str, ...] = (
     "trusted",
     "bottleneck",
     "bottleneck_reason",
+    "failures",
     "reasons",
 )
 
@@ -75,6 +76,12 @@ def fmt_pct(value: Any) -> str:
 def fmt_int(value: Any) -> str:
     number = _scaled(value)
     return NA if number is None else f"{number:.0f}"
+
+
+def fmt_excluded(value: Any) -> str:
+    """Rows left out for missing the requested lengths: "-" for none, so a count stands out."""
+    text = fmt_int(value)
+    return "-" if text == "0" else text
 
 
 def fmt_text(value: Any) -> str:
@@ -119,8 +126,10 @@ RECORD_COLUMNS: tuple[Column, ...] = (
     Column("kv_cache_peak_pct", "KV %", fmt_pct, 1),
     Column("waiting_max", "wait max", fmt_int, 5),
     Column("success_pct", "ok %", fmt_pct, 0),
+    Column("length_mismatch", "excluded", fmt_excluded, 1),
     Column("verdict", "verdict", fmt_text, 0, numeric=False),
     Column("bottleneck", "bottleneck", fmt_text, 3, numeric=False),
+    Column("failures", "failures", fmt_text, 6, numeric=False),
 )
 
 #: Printed only when SLOs were given (``record_frame(..., slo=...)`` adds their columns).
@@ -159,6 +168,7 @@ def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
         "trusted": verdict.trusted,
         "bottleneck": verdict.bottleneck if verdict.bottleneck != "none" else "",
         "bottleneck_reason": verdict.bottleneck_reason,
+        "failures": verdict.failures,
         "reasons": "; ".join(verdict.reasons),
     }
 

@@ -115,12 +115,15 @@ def value_text(value: object) -> str:
 
 def recommendations_text(recs: Recommendations) -> str:
     """Each setting with its reason; then each server flag on its own line with what it came
-    from, so a pasted line carries its evidence; then what was withheld and why."""
+    from, so a pasted line carries its evidence; then what was withheld and why. A cut run's
+    settings are marked provisional first."""
     lines = [
         f"  {item.key} = {value_text(item.value)}   # {item.reason}"
         for item in recs.items
         if item.key != "deploy_concurrency"  # printed first, on its own (deploy_text)
     ]
+    if recs.provisional:
+        lines.insert(0, f"  PROVISIONAL: {recs.provisional}")
     flags = [item for item in recs.items if item.key.startswith("vllm.")]
     if flags:
         lines.append("  server flags (each from the evidence after #):")

@@ -7,22 +7,33 @@ with ``HTTPConnectionClosed`` before a single response byte. geventhttpclient ne
 (RFC 9110 §9.2.2: it may have been processed), so every such request became a ``connect_error``.
 
 What we do, as urllib3 (``is_connection_dropped`` + retry) and Go's ``net/http``
-(``errServerClosedIdle``) do for this exact case: when a request that went out on a REUSED pooled
-socket fails with "connection closed" / broken pipe before ANY response byte, the server closed
-the idle connection without reading the request, so it is sent once more on a fresh connection.
-Never retried: a failure on a fresh socket, a failure after the status line arrived (a cut stream
-is read outside ``_urlopen`` and never reaches this code), timeouts, refused connections. One
-retry at most, so a server that keeps closing connections still gives one failure, no loop.
+(``errServerClosedIdle``) do for this exact case: a request is sent once more on a fresh
+connection only when it provably never reached the server: it went out on a REUSED pooled
+socket, failed with "connection closed" / reset / broken pipe before ANY response byte, AND its
+bytes were never all written (the write itself failed: the socket was found closed before the
+request was written). Once ``sendall`` returned, the server may have read and processed the
+request (a server that resets after reading it was counted twice and its resets hidden: 490
+doubled requests of 2684), so such a failure is reported, never resent. Never retried either: a
+failure on a fresh socket, a failure after the status line arrived (a cut stream is read outside
+``_urlopen`` and never reaches this code), timeouts, refused connections. One retry at most, so
+a server that keeps closing connections still gives one failure, no loop. The pool's liveness
+check just before reuse (:func:`check_liveness_without_yielding`, no greenlet switch in between)
+is what catches an idle socket the server closed; this resend covers the write that raced it.
 
 The seam is the narrowest one Locust offers: the user agent's ``_urlopen`` (one HTTP exchange
 without redirects), wrapped per instance; sockets are told fresh from reused by counting the
-connection pool's ``_create_socket`` calls. The caller's ``on_retry`` counts retries (for run.json).
+connection pool's ``_create_socket`` calls, and a socket the pool creates is given a subclass
+whose ``sendall`` records whether the request's bytes all went out (gevent's socket methods are
+read-only attributes; its class can be swapped for a slot-less subclass). The caller's
+``on_retry`` counts resends (for run.json).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import select
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -49,10 +60,47 @@ _CREATED = "_loadknee_sockets_created"
 def is_dropped_before_response(exc: BaseException) -> bool:
     """True for the errors that mean "the server closed this connection before answering":
     ``HTTPConnectionClosed`` (raised only when zero response bytes arrived, ECONNRESET included)
-    and EPIPE (only a send raises it). Timeouts and refused connections are not."""
+    and EPIPE / ECONNRESET (from the send). Timeouts and refused connections are not. Whether
+    the request may be resent also needs its write to have failed (see the module docstring)."""
     if isinstance(exc, HTTPConnectionClosed):
         return True
-    return isinstance(exc, OSError) and exc.errno == errno.EPIPE
+    return isinstance(exc, OSError) and exc.errno in (errno.EPIPE, errno.ECONNRESET)
+
+
+#: socket → True once a ``sendall`` on it returned (its last request's bytes all went out),
+#: False while one is in progress or after one failed
+_WRITTEN: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+_TRACKING: dict[type, type] = {}
+
+
+def _tracking_class(base: type) -> type:
+    """A slot-less subclass of ``base`` whose ``sendall`` records completion in ``_WRITTEN``."""
+    cls = _TRACKING.get(base)
+    if cls is None:
+
+        def sendall(self: Any, data: Any, flags: int = 0) -> Any:
+            _WRITTEN[self] = False
+            result = base.sendall(self, data, flags)  # type: ignore[attr-defined]
+            _WRITTEN[self] = True
+            return result
+
+        cls = type(base.__name__, (base,), {"__slots__": (), "sendall": sendall})
+        _TRACKING[base] = cls
+    return cls
+
+
+def _track_writes(sock: Any) -> Any:
+    # a socket class that forbids the swap (not gevent's) stays untracked: never resent
+    with contextlib.suppress(TypeError):
+        sock.__class__ = _tracking_class(type(sock))
+    return sock
+
+
+def was_written(sock: Any) -> bool | None:
+    """True when the last ``sendall`` on ``sock`` completed; None when it is not tracked."""
+    if sock is None or type(sock) not in _TRACKING.values():
+        return None
+    return _WRITTEN.get(sock)
 
 
 def _count_created(pool: Any) -> int | None:
@@ -61,12 +109,20 @@ def _count_created(pool: Any) -> int | None:
     if count is not None:
         return int(count)
     create = getattr(pool, "_create_socket", None)
-    if create is None:
+    get_socket = getattr(pool, "get_socket", None)
+    if create is None or get_socket is None:
         return None
 
     def counting_create(*args: Any, **kwargs: Any) -> Any:
         setattr(pool, _CREATED, getattr(pool, _CREATED, 0) + 1)
-        return create(*args, **kwargs)
+        return _track_writes(create(*args, **kwargs))
+
+    def remembering_get_socket(*args: Any, **kwargs: Any) -> Any:
+        sock = get_socket(*args, **kwargs)
+        pool._loadknee_last_socket = sock  # one request at a time per user (and pool)
+        return sock
+
+    pool.get_socket = remembering_get_socket
 
     pool._create_socket = counting_create
     setattr(pool, _CREATED, 0)
@@ -110,13 +166,19 @@ def install_stale_retry(agent: Any, on_retry: Callable[[], None] | None = None) 
     def _urlopen(request: Any) -> Any:
         pool = _pool_of(agent, request)
         created_before = _count_created(pool)
+        if pool is not None:
+            pool._loadknee_last_socket = None
         try:
             return inner(request)
         except Exception as exc:
             if not is_dropped_before_response(exc):
                 raise
-            if created_before is not None and _count_created(pool) != created_before:
+            if created_before is None:
+                raise  # sockets not tracked: whether it reached the server is unknown
+            if _count_created(pool) != created_before:
                 raise  # it failed on a fresh connection: a real error, reported as such
+            if was_written(getattr(pool, "_loadknee_last_socket", None)) is not False:
+                raise  # its bytes went out: the server may have processed it; never resent
         if on_retry is not None:
             on_retry()
         _drop_idle_sockets(pool)

@@ -21,6 +21,7 @@ from locust.contrib.fasthttp import FastHttpSession
 from locust.event import EventHook
 
 from loadknee_locust.client import payloads
+from loadknee_locust.client.credentials import authorization, has_url_credentials
 from loadknee_locust.client.reconnect import install_stale_retry
 from loadknee_locust.client.sse import parse_body, short_text
 from loadknee_locust.client.tokenize_probe import server_vocabulary
@@ -51,6 +52,10 @@ class LLMState:
         self._stopping = False
         self.stale_connection_retries = 0
         self.stream_stamps: dict[str, int] = {}  # streams by how their lines were stamped
+        #: requests that are not load, by kind (calibration_probes, tokenize, model_discovery):
+        #: with them the server's own request count reconciles with the run directory
+        self.setup_requests: dict[str, int] = {}
+        self._warned_both = False
         self.options = llm_options(environment)
         self._load_options(self.options)
 
@@ -123,17 +128,26 @@ class LLMState:
         return self._users
 
     def auth_headers(self) -> dict[str, str]:
-        """Bearer header from the named env var, read at use time (never stored or logged)."""
+        """Bearer header from the named env var, read at use time (never stored or logged); with
+        no key, Basic from the host URL's credentials (plugin/credentials.py: the one rule)."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        if key and not self._warned_both and has_url_credentials(self.environment):
+            self._warned_both = True
+            log.warning(
+                "loadknee: both an API key and user:password in the host URL: the API key is "
+                "sent (Bearer); the URL's credentials are not sent"
+            )
+        return authorization(key, self.environment)
 
     def ensure_source(self) -> None:
         if self.source is None and self.source_error is None:
             try:
                 self.source = build_source(self.source_options)
-            except (OSError, ValueError) as exc:
-                self.source_error = str(exc)
-                log.error("loadknee: cannot build the prompt source: %s", exc)
+            except Exception as exc:  # any bad input: one message and the test stops, no hang
+                # said once, by stop_test
+                self.source_error = "cannot build the prompt source: " + (
+                    str(exc) or type(exc).__name__
+                )
 
     def prepare(self, host: str, endpoint: Endpoint) -> None:
         """Build the source, find the model, calibrate ``endpoint``: once, under the lock."""
@@ -164,15 +178,27 @@ class LLMState:
 
     def _session(self, host: str) -> FastHttpSession:
         # a private event hook: probes and discovery are not load and must not become rows
+        hook = EventHook()
+        hook.add_listener(self._count_setup_request)
         session = FastHttpSession(
             base_url=host,
-            request_event=EventHook(),
+            request_event=hook,
             user=None,
             network_timeout=self.timeout_s,
             connection_timeout=self.timeout_s,
         )
         install_stale_retry(session.client)
         return session
+
+    def _count_setup_request(self, name: Any = None, **_: Any) -> None:
+        path = str(name or "")
+        if path.endswith("/models"):
+            kind = "model_discovery"
+        elif path.endswith("/tokenize"):
+            kind = "tokenize"
+        else:
+            kind = "calibration_probes"
+        self.setup_requests[kind] = self.setup_requests.get(kind, 0) + 1
 
     def _discover_model(self, host: str) -> None:
         try:
@@ -244,6 +270,8 @@ class LLMState:
         info["stale_connection_retries"] = self.stale_connection_retries
         if self.stream_stamps:
             info["stream_stamps"] = dict(sorted(self.stream_stamps.items()))
+        if self.setup_requests:
+            info["setup_requests"] = dict(sorted(self.setup_requests.items()))
         if self.model_error:
             info["model_error"] = self.model_error
         return info

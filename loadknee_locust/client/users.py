@@ -28,6 +28,7 @@ from locust import FastHttpUser, task
 from locust.exception import StopUser
 
 from loadknee_locust.client import payloads
+from loadknee_locust.client.backoff import FailureBackoff
 from loadknee_locust.client.outcome import Observation, classify_exception, request_row
 from loadknee_locust.client.reconnect import check_liveness_without_yielding, install_stale_retry
 from loadknee_locust.client.sse import StreamParser, error_message, parse_body, short_text
@@ -82,9 +83,11 @@ class LLMUser(FastHttpUser):
             stamp_new_sockets(pool)  # receive stamps from each connection's first byte
             check_liveness_without_yielding(pool)  # no greenlet switch before the request goes
         self._backoff = 0.0
+        self._failures = FailureBackoff()
 
     def wait_time(self) -> float:
-        """Closed loop: 0 s between requests (a short back-off only after a refused connect)."""
+        """Closed loop: 0 s between requests; a back-off after a refused connect, and one that
+        grows over a streak of failures (backoff.py: no hot loop against a failing target)."""
         backoff, self._backoff = self._backoff, 0.0
         return backoff
 
@@ -172,7 +175,7 @@ class LLMUser(FastHttpUser):
             err = getattr(resp, "error", None) or ConnectionError("no response")
             obs.failure, obs.failure_reason = classify_exception(err, during_body=False)
             if obs.failure == "connect_error":
-                self._backoff = _CONNECT_ERROR_BACKOFF_S
+                self._backoff = max(_CONNECT_ERROR_BACKOFF_S, self._failures.after(True))
             return
         if not 200 <= status < 300:
             obs.failure, obs.failure_reason = "http_error", _http_reason(resp, status)
@@ -233,6 +236,8 @@ class LLMUser(FastHttpUser):
             resp.success()
         else:
             resp.failure(failure)
+        failed = row.get("outcome") not in ("ok", "length_mismatch")
+        self._backoff = max(self._backoff, self._failures.after(failed))
         return row
 
     def _fire_client_error(self, base: dict[str, Any], exc: Exception) -> dict[str, Any]:

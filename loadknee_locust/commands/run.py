@@ -30,6 +30,7 @@ from typing import Any
 
 from loadknee_locust.commands.failures import all_failed_text
 from loadknee_locust.commands.preflight import PreflightError, Target, preflight
+from loadknee_locust.plugin.lifeline import preexec_die_with
 from loadknee_locust.plugin.options import LlmOptions, OptionSpec, add_arguments, option_specs
 from loadknee_locust.record.rundir import default_run_id
 from loadknee_locust.schedule import parse_levels
@@ -341,8 +342,10 @@ def main(argv: list[str] | None = None) -> int:
     run_dirs: list[str] = []
     output = OutputFilter(args.verbose)
     # Locust runs in its own session so a terminal Ctrl-C reaches only this process, which
-    # passes it on as SIGTERM (Locust's graceful stop: in-flight requests finish, files close;
-    # SIGINT may be ignored by a child of a background job, SIGTERM never is).
+    # passes the same signal on (the plugin's interrupt guard: the first ends the sweep
+    # gracefully, a second at once). If this process dies without passing anything on (SIGKILL),
+    # the kernel's parent-death signal stops the child (plugin/lifeline.py says why not a
+    # process group or a pipe).
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
@@ -350,9 +353,10 @@ def main(argv: list[str] | None = None) -> int:
         text=True,
         bufsize=1,
         start_new_session=True,
+        preexec_fn=preexec_die_with(os.getpid()),
     )
     forwarded = {
-        sig: signal.signal(sig, lambda _signum, _frame: proc.send_signal(signal.SIGTERM))
+        sig: signal.signal(sig, lambda signum, _frame: proc.send_signal(signum))
         for sig in (signal.SIGINT, signal.SIGTERM)
     }
     try:
@@ -379,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in paths:
         if os.path.isdir(path):
             print(f"next: {analyze_command(path)}", flush=True)
-    if rc == 0:
+    if rc in (0, 3):  # 3: the sweep stopped itself on a total failure; name the causes too
         for path in paths:
             failed = all_failed_text(path)
             if failed:

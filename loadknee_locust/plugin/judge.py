@@ -23,12 +23,11 @@ from typing import Any
 import gevent
 from gevent import subprocess as gsubprocess
 
+from loadknee_locust.plugin.childjobs import JUDGE_TIMEOUT_S
 from loadknee_locust.refine import LiveVerdict
 
 log = logging.getLogger("loadknee")
 
-#: the live judgement reads a few thousand rows; a minute means something is wrong
-JUDGE_TIMEOUT_S = 60.0
 JUDGE_MODULE = "analysis.live_judge"
 
 

@@ -6,9 +6,11 @@ once; in distributed mode ``MasterRunner.start`` blocks for the whole ramp, so a
 eat the next stage), ``(0, rate)`` during a cooldown, and ``None`` when the sweep is over — after
 the last stage's cooldown, at the red line (``--llm-red-line-*``, checked over each stage's
 measured rows as its cooldown ends), at ``--llm-time-limit`` or Locust's ``--run-time`` (which
-Locust does not enforce for a shape). Before returning ``None`` it waits (at most
-``stop_timeout`` + 5 s) until every user has stopped and, with workers, one more report interval,
-so the last in-flight requests reach ``requests.csv``.
+Locust does not enforce for a shape), or after a sustained total failure (every request failing
+for :data:`TOTAL_FAILURE_S` s and :data:`TOTAL_FAILURE_ROWS` rows: red line, exit code 3).
+Before returning ``None`` it waits (at most ``stop_timeout`` + 5 s) until every user has
+stopped and, with workers, one more report interval, so the last in-flight requests reach
+``requests.csv``.
 
 Each stage that ends is written to ``stages.csv`` at once, and every change of stage or phase is
 announced with ``runner.send_message`` (see :mod:`loadknee_locust.plugin.wiring`).
@@ -44,6 +46,11 @@ log = logging.getLogger("loadknee")
 
 PROGRESS_EVERY_S = 10.0
 DRAIN_REPORT_WAIT_S = 3.5  # > Locust's WORKER_REPORT_INTERVAL (3 s)
+#: the sweep stops at the red line once this many requests in a row, over this many seconds,
+#: all failed (a dead host, a wrong model, an HTML 404): nothing more can be learned from it
+TOTAL_FAILURE_ROWS = 20
+TOTAL_FAILURE_S = 10.0
+TOTAL_FAILURE_EXIT_CODE = 3
 
 
 class SteppedShape(LoadTestShape):
@@ -86,6 +93,22 @@ class SteppedShape(LoadTestShape):
         if sched.plan.adaptive and self._judge is None and not sched.finished:
             self._judge = LiveJudge()
             self._judge.start()  # pandas loads while the first stages run
+        if not sched.finished and run.total_failure(
+            now, rows=TOTAL_FAILURE_ROWS, seconds=TOTAL_FAILURE_S
+        ):
+            log.error(
+                "loadknee: red line: all of the last %d requests failed over %.0f s (last: %s); "
+                "stopping the sweep",
+                run.failures_in_a_row,
+                now - (run.failing_since or now),
+                run.last_failure or "?",
+            )
+            sched.stop(now, "red_line")
+            env.process_exit_code = TOTAL_FAILURE_EXIT_CODE
+        if lk.interrupted and not sched.finished:
+            assert lk.interrupt is not None
+            sched.stop(now, "interrupted")  # the running stage is closed as partial
+            env.process_exit_code = lk.interrupt.exit_code
         red = RedLine.from_options(options)
         pos = sched.advance(
             now,

@@ -26,6 +26,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from loadknee_locust.client.credentials import take_url_credentials
+from loadknee_locust.plugin.interrupt import InterruptGuard, exit_now
 from loadknee_locust.plugin.options import add_arguments, llm_options
 from loadknee_locust.record import rundir
 from loadknee_locust.record.clocksync import (
@@ -52,10 +54,31 @@ def install(events: Any) -> None:
         show_in_web_ui(parser)
 
     def on_init(environment: Any, web_ui: Any = None, **_: Any) -> None:
+        take_url_credentials(environment)  # before anything stores or shows the host
+        refuse_bad_options(environment)
         register(environment, web_ui=web_ui)
 
     events.init_command_line_parser.add_listener(on_parser)
     events.init.add_listener(on_init)
+
+
+def refuse_bad_options(environment: Any) -> None:
+    """Before any load: every bad ``--llm-*`` value or host in one message, then exit code 2."""
+    from loadknee_locust.plugin.validate import option_problems
+
+    parsed = getattr(environment, "parsed_options", None)
+    headless = bool(getattr(parsed, "headless", False))
+    host = str(environment.host or "") if headless else None  # the web UI asks for it later
+    options = llm_options(environment)
+    problems = option_problems(options, host)
+    if options.prompt_log:
+        from loadknee_locust.prompts.logindex import sniff_problem
+
+        if problem := sniff_problem(options.prompt_log):
+            problems.append(problem)
+    if problems:
+        log.error("loadknee: cannot run the sweep: %s", "; ".join(problems))
+        sys.exit(2)
 
 
 def show_in_web_ui(parser: Any) -> None:
@@ -95,7 +118,7 @@ def _role(runner: Any) -> str:
 
 
 #: prompt-source facts each process counts for itself: the run's value is the sum over processes
-SUMMED_PROMPT_COUNTERS = frozenset({"stale_connection_retries", "stream_stamps"})
+SUMMED_PROMPT_COUNTERS = frozenset({"stale_connection_retries", "stream_stamps", "setup_requests"})
 
 
 def combine_prompt_infos(infos: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -135,6 +158,7 @@ class Loadknee:
         self._telemetry: Any = None
         self._prompt_info_sent: dict[str, Any] | None = None
         self._prompt_infos: dict[str, dict[str, Any]] = {}  # by process: "local", "worker <id>"
+        self.interrupt: InterruptGuard | None = None
         self.clocks = WorkerClocks() if self.role == "master" else None
         self._down = DownwardDelay()  # worker: master→worker delay of the stage messages
         self.recorder = RequestRecorder(self._worker_name, self._open_run, self.clocks)
@@ -149,6 +173,9 @@ class Loadknee:
             # fresh CPU/memory in every report (Locust's own heartbeat value is 10 s old), so
             # the master's client.csv can flag a worker that, not the server, was the limit
             register_worker_usage(environment)
+            from loadknee_locust.plugin.lifeline import guard_worker
+
+            guard_worker(environment)
         if self.role == "master":
             events.worker_report.add_listener(self.recorder.on_worker_report)
             events.worker_report.add_listener(self._take_prompt_info)
@@ -159,6 +186,7 @@ class Loadknee:
             events.test_stop.add_listener(self._on_test_stop)
             events.quitting.add_listener(self._on_quitting)
             self._default_stop_timeout()
+            self._guard_interrupts()
             if web_ui is not None:
                 from loadknee_locust.plugin import webui
 
@@ -278,7 +306,7 @@ class Loadknee:
             return
         now = time.time()
         if run.schedule is not None:
-            run.schedule.stop(now, "stopped")
+            run.schedule.stop(now, "interrupted" if self.interrupted else "stopped")
             run.add_stages(run.schedule.pop_closed())
         run.test_stopped = True
         self._stop_telemetry()
@@ -345,6 +373,28 @@ class Loadknee:
         end = self.run_info.get("end_unix_s") or time.time()
         self._update_end(run, end)
         run.close()
+
+    @property
+    def interrupted(self) -> bool:
+        return self.interrupt is not None and self.interrupt.requested
+
+    def _guard_interrupts(self) -> None:
+        """Headless with a shape: Ctrl-C / SIGTERM end the sweep gracefully (see interrupt.py)."""
+        env = self.environment
+        parsed = getattr(env, "parsed_options", None)
+        if env.shape_class is None or not getattr(parsed, "headless", False):
+            return
+        self.interrupt = InterruptGuard(self._stop_now, float(env.stop_timeout or 0.0))
+        self.interrupt.install()
+
+    def _stop_now(self, code: int) -> None:
+        """The second interrupt: close the running stage and the files, then leave at once."""
+        run = self.run
+        if run is not None and not run.closed and run.schedule is not None:
+            run.schedule.stop(time.time(), "interrupted")
+            run.add_stages(run.schedule.pop_closed())
+        self.close_run()
+        exit_now(code)
 
     def _default_stop_timeout(self) -> None:
         """In-flight requests are lost when Locust kills users: give them time to finish."""

@@ -26,6 +26,7 @@ from typing import IO, Any
 from loadknee_locust.prompts.logentry import LogEntry, LogFormat, entry_from_mapping
 
 MAX_BAD_SAMPLES = 20
+SNIFF_BYTES = 65536  # enough to see NUL bytes or the line endings of a header and a few rows
 
 
 @dataclass
@@ -79,7 +80,8 @@ def _csv_record(header: list[str], row: list[str]) -> dict[str, str]:
 
 
 def index_log(path: str | os.PathLike[str], fmt: LogFormat = "auto") -> LogIndex:
-    """One pass over the file; raises ``ValueError`` only when no valid record remains."""
+    """One pass over the file; raises ``ValueError`` when no valid record remains, or when the
+    file cannot be a CSV at all (binary content, CR-only line endings, an unreadable header)."""
     path = os.fspath(path)
     index = LogIndex(path=path, is_csv=path.lower().endswith(".csv"))
     digest = hashlib.sha256()
@@ -119,11 +121,19 @@ def _index_jsonl(f: IO[bytes], index: LogIndex, fmt: LogFormat, digest: Any) -> 
 
 
 def _index_csv(f: IO[bytes], index: LogIndex, fmt: LogFormat, digest: Any) -> None:
+    head = f.read(SNIFF_BYTES)
+    f.seek(0)
+    if problem := _head_problem(index.path, head, is_csv=True):
+        raise ValueError(problem)
     reader = csv.reader(_lines(f, digest))
     try:
         index.header = [h.strip().lstrip("\ufeff") for h in next(reader)]
     except StopIteration:
         return
+    except csv.Error as exc:
+        raise ValueError(
+            f"prompt log {index.path}: its CSV header cannot be read ({exc})"
+        ) from None
     while True:
         start = f.tell()  # csv.reader pulls lines lazily: this is the next record's first byte
         line_no = reader.line_num + 1
@@ -144,6 +154,29 @@ def _index_csv(f: IO[bytes], index: LogIndex, fmt: LogFormat, digest: Any) -> No
             index._bad(line_no, str(exc))
             continue
         index._ok(start, entry)
+
+
+def _head_problem(path: str, head: bytes, *, is_csv: bool) -> str | None:
+    if b"\0" in head:
+        return f"prompt log {path} is not text (it holds NUL bytes)"
+    if is_csv and b"\r" in head and b"\n" not in head:
+        return (
+            f"prompt log {path} uses old Mac line endings (CR only); convert it to LF or CRLF "
+            "line endings (e.g. tr '\\r' '\\n')"
+        )
+    return None
+
+
+def sniff_problem(path: str | os.PathLike[str]) -> str | None:
+    """A quick look at the first bytes, before any load: a file that cannot be a prompt log
+    (missing, unreadable, binary, CR-only CSV) in words; None when it may be one."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except OSError as exc:
+        return f"prompt log {path} cannot be read: {exc.strerror or exc}"
+    return _head_problem(path, head, is_csv=path.lower().endswith(".csv"))
 
 
 def read_entry(f: IO[bytes], index: LogIndex, i: int, fmt: LogFormat = "auto") -> LogEntry:

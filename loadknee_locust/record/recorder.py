@@ -134,6 +134,9 @@ class RunLog:
         self.stats: dict[int, StageStats] = {}
         self.stage_records: list[StageRecord] = []
         self.test_stopped = False  # test_stop seen; still open for late worker rows
+        self.failures_in_a_row = 0  # rows with an error outcome since the last served one
+        self.failing_since: float | None = None  # end of the first of them (unix s)
+        self.last_failure = ""  # its short error, for the message that stops the sweep
 
     @property
     def closed(self) -> bool:
@@ -158,9 +161,24 @@ class RunLog:
         stage = row.get("stage")
         if isinstance(stage, int):
             self.stats.setdefault(stage, StageStats(stage)).add(row)
+        self._count_streak(row, end)
         self.requests.write(row)
         # one write() per row: a kill can cut at most the row being written, never an older one
         self.requests.flush()
+
+    def _count_streak(self, row: Mapping[str, Any], end: float | None) -> None:
+        if row.get("outcome") in NOT_ERRORS:
+            self.failures_in_a_row, self.failing_since = 0, None
+            return
+        self.failures_in_a_row += 1
+        self.last_failure = str(row.get("error") or row.get("outcome") or "")
+        if self.failing_since is None:
+            self.failing_since = end
+
+    def total_failure(self, now: float, *, rows: int, seconds: float) -> bool:
+        """Every request has failed for at least ``seconds`` and ``rows`` rows: a dead target."""
+        since = self.failing_since
+        return self.failures_in_a_row >= rows and since is not None and now - since >= seconds
 
     def add_stages(self, records: Iterable[StageRecord]) -> None:
         for rec in records:

@@ -55,6 +55,10 @@ class SimParams:
     restart_s: float = _p(2.0, "cold-restart time after a crash (s); 503 meanwhile")
     gpu_name: str = _p("Simulated GPU", "modelName label of the DCGM metrics")
     seed: int = _p(0, "seed for EOS positions and generated text (same seed → same run)")
+    fault: str = _p("none", "fault to inject (sim/faults.py lists the modes), e.g. http_503")
+    fault_share: float = _p(0.0, "share (0-1) of the load's requests that get the fault")
+    fault_stall_s: float = _p(5.0, "stall: seconds before the first token")
+    fault_trickle_s: float = _p(0.05, "trickle: extra seconds before every token")
 
     def __post_init__(self) -> None:
         problems = []
@@ -78,6 +82,12 @@ class SimParams:
                 problems.append(f"{name} must be ≥ 0")
         if self.decode_base_ms + self.decode_per_seq_ms <= 0:
             problems.append("a step must take some time (decode_base_ms + decode_per_seq_ms > 0)")
+        from loadknee_locust.sim.faults import FAULT_MODES
+
+        if self.fault not in FAULT_MODES:
+            problems.append(f"fault must be one of {', '.join(FAULT_MODES)}")
+        if not 0.0 <= self.fault_share <= 1.0 or self.fault_stall_s < 0 or self.fault_trickle_s < 0:
+            problems.append("fault_share must be 0-1, fault_stall_s and fault_trickle_s ≥ 0")
         if problems:
             raise ValueError("; ".join(problems))
 

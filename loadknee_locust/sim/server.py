@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import struct
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -24,6 +25,7 @@ from aiohttp.tcp_helpers import tcp_nodelay
 
 from loadknee_locust.sim import metrics, protocol
 from loadknee_locust.sim.engine import Engine, QueueFull, Request, Unavailable
+from loadknee_locust.sim.faults import ERROR_EVENT, HTTP_FAULTS, MALFORMED_EVENT, FaultPicker
 from loadknee_locust.sim.params import SimParams
 from loadknee_locust.sim.simlog import SimLog, SimOutcome, SimRecord
 
@@ -40,6 +42,7 @@ class SimServer:
         self.engine = Engine(params, metrics.LatencyHistograms(self.registry, params.model))
         self.registry.register(metrics.EngineCollector(self.engine))
         self.log = SimLog()
+        self.faults = FaultPicker(params.fault, params.fault_share, params.seed)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -114,7 +117,11 @@ class SimServer:
         rid = request.headers.get("X-Request-Id") or uuid.uuid4().hex
         stream = False
 
+        fault = self.faults.pick(has_client_id="X-Request-Id" in request.headers)
+
         def record(status: int, outcome: SimOutcome, job: Request | None = None) -> None:
+            if fault is not None:
+                outcome = "faulted"
             self.log.add(SimRecord(
                 request_id=rid, endpoint=endpoint, stream=stream, status=status, outcome=outcome,
                 arrival_unix_s=arrival,
@@ -122,10 +129,13 @@ class SimServer:
                 end_unix_s=time.time(),
                 prompt_tokens=job.prompt_tokens if job else None,
                 completion_tokens=job.completion_tokens if job else None,
-                preemptions=job.preemptions if job else 0,
+                preemptions=job.preemptions if job else 0, fault=fault or "",
             ))  # fmt: skip
 
         headers = {"X-Request-Id": rid}
+        if fault == "reset_before_read":
+            record(0, "faulted")
+            return _reset(request)
         try:
             try:
                 body = await request.json()
@@ -133,6 +143,16 @@ class SimServer:
                 raise protocol.ApiError(400, "the request body is not valid JSON") from None
             parsed = protocol.parse_request(endpoint, body, self.params)
             stream = parsed.stream
+            if fault == "reset_after_read":
+                record(0, "faulted")
+                return _reset(request)
+            if fault in HTTP_FAULTS:
+                status = HTTP_FAULTS[fault]
+                record(status, "faulted")
+                error = protocol.ApiError(status, f"simulated {fault}", kind="SimulatedFault")
+                return web.json_response(error.body(), status=status, headers=headers)
+            if not stream and fault is not None:
+                fault = None  # the stream faults need a stream: this request is served as is
             job = self.engine.submit(parsed.spec)
         except protocol.ApiError as exc:
             outcome: SimOutcome = "too_long" if exc.outcome == "too_long" else "bad_request"
@@ -149,7 +169,7 @@ class SimServer:
         try:
             if stream:
                 return await self._stream(request, job, renderer, parsed.include_usage, headers,
-                                          record)  # fmt: skip
+                                          record, fault)  # fmt: skip
             return await self._complete(request, job, renderer, headers, record)
         except (*CLIENT_GONE, asyncio.CancelledError):
             self.engine.abort(job)
@@ -159,8 +179,9 @@ class SimServer:
     async def _stream(
         self, request: web.Request, job: Request, renderer: protocol.Renderer,
         include_usage: bool, headers: dict[str, str],
-        record: Callable[[int, SimOutcome, Request | None], None],
+        record: Callable[[int, SimOutcome, Request | None], None], fault: str | None = None,
     ) -> web.StreamResponse:  # fmt: skip
+        p = self.params
         response = web.StreamResponse(
             headers={**headers, "Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
@@ -169,22 +190,42 @@ class SimServer:
             tcp_nodelay(request.transport, True)
         role_sent: set[int] = set()
         first_written = False
+        tokens_written = 0
+        if fault == "stall":
+            await asyncio.sleep(p.fault_stall_s)
         while not job.cut:
             for event in await job.next_events():
+                if fault == "trickle":
+                    await asyncio.sleep(p.fault_trickle_s)
                 if renderer.chat and event.index not in role_sent:
                     role_sent.add(event.index)
                     await response.write(renderer.role_chunk(event.index))
                 await response.write(
                     renderer.token_chunk(event.index, event.text, event.finish_reason)
                 )
+                tokens_written += 1
                 if not first_written:
                     job.first_token_unix_s = time.time()
                     first_written = True
+                if tokens_written == 1 and fault == "malformed_sse":
+                    await response.write(MALFORMED_EVENT)
+                if (tokens_written == 1 and fault == "error_object") or (
+                    tokens_written == 2 and fault == "cut_stream"
+                ):
+                    if fault == "error_object":
+                        await response.write(ERROR_EVENT)
+                    self.engine.abort(job)
+                    await response.write_eof()
+                    record(200, "faulted", job)
+                    return response
             if job.drained:
                 break
         if not job.cut:
             if include_usage:
-                await response.write(renderer.usage_chunk(job.prompt_tokens, job.completion_tokens))
+                extra = 1 if fault == "wrong_usage" else 0
+                await response.write(
+                    renderer.usage_chunk(job.prompt_tokens, job.completion_tokens + extra)
+                )
             await response.write(protocol.DONE)
         await response.write_eof()
         record(200, "cut" if job.cut else "ok", job)
@@ -216,6 +257,18 @@ class SimServer:
         await response.write_eof()
         record(response.status, "cut" if job.cut else "ok", job)
         return response
+
+
+def _reset(request: web.Request) -> web.Response:
+    """Reset the connection (RST, not FIN: SO_LINGER 0); the returned response goes nowhere."""
+    transport = request.transport
+    if transport is not None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.abort()
+    return web.Response(status=500)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -6,7 +6,7 @@ generated), ``endpoint`` (``chat`` | ``completions``), ``stream``, ``status`` (H
 ``outcome`` (:data:`SIM_OUTCOMES`), ``arrival_unix_s``, ``first_token_unix_s`` (streaming: when
 the first content chunk was written to the socket; otherwise when the engine produced the first
 token; None when none was), ``end_unix_s`` (last byte written), ``prompt_tokens``,
-``completion_tokens``, ``preemptions``.
+``completion_tokens``, ``preemptions``, ``fault`` (the injected fault's mode, or "").
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections import Counter, deque
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
-SimOutcome = Literal["ok", "rejected", "too_long", "cut", "bad_request", "aborted"]
+SimOutcome = Literal["ok", "rejected", "too_long", "cut", "bad_request", "aborted", "faulted"]
 SIM_OUTCOMES: Final[tuple[str, ...]] = (
     "ok",  # served completely
     "rejected",  # 429/503: waiting queue full, or the engine restarting
@@ -23,6 +23,7 @@ SIM_OUTCOMES: Final[tuple[str, ...]] = (
     "cut",  # in flight when the engine crashed: stream ended without [DONE] / 500
     "bad_request",  # other 4xx: malformed JSON, wrong shape, unknown model
     "aborted",  # the client went away mid-response
+    "faulted",  # a fault injected on purpose (``fault`` says which; sim/faults.py)
 )
 DEFAULT_CAPACITY: Final = 200_000
 
@@ -40,6 +41,7 @@ class SimRecord:
     prompt_tokens: int | None
     completion_tokens: int | None
     preemptions: int
+    fault: str = ""  # the injected fault's mode, "" when none
 
 
 class SimLog:

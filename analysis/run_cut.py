@@ -1,0 +1,79 @@
+"""Whether a run was cut short (Ctrl-C, SIGTERM, a killed process), and where, in one sentence.
+
+Why: a run stopped in the middle of a stage looks like a complete, shorter sweep once it is
+summarised; the knee and the settings from it then describe only the levels that were reached.
+The Locust side records the facts (``run.json``'s ``stop_reason`` and ``end_unix_s``, the partial
+stage's ``stop_reason`` in ``stages.csv``); this module reads them and says what they mean, so the
+CLI can print it and the recommendations can be marked provisional.
+
+* ``stop_reason`` ``interrupted`` (signal) or ``stopped`` (web UI stop): cut by the user;
+* a ``start_unix_s`` and an ``end_unix_s`` still null in ``run.json`` (the plugin writes null at
+  the start): the process died before it could write its end; a missing key says nothing;
+* any other reason (the sweep ran out, the red line, the time limit): not cut.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from analysis import rules
+
+CUT_REASONS = frozenset({"interrupted", "stopped"})
+
+
+@dataclass(frozen=True)
+class RunCut:
+    """Where a run was cut: the stage running then, its users, and the levels never run."""
+
+    reason: str  # "interrupted" | "stopped" | "killed"
+    stage: int | None
+    users: int | None
+    measured_s: float | None  # how long the cut stage's measured window lasted
+    levels_not_run: tuple[int, ...]
+
+    @property
+    def text(self) -> str:
+        how = {
+            "interrupted": "interrupted (Ctrl-C or SIGTERM)",
+            "stopped": "stopped from the web UI",
+            "killed": "killed before it could record its end",
+        }.get(self.reason, self.reason)
+        where = ""
+        if self.stage is not None:
+            where = f" during stage {self.stage}"
+            if self.users is not None:
+                where += f" ({self.users} users"
+                where += f", {self.measured_s:.0f} s measured)" if self.measured_s else ")"
+        rest = ""
+        if self.levels_not_run:
+            rest = "; levels never run: " + ", ".join(str(n) for n in self.levels_not_run)
+        return (
+            f"the run was {how}{where}{rest}. The knee and the settings below come only from "
+            f"the stages it reached: they are provisional {rules.cite('cut_short')}"
+        )
+
+
+def run_cut(run_info: dict[str, Any], stages: pd.DataFrame) -> RunCut | None:
+    """The cut, or None for a run that ended by its own rules."""
+    reason = run_info.get("stop_reason")
+    if "start_unix_s" in run_info and "end_unix_s" in run_info and run_info["end_unix_s"] is None:
+        # the plugin writes an explicit null at the start and the time at the end; a run.json
+        # from elsewhere (an import, a hand-made fixture) without the key says nothing of a cut
+        reason = "killed"
+    elif reason not in CUT_REASONS:
+        return None
+    stage = users = measured = None
+    reached: set[int] = set()
+    if not stages.empty:
+        last = stages.iloc[-1]
+        stage, users = int(last["stage"]), int(last["target_users"])
+        span = float(last["measure_end_unix_s"]) - float(last["warmup_end_unix_s"])
+        measured = span if span == span and span > 0 else None  # NaN-safe
+        steps = stages[stages["kind"] == "step"]
+        reached = {int(u) for u in steps["target_users"]}
+    planned = run_info.get("levels") or []
+    not_run = tuple(int(n) for n in planned if int(n) not in reached and n != users)
+    return RunCut(str(reason), stage, users, measured, not_run)

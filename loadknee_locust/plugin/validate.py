@@ -1,0 +1,81 @@
+"""Check the ``--llm-*`` options and the host before any load, and say every problem in one line.
+
+Why: a bad value used to surface only once requests went out: ``--llm-request-timeout -1`` gave
+one traceback per request (1,495 in 4 s) and exit 0, ``0`` was taken as "no time at all", and a
+host without a scheme failed every request. :func:`option_problems` is pure (tested alone); the
+plugin's ``init`` hook calls it and ends the process with exit code 2 and one message when it
+finds anything, before the first user starts (``install`` in :mod:`.wiring`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from loadknee_locust.schedule import SchedulePlan, parse_levels
+
+if TYPE_CHECKING:
+    from loadknee_locust.plugin.options import LlmOptions
+
+#: option → the rule it must meet (name, test, words)
+_POSITIVE = ("request_timeout", "sample_interval")
+_NOT_NEGATIVE = (
+    "stage_seconds",
+    "stage_requests",
+    "warmup_seconds",
+    "cooldown_seconds",
+    "baseline_requests",
+    "time_limit",
+    "red_line_p95_ms",
+    "temperature",
+    "input_tokens",
+    "output_tokens",
+    "shared_prefix_tokens",
+)
+
+
+def _flag(name: str) -> str:
+    return "--llm-" + name.replace("_", "-")
+
+
+def host_problem(host: str) -> str | None:
+    """None for an ``http://`` or ``https://`` URL with a host name; else what is wrong."""
+    if not host:
+        return "--host is required (the server's base URL, e.g. http://127.0.0.1:8000)"
+    parts = urlsplit(host)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"--host must be a URL with http:// or https://, e.g. http://{host.split('/')[0]}"
+    try:
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        return f"--host has an invalid port: {parts.netloc}"
+    return None
+
+
+def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
+    """Every problem with ``options`` (and ``host`` when given), in words; [] when all is fine."""
+    problems = []
+    for name in _POSITIVE:
+        value = float(getattr(options, name))
+        if not math.isfinite(value) or value <= 0:
+            problems.append(f"{_flag(name)} must be > 0 seconds, got {value:g}")
+    for name in _NOT_NEGATIVE:
+        value = float(getattr(options, name))
+        if not math.isfinite(value) or value < 0:
+            problems.append(f"{_flag(name)} must be >= 0, got {value:g}")
+    if options.batch_size < 1:
+        problems.append(f"--llm-batch-size must be >= 1, got {options.batch_size}")
+    if not 0 <= (error_pct := options.red_line_error_pct) <= 100:
+        problems.append(f"--llm-red-line-error-pct must be between 0 and 100, got {error_pct:g}")
+    if options.output_scale <= 0 or not math.isfinite(options.output_scale):
+        problems.append(f"--llm-output-scale must be > 0, got {options.output_scale:g}")
+    try:
+        parse_levels(options.levels)
+        if not problems:  # the plan's own rules (a measured window in every stage, ...)
+            SchedulePlan.from_options(options)
+    except ValueError as exc:
+        problems.append(str(exc))
+    if host is not None and (problem := host_problem(host)):
+        problems.append(problem)
+    return problems

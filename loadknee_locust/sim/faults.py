@@ -1,0 +1,87 @@
+"""Fault injection for the simulator: which requests misbehave, and how.
+
+Why: a load tester is used exactly when servers misbehave, and its accounting (one row per
+request, the right outcome, nothing doubled or hidden) can only be checked against a server that
+misbehaves on purpose and counts what it did. ``--fault MODE --fault-share S`` makes a share
+``S`` (0–1) of the generation requests that carry an ``X-Request-Id`` (the load; calibration
+probes carry none and are never faulted) fail in one way; each faulted request is logged with
+outcome ``faulted`` and its mode, so a test compares the simulator's count with the rows.
+
+Modes and what a correct client records (streaming requests; non-streaming ones get the HTTP
+modes only):
+
+* ``http_500`` / ``http_503`` / ``http_429``: an error status with an OpenAI error body →
+  ``http_error``;
+* ``reset_before_read``: the connection is reset before the body is read (no headers sent) →
+  ``connect_error``;
+* ``reset_after_read``: the body is read, then the connection is reset → ``connect_error``
+  (never resent: the server got it);
+* ``cut_stream``: two tokens, then the stream ends without ``[DONE]`` → ``incomplete``;
+* ``malformed_sse``: a ``data:`` line that is not JSON after the first token → ``malformed``;
+* ``error_object``: an ``{"error": ...}`` event after the first token, then the end →
+  ``stream_error``;
+* ``stall``: the first token waits ``fault_stall_s`` (longer than the client's read timeout) →
+  ``timeout``;
+* ``trickle``: every token waits ``fault_trickle_s`` more, the stream completes → ``ok``;
+* ``wrong_usage``: the usage chunk reports one completion token more → ``length_mismatch``.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Final
+
+FAULT_MODES: Final[tuple[str, ...]] = (
+    "none",
+    "http_500",
+    "http_503",
+    "http_429",
+    "reset_before_read",
+    "reset_after_read",
+    "cut_stream",
+    "malformed_sse",
+    "error_object",
+    "stall",
+    "trickle",
+    "wrong_usage",
+)
+HTTP_FAULTS: Final = {"http_500": 500, "http_503": 503, "http_429": 429}
+#: the outcome a correct client records for each mode (the fault suite's expectation)
+EXPECTED_OUTCOME: Final[dict[str, str]] = {
+    "http_500": "http_error",
+    "http_503": "http_error",
+    "http_429": "http_error",
+    "reset_before_read": "connect_error",
+    "reset_after_read": "connect_error",
+    "cut_stream": "incomplete",
+    "malformed_sse": "malformed",
+    "error_object": "stream_error",
+    "stall": "timeout",
+    "trickle": "ok",
+    "wrong_usage": "length_mismatch",
+}
+MALFORMED_EVENT: Final = b"data: {this is not json\n\n"
+ERROR_EVENT: Final = (
+    b'data: {"error": {"message": "simulated failure mid-stream", '
+    b'"type": "InternalServerError", "code": 500}}\n\n'
+)
+
+
+class FaultPicker:
+    """Decides, request by request, whether the configured fault applies (seeded, so a run with
+    the same seed faults the same positions)."""
+
+    def __init__(self, mode: str, share: float, seed: int) -> None:
+        if mode not in FAULT_MODES:
+            raise ValueError(f"unknown fault {mode!r}; choose from {', '.join(FAULT_MODES)}")
+        if not 0.0 <= share <= 1.0:
+            raise ValueError("fault_share must be between 0 and 1")
+        self.mode = mode
+        self.share = share
+        self._random = random.Random(seed)
+
+    def pick(self, *, has_client_id: bool) -> str | None:
+        """The fault for this request, or None."""
+        if self.mode == "none" or self.share <= 0 or not has_client_id:
+            return None
+        return self.mode if self._random.random() < self.share else None

@@ -1,0 +1,79 @@
+"""The fault suite: per fault mode of the simulator, the server's own count of faulted requests
+equals the rows with the right outcome, nothing is doubled or lost, and the analysis names the
+failure (issue 13, item 9).
+
+Each case: ``loadknee sim --fault MODE --fault-share 0.25``, one short stage of 2 users through
+``loadknee run`` (real Locust over loopback), then the rows against ``/sim/log`` by request id.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from analysis.pipeline import analyze_run
+from loadknee_locust.contract import REQUEST_COLUMNS
+from loadknee_locust.sim.faults import EXPECTED_OUTCOME
+from tests.run_support import child_env, only_run_dir, read_csv
+
+pytestmark = pytest.mark.slow
+
+#: how the analysis names each failing mode in the stage's failures text
+NAMED = {
+    "http_500": "HTTP 500",
+    "http_503": "HTTP 503",
+    "http_429": "HTTP 429",
+    "reset_before_read": "connection errors/resets",
+    "reset_after_read": "connection errors/resets",
+    "cut_stream": "cut streams",
+    "malformed_sse": "malformed responses",
+    "error_object": "error objects",
+    "stall": "timeouts",
+}
+
+
+def _settled_load(sim, rows: int) -> list[dict]:  # type: ignore[no-untyped-def]
+    """The server's records of the load (probes carry no id), once its handlers finished: a
+    stalled one logs itself only when its sleep ends, after the client gave up on it."""
+    deadline = time.monotonic() + 15
+    while True:
+        served = [r for r in sim.log() if len(r["request_id"]) == 16]
+        if len(served) >= rows or time.monotonic() > deadline:
+            return served
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("mode", sorted(EXPECTED_OUTCOME))
+def test_server_count_equals_rows_with_the_right_outcome(
+    mode: str, sim_server, tmp_path: Path
+) -> None:
+    sim = sim_server("fast", fault=mode, fault_share=0.25, fault_stall_s=3.0)
+    cmd = [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, "--levels", "2",
+           "--stage-seconds", "4", "--warmup-seconds", "0.5", "--cooldown-seconds", "0.5",
+           "--baseline-requests", "0", "--output-tokens", "16", "--out", str(tmp_path),
+           "--stop-timeout", "8", "--llm-request-timeout", "1.5"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=child_env())
+    assert done.returncode == 0, done.stdout[-3000:]
+    rows = read_csv(only_run_dir(tmp_path) / "requests.csv", REQUEST_COLUMNS)
+    served = _settled_load(sim, len(rows))
+    assert sorted(r["request_id"] for r in rows) == sorted(r["request_id"] for r in served), (
+        "a request was doubled or lost"
+    )
+    faulted = {r["request_id"] for r in served if r["outcome"] == "faulted"}
+    assert all(r["fault"] == mode for r in served if r["outcome"] == "faulted")
+    assert len(faulted) >= 2, f"only {len(faulted)} of {len(served)} faulted"
+    expected = EXPECTED_OUTCOME[mode]
+    with_outcome = {r["request_id"] for r in rows if r["outcome"] == expected}
+    if expected == "ok":
+        assert faulted <= with_outcome
+        return
+    assert with_outcome == faulted, (mode, len(with_outcome), len(faulted))
+    stage = analyze_run(only_run_dir(tmp_path)).knee.stages[-1]
+    if expected == "length_mismatch":
+        assert "excluded" in " ".join(stage.reasons)
+        return
+    assert NAMED[mode] in stage.failures, stage.failures
