@@ -30,7 +30,10 @@ def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
     deploy = [line for line in out.splitlines() if line.startswith("DEPLOY: ")]
     assert len(deploy) == 2  # the answer opens the analysis and closes the last screen
     assert deploy[0].startswith("DEPLOY: configure 8 concurrent requests, bound by the knee")
-    assert "knee: knee at 16 users" in out, out[-2000:]
+    # the grid shows the knee at 16; refinement between 8 and 16 pins it to the first level past
+    # the 8 slots (9 when its three refine stages fit, higher when the budget ran out)
+    knee = re.search(r"knee: knee at (\d+) users", out)
+    assert knee and 9 <= int(knee.group(1)) <= 16, out[-2000:]
     assert "max_concurrency = 8" in out
     report = re.search(r"^report: (.+report\.html)$", out, re.MULTILINE)
     assert report and Path(report.group(1)).exists()
