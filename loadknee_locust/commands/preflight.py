@@ -32,6 +32,11 @@ from loadknee_locust.client.sse import classify
 TIMEOUT_S = 60.0
 
 
+#: what a passed pre-flight sent to the server (one ``GET /v1/models``, one short request); the
+#: wrapper adds it to ``run.json``'s ``setup_requests`` so the server's count still reconciles
+SETUP_REQUESTS: dict[str, int] = {"preflight_model_discovery": 1, "preflight_requests": 1}
+
+
 class PreflightError(Exception):
     """One clear message: what failed, and the flag to change."""
 
