@@ -35,6 +35,7 @@ from loadknee_locust.contract import RUN_JSON
 from loadknee_locust.plugin.lifeline import preexec_die_with
 from loadknee_locust.plugin.options import LlmOptions, OptionSpec, add_arguments, option_specs
 from loadknee_locust.record.rundir import default_run_id, write_run_json
+from loadknee_locust.redaction import strip_credentials
 from loadknee_locust.schedule import parse_levels
 
 RUN_DIR_RE = re.compile(r"loadknee: run directory (\S.*)$")
@@ -340,7 +341,9 @@ def main(argv: list[str] | None = None) -> int:
         except PreflightError as exc:
             print(f"loadknee run: stopped before any load: {exc}", file=sys.stderr)
             return 2
-        print(f"[loadknee] pre-flight ok: {args.host} serves {model}", flush=True)
+        print(
+            f"[loadknee] pre-flight ok: {strip_credentials(args.host)} serves {model}", flush=True
+        )
     args.run_id = _unique_run_id(out, args.run_id)
     cmd = locust_command(args, passed)
     if args.web:
