@@ -36,5 +36,8 @@ def test_server_count_equals_rows_plus_setup_requests(
     probes = [r for r in served if len(r["request_id"]) != 16]  # sent without an id
     assert sorted(r["request_id"] for r in load) == sorted(r["request_id"] for r in rows)
     setup = info["prompt_source"]["setup_requests"]
-    assert setup["calibration_probes"] == len(probes) > 0, (setup, len(probes))
+    # the pre-flight (one short request before the sweep) is a probe sent without an id too
+    assert setup["preflight_requests"] == 1, setup
+    assert setup["calibration_probes"] + setup["preflight_requests"] == len(probes), (setup, probes)
+    assert setup["calibration_probes"] > 0
     assert setup.get("model_discovery", 0) >= max(workers, 1)

@@ -17,6 +17,7 @@ Stdlib only (urllib): it runs in the wrapper process, before Locust and gevent e
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import tempfile
@@ -25,11 +26,18 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from loadknee_locust.client.sse import classify
+from loadknee_locust.redaction import strip_credentials
 
 #: seconds allowed for each pre-flight request (a cold server may need a while for the first)
 TIMEOUT_S = 60.0
+
+
+#: what a passed pre-flight sent to the server (one ``GET /v1/models``, one short request); the
+#: wrapper adds it to ``run.json``'s ``setup_requests`` so the server's count still reconciles
+SETUP_REQUESTS: dict[str, int] = {"preflight_model_discovery": 1, "preflight_requests": 1}
 
 
 class PreflightError(Exception):
@@ -49,16 +57,28 @@ class Target:
     out: str
 
 
+def _host(target: Target) -> str:
+    """The host without ``user:password@``: what is dialled and what a message may print."""
+    return strip_credentials(target.host)
+
+
 def _headers(target: Target) -> dict[str, str]:
+    """The load's rule (client/credentials.py): Bearer with the API key when there is one, else
+    Basic from the URL's ``user:password@``; urllib itself would read those as part of the host."""
     key = os.environ.get(target.api_key_env) if target.api_key_env else None
     headers = {"Content-Type": "application/json"}
+    parts = urlsplit(target.host)
     if key:
         headers["Authorization"] = f"Bearer {key}"  # read at use, never stored or printed
+    elif parts.username is not None or parts.password is not None:
+        user, password = unquote(parts.username or ""), unquote(parts.password or "")
+        token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+        headers["Authorization"] = f"Basic {token}"
     return headers
 
 
 def _open(target: Target, path: str, body: dict[str, Any] | None = None) -> Any:
-    url = target.host.rstrip("/") + path
+    url = _host(target).rstrip("/") + path
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, headers=_headers(target))
     try:
@@ -77,7 +97,7 @@ def _open(target: Target, path: str, body: dict[str, Any] | None = None) -> Any:
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise PreflightError(
-            f"cannot reach {target.host} ({reason}): is the server running, and is --host right?"
+            f"cannot reach {_host(target)} ({reason}): is the server running, and is --host right?"
         ) from None
 
 
@@ -116,12 +136,12 @@ def check_model(target: Target) -> str:
     if target.model:
         if ids and target.model not in ids:
             raise PreflightError(
-                f"--model {target.model} is not served by {target.host}; it serves: "
+                f"--model {target.model} is not served by {_host(target)}; it serves: "
                 + ", ".join(ids[:10])
             )
         return target.model
     if not ids:
-        raise PreflightError(f"{target.host}/v1/models lists no model: name one with --model")
+        raise PreflightError(f"{_host(target)}/v1/models lists no model: name one with --model")
     return ids[0]
 
 
@@ -132,7 +152,7 @@ def check_request(target: Target, model: str) -> None:
         path, body["messages"] = "/v1/chat/completions", [{"role": "user", "content": "Hi"}]
     else:
         path, body["prompt"] = "/v1/completions", "Hi"
-    where = f"POST {target.host.rstrip('/')}{path} (--endpoint {target.endpoint})"
+    where = f"POST {_host(target).rstrip('/')}{path} (--endpoint {target.endpoint})"
     with _open(target, path, body) as resp:
         if not target.stream:
             try:

@@ -16,6 +16,7 @@ plugin's ``--llm-*`` options too (``locust --help`` cannot: it prints before the
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
@@ -29,10 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from loadknee_locust.commands.failures import all_failed_text
-from loadknee_locust.commands.preflight import PreflightError, Target, preflight
+from loadknee_locust.commands.preflight import SETUP_REQUESTS, PreflightError, Target, preflight
+from loadknee_locust.contract import RUN_JSON
 from loadknee_locust.plugin.lifeline import preexec_die_with
 from loadknee_locust.plugin.options import LlmOptions, OptionSpec, add_arguments, option_specs
-from loadknee_locust.record.rundir import default_run_id
+from loadknee_locust.record.rundir import default_run_id, write_run_json
+from loadknee_locust.redaction import strip_credentials
 from loadknee_locust.schedule import parse_levels
 
 RUN_DIR_RE = re.compile(r"loadknee: run directory (\S.*)$")
@@ -308,6 +311,23 @@ def _show(line: str, verbose: bool) -> str | None:
     return None
 
 
+def _count_preflight(run_dir: str) -> None:
+    """Add the pre-flight's requests to ``run.json``'s ``setup_requests`` (written by Locust's
+    side, which never saw them), so every request sent is counted in the run directory."""
+    path = Path(run_dir) / RUN_JSON
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # no run directory (Locust stopped before one): nothing to count into
+    source = info.setdefault("prompt_source", {})
+    if not isinstance(source, dict):
+        return
+    setup = source.setdefault("setup_requests", {})
+    for kind, n in SETUP_REQUESTS.items():
+        setup[kind] = int(setup.get(kind, 0)) + n
+    write_run_json(run_dir, info)
+
+
 def main(argv: list[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     extra_after: list[str] = []
@@ -334,7 +354,9 @@ def main(argv: list[str] | None = None) -> int:
         except PreflightError as exc:
             print(f"loadknee run: stopped before any load: {exc}", file=sys.stderr)
             return 2
-        print(f"[loadknee] pre-flight ok: {args.host} serves {model}", flush=True)
+        print(
+            f"[loadknee] pre-flight ok: {strip_credentials(args.host)} serves {model}", flush=True
+        )
     args.run_id = _unique_run_id(out, args.run_id)
     cmd = locust_command(args, passed)
     if args.web:
@@ -377,6 +399,9 @@ def main(argv: list[str] | None = None) -> int:
             proc.kill()
             proc.wait()
     paths = run_dirs or [os.path.join(out, args.run_id)]
+    if not args.no_preflight:
+        for path in paths:
+            _count_preflight(path)
     for path in paths:
         if os.path.isdir(path):
             print(f"run directory: {path}", flush=True)
