@@ -133,9 +133,12 @@ def next_step(
     if limit is None:
         return following
     low = verdict.max_concurrency
-    if low is not None and low < limit and not resolved(low, limit) and refine_left > 0:
-        mid = (low + limit) // 2
-        if low < mid < limit and mid not in done:
+    if low is not None and low < limit and refine_left > 0:
+        # a tested level between L and the knee that the analysis did not make L is past the
+        # capacity too (a level the server's own slot count caps, or a dip): the bracket's top
+        high = min((u for u in done if low < u < limit), default=limit)
+        mid = (low + high) // 2
+        if not resolved(low, high) and low < mid < high and mid not in done:
             return NextStep("refine", mid)
     red = verdict.red_line_users is not None and verdict.red_line_users == limit
     if red:

@@ -81,6 +81,10 @@ NEXT_TABLE = [
         1,
         NextStep("stop", reason="red_line"),
     ),
+    # the server's slot count capped max_concurrency at 8 below a tested 12 the analysis calls
+    # critical (a dip, or short): 12 is still past the capacity, so bisect 8..12, not 8..16 again
+    (verdict(16, 8), (2, 8, 16, 12), (), 3, 1, NextStep("refine", 10)),
+    (verdict(16, 8), (2, 8, 16, 12, 10), (), 2, 1, NextStep("refine", 9)),
     # a knee at the first level (nothing below it to recommend): nothing to bisect
     (verdict(1, None), (1,), (2, 4), 4, 1, NextStep("grid", 2)),
     # judgement failed: the plain grid
