@@ -88,11 +88,19 @@ def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:
                     f"no tested concurrency is safe: already at {verdict.target_users} users "
                     f"{words} ({why}); test lower concurrency {cite}",
                 )
+            users, capped = previous.target_users, ""
+            cap = knee.max_concurrency
+            if cap is not None and cap < users and (bound == "knee" or knee.server_slots):
+                # the knee's answer is lower than the stage before: the server's own slot count
+                # (or a refined level) bounds it, and the deployable number never exceeds it
+                users, capped = cap, f"; max_concurrency {cap} bounds it"
+                if knee.server_slots is not None and knee.server_slots <= previous.target_users:
+                    capped += f" (the server ran at most {knee.server_slots:g} at once)"
             return DeployAnswer(
-                previous.target_users,
+                users,
                 bound,
-                f"configure {previous.target_users} concurrent requests, bound by {words}: at "
-                f"{verdict.target_users} users {why} {cite}",
+                f"configure {users} concurrent requests, bound by {words}: at "
+                f"{verdict.target_users} users {why}{capped} {cite}",
             )
         previous = verdict
     top = stages[-1].target_users

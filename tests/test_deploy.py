@@ -78,3 +78,24 @@ def test_the_vllm_chapter_table_deploys_before_its_knee():
     _, recs = _recs(seed_002_summary())
     # memory 85 % at 24 users is within "memory ≤ 85 %"; the knee at 32 binds
     assert recs.deploy is not None and (recs.deploy.users, recs.deploy.bound) == (24, "knee")
+
+
+def test_the_answer_never_exceeds_the_knees_max_concurrency():
+    """A refined sweep: 9 users is not yet a knee by the client's figures, 10 is, but the
+    server's own counts capped max_concurrency at its 8 slots — deploy 8, not 9."""
+    import dataclasses
+
+    from analysis.deploy import deploy_answer
+    from analysis.model import KneeResult, StageVerdict
+
+    def stage(i: int, users: int, verdict: str) -> StageVerdict:
+        return StageVerdict(i, users, verdict, (), ())  # type: ignore[arg-type]
+
+    stages = (stage(1, 2, "comfortable"), stage(2, 8, "comfortable"), stage(3, 9, "critical"),
+              stage(4, 10, "knee"))  # fmt: skip
+    knee = KneeResult(stages, 4, 10, None, None, 9, 9, "knee at 10 users")
+    assert deploy_answer(None, knee).users == 9  # type: ignore[arg-type]
+    capped = dataclasses.replace(knee, max_concurrency=8, server_slots=8)
+    answer = deploy_answer(None, capped)  # type: ignore[arg-type]
+    assert (answer.users, answer.bound) == (8, "knee")
+    assert "the server ran at most 8 at once" in answer.text
