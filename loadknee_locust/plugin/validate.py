@@ -61,7 +61,14 @@ def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
         if not math.isfinite(value) or value <= 0:
             problems.append(f"{_flag(name)} must be > 0 seconds, got {value:g}")
     for name in _NOT_NEGATIVE:
-        value = float(getattr(options, name))
+        raw = getattr(options, name)
+        if str(raw).strip().lower() == "auto":  # stage length auto: the plan checks its bounds
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            problems.append(f"{_flag(name)} must be a number or 'auto', got {raw!r}")
+            continue
         if not math.isfinite(value) or value < 0:
             problems.append(f"{_flag(name)} must be >= 0, got {value:g}")
     if options.batch_size < 1:
