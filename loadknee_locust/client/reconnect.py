@@ -71,6 +71,8 @@ def is_dropped_before_response(exc: BaseException) -> bool:
 #: False while one is in progress or after one failed
 _WRITTEN: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 _TRACKING: dict[type, type] = {}
+#: set on those subclasses: the stream reader treats one as its base class (receive stamps)
+WRITE_TRACKING_MARK = "_loadknee_write_tracking"
 
 
 def _tracking_class(base: type) -> type:
@@ -84,7 +86,8 @@ def _tracking_class(base: type) -> type:
             _WRITTEN[self] = True
             return result
 
-        cls = type(base.__name__, (base,), {"__slots__": (), "sendall": sendall})
+        attrs = {"__slots__": (), "sendall": sendall, WRITE_TRACKING_MARK: True}
+        cls = type(base.__name__, (base,), attrs)
         _TRACKING[base] = cls
     return cls
 

@@ -45,6 +45,7 @@ from gevent import Timeout
 from geventhttpclient.response import HTTPConnectionClosed
 
 from loadknee_locust.client.ghc_internals import RESPONSE_NAMES, missing, warn_missing
+from loadknee_locust.client.reconnect import WRITE_TRACKING_MARK
 
 SO_TIMESTAMPNS = 35  # == SCM_TIMESTAMPNS; not exported by Python's socket module
 _OTHER_NUMBERS = ("alpha", "mips", "parisc", "sparc")  # architectures where it is not 35
@@ -98,7 +99,10 @@ def kernel_stamps_work() -> bool:
 def _stampable(sock: Any) -> bool:
     """A plain gevent TCP socket on a system that delivers receive stamps (TLS sockets are a
     subclass: excluded)."""
-    return KERNEL_STAMPS and type(sock) is gevent.socket.socket and kernel_stamps_work()
+    kind = type(sock)
+    if getattr(kind, WRITE_TRACKING_MARK, False):  # the resend's write-tracking subclass
+        kind = kind.__bases__[0]
+    return KERNEL_STAMPS and kind is gevent.socket.socket and kernel_stamps_work()
 
 
 def stamping_mode(resp: Any) -> StampingMode:
