@@ -43,6 +43,7 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             "run", "--host", sim.url, "--levels", LEVELS, "--stage-seconds", "6",
             "--warmup-seconds", "1", "--cooldown-seconds", "0.5", "--baseline-requests", "10",
             "--out", str(out), "--run-id", "original",
+            "--no-refine", "--stop-after-knee", "-1",  # every planned level, for the counters
         )  # fmt: skip
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return out, out / "original"
