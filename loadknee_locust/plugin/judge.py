@@ -111,15 +111,7 @@ def parse_answer(line: str) -> LiveVerdict | None:
         if "error" in answer:
             log.warning("loadknee: the live judgement failed: %s", answer["error"])
             return None
-        return LiveVerdict(
-            knee_users=_opt_int(answer.get("knee_users")),
-            red_line_users=_opt_int(answer.get("red_line_users")),
-            max_concurrency=_opt_int(answer.get("max_concurrency")),
-        )
-    except (ValueError, AttributeError, TypeError) as exc:
+        return LiveVerdict.from_json(answer)  # the stage verdicts too: the web UI shows them
+    except (ValueError, AttributeError, TypeError, KeyError) as exc:
         log.warning("loadknee: the live judgement printed no usable answer: %s", exc)
         return None
-
-
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
