@@ -28,7 +28,7 @@ from loadknee_locust.client import ghc_internals, reconnect, streamread
 from loadknee_locust.client.ghc_internals import GEVENTHTTPCLIENT_INTERNALS, TESTED_RANGE
 
 CLIENT_DIR = Path(ghc_internals.__file__).parent
-USERS_OF_INTERNALS = ("streamread.py", "reconnect.py", "users.py")
+USERS_OF_INTERNALS = ("streamread.py", "reconnect.py", "keepalive.py", "users.py")
 
 
 class _Hello(BaseHTTPRequestHandler):

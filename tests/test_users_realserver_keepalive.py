@@ -30,12 +30,14 @@ from loadknee_locust.client.reconnect import is_dropped_before_response
 
 _LENGTHS = ("--llm-input-tokens", "32", "--llm-output-tokens", "4")  # what the fake reports
 
-Mode = Literal["one_per_connection", "only_first_answered"]
+Mode = Literal["one_per_connection", "only_first_answered", "close_after_answer"]
 
 
 class ClosingKeepAliveServer:
     """``one_per_connection``: every connection answers one request, then closes silently on the
-    next. ``only_first_answered``: the first request ever is answered; every later one is not."""
+    next. ``only_first_answered``: the first request ever is answered; every later one is not.
+    ``close_after_answer``: every connection answers one request and closes right after it, as
+    llama-server does (while still advertising ``Keep-Alive``)."""
 
     def __init__(self, mode: Mode) -> None:
         self.mode = mode
@@ -73,13 +75,15 @@ class ClosingKeepAliveServer:
                 with self._lock:
                     self.received += 1
                     answer = answered_here == 0 and (
-                        self.mode == "one_per_connection" or self.answered == 0
+                        self.mode != "only_first_answered" or self.answered == 0
                     )
                     self.answered += answer
                 if not answer:
                     return  # close without a byte: the client's pooled socket is now stale
                 answered_here += 1
                 _stream(sock)
+                if self.mode == "close_after_answer":
+                    return
         finally:
             sock.close()
 
@@ -112,11 +116,31 @@ def test_a_request_the_server_read_then_dropped_is_one_row_never_resent(tmp_path
     outcomes = Counter(r["outcome"] for r in result.rows)
     done = result.rows[:-1]  # the last one may have been cut by the stop
     assert len(done) >= 5, result.output[-3000:]
-    assert outcomes["ok"] >= 2 and outcomes["connect_error"] >= 2, outcomes
+    # the second request dies on the reused socket (one honest row, never resent); it teaches the
+    # user that this server closes after each response, so every later request connects afresh
+    assert [r["outcome"] for r in done[:2]] == ["ok", "connect_error"], outcomes
+    assert outcomes["connect_error"] == 1 and outcomes["ok"] >= len(done) - 1, outcomes
     assert set(outcomes) <= {"ok", "connect_error", "incomplete"}, outcomes
     assert result.info.get("stale_connection_retries", 0) == 0
+    assert result.info["servers_closing_after_response"] == [server.url.removeprefix("http://")]
     assert len({r["request_id"] for r in result.rows}) == len(result.rows)
     assert server.received == len(result.rows)  # every request reached the server once
+
+
+@pytest.mark.slow
+def test_a_server_that_closes_after_each_answer_loses_no_request(tmp_path: Path) -> None:
+    """llama-server's pattern: a close right after each streamed answer. The close is seen by the
+    check before reuse (or, if the next request raced it, by that one failure), and from then on
+    no socket to this server is reused: nothing is lost to the race."""
+    with ClosingKeepAliveServer("close_after_answer") as server:
+        result = _run(tmp_path, server)
+    outcomes = Counter(r["outcome"] for r in result.rows[:-1])
+    assert sum(outcomes.values()) >= 5, result.output[-3000:]
+    assert outcomes["connect_error"] <= 1, outcomes  # at most the one request that taught it
+    assert all(r["outcome"] == "ok" for r in result.rows[2:-1]), outcomes
+    assert result.info["servers_closing_after_response"] == [server.url.removeprefix("http://")]
+    assert result.info.get("stale_connection_retries", 0) == 0
+    assert server.received == len(result.rows)
 
 
 @pytest.mark.slow

@@ -1,9 +1,10 @@
 """The geventhttpclient internals the request path relies on, listed once, with the guard for them.
 
-Why a list: the stream reader (``streamread``), the stale-socket resend (``reconnect``) and the
-pool hooks in ``users`` reach into geventhttpclient's private names, which any release may rename.
+Why a list: the stream reader (``streamread``), the stale-socket resend (``reconnect``), the
+no-reuse rule for servers that close after responses (``keepalive``) and the pool hooks in
+``users`` reach into geventhttpclient's private names, which any release may rename.
 ``pyproject.toml`` pins geventhttpclient to :data:`TESTED_RANGE`; ``tests/test_ghc_internals.py``
-checks every entry here against the installed library (and that the three modules use no private
+checks every entry here against the installed library (and that those modules use no private
 name missing from this list), so an upgrade fails one test that names the attribute and the
 version instead of failing every request. At run time a missing internal is not fatal: each user
 of the list falls back to its plain path (no resend hook, ``readline`` stamps) and says so once
@@ -49,6 +50,10 @@ GEVENTHTTPCLIENT_INTERNALS: tuple[Internal, ...] = (
     Internal(_POOL, "_socket_queue", "attribute", "reconnect"),
     Internal(_POOL, "_is_socket_alive", "method", "reconnect"),
     Internal(_POOL, "after_connect", "method", "streamread"),
+    Internal(_POOL, "return_socket", "method", "keepalive"),
+    Internal(_POOL, "release_socket", "method", "keepalive"),
+    Internal(_POOL, "_connection_host", "attribute", "keepalive"),
+    Internal(_POOL, "_connection_port", "attribute", "keepalive"),
     Internal(_RESPONSE, "_sock", "attribute", "streamread"),
     Internal(_RESPONSE, "_body_buffer", "attribute", "streamread"),
     Internal(_RESPONSE, "feed", "method", "streamread"),

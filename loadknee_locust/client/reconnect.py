@@ -19,6 +19,8 @@ failure on a fresh socket, a failure after the status line arrived (a cut stream
 a server that keeps closing connections still gives one failure, no loop. The pool's liveness
 check just before reuse (:func:`check_liveness_without_yielding`, no greenlet switch in between)
 is what catches an idle socket the server closed; this resend covers the write that raced it.
+A server that closes every connection right after its response (llama-server) is learned from
+those checks and failures, and its sockets are then never reused (``keepalive``): no race left.
 
 The seam is the narrowest one Locust offers: the user agent's ``_urlopen`` (one HTTP exchange
 without redirects), wrapped per instance; sockets are told fresh from reused by counting the
@@ -41,6 +43,7 @@ from gevent.monkey import get_original
 from geventhttpclient.response import HTTPConnectionClosed
 
 from loadknee_locust.client.ghc_internals import missing, warn_missing
+from loadknee_locust.client.keepalive import mark_closes_after_response, note_dead_socket
 
 _MARK = "_loadknee_stale_retry"
 _QUICK = "_loadknee_quick_liveness"
@@ -181,7 +184,10 @@ def install_stale_retry(agent: Any, on_retry: Callable[[], None] | None = None) 
             if _count_created(pool) != created_before:
                 raise  # it failed on a fresh connection: a real error, reported as such
             if was_written(getattr(pool, "_loadknee_last_socket", None)) is not False:
-                raise  # its bytes went out: the server may have processed it; never resent
+                # its bytes went out: the server may have processed it; never resent. A reused
+                # socket closed under a written request: stop reusing this server's sockets
+                mark_closes_after_response(pool, "a request written to a reused socket failed")
+                raise
         if on_retry is not None:
             on_retry()
         _drop_idle_sockets(pool)
@@ -209,20 +215,29 @@ def check_liveness_without_yielding(pool: Any) -> None:
         return
 
     def is_socket_alive(sock: Any) -> bool:
-        if sock is None:
-            return False
-        try:
-            fd = sock.fileno()
-            if fd < 0:
-                return False
-            if _REAL_POLL is None:
-                readable, _, _ = _REAL_SELECT([fd], [], [], 0.0)
-                return not readable
-            poller = _REAL_POLL()
-            poller.register(fd, _POLL_EVENTS)
-            return not poller.poll(0)
-        except (OSError, ValueError):
-            return False
+        alive = _is_idle_and_open(sock)
+        if not alive and sock is not None:
+            note_dead_socket(pool, sock)  # closed right after its response? (keepalive.py)
+        return alive
 
     pool._is_socket_alive = is_socket_alive
     setattr(pool, _QUICK, True)
+
+
+def _is_idle_and_open(sock: Any) -> bool:
+    """The library's check of an idle pooled socket (nothing readable = still open), made with
+    the real zero-timeout ``poll`` (or ``select``), so it never switches greenlets."""
+    if sock is None:
+        return False
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return False
+        if _REAL_POLL is None:
+            readable, _, _ = _REAL_SELECT([fd], [], [], 0.0)
+            return not readable
+        poller = _REAL_POLL()
+        poller.register(fd, _POLL_EVENTS)
+        return not poller.poll(0)
+    except (OSError, ValueError):
+        return False

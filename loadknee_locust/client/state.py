@@ -22,7 +22,8 @@ from locust.event import EventHook
 
 from loadknee_locust.client import payloads
 from loadknee_locust.client.credentials import authorization, has_url_credentials
-from loadknee_locust.client.reconnect import install_stale_retry
+from loadknee_locust.client.keepalive import ClosingServers
+from loadknee_locust.client.reconnect import check_liveness_without_yielding, install_stale_retry
 from loadknee_locust.client.sse import parse_body, short_text
 from loadknee_locust.client.tokenize_probe import server_vocabulary
 from loadknee_locust.plugin.options import LlmOptions, llm_options, option_specs
@@ -51,6 +52,7 @@ class LLMState:
         self._users = 0
         self._stopping = False
         self.stale_connection_retries = 0
+        self.closing_servers = ClosingServers()  # servers whose sockets are never reused
         self.stream_stamps: dict[str, int] = {}  # streams by how their lines were stamped
         #: requests that are not load, by kind (calibration_probes, tokenize, model_discovery):
         #: with them the server's own request count reconciles with the run directory
@@ -188,6 +190,13 @@ class LLMState:
             connection_timeout=self.timeout_s,
         )
         install_stale_retry(session.client)
+        try:
+            pool = session.client.clientpool.get_client(host)._connection_pool
+        except Exception:  # an odd host: the probe itself will say what is wrong
+            pool = None
+        if pool is not None:
+            check_liveness_without_yielding(pool)
+            self.closing_servers.install(pool)
         return session
 
     def _count_setup_request(self, name: Any = None, **_: Any) -> None:
@@ -268,6 +277,9 @@ class LLMState:
         )
         info["model"] = self.model or None
         info["stale_connection_retries"] = self.stale_connection_retries
+        closing = self.closing_servers.names()
+        if closing:
+            info["servers_closing_after_response"] = closing
         if self.stream_stamps:
             info["stream_stamps"] = dict(sorted(self.stream_stamps.items()))
         if self.setup_requests:

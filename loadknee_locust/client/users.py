@@ -79,9 +79,11 @@ class LLMUser(FastHttpUser):
                 pool = self.client.client.clientpool.get_client(self.host)._connection_pool
         except Exception:  # an odd host: its requests become rows that say what is wrong
             pool = None
+        self._pool = pool
         if pool is not None:
             stamp_new_sockets(pool)  # receive stamps from each connection's first byte
             check_liveness_without_yielding(pool)  # no greenlet switch before the request goes
+            self.llm.closing_servers.install(pool)  # a server that closes after responses
         self._backoff = 0.0
         self._failures = FailureBackoff()
 
@@ -194,6 +196,8 @@ class LLMUser(FastHttpUser):
 
     def _read_stream(self, resp: Any, obs: Observation) -> None:
         parser = StreamParser()
+        if self._pool is not None:
+            self.llm.closing_servers.expect_stream(self._pool)  # does it close after a stream?
         try:
             done_at, stamps = read_stream(
                 resp.stream, parser.feed_line, parser.is_done, timeout=self.network_timeout

@@ -118,13 +118,20 @@ def _role(runner: Any) -> str:
 
 
 #: prompt-source facts each process counts for itself: the run's value is the sum over processes
-SUMMED_PROMPT_COUNTERS = frozenset({"stale_connection_retries", "stream_stamps", "setup_requests"})
+SUMMED_PROMPT_COUNTERS = frozenset(
+    {
+        "stale_connection_retries",
+        "stream_stamps",
+        "setup_requests",
+        "servers_closing_after_response",
+    }
+)
 
 
 def combine_prompt_infos(infos: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """One ``prompt_source`` from every process's latest report: a later value wins, except
     the counters in :data:`SUMMED_PROMPT_COUNTERS` (a number, or a ``{name: count}`` map), which
-    add up."""
+    add up, and lists of names, which unite."""
     merged: dict[str, Any] = {}
     for info in infos:
         for key, value in info.items():
@@ -140,6 +147,8 @@ def _add_counts(a: Any, b: Any) -> Any:
         return {k: _add_counts(a.get(k, 0), b.get(k, 0)) for k in sorted({*a, *b})}
     if type(a) in (int, float) and type(b) in (int, float):  # not bool, not None
         return a + b
+    if isinstance(a, list) and isinstance(b, list):  # names each process found: their union
+        return sorted({*a, *b})
     return b
 
 
