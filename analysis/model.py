@@ -50,6 +50,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "ok",  # rows with outcome ok
     "errors",  # rows with an error outcome (not ok, not length_mismatch)
     "length_mismatch",  # rows excluded from the statistics for missing the target lengths
+    "resent",  # rows sent a second time on a fresh connection (reused socket found closed)
     "success_pct",  # ok / (ok + errors) * 100
     "qps",  # ok requests per second of measured window
     "output_tok_s",  # completion tokens of ok requests per second

@@ -182,6 +182,9 @@ def _request_stats(measured: pd.DataFrame) -> pd.DataFrame:
             "length_mismatch": counts["length_mismatch"],
         }
     )
+    # NaN where the rows predate the column (or come from another tool): unknown, not zero
+    resent = measured["resent"] if "resent" in measured else pd.Series(np.nan, measured.index)
+    out["resent"] = resent.groupby(measured["stage"]).sum(min_count=1)
     out["e2e_mean_ms"] = g["e2e_ms"].mean()
     out["prompt_tokens_max"] = g["prompt_tokens"].max()
     out["completion_tokens_max"] = g["completion_tokens"].max()

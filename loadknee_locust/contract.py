@@ -39,7 +39,9 @@ Files in ``runs/<run_id>/``:
     (:data:`USAGE_SOURCES`), ``target_input_tokens``, ``target_output_tokens``, ``length_ok``
     (1/0, empty when no target), ``outcome`` (:data:`OUTCOMES`), ``http_status``, ``error`` (short,
     one line), ``prompt_hash`` (sha256 prefix of the prompt text; the text itself is never
-    written).
+    written), ``resent`` (times the request was sent again on a fresh connection because its
+    reused keep-alive socket was found closed before the request reached the server: 0 or 1;
+    empty in files written before the column existed).
 
 ``gpu.csv`` (one row per GPU per sample; see :data:`GPU_COLUMNS`)
     ``timestamp_unix_s``, ``gpu_index``, ``source`` (:data:`GPU_SOURCES`), ``memory_used_mib``,
@@ -178,7 +180,14 @@ REQUEST_COLUMNS: Final[tuple[str, ...]] = (
     "http_status",
     "error",
     "prompt_hash",
+    "resent",
 )
+
+#: Columns added to a file after its first release: a file without them is still read (older
+#: run directories, other tools' imports), the column then empty. File name → its added columns.
+ADDED_COLUMNS: Final[dict[str, frozenset[str]]] = {
+    REQUESTS_CSV: frozenset({"resent"}),
+}
 
 GPU_COLUMNS: Final[tuple[str, ...]] = (
     "timestamp_unix_s",

@@ -181,3 +181,26 @@ def test_killed_run_window_closes_at_the_last_request_and_empty_stage_is_nan(tmp
     empty = summary.iloc[1]
     assert empty["requests"] == 0 and math.isnan(empty["success_pct"])
     assert math.isnan(empty["qps"]) and math.isnan(empty["output_tok_s"])
+
+
+def test_resent_requests_are_counted_per_stage_and_shown_in_the_table(tmp_path):
+    """A resend (a request sent again after its reused socket was found closed) is visible per
+    stage; a file written before the ``resent`` column reads as "not recorded", not as zero."""
+    from analysis.report.table import format_markdown, record_frame
+
+    stages = [stage_row(0, 2, T0), stage_row(1, 4, T0 + 20)]
+    rows = [request_row(i, 0, T0 + 1 + i * 0.5, 300.0, resent=0) for i in range(10)]
+    rows += [request_row(10 + i, 1, T0 + 21 + i * 0.5, 300.0, resent=int(i < 3))
+             for i in range(10)]  # fmt: skip
+    summary = summarize_stages(read_run(write_run(tmp_path / "new", stages=stages, requests=rows)))
+    assert summary["resent"].tolist() == [0, 3]
+    lines = format_markdown(record_frame(summary, None)).splitlines()
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines]
+    at = cells[0].index("resent")
+    assert [row[at] for row in cells[2:4]] == ["-", "3"], "\n".join(lines)
+
+    old = write_run(tmp_path / "old", stages=stages, requests=rows)
+    frame = pd.read_csv(old / "requests.csv").drop(columns=["resent"])
+    frame.to_csv(old / "requests.csv", index=False)
+    before = summarize_stages(read_run(old))
+    assert before["resent"].isna().all() and before["ok"].tolist() == [10, 10]

@@ -14,6 +14,7 @@ import errno
 import json
 import socket
 import socketserver
+import struct
 import subprocess
 import sys
 import threading
@@ -30,14 +31,17 @@ from loadknee_locust.client.reconnect import is_dropped_before_response
 
 _LENGTHS = ("--llm-input-tokens", "32", "--llm-output-tokens", "4")  # what the fake reports
 
-Mode = Literal["one_per_connection", "only_first_answered", "close_after_answer"]
+Mode = Literal[
+    "one_per_connection", "only_first_answered", "close_after_answer", "reset_after_answer"
+]
 
 
 class ClosingKeepAliveServer:
     """``one_per_connection``: every connection answers one request, then closes silently on the
     next. ``only_first_answered``: the first request ever is answered; every later one is not.
     ``close_after_answer``: every connection answers one request and closes right after it, as
-    llama-server does (while still advertising ``Keep-Alive``)."""
+    llama-server does (while still advertising ``Keep-Alive``). ``reset_after_answer``: the same,
+    with a reset (RST) instead of a FIN, so a later write on that socket fails."""
 
     def __init__(self, mode: Mode) -> None:
         self.mode = mode
@@ -82,7 +86,9 @@ class ClosingKeepAliveServer:
                     return  # close without a byte: the client's pooled socket is now stale
                 answered_here += 1
                 _stream(sock)
-                if self.mode == "close_after_answer":
+                if self.mode == "reset_after_answer":
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                if self.mode in ("close_after_answer", "reset_after_answer"):
                     return
         finally:
             sock.close()
@@ -154,6 +160,29 @@ def test_a_resent_request_that_fails_again_is_one_connect_error(tmp_path: Path) 
     assert result.info.get("stale_connection_retries", 0) == 0
     assert server.received == len(outcomes)
     json.dumps(result.info)  # run.json-ready
+
+
+@pytest.mark.slow
+def test_a_request_whose_write_failed_is_resent_once_and_its_row_says_so(tmp_path: Path) -> None:
+    """The one resend: the reused socket was reset before the request was written (the race made
+    certain by ``resend_race_locustfile.py``). The row is ok and carries ``resent`` 1; the server
+    saw each request once."""
+    with ClosingKeepAliveServer("reset_after_answer") as server:
+        result = run_locust(
+            tmp_path,
+            server.url,
+            ["Chat"],
+            seconds=2,
+            extra=[*("--llm-model", "fake", "--llm-no-calibrate"), *_LENGTHS],
+            locustfile=Path(__file__).with_name("resend_race_locustfile.py"),
+        )
+    done = result.rows[:-1]  # the last one may have been cut by the stop
+    assert len(done) >= 4, result.output[-3000:]
+    assert {r["outcome"] for r in done} == {"ok"}, Counter(r["outcome"] for r in done)
+    # the first request had a fresh socket; every later one found its reused socket reset
+    assert [r["resent"] for r in done] == [0] + [1] * (len(done) - 1)
+    assert result.info["stale_connection_retries"] == sum(r["resent"] for r in result.rows)
+    assert server.received == len(result.rows)  # a resent request reached the server once
 
 
 @pytest.mark.parametrize(

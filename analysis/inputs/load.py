@@ -158,7 +158,8 @@ def _read_csv(
     except (pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         problems.append(f"{path.name}: unreadable or empty ({exc})")
         return None
-    missing = [c for c in contract.CSV_COLUMNS[name] if c not in header]
+    added = contract.ADDED_COLUMNS.get(name, frozenset())
+    missing = [c for c in contract.CSV_COLUMNS[name] if c not in header and c not in added]
     if missing:
         problems.append(f"{path.name}: missing column(s) {', '.join(missing)}")
         return None
@@ -185,6 +186,9 @@ def _read_csv(
                 f"{path.name}: column {col!r} has value(s) outside {list(allowed)}: "
                 f"{sorted(set(bad.astype(str)))[:5]}"
             )
+    for col in added:
+        if col not in frame.columns:  # a file from before the column: empty, not a defect
+            frame[col] = float("nan") if col not in TEXT_COLUMNS[name] else None
     return frame
 
 

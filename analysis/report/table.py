@@ -79,7 +79,8 @@ def fmt_int(value: Any) -> str:
 
 
 def fmt_excluded(value: Any) -> str:
-    """Rows left out for missing the requested lengths: "-" for none, so a count stands out."""
+    """A count of exceptions (rows excluded for their lengths, requests resent): "-" for none, so
+    a count stands out."""
     text = fmt_int(value)
     return "-" if text == "0" else text
 
@@ -127,6 +128,7 @@ RECORD_COLUMNS: tuple[Column, ...] = (
     Column("waiting_max", "wait max", fmt_int, 5),
     Column("success_pct", "ok %", fmt_pct, 0),
     Column("length_mismatch", "excluded", fmt_excluded, 1),
+    Column("resent", "resent", fmt_excluded, 6),  # requests sent again on a fresh connection
     Column("verdict", "verdict", fmt_text, 0, numeric=False),
     Column("bottleneck", "bottleneck", fmt_text, 3, numeric=False),
     Column("failures", "failures", fmt_text, 6, numeric=False),

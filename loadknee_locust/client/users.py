@@ -72,7 +72,8 @@ class LLMUser(FastHttpUser):
         self.llm = llm_state(environment)
         self.user_id = self.llm.next_user_id()
         # a POST on a keep-alive socket the server already closed is resent once (reconnect.py)
-        install_stale_retry(self.client.client, self.llm.count_stale_retry)
+        install_stale_retry(self.client.client, self._note_resend)
+        self._resends = 0  # of the request in flight: its row's ``resent``
         pool = None
         try:
             if self.host:
@@ -86,6 +87,11 @@ class LLMUser(FastHttpUser):
             self.llm.closing_servers.install(pool)  # a server that closes after responses
         self._backoff = 0.0
         self._failures = FailureBackoff()
+
+    def _note_resend(self) -> None:
+        """The request in flight went out again on a fresh socket (reconnect.py's one resend)."""
+        self._resends += 1
+        self.llm.count_stale_retry()
 
     def wait_time(self) -> float:
         """Closed loop: 0 s between requests; a back-off after a refused connect, and one that
@@ -143,6 +149,7 @@ class LLMUser(FastHttpUser):
             headers["Accept"] = "text/event-stream"
         path = payloads.CHAT_PATH if self.endpoint == "chat" else payloads.COMPLETIONS_PATH
         base["start_unix_s"] = time.time()
+        self._resends = 0
         obs = Observation(start=time.perf_counter())
         with self.client.request(
             "POST",
@@ -226,7 +233,7 @@ class LLMUser(FastHttpUser):
     ) -> dict[str, Any]:
         row, failure = request_row(
             obs,
-            base=base,
+            base={**base, "resent": self._resends},
             stream=stream,
             batch_size=k,
             target_input_tokens=targets_in,
@@ -255,6 +262,7 @@ class LLMUser(FastHttpUser):
             "outcome": "client_error",
             "error": reason,
             "usage_source": "none",
+            "resent": 0,
         }
         self.environment.events.request.fire(
             request_type="POST",

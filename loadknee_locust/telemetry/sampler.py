@@ -62,6 +62,8 @@ logger = logging.getLogger(__name__)
 
 #: longest wait for NVML to initialise before the sampler gives up on it for this run
 _NVML_OPEN_TIMEOUT_S = 15.0
+#: how long stop() lets a sampling tick in progress finish before killing it
+_STOP_GRACE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -212,6 +214,9 @@ class TelemetrySampler:
         if not self.running and not self._sinks:
             return
         self._stopping.set()
+        # a tick in progress finishes first: killed between its metrics write and its GPU rows,
+        # the last scrape would be in server_metrics.csv with no gpu.csv row beside it
+        gevent.joinall(self._greenlets, timeout=_STOP_GRACE_S)
         gevent.killall(self._greenlets, block=True, timeout=2.0)
         self._greenlets = []
         for job in list(self._pending):  # a killed greenlet's thread may still be writing
