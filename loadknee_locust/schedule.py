@@ -393,8 +393,10 @@ class Schedule:
                     if got == PENDING:
                         break
                     self._answers[pending] = got if isinstance(got, LiveVerdict) else None
-                if now < self._resume_at:
-                    break  # judged; the cooldown still runs
+                if now < self._resume_at or users_running > 0:
+                    # judged; the cooldown still runs, or the last level's users still finish
+                    # their requests (the stage closed for the judgement before they stopped)
+                    break
                 verdict = self._answers.pop(pending)
                 self.verdicts[pending] = verdict
                 self._fallback = self._fallback or verdict is None

@@ -2,8 +2,10 @@
 equals the rows with the right outcome, nothing is doubled or lost, and the analysis names the
 failure (issue 13, item 9).
 
-Each case: ``loadknee sim --fault MODE --fault-share 0.25``, one short stage of 2 users through
-``loadknee run`` (real Locust over loopback), then the rows against ``/sim/log`` by request id.
+Each case: ``loadknee sim --fault MODE --fault-share 0.25 --fault-above-in-flight 2``, a short
+sweep of 2 then 4 users through ``loadknee run`` (real Locust over loopback): the fault starts at
+the 4-user stage, so the analysis must put the red line there (for the modes that fail requests)
+and keep the 2-user stage clean; then the rows against ``/sim/log`` by request id.
 """
 
 from __future__ import annotations
@@ -51,10 +53,12 @@ def _settled_load(sim, rows: int) -> list[dict]:  # type: ignore[no-untyped-def]
 def test_server_count_equals_rows_with_the_right_outcome(
     mode: str, sim_server, tmp_path: Path
 ) -> None:
-    sim = sim_server("fast", fault=mode, fault_share=0.25, fault_stall_s=3.0)
-    cmd = [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, "--levels", "2",
-           "--stage-seconds", "4", "--warmup-seconds", "0.5", "--cooldown-seconds", "0.5",
-           "--baseline-requests", "0", "--output-tokens", "16", "--out", str(tmp_path),
+    sim = sim_server("fast", fault=mode, fault_share=0.25, fault_stall_s=3.0,
+                     fault_above_in_flight=2)  # fmt: skip
+    cmd = [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, "--levels", "2,4",
+           "--stage-seconds", "3", "--no-refine", "--warmup-seconds", "0.5",
+           "--cooldown-seconds", "0.5", "--baseline-requests", "0", "--output-tokens", "16",
+           "--out", str(tmp_path),
            "--stop-timeout", "8", "--llm-request-timeout", "1.5"]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=child_env())
     assert done.returncode == 0, done.stdout[-3000:]
@@ -68,12 +72,22 @@ def test_server_count_equals_rows_with_the_right_outcome(
     assert len(faulted) >= 2, f"only {len(faulted)} of {len(served)} faulted"
     expected = EXPECTED_OUTCOME[mode]
     with_outcome = {r["request_id"] for r in rows if r["outcome"] == expected}
+    assert not faulted & {r["request_id"] for r in rows if r["stage"] == "0"}, (
+        "the 2-user stage never has more than 2 in flight"
+    )
+    knee = analyze_run(only_run_dir(tmp_path)).knee
     if expected == "ok":
         assert faulted <= with_outcome
+        assert knee.red_line_users is None, knee.summary
         return
     assert with_outcome == faulted, (mode, len(with_outcome), len(faulted))
-    stage = analyze_run(only_run_dir(tmp_path)).knee.stages[-1]
+    first, stage = knee.stages[0], knee.stages[-1]
+    assert (first.target_users, stage.target_users) == (2, 4)
     if expected == "length_mismatch":
         assert "excluded" in " ".join(stage.reasons)
+        assert knee.red_line_users is None, knee.summary
         return
     assert NAMED[mode] in stage.failures, stage.failures
+    # the red line where the fault starts, and the stage before it clean
+    assert knee.red_line_users == 4, knee.summary
+    assert first.verdict != "red_line" and not first.failures, first.failures

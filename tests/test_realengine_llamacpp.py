@@ -4,8 +4,10 @@ llama-server is built once from the llama.cpp sources in the llama-cpp-python sd
 the repo, see ``tests/realengine/engine.py``) and serves a 98.6M-parameter random-weight model
 made locally, with ``--parallel 8`` slots and ``--metrics``. With 8 slots, requests past the 8th
 wait in the server's queue (``llamacpp:requests_deferred``): TTFT and the tail jump while
-throughput stops growing, so the knee must land at 8 or 16 users with a reason naming the queue,
-and the recommended max_concurrency must be at most 8.
+throughput stops growing, so the knee must land between 8 and 16 users (the grid's levels, or a
+refine stage between them) with a reason naming the queue, and the recommended max_concurrency
+must be at most 8. ``--stop-after-knee -1`` keeps the 32-user level, whose queue the server's own
+counts must show.
 
 The test is skipped (with the reason) only where no C++ toolchain exists to build the server.
 """
@@ -57,7 +59,7 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
         "--host", llama_server.url, "--model", "tiny",
         "--levels", LEVELS, "--stage-requests", "32",
         "--warmup-seconds", "0", "--cooldown-seconds", "1",
-        "--baseline-requests", "10",
+        "--baseline-requests", "10", "--stop-after-knee", "-1",
         "--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS),
         "--out", str(tmp_path / "runs"), "--run-id", "llama",
     ]  # fmt: skip
@@ -102,7 +104,7 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
     knee = json.loads((run_dir / "report" / "knee.json").read_text())
     print((run_dir / "report" / "record.md").read_text())  # the record table, for the CI log
     result = knee["knee"]
-    assert result["knee_users"] in (8, 16), result["summary"]
+    assert 8 <= result["knee_users"] <= 16, result["summary"]
     knee_stage = next(s for s in result["stages"] if s["stage"] == result["knee_stage"])
     words = " ".join(knee_stage["reasons"]) + " " + knee_stage["bottleneck_reason"]
     assert "queue" in words, words

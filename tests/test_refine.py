@@ -215,3 +215,16 @@ def test_stop_while_awaiting_a_judgement() -> None:
     pos = sched.position()
     assert pos.finished and pos.stop_reason == "stopped"
     assert [r.target_users for r in sched.closed] == [2]
+
+
+def test_the_next_stage_waits_for_the_last_levels_users_after_the_judgement() -> None:
+    """An adaptive stage closes for its judgement before its users stopped; the next level must
+    still wait for them (a 16-user stage's last requests ran into a 12-user refine stage)."""
+    sched = Schedule(plan(), 0.0)
+    for t in range(0, 11):
+        sched.advance(float(t), decide=lambda _s: verdict(None, 2))
+    assert sched.closed[0].end_unix_s == 13.0  # closed and judged at 10, cooldown to 13
+    held = [sched.advance(t, users_running=n) for t, n in ((13.0, 3), (15.5, 1))]
+    assert [(p.stage, p.phase) for p in held] == [(0, "cooldown"), (0, "cooldown")]
+    opened = sched.advance(16.0, users_running=0)
+    assert (opened.stage, opened.phase, opened.users) == (1, "warmup", 4)

@@ -51,3 +51,9 @@ def test_mode_none_never_faults() -> None:
 def _picks_mode_none() -> list[bool]:
     picker = FaultPicker("none", 0.9, 0)
     return [picker.pick(has_client_id=True) is not None for _ in range(20)]
+
+
+def test_a_threshold_faults_only_requests_past_it_and_counts_only_those() -> None:
+    picker = FaultPicker("http_503", 0.5, 0, above_in_flight=4)
+    assert all(picker.pick(has_client_id=True, in_flight=n) is None for n in (1, 2, 3, 4) * 5)
+    assert sum(picker.pick(has_client_id=True, in_flight=5) is not None for _ in range(10)) == 5

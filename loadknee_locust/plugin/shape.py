@@ -35,6 +35,7 @@ from typing import Any
 import gevent
 from locust import LoadTestShape
 
+from loadknee_locust.plugin.childjobs import JUDGE_TIMEOUT_S
 from loadknee_locust.plugin.judge import LiveJudge
 from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.plugin.wiring import Loadknee, loadknee_of, register
@@ -51,6 +52,8 @@ DRAIN_REPORT_WAIT_S = 3.5  # > Locust's WORKER_REPORT_INTERVAL (3 s)
 TOTAL_FAILURE_ROWS = 20
 TOTAL_FAILURE_S = 10.0
 TOTAL_FAILURE_EXIT_CODE = 3
+#: a judgement still pending this long (its own timeout plus margin) is given up: the plain grid
+JUDGE_WATCHDOG_S = JUDGE_TIMEOUT_S + 15.0
 
 
 class SteppedShape(LoadTestShape):
@@ -67,10 +70,47 @@ class SteppedShape(LoadTestShape):
         self._last_progress = 0.0
         self._last_phase: tuple[int, str] | None = None
         self._judging: tuple[int, Any] | None = None  # (stage, greenlet of the child process)
+        self._judging_since = 0.0
         self._said_saving = False
         self._judge: LiveJudge | None = None  # one child per adaptive sweep
 
     def tick(self) -> tuple[int, float] | None:
+        """One step of the sweep; an unexpected error ends the sweep instead of the shape.
+
+        Why: Locust runs ``tick`` in its shape greenlet and only logs an exception that escapes
+        it; the greenlet dies and a headless run then waits forever with no users (seen once in
+        CI against llama-server). Here the error is logged with its traceback, the running
+        stage is closed as partial (``interrupted``), the exit code says so, and the run ends
+        like a Ctrl-C: every file already written stays readable."""
+        try:
+            return self._tick()
+        except Exception:
+            log.exception(
+                "loadknee: the sweep's scheduler failed (a loadknee bug; the traceback says "
+                "where); stopping the sweep, the stages so far are kept"
+            )
+            self._give_up()
+            return None
+
+    def _give_up(self) -> None:
+        """Close what can be closed after an unexpected error, each step on its own."""
+        assert self.runner is not None
+        self.runner.environment.process_exit_code = 2
+        run = self._run
+        try:
+            self._close_judge()
+        except Exception:  # the sweep is ending anyway
+            log.debug("loadknee: closing the judge failed", exc_info=True)
+        if run is None or run.schedule is None:
+            return
+        try:
+            run.schedule.stop(time.time(), "interrupted")
+            run.add_stages(run.schedule.pop_closed())
+            run.flush()
+        except Exception:
+            log.debug("loadknee: closing the stage failed", exc_info=True)
+
+    def _tick(self) -> tuple[int, float] | None:
         assert self.runner is not None  # set by Locust before the first tick
         env = self.runner.environment
         lk = loadknee_of(env) or register(env)
@@ -138,10 +178,19 @@ class SteppedShape(LoadTestShape):
             judge = self._judge or LiveJudge()
             self._judge = judge
             self._judging = (stage, gevent.spawn(judge.ask, str(run.run_dir)))
+            self._judging_since = time.monotonic()
             return PENDING
         greenlet = judging[1]
         if not greenlet.ready():
-            return PENDING
+            if time.monotonic() - self._judging_since < JUDGE_WATCHDOG_S:
+                return PENDING
+            # the ask bounds itself; this bounds the sweep should that ever fail
+            greenlet.kill(block=False)
+            self._close_judge()
+            log.warning(
+                "loadknee: no judgement after stage %d within %.0f s", stage, JUDGE_WATCHDOG_S
+            )
+            return None
         verdict: LiveVerdict | None = greenlet.value
         if verdict is None:
             log.warning("loadknee: no judgement after stage %d: the plain grid from here", stage)
@@ -160,14 +209,19 @@ class SteppedShape(LoadTestShape):
             return
         self._said_saving = True
         saving = sched.saving()
+        verdict = (
+            f"about {saving.saved_s:.0f} s saved against the full grid"
+            if saving.saved_s >= 0
+            else f"about {-saving.saved_s:.0f} s more than the full grid, for the finer answer"
+        )
         log.info(
             "loadknee sweep: stopped (%s) with %d grid level(s) skipped %s and %d refine "
-            "stage(s) added: about %.0f s saved against the full grid (%.0f s per level)",
+            "stage(s) added: %s (%.0f s per level)",
             sched.position().stop_reason,
             len(saving.skipped_levels),
             list(saving.skipped_levels),
             saving.refine_stages,
-            saving.saved_s,
+            verdict,
             saving.level_seconds,
         )
 

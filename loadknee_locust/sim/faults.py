@@ -24,6 +24,10 @@ modes only):
   ``timeout``;
 * ``trickle``: every token waits ``fault_trickle_s`` more, the stream completes → ``ok``;
 * ``wrong_usage``: the usage chunk reports one completion token more → ``length_mismatch``.
+
+``--fault-above-in-flight N`` limits the fault to requests that arrive while more than ``N`` of
+the load's requests are in flight, so a stepped sweep meets it from a known level on (the fault
+suite checks the red line lands there).
 """
 
 from __future__ import annotations
@@ -78,19 +82,27 @@ class FaultPicker:
     faulted, one every ``1/share`` requests; the seeded ``phase`` decides where the first falls,
     so a run with the same seed faults the same positions."""
 
-    def __init__(self, mode: str, share: float, seed: int) -> None:
+    def __init__(self, mode: str, share: float, seed: int, above_in_flight: int = 0) -> None:
         if mode not in FAULT_MODES:
             raise ValueError(f"unknown fault {mode!r}; choose from {', '.join(FAULT_MODES)}")
         if not 0.0 <= share <= 1.0:
             raise ValueError("fault_share must be between 0 and 1")
         self.mode = mode
         self.share = share
+        self.above_in_flight = above_in_flight
         self._phase = random.Random(seed).random()
         self._seen = 0
 
-    def pick(self, *, has_client_id: bool) -> str | None:
-        """The fault for this request, or None."""
+    def pick(self, *, has_client_id: bool, in_flight: int = 0) -> str | None:
+        """The fault for this request, or None.
+
+        ``in_flight`` counts the load's requests being handled, this one included: with
+        ``above_in_flight`` N > 0 only requests arriving while more than N are in flight are
+        eligible (and only they move the count), like a server that sheds load past its
+        capacity; a sweep then meets the fault from a known stage on."""
         if self.mode == "none" or self.share <= 0 or not has_client_id:
+            return None
+        if self.above_in_flight and in_flight <= self.above_in_flight:
             return None
         before = math.floor(self._seen * self.share + self._phase)
         self._seen += 1

@@ -59,6 +59,9 @@ class SimParams:
     fault_share: float = _p(0.0, "share (0-1) of the load's requests that get the fault")
     fault_stall_s: float = _p(5.0, "stall: seconds before the first token")
     fault_trickle_s: float = _p(0.05, "trickle: extra seconds before every token")
+    fault_above_in_flight: int = _p(
+        0, "fault only requests arriving while more than N of the load are in flight (0 = all)"
+    )
 
     def __post_init__(self) -> None:
         problems = []
@@ -88,6 +91,8 @@ class SimParams:
             problems.append(f"fault must be one of {', '.join(FAULT_MODES)}")
         if not 0.0 <= self.fault_share <= 1.0 or self.fault_stall_s < 0 or self.fault_trickle_s < 0:
             problems.append("fault_share must be 0-1, fault_stall_s and fault_trickle_s ≥ 0")
+        if self.fault_above_in_flight < 0:
+            problems.append("fault_above_in_flight must be ≥ 0")
         if problems:
             raise ValueError("; ".join(problems))
 

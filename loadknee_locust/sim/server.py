@@ -42,7 +42,11 @@ class SimServer:
         self.engine = Engine(params, metrics.LatencyHistograms(self.registry, params.model))
         self.registry.register(metrics.EngineCollector(self.engine))
         self.log = SimLog()
-        self.faults = FaultPicker(params.fault, params.fault_share, params.seed)
+        self.faults = FaultPicker(
+            params.fault, params.fault_share, params.seed, params.fault_above_in_flight
+        )
+        #: the load's requests (those with a client id) being handled now, for the fault threshold
+        self._load_in_flight = 0
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -113,11 +117,21 @@ class SimServer:
     async def _generate(
         self, request: web.Request, endpoint: protocol.Endpoint
     ) -> web.StreamResponse:
+        is_load = "X-Request-Id" in request.headers
+        self._load_in_flight += is_load
+        try:
+            return await self._generate_counted(request, endpoint, is_load)
+        finally:
+            self._load_in_flight -= is_load
+
+    async def _generate_counted(
+        self, request: web.Request, endpoint: protocol.Endpoint, is_load: bool
+    ) -> web.StreamResponse:
         arrival = time.time()
         rid = request.headers.get("X-Request-Id") or uuid.uuid4().hex
         stream = False
 
-        fault = self.faults.pick(has_client_id="X-Request-Id" in request.headers)
+        fault = self.faults.pick(has_client_id=is_load, in_flight=self._load_in_flight)
 
         def record(status: int, outcome: SimOutcome, job: Request | None = None) -> None:
             if fault is not None:
