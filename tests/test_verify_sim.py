@@ -11,14 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
-from analysis.inputs.load import read_run
 from analysis.pipeline import analyze_run
-from analysis.summary import measured_requests, stage_windows
 from loadknee_locust.sim.launch import SimProcess
+from tests.counter_check import stage_counts
 
 pytestmark = pytest.mark.slow
 
@@ -49,30 +46,12 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return out, out / "original"
 
 
-def _counter_at(samples: pd.DataFrame, t: float) -> float:
-    return float(np.interp(t, samples["timestamp_unix_s"], samples["value"]))
-
-
 def test_each_stage_matches_the_servers_generation_token_counter(original) -> None:
     _, run_dir = original
-    run = read_run(run_dir)
-    summary = analyze_run(run_dir).summary.set_index("stage")
-    windows = stage_windows(run, measured_requests(run))
-    metrics = run.server_metrics
-    counter = metrics[metrics["metric"] == "vllm:generation_tokens_total"].sort_values(
-        "timestamp_unix_s"
-    )
-    assert len(counter) > 20, "the sim's vllm:generation_tokens_total was not scraped"
-    checked = 0
-    for stage, row in summary.iterrows():
-        if row["kind"] != "step":
-            continue
-        start, end = windows.loc[stage, ["window_start", "window_end"]]
-        server = (_counter_at(counter, end) - _counter_at(counter, start)) / (end - start)
-        client = float(row["output_tok_s"])
-        assert client == pytest.approx(server, rel=0.02), (int(row["target_users"]), client, server)
-        checked += 1
-    assert checked == len(LEVELS.split(","))
+    steps = [c for c in stage_counts(run_dir, "vllm:generation_tokens_total") if c.kind == "step"]
+    for c in steps:
+        assert c.output_tok_s == pytest.approx(c.server_tok_s, rel=0.02), c
+    assert len(steps) == len(LEVELS.split(","))
 
 
 def test_verify_passes_on_the_same_server_and_fails_with_half_the_slots(original) -> None:
