@@ -60,8 +60,18 @@ def _why(bound: str, verdict: StageVerdict) -> str:
         name = {"sla": "sla", "memory": "memory_pressure", "errors": "errors"}[bound]
         return sig[name].text
     if bound == "knee":
-        return "throughput stopped growing while the tail departed"
+        return _knee_why({name for name, s in sig.items() if s.fired})
     return "; ".join(verdict.reasons[:1])
+
+
+def _knee_why(fired: set[str]) -> str:
+    """Why the knee stage is the knee, in the words of the signals that made it one."""
+    curve = "throughput stopped growing while the tail departed"
+    if "server_saturated" not in fired:
+        return curve
+    queue = "the server queued requests with every slot busy"
+    both = "throughput_flattening" in fired and "tail_departure" in fired
+    return f"{queue}, and {curve}" if both else queue
 
 
 def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:

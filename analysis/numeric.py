@@ -2,7 +2,7 @@
 
 The record frame holds NaN where a stage has no data (never 0), numpy scalars where pandas made
 them, and None in hand-typed tables. Every judgement module reads such a value as ``float | None``
-and prints it as ``n/a`` when missing; they all use these helpers so that "missing" means one
+and prints it as ``—`` (NA) when missing; they all use these helpers so that "missing" means one
 thing across the knee, the baseline, the diagnosis, the recommendations and the comparisons.
 """
 
@@ -18,7 +18,7 @@ NA = "—"  # the one symbol for "not measured", everywhere
 
 
 def is_missing(value: Any) -> bool:
-    """True for None, NaN and pandas' missing markers: all mean "no data", shown as n/a."""
+    """True for None, NaN and pandas' missing markers: all mean "no data", shown as —."""
     if value is None:
         return True
     try:
@@ -43,7 +43,7 @@ def cell(row: pd.Series | None, name: str) -> float | None:
 
 
 def fmt(value: float | None, unit: str = "") -> str:
-    """Four significant digits with thousands separators and ``unit``; ``n/a`` when missing."""
+    """Four significant digits with thousands separators and ``unit``; ``—`` when missing."""
     if value is None or math.isnan(value):
         return NA
     return f"{value:,.4g}{unit}"

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.model import KneeResult
-from analysis.numeric import num
+from analysis.numeric import NA, num
 from analysis.slo import METRIC_COLUMNS, Slo, SloParams
 
 Binding = Literal["latency", "throughput", "none"]
@@ -150,7 +150,7 @@ def evaluate_stage(
         good = _goodput(rows, params, num(row.get("window_s")))
         pct = good["good_pct"]
         if pct is None or pct < params.goodput_min_pct:
-            shown = "n/a" if pct is None else f"{pct:.1f} %"
+            shown = NA if pct is None else f"{pct:.1f} %"
             breaks.append(f"good requests {shown} < {params.goodput_min_pct:g} %")
     elif params.goodput:
         breaks.append("goodput needs the raw requests (requests.csv)")

@@ -559,6 +559,20 @@ class Schedule:
         end = op.start + plan.warmup_seconds + plan.measure_seconds + self.plan.cooldown_seconds
         return max(0.0, end - now)
 
+    def counted_stage_eta(self, now: float) -> float | None:
+        """Seconds a count-based stage still needs at the rate its measured requests came so far
+        (its cooldown included); None before two of them, or for any other kind of stage."""
+        op = self._open
+        if self._finished or op is None or op.plan.auto or not op.plan.measure_requests:
+            return None
+        if op.warmup_end is None or op.measure_end is not None or op.measured_done < 2:
+            return None
+        elapsed = now - op.warmup_end
+        if elapsed <= 0:
+            return None
+        left = max(0, op.plan.measure_requests - op.measured_done)
+        return left * elapsed / op.measured_done + self.plan.cooldown_seconds
+
     def seconds_left(self, now: float) -> float | None:
         """Planned seconds until the sweep ends; None when a count-based window makes it unknown."""
         op = self._open

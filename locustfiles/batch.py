@@ -1,4 +1,4 @@
-"""Batch size vs concurrency (seed 000): k prompts in each /v1/completions request.
+"""Batch size vs concurrency: k prompts in each /v1/completions request.
 
     locust -f locustfiles/batch.py --headless -H http://127.0.0.1:8000 \\
         --llm-batch-size 4 --llm-levels 1,2,4,8 --llm-input-tokens 256 --llm-output-tokens 64

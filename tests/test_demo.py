@@ -37,3 +37,11 @@ def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
     assert "max_concurrency = 8" in out
     report = re.search(r"^report: (.+report\.html)$", out, re.MULTILINE)
     assert report and Path(report.group(1)).exists()
+
+
+def test_demo_verbose_reaches_the_sweep() -> None:
+    from loadknee_locust.commands.demo import build_parser, sweep_command
+
+    quiet = sweep_command(build_parser().parse_args([]), "http://127.0.0.1:1")
+    loud = sweep_command(build_parser().parse_args(["--verbose"]), "http://127.0.0.1:1")
+    assert "--verbose" not in quiet and loud == [*quiet, "--verbose"]

@@ -99,3 +99,19 @@ def test_the_answer_never_exceeds_the_knees_max_concurrency():
     answer = deploy_answer(None, capped)  # type: ignore[arg-type]
     assert (answer.users, answer.bound) == (8, "knee")
     assert "the server ran at most 8 at once" in answer.text
+
+
+def test_a_knee_from_the_servers_queue_alone_says_so_not_that_the_tail_departed():
+    # 12 slots: 16 users queue at the server while P95 is still 1.3× the baseline's
+    summary = sweep(
+        [8, 16, 24], [800.0, 1150.0, 1400.0], [300.0, 320.0, 330.0],
+        baseline_tok_s=100.0, baseline_p95_ms=250.0,
+        running_mean=[8.0, 11.5, 12.0], running_max=[8.0, 12.0, 12.0],
+        waiting_mean=[0.0, 4.0, 12.0],
+    )  # fmt: skip
+    knee, recs = _recs(summary)
+    assert knee.knee_users == 16
+    answer = recs.deploy
+    assert answer is not None and answer.bound == "knee"
+    assert "at 16 users the server queued requests with every slot busy" in answer.text
+    assert "tail departed" not in answer.text

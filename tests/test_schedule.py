@@ -283,3 +283,20 @@ def test_rows_are_labelled_by_planned_boundaries_before_a_tick_sees_them() -> No
     assert sched.locate(T0 + 3.2) == (0, "measure")
     assert sched.locate(T0 + 10.1) == (0, "cooldown")
     assert sched.position().phase == "warmup"  # the position moves only with advance()
+
+
+def test_a_counted_stage_estimates_its_time_left_from_its_rate_so_far() -> None:
+    plan = timed(levels=(2,), stage_requests=10, warmup_seconds=1.0, stage_seconds=0.0,
+                 min_requests_per_user=1)  # fmt: skip
+    sched = Schedule(plan, T0)
+    sched.advance(T0)
+    assert sched.counted_stage_eta(T0 + 0.5) is None  # warm-up: nothing measured yet
+    sched.advance(T0 + 1.0)
+    sched.observe(T0 + 1.1, T0 + 2.0)
+    assert sched.counted_stage_eta(T0 + 2.0) is None  # one request is no rate
+    sched.observe(T0 + 1.2, T0 + 3.0)
+    # 2 requests in the 4 s since the window opened: 8 more take 16 s, then the 2 s cooldown
+    assert sched.counted_stage_eta(T0 + 5.0) == pytest.approx(18.0)
+    timed_sched = Schedule(timed(), T0)
+    timed_sched.advance(T0 + 4.0)
+    assert timed_sched.counted_stage_eta(T0 + 4.0) is None  # a timed stage knows its time

@@ -62,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out", default="runs", help="parent folder of the run directory (default %(default)s)"
     )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show every Locust log line and Locust's own summary tables (as loadknee run)",
+    )
     return parser
 
 
@@ -88,6 +93,23 @@ def _predicted_knee(preset: str, levels: list[int], input_tokens: int, output_to
     return f"the simulator saturates at {c_star:.1f} concurrent requests: expect {where}"
 
 
+def sweep_command(args: argparse.Namespace, url: str) -> list[str]:
+    """The ``loadknee run`` the demo runs (and prints) against its simulator at ``url``."""
+    return [
+        sys.executable, "-m", "loadknee_locust", "run",
+        "--host", url,
+        "--levels", args.levels,
+        "--stage-seconds", str(args.stage_seconds),
+        "--warmup-seconds", str(args.warmup_seconds),
+        "--cooldown-seconds", str(args.cooldown_seconds),
+        "--baseline-requests", str(args.baseline_requests),
+        "--input-tokens", str(args.input_tokens),
+        "--output-tokens", str(args.output_tokens),
+        "--out", args.out,
+        *(["--verbose"] if args.verbose else []),
+    ]  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     levels = [int(x) for x in args.levels.split(",") if x.strip()]
@@ -100,18 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             "[demo] " + _predicted_knee(args.preset, levels, args.input_tokens, args.output_tokens),
             flush=True,
         )
-        run_cmd = [
-            sys.executable, "-m", "loadknee_locust", "run",
-            "--host", url,
-            "--levels", args.levels,
-            "--stage-seconds", str(args.stage_seconds),
-            "--warmup-seconds", str(args.warmup_seconds),
-            "--cooldown-seconds", str(args.cooldown_seconds),
-            "--baseline-requests", str(args.baseline_requests),
-            "--input-tokens", str(args.input_tokens),
-            "--output-tokens", str(args.output_tokens),
-            "--out", args.out,
-        ]  # fmt: skip
+        run_cmd = sweep_command(args, url)
         print("[demo] sweep: loadknee " + " ".join(run_cmd[3:]), flush=True)
         result = subprocess.run(run_cmd, stdout=subprocess.PIPE, text=True, env=os.environ.copy())
         sys.stdout.write(result.stdout)

@@ -280,7 +280,9 @@ class SteppedShape(LoadTestShape):
             left_text = f"{left:.0f} s left"
         else:  # a count-based window: say how far this stage is instead of "?"
             target = stage.measure_requests or stage.warmup_requests
-            left_text = f"{done}/{target} requests of this stage; time left unknown"
+            eta = sched.counted_stage_eta(now)
+            rest = "time left unknown" if eta is None else f"~{eta:.0f} s left in this stage"
+            left_text = f"{done}/{target} requests of this stage; {rest}"
         steps = [s for s in sched.stages if s.kind == "step"]
         label = (
             "baseline"
