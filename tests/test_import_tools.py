@@ -134,3 +134,29 @@ def test_no_text_reaches_the_run_directory(tmp_path: Path) -> None:
     _, run_dir = import_files("guidellm", SOURCES["guidellm"], tmp_path / "g")
     body = (run_dir / "requests.csv").read_text() + (run_dir / "run.json").read_text()
     assert "lorem" not in body and "ipsum" not in body
+
+
+def test_the_commands_as_a_user_types_them(tmp_path: Path) -> None:
+    """``loadknee import`` then ``loadknee analyze``: exit 0, the not-judged signals printed and
+    in report.html; a foreign file is one line and exit 2."""
+    import subprocess
+    import sys
+
+    loadknee = [sys.executable, "-m", "loadknee_locust"]
+    run_dir = tmp_path / "gl"
+    files = [str(f) for f in SOURCES["guidellm"]]
+    done = subprocess.run([*loadknee, "import", "--from", "guidellm", "--out", str(run_dir),
+                           *files], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    shown = subprocess.run([*loadknee, "analyze", str(run_dir)], capture_output=True, text=True,
+                           timeout=300)  # fmt: skip
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "not judged (imported results carry no telemetry):" in shown.stdout
+    page = (run_dir / "report" / "report.html").read_text()
+    assert "<h2>Not judged (imported results carry no telemetry)</h2>" in page
+    foreign = tmp_path / "foreign.json"
+    foreign.write_text("not json at all")
+    bad = subprocess.run([*loadknee, "import", "--from", "guidellm", "--out",
+                          str(tmp_path / "bad"), str(foreign)], capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert bad.returncode == 2 and "not JSON" in bad.stderr and len(bad.stderr.splitlines()) == 1

@@ -312,6 +312,15 @@ def _baseline(baseline: Baseline | None) -> str:
     return _table(("baseline", "value"), rows)
 
 
+def _not_judged(run_info: Mapping[str, Any]) -> str:
+    """What an imported run cannot say (no telemetry in another tool's records), as a section."""
+    missing = run_info.get("not_judged") or []
+    if not missing:
+        return ""
+    items = "".join(f"<li>{esc(m)}</li>" for m in missing)
+    return f"<h2>Not judged (imported results carry no telemetry)</h2><ul>{items}</ul>"
+
+
 def render_html(report: HtmlReport) -> str:
     """The whole page as one string (UTF-8, no external resources)."""
     warnings = "".join(f'<div class="warn">{esc(w)}</div>' for w in report.warnings)
@@ -329,6 +338,7 @@ def render_html(report: HtmlReport) -> str:
         '<p class="sub">Where this server stops scaling, why, and what to configure.</p>',
         _headline(report),
         f"<h2>Warnings</h2>{warnings}" if warnings else "",
+        _not_judged(report.run_info),
         _slo_section(report.slo),
         "<h2>Record table</h2>",
         record_table_html(report.record),
