@@ -4,14 +4,18 @@ The record frame holds NaN where a stage has no data (never 0), numpy scalars wh
 them, and None in hand-typed tables. Every judgement module reads such a value as ``float | None``
 and prints it as ``—`` (NA) when missing; they all use these helpers so that "missing" means one
 thing across the knee, the baseline, the diagnosis, the recommendations and the comparisons.
+Other tools' JSON exports (:mod:`analysis.importers`) are read with :func:`json_number`.
+
+pandas is imported on first use, so the stdlib-only importers can use this module without it.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: how a missing number is printed
 NA = "—"  # the one symbol for "not measured", everywhere
@@ -21,6 +25,8 @@ def is_missing(value: Any) -> bool:
     """True for None, NaN and pandas' missing markers: all mean "no data", shown as —."""
     if value is None:
         return True
+    import pandas as pd  # here, not at the top: json_number's callers never load pandas
+
     try:
         return bool(pd.isna(value))
     except (TypeError, ValueError):  # a list or an array: a value, not a missing marker
@@ -33,6 +39,17 @@ def num(value: Any) -> float | None:
         return None
     number = float(value)
     return None if math.isnan(number) else number
+
+
+def json_number(value: Any) -> float | None:
+    """A JSON number (int or float, never a bool) as a float; None for anything else.
+
+    For another tool's export, where a field may be absent, null, a string or a list: only a number
+    is read as one (``"12"`` and ``true`` are not numbers there). A NaN the file holds stays NaN.
+    """
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def cell(row: pd.Series | None, name: str) -> float | None:

@@ -1,5 +1,21 @@
 """loadknee's Locust side: LLM users, the stepped shape, the recorder, telemetry, the simulator.
 
+- :mod:`.commands` — the ``loadknee`` command and its Locust-side subcommands;
+- :mod:`.locustfiles` — the locustfile ``loadknee run`` uses by default;
+- :mod:`.plugin` — what plugs into Locust: options, the stepped shape, live judge, web UI;
+- :mod:`.client` — the request path: one user's request, its stream, timing and outcome;
+- :mod:`.record` — writing the run directory: ``run.json``, ``requests.csv``, ``stages.csv``;
+- :mod:`.prompts` — prompt sources: fixed lengths or a replayed prompt log;
+- :mod:`.telemetry` — GPU, server ``/metrics`` and client CPU sampled beside the requests;
+- :mod:`.schedule` — the stepped sweep as a pure state machine;
+- :mod:`.refine` — what the adaptive sweep runs next, from the live knee;
+- :mod:`.confidence` — a stage's throughput and tail intervals by batch means (stdlib);
+- :mod:`.contract` — the run-directory contract: files, columns, vocabularies;
+- :mod:`.redaction` — which names are secrets, and URLs without credentials;
+- :mod:`.lazy` — public names loaded on first use;
+- :mod:`.shape`, :mod:`.users` — old import paths, kept for older locustfiles;
+- :mod:`.sim` — ``loadknee sim``, the simulated OpenAI-compatible server (asyncio, no locust).
+
 Importing this package does not import locust (and so does not monkey-patch the interpreter with
 gevent): the simulator and ``analysis`` use parts of it from plain asyncio / pandas processes.
 The Locust-facing names below are loaded on first use.

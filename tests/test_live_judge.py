@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -21,6 +20,9 @@ from analysis import live, live_judge
 from analysis.pipeline import analyze_run
 
 CAPACITY = 4  # the synthetic server runs 4 requests at once; more users only queue
+PROGRAMS = Path(__file__).parent / "programs"
+PARENT = PROGRAMS / "live_judge_parent.py"  # starts a judge child, prints its pid, waits
+CLIENT = PROGRAMS / "live_judge_client.py"  # asks one judge child from greenlets
 
 
 def saturating_run(run_dir: Path, levels: tuple[int, ...] = (1, 2, 4, 8, 16)) -> Path:
@@ -63,17 +65,6 @@ def test_one_child_serves_many_requests_and_answers_errors(tmp_path: Path) -> No
     assert answers[2]["max_concurrency"] == CAPACITY
 
 
-PARENT = textwrap.dedent(
-    """
-    import subprocess, sys, time
-    child = subprocess.Popen([sys.executable, "-m", "analysis.live_judge"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    print(child.pid, flush=True)
-    time.sleep(600)
-    """
-)
-
-
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -85,7 +76,7 @@ def _gone(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
 def test_the_child_dies_with_its_parent() -> None:
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen([sys.executable, str(PARENT)], stdout=subprocess.PIPE, text=True)
     assert parent.stdout is not None
     child = int(parent.stdout.readline())
     assert not _gone(child)
@@ -97,37 +88,10 @@ def test_the_child_dies_with_its_parent() -> None:
     assert _gone(child)
 
 
-CLIENT = textwrap.dedent(
-    """
-    from gevent import monkey; monkey.patch_all()
-    import json, sys, gevent
-    from loadknee_locust.plugin.judge import LiveJudge
-    judge = LiveJudge()
-    judge.start()
-    ticks = []
-    def tick():  # the hub must keep running while the judge works
-        while True:
-            ticks.append(1)
-            gevent.sleep(0.01)
-    ticker = gevent.spawn(tick)
-    first = gevent.spawn(judge.ask, sys.argv[1]).get()
-    pid = judge._proc.pid
-    second = gevent.spawn(judge.ask, sys.argv[1]).get()
-    same = judge._proc.pid == pid
-    missing = judge.ask(sys.argv[1] + "-missing")
-    judge.close()
-    ticker.kill()
-    print(json.dumps({"first": first.max_concurrency, "second": second.knee_users,
-                      "same_child": same, "missing": missing, "ticks": len(ticks),
-                      "closed": not judge.running}))
-    """
-)
-
-
 def test_the_locust_side_client_asks_one_child_from_greenlets(tmp_path: Path) -> None:
     run_dir = str(saturating_run(tmp_path / "run"))
     out = subprocess.run(
-        [sys.executable, "-c", CLIENT, run_dir], capture_output=True, text=True, timeout=120,
+        [sys.executable, str(CLIENT), run_dir], capture_output=True, text=True, timeout=120,
         check=True,
     ).stdout  # fmt: skip
     got = json.loads(out.strip().splitlines()[-1])

@@ -25,6 +25,7 @@ from analysis.importers.model import (
     ImportedRun,
     ImportFormatError,
 )
+from analysis.numeric import json_number
 
 EXPECTED = "an AIPerf artifact folder (profile_export.jsonl + profile_export_aiperf.json)"
 RECORDS = "profile_export.jsonl"
@@ -36,14 +37,11 @@ def _value(metrics: dict[str, Any], name: str) -> Any:
     return entry.get("value") if isinstance(entry, dict) else None
 
 
-def _f(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def _request(rec: dict[str, Any], use_server: bool) -> ImportedRequest:
     meta = rec.get("metadata") or {}
     metrics = rec.get("metrics") or {}
-    start_ns, end_ns = _f(meta.get("request_start_ns")), _f(meta.get("request_end_ns"))
+    start_ns = json_number(meta.get("request_start_ns"))
+    end_ns = json_number(meta.get("request_end_ns"))
     gaps = _value(metrics, "inter_chunk_latency")
     error = rec.get("error") if isinstance(rec.get("error"), dict) else None
     outcome, status, message = "ok", None, ""
@@ -56,19 +54,19 @@ def _request(rec: dict[str, Any], use_server: bool) -> ImportedRequest:
         outcome, message = "incomplete", "cancelled by aiperf"
     prompt = _value(metrics, "usage_prompt_tokens" if use_server else "input_sequence_length")
     output = _value(metrics, "usage_completion_tokens" if use_server else "output_token_count")
-    latency = _f(_value(metrics, "request_latency"))
+    latency = json_number(_value(metrics, "request_latency"))
     if latency is None and start_ns is not None and end_ns is not None:
         latency = (end_ns - start_ns) / 1e6
     return ImportedRequest(
         start_unix_s=start_ns / 1e9 if start_ns is not None else None,
         end_unix_s=end_ns / 1e9 if end_ns is not None else None,
         e2e_ms=latency,
-        ttft_ms=_f(_value(metrics, "time_to_first_token")),
+        ttft_ms=json_number(_value(metrics, "time_to_first_token")),
         itl_ms=tuple(float(g) for g in gaps) if isinstance(gaps, list) else None,
-        itl_mean_ms=_f(_value(metrics, "inter_token_latency")),
+        itl_mean_ms=json_number(_value(metrics, "inter_token_latency")),
         chunks=len(gaps) + 1 if isinstance(gaps, list) else None,
-        prompt_tokens=_f(prompt),
-        completion_tokens=_f(output),
+        prompt_tokens=json_number(prompt),
+        completion_tokens=json_number(output),
         outcome=outcome,
         http_status=status,
         error=message,

@@ -27,20 +27,18 @@ from analysis.importers.model import (
     ImportedRun,
     ImportFormatError,
 )
+from analysis.numeric import json_number
 
 EXPECTED = "a GuideLLM benchmarks JSON (guidellm run --output kind=json)"
 _STATUS = re.compile(r"\b([45]\d\d)\b")
 
 
-def _f(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def _request(rec: dict[str, Any], status: str) -> ImportedRequest:
     info = rec.get("info") or {}
     timings = info.get("timings") or {}
-    start, end = _f(rec.get("request_start_time")), _f(rec.get("request_end_time"))
-    latency = _f(rec.get("request_latency"))
+    start = json_number(rec.get("request_start_time"))
+    end = json_number(rec.get("request_end_time"))
+    latency = json_number(rec.get("request_latency"))
     error = str(info.get("error") or "")
     outcome, http_status = "ok", None
     if status == "errored":
@@ -54,11 +52,11 @@ def _request(rec: dict[str, Any], status: str) -> ImportedRequest:
         start_unix_s=start,
         end_unix_s=end,
         e2e_ms=latency * 1000.0 if latency is not None else None,
-        ttft_ms=_f(rec.get("time_to_first_token_ms")),
-        itl_mean_ms=_f(rec.get("inter_token_latency_ms")),
+        ttft_ms=json_number(rec.get("time_to_first_token_ms")),
+        itl_mean_ms=json_number(rec.get("inter_token_latency_ms")),
         chunks=int(iterations) if isinstance(iterations, int) else None,
-        prompt_tokens=_f(rec.get("prompt_tokens")),
-        completion_tokens=_f(rec.get("output_tokens")),
+        prompt_tokens=json_number(rec.get("prompt_tokens")),
+        completion_tokens=json_number(rec.get("output_tokens")),
         outcome=outcome,
         http_status=http_status,
         error=error or ("" if outcome == "ok" else status),

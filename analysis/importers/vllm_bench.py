@@ -34,6 +34,7 @@ from analysis.importers.model import (
     ImportedRun,
     ImportFormatError,
 )
+from analysis.numeric import json_number
 
 EXPECTED = "a vllm bench serve --save-result --save-detailed JSON"
 PER_REQUEST = ("start_times", "latencies", "ttfts", "itls", "input_lens", "output_lens", "errors")
@@ -41,19 +42,15 @@ _STATUS = re.compile(r"\b([45]\d\d)\b")
 GAP_S = 1.0  # between synthetic level windows
 
 
-def _f(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
 def _request(data: dict[str, Any], i: int, shift: float) -> ImportedRequest:
-    start, latency = _f(data["start_times"][i]), _f(data["latencies"][i])
+    start, latency = json_number(data["start_times"][i]), json_number(data["latencies"][i])
     error = str(data["errors"][i] or "")
     gaps = data["itls"][i]
-    ttft = _f(data["ttfts"][i])
+    ttft = json_number(data["ttfts"][i])
     outcome, status = "ok", None
     if error:
         found = _STATUS.search(error)
@@ -67,8 +64,8 @@ def _request(data: dict[str, Any], i: int, shift: float) -> ImportedRequest:
         ttft_ms=ttft * 1000.0 if ttft is not None and ok else None,
         itl_ms=tuple(float(g) * 1000.0 for g in gaps) if isinstance(gaps, list) and ok else None,
         chunks=len(gaps) + 1 if isinstance(gaps, list) and ok else None,
-        prompt_tokens=_f(data["input_lens"][i]),
-        completion_tokens=_f(data["output_lens"][i]) if ok else None,
+        prompt_tokens=json_number(data["input_lens"][i]),
+        completion_tokens=json_number(data["output_lens"][i]) if ok else None,
         outcome=outcome,
         http_status=status,
         error=error,
@@ -117,7 +114,7 @@ def read_vllm_bench(paths: list[Path]) -> ImportedRun:
         if read.cut is not None and "errors" not in data:
             # errors come last: a failed request is the one with no latency
             data["errors"] = [
-                "" if (_f(x) or 0) > 0 else "failed (errors list cut)"
+                "" if (json_number(x) or 0) > 0 else "failed (errors list cut)"
                 for x in _list(data.get("latencies"))
             ]
         lists: list[list[Any]] = [_list(data.get(k)) for k in PER_REQUEST]
@@ -136,7 +133,7 @@ def read_vllm_bench(paths: list[Path]) -> ImportedRun:
     versions: set[str] = set()
     endpoint = model = url = ""
     for path, data, n in parsed:
-        starts = [s for s in data["start_times"] if _f(s) is not None]
+        starts = [s for s in data["start_times"] if json_number(s) is not None]
         first = min(starts) if starts else 0.0
         reqs = tuple(_request(data, i, first - clock) for i in range(n))
         ends = [r.end_unix_s for r in reqs if r.end_unix_s is not None]
