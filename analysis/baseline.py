@@ -16,7 +16,7 @@ import pandas as pd
 from analysis import rules
 from analysis.inputs.load import Run
 from analysis.model import Baseline
-from analysis.numeric import num
+from analysis.numeric import num, sig4
 from analysis.summary import measured_requests
 from loadknee_locust.contract import LEVEL_KINDS
 
@@ -55,7 +55,7 @@ def _spread_warning(what: str, p50: float | None, p95: float | None, limit: floa
     if p50 is None or p95 is None or p50 <= 0 or p95 / p50 <= limit:
         return None
     return (
-        f"baseline {what} P95 {p95:.4g} is {p95 / p50:.2f}× its median {p50:.4g} (limit "
+        f"baseline {what} P95 {sig4(p95)} is {p95 / p50:.2f}× its median {sig4(p50)} (limit "
         f"{limit:g}×): external interference (another process on the GPU, network jitter, log "
         f"flushing); clean up before trusting the sweep"
     )

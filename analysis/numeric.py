@@ -59,8 +59,16 @@ def cell(row: pd.Series | None, name: str) -> float | None:
     return num(row[name])
 
 
+def sig4(value: float) -> str:
+    """Four significant digits with thousands separators, never in exponent form: 17,770 not
+    1.777e+04 (a 17.8 s tail in ms), 0.0123 as is."""
+    if abs(value) >= 1e4:
+        return f"{value:,.0f}"
+    return f"{value:,.4g}"
+
+
 def fmt(value: float | None, unit: str = "") -> str:
-    """Four significant digits with thousands separators and ``unit``; ``—`` when missing."""
+    """:func:`sig4` and ``unit``; ``—`` when missing."""
     if value is None or math.isnan(value):
         return NA
-    return f"{value:,.4g}{unit}"
+    return f"{sig4(value)}{unit}"

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.model import KneeResult
-from analysis.numeric import NA, num
+from analysis.numeric import NA, num, sig4
 from analysis.slo import METRIC_COLUMNS, Slo, SloParams
 
 Binding = Literal["latency", "throughput", "none"]
@@ -112,7 +112,7 @@ def _break_text(check: SloCheck) -> str:
     if check.value is None:
         return f"{check.text}: not measured in this stage"
     return (
-        f"{check.text.split(' ≤ ')[0]} {check.value:,.4g} {unit} > {check.limit:g} {unit} "
+        f"{check.text.split(' ≤ ')[0]} {sig4(check.value)} {unit} > {check.limit:g} {unit} "
         f"(+{check.over_pct:.0f} %)"
     )
 

@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.model import KneeResult
-from analysis.numeric import num
+from analysis.numeric import num, sig4
 
 #: the floor of the throughput check's band, in % of the original
 TOLERANCE_PCT = 10.0
@@ -104,7 +104,7 @@ def _throughput(
     return Check(
         "throughput",
         ok,
-        f"{users} users served {x_a:,.4g} output tok/s against {x_b:,.4g}{interval} before: "
+        f"{users} users served {sig4(x_a)} output tok/s against {sig4(x_b)}{interval} before: "
         f"{moved:+.1f} % (allowed ±{allowed:.1f} %: the intervals combined, at least "
         f"{tolerance_pct:g} %)",
     )

@@ -127,3 +127,14 @@ def test_csv_round_trips_numbers_and_empties() -> None:
     assert rows[4]["trusted"] == "1"
     back = pd.read_csv(io.StringIO(format_csv(frame)))
     assert math.isnan(back.loc[5, "output_tok_s"])
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(17770.4, "17,770"), (5003.2, "5,003"), (123456.0, "123,456"), (0.0123, "0.0123"),
+     (12.345, "12.35"), (-25000.0, "-25,000"), (math.nan, NA), (None, NA)],
+)  # fmt: skip
+def test_fmt_never_writes_an_exponent(value: object, expected: str) -> None:
+    from analysis.numeric import fmt
+
+    assert fmt(value) == expected  # type: ignore[arg-type]
