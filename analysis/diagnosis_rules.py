@@ -158,7 +158,8 @@ def server_queue(s: StageFacts) -> str | None:
     if not (queued and (s.departed or s.flat)):
         return None
     return (
-        f"the server's waiting queue held {fmt(s.waiting)} requests on average (max "
+        f"the server's waiting queue held {fmt(s.waiting)} request"
+        f"{'' if s.waiting == 1 else 's'} on average (max "
         f"{fmt(cell(s.row, 'waiting_max'))}) while {s.mem_name} was at {fmt(s.mem, ' %')}: "
         "queueing / KV-cache contention; requests wait for a running slot, which is what "
         "lengthens TTFT and the tail; tune --max-num-seqs (--parallel on llama.cpp) "

@@ -89,8 +89,18 @@ def _predicted_knee(preset: str, levels: list[int], input_tokens: int, output_to
     params = PRESETS[preset]
     c_star = saturation_concurrency(params, input_tokens, output_tokens)
     level = predicted_knee_level(params, levels, input_tokens, output_tokens)
-    where = f"the knee at {level} users" if level is not None else "no knee in the tested range"
-    return f"the simulator saturates at {c_star:.1f} concurrent requests: expect {where}"
+    if level is None:
+        return f"the simulator saturates at {c_star:.1f} concurrent requests: no knee expected"
+    below = max((u for u in levels if u < level), default=None)
+    refine = (
+        f", then refinement between {below} and {level} to pin it just past {c_star:.0f}"
+        if below is not None and level - below > 1
+        else ""
+    )
+    return (
+        f"the simulator saturates at {c_star:.1f} concurrent requests: expect the knee at "
+        f"{level} users on the grid{refine}"
+    )
 
 
 def sweep_command(args: argparse.Namespace, url: str) -> list[str]:
