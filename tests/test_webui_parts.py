@@ -3,15 +3,19 @@ live view's stage line and verdict table with a refine stage, the live judgement
 
 from __future__ import annotations
 
+import csv
 import math
 import re
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
+from loadknee_locust.contract import GPU_COLUMNS, SERVER_METRIC_COLUMNS
 from loadknee_locust.plugin import svgchart
 from loadknee_locust.plugin.formcheck import check_form
-from loadknee_locust.plugin.liveview import LiveView, verdict_table
+from loadknee_locust.plugin.livetail import TelemetryTail
+from loadknee_locust.plugin.liveview import LiveView, banners, telemetry_charts, verdict_table
 from loadknee_locust.plugin.options import (
     FORM_GROUP_TITLES,
     LABELS,
@@ -159,3 +163,59 @@ def test_refine_stage_in_the_status_line_and_the_table_by_users(tmp_path: Path) 
     assert users == [1, 2, 3, 4, 8], table  # ran as 1, 2, 4, 3, 8
     assert "<td>refine</td>" in table and "knee</td><td>throughput flat" in table
     run.close()
+
+
+class _Runner:
+    """A runner's CPU readings as the live view reads them (master + one worker)."""
+
+    current_cpu_usage = 40.0
+
+    class _Node:
+        id = "w1"
+        cpu_usage = 96.0
+
+    clients: ClassVar[dict[str, Any]] = {"w1": _Node()}
+
+
+def test_the_banners_name_errors_a_cpu_bound_worker_and_the_knee(tmp_path: Path) -> None:
+    run = _refined_run(tmp_path)
+    sched = run.schedule
+    assert sched is not None
+    start = sched.closed[1].warmup_end_unix_s + 0.5  # inside the 2-user stage's window
+    for outcome in ("ok", "http_error", "timeout"):
+        run.add({"start_unix_s": start, "end_unix_s": start + 1, "outcome": outcome,
+                 "e2e_ms": 1000.0, "request_id": outcome})  # fmt: skip
+    verdict = sched.verdicts[2]
+    texts = [(b.level, b.text) for b in banners(run, _Runner(), verdict, now=T0 + 1_000)]
+    assert ("bad", "2 failed requests (stage 1: 2).") in texts, texts
+    assert any(level == "warn" and "CPU-bound (worker w1 96 %)" in t for level, t in texts)
+    assert not any("this process" in t for _, t in texts)  # 40 % is not bound
+    knee = [t for level, t in texts if level == "good"]
+    assert knee == ["Knee at 4 users (stage 2), not yet confirmed by a higher level (provisional)."]
+    sched.stop(T0 + 2_000, "red_line")
+    assert banners(run, None, None, now=T0 + 2_000)[0].text.startswith("Red line crossed at stage")
+    run.close()
+
+
+def test_the_memory_and_waiting_charts_read_the_run_files(tmp_path: Path) -> None:
+    def write(name: str, columns: tuple[str, ...], rows: list[dict[str, object]]) -> None:
+        with (tmp_path / name).open("w", newline="") as f:
+            out = csv.DictWriter(f, fieldnames=columns)
+            out.writeheader()
+            out.writerows(rows)
+
+    write("server_metrics.csv", SERVER_METRIC_COLUMNS, [
+        {"timestamp_unix_s": T0 + 1, "metric": "vllm:gpu_cache_usage_perc", "value": 0.25},
+        {"timestamp_unix_s": T0 + 2, "metric": "vllm:num_requests_waiting", "value": 3},
+    ])  # fmt: skip
+    write("gpu.csv", GPU_COLUMNS, [
+        {"timestamp_unix_s": T0 + 1, "gpu_index": 0, "memory_used_mib": 8000,
+         "memory_total_mib": 16000},
+    ])  # fmt: skip
+    tail = TelemetryTail(tmp_path)
+    tail.update()
+    svg = telemetry_charts(tail, T0)
+    points = circles(svg)
+    assert ("KV cache", 1.0, 25.0) in [(n, x, y) for n, x, y, _ in points], points
+    assert ("GPU mem", 1.0, 50.0) in [(n, x, y) for n, x, y, _ in points], points
+    assert ("waiting", 2.0, 3.0) in [(n, x, y) for n, x, y, _ in points], points
