@@ -45,3 +45,25 @@ def test_demo_verbose_reaches_the_sweep() -> None:
     quiet = sweep_command(build_parser().parse_args([]), "http://127.0.0.1:1")
     loud = sweep_command(build_parser().parse_args(["--verbose"]), "http://127.0.0.1:1")
     assert "--verbose" not in quiet and loud == [*quiet, "--verbose"]
+
+
+def test_the_sweeps_progress_reaches_the_terminal_as_it_comes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The demo passes the sweep's lines through as they are printed, not after it ends."""
+    import io
+    import time
+
+    from loadknee_locust.commands import demo
+
+    seen: list[tuple[float, str]] = []
+
+    class Terminal(io.StringIO):
+        def write(self, text: str) -> int:
+            seen.append((time.monotonic(), text))
+            return len(text)
+
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    child = "import time; print('stage 1', flush=True); time.sleep(1.0); print('run directory: x')"
+    code, output = demo._run_streaming([sys.executable, "-c", child])
+    assert (code, output) == (0, "stage 1\nrun directory: x\n")
+    assert [text for _, text in seen] == ["stage 1\n", "run directory: x\n"]
+    assert seen[1][0] - seen[0][0] >= 0.8  # the first line was shown a second before the end

@@ -120,6 +120,21 @@ def sweep_command(args: argparse.Namespace, url: str) -> list[str]:
     ]  # fmt: skip
 
 
+def _run_streaming(cmd: list[str]) -> tuple[int, str]:
+    """Run ``cmd``, passing its output through line by line as it comes (the sweep's progress
+    is the demo's progress), and return its exit code and the whole output (for the run dir)."""
+    lines: list[str] = []
+    with subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, text=True, bufsize=1, env=os.environ.copy()
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            lines.append(line)
+    return proc.returncode, "".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     levels = [int(x) for x in args.levels.split(",") if x.strip()]
@@ -134,11 +149,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         run_cmd = sweep_command(args, url)
         print("[demo] sweep: loadknee " + " ".join(run_cmd[3:]), flush=True)
-        result = subprocess.run(run_cmd, stdout=subprocess.PIPE, text=True, env=os.environ.copy())
-        sys.stdout.write(result.stdout)
-        match = RUN_DIR_RE.search(result.stdout)
-        if result.returncode != 0 or not match:
-            print(f"[demo] the sweep failed (exit {result.returncode})", file=sys.stderr)
+        returncode, output = _run_streaming(run_cmd)
+        match = RUN_DIR_RE.search(output)
+        if returncode != 0 or not match:
+            print(f"[demo] the sweep failed (exit {returncode})", file=sys.stderr)
             return 1
         run_dir = Path(match.group(1).strip())
     finally:
