@@ -226,10 +226,16 @@ class SteppedShape(LoadTestShape):
         )
 
     def _users_still_running(self) -> int:
-        """Users still finishing in-flight requests after a drop to 0 (bounded by stop_timeout:
-        Locust kills them then, so a hung server cannot hold the cooldown forever)."""
+        """Users still running or finishing in-flight requests (bounded by stop_timeout: Locust
+        kills them then, so a hung server cannot hold the cooldown forever).
+
+        The schedule reads it only once a stage's window has closed, so any user still alive
+        belongs to that stage: the stage closes, and its judgement reads the run directory, only
+        when every one of its rows is written. (Counting them only after the shape had asked
+        for 0 users closed the stage on the tick its window ended, users still streaming: the
+        judgement missed their rows and the next level started with them in flight.)"""
         assert self.runner is not None
-        return int(self.runner.user_count) if self._last_users == 0 else 0
+        return int(self.runner.user_count)
 
     def _close_judge(self) -> None:
         judge, self._judge = self._judge, None
