@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import rules
-from analysis.numeric import num
+from analysis.numeric import counted, num
 
 #: below these, a stage's percentiles rest on too few samples (docs/method.md: Small stage)
 MIN_STAGE_REQUESTS = 20
@@ -29,7 +29,8 @@ def small_stage_warnings(summary: pd.DataFrame) -> list[str]:
         short = secs is not None and secs < MIN_STAGE_SECONDS
         if few or short:
             out.append(
-                f"{int(row['target_users'])} users: only {int(n or 0)} requests over "
+                f"{counted(int(row['target_users']), 'user')}: only "
+                f"{counted(int(n or 0), 'request')} over "
                 f"{secs or 0:.1f} s measured (fewer than {MIN_STAGE_REQUESTS} or under "
                 f"{MIN_STAGE_SECONDS:g} s): too small to trust its percentiles; hold the stage "
                 f"longer {rules.cite('small_stage')}"

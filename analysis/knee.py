@@ -90,7 +90,7 @@ from analysis.knee_signals import (
     throughput_signals,
 )
 from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
-from analysis.numeric import fmt, num
+from analysis.numeric import counted, fmt, num
 from loadknee_locust.contract import LEVEL_KINDS
 
 #: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
@@ -541,11 +541,13 @@ def _summary_text(
     top = verdicts[-1].target_users
     parts = []
     if knee is not None:
-        parts.append(f"knee at {knee.target_users} users: " + "; ".join(knee.reasons[:2]) + ".")
+        at = counted(knee.target_users, "user")
+        parts.append(f"knee at {at}: " + "; ".join(knee.reasons[:2]) + ".")
     else:
         parts.append(f"no knee within the tested range (up to {top} users).")
     if red is not None:
-        parts.append(f"red line at {red.target_users} users: " + "; ".join(red.reasons[:2]) + ".")
+        at = counted(red.target_users, "user")
+        parts.append(f"red line at {at}: " + "; ".join(red.reasons[:2]) + ".")
     if max_conc is not None:
         parts.append(f"max_concurrency {max_conc}.")
     if slots is not None:

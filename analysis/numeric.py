@@ -67,6 +67,11 @@ def sig4(value: float) -> str:
     return f"{value:,.4g}"
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless one: "1 user", "16 users", "1 request"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def fmt(value: float | None, unit: str = "") -> str:
     """:func:`sig4` and ``unit``; ``—`` when missing."""
     if value is None or math.isnan(value):

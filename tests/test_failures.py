@@ -13,7 +13,7 @@ def test_small_stages_are_named_with_their_sample_size():
                     window_s=[30.0, 30.0, 3.0])  # fmt: skip
     warnings = small_stage_warnings(summary)
     assert len(warnings) == 2
-    assert warnings[0].startswith("1 users: only 12 requests over 30.0 s measured")
+    assert warnings[0].startswith("1 user: only 12 requests over 30.0 s measured")
     assert warnings[1].startswith("4 users: only 80 requests over 3.0 s measured")
     assert all("(rule: Small stage)" in w for w in warnings)
 
@@ -31,3 +31,10 @@ def test_all_failed_names_the_top_causes_counted():
     )
     served = pd.concat([requests, pd.DataFrame({"outcome": ["ok"]})], ignore_index=True)
     assert all_failed_warnings(served) == []
+
+
+def test_counted_says_one_user_and_one_request() -> None:
+    from analysis.numeric import counted
+
+    said = [counted(1, "user"), counted(16, "user"), counted(1, "request"), counted(0, "request")]
+    assert said == ["1 user", "16 users", "1 request", "0 requests"]

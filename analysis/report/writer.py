@@ -14,6 +14,7 @@ from pathlib import Path
 from analysis.deploy import context_lines
 from analysis.failures import all_failed_warnings, small_stage_warnings
 from analysis.model import KneeResult, Recommendations
+from analysis.numeric import counted
 from analysis.pipeline import Analysis
 from analysis.recommend import flag_text
 from analysis.report.html import HtmlReport, redact, render_html
@@ -84,7 +85,8 @@ def knee_text(knee: KneeResult) -> str:
             continue
         trust = "" if sv.trusted else " (untrusted: client-bound)"
         trust += " (untrusted: noisy)" if sv.noisy else ""
-        lines.append(f"  {sv.target_users:>4} users: {sv.verdict.replace('_', ' ')}{trust}")
+        users = counted(sv.target_users, "user")
+        lines.append(f"  {users:>10}: {sv.verdict.replace('_', ' ')}{trust}")
         lines += [f"        - {reason}" for reason in sv.reasons]
         if sv.bottleneck != "none":
             why = f": {sv.bottleneck_reason}" if sv.bottleneck_reason else ""
@@ -102,7 +104,7 @@ def slo_text(slo: SloResult) -> str:
         if stage.goodput_rps is not None:
             good += f", goodput {stage.goodput_rps:.3g} req/s"
         state = "met" if stage.met else "broken: " + "; ".join(stage.breaks)
-        lines.append(f"  {stage.target_users:>4} users: {state}{good}")
+        lines.append(f"  {counted(stage.target_users, 'user'):>10}: {state}{good}")
     return "\n".join(lines)
 
 
