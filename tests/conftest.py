@@ -15,12 +15,26 @@ Every server started through the factory is stopped at teardown, even when the t
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from loadknee_locust.sim.launch import SimProcess
+
+
+@pytest.fixture(autouse=True)
+def _gevent_clock_now() -> None:
+    """Bring gevent's loop clock up to date before each test that may use it.
+
+    libev caches "now" between loop iterations and gevent starts a ``Timeout`` from that cached
+    time: in a test process that ran no gevent for a while (other files' tests, in a pytest-xdist
+    worker), ``joinall(timeout=20)`` gave up at once, with its greenlets still running.
+    """
+    gevent = sys.modules.get("gevent")
+    if gevent is not None:
+        gevent.get_hub().loop.update_now()
 
 
 @pytest.fixture
@@ -38,3 +52,26 @@ def sim_server() -> Iterator[Callable[..., SimProcess]]:
     finally:
         for sim in started:
             sim.stop()
+
+
+#: test files that take minutes, collected first: with ``pytest -n 2 --dist loadfile`` (the
+#: README's test command) a file runs on one worker, and starting the longest ones first keeps
+#: one worker from finishing the suite alone with the llama-server sweep
+LONGEST_FIRST = (
+    "test_realengine_llamacpp.py",
+    "test_verify_sim.py",
+    "test_refine_sim.py",
+    "test_docs.py",
+    "test_webui_browser.py",
+    "test_demo.py",
+    "test_packaging.py",
+    "test_fault_suite.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: a file's tests keep their order

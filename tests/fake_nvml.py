@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -34,6 +35,7 @@ class FakeNvml:
     library_missing: bool = False
     lost: set[int] = field(default_factory=set)
     util_unsupported: bool = False
+    init_delay_s: float = 0.0  # a cold driver (no persistence mode) takes seconds to open
     init_calls: int = 0
     shutdown_calls: int = 0
 
@@ -41,6 +43,7 @@ class FakeNvml:
 
     def nvmlInit(self) -> None:
         self.init_calls += 1
+        time.sleep(self.init_delay_s)  # called in a threadpool thread, as pynvml's would be
         if self.library_missing:
             raise NVMLError_LibraryNotFound("NVML Shared Library Not Found")
 

@@ -79,7 +79,7 @@ def test_server_count_equals_rows_with_the_right_outcome(
     last = knee.stages[-1]
     counts = f"{len(served)} | {len(faulted)} | {len(rows)} | {len(with_outcome)} {expected}"
     said = f"{last.verdict} | {knee.red_line_users} | {last.failures or '-'}"
-    print(f"| {mode} | {counts} | {said} |")  # the closing note's fault table, with -s
+    print(f"| {mode} | {counts} | {said} |")  # the closing note's fault table, with -n 0 -s
     if expected == "ok":
         assert faulted <= with_outcome
         assert knee.red_line_users is None, knee.summary

@@ -134,6 +134,29 @@ def test_auto_without_local_gpu_takes_dcgm_from_server_metrics(tmp_path: Path) -
     assert max(min(s) for s in spans) < min(max(s) for s in spans)
 
 
+@pytest.mark.parametrize("local_gpu", [False, True])
+def test_a_slow_nvml_open_does_not_hold_up_the_metrics_scrapes(
+    tmp_path: Path, local_gpu: bool
+) -> None:
+    """NVML takes 2 s to open (a cold driver): /metrics is still scraped every 0.2 s meanwhile
+    (the scrape loop used to wait for the GPU decision: one scrape, then nothing until it came).
+    Without a local GPU the DCGM rows scraped during the wait reach gpu.csv once it is known;
+    with one, NVML's rows stand alone."""
+    fake = FakeNvml(library_missing=not local_gpu, init_delay_s=2.0)
+    with metrics_server() as server:
+        sampler = TelemetrySampler(tmp_path, options(), base_url(server), nvml=fake)
+        run(sampler, 2.5)
+    scrapes = sorted({float(r["timestamp_unix_s"]) for r in read(tmp_path / "server_metrics.csv")})
+    during_open = [t for t in scrapes if t < scrapes[0] + 1.8]
+    assert len(during_open) >= 4, scrapes  # 9 ticks of 0.2 s fit there; the old loop made 1
+    gpu = read(tmp_path / "gpu.csv")
+    if local_gpu:
+        assert {r["source"] for r in gpu} == {"nvml"}
+    else:
+        assert {r["source"] for r in gpu} == {"dcgm"}
+        assert sorted(float(r["timestamp_unix_s"]) for r in gpu) == scrapes
+
+
 def test_nvml_mode_ignores_dcgm_and_writes_per_gpu_rows(tmp_path: Path) -> None:
     with metrics_server() as server:
         url = base_url(server)

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ def read(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def chat(url: str, n: int) -> None:
+def chat(url: str, n: int) -> list[int]:
     client = HTTPClient.from_url(url, network_timeout=20, connection_timeout=5)
     body = json.dumps(
         {
@@ -42,14 +43,17 @@ def chat(url: str, n: int) -> None:
             "max_tokens": 64,
         }
     )
+    statuses = []
     try:
         for _ in range(n):
             response = client.post(
                 "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"}
             )
             response.read()
+            statuses.append(response.status_code)
     finally:
         client.close()
+    return statuses
 
 
 def test_sampler_against_the_sim_under_gevent(
@@ -58,6 +62,7 @@ def test_sampler_against_the_sim_under_gevent(
     sim = sim_server(preset="fast")
     opts = LlmOptions(gpu="auto", sample_interval=0.25)
     sampler = TelemetrySampler(tmp_path, opts, sim.url)
+    started = time.time()
     sampler.start()
     try:
         users = [gevent.spawn(chat, sim.url, 4) for _ in range(6)]
@@ -65,10 +70,13 @@ def test_sampler_against_the_sim_under_gevent(
         gevent.sleep(0.3)
     finally:
         sampler.stop()
+    held_s = time.time() - started
     metrics = pd.read_csv(tmp_path / "server_metrics.csv")
     gpu = pd.read_csv(tmp_path / "gpu.csv")
     client = pd.read_csv(tmp_path / "client.csv")
-    assert metrics["error"].isna().all() and len(metrics["timestamp_unix_s"].unique()) >= 3
+    scrapes = sorted(metrics["timestamp_unix_s"].unique() - started)
+    assert [u.value for u in users] == [[200] * 4] * 6  # the load ran to its end
+    assert metrics["error"].isna().all() and len(scrapes) >= 3, (held_s, scrapes)
     assert {"vllm:num_requests_running", "DCGM_FI_DEV_FB_USED"} <= set(metrics["metric"])
     # auto on a machine without NVML: the GPU comes from the sim's DCGM names
     if gpu["source"].eq("nvml").any():

@@ -93,3 +93,4 @@ def test_rerun_arguments_carry_the_original_prompt_settings():
     assert (pairs["--input-tokens"], pairs["--output-tokens"]) == ("512", "64")
     assert (pairs["--model"], pairs["--endpoint"]) == ("m", "chat")
     assert "--no-stream" in args
+    assert "--no-refine" in args  # the named levels only, no refine stages between them

@@ -64,6 +64,7 @@ def test_verify_passes_on_the_same_server_and_fails_with_half_the_slots(original
     assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-3000:]
     assert "verify: PASS (3 of 3 checks passed)" in same.stdout
     assert (out / "same" / "verify.txt").read_text().startswith("PASS  recommended_level")
+    assert ",refine," not in (out / "same" / "stages.csv").read_text()  # only the named levels
     with SimProcess.start("fast", max_num_seqs=SLOTS // 2) as sim:
         half = _loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", "half")
     assert half.returncode == 1, half.stdout[-3000:] + half.stderr[-3000:]

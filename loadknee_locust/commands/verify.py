@@ -73,6 +73,9 @@ def run_arguments(
         if original > 0:
             seconds = min(original, STAGE_SECONDS)
     args = ["--host", ns.host, "--levels", ",".join(str(u) for u in levels)]
+    # exactly the levels to check: refining between them would measure levels nobody asked
+    # about (the re-run's own knee is not the question), for two or three more stages of GPU time
+    args.append("--no-refine")
     args += ["--stage-seconds", f"{seconds:g}", "--warmup-seconds", f"{ns.warmup_seconds:g}"]
     args += ["--baseline-requests", str(ns.baseline_requests), "--out", out, "--run-id", run_id]
     if info.get("model"):

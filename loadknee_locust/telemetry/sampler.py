@@ -163,6 +163,7 @@ class TelemetrySampler:
         self._scrapers: list[Scraper] = []
         self._reader: NvmlReader | None = None
         self._dcgm_seen = False
+        self._dcgm_rows_held: list[dict[str, Any]] = []  # scraped before the GPU source was known
         self._unlisten: Callable[[], None] | None = None
         self._metrics_lock = gevent.lock.Semaphore()
         self._pending: set[Any] = set()  # threadpool jobs writing to a sink
@@ -267,6 +268,10 @@ class TelemetrySampler:
                     reader.last_error,
                 )
         finally:
+            if not self._use_nvml and self._dcgm_rows_held:  # no local GPU: DCGM's rows stand
+                self._dcgm_seen = True
+                self._sinks[GPU_CSV].write_many(self._dcgm_rows_held)
+            self._dcgm_rows_held = []
             self._gpu_decided.set()
 
     def _nvml_once(self, reader: NvmlReader) -> None:
@@ -310,10 +315,15 @@ class TelemetrySampler:
         mode = self.config.gpu
         if mode not in ("auto", "dcgm"):
             return
-        self._gpu_decided.wait(timeout=_NVML_OPEN_TIMEOUT_S)
+        rows = dcgm.gpu_rows(parsed.samples, stamp)
+        if mode == "auto" and not self._gpu_decided.is_set():
+            # NVML's open can take seconds (a driver without persistence mode; 15 s before we
+            # give up on a wedged one): hold this scrape's GPU rows until the source is known
+            # rather than hold up the scrape loop, which left /metrics unsampled meanwhile
+            self._dcgm_rows_held += rows
+            return
         if self._use_nvml:
             return
-        rows = dcgm.gpu_rows(parsed.samples, stamp)
         if rows:
             self._dcgm_seen = True
             self._sinks[GPU_CSV].write_many(rows)
