@@ -54,10 +54,9 @@ def sim_server() -> Iterator[Callable[..., SimProcess]]:
             sim.stop()
 
 
-#: test files that take minutes, collected first: with ``pytest -n 2 --dist loadfile
-#: --no-loadscope-reorder`` (pyproject's addopts) a file runs on one worker, in this order, and
-#: starting the longest ones first keeps one worker from finishing the suite alone with the
-#: llama-server sweep
+#: test files that take minutes, collected first: with ``pytest -n 2 --dist loadfile`` (the
+#: README's test command) a file runs on one worker, and starting the longest ones first keeps
+#: one worker from finishing the suite alone with the llama-server sweep
 LONGEST_FIRST = (
     "test_realengine_llamacpp.py",
     "test_verify_sim.py",
