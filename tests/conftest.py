@@ -54,9 +54,9 @@ def sim_server() -> Iterator[Callable[..., SimProcess]]:
             sim.stop()
 
 
-#: test files that take minutes, collected first: with ``pytest -n 2 --dist loadfile`` (the
-#: README's test command) a file runs on one worker, and starting the longest ones first keeps
-#: one worker from finishing the suite alone with the llama-server sweep
+#: test files that take minutes, collected first. In one process (``-n 0``) they run first; with
+#: the README's ``-n 2 --dist loadfile`` xdist sends files with the most tests first, so this
+#: order only breaks its ties (``--no-loadscope-reorder`` would keep it: to try on a quiet machine)
 LONGEST_FIRST = (
     "test_realengine_llamacpp.py",
     "test_verify_sim.py",
