@@ -54,6 +54,7 @@ def with_slo(
             "slo_capacity",
             cap,
             f"highest concurrency meeting every SLO ({slo.limits}) {rules.cite('slo_capacity')}"
+            + (f"; {slo.doubt}" if slo.doubt else "")
             if cap is not None
             else f"no tested stage met the SLOs ({slo.limits}): test lower concurrency",
         )

@@ -18,6 +18,11 @@ Algorithm (pure; inputs are the record table, the measured raw rows and the knee
 5. **Binding constraint**: ``latency`` when the SLO capacity is at or below the knee's
    ``max_concurrency`` (the SLOs allow no more users than the knee does; fewer users per replica,
    more replicas), else ``throughput`` (the knee binds first; the SLOs have headroom there).
+6. **Doubt**: the capacity rests on two stages, the last that passes and the first that breaks.
+   When either is one the knee marked too noisy or short to judge (or client-bound), or a stage
+   above the first break passes again, the summary says so and how the figure may move: a P95
+   from a few dozen requests moves with one slow request, and the user must not plan on it
+   without rerunning longer stages.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.model import KneeResult
-from analysis.numeric import NA, num, sig4
+from analysis.numeric import NA, counted, num, sig4
 from analysis.slo import METRIC_COLUMNS, Slo, SloParams
 
 Binding = Literal["latency", "throughput", "none"]
@@ -74,6 +79,7 @@ class SloResult:
     max_concurrency: int | None  # the knee's, for the comparison
     binding: Binding
     summary: str
+    doubt: str = ""  # why the capacity may be off (noisy stages around it); "" when none
 
 
 _SUMMARY_FALLBACK = {
@@ -190,6 +196,47 @@ def binding_constraint(capacity: int | None, max_concurrency: int | None) -> Bin
     return "latency" if capacity <= max_concurrency else "throughput"
 
 
+def capacity_doubt(stages: tuple[StageSlo, ...], knee: KneeResult) -> str:
+    """Why the SLO capacity may be off, in words; "" when the stages around it can be trusted.
+
+    The two stages that decide the capacity are the last passing one (its pass may be luck) and
+    the first breaking one (its break may be one slow request); a stage above the break that
+    passes again says the break may be noise.
+    """
+    ordered = sorted(stages, key=lambda s: s.target_users)
+    doubtful = {v.stage for v in knee.stages if v.noisy or not v.trusted}
+    first_bad = next((i for i, s in enumerate(ordered) if not s.met), None)
+    if first_bad is None:
+        last_good = ordered[-1] if ordered else None
+    else:
+        last_good = ordered[first_bad - 1] if first_bad > 0 else None
+    parts = []
+    if first_bad is not None:
+        broken = ordered[first_bad]
+        if broken.stage in doubtful and not any(b.startswith("red line") for b in broken.breaks):
+            parts.append(
+                f"the {counted(broken.target_users, 'user')} stage that breaks it is too noisy "
+                "or short to judge, so the capacity may be higher"
+            )
+        again = [s.target_users for s in ordered[first_bad + 1 :] if s.met]
+        if again:
+            parts.append(
+                f"{', '.join(map(str, again))} users met every SLO again above the break, "
+                "so it may be noise"
+            )
+    if last_good is not None and last_good.stage in doubtful:
+        parts.append(
+            f"the {counted(last_good.target_users, 'user')} stage that sets it is too noisy or "
+            "short to judge, so the capacity may be lower"
+        )
+    if not parts:
+        return ""
+    return (
+        "Uncertain: " + "; ".join(parts) + ". Rerun with longer stages (--stage-requests) "
+        "before planning on it."
+    )
+
+
 def _summary(stages: tuple[StageSlo, ...], capacity: int | None, knee: KneeResult,
              binding: Binding) -> str:  # fmt: skip
     first_bad = next((s for s in sorted(stages, key=lambda s: s.target_users) if not s.met), None)
@@ -201,7 +248,7 @@ def _summary(stages: tuple[StageSlo, ...], capacity: int | None, knee: KneeResul
     conc = knee.max_concurrency
     if capacity is None:
         return "SLO capacity: none, no tested stage meets the SLOs (latency-bound)." + why
-    head = f"SLO capacity {capacity} users; the knee's max_concurrency {conc}."
+    head = f"SLO capacity {counted(capacity, 'user')}; the knee's max_concurrency {conc}."
     if binding == "latency":
         return (
             head + " Latency-bound: the SLOs allow no more users than the knee, so plan fewer "
@@ -241,6 +288,8 @@ def evaluate_slos(
     judged = tuple(stages)
     capacity = slo_capacity(judged)
     binding = binding_constraint(capacity, knee.max_concurrency)
+    doubt = capacity_doubt(judged, knee)
+    summary_text = _summary(judged, capacity, knee, binding)
     return SloResult(
         limits=params.limits_text(),
         sources=params.sources,
@@ -248,5 +297,6 @@ def evaluate_slos(
         capacity=capacity,
         max_concurrency=knee.max_concurrency,
         binding=binding,
-        summary=_summary(judged, capacity, knee, binding),
+        summary=summary_text + (" " + doubt if doubt else ""),
+        doubt=doubt,
     )

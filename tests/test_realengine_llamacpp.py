@@ -136,18 +136,30 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
         assert c.output_tok_s == pytest.approx(c.server_tok_s_aligned, rel=0.10), c
 
     # SLO capacity from the same run directory (no second sweep): a TTFT P95 limit between the
-    # 4- and 8-user stages' gives capacity 4, below the knee's answer: latency-bound
-    ttft4, ttft8 = summary[4]["ttft_p95_ms"], summary[8]["ttft_p95_ms"]
-    assert ttft4 < ttft8, (ttft4, ttft8)
-    limit = (ttft4 * ttft8) ** 0.5
+    # 4- and 8-user stages' gives capacity 4, below the knee's answer: latency-bound. On a busy
+    # machine a stage of ~35 requests can put 4's P95 above 8's (one slow request is its P95), or
+    # 2's above the limit: then the capacity is what the rule gives (the unbroken run of passing
+    # stages from the lowest, computed here by hand) and the product must say it cannot tell,
+    # since a stage above the break passes again
+    ttft = {row["target_users"]: row["ttft_p95_ms"] for row in knee["summary"]
+            if row["kind"] == "step"}  # fmt: skip
+    limit = float(f"{(ttft[4] * ttft[8]) ** 0.5:.1f}")  # as given on the command line
+    passing = [users for users in sorted(ttft) if ttft[users] <= limit]
+    by_rule = next((u for u in sorted(ttft) if u not in passing), None)
+    expected = max((u for u in passing if by_rule is None or u < by_rule), default=None)
     slo_run = subprocess.run(
         [sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir), "--quiet",
-         "--out", str(tmp_path / "report-slo"), "--slo", f"ttft_p95_ms={limit:.1f}"],
+         "--out", str(tmp_path / "report-slo"), "--slo", f"ttft_p95_ms={limit}"],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert slo_run.returncode == 0, slo_run.stderr[-3000:]
     print(slo_run.stdout)
     slo = json.loads((tmp_path / "report-slo" / "knee.json").read_text())["slo"]
-    assert (slo["capacity"], slo["binding"]) == (4, "latency"), slo["summary"]
-    assert "SLO capacity 4 users" in slo_run.stdout and "Latency-bound" in slo_run.stdout
-    assert f"TTFT P95 ≤ {float(f'{limit:.1f}'):g} ms" in slo_run.stdout
+    assert (slo["capacity"], slo["binding"]) == (expected, "latency"), (slo["summary"], ttft)
+    assert "Latency-bound" in slo_run.stdout or "latency-bound" in slo_run.stdout
+    if max(ttft[1], ttft[2], ttft[4]) < limit < ttft[8]:  # a quiet machine: the issue's own case
+        assert expected == 4 and "SLO capacity 4 users" in slo_run.stdout
+    else:  # a noisy stage broke the run below 8 users, and 8 passed again: it cannot tell
+        assert "Uncertain" in slo["summary"], slo["summary"]
+        assert "met every SLO again above the break" in slo["summary"], slo["summary"]
+    assert f"TTFT P95 ≤ {limit:g} ms" in slo_run.stdout

@@ -177,3 +177,51 @@ def test_the_answer_to_deploy_never_breaks_an_slo(
     assert (got.users, got.bound) == (expected, bound)
     if bound == "sla":
         assert "ttft P95 ≤ 500 ms" in got.text and "(rule: The answer to deploy)" in got.text
+
+
+@pytest.mark.parametrize(
+    ("noisy_users", "wanted"),
+    [
+        ((), None),  # every stage trusted: no doubt
+        ((4,), None),  # a noisy stage away from the capacity does not matter
+        ((24,), "the 24 users stage that breaks it is too noisy"),  # the break may be one request
+        ((16,), "the 16 users stage that sets it is too noisy"),  # the pass may be luck
+    ],
+)
+def test_the_slo_capacity_says_when_a_noisy_stage_decides_it(noisy_users, wanted):
+    import dataclasses
+
+    summary = seed_002_summary()
+    knee = find_knee(summary, compute_baseline(None, summary))
+    knee = dataclasses.replace(
+        knee,
+        stages=tuple(
+            dataclasses.replace(v, noisy=v.target_users in noisy_users) for v in knee.stages
+        ),
+    )
+    params = SloParams.from_cli_args(argparse.Namespace(), sla_ms=2000.0, tail="p99")
+    slo = evaluate_slos(summary, knee, params=params)
+    assert slo is not None and slo.capacity == 16  # the figure itself never moves
+    if wanted is None:
+        assert slo.doubt == "" and "Uncertain" not in slo.summary
+        return
+    assert wanted in slo.doubt and slo.doubt in slo.summary
+    assert "--stage-requests" in slo.doubt
+    recs = with_slo(recommend(summary, knee, compute_baseline(None, summary)), slo, knee)
+    capacity_item = next(i for i in recs.items if i.key == "slo_capacity")
+    assert wanted in capacity_item.reason  # the recommendations carry the doubt too
+
+
+def test_a_stage_passing_again_above_the_break_is_named():
+    from analysis.slo_eval import StageSlo, capacity_doubt
+
+    def stage(users: int, met: bool) -> StageSlo:
+        return StageSlo(users, users, met, (), () if met else ("TTFT P95 900 ms > 800 ms",),
+                        None, None, None, None, None)  # fmt: skip
+
+    summary = seed_002_summary()
+    knee = find_knee(summary, compute_baseline(None, summary))
+    stages = (stage(1, True), stage(2, True), stage(4, False), stage(8, True), stage(16, False))
+    doubt = capacity_doubt(stages, knee)
+    assert "8 users met every SLO again above the break, so it may be noise" in doubt
+    assert capacity_doubt(stages[:3], knee) == ""

