@@ -8,7 +8,8 @@ finished stage (the sweep's shape starts the child; the web UI reads the answer 
 
     {"knee_users": int|null, "red_line_users": int|null, "max_concurrency": int|null,
      "knee_stage": int|null, "summary": str,
-     "stages": [{"stage": int, "users": int, "verdict": str, "reasons": [str], "trusted": bool}]}
+     "stages": [{"stage": int, "users": int, "verdict": str, "reasons": [str], "trusted": bool,
+                 "noisy": bool}]}
 
 ``stages`` holds the judged (step and refine) stages; the baseline is the yardstick and has none.
 Why a child process: the Locust process must not import pandas (a pandas call on the gevent hub
@@ -55,6 +56,7 @@ def judge(run_dir: str) -> dict[str, Any]:
                 "verdict": v.verdict,
                 "reasons": list(v.reasons),
                 "trusted": v.trusted,
+                "noisy": v.noisy,
             }
             for v in knee.stages
         ],

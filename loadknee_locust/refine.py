@@ -50,6 +50,7 @@ class StageJudgement:
     verdict: str  # comfortable | critical | knee | red line
     reasons: tuple[str, ...] = ()
     trusted: bool = True  # False when the load generator was the limit
+    noisy: bool = False  # True when its interval was too wide (or its window too short) to judge
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class LiveVerdict:
                 verdict=str(s["verdict"]),
                 reasons=tuple(str(r) for r in s.get("reasons") or ()),
                 trusted=bool(s.get("trusted", True)),
+                noisy=bool(s.get("noisy", False)),
             )
             for s in answer.get("stages") or ()
         )

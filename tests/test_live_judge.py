@@ -18,6 +18,7 @@ from knee_rundir import request_row, stage_row, write_run
 
 from analysis import live, live_judge
 from analysis.pipeline import analyze_run
+from loadknee_locust.refine import LiveVerdict
 
 CAPACITY = 4  # the synthetic server runs 4 requests at once; more users only queue
 PROGRAMS = Path(__file__).parent / "programs"
@@ -49,6 +50,12 @@ def test_the_judge_answers_as_analysis_live_does(tmp_path: Path) -> None:
     full = analyze_run(run_dir).knee  # and the same knee as the full analysis
     assert (fast["knee_users"], fast["max_concurrency"]) == (full.knee_users, full.max_concurrency)
     assert fast["knee_users"] == 8 and fast["max_concurrency"] == CAPACITY
+    # each stage's trust flags travel with it, so the live view marks what the report marks
+    flags = [(s["stage"], s["trusted"], s["noisy"]) for s in fast["stages"]]
+    assert flags == [(v.stage, v.trusted, v.noisy) for v in full.stages]
+    noisy = {**fast, "stages": [{**s, "noisy": True} for s in fast["stages"]]}
+    assert all(s.noisy for s in LiveVerdict.from_json(noisy).stages)
+    assert [s.noisy for s in LiveVerdict.from_json(fast).stages] == [f[2] for f in flags]
 
 
 def test_one_child_serves_many_requests_and_answers_errors(tmp_path: Path) -> None:

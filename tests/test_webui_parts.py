@@ -130,7 +130,7 @@ def _refined_run(tmp_path: Path) -> RunLog:
         0: LiveVerdict(None, None, 1),
         1: LiveVerdict(None, None, 2),
         2: LiveVerdict(4, None, 2, knee_stage=2, stages=(
-            StageJudgement(0, 1, "comfortable"), StageJudgement(1, 2, "comfortable"),
+            StageJudgement(0, 1, "comfortable"), StageJudgement(1, 2, "comfortable", noisy=True),
             StageJudgement(2, 4, "knee", ("throughput flat",)))),
     }  # fmt: skip
     now = T0
@@ -161,7 +161,11 @@ def test_refine_stage_in_the_status_line_and_the_table_by_users(tmp_path: Path) 
     table = verdict_table(run, verdict, final=False)
     users = [int(u) for u in re.findall(r"data-users='(\d+)'", table)]
     assert users == [1, 2, 3, 4, 8], table  # ran as 1, 2, 4, 3, 8
-    assert "<td>refine</td>" in table and "knee</td><td>throughput flat" in table
+    assert "<td>refine</td>" in table and "knee</span></td><td>throughput flat" in table
+    # the noisy 2-user stage's verdict is marked as in the record table, and only it
+    rows = dict(re.findall(r"data-users='(\d+)'>(.*?)</tr>", table))
+    assert "comfortable</span><span class='lk-noisy'" in rows["2"], rows["2"]
+    assert [u for u, row in rows.items() if "lk-noisy" in row] == ["2"], table
     run.close()
 
 

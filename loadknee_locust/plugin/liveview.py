@@ -242,6 +242,13 @@ def telemetry_charts(tail: TelemetryTail, start_unix_s: float) -> str:
     return svgchart.render(mem) + svgchart.render(wait)
 
 
+#: after a noisy stage's verdict, as ``?`` after it in the record table
+NOISY_MARK = (
+    "<span class='lk-noisy' title='too noisy or short to judge: its throughput interval is too "
+    "wide (see why)'>?</span>"
+)
+
+
 def verdict_table(run: RunLog, verdict: LiveVerdict | None, final: bool) -> str:
     """One row per finished stage, ordered by users (refine stages fall between grid levels)."""
     by_stage = {s.stage: s for s in verdict.stages} if verdict is not None else {}
@@ -259,12 +266,15 @@ def verdict_table(run: RunLog, verdict: LiveVerdict | None, final: bool) -> str:
         why = html.escape("; ".join(v.reasons)) if v else "analysing"
         if v is not None and not v.trusted:
             why += " (the load generator was the limit: not trusted)"
+        # a noisy stage's verdict carries the record table's "?" mark, with its meaning on hover
+        mark = NOISY_MARK if v is not None and v.noisy and rec.kind != "baseline" else ""
         if rec.kind == "baseline":  # the yardstick, judged by no rule
             word, why = "baseline", "the single-user reference the later stages are read against"
         lines.append(
             f"<tr data-stage='{rec.stage}' data-users='{rec.target_users}'><td>{rec.stage}</td>"
             f"<td>{rec.target_users}</td><td>{html.escape(rec.kind)}</td>"
-            f"<td class='lk-v lk-v-{word.replace(' ', '-')}'>{word}</td><td>{why}</td></tr>"
+            f"<td><span class='lk-v lk-v-{word.replace(' ', '-')}'>{word}</span>{mark}</td>"
+            f"<td>{why}</td></tr>"
         )
     lines.append("</tbody></table>")
     return "".join(lines)

@@ -18,6 +18,7 @@
     "#lk-live .lk-v-knee,#lk-live .lk-v-red-line{color:#ef4444;font-weight:bold}" +
     "#lk-live .lk-v-critical{color:#f59e0b;font-weight:bold}" +
     "#lk-live .lk-v-comfortable{color:#10b981}" +
+    "#lk-live .lk-noisy{cursor:help;font-weight:bold;margin-left:1px}" +
     "#lk-live .lk-end{margin:8px 0}#lk-live a{color:#3b82f6}" +
     ".lk-group-title{font-weight:bold;margin:12px 0 -8px;opacity:.85}" +
     ".lk-users-note{font-size:12px;opacity:.8;margin-top:-8px}";
