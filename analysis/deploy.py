@@ -22,6 +22,7 @@ import pandas as pd
 
 from analysis import rules
 from analysis.model import DeployAnswer, DeployBound, KneeResult, StageVerdict
+from analysis.numeric import counted
 
 #: bound → the words used in "bound by ..."; order breaks ties at one stage
 BOUND_WORDS: dict[DeployBound, str] = {
@@ -95,8 +96,9 @@ def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:
                 return DeployAnswer(
                     None,
                     bound,
-                    f"no tested concurrency is safe: already at {verdict.target_users} users "
-                    f"{words} ({why}); test lower concurrency {cite}",
+                    "no tested concurrency is safe: already at "
+                    f"{counted(verdict.target_users, 'user')} {words} ({why}); test lower "
+                    f"concurrency {cite}",
                 )
             users, capped = previous.target_users, ""
             cap = knee.max_concurrency
@@ -110,7 +112,7 @@ def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:
                 users,
                 bound,
                 f"configure {users} concurrent requests, bound by {words}: at "
-                f"{verdict.target_users} users {why}{capped} {cite}",
+                f"{counted(verdict.target_users, 'user')} {why}{capped} {cite}",
             )
         previous = verdict
     top = stages[-1].target_users
@@ -118,7 +120,7 @@ def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:
         previous.target_users if previous else None,
         "tested_range",
         f"configure {top} concurrent requests, bound only by the tested range: not saturated "
-        f"up to {top} users; sweep higher to find the limit {cite}",
+        f"up to {counted(top, 'user')}; sweep higher to find the limit {cite}",
     )
 
 

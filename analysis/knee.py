@@ -544,7 +544,7 @@ def _summary_text(
         at = counted(knee.target_users, "user")
         parts.append(f"knee at {at}: " + "; ".join(knee.reasons[:2]) + ".")
     else:
-        parts.append(f"no knee within the tested range (up to {top} users).")
+        parts.append(f"no knee within the tested range (up to {counted(top, 'user')}).")
     if red is not None:
         at = counted(red.target_users, "user")
         parts.append(f"red line at {at}: " + "; ".join(red.reasons[:2]) + ".")

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from analysis import rules
+from analysis.numeric import counted
 
 CUT_REASONS = frozenset({"interrupted", "stopped"})
 
@@ -45,7 +46,7 @@ class RunCut:
         if self.stage is not None:
             where = f" during stage {self.stage}"
             if self.users is not None:
-                where += f" ({self.users} users"
+                where += f" ({counted(self.users, 'user')}"
                 where += f", {self.measured_s:.0f} s measured)" if self.measured_s else ")"
         rest = ""
         if self.levels_not_run:

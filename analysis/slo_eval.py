@@ -241,7 +241,7 @@ def _summary(stages: tuple[StageSlo, ...], capacity: int | None, knee: KneeResul
              binding: Binding) -> str:  # fmt: skip
     first_bad = next((s for s in sorted(stages, key=lambda s: s.target_users) if not s.met), None)
     why = (
-        f" {first_bad.target_users} users breaks: {'; '.join(first_bad.breaks)}."
+        f" {counted(first_bad.target_users, 'user')} breaks: {'; '.join(first_bad.breaks)}."
         if first_bad is not None
         else ""
     )

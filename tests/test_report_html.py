@@ -133,3 +133,13 @@ def test_html_without_knee_or_recommendations() -> None:
         _report(knee=None, recommendations=None, baseline=None, images={}, warnings=())
     )
     assert "No recommendations." in page and "No plots." in page and "No baseline." in page
+
+
+def test_a_one_user_stage_is_headed_in_the_singular() -> None:
+    import dataclasses
+
+    knee = seed002_knee()
+    first = dataclasses.replace(knee.stages[0], target_users=1)
+    page = render_html(_report(knee=dataclasses.replace(knee, stages=(first, *knee.stages[1:]))))
+    assert "<h3>1 user — " in page and "1 users" not in page
+    assert "<h3>16 users — " in page

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.model import PERCENTILE_METHOD, Baseline, KneeResult, Recommendations
-from analysis.numeric import is_missing
+from analysis.numeric import counted, is_missing
 from analysis.recommend import flag_text
 from analysis.report.plots import VERDICT_COLOURS
 from analysis.report.table import Column, fmt_magnitude, fmt_text, record_columns
@@ -240,7 +240,7 @@ def _reasons(knee: KneeResult | None) -> str:
             numeric=(2, 3),
         )
         parts.append(
-            f'<h3>{sv.target_users} users — <span style="color:{colour}">'
+            f'<h3>{counted(sv.target_users, "user")} — <span style="color:{colour}">'
             f"{esc(sv.verdict.replace('_', ' '))}</span>{trust}</h3><ul>{reasons}</ul>"
             f"<details><summary>signals</summary>{signals}</details>"
         )

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from analysis.numeric import counted
 from analysis.report.plots import new_figure, note
 from analysis.slo_eval import SloResult
 
@@ -55,7 +56,9 @@ def interactivity_figure(summary: pd.DataFrame, slo: SloResult | None = None) ->
         verdict = met.get(int(stage))
         colour = UNJUDGED if verdict is None else (MET if verdict else BROKEN)
         ax.scatter([xi], [yi], color=colour, s=60, zorder=3)
-        text = f"{int(users)} users" + ("" if verdict is None else (" ✓" if verdict else " ✗"))
+        text = counted(int(users), "user") + (
+            "" if verdict is None else (" ✓" if verdict else " ✗")
+        )
         ax.annotate(text, (xi, yi), textcoords="offset points", xytext=(6, 6), fontsize=8)
     if slo is not None:
         for check_key, limit in {

@@ -44,7 +44,7 @@ def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
     if untrusted:
         warnings.append(
             "client-bound stages (the load generator was the limit, verdicts not trusted): "
-            + ", ".join(f"{u} users" for u in untrusted)
+            + ", ".join(counted(u, "user") for u in untrusted)
         )
     for name, frame in (
         ("gpu.csv", analysis.run.gpu),
