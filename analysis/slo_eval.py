@@ -215,7 +215,7 @@ def capacity_doubt(stages: tuple[StageSlo, ...], knee: KneeResult) -> str:
         broken = ordered[first_bad]
         if broken.stage in doubtful and not any(b.startswith("red line") for b in broken.breaks):
             parts.append(
-                f"the {counted(broken.target_users, 'user')} stage that breaks it is too noisy "
+                f"the {broken.target_users}-user stage that breaks it is too noisy "
                 "or short to judge, so the capacity may be higher"
             )
         again = [s.target_users for s in ordered[first_bad + 1 :] if s.met]
@@ -226,14 +226,14 @@ def capacity_doubt(stages: tuple[StageSlo, ...], knee: KneeResult) -> str:
             )
     if last_good is not None and last_good.stage in doubtful:
         parts.append(
-            f"the {counted(last_good.target_users, 'user')} stage that sets it is too noisy or "
+            f"the {last_good.target_users}-user stage that sets it is too noisy or "
             "short to judge, so the capacity may be lower"
         )
     if not parts:
         return ""
     return (
-        "Uncertain: " + "; ".join(parts) + ". Rerun with longer stages (--stage-requests) "
-        "before planning on it."
+        "Uncertain: " + "; ".join(parts) + ". Rerun with longer stages (--stage-requests or "
+        "--stage-seconds) before planning on it."
     )
 
 

@@ -184,8 +184,8 @@ def test_the_answer_to_deploy_never_breaks_an_slo(
     [
         ((), None),  # every stage trusted: no doubt
         ((4,), None),  # a noisy stage away from the capacity does not matter
-        ((24,), "the 24 users stage that breaks it is too noisy"),  # the break may be one request
-        ((16,), "the 16 users stage that sets it is too noisy"),  # the pass may be luck
+        ((24,), "the 24-user stage that breaks it is too noisy"),  # the break may be one request
+        ((16,), "the 16-user stage that sets it is too noisy"),  # the pass may be luck
     ],
 )
 def test_the_slo_capacity_says_when_a_noisy_stage_decides_it(noisy_users, wanted):
