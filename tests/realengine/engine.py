@@ -41,10 +41,14 @@ def ensure_built(timeout_s: float = 1800) -> Path:
     """Return the cache dir with llama-server and both models, building what is missing."""
     re_dir = cache_dir()
     binary = re_dir / "build-server" / "bin" / "llama-server"
-    small = re_dir / "model-small" / "tiny-llama.gguf"
-    if binary.exists() and small.exists():
+    models = [re_dir / name / "tiny-llama.gguf" for name in ("model", "model-small")]
+
+    def built() -> bool:
+        return binary.exists() and all(model.exists() for model in models)
+
+    if built():
         return re_dir
-    _run_setup(re_dir, [], timeout_s, done=lambda: binary.exists() and small.exists())
+    _run_setup(re_dir, [], timeout_s, done=built)
     return re_dir
 
 
