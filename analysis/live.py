@@ -8,10 +8,13 @@ finished stage (the sweep's shape starts the child; the web UI reads the answer 
 
     {"knee_users": int|null, "red_line_users": int|null, "max_concurrency": int|null,
      "knee_stage": int|null, "summary": str,
+     "slo_capacity": int|null, "slo_break_users": int|null,
      "stages": [{"stage": int, "users": int, "verdict": str, "reasons": [str], "trusted": bool,
                  "noisy": bool}]}
 
 ``stages`` holds the judged (step and refine) stages; the baseline is the yardstick and has none.
+``slo_capacity`` and ``slo_break_users`` (the first stage that breaks them) come from the SLOs the
+sweep was given (``run.json``), null without any: the sweep refines between them too.
 Why a child process: the Locust process must not import pandas (a pandas call on the gevent hub
 stalls every in-flight stream). A run that cannot be judged yet prints ``{"error": str}``, the
 same reason on stderr, and exits 1; the sweep then goes on as the plain grid.
@@ -27,7 +30,9 @@ from typing import Any
 from analysis.baseline import compute_baseline
 from analysis.inputs.load import read_run
 from analysis.knee import KneeParams, find_knee, resolve_tail_metric
-from analysis.summary import summarize_stages
+from analysis.slo import run_slo_params
+from analysis.slo_eval import evaluate_slos
+from analysis.summary import measured_requests, summarize_stages
 
 
 def judge(run_dir: str) -> dict[str, Any]:
@@ -43,12 +48,17 @@ def judge(run_dir: str) -> dict[str, Any]:
     baseline = compute_baseline(run, summary)
     params = resolve_tail_metric(KneeParams(), run.run_info)
     knee = find_knee(summary, baseline, params=params)
+    slo_params = run_slo_params(run.run_info)
+    slo = evaluate_slos(summary, knee, params=slo_params, measured=measured_requests(run))
+    broken = [s.target_users for s in slo.stages if not s.met] if slo is not None else []
     return {
         "knee_users": knee.knee_users,
         "red_line_users": knee.red_line_users,
         "max_concurrency": knee.max_concurrency,
         "knee_stage": knee.knee_stage,
         "summary": knee.summary,
+        "slo_capacity": slo.capacity if slo is not None else None,
+        "slo_break_users": min(broken) if broken else None,
         "stages": [
             {
                 "stage": v.stage,

@@ -25,7 +25,7 @@ from analysis.knee_confidence import knee_confidence
 from analysis.model import Baseline, KneeResult, Recommendations
 from analysis.recommend import RecommendParams, recommend, to_yaml
 from analysis.run_cut import run_cut
-from analysis.slo import SloParams
+from analysis.slo import SloParams, run_slo_params
 from analysis.slo_advice import with_slo
 from analysis.slo_eval import SloResult, evaluate_slos
 from analysis.summary import measured_requests, run_batches, summarize_stages
@@ -92,7 +92,9 @@ def analyze_run(
     mixes = failure_mixes(measured)
     knee = name_failures(diagnose(summary, knee, baseline, failures=mixes), mixes)
     recs = recommend(summary, knee, baseline, run_info=run.run_info, params=recommend_params)
-    slo = evaluate_slos(summary, knee, params=slo_params or SloParams(), measured=measured)
+    if slo_params is None or not slo_params.given:  # the targets the sweep was run with, if any
+        slo_params = run_slo_params(run.run_info)
+    slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)
     recs = with_slo(recs, slo, knee, recommend_params)
     cut = run_cut(run.run_info, run.stages)
     if cut is not None:

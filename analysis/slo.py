@@ -280,3 +280,31 @@ class SloParams:
             goodput_min_pct=float(min_pct),
             sources=tuple(sources),
         )
+
+
+#: where run.json keeps the SLOs given to the sweep (``loadknee run --slo``, ``--llm-slo``)
+RUN_SLO_PARAMETER = "llm_slo"
+
+
+def parse_slo_list(text: str) -> tuple[Slo, ...]:
+    """``"ttft_p95_ms=500,tpot_p95_ms=50"`` (the sweep's ``--slo``) → the SLOs (ValueError)."""
+    return tuple(parse_slo(part.strip()) for part in text.split(",") if part.strip())
+
+
+def run_slo_params(run_info: dict[str, Any]) -> SloParams:
+    """The SLOs the sweep was given, from ``run.json`` (empty when none, or when the recorded
+    text does not parse: the sweep's own check refuses such a value before any load).
+
+    Why the run directory carries them: the live judge refines around the SLO boundary while the
+    sweep runs, and ``loadknee analyze`` on the run reports the same SLO capacity without the
+    user typing the targets a second time.
+    """
+    parameters = run_info.get("parameters")
+    text = parameters.get(RUN_SLO_PARAMETER) if isinstance(parameters, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        return SloParams()
+    try:
+        slos = parse_slo_list(text)
+    except ValueError:
+        return SloParams()
+    return SloParams(slos=tuple({s.key: s for s in slos}.values()))

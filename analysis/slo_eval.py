@@ -2,9 +2,10 @@
 
 Algorithm (pure; inputs are the record table, the measured raw rows and the knee):
 
-1. Per step stage, each percentile SLO is read from the stage's served (``ok``) measured requests,
-   exactly and with linear interpolation like the record table; when no raw rows are given (a
-   record table typed in by hand) the record table's own column is used (``e2e_p99_ms`` …).
+1. Per judged stage (grid or refine), each percentile SLO is read from the stage's served
+   (``ok``) measured requests, exactly and with linear interpolation like the record table;
+   when no raw rows are given (a record table typed in by hand) the record table's own column
+   is used (``e2e_p99_ms`` …).
    A value over its limit breaks the SLO "by" ``value / limit - 1``.
 2. Goodput, with ``--goodput`` thresholds: a measured request is good when it was served and meets
    every threshold (a missing value, e.g. no TTFT for a non-streamed request, never proves it
@@ -145,7 +146,7 @@ def _goodput(
 def evaluate_stage(
     row: pd.Series, rows: pd.DataFrame | None, params: SloParams, *, red_line: bool
 ) -> StageSlo:
-    """One step stage against every SLO (``rows``: its measured raw rows with ``cls``)."""
+    """One judged stage against every SLO (``rows``: its measured raw rows with ``cls``)."""
     ok_rows = None if rows is None else rows[rows["cls"] == "ok"]
     checks = tuple(_check(slo, _percentile(slo, ok_rows, row)) for slo in params.slos)
     breaks = [_break_text(c) for c in checks if not c.met]
@@ -269,7 +270,7 @@ def evaluate_slos(
     params: SloParams,
     measured: pd.DataFrame | None = None,
 ) -> SloResult | None:
-    """Every step stage against ``params`` (None when no SLO was given).
+    """Every judged stage (grid and refine) against ``params`` (None when no SLO was given).
 
     ``measured`` holds the measured raw rows with a ``cls`` column
     (:func:`analysis.summary.measured_requests`); None reads percentiles from ``summary``.
@@ -277,7 +278,8 @@ def evaluate_slos(
     if not params.given:
         return None
     red = {v.stage for v in knee.stages if v.verdict == "red_line"}
-    steps = summary[summary["kind"] == "step"].sort_values(["target_users", "stage"])
+    judged_kinds = summary["kind"].isin(("step", "refine"))  # the baseline is the yardstick
+    steps = summary[judged_kinds].sort_values(["target_users", "stage"])
     by_stage = dict(tuple(measured.groupby("stage"))) if measured is not None else {}
     stages = []
     for _, row in steps.iterrows():

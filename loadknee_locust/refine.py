@@ -20,7 +20,12 @@ The rule (:func:`next_step`), after every finished stage:
    The verdict is re-read after each refine stage, so a midpoint judged good moves L up, one
    judged past the knee moves K down, and a knee that a later stage shows to be a dip (the
    analysis demotes it) sends the sweep back to the grid.
-3. **Refined** (bracket narrow, or the refinement budget spent): grid levels go on until
+3. **The SLO boundary**, when the sweep was given latency targets (``--slo``): the same bisection
+   between the SLO capacity and the lowest stage that breaks the targets, while that bracket is
+   wide and at or below the knee (above the knee the knee binds first: pinning the SLO boundary
+   there would not change the answer to deploy). The knee's bracket goes first; both share the
+   refinement budget.
+4. **Refined** (bracket narrow, or the refinement budget spent): grid levels go on until
    ``stop_after_knee`` tested levels lie above the knee, then the sweep stops
    (``knee_confirmed``). A level above the knee is what confirms it: the analysis demotes a
    "knee" that a later level out-serves (a dip), so one is worth running; the grid level that
@@ -67,6 +72,8 @@ class LiveVerdict:
     knee_stage: int | None = None
     summary: str = ""
     stages: tuple[StageJudgement, ...] = ()
+    slo_capacity: int | None = None  # highest concurrency meeting the sweep's SLOs (--slo)
+    slo_break_users: int | None = None  # the lowest stage that breaks them
 
     @classmethod
     def from_json(cls, answer: Mapping[str, Any]) -> LiveVerdict:
@@ -89,6 +96,8 @@ class LiveVerdict:
             knee_stage=_opt_int(answer.get("knee_stage")),
             summary=str(answer.get("summary") or ""),
             stages=stages,
+            slo_capacity=_opt_int(answer.get("slo_capacity")),
+            slo_break_users=_opt_int(answer.get("slo_break_users")),
         )
 
     @property
@@ -132,16 +141,19 @@ def next_step(
     if verdict is None:
         return following
     limit = verdict.limit_users
-    if limit is None:
-        return following
     low = verdict.max_concurrency
-    if low is not None and low < limit and refine_left > 0:
+    if limit is not None and low is not None and low < limit and refine_left > 0:
         # a tested level between L and the knee that the analysis did not make L is past the
         # capacity too (a level the server's own slot count caps, or a dip): the bracket's top
         high = min((u for u in done if low < u < limit), default=limit)
         mid = (low + high) // 2
         if not resolved(low, high) and low < mid < high and mid not in done:
             return NextStep("refine", mid)
+    slo_mid = _slo_refine_level(verdict, limit, done) if refine_left > 0 else None
+    if slo_mid is not None:
+        return NextStep("refine", slo_mid)
+    if limit is None:
+        return following
     red = verdict.red_line_users is not None and verdict.red_line_users == limit
     if red:
         return NextStep("stop", reason="red_line")
@@ -149,6 +161,19 @@ def next_step(
         return following
     above = sum(1 for u in done if u > limit)
     return NextStep("stop", reason="knee_confirmed") if above >= stop_after_knee else following
+
+
+def _slo_refine_level(verdict: LiveVerdict, limit: int | None, done: set[int]) -> int | None:
+    """The level halfway between the SLO capacity and the first stage that breaks the SLOs,
+    while that bracket is wide and lies at or below the knee (above it the knee binds first and
+    the SLO boundary does not change the answer to deploy); None when there is nothing to pin."""
+    good, bad = verdict.slo_capacity, verdict.slo_break_users
+    if good is None or bad is None or good >= bad or (limit is not None and bad > limit):
+        return None
+    mid = (good + bad) // 2
+    if resolved(good, bad) or not good < mid < bad or mid in done:
+        return None
+    return mid
 
 
 def _opt_int(value: Any) -> int | None:

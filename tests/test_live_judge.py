@@ -105,3 +105,24 @@ def test_the_locust_side_client_asks_one_child_from_greenlets(tmp_path: Path) ->
     assert got["first"] == CAPACITY and got["second"] == 8
     assert got["same_child"] and got["missing"] is None and got["closed"]
     assert got["ticks"] > 0  # the asking greenlet waited on a pipe, not the hub
+
+
+def test_the_sweeps_slos_travel_in_run_json_to_the_judge_and_the_analysis(tmp_path: Path) -> None:
+    """``loadknee run --slo`` records the targets in run.json: the live judge answers the SLO
+    capacity and the first stage that breaks them (what the sweep refines between), and
+    ``analyze`` reports the same capacity without the targets typed again."""
+    run_dir = saturating_run(tmp_path / "run")  # e2e 400 ms up to 4 users, 800 at 8, 1600 at 16
+    info = json.loads((run_dir / "run.json").read_text())
+    info["parameters"] = {"llm_slo": "e2e_p95_ms=600"}
+    (run_dir / "run.json").write_text(json.dumps(info))
+    answer = live.judge(str(run_dir))
+    assert (answer["slo_capacity"], answer["slo_break_users"]) == (CAPACITY, 8)
+    assert (LiveVerdict.from_json(answer).slo_capacity, LiveVerdict.from_json(answer)
+            .slo_break_users) == (CAPACITY, 8)  # fmt: skip
+    slo = analyze_run(run_dir).slo
+    assert slo is not None and slo.capacity == CAPACITY and slo.limits == "e2e P95 ≤ 600 ms"
+    info["parameters"] = {}  # no targets given to the sweep: nothing judged, nothing to refine
+    (run_dir / "run.json").write_text(json.dumps(info))
+    answer = live.judge(str(run_dir))
+    assert (answer["slo_capacity"], answer["slo_break_users"]) == (None, None)
+    assert analyze_run(run_dir).slo is None

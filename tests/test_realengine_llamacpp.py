@@ -139,10 +139,10 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
     # 4- and 8-user stages' gives capacity 4, below the knee's answer: latency-bound. On a busy
     # machine a stage of ~35 requests can put 4's P95 above 8's (one slow request is its P95), or
     # 2's above the limit: then the capacity is what the rule gives (the unbroken run of passing
-    # stages from the lowest, computed here by hand) and the product must say it cannot tell,
-    # since a stage above the break passes again
+    # stages from the lowest, grid and refine levels alike, computed here by hand) and the
+    # product must say it cannot tell, since a stage above the break passes again
     ttft = {row["target_users"]: row["ttft_p95_ms"] for row in knee["summary"]
-            if row["kind"] == "step"}  # fmt: skip
+            if row["kind"] in ("step", "refine")}  # fmt: skip
     limit = float(f"{(ttft[4] * ttft[8]) ** 0.5:.1f}")  # as given on the command line
     passing = [users for users in sorted(ttft) if ttft[users] <= limit]
     by_rule = next((u for u in sorted(ttft) if u not in passing), None)

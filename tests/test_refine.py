@@ -10,8 +10,17 @@ from loadknee_locust.schedule import PENDING, Schedule, SchedulePlan
 GRID = (1, 2, 4, 8, 16, 24, 32, 48, 64)
 
 
-def verdict(knee: int | None, max_conc: int | None, red: int | None = None) -> LiveVerdict:
-    return LiveVerdict(knee_users=knee, red_line_users=red, max_concurrency=max_conc)
+def verdict(
+    knee: int | None,
+    max_conc: int | None,
+    red: int | None = None,
+    slo: tuple[int, int] | None = None,
+) -> LiveVerdict:
+    good, bad = slo if slo is not None else (None, None)
+    return LiveVerdict(
+        knee_users=knee, red_line_users=red, max_concurrency=max_conc, slo_capacity=good,
+        slo_break_users=bad,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -87,6 +96,26 @@ NEXT_TABLE = [
     (verdict(16, 8), (2, 8, 16, 12, 10), (), 2, 1, NextStep("refine", 9)),
     # a knee at the first level (nothing below it to recommend): nothing to bisect
     (verdict(1, None), (1,), (2, 4), 4, 1, NextStep("grid", 2)),
+    # SLOs given (--slo): met up to 2, broken at 4, knee at 16 after 8: the knee's bracket first,
+    # then the SLO boundary's (3), then the early stop as before
+    (verdict(16, 8, slo=(2, 4)), (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("refine", 12)),
+    (verdict(9, 8, slo=(2, 4)), (1, 2, 4, 8, 16, 12, 10, 9), (24,), 1, 1, NextStep("refine", 3)),
+    (
+        verdict(9, 8, slo=(3, 4)),
+        (1, 2, 4, 8, 16, 12, 10, 9, 3),
+        (24,),
+        0,
+        1,
+        NextStep("stop", reason="knee_confirmed"),
+    ),
+    # no knee yet but the SLOs break at 16 after 8: pin the SLO boundary before going on
+    (verdict(None, 32, slo=(8, 16)), (1, 2, 4, 8, 16, 32), (64,), 4, 1, NextStep("refine", 12)),
+    (verdict(None, 32, slo=(12, 16)), (8, 16, 32, 12), (64,), 3, 1, NextStep("refine", 14)),
+    # the SLO boundary above the knee (throughput binds first): not refined
+    (verdict(9, 8, slo=(16, 24)), (8, 16, 24, 12, 10, 9), (), 1, -1, NextStep("stop")),
+    # no stage meets the SLOs, or the budget is spent: nothing to pin
+    (verdict(None, 8, slo=None), (1, 2, 4, 8), (16,), 4, 1, NextStep("grid", 16)),
+    (verdict(None, 32, slo=(8, 16)), (1, 2, 4, 8, 16, 32), (64,), 0, 1, NextStep("grid", 64)),
     # judgement failed: the plain grid
     (None, (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("grid", 24)),
 ]

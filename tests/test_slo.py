@@ -225,3 +225,29 @@ def test_a_stage_passing_again_above_the_break_is_named():
     doubt = capacity_doubt(stages, knee)
     assert "8 users met every SLO again above the break, so it may be noise" in doubt
     assert capacity_doubt(stages[:3], knee) == ""
+
+
+@pytest.mark.parametrize(
+    ("parameters", "wanted"),
+    [
+        ({"llm_slo": "ttft_p95_ms=500,tpot_p95_ms=50"}, "TTFT P95 ≤ 500 ms; TPOT P95 ≤ 50 ms"),
+        ({"llm_slo": " e2e_p99_ms=8000 , "}, "e2e P99 ≤ 8000 ms"),
+        ({"llm_slo": ""}, "none"),
+        ({}, "none"),
+        ({"llm_slo": "ttft_p95=500"}, "none"),  # malformed: refused before load, ignored here
+    ],
+)
+def test_the_sweeps_slos_are_read_from_run_json(parameters: dict, wanted: str) -> None:
+    from analysis.slo import run_slo_params
+
+    assert run_slo_params({"parameters": parameters}).limits_text() == wanted
+
+
+def test_a_malformed_sweep_slo_is_refused_before_load() -> None:
+    from loadknee_locust.plugin.options import LlmOptions
+    from loadknee_locust.plugin.validate import option_problems
+
+    assert option_problems(LlmOptions(slo="ttft_p95_ms=500,tpot_p95_ms=50")) == []
+    problems = option_problems(LlmOptions(slo="ttft_p95_ms=500,ttft_ms=9"))
+    assert len(problems) == 1 and "--llm-slo (--slo)" in problems[0]
+    assert "METRIC_pNN_ms=LIMIT" in problems[0]

@@ -33,10 +33,11 @@ def interactivity(steps: pd.DataFrame) -> tuple[pd.Series, str]:
 
 
 def interactivity_figure(summary: pd.DataFrame, slo: SloResult | None = None) -> Figure:
-    """Tokens/s per user against total output tok/s, one labelled point per step stage."""
+    """Tokens/s per user against total output tok/s, one labelled point per judged stage (grid
+    and refine levels; the baseline is the yardstick)."""
     fig = new_figure(9, 5.5)
     ax = fig.add_subplot()
-    steps = summary[summary["kind"] == "step"].sort_values("target_users")
+    steps = summary[summary["kind"].isin(("step", "refine"))].sort_values("target_users")
     y, label = interactivity(steps)
     x = pd.to_numeric(steps["output_tok_s"], errors="coerce")
     ax.set_xlabel("total output tok/s (throughput)")

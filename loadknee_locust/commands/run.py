@@ -69,6 +69,7 @@ SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
     ("time_limit",),
     ("refine_max_stages",),
     ("stop_after_knee",),
+    ("slo",),
     ("input_tokens",),
     ("output_tokens", "prompt_log"),
     ("endpoint",),

@@ -87,6 +87,7 @@ LABELS: dict[str, str] = {
     "no_refine": "No refinement",
     "refine_max_stages": "Refine stages (max)",
     "stop_after_knee": "Levels past the knee",
+    "slo": "SLO targets",
     "out": "Runs folder",
     "run_id": "Run id",
     "gpu": "GPU telemetry",
@@ -274,6 +275,14 @@ class LlmOptions:
         1,
         "Once the knee is refined, stop when this many tested levels lie above it "
         "(default %(default)s; -1 = run the whole grid).",
+        group="shape",
+    )
+    slo: str = opt(
+        "",
+        "Latency targets, comma separated, as loadknee analyze --slo takes them (e.g. "
+        "ttft_p95_ms=500,tpot_p95_ms=50): the sweep refines around the highest concurrency that "
+        "meets them as it does around the knee, and the analysis reports that SLO capacity "
+        "(default: none).",
         group="shape",
     )
 

@@ -196,11 +196,15 @@ class SteppedShape(LoadTestShape):
             log.warning("loadknee: no judgement after stage %d: the plain grid from here", stage)
         else:
             log.info(
-                "loadknee: after stage %d: knee %s, red line %s, max_concurrency %s",
+                "loadknee: after stage %d: knee %s, red line %s, max_concurrency %s%s",
                 stage,
                 verdict.knee_users,
                 verdict.red_line_users,
                 verdict.max_concurrency,
+                ""
+                if verdict.slo_break_users is None
+                else f", SLO capacity {verdict.slo_capacity}, SLOs broken from "
+                f"{verdict.slo_break_users} users",
             )
         return verdict
 

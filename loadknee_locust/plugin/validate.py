@@ -77,6 +77,13 @@ def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
         problems.append(f"--llm-red-line-error-pct must be between 0 and 100, got {error_pct:g}")
     if options.output_scale <= 0 or not math.isfinite(options.output_scale):
         problems.append(f"--llm-output-scale must be > 0, got {options.output_scale:g}")
+    if options.slo.strip():
+        from analysis.slo import parse_slo_list  # stdlib only: the one parser of the SLO forms
+
+        try:
+            parse_slo_list(options.slo)
+        except ValueError as exc:
+            problems.append(f"--llm-slo (--slo): {exc}")
     try:
         parse_levels(options.levels)
         if not problems:  # the plan's own rules (a measured window in every stage, ...)
