@@ -118,10 +118,10 @@ def _break_text(check: SloCheck) -> str:
     unit = "s" if check.key.startswith("s_per_1k") else "ms"
     if check.value is None:
         return f"{check.text}: not measured in this stage"
-    return (
-        f"{check.text.split(' ≤ ')[0]} {sig4(check.value)} {unit} > {check.limit:g} {unit} "
-        f"(+{check.over_pct:.0f} %)"
-    )
+    over = check.over_pct or 0.0
+    by = f"{over:.1f}" if over < 10 else f"{over:.0f}"  # "+0 %" would read as not broken
+    name = check.text.split(" ≤ ")[0]
+    return f"{name} {sig4(check.value)} {unit} > {check.limit:g} {unit} (+{by} %)"
 
 
 def _goodput(

@@ -251,3 +251,12 @@ def test_a_malformed_sweep_slo_is_refused_before_load() -> None:
     problems = option_problems(LlmOptions(slo="ttft_p95_ms=500,ttft_ms=9"))
     assert len(problems) == 1 and "--llm-slo (--slo)" in problems[0]
     assert "METRIC_pNN_ms=LIMIT" in problems[0]
+
+
+def test_a_break_by_a_fraction_of_a_percent_does_not_read_as_none() -> None:
+    from analysis.slo_eval import _break_text, _check
+
+    assert _break_text(_check(parse_slo("e2e_p95_ms=760"), 761.8)) == (
+        "e2e P95 761.8 ms > 760 ms (+0.2 %)"
+    )
+    assert _break_text(_check(parse_slo("e2e_p95_ms=500"), 856.0)).endswith("(+71 %)")
