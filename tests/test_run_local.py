@@ -94,7 +94,9 @@ def test_loadknee_run_wrapper_two_workers_count_mode_default_users(
     # a short body that was complete with its headers is "with_headers" (nothing to stamp apart);
     # a busy machine makes that happen: it is no fallback, readline in kernel mode would be one
     assert mode in stamps and set(stamps) <= {mode, "with_headers"}, stamps
-    assert stamps[mode] >= len(rd.requests)  # every recorded stream (+ the cooldown's unrecorded)
+    # every recorded stream was stamped one of those two ways (+ the cooldown's unrecorded ones);
+    # a busy machine turned one of 97 into "with_headers" in CI, which the kernel count alone missed
+    assert stamps[mode] + stamps.get("with_headers", 0) >= len(rd.requests), stamps
     assert rd.info["model"] == "sim-llm"  # discovered on a worker, shipped to the master
     assert rd.info["mode"] == "master" and rd.info["worker_count"] == 2
     assert rd.info["parameters"]["llm_levels"] == "1,2"
