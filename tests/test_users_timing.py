@@ -20,8 +20,9 @@ lengths vary (a lengths log), so streams do not all end in the same step; each u
 request (connection set-up, start-up burst) is left out, as a warm-up would be.
 
 On a CPU-starved machine (Linux PSI ``some avg10`` above 20 % after the run: other processes
-were runnable and waiting) the request lag holds scheduling delay that no client can remove; the
-2 ms checks are then skipped with the numbers in the reason; the loose bounds still hold. Off
+were runnable and waiting) the request lag holds scheduling delay that no client can remove: when
+the medians then miss the 2 ms checks, those are skipped with the numbers in the reason (the loose
+bounds still hold); medians within them pass whatever the pressure. Off
 Linux (no kernel stamps) only the loose bounds apply.
 """
 
@@ -110,9 +111,13 @@ def test_ttft_and_e2e_match_server_timing_with_64_streams(tmp_path: Path, sim_se
     assert abs(medians["e2e_diff_ms"]) <= 10.0, medians
     if not (KERNEL_STAMPS and kernel_stamps_work()):
         pytest.skip(f"no kernel receive stamps on this platform: {medians}")
-    if pressure is not None and pressure > STARVED_PSI_PCT:  # the simulator's stamps lag too
+    # stamping error with kernel stamps (0.5 ms), and the issue's goal for TTFT and e2e (2 ms)
+    strict = {"first_token_lag_ms": 0.5, "end_lag_ms": 0.5, "ttft_diff_ms": 2.0, "e2e_diff_ms": 2.0}
+    within = all(abs(medians[name]) <= bound for name, bound in strict.items())
+    # a starved machine may push the lags out of reach (the simulator's stamps lag too): then it
+    # cannot tell; lags measured within the bounds are verified whatever the pressure (under
+    # pytest-xdist's two processes the pressure is always high, and the numbers usually fine)
+    if not within and pressure is not None and pressure > STARVED_PSI_PCT:
         pytest.skip(f"CPU-starved machine (PSI avg10 {pressure} %), lags unverifiable: {medians}")
-    assert abs(medians["first_token_lag_ms"]) <= 0.5, medians  # stamping error: kernel stamps
-    assert abs(medians["end_lag_ms"]) <= 0.5, medians
-    assert abs(medians["ttft_diff_ms"]) <= 2.0, medians  # the issue's goal
-    assert abs(medians["e2e_diff_ms"]) <= 2.0, medians
+    for name, bound in strict.items():
+        assert abs(medians[name]) <= bound, (name, medians)
