@@ -127,7 +127,7 @@ def _break_text(check: SloCheck) -> str:
 def _goodput(
     rows: pd.DataFrame, params: SloParams, window_s: float | None
 ) -> dict[str, float | None]:
-    judged = rows[rows["cls"] != "length_mismatch"]
+    judged = rows[rows["cls"].isin(("ok", "error"))]
     good = judged["cls"] == "ok"
     for threshold in params.goodput:
         good &= request_values(judged, threshold.metric) <= threshold.limit  # NaN → not good

@@ -3,7 +3,8 @@
 Rows counted: ``phase == "measure"`` for step stages and ``phase == "baseline"`` for the baseline
 stage; warm-up and cooldown rows are left out. Of those, ``ok`` rows feed every latency and
 throughput statistic; ``length_mismatch`` rows (or rows whose ``length_ok`` is 0) are counted and
-excluded; every other outcome is an error. Percentiles are exact, computed from the raw rows with
+excluded; ``cancelled`` rows (our own stop cut them) are left out entirely; every other outcome is
+an error. Percentiles are exact, computed from the raw rows with
 linear interpolation (:data:`analysis.model.PERCENTILE_METHOD`); rates divide by the measured
 window's length from ``stages.csv`` (from the rows' own span when the window was never closed).
 Rates count each served request in proportion to the part of it inside the window (see
@@ -22,6 +23,7 @@ from analysis.inputs.load import Run
 from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
 from analysis.intervals import IntervalParams, StageBatches, interval_columns, stage_batches
 from analysis.model import SUMMARY_COLUMNS
+from loadknee_locust.contract import NOT_JUDGED_OUTCOMES
 
 MEASURED_PHASES = ("measure", "baseline")
 #: a GPU sample at or below this utilisation counts as idle ("utilisation drops to 0")
@@ -29,12 +31,16 @@ IDLE_UTIL_PCT = 5.0
 
 
 def classify_outcomes(requests: pd.DataFrame) -> pd.Series:
-    """``ok`` / ``length_mismatch`` / ``error`` per row (a length_ok of 0 is a mismatch)."""
+    """``ok`` / ``length_mismatch`` / ``error`` / ``cancelled`` per row (a length_ok of 0 is a
+    mismatch). ``cancelled`` rows (the load generator stopped the user mid-request) say nothing
+    about the server: no statistic, count or error rate includes them."""
     outcome = requests["outcome"]
+    cancelled = outcome.isin(NOT_JUDGED_OUTCOMES)
     mismatch = (outcome == "length_mismatch") | (requests["length_ok"] == 0)
     ok = (outcome == "ok") & ~mismatch
     return pd.Series(
-        np.select([ok, mismatch], ["ok", "length_mismatch"], "error"), index=requests.index
+        np.select([cancelled, ok, mismatch], ["cancelled", "ok", "length_mismatch"], "error"),
+        index=requests.index,
     )
 
 

@@ -117,6 +117,7 @@ Outcome = Literal[
     "stream_error",
     "empty_response",
     "client_error",
+    "cancelled",
 ]
 OUTCOMES: Final[tuple[str, ...]] = (
     "ok",  # complete response, lengths as targeted (or no target)
@@ -129,7 +130,10 @@ OUTCOMES: Final[tuple[str, ...]] = (
     "stream_error",  # an error object inside the stream or body
     "empty_response",  # HTTP 200 with no choices / no content
     "client_error",  # an exception in the load generator itself
+    "cancelled",  # the load generator stopped the user mid-request (run end, ramp-down, Ctrl-C)
 )
+#: Outcomes that say nothing about the server: neither served nor an error in any statistic.
+NOT_JUDGED_OUTCOMES: Final[tuple[str, ...]] = ("cancelled",)
 #: Outcomes that count as a served request in the statistics.
 SUCCESS_OUTCOMES: Final[tuple[str, ...]] = ("ok",)
 

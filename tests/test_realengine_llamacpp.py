@@ -5,9 +5,9 @@ the repo, see ``tests/realengine/engine.py``) and serves a 98.6M-parameter rando
 made locally, with ``--parallel 8`` slots and ``--metrics``. With 8 slots, requests past the 8th
 wait in the server's queue (``llamacpp:requests_deferred``): TTFT and the tail jump while
 throughput stops growing, so the knee must land between 8 and 16 users (the grid's levels, or a
-refine stage between them) with a reason naming the queue, and the recommended max_concurrency
-must be at most 8. ``--stop-after-knee -1`` keeps the 32-user level, whose queue the server's own
-counts must show.
+refine stage between them) with a reason naming the queue, the tail must have departed at twice
+the slots, and the recommended max_concurrency must be at most 8. ``--stop-after-knee -1`` keeps
+the 32-user level, whose queue the server's own counts must show.
 
 The test is skipped (with the reason) only where no C++ toolchain exists to build the server.
 """
@@ -110,7 +110,13 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
     knee_stage = next(s for s in result["stages"] if s["stage"] == result["knee_stage"])
     words = " ".join(knee_stage["reasons"]) + " " + knee_stage["bottleneck_reason"]
     assert "queue" in words, words
-    assert "P95" in words or "P99" in words, words
+    # the tail: at twice the slots (16, 32) half the requests wait a whole service time, so P95
+    # must have left the baseline there, named in each stage's reasons. At a refine stage just
+    # past 8 (10 users: 2 waiting) the rise is smaller than a noisy baseline's spread, and the
+    # knee rests on the server's own queue counts alone (a CI run: baseline P95 2.8 s at P50 1.0)
+    for stage in (s for s in result["stages"] if s["target_users"] >= 16):
+        said = " ".join(stage["reasons"])
+        assert "P95" in said and "the tail has departed" in said, (stage["target_users"], said)
     assert result["max_concurrency"] is not None and result["max_concurrency"] <= 8
 
     # llama.cpp's metric names reached the canonical running / waiting columns

@@ -75,6 +75,7 @@ def test_stage_stats_counts_measured_rows_only_for_latency() -> None:
     st.add({**fields("b", T0 + 1.0, 200.0), "phase": "measure"})
     st.add({**fields("c", T0 + 2.0, 999.0, "http_error"), "phase": "measure"})
     st.add({**fields("d", T0 + 3.0, 300.0, "length_mismatch"), "phase": "measure"})
+    st.add({**fields("e", T0 + 3.5, 900.0, "cancelled"), "phase": "measure"})  # our stop's cut
     assert (st.requests, st.measured, st.errors) == (4, 3, 1)
     assert list(st.e2e_ms) == [200.0, 300.0]
     # closed loop: 2 users × 20 tokens / 0.5 s spent in requests (Little's law)

@@ -39,6 +39,7 @@ def _run(tmp_path, *, gpu=None, server_metrics=None, client=None):
         ("length_mismatch", "measure", 99999.0),
         ("http_error", "measure", 1.0),
         ("timeout", "measure", 30000.0),
+        ("cancelled", "measure", 45000.0),  # our own stop cut it: counted nowhere
         ("ok", "warmup", 77777.0),
         ("ok", "cooldown", 88888.0),
     ]

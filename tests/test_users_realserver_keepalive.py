@@ -181,8 +181,13 @@ def test_a_request_whose_write_failed_is_resent_once_and_its_row_says_so(tmp_pat
     assert {r["outcome"] for r in done} == {"ok"}, Counter(r["outcome"] for r in done)
     # the first request had a fresh socket; every later one found its reused socket reset
     assert [r["resent"] for r in done] == [0] + [1] * (len(done) - 1)
+    # every resend is on a row, the one the stop cut too (it was stopped during its resend once)
     assert result.info["stale_connection_retries"] == sum(r["resent"] for r in result.rows)
-    assert server.received == len(result.rows)  # a resent request reached the server once
+    # a resent request reached the server once; a last one the stop killed before its response
+    # is a row that says so, and may or may not have reached it
+    cut = [r for r in result.rows if r["error"] == "user stopped before the response"]
+    assert cut in ([], result.rows[-1:]), cut
+    assert len(result.rows) - len(cut) <= server.received <= len(result.rows)
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,7 @@ def _request(rec: dict[str, Any], use_server: bool) -> ImportedRequest:
         outcome = "http_error" if status is not None else "stream_error"
         message = str(error.get("message") or error.get("type") or "error")
     elif meta.get("was_cancelled"):
-        outcome, message = "incomplete", "cancelled by aiperf"
+        outcome, message = "cancelled", "cancelled by aiperf"
     prompt = _value(metrics, "usage_prompt_tokens" if use_server else "input_sequence_length")
     output = _value(metrics, "usage_completion_tokens" if use_server else "output_token_count")
     latency = json_number(_value(metrics, "request_latency"))

@@ -34,6 +34,7 @@ from loadknee_locust.client.reconnect import check_liveness_without_yielding, in
 from loadknee_locust.client.sse import StreamParser, error_message, parse_body, short_text
 from loadknee_locust.client.state import LLMState, build_body, llm_state, prompt_source_info
 from loadknee_locust.client.streamread import read_stream, stamp_new_sockets
+from loadknee_locust.contract import Outcome
 from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.prompts import Prompt
 from loadknee_locust.prompts.model import Endpoint
@@ -151,25 +152,32 @@ class LLMUser(FastHttpUser):
         base["start_unix_s"] = time.time()
         self._resends = 0
         obs = Observation(start=time.perf_counter())
-        with self.client.request(
-            "POST",
-            path,
-            name=self.request_name,
-            data=data,  # type: ignore[arg-type]  # bytes go out as-is
-            headers=headers,
-            stream=stream,
-            catch_response=True,
-        ) as resp:
+        try:
+            answer = self.client.request(
+                "POST",
+                path,
+                name=self.request_name,
+                data=data,  # type: ignore[arg-type]  # bytes go out as-is
+                headers=headers,
+                stream=stream,
+                catch_response=True,
+            )
+        except BaseException as exc:  # stopped (GreenletExit) before any response: still a row
+            obs.end = time.perf_counter()
+            obs.failure, obs.failure_reason = _stopped_or_classified(exc, "before the response")
+            row = self._report(None, obs, base, stream, k, targets_in, targets_out)
+            if not isinstance(exc, Exception):
+                raise  # GreenletExit / KeyboardInterrupt: report, then let the stop proceed
+            return row
+        with answer as resp:
             try:
                 self._read_response(resp, obs, stream)
             except BaseException as exc:  # GreenletExit too: the user was stopped mid-request
                 obs.end = time.perf_counter()
                 if obs.failure is None:
-                    obs.failure, obs.failure_reason = classify_exception(
-                        exc, during_body=obs.http_status is not None
+                    obs.failure, obs.failure_reason = _stopped_or_classified(
+                        exc, "mid-request", during_body=obs.http_status is not None
                     )
-                    if type(exc).__name__ == "GreenletExit":
-                        obs.failure, obs.failure_reason = "incomplete", "user stopped mid-request"
                 row = self._report(resp, obs, base, stream, k, targets_in, targets_out)
                 if not isinstance(exc, Exception):
                     raise  # GreenletExit / KeyboardInterrupt: report, then let the stop proceed
@@ -223,7 +231,7 @@ class LLMUser(FastHttpUser):
 
     def _report(
         self,
-        resp: Any,
+        resp: Any | None,
         obs: Observation,
         base: dict[str, Any],
         stream: bool,
@@ -239,14 +247,17 @@ class LLMUser(FastHttpUser):
             target_input_tokens=targets_in,
             target_output_tokens=targets_out,
         )
-        meta = resp.request_meta
-        meta["response_time"] = row["e2e_ms"]
-        meta["response_length"] = row["completion_tokens"] or 0
-        meta["context"] = {**(meta.get("context") or {}), "loadknee": row}
-        if failure is None:
-            resp.success()
+        if resp is None:  # Locust's request() raised: no response object carries the event
+            self._fire_unanswered(row)
         else:
-            resp.failure(failure)
+            meta = resp.request_meta
+            meta["response_time"] = row["e2e_ms"]
+            meta["response_length"] = row["completion_tokens"] or 0
+            meta["context"] = {**(meta.get("context") or {}), "loadknee": row}
+            if failure is None:
+                resp.success()
+            else:
+                resp.failure(failure)
         failed = row.get("outcome") not in ("ok", "length_mismatch")
         self._backoff = max(self._backoff, self._failures.after(failed))
         return row
@@ -264,19 +275,34 @@ class LLMUser(FastHttpUser):
             "usage_source": "none",
             "resent": 0,
         }
+        self._fire_unanswered(row)
+        self._backoff = _CONNECT_ERROR_BACKOFF_S
+        return row
+
+    def _fire_unanswered(self, row: dict[str, Any]) -> None:
+        """Fire the one event of a request that has no response object to carry it (Locust's
+        ``request()`` raised, or the request was never sent): the row still reaches the files."""
         self.environment.events.request.fire(
             request_type="POST",
             name=self.request_name,
-            response_time=0.0,
+            response_time=row.get("e2e_ms") or 0.0,
             response_length=0,
             response=None,
             context={**self.context(), "loadknee": row},
-            exception=Exception(f"client_error: {reason}"),
-            start_time=now,
+            exception=Exception(f"{row.get('outcome')}: {row.get('error')}"),
+            start_time=row.get("start_unix_s") or time.time(),
             url=None,
         )
-        self._backoff = _CONNECT_ERROR_BACKOFF_S
-        return row
+
+
+def _stopped_or_classified(
+    exc: BaseException, when: str, *, during_body: bool = False
+) -> tuple[Outcome, str]:
+    """A stopped user's request is ``cancelled`` (our stop, not the server's failure: the row
+    keeps it counted and says when); anything else is classified by its exception."""
+    if type(exc).__name__ == "GreenletExit":
+        return "cancelled", f"user stopped {when}"
+    return classify_exception(exc, during_body=during_body)
 
 
 def _http_reason(resp: Any, status: int) -> str:

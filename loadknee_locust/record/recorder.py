@@ -32,6 +32,7 @@ from typing import Any
 
 from loadknee_locust.client.timing import percentile as sorted_percentile
 from loadknee_locust.contract import (
+    NOT_JUDGED_OUTCOMES,
     REQUEST_COLUMNS,
     REQUESTS_CSV,
     STAGE_COLUMNS,
@@ -96,6 +97,8 @@ class StageStats:
         self.busy_s = 0.0  # summed e2e of the measured ok requests
 
     def add(self, row: Mapping[str, Any]) -> None:
+        if row.get("outcome") in NOT_JUDGED_OUTCOMES:
+            return  # our own stop cut it: not a completed request, not an error
         self.requests += 1
         if row.get("phase") not in ("measure", "baseline"):
             return
@@ -148,20 +151,24 @@ class RunLog:
             log.warning("loadknee: a request row arrived after the run was closed; dropped")
             return
         start, end = _number(row.get("start_unix_s")), _number(row.get("end_unix_s"))
+        # a row our own stop cancelled is written and labelled, but counts as no completion
+        judged = row.get("outcome") not in NOT_JUDGED_OUTCOMES
         if self.schedule is not None and start is not None:
             row["stage"], row["phase"] = self.schedule.locate(start)
-            served = row.get("outcome") == "ok" and row.get("length_ok") != 0
-            tokens = _number(row.get("completion_tokens")) if served else None
-            self.schedule.observe(
-                start,
-                end if end is not None else start,
-                tokens=tokens,
-                ttft_s=(_number(row.get("ttft_ms")) or 0.0) / 1000.0,
-            )
+            if judged:
+                served = row.get("outcome") == "ok" and row.get("length_ok") != 0
+                tokens = _number(row.get("completion_tokens")) if served else None
+                self.schedule.observe(
+                    start,
+                    end if end is not None else start,
+                    tokens=tokens,
+                    ttft_s=(_number(row.get("ttft_ms")) or 0.0) / 1000.0,
+                )
         stage = row.get("stage")
         if isinstance(stage, int):
             self.stats.setdefault(stage, StageStats(stage)).add(row)
-        self._count_streak(row, end)
+        if judged:
+            self._count_streak(row, end)
         self.requests.write(row)
         # one write() per row: a kill can cut at most the row being written, never an older one
         self.requests.flush()
