@@ -14,6 +14,7 @@ import socketserver
 import threading
 import time
 from collections.abc import Iterator
+from typing import Self
 
 BEHAVIOURS = (
     "ok",
@@ -40,17 +41,11 @@ def _event(obj: object) -> bytes:
     return b"data: " + payload + b"\n\n"
 
 
-class FakeLLMServer:
-    """``with FakeLLMServer(prompt_tokens=..., completion_tokens=...) as srv: srv.url``"""
+class LoopbackServer:
+    """A threaded TCP server on 127.0.0.1 that hands each connection's socket to ``_handle``:
+    ``with Sub(...) as srv: srv.url``. Subclasses set their state, then ``super().__init__()``."""
 
-    def __init__(self, *, prompt_tokens: int, completion_tokens: int, slow_s: float = 2.0) -> None:
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
-        self.slow_s = slow_s
-        self.served: dict[str, str] = {}
-        self.headers_seen: list[dict[str, str]] = []  # of generation requests, lower-case keys
-        self._count = 0
-        self._lock = threading.Lock()
+    def __init__(self) -> None:
         outer = self
 
         class Handler(socketserver.BaseRequestHandler):
@@ -63,13 +58,30 @@ class FakeLLMServer:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def __enter__(self) -> FakeLLMServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def _handle(self, sock: socket.socket) -> None:
+        raise NotImplementedError
+
+
+class FakeLLMServer(LoopbackServer):
+    """``with FakeLLMServer(prompt_tokens=..., completion_tokens=...) as srv: srv.url``"""
+
+    def __init__(self, *, prompt_tokens: int, completion_tokens: int, slow_s: float = 2.0) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        self.slow_s = slow_s
+        self.served: dict[str, str] = {}
+        self.headers_seen: list[dict[str, str]] = []  # of generation requests, lower-case keys
+        self._count = 0
+        self._lock = threading.Lock()
+        super().__init__()
 
     def _next(self, rid: str) -> str:
         with self._lock:

@@ -75,7 +75,7 @@ def test_every_failure_kind_is_a_row(tmp_path: Path, stream: bool, expected: dic
         assert by_outcome["stream_error"]["error"] == "engine died"
         assert by_outcome["incomplete"]["chunks"] == 2
         assert by_outcome["timeout"]["ttft_ms"] is not None  # the first token came, then silence
-    no_usage = [r for r in result.rows if served[r["request_id"]] == "no_usage"]
+    no_usage = [r for r in result.rows if served.get(r["request_id"]) == "no_usage"]
     if stream:
         assert no_usage[0]["usage_source"] == "estimate"
         assert no_usage[0]["completion_tokens"] == 5

@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import json
 import socket
-import socketserver
 import struct
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-from fake_llm_server import TOKEN, _event, _read_request, _usage
+from fake_llm_server import TOKEN, LoopbackServer, _event, _read_request, _usage
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 from llm_locust import run_locust
 
@@ -36,7 +35,7 @@ Mode = Literal[
 ]
 
 
-class ClosingKeepAliveServer:
+class ClosingKeepAliveServer(LoopbackServer):
     """``one_per_connection``: every connection answers one request, then closes silently on the
     next. ``only_first_answered``: the first request ever is answered; every later one is not.
     ``close_after_answer``: every connection answers one request and closes right after it, as
@@ -48,24 +47,7 @@ class ClosingKeepAliveServer:
         self.received = 0  # generation requests that reached the server
         self.answered = 0
         self._lock = threading.Lock()
-        outer = self
-
-        class Handler(socketserver.BaseRequestHandler):
-            def handle(self) -> None:
-                outer._handle(self.request)
-
-        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self) -> ClosingKeepAliveServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__()
 
     def _handle(self, sock: socket.socket) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

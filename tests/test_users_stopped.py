@@ -11,19 +11,18 @@ Both are now one ``cancelled`` row that says when it was cut; the analysis count
 from __future__ import annotations
 
 import socket
-import socketserver
 import threading
 from pathlib import Path
 from typing import Literal
 
 import pytest
-from fake_llm_server import TOKEN, _event, _read_request
+from fake_llm_server import TOKEN, LoopbackServer, _event, _read_request
 from llm_locust import run_locust
 
 Stall = Literal["before_headers", "mid_stream"]
 
 
-class StallingServer:
+class StallingServer(LoopbackServer):
     """Reads each request, counts it, then stalls: with no byte at all (``before_headers``) or
     after the headers and one token (``mid_stream``), until the test ends."""
 
@@ -31,25 +30,11 @@ class StallingServer:
         self.stall = stall
         self.received = 0
         self._done = threading.Event()
-        outer = self
-
-        class Handler(socketserver.BaseRequestHandler):
-            def handle(self) -> None:
-                outer._handle(self.request)
-
-        self._server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self) -> StallingServer:
-        self._thread.start()
-        return self
+        super().__init__()
 
     def __exit__(self, *exc: object) -> None:
         self._done.set()
-        self._server.shutdown()
-        self._server.server_close()
+        super().__exit__(*exc)
 
     def _handle(self, sock: socket.socket) -> None:
         try:
