@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from loadknee_locust.contract import REQUEST_COLUMNS
-from tests.run_support import child_env, only_run_dir, read_csv
+from tests.run_support import assert_each_served_once, child_env, only_run_dir, read_csv
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +34,7 @@ def test_server_count_equals_rows_plus_setup_requests(
     served = sim.log()
     load = [r for r in served if len(r["request_id"]) == 16]  # the users' own ids
     probes = [r for r in served if len(r["request_id"]) != 16]  # sent without an id
-    assert sorted(r["request_id"] for r in load) == sorted(r["request_id"] for r in rows)
+    assert_each_served_once(rows, [r["request_id"] for r in load])
     setup = info["prompt_source"]["setup_requests"]
     # the pre-flight (one short request before the sweep) is a probe sent without an id too
     assert setup["preflight_requests"] == 1, setup
