@@ -11,6 +11,7 @@ import pandas as pd
 
 from analysis import rules
 from analysis.numeric import counted, num
+from loadknee_locust.contract import NOT_JUDGED_OUTCOMES
 
 #: below these, a stage's percentiles rest on too few samples (docs/method.md: Small stage)
 MIN_STAGE_REQUESTS = 20
@@ -42,7 +43,7 @@ def error_causes(requests: pd.DataFrame) -> list[tuple[str, int]]:
     """Failed requests counted by cause (short error, else HTTP status, else outcome)."""
     if requests.empty or "outcome" not in requests:
         return []
-    failed = requests[requests["outcome"] != "ok"]
+    failed = requests[(requests["outcome"] != "ok") & ~_cancelled(requests)]
     if failed.empty:
         return []
     cause = pd.Series("", index=failed.index, dtype=object)
@@ -61,5 +62,12 @@ def all_failed_warnings(requests: pd.DataFrame) -> list[str]:
     """One line when the run has requests and none succeeded."""
     if requests.empty or "outcome" not in requests or (requests["outcome"] == "ok").any():
         return []
-    top = ", ".join(f"{n} × {cause}" for cause, n in error_causes(requests))
-    return [f"all {len(requests)} requests failed ({top}) {rules.cite('all_failed')}"]
+    judged = requests[~_cancelled(requests)]  # our own stop's cancellations are no failures
+    if judged.empty:
+        return []
+    top = ", ".join(f"{n} × {cause}" for cause, n in error_causes(judged))
+    return [f"all {len(judged)} requests failed ({top}) {rules.cite('all_failed')}"]
+
+
+def _cancelled(requests: pd.DataFrame) -> pd.Series:
+    return requests["outcome"].isin(NOT_JUDGED_OUTCOMES)

@@ -20,10 +20,10 @@ def test_small_stages_are_named_with_their_sample_size():
 
 def test_all_failed_names_the_top_causes_counted():
     requests = pd.DataFrame({
-        "outcome": ["http_error"] * 5 + ["timeout"] * 2 + ["incomplete"],
-        "http_status": [503.0] * 5 + [float("nan")] * 3,
-        "error": [""] * 5 + ["read timed out"] * 2 + [""],
-    })  # fmt: skip
+        "outcome": ["http_error"] * 5 + ["timeout"] * 2 + ["incomplete", "cancelled"],
+        "http_status": [503.0] * 5 + [float("nan")] * 4,
+        "error": [""] * 5 + ["read timed out"] * 2 + ["", "user stopped before the response"],
+    })  # fmt: skip  # the stop's cancelled row is neither counted nor a cause
     assert error_causes(requests) == [("HTTP 503", 5), ("read timed out", 2), ("incomplete", 1)]
     (line,) = all_failed_warnings(requests)
     assert line.startswith(

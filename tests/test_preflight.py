@@ -89,6 +89,7 @@ def test_a_stream_without_content_is_caught(tmp_path):
 
 def test_a_run_whose_every_request_failed_is_named_with_its_causes(tmp_path):
     rows = [("timeout", "", "read timed out")] * 2 + [("http_error", "503", "")] * 5
+    rows += [("cancelled", "", "user stopped before the response")]  # the stop's: not counted
     with (tmp_path / REQUESTS_CSV).open("w", newline="") as f:
         writer = csv.DictWriter(f, REQUEST_COLUMNS)
         writer.writeheader()

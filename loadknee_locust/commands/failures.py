@@ -10,7 +10,7 @@ import csv
 from collections import Counter
 from pathlib import Path
 
-from loadknee_locust.contract import REQUESTS_CSV
+from loadknee_locust.contract import NOT_JUDGED_OUTCOMES, REQUESTS_CSV
 
 #: how many distinct causes to list
 TOP = 3
@@ -34,7 +34,8 @@ def all_failed_text(run_dir: str | Path) -> str | None:
     if not path.is_file():
         return None
     with path.open(newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+        # a request our own stop cancelled says nothing about the target: not a failure here
+        rows = [r for r in csv.DictReader(f) if r.get("outcome") not in NOT_JUDGED_OUTCOMES]
     if not rows or any(row.get("outcome") == "ok" for row in rows):
         return None
     top = ", ".join(f"{n} × {cause}" for cause, n in error_causes(rows).most_common(TOP))
