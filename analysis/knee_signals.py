@@ -63,8 +63,11 @@ def _rate(value: float) -> str:
     return f"{value:,.2f}" if abs(value) < 10 else f"{value:,.0f}"
 
 
-def _times(ratio: float) -> str:
-    """2.753 → "2.8", 9.0 → "9": one decimal is all a ratio needs."""
+def _times(ratio: float, bound: float | None = None) -> str:
+    """2.753 → "2.8", 9.0 → "9": one decimal is all a ratio needs, unless its noise bound is shown
+    beside it (to two decimals): then two, or "is 2.6×, at least 2.65×" reads as a contradiction."""
+    if bound is not None:
+        return f"{ratio:.2f}"
     return f"{ratio:.1f}".rstrip("0").rstrip(".")
 
 
@@ -142,7 +145,7 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
         decisive is not None and decisive >= p.tail_ratio,
         ratio,
         p.tail_ratio,
-        f"{name} {what} {fmt(tail, unit)} is {_times(ratio)}× the baseline's "
+        f"{name} {what} {fmt(tail, unit)} is {_times(ratio, lower)}× the baseline's "
         f"{fmt(ctx.base_tail_ms, unit)}{bound}: the tail has departed "
         f"(at {p.tail_ratio:g}× or more)"
         if decisive is not None and ratio is not None and decisive >= p.tail_ratio

@@ -67,6 +67,18 @@ def test_tail_departure_needs_its_lower_bound_above_the_threshold():
     assert "at least 1.90× within the noise" in tail.text
 
 
+def test_a_departed_tail_and_its_bound_are_shown_to_the_same_precision():
+    """A demo's 2.647× with a bound of 2.646× read "is 2.6×, at least 2.65×"."""
+    summary = sweep(
+        LEVELS, TOK, [220.0, 260.0, 529.4], baseline_tok_s=100.0, baseline_p95_ms=200.0,
+        output_tok_s_hw_pct=[1.0] * 3, interval_batches=[10.0] * 3,
+        e2e_p95_low_ms=[210.0, 250.0, 529.2],
+    )  # fmt: skip
+    tail = next(s for s in _by_users(_knee(summary))[16].signals if s.name == "tail_departure")
+    assert tail.fired
+    assert "is 2.65× the baseline's 200 ms, at least 2.65× within the noise" in tail.text, tail.text
+
+
 def test_a_noisy_or_short_stage_says_so_and_how_long_it_would_need():
     summary = sweep(
         LEVELS, TOK, P95, baseline_tok_s=100.0, baseline_p95_ms=200.0,
