@@ -4,12 +4,11 @@ Rows counted: ``phase == "measure"`` for step stages and ``phase == "baseline"``
 stage; warm-up and cooldown rows are left out. Of those, ``ok`` rows feed every latency and
 throughput statistic; ``length_mismatch`` rows (or rows whose ``length_ok`` is 0) are counted and
 excluded; ``cancelled`` rows (our own stop cut them) are left out entirely; every other outcome is
-an error. Percentiles are exact, computed from the raw rows with
-linear interpolation (:data:`analysis.model.PERCENTILE_METHOD`); rates divide by the measured
-window's length from ``stages.csv`` (from the rows' own span when the window was never closed).
-Rates count each served request in proportion to the part of it inside the window (see
-:func:`window_rates`). Telemetry (GPU, server metrics, client CPU) is cut to the same window;
-missing telemetry gives NaN, never 0.
+an error. Percentiles are exact, computed from the raw rows with linear interpolation
+(:data:`analysis.model.PERCENTILE_METHOD`); rates divide by the measured window's length from
+``stages.csv`` (from the rows' own span when the window was never closed). Rates count each served
+request in proportion to the part of it inside the window (see :func:`window_rates`). Telemetry
+(GPU, server metrics, client CPU) is cut to the same window; missing telemetry gives NaN, never 0.
 """
 
 from __future__ import annotations

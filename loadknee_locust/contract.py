@@ -132,6 +132,8 @@ OUTCOMES: Final[tuple[str, ...]] = (
     "client_error",  # an exception in the load generator itself
     "cancelled",  # the load generator stopped the user mid-request (run end, ramp-down, Ctrl-C)
 )
+#: Outcomes that are not errors: served, or served with a length miss (kept, flagged).
+NOT_ERROR_OUTCOMES: Final[tuple[str, ...]] = ("ok", "length_mismatch")
 #: Outcomes that say nothing about the server: neither served nor an error in any statistic.
 NOT_JUDGED_OUTCOMES: Final[tuple[str, ...]] = ("cancelled",)
 #: Outcomes that count as a served request in the statistics.

@@ -18,13 +18,10 @@ from typing import Any
 
 from loadknee_locust.client.sse import Usage, short_text
 from loadknee_locust.client.timing import request_timing
-from loadknee_locust.contract import Outcome
+from loadknee_locust.contract import NOT_ERROR_OUTCOMES, Outcome
 
 #: geventhttpclient's connection failures (not OSError subclasses), matched by class name
 _CONNECTION_ERRORS = frozenset({"HTTPParseError", "HTTPConnectionClosed", "ConnectionError"})
-
-#: Outcomes that Locust should count as failures (everything but ok / length_mismatch).
-LOCUST_SUCCESSES = ("ok", "length_mismatch")
 
 
 @dataclass(slots=True)
@@ -137,5 +134,5 @@ def request_row(
         error=error,
     )
     final: Outcome = outcome or "ok"
-    failure = None if final in LOCUST_SUCCESSES else f"{final}: {error}" if error else final
+    failure = None if final in NOT_ERROR_OUTCOMES else f"{final}: {error}" if error else final
     return row, failure

@@ -34,7 +34,7 @@ from loadknee_locust.client.reconnect import check_liveness_without_yielding, in
 from loadknee_locust.client.sse import StreamParser, error_message, parse_body, short_text
 from loadknee_locust.client.state import LLMState, build_body, llm_state, prompt_source_info
 from loadknee_locust.client.streamread import read_stream, stamp_new_sockets
-from loadknee_locust.contract import Outcome
+from loadknee_locust.contract import NOT_ERROR_OUTCOMES, Outcome
 from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.prompts import Prompt
 from loadknee_locust.prompts.model import Endpoint
@@ -258,7 +258,7 @@ class LLMUser(FastHttpUser):
                 resp.success()
             else:
                 resp.failure(failure)
-        failed = row.get("outcome") not in ("ok", "length_mismatch")
+        failed = row.get("outcome") not in NOT_ERROR_OUTCOMES
         self._backoff = max(self._backoff, self._failures.after(failed))
         return row
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from loadknee_locust.client.timing import percentile as sorted_percentile
 from loadknee_locust.contract import (
+    NOT_ERROR_OUTCOMES,
     NOT_JUDGED_OUTCOMES,
     REQUEST_COLUMNS,
     REQUESTS_CSV,
@@ -48,8 +49,7 @@ CONTEXT_KEY = "loadknee"
 REPORT_KEY = "loadknee_rows"
 LATENCY_CAP = 20_000  # latencies kept per stage for the live tab (the CSV keeps every row)
 _COLUMNS = frozenset(REQUEST_COLUMNS)
-#: outcomes that are not errors: served, or served with a length miss (kept, flagged)
-NOT_ERRORS = frozenset({"ok", "length_mismatch"})
+NOT_ERRORS = frozenset(NOT_ERROR_OUTCOMES)
 
 
 def request_row(context: Any, worker: str) -> dict[str, Any] | None:
