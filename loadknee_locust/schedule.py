@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -118,6 +118,23 @@ class StagePlan:
     measure_requests: int  # > 0: the window closes after N completed requests started in it
     measure_seconds: float  # used when measure_requests == 0
     auto: bool = False  # held until the throughput interval is precise (rule 6)
+
+
+def stage_label(stages: Sequence[StagePlan], index: int) -> str:
+    """How progress lines name stage ``index``: 'baseline', 'stage 2/6' for a grid level,
+    'refine stage 1' for a level the sweep added between two grid levels.
+
+    A refine stage used to read 'stage 7' after 'stage 6/6', which looked like a grid that had
+    grown; its count is of refine stages, since how many there will be is decided as they end.
+    """
+    stage = stages[index]
+    if stage.kind == "baseline":
+        return "baseline"
+    same_kind = [i for i, s in enumerate(stages) if s.kind == stage.kind]
+    position = same_kind.index(index) + 1
+    if stage.kind == "step":
+        return f"stage {position}/{len(same_kind)}"
+    return f"refine stage {position}"
 
 
 @dataclass(frozen=True)

@@ -75,3 +75,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
     items.sort(key=rank)  # stable: a file's tests keep their order
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Refuse a test module that imports locust: the import monkey-patches this process with
+    gevent, and pytest-xdist's worker, which waits on a real thread, then dies with an
+    INTERNALERROR ("LoopExit: This operation would block forever") far from the cause. Tests
+    run Locust in subprocesses; Locust-side pure code lives where locust is not imported."""
+    if "locust" in sys.modules:
+        raise pytest.UsageError(
+            "a test module imported locust at collection (so gevent patched the test process "
+            "and pytest-xdist's worker would hang); import the pure module instead, or run "
+            "Locust in a subprocess"
+        )

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loadknee_locust.contract import StageKind
-from loadknee_locust.plugin.shape import progress_label
-from loadknee_locust.schedule import StagePlan
+from loadknee_locust.schedule import StagePlan, stage_label
 
 
 def _stage(index: int, kind: StageKind, users: int) -> StagePlan:
@@ -35,9 +34,9 @@ STAGES = [
     ],
 )
 def test_each_stage_is_named_by_its_kind(index: int, label: str) -> None:
-    assert progress_label(STAGES, index) == label
+    assert stage_label(STAGES, index) == label
 
 
 def test_a_grid_level_equal_to_another_stage_is_still_counted_by_position() -> None:
     twins = [_stage(0, "step", 2), _stage(1, "step", 2)]  # equal but for the index
-    assert [progress_label(twins, i) for i in range(2)] == ["stage 1/2", "stage 2/2"]
+    assert [stage_label(twins, i) for i in range(2)] == ["stage 1/2", "stage 2/2"]

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -42,7 +41,7 @@ from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.plugin.wiring import Loadknee, loadknee_of, register
 from loadknee_locust.record.recorder import RunLog, percentile
 from loadknee_locust.refine import LiveVerdict
-from loadknee_locust.schedule import PENDING, RedLine, Schedule, SchedulePlan, StagePlan
+from loadknee_locust.schedule import PENDING, RedLine, Schedule, SchedulePlan, stage_label
 
 log = logging.getLogger("loadknee")
 
@@ -294,7 +293,7 @@ class SteppedShape(LoadTestShape):
             eta = sched.counted_stage_eta(now)
             rest = "time left unknown" if eta is None else f"~{eta:.0f} s left in this stage"
             left_text = f"{done}/{target} requests of this stage; {rest}"
-        label = progress_label(sched.stages, pos.stage)
+        label = stage_label(sched.stages, pos.stage)
         users = f"{stage.users} user{'' if stage.users == 1 else 's'}"
         log.info(
             "loadknee progress: %s (%s) %s | %d requests, %d errors | %s%s",
@@ -306,23 +305,6 @@ class SteppedShape(LoadTestShape):
             left_text,
             f" | stop: {pos.stop_reason}" if pos.finished else "",
         )
-
-
-def progress_label(stages: Sequence[StagePlan], index: int) -> str:
-    """How the progress line names stage ``index``: 'baseline', 'stage 2/6' for a grid level,
-    'refine stage 1' for a level the sweep added between two grid levels.
-
-    A refine stage used to read 'stage 7' after 'stage 6/6', which looked like a grid that had
-    grown; its count is of refine stages, since how many there will be is decided as they end.
-    """
-    stage = stages[index]
-    if stage.kind == "baseline":
-        return "baseline"
-    same_kind = [i for i, s in enumerate(stages) if s.kind == stage.kind]
-    position = same_kind.index(index) + 1
-    if stage.kind == "step":
-        return f"stage {position}/{len(same_kind)}"
-    return f"refine stage {position}"
 
 
 def _is_master(runner: Any) -> bool:
