@@ -32,6 +32,7 @@ class StageContext:
     gpu_flat: bool  # GPU memory the same at every stage: pre-allocated, says nothing
     params: KneeParams
     server_slots: float | None = None  # the highest running count the server reported
+    tail_source: str = "the baseline's"  # whose tail base_tail_ms is, as the reasons say it
 
 
 def _memory_pct(row: pd.Series, ctx: StageContext) -> tuple[float | None, str]:
@@ -145,11 +146,11 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
         decisive is not None and decisive >= p.tail_ratio,
         ratio,
         p.tail_ratio,
-        f"{name} {what} {fmt(tail, unit)} is {_times(ratio, lower)}× the baseline's "
+        f"{name} {what} {fmt(tail, unit)} is {_times(ratio, lower)}× {ctx.tail_source} "
         f"{fmt(ctx.base_tail_ms, unit)}{bound}: the tail has departed "
         f"(at {p.tail_ratio:g}× or more)"
         if decisive is not None and ratio is not None and decisive >= p.tail_ratio
-        else f"{name} {what} {fmt(tail, unit)} is {fmt(ratio)}× the baseline's "
+        else f"{name} {what} {fmt(tail, unit)} is {fmt(ratio)}× {ctx.tail_source} "
         f"{fmt(ctx.base_tail_ms, unit)}{bound} (departs at {p.tail_ratio:g}×)",
     )
     tail = num(row[f"e2e_{ctx.tail_percentile}_ms"])  # the SLA is on latency

@@ -262,3 +262,47 @@ def test_the_dip_threshold_is_a_parameter():
     )
     assert _knee(summary).knee_users is None  # 4 was a dip; 8 still grows
     assert _knee(summary, resume_gain_pct=100.0).knee_users == 4  # 65 % no longer counts
+
+
+def _noisy_baseline_sweep(level_ok: int, level_p95_ms: float) -> object:
+    """A CI run's numbers: a 10-request baseline one slow request pushed to P95 9.9 s (median
+    2.75 s), a 1-user level, then an 8-slot server at 8 and 16 users (half of 16 queued)."""
+    return frame(
+        [
+            stage(1, kind="baseline", output_tok_s=15.5, e2e_p50_ms=2750.0,
+                  e2e_p95_ms=9890.0, e2e_p99_ms=12000.0, ok=10, requests=10),
+            stage(1, output_tok_s=22.4, e2e_p95_ms=level_p95_ms, ok=level_ok),
+            stage(8, output_tok_s=51.2, e2e_p95_ms=11200.0, ok=41),
+            stage(16, output_tok_s=55.1, e2e_p95_ms=21600.0, ok=92),
+        ]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("level_ok", "level_p95_ms", "yardstick", "source"),
+    [
+        (32, 4420.0, 4420.0, "the 1-user level's"),  # longer and lower: the level's tail
+        (32, 10500.0, 9890.0, "the baseline's"),  # the baseline is the lower: it stays
+        (8, 4420.0, 9890.0, "the baseline's"),  # fewer requests than the baseline: not surer
+    ],
+)
+def test_the_tail_yardstick_is_the_lower_single_user_tail(
+    level_ok: int, level_p95_ms: float, yardstick: float, source: str
+) -> None:
+    result = _knee(_noisy_baseline_sweep(level_ok, level_p95_ms))
+    at_16 = next(v for v in result.stages if v.target_users == 16)
+    tail = next(s for s in at_16.signals if s.name == "tail_departure")
+    assert tail.value == pytest.approx(21600.0 / yardstick)
+    assert f"× {source} {yardstick:,.0f} ms" in tail.text, tail.text
+    assert tail.fired == (21600.0 / yardstick >= 2.0)
+    said = "tails are compared with the 1-user level's P95" in result.summary
+    assert said == (source == "the 1-user level's"), result.summary
+
+
+def test_the_tail_yardstick_follows_the_tail_metric() -> None:
+    """With seconds per 1k tokens (a replayed log) the 1-user level's figure is that metric's."""
+    summary = _noisy_baseline_sweep(32, 4420.0)
+    summary["s_per_1k_total_p95"] = [400.0, 150.0, 380.0, 700.0]
+    result = _knee(summary, tail_metric="s_per_1k")
+    tail = next(s for s in result.stages[-1].signals if s.name == "tail_departure")
+    assert tail.value == pytest.approx(700.0 / 150.0) and "the 1-user level's" in tail.text
