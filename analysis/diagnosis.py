@@ -21,9 +21,10 @@ on every other stage the rules are tried in this order and the first that matche
 4. ``gpu_idle`` → **host_side** — the GPU sat idle (utilisation ≤ 5 %) in at least
    ``idle_share_pct`` of the samples while users had requests in flight (waiting on
    CPU pre-processing, log flushing or the network; more concurrency only lengthens the queue).
-5. ``server_queue`` → **queueing** — the tail departed or throughput flattened while the
-   server's own waiting queue held at least ``queue_waiting_min`` requests on average: TTFT then
-   grows by the time spent waiting for a slot, which must not be mistaken for slow prefill.
+5. ``server_queue`` → **queueing** — the tail departed, throughput flattened or the server
+   reported itself saturated (at its most running) while its own waiting queue held at least
+   ``queue_waiting_min`` requests on average: TTFT then grows by the time spent waiting for a
+   slot, which must not be mistaken for slow prefill.
 6. ``prefill`` → **prefill** — TTFT P95 at least ``prefill_ttft_ratio``× the baseline's while
    the decode time (TPOT median; the ITL median when there is no TPOT) stays under
    ``itl_normal_ratio``× the baseline stage's and no server queue explains it (long

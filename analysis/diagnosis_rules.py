@@ -49,6 +49,7 @@ class StageFacts:
     waiting: float | None  # the server's waiting queue, mean over the stage
     departed: bool  # the tail departed (or the SLA broke)
     flat: bool  # throughput flattened or its gain narrowed
+    saturated: bool = False  # the server's own counters: at its most running, requests waiting
     failures: FailureMix | None = None  # the stage's failures by kind (None: none, or unknown)
 
 
@@ -84,6 +85,7 @@ def stage_facts(
         waiting=cell(row, "waiting_mean"),
         departed=_fired(verdict, "tail_departure") or _fired(verdict, "sla"),
         flat=_fired(verdict, "throughput_flattening") or _fired(verdict, "gain_narrowing"),
+        saturated=_fired(verdict, "server_saturated"),
         failures=failures,
     )
 
@@ -154,8 +156,14 @@ def gpu_idle(s: StageFacts) -> str | None:
 
 
 def server_queue(s: StageFacts) -> str | None:
+    """A real waiting queue behind a latency or throughput sign, or behind full slots.
+
+    The server's own counters saying it ran at its most while requests waited is queueing
+    whether or not this stage's client-side numbers crossed a threshold: on a noisy box the
+    tail can stay inside the noise band at the very stage where the slots filled.
+    """
     queued = s.waiting is not None and s.waiting >= s.params.queue_waiting_min
-    if not (queued and (s.departed or s.flat)):
+    if not (queued and (s.departed or s.flat or s.saturated)):
         return None
     return (
         f"the server's waiting queue held {fmt(s.waiting)} request"
