@@ -87,6 +87,7 @@ from analysis.knee_signals import (
     noise_signal,
     saturation_signal,
     tail_signals,
+    tail_undecided,
     throughput_signals,
 )
 from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
@@ -321,6 +322,8 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
         reasons.append(client.text + ": untrusted, the client may be the limit")
     if verdict == "comfortable":
         reasons.append("no signal fired")
+    if tail_undecided(departed):  # past the limit, but not past the noise: say so
+        reasons.append(departed.text)
     if noisy.fired:
         reasons.append(noisy.text)
     if (note := excluded_note(row)) is not None:

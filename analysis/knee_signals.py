@@ -122,6 +122,25 @@ def throughput_signals(
     return flat, narrowing
 
 
+#: what a stage says when its tail's point figure is past the limit but its noise reaches below
+TAIL_UNDECIDED = "cannot tell whether the tail has departed"
+
+
+def tail_undecided(tail: Signal) -> bool:
+    """The tail signal's point figure is at or past its limit, but it did not fire.
+
+    It fires on the lower bound of the figure's interval, so this is the case where noise
+    reaches below the limit: the stage shows neither a departed tail nor a held one, and says
+    so. A busy machine widens the interval until a tail that has truly left the single-user one
+    (an 8-slot server at 16 users) cannot be told from noise, and silence would read as "held".
+    """
+    return _undecided(tail.fired, tail.value, tail.threshold)
+
+
+def _undecided(fired: bool, ratio: float | None, limit: float | None) -> bool:
+    return not fired and ratio is not None and limit is not None and ratio >= limit
+
+
 def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | None]:
     """Tail departure fires only when the tail's lower bound (its 95 % interval, from
     resampling time windows) is at or above ``tail_ratio`` × the baseline's tail; without an
@@ -141,17 +160,22 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
         lower = ratio * e2e_low / e2e  # the e2e interval's relative width, on either metric
     decisive = lower if lower is not None else ratio
     bound = f", at least {lower:.2f}× within the noise" if lower is not None else ""
+    fired = decisive is not None and decisive >= p.tail_ratio
+    undecided = _undecided(fired, ratio, p.tail_ratio)
+    times = _times(ratio, lower) if ratio is not None and (fired or undecided) else fmt(ratio)
+    if fired:
+        verdict = f": the tail has departed (at {p.tail_ratio:g}× or more)"
+    elif undecided:
+        verdict = f": {TAIL_UNDECIDED} (departs at {p.tail_ratio:g}×)"
+    else:
+        verdict = f" (departs at {p.tail_ratio:g}×)"
     departed = Signal(
         "tail_departure",
-        decisive is not None and decisive >= p.tail_ratio,
+        fired,
         ratio,
         p.tail_ratio,
-        f"{name} {what} {fmt(tail, unit)} is {_times(ratio, lower)}× {ctx.tail_source} "
-        f"{fmt(ctx.base_tail_ms, unit)}{bound}: the tail has departed "
-        f"(at {p.tail_ratio:g}× or more)"
-        if decisive is not None and ratio is not None and decisive >= p.tail_ratio
-        else f"{name} {what} {fmt(tail, unit)} is {fmt(ratio)}× {ctx.tail_source} "
-        f"{fmt(ctx.base_tail_ms, unit)}{bound} (departs at {p.tail_ratio:g}×)",
+        f"{name} {what} {fmt(tail, unit)} is {times}× {ctx.tail_source} "
+        f"{fmt(ctx.base_tail_ms, unit)}{bound}{verdict}",
     )
     tail = num(row[f"e2e_{ctx.tail_percentile}_ms"])  # the SLA is on latency
     sla = None

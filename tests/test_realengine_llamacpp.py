@@ -165,12 +165,17 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
     words = " ".join(knee_stage["reasons"]) + " " + knee_stage["bottleneck_reason"]
     assert "queue" in words, words
     # the tail: at twice the slots (16, 32) half the requests wait a whole service time, so P95
-    # must have left the baseline there, named in each stage's reasons. At a refine stage just
-    # past 8 (10 users: 2 waiting) the rise is smaller than a noisy baseline's spread, and the
-    # knee rests on the server's own queue counts alone (a CI run: baseline P95 2.8 s at P50 1.0)
+    # must be past 2× the single-user tail there, named in each stage's reasons: departed, or, when
+    # the machine's noise reaches below 2×, said to be undecided (never silent, never "held"). At
+    # a refine stage just past 8 (10 users: 2 waiting) the rise is smaller than a noisy baseline's
+    # spread, and the knee rests on the server's own queue counts alone (a CI run: baseline P95
+    # 2.8 s at P50 1.0). A plain CI run had P95 2.58× at 16 users, at least 1.9× within the noise.
     for stage in (s for s in result["stages"] if s["target_users"] >= 16):
         said = " ".join(stage["reasons"])
-        assert "P95" in said and "the tail has departed" in said, (stage["target_users"], said)
+        tail = next(g for g in stage["signals"] if g["name"] == "tail_departure")
+        assert tail["value"] >= 2.0, (stage["target_users"], tail["text"])
+        told = any(f"{verdict} the tail has departed" in said for verdict in (":", "whether"))
+        assert "P95" in said and told, (stage["target_users"], said)
     assert result["max_concurrency"] is not None and result["max_concurrency"] <= 8
 
     # llama.cpp's metric names reached the canonical running / waiting columns
