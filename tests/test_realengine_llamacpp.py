@@ -201,11 +201,13 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
         assert c.output_tok_s == pytest.approx(c.server_tok_s_aligned, rel=0.10), c
 
     # SLO capacity from the same run directory (no second sweep): a TTFT P95 limit between the
-    # 4- and 8-user stages' gives capacity 4, below the knee's answer: latency-bound. On a busy
-    # machine a stage of ~35 requests can put 4's P95 above 8's (one slow request is its P95), or
-    # 2's above the limit: then the capacity is what the rule gives (the unbroken run of passing
-    # stages from the lowest, grid and refine levels alike, computed here by hand) and the
-    # product must say it cannot tell, since a stage above the break passes again
+    # 4- and 8-user stages' gives a capacity from 4 up to a refine level below 8 (the sweep may
+    # refine between 4 and 8: a CI run measured 6 users under the limit, and 6 was the answer),
+    # below the knee's answer: latency-bound. On a busy machine a stage of ~35 requests can put
+    # 4's P95 above 8's (one slow request is its P95), or 2's above the limit: then the capacity is
+    # still what the rule gives (the unbroken run of passing stages from the lowest, grid and
+    # refine levels alike, computed here by hand) and the product must say it cannot tell, since
+    # a stage above the break passes again
     ttft = {row["target_users"]: row["ttft_p95_ms"] for row in knee["summary"]
             if row["kind"] in ("step", "refine")}  # fmt: skip
     limit = float(f"{(ttft[4] * ttft[8]) ** 0.5:.1f}")  # as given on the command line
@@ -222,9 +224,12 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
     slo = json.loads((tmp_path / "report-slo" / "knee.json").read_text())["slo"]
     assert (slo["capacity"], slo["binding"]) == (expected, "latency"), (slo["summary"], ttft)
     assert "Latency-bound" in slo_run.stdout or "latency-bound" in slo_run.stdout
-    if max(ttft[1], ttft[2], ttft[4]) < limit < ttft[8]:  # a quiet machine: the issue's own case
-        assert expected == 4 and "SLO capacity 4 users" in slo_run.stdout
-    else:  # a noisy stage broke the run below 8 users, and 8 passed again: it cannot tell
+    passes_again = by_rule is not None and any(users > by_rule for users in passing)
+    if not passes_again:  # one clean break: the capacity is stated plainly
+        assert f"SLO capacity {expected} user" in slo_run.stdout, slo_run.stdout
+        if max(ttft[u] for u in ttft if u <= 4) < limit < ttft[8]:  # a quiet machine: the issue's
+            assert expected is not None and 4 <= expected < 8, (expected, ttft)
+    else:  # a noisy stage broke the run below 8 users, and one above passed again: it cannot tell
         assert "Uncertain" in slo["summary"], slo["summary"]
         assert "met every SLO again above the break" in slo["summary"], slo["summary"]
     assert f"TTFT P95 ≤ {limit:g} ms" in slo_run.stdout
