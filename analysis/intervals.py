@@ -16,6 +16,7 @@ rows' window runs to the last of them, so no measured row is dropped).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,13 +67,15 @@ class StageBatches:
     batches: int  # windows used; 0 when the window is too short for an interval
     median_span_s: float | None  # median generation span of its ok requests
     rates: tuple[float, ...]  # output tok/s per window (empty when batches is 0)
-    e2e_groups: tuple[tuple[float, ...], ...]  # e2e ms of the measured ok rows, per window
+    # e2e ms of the measured ok rows, per window (tuples here, arrays from analysis.array_intervals)
+    e2e_groups: tuple[Sequence[float] | np.ndarray, ...]
     throughput: Interval | None
     p95: Interval | None
     p99: Interval | None
 
 
-def _ok(requests: pd.DataFrame) -> pd.DataFrame:
+def ok_rows(requests: pd.DataFrame) -> pd.DataFrame:
+    """The ok rows whose lengths matched: the rows every interval is computed from."""
     mismatch = (requests["outcome"] == "length_mismatch") | (requests["length_ok"] == 0)
     return requests[(requests["outcome"] == "ok") & ~mismatch]
 
@@ -86,7 +89,7 @@ def stage_batches(
 ) -> dict[int, StageBatches]:
     """Per stage of ``windows`` (``window_start``/``window_end`` by stage): its batches."""
     p = params or IntervalParams()
-    ok = _ok(requests)
+    ok = ok_rows(requests)
     out: dict[int, StageBatches] = {}
     for stage, w_start, w_end in zip(
         windows.index, windows["window_start"], windows["window_end"], strict=True

@@ -22,52 +22,19 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 
-import numpy as np
 import pandas as pd
 
 from analysis import rules
-from analysis.intervals import INTERVAL_COLUMNS, StageBatches
+from analysis.array_intervals import resampled_tables
+from analysis.intervals import StageBatches
 from analysis.knee import KneeParams, find_knee
 from analysis.model import Baseline, KneeResult
-from loadknee_locust.confidence import quantile
 
 #: resamples by default: a 95 % share is then known to about ±1.5 points
 RESAMPLES = 200
 #: at or above this share the answer is called confident; below UNSURE_PCT it is unsure
 CONFIDENT_PCT = 90.0
 UNSURE_PCT = 60.0
-
-
-def _resampled(
-    summary: pd.DataFrame,
-    batches: Mapping[int, StageBatches],
-    rng: random.Random,
-    column: str,
-) -> pd.DataFrame:
-    out = summary.copy()
-    out.loc[:, list(INTERVAL_COLUMNS)] = np.nan
-    tok = out["output_tok_s"].to_numpy(dtype=float).copy()
-    other = out[column].to_numpy(dtype=float).copy()
-    p95 = out["e2e_p95_ms"].to_numpy(dtype=float).copy()
-    p99 = out["e2e_p99_ms"].to_numpy(dtype=float).copy()
-    for i, stage in enumerate(out["stage"]):
-        b = batches.get(int(stage))
-        if b is None or not b.rates:
-            continue
-        drawn = rng.choices(b.rates, k=len(b.rates))
-        rate = sum(drawn) / len(drawn)
-        if tok[i] > 0:  # total tok/s or qps move with output tok/s
-            other[i] *= rate / tok[i]
-        tok[i] = rate
-        groups = [g for g in b.e2e_groups if g]
-        if len(groups) >= 2:
-            pooled = [v for g in rng.choices(groups, k=len(groups)) for v in g]
-            p95[i], p99[i] = quantile(pooled, 0.95), quantile(pooled, 0.99)
-    if column != "output_tok_s":
-        out[column] = other
-    out["output_tok_s"] = tok
-    out["e2e_p95_ms"], out["e2e_p99_ms"] = p95, p99
-    return out
 
 
 def knee_confidence(
@@ -86,8 +53,7 @@ def knee_confidence(
         return replace(knee, confidence="no confidence figure: no stage had per-window data")
     rng = random.Random(seed)
     answers: Counter[int | None] = Counter()
-    for _ in range(resamples):
-        table = _resampled(summary, batches, rng, params.throughput_column)
+    for table in resampled_tables(summary, batches, rng, params.throughput_column, resamples):
         answers[find_knee(table, baseline, params=params).max_concurrency] += 1
     same = answers[knee.max_concurrency] / resamples * 100.0
     what = "the knee stage" if knee.knee_users is not None else "the answer"

@@ -18,9 +18,10 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from analysis.array_intervals import stage_batches
 from analysis.inputs.load import Run
 from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
-from analysis.intervals import IntervalParams, StageBatches, interval_columns, stage_batches
+from analysis.intervals import IntervalParams, StageBatches, interval_columns
 from analysis.model import SUMMARY_COLUMNS
 from loadknee_locust.contract import NOT_JUDGED_OUTCOMES
 
@@ -60,7 +61,7 @@ def stage_windows(run: Run, measured: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_batches(run: Run, *, params: IntervalParams | None = None) -> dict[int, StageBatches]:
-    """Each stage's per-window data (:mod:`analysis.intervals`), for the knee's resampling."""
+    """Each stage's per-window data (:mod:`analysis.array_intervals`), for the knee's resampling."""
     windows = stage_windows(run, measured_requests(run))
     return stage_batches(run.requests, windows, measured_phases=MEASURED_PHASES, params=params)
 
