@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.intervals import INTERVAL_COLUMNS, IntervalParams, StageBatches, ok_rows
+from analysis.intervals import INTERVAL_COLUMNS, IntervalParams, StageBatches
 from loadknee_locust.confidence import (
     MIN_BATCHES,
     MIN_TAIL_VALUES,
@@ -111,10 +111,10 @@ def batch_rates(
     k = first[rows] + offsets
     w_lo, w_hi = start_s + k * width, start_s + (k + 1) * width
     overlap = np.minimum(hi[rows], w_hi) - np.maximum(lo[rows], w_lo)
-    part = per_s[rows] * overlap
     is_point = p_in[rows]
+    with np.errstate(invalid="ignore"):  # a point's per-second rate is inf; it counts whole
+        part = np.where(is_point, amounts[rows], per_s[rows] * overlap)
     keep = is_point | (overlap > 0)
-    part = np.where(is_point, amounts[rows], part)
     sums = np.bincount(k[keep], weights=part[keep], minlength=count)
     return [float(s) / width for s in sums]
 
@@ -241,16 +241,20 @@ def stage_batches(
 ) -> dict[int, StageBatches]:
     """:func:`analysis.intervals.stage_batches` on arrays (its ``e2e_groups`` are arrays)."""
     p = params or IntervalParams()
-    ok = ok_rows(requests)
-    stage_of = ok["stage"].to_numpy()
-    order = np.argsort(stage_of, kind="stable")  # one pass: each stage's rows, in row order
-    bounds = np.searchsorted(stage_of[order], windows.index.to_numpy(), side="left")
-    bounds_hi = np.searchsorted(stage_of[order], windows.index.to_numpy(), side="right")
+    outcome = requests["outcome"]
+    mismatch = (outcome == "length_mismatch") | (requests["length_ok"] == 0)
+    ok = ((outcome == "ok") & ~mismatch).to_numpy()  # the rows of analysis.intervals
+    stage_of = requests["stage"].to_numpy()[ok]
+    by_stage = np.argsort(stage_of, kind="stable")  # each stage's rows together, in row order
+    order, sorted_stage = np.flatnonzero(ok)[by_stage], stage_of[by_stage]
+    wanted = windows.index.to_numpy()
+    bounds = np.searchsorted(sorted_stage, wanted, side="left")
+    bounds_hi = np.searchsorted(sorted_stage, wanted, side="right")
     cols = {
-        name: ok[name].to_numpy(dtype=float)[order]
+        name: requests[name].to_numpy(dtype=float)[order]
         for name in ("end_unix_s", "start_unix_s", "ttft_ms", "completion_tokens", "e2e_ms")
     }
-    phase = ok["phase"].isin(measured_phases).to_numpy()[order]
+    phase = requests["phase"].isin(measured_phases).to_numpy()[order]
     out: dict[int, StageBatches] = {}
     for i, (stage, w_start, w_end) in enumerate(
         zip(windows.index, windows["window_start"], windows["window_end"], strict=True)

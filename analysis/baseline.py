@@ -37,11 +37,13 @@ def _pick_row(summary: pd.DataFrame) -> tuple[pd.Series | None, str]:
     return None, "none"
 
 
-def _p95_per_1k(run: Run | None, stage: int) -> tuple[float | None, float | None]:
+def _p95_per_1k(
+    run: Run | None, stage: int, measured: pd.DataFrame | None
+) -> tuple[float | None, float | None]:
     """P95 of seconds per 1k total / completion tokens from the raw rows (None without rows)."""
     if run is None:
         return None, None
-    rows = measured_requests(run)
+    rows = measured_requests(run) if measured is None else measured
     ok = rows[(rows["stage"] == stage) & (rows["cls"] == "ok")]
     total = ok["prompt_tokens"] + ok["completion_tokens"]
     per_total = (ok["e2e_ms"] / total.where(total > 0)).quantile(0.95)
@@ -67,11 +69,13 @@ def compute_baseline(
     *,
     spread_limit: float = SPREAD_LIMIT,
     min_requests: int = MIN_REQUESTS,
+    measured: pd.DataFrame | None = None,
 ) -> Baseline:
     """Baseline from the baseline stage of ``summary`` (or its first step stage when none).
 
     ``run`` supplies the raw rows for the P95 of seconds per 1k tokens; without it (a record table
-    typed in by hand) those two fields are None and everything else comes from ``summary``.
+    typed in by hand) those two fields are None and everything else comes from ``summary``;
+    ``measured``: the run's :func:`~analysis.summary.measured_requests`, when already at hand.
     """
     row, source = _pick_row(summary)
     if row is None:
@@ -91,7 +95,7 @@ def compute_baseline(
         )
     stage = int(row["stage"])
     users = int(row["target_users"]) if not pd.isna(row["target_users"]) else 1
-    p95_total, p95_completion = _p95_per_1k(run, stage)
+    p95_total, p95_completion = _p95_per_1k(run, stage, measured)
     if p95_total is None:  # a typed-in table: the summary may still carry it
         p95_total = num(row.get("s_per_1k_total_p95"))
     e2e_p50, e2e_p95 = num(row["e2e_p50_ms"]), num(row["e2e_p95_ms"])

@@ -74,8 +74,7 @@ class StageBatches:
     p99: Interval | None
 
 
-def ok_rows(requests: pd.DataFrame) -> pd.DataFrame:
-    """The ok rows whose lengths matched: the rows every interval is computed from."""
+def _ok(requests: pd.DataFrame) -> pd.DataFrame:
     mismatch = (requests["outcome"] == "length_mismatch") | (requests["length_ok"] == 0)
     return requests[(requests["outcome"] == "ok") & ~mismatch]
 
@@ -89,7 +88,7 @@ def stage_batches(
 ) -> dict[int, StageBatches]:
     """Per stage of ``windows`` (``window_start``/``window_end`` by stage): its batches."""
     p = params or IntervalParams()
-    ok = ok_rows(requests)
+    ok = _ok(requests)
     out: dict[int, StageBatches] = {}
     for stage, w_start, w_end in zip(
         windows.index, windows["window_start"], windows["window_end"], strict=True

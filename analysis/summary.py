@@ -60,9 +60,12 @@ def stage_windows(run: Run, measured: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"window_start": start, "window_end": end})
 
 
-def run_batches(run: Run, *, params: IntervalParams | None = None) -> dict[int, StageBatches]:
-    """Each stage's per-window data (:mod:`analysis.array_intervals`), for the knee's resampling."""
-    windows = stage_windows(run, measured_requests(run))
+def run_batches(
+    run: Run, *, params: IntervalParams | None = None, measured: pd.DataFrame | None = None
+) -> dict[int, StageBatches]:
+    """Each stage's per-window data (:mod:`analysis.array_intervals`), for the knee's resampling
+    (``measured``: :func:`measured_requests` of ``run`` when the caller already has them)."""
+    windows = stage_windows(run, measured_requests(run) if measured is None else measured)
     return stage_batches(run.requests, windows, measured_phases=MEASURED_PHASES, params=params)
 
 
@@ -219,22 +222,27 @@ def summarize_stages(
     *,
     timeline: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
     intervals: IntervalParams | None = None,
+    measured: pd.DataFrame | None = None,
+    batches: dict[int, StageBatches] | None = None,
 ) -> pd.DataFrame:
     """The record table: one row per stage of ``stages.csv``, columns ``model.SUMMARY_COLUMNS``.
 
     ``timeline`` turns the long-form server metrics into the canonical per-sample timeline
     (default: :func:`analysis.inputs.server_metrics.canonical_timeline`). When ``gpu.csv`` is
     empty, GPU figures come from DCGM samples among the server metrics, if any. The interval
-    columns come from :mod:`analysis.intervals` (``intervals``: its parameters).
+    columns come from :mod:`analysis.intervals` (``intervals``: its parameters). A caller that
+    already has the run's :func:`measured_requests` or :func:`run_batches` (same ``intervals``)
+    passes them as ``measured``/``batches`` instead of having them computed again.
     """
-    measured = measured_requests(run)
+    measured = measured_requests(run) if measured is None else measured
     windows = stage_windows(run, measured)
     stats = _request_stats(measured).reindex(windows.index)
     rates = window_rates(run.requests, windows).to_dict("index")
-    bands = interval_columns(
-        stage_batches(run.requests, windows, measured_phases=MEASURED_PHASES, params=intervals),
-        params=intervals,
-    ).to_dict("index")
+    if batches is None:
+        batches = stage_batches(
+            run.requests, windows, measured_phases=MEASURED_PHASES, params=intervals
+        )
+    bands = interval_columns(batches, params=intervals).to_dict("index")
     canon, gpu = None, run.gpu
     if not run.server_metrics.empty:
         canon = (timeline or canonical_timeline)(run.server_metrics)

@@ -1,15 +1,19 @@
 """Benchmark: analyse a 1-million-request run next to pandas' own read of the same CSV.
 
 Writes a synthetic run directory (9 step stages 1…64 users, plus a baseline; contract columns;
-a saturating server so the knee is real) into a temporary folder, then times in one process:
+a saturating server so the knee is real) into a temporary folder, then, in one process:
 
-* ``pandas.read_csv(requests.csv)`` with default options (the floor: reading the bytes);
-* ``read_run`` (validated, dtype hints), ``summarize_stages``, ``compute_baseline``,
-  ``find_knee`` + ``diagnose``, ``recommend``, each and in total.
+1. times ``pandas.read_csv(requests.csv)`` with default options (the floor: reading the bytes)
+   and measures that frame's memory (``memory_usage(deep=True)``);
+2. times the whole analysis, :func:`analysis.pipeline.analyze_run` (what ``loadknee analyze``
+   computes before writing its report: read, summary with intervals, knee, its confidence
+   resampling, diagnosis, advice, SLOs), with each step's share from its progress messages;
+3. runs the analysis again under ``tracemalloc`` (slower, so not timed) for its peak memory.
 
-Run: ``python benchmarks/bench_analysis_1m.py [--rows 1000000] [--keep DIR]``. The goal is the
-whole analysis under a minute; the ratio to ``read_csv`` shows what validation and the summary
-add on top of parsing.
+Prints each step, the analysis total and its ratio to ``read_csv``, and the peak memory and its
+ratio to the ``read_csv`` frame. Targets (issue 27): total ≤ 3× ``read_csv``, peak ≤ 3× frame.
+
+Run: ``python benchmarks/bench_analysis_1m.py [--rows 1000000] [--keep DIR] [--no-memory]``.
 """
 
 from __future__ import annotations
@@ -18,17 +22,13 @@ import argparse
 import json
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis.baseline import compute_baseline
-from analysis.diagnosis import diagnose
-from analysis.inputs.load import read_run
-from analysis.knee import find_knee
-from analysis.recommend import recommend
-from analysis.summary import summarize_stages
+from analysis.pipeline import Analysis, analyze_run
 from loadknee_locust import contract
 
 LEVELS = (1, 2, 4, 8, 16, 24, 32, 48, 64)
@@ -109,17 +109,32 @@ def write_synthetic_run(run_dir: Path, rows: int, seed: int = 0) -> None:
     (run_dir / contract.RUN_JSON).write_text(json.dumps({"run_id": "bench-1m"}))
 
 
-def _timed(label: str, times: dict[str, float], fn, *args, **kwargs):
+def _timed_analysis(run_dir: Path) -> tuple[float, list[tuple[str, float]], Analysis]:
+    """The pipeline's wall time and the seconds from each progress message to the next."""
+    marks: list[tuple[str, float]] = []
     start = time.perf_counter()
-    out = fn(*args, **kwargs)
-    times[label] = time.perf_counter() - start
-    return out
+    analysis = analyze_run(run_dir, progress=lambda m: marks.append((m, time.perf_counter())))
+    total = time.perf_counter() - start
+    ends = [t for _, t in marks[1:]] + [start + total]
+    steps = [(message, end - t) for (message, t), end in zip(marks, ends, strict=True)]
+    return total, steps, analysis
+
+
+def _peak_bytes(run_dir: Path) -> int:
+    """Peak traced memory of one analysis (numpy and pandas buffers are traced)."""
+    tracemalloc.start()
+    try:
+        analyze_run(run_dir)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--keep", type=Path, default=None, help="write the run here and keep it")
+    parser.add_argument("--no-memory", action="store_true", help="skip the tracemalloc pass")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = args.keep or Path(tmp) / "run"
@@ -129,20 +144,24 @@ def main() -> None:
         print(
             f"wrote {args.rows:,} rows ({size_mb:,.0f} MB) in {time.perf_counter() - start:.1f} s"
         )
-        times: dict[str, float] = {}
-        _timed("pandas.read_csv", times, pd.read_csv, run_dir / contract.REQUESTS_CSV)
-        run = _timed("read_run", times, read_run, run_dir)
-        summary = _timed("summarize_stages", times, summarize_stages, run)
-        baseline = _timed("compute_baseline", times, compute_baseline, run, summary)
-        knee = _timed("find_knee+diagnose", times, lambda: diagnose(
-            summary, find_knee(summary, baseline), baseline))  # fmt: skip
-        _timed("recommend", times, recommend, summary, knee, baseline, run_info=run.run_info)
-    total = sum(v for k, v in times.items() if k != "pandas.read_csv")
-    floor = times["pandas.read_csv"]
-    for label, seconds in times.items():
-        print(f"{label:<20} {seconds:7.2f} s")
-    print(f"{'analysis total':<20} {total:7.2f} s  = {total / floor:.2f}× pandas.read_csv alone")
-    print(f"knee: {knee.summary}")
+        start = time.perf_counter()
+        frame = pd.read_csv(run_dir / contract.REQUESTS_CSV)
+        floor = time.perf_counter() - start
+        frame_bytes = int(frame.memory_usage(deep=True).sum())
+        del frame
+        total, steps, analysis = _timed_analysis(run_dir)
+        peak = None if args.no_memory else _peak_bytes(run_dir)
+    print(f"{'pandas.read_csv':<64} {floor:7.2f} s")
+    for message, seconds in steps:
+        print(f"  {message[:62]:<62} {seconds:7.2f} s")
+    print(f"{'analysis total (analyze_run)':<64} {total:7.2f} s  = {total / floor:.2f}× read_csv")
+    print(f"{'read_csv frame (deep)':<64} {frame_bytes / 2**20:7.0f} MiB")
+    if peak is not None:
+        print(
+            f"{'analysis peak (tracemalloc)':<64} {peak / 2**20:7.0f} MiB  = "
+            f"{peak / frame_bytes:.2f}× the frame"
+        )
+    print(f"knee: {analysis.knee.summary}")
 
 
 if __name__ == "__main__":
