@@ -7,6 +7,10 @@ rates, a percentile an interval from resampling whole windows. This module feeds
 raw rows and keeps the per-window data (:class:`StageBatches`) so that
 :mod:`analysis.knee_confidence` can resample the stages and re-run the knee.
 
+:func:`stage_batches` here is the stdlib reference, one Python loop per row and a sort per
+resample; the analysis calls :func:`analysis.array_intervals.stage_batches`, the same figures
+with numpy (``tests/test_array_intervals.py`` holds the two equal).
+
 Rows used, as in :mod:`analysis.summary`: throughput counts every ok request of the stage (any
 phase) over the part of its generation (first token to end) inside the window; the tail uses the
 ok rows of the measured phases, grouped by the window their request ended in (the measured
