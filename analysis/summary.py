@@ -30,6 +30,9 @@ MEASURED_PHASES = ("measure", "baseline")
 IDLE_UTIL_PCT = 5.0
 
 
+_CLASSES = np.array(["cancelled", "ok", "length_mismatch", "error"], dtype=object)
+
+
 def classify_outcomes(requests: pd.DataFrame) -> pd.Series:
     """``ok`` / ``length_mismatch`` / ``error`` / ``cancelled`` per row (a length_ok of 0 is a
     mismatch). ``cancelled`` rows (the load generator stopped the user mid-request) say nothing
@@ -38,10 +41,10 @@ def classify_outcomes(requests: pd.DataFrame) -> pd.Series:
     cancelled = outcome.isin(NOT_JUDGED_OUTCOMES)
     mismatch = (outcome == "length_mismatch") | (requests["length_ok"] == 0)
     ok = (outcome == "ok") & ~mismatch
-    return pd.Series(
-        np.select([cancelled, ok, mismatch], ["cancelled", "ok", "length_mismatch"], "error"),
-        index=requests.index,
-    )
+    # codes into an object array of the four names: a Series from numpy's fixed-width strings
+    # costs ~10× as much to build (0.1 s a million rows), for the same str values
+    code = np.select([cancelled, ok, mismatch], [0, 1, 2], 3)
+    return pd.Series(_CLASSES[code], index=requests.index)
 
 
 def measured_requests(run: Run) -> pd.DataFrame:
@@ -138,7 +141,15 @@ def window_rates(requests: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
     finishing together cause (one batch more or less in a 2 s window is ±30 %).
     """
     cls = classify_outcomes(requests)
-    ok = requests[(cls == "ok") & requests["stage"].isin(windows.index)]
+    wanted = [
+        "stage",
+        "start_unix_s",
+        "ttft_ms",
+        "end_unix_s",
+        "prompt_tokens",
+        "completion_tokens",
+    ]
+    ok = requests.loc[(cls == "ok") & requests["stage"].isin(windows.index), wanted]
     win = windows.reindex(ok["stage"].to_numpy())
     w_start, w_end = win["window_start"].to_numpy(), win["window_end"].to_numpy()
     start = ok["start_unix_s"].to_numpy() + np.nan_to_num(ok["ttft_ms"].to_numpy()) / 1000.0
@@ -174,7 +185,8 @@ def _request_stats(measured: pd.DataFrame) -> pd.DataFrame:
     counts = pd.crosstab(measured["stage"], measured["cls"]).reindex(
         columns=["ok", "length_mismatch", "error"], fill_value=0
     )
-    ok = measured[measured["cls"] == "ok"]
+    columns = ["stage", "e2e_ms", "ttft_ms", "tpot_ms", "itl_p50_ms", "itl_p95_ms"]
+    ok = measured.loc[measured["cls"] == "ok", [*columns, "prompt_tokens", "completion_tokens"]]
     total_tokens = ok["prompt_tokens"] + ok["completion_tokens"]
     ok = ok.assign(
         total_tokens=total_tokens,
