@@ -136,14 +136,14 @@ class WindowPool:
 
     def __init__(self, values: FloatArray, windows: FloatArray) -> None:
         """``windows[i]`` is the (0-based, dense) window of ``values[i]``; no NaN values."""
-        order = np.argsort(values, kind="stable")
+        order = np.argsort(values)  # ties in any order: the k-th smallest value is the same
         self.sorted = values[order]
         self.groups = int(windows.max()) + 1 if len(windows) else 0
         self.sizes = np.bincount(windows, minlength=self.groups)
         onehot = windows[order][None, :] == np.arange(self.groups)[:, None]
         # counts[g, i]: window g's values among the i smallest
-        self.counts = np.zeros((self.groups, len(values) + 1), dtype=np.int64)
-        np.cumsum(onehot, axis=1, out=self.counts[:, 1:])
+        self.counts = np.zeros((self.groups, len(values) + 1), dtype=np.int32)
+        np.cumsum(onehot, axis=1, dtype=np.int32, out=self.counts[:, 1:])
 
     def kth(self, weights: FloatArray, k: FloatArray) -> FloatArray:
         """Per resample (row of ``weights``: draws per window), its ``k``-th smallest value."""

@@ -415,10 +415,10 @@ def _tail_yardstick(
 
 
 def _base_capacity(
-    steps: pd.DataFrame, verdicts: list[StageVerdict], stop_at: int, params: KneeParams
+    rows: list[Any], verdicts: list[StageVerdict], stop_at: int, params: KneeParams
 ) -> int | None:
     best = None
-    for row, v in zip(_rows(steps), verdicts, strict=True):
+    for row, v in zip(rows, verdicts, strict=True):
         if v.stage == stop_at:
             break
         if v.verdict == "insufficient_data":
@@ -449,12 +449,13 @@ def find_knee(
         match = summary[summary["stage"] == baseline.stage]
         prev = match.iloc[0] if len(match) else None
     verdicts = []
-    for row in _rows(steps):
+    rows = _rows(steps)
+    for row in rows:
         verdicts.append(evaluate_stage(row, prev, ctx))
         if int(row["ok"]) > 0 and not pd.isna(row[params.throughput_column]):
             prev = row
-    verdicts = _demote_unsaturated(steps, verdicts, ctx)
-    verdicts = _demote_dips(steps, verdicts, params)
+    verdicts = _demote_unsaturated(rows, verdicts, ctx)
+    verdicts = _demote_dips(rows, verdicts, params)
     red = next((v for v in verdicts if v.verdict == "red_line"), None)
     knee = next((v for v in verdicts if v.verdict == "knee"), None)
     if knee is not None and red is not None and red.target_users < knee.target_users:
@@ -470,7 +471,7 @@ def find_knee(
     slots = _saturated_slots(verdicts, ctx)
     if slots is not None and max_conc is not None and max_conc > slots:
         max_conc = slots  # the server ran no more than this at once while requests waited
-    base = _base_capacity(steps, verdicts, limit.stage if limit else -1, params)
+    base = _base_capacity(rows, verdicts, limit.stage if limit else -1, params)
     return KneeResult(
         stages=tuple(verdicts),
         knee_stage=knee.stage if knee else None,
@@ -494,7 +495,7 @@ def _saturated_slots(verdicts: list[StageVerdict], ctx: StageContext) -> int | N
 
 
 def _demote_unsaturated(
-    steps: pd.DataFrame, verdicts: list[StageVerdict], ctx: StageContext
+    rows: list[Any], verdicts: list[StageVerdict], ctx: StageContext
 ) -> list[StageVerdict]:
     """A "knee" from an untrusted client figure where the server says it had free slots and
     nothing waited becomes "critical" — once some stage proved the slots are a real limit.
@@ -509,7 +510,7 @@ def _demote_unsaturated(
     if _saturated_slots(verdicts, ctx) is None:
         return verdicts
     out = list(verdicts)
-    for i, (row, verdict) in enumerate(zip(_rows(steps), verdicts, strict=True)):
+    for i, (row, verdict) in enumerate(zip(rows, verdicts, strict=True)):
         if verdict.verdict != "knee" or not verdict.noisy:
             continue
         if any(s.name == "server_saturated" and s.fired for s in verdict.signals):
@@ -528,7 +529,7 @@ def _demote_unsaturated(
 
 
 def _demote_dips(
-    steps: pd.DataFrame, verdicts: list[StageVerdict], params: KneeParams
+    rows: list[Any], verdicts: list[StageVerdict], params: KneeParams
 ) -> list[StageVerdict]:
     """A "knee" that a later stage (before the red line) out-serves by ``resume_gain_pct`` or
     more was a dip, not the point where throughput stopped growing: it becomes "critical".
@@ -537,7 +538,7 @@ def _demote_dips(
     users; the flat step to 4 with its departed tail read as the knee, yet 8 users served 65 %
     more. The knee is where added users stop paying, for good."""
     col = params.throughput_column
-    rates = [num(row[col]) for row in _rows(steps)]
+    rates = [num(row[col]) for row in rows]
     out = list(verdicts)
     for i, verdict in enumerate(out):
         rate = rates[i]
