@@ -348,7 +348,16 @@ def _rows(frame: pd.DataFrame) -> list[Any]:
     return [dict(zip(columns, values, strict=True)) for values in frame.values]
 
 
-def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> StageContext:
+def _context(
+    summary: pd.DataFrame,
+    baseline: Baseline,
+    params: KneeParams,
+    *,
+    steps: pd.DataFrame,
+    rows: list[Any],
+) -> StageContext:
+    """What every stage is judged against; ``steps`` are the summary's level stages (in any
+    order) and ``rows`` the same as :func:`_rows`."""
     x1 = None
     if baseline.stage is not None and baseline.target_users:
         # numpy, not frame filters: this rule runs ~200 times per analysis (its confidence)
@@ -364,8 +373,7 @@ def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> S
     if tails[used] is None:  # e.g. a typed-in record table with P99 only
         used = "p99" if used == "p95" else "p95"
         used = used if tails[used] is not None else params.tail_percentile
-    steps = summary[summary["kind"].isin(LEVEL_KINDS)]
-    base_tail, tail_source = _tail_yardstick(steps, baseline, tails[used], used, params)
+    base_tail, tail_source = _tail_yardstick(steps, rows, baseline, tails[used], used, params)
     peaks = steps["gpu_mem_peak_pct"].to_numpy(dtype=float, na_value=np.nan)
     peaks = peaks[peaks > 0]  # 0 = the process was down (restart), not pre-allocation; no NaN
     flat = len(peaks) > 0 and float(peaks.max() - peaks.min()) < FLAT_GPU_SPREAD_PCT
@@ -386,6 +394,7 @@ def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> S
 
 def _tail_yardstick(
     steps: pd.DataFrame,
+    rows: list[Any],
     baseline: Baseline,
     base_tail: float | None,
     used: str,
@@ -407,7 +416,7 @@ def _tail_yardstick(
     if column not in steps:
         return base_tail, "the baseline's"
     best, source = base_tail, "the baseline's"
-    for row in _rows(steps[steps["target_users"] == 1]):
+    for row in (r for r in rows if r["target_users"] == 1):
         tail = num(row[column])
         if tail is not None and int(row["ok"]) >= baseline.requests and 0 < tail < best:
             best, source = tail, "the 1-user level's"
@@ -442,14 +451,14 @@ def find_knee(
 ) -> KneeResult:
     """Verdicts for every step stage of ``summary`` and the knee they point at (pure)."""
     params = params or KneeParams()
-    ctx = _context(summary, baseline, params)
     steps = summary[summary["kind"].isin(LEVEL_KINDS)].sort_values(["target_users", "stage"])
+    rows = _rows(steps)
+    ctx = _context(summary, baseline, params, steps=steps, rows=rows)
     prev: pd.Series | None = None
     if baseline.source == "baseline" and baseline.stage is not None:
         match = summary[summary["stage"] == baseline.stage]
         prev = match.iloc[0] if len(match) else None
     verdicts = []
-    rows = _rows(steps)
     for row in rows:
         verdicts.append(evaluate_stage(row, prev, ctx))
         if int(row["ok"]) > 0 and not pd.isna(row[params.throughput_column]):
