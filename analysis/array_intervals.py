@@ -179,6 +179,22 @@ class WindowPool:
         return a + (b - a) * (pos - lo)
 
 
+def window_pool(
+    ends: FloatArray, values: FloatArray, start_s: float, end_s: float, *, batches: int
+) -> WindowPool | None:
+    """The non-NaN values by the (non-empty) window their request ended in; None when no
+    window holds any. Its windows are numbered densely in time order, as the stdlib code keeps
+    its non-empty groups."""
+    win = window_of(ends, start_s, end_s, batches=batches)
+    win[np.isnan(values)] = -1
+    used = win >= 0
+    if not used.any():
+        return None
+    held = np.bincount(win[used], minlength=batches) > 0
+    dense = np.cumsum(held) - 1  # window number -> its place among the non-empty ones
+    return WindowPool(values[used], dense[win[used]])
+
+
 def draw_counts(rng: random.Random, groups: int, resamples: int) -> FloatArray:
     """Per resample, how often each window was drawn by ``rng.choices(windows, k=windows)``."""
     picks = np.array(
@@ -203,15 +219,23 @@ def tail_intervals(
 ) -> dict[float, Interval | None]:
     """:func:`loadknee_locust.confidence.tail_interval` for each of ``qs`` (no ``starts_s``):
     the same draws serve every percentile, as the stdlib code reseeds for each."""
-    out: dict[float, Interval | None] = dict.fromkeys(qs)
     count = batches if end_s - start_s > 0 and batches >= 1 else 0
-    win = window_of(ends, start_s, end_s, batches=count)
-    win[np.isnan(values)] = -1
-    used = win >= 0
-    present = np.unique(win[used])  # the non-empty windows, in order
-    if len(present) < MIN_BATCHES:
+    pool = window_pool(ends, values, start_s, end_s, batches=count)
+    return pool_intervals(pool, qs=qs, level=level, resamples=resamples, seed=seed)
+
+
+def pool_intervals(
+    pool: WindowPool | None,
+    *,
+    qs: Sequence[float],
+    level: float,
+    resamples: int,
+    seed: int,
+) -> dict[float, Interval | None]:
+    """:func:`tail_intervals` from its :func:`window_pool`."""
+    out: dict[float, Interval | None] = dict.fromkeys(qs)
+    if pool is None or pool.groups < MIN_BATCHES:
         return out
-    pool = WindowPool(values[used], np.searchsorted(present, win[used]))
     weights = draw_counts(random.Random(seed), pool.groups, resamples)
     alpha = (1.0 - level) / 2.0
     for q in qs:
@@ -288,23 +312,17 @@ def stage_batches(
             else 0
         )
         tails: dict[float, Interval | None] = {0.95: None, 0.99: None}
-        if valid and tail_count:
-            tails = tail_intervals(
-                m_ends,
-                e2e,
-                tail_start,
-                tail_end,
-                qs=(0.95, 0.99),
-                batches=tail_count,
-                level=p.level,
-                resamples=p.resamples,
-                seed=p.seed,
-            )
         groups: tuple[FloatArray, ...] = ()
+        pool = None
         if valid:
             win = window_of(m_ends, tail_start, tail_end, batches=tail_count)
             win[np.isnan(e2e)] = -1
             groups = tuple(e2e[win == g] for g in range(tail_count))
+        if valid and tail_count:
+            pool = window_pool(m_ends, e2e, tail_start, tail_end, batches=tail_count)
+            tails = pool_intervals(
+                pool, qs=(0.95, 0.99), level=p.level, resamples=p.resamples, seed=p.seed
+            )
         spans = ends_k - starts_k
         out[int(stage)] = StageBatches(
             stage=int(stage),
@@ -316,6 +334,7 @@ def stage_batches(
             throughput=throughput,
             p95=tails[0.95],
             p99=tails[0.99],
+            e2e_pool=pool,
         )
     return out
 
@@ -341,7 +360,9 @@ def resampled_tables(
             continue
         groups = [np.asarray(g, dtype=float) for g in b.e2e_groups if len(g)]
         pool = None
-        if len(groups) >= 2:
+        if len(groups) >= 2 and isinstance(b.e2e_pool, WindowPool):
+            pool = b.e2e_pool  # the same values and windows, sorted when the tails were
+        elif len(groups) >= 2:
             windows = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
             pool = WindowPool(np.concatenate(groups), windows)
         plan.append((i, b, pool))

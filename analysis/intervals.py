@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -76,6 +77,8 @@ class StageBatches:
     throughput: Interval | None
     p95: Interval | None
     p99: Interval | None
+    # e2e_groups sorted once for resampling (analysis.array_intervals.WindowPool), if built
+    e2e_pool: Any = field(default=None, compare=False, repr=False)
 
 
 def _ok(requests: pd.DataFrame) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -238,3 +239,19 @@ def test_the_knees_confidence_counts_the_resampled_answers() -> None:
     ]
     same = sum(a.max_concurrency == knee.max_concurrency for a in answers)
     assert got.confidence_pct == same / 40 * 100.0
+
+
+def test_the_pools_kept_from_the_tails_resample_as_the_windows_do() -> None:
+    """The stage's sorted pool, kept by stage_batches, gives the resamples the groups give."""
+    summary, _ = _summary_and_batches()
+    rows = _plain(np.random.default_rng(9))
+    measured = array_intervals.stage_batches(rows, WINDOWS, params=IntervalParams(resamples=50))
+    assert all(b.e2e_pool is not None for b in (measured[0], measured[1]))
+    stages = [int(s) for s in summary["stage"]]
+    batches = {stages[1]: replace(measured[0], stage=stages[1]),
+               stages[3]: replace(measured[1], stage=stages[3])}  # fmt: skip
+    ref = random.Random(4)
+    want = [_stdlib_resampled(summary, batches, ref, "output_tok_s") for _ in range(20)]
+    got = array_intervals.resampled_tables(summary, batches, random.Random(4), "output_tok_s", 20)
+    for a, b in zip(want, got, strict=True):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
