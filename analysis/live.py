@@ -44,12 +44,13 @@ def judge(run_dir: str) -> dict[str, Any]:
     ``max_concurrency`` and cost ~95 % of a full analysis, are left to ``loadknee analyze``.
     """
     run = read_run(run_dir)
-    summary = summarize_stages(run)
-    baseline = compute_baseline(run, summary)
+    measured = measured_requests(run)
+    summary = summarize_stages(run, measured=measured)
+    baseline = compute_baseline(run, summary, measured=measured)
     params = resolve_tail_metric(KneeParams(), run.run_info)
     knee = find_knee(summary, baseline, params=params)
     slo_params = run_slo_params(run.run_info)
-    slo = evaluate_slos(summary, knee, params=slo_params, measured=measured_requests(run))
+    slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)
     broken = [s.target_users for s in slo.stages if not s.met] if slo is not None else []
     return {
         "knee_users": knee.knee_users,
