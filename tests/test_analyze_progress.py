@@ -37,4 +37,3 @@ def test_a_big_run_shows_its_steps_on_stderr(big_run, tmp_path, capsys) -> None:
     assert lines[-1].startswith("[analyze] ")  # the last step said, before the result
     assert all(line.startswith("[analyze] ") and len(line) <= 100 for line in lines), lines
     assert json.loads(out)["knee"]["max_concurrency"] == 24  # stdout holds the result only
-
