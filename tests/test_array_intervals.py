@@ -94,6 +94,10 @@ def _one(rng: np.random.Generator) -> pd.DataFrame:
     return _rows(rng, 1)
 
 
+def _none(rng: np.random.Generator) -> pd.DataFrame:
+    return _rows(rng, 1).iloc[:0]
+
+
 ROW_SETS: dict[str, Callable[[np.random.Generator], pd.DataFrame]] = {
     "plain": _plain,
     "awkward": _awkward,
@@ -101,6 +105,7 @@ ROW_SETS: dict[str, Callable[[np.random.Generator], pd.DataFrame]] = {
     "small": _small,
     "long_requests": _long_requests,
     "one_row": _one,
+    "no_rows": _none,
 }
 
 WINDOWS = pd.DataFrame(
