@@ -340,6 +340,15 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
     )
 
 
+def _level_stages(summary: pd.DataFrame) -> pd.DataFrame:
+    """The level stages sorted by users, then stage (NaN last, ties kept in order): what
+    ``summary[kind in LEVEL_KINDS].sort_values(["target_users", "stage"])`` gives, in one take."""
+    level = summary["kind"].isin(LEVEL_KINDS).to_numpy()
+    users = summary["target_users"].to_numpy(dtype=float, na_value=np.nan)[level]
+    stage = summary["stage"].to_numpy(dtype=float, na_value=np.nan)[level]
+    return summary.iloc[np.flatnonzero(level)[np.lexsort((stage, users))]]
+
+
 def _rows(frame: pd.DataFrame) -> list[Any]:
     """``frame.iterrows()``'s rows (the same values) as dicts: the signals read a row only by
     ``row[...]`` and ``row.get(...)``, and a dict's lookups are ~50× a Series' (the knee's
@@ -451,13 +460,13 @@ def find_knee(
 ) -> KneeResult:
     """Verdicts for every step stage of ``summary`` and the knee they point at (pure)."""
     params = params or KneeParams()
-    steps = summary[summary["kind"].isin(LEVEL_KINDS)].sort_values(["target_users", "stage"])
+    steps = _level_stages(summary)
     rows = _rows(steps)
     ctx = _context(summary, baseline, params, steps=steps, rows=rows)
     prev: pd.Series | None = None
     if baseline.source == "baseline" and baseline.stage is not None:
-        match = summary[summary["stage"] == baseline.stage]
-        prev = match.iloc[0] if len(match) else None
+        hit = np.flatnonzero(summary["stage"].to_numpy() == baseline.stage)
+        prev = summary.iloc[hit[0]] if len(hit) else None
     verdicts = []
     for row in rows:
         verdicts.append(evaluate_stage(row, prev, ctx))
