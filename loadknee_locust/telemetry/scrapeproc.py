@@ -16,11 +16,12 @@ scrape on stdout: what failed (the same kinds as before), how many samples, the 
 and the few ``gpu.csv`` rows DCGM's samples map to. The parent only reads those lines (one
 ``json.loads`` of a few hundred bytes each) and keeps the warnings and ``gpu.csv`` as before.
 
-Stopping: a ``stop`` line, or end of file on stdin (the parent exited, even killed), or
-SIGTERM. The child finishes the scrape in progress (at most :data:`STOP_GRACE_S`), closes the
-file and exits; SIGINT (Ctrl-C to the terminal's process group) is left to the parent, which
-stops the child in its own order. The parent kills a child that has not exited in
-:data:`EXIT_WAIT_S`.
+Stopping: a ``stop`` line, or end of file on stdin (the parent exited, even killed). The child
+finishes the scrape in progress (at most :data:`STOP_GRACE_S`), closes the file and exits.
+SIGINT and SIGTERM sent to the whole process group (Ctrl-C in a terminal, a service manager's
+stop) are ignored: they are the parent's to handle, and it stops the child in its own order,
+after the load has drained, so the drain is still sampled. The parent kills a child that has
+not exited in :data:`EXIT_WAIT_S`.
 """
 
 from __future__ import annotations
@@ -255,7 +256,6 @@ class _Child:
 
     def run(self, stdin: FileObjectPosix) -> None:
         watcher = gevent.spawn(self.watch, stdin)
-        gevent.signal_handler(signal.SIGTERM, self.stopping.set)
         workers = [gevent.spawn(self.every, s) for s in self.scrapers]
         self.stopping.wait()
         gevent.joinall(workers, timeout=STOP_GRACE_S)
@@ -278,7 +278,8 @@ def _describe(exc: BaseException) -> str:
 
 def main() -> int:
     """The child: read the configuration line, scrape until told to stop."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    for signum in (signal.SIGINT, signal.SIGTERM):  # the parent's to handle (module docstring)
+        signal.signal(signum, signal.SIG_IGN)
     out_fd = os.dup(1)
     os.dup2(2, 1)  # a stray print must not end up in the result stream
     stdin = FileObjectPosix(0, "rb", close=False)
