@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import logging
+import signal
 import subprocess
 import sys
 import time
@@ -376,6 +377,34 @@ def test_scrapes_run_in_a_process_of_their_own_that_ends_at_stop(tmp_path: Path)
         assert scrape_children() == []
     finally:
         sampler.stop()
+
+
+def test_group_signals_leave_the_scrape_process_to_the_sampler_and_its_death_is_told(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SIGINT/SIGTERM to the process group (Ctrl-C) do not stop the scrapes: the sampler stops
+    them after the load drained. A scrape process killed outright is warned about at once,
+    and stop() still returns."""
+    with metrics_server() as server:
+        sampler = TelemetrySampler(tmp_path, options(llm_gpu="none"), base_url(server))
+        with caplog.at_level(logging.WARNING, logger=LOGGER):
+            sampler.start()
+            try:
+                gevent.sleep(0.5)
+                (child,) = scrape_children()
+                child.send_signal(signal.SIGINT)
+                child.send_signal(signal.SIGTERM)
+                before = len(server.requests)
+                gevent.sleep(0.6)
+                assert child.is_running() and len(server.requests) > before
+                child.kill()
+                gevent.sleep(0.3)
+                told = [r for r in caplog.records if "scrape process exited" in r.getMessage()]
+                assert len(told) == 1 and "-9" in told[0].getMessage()
+            finally:
+                sampler.stop()
+    assert sampler.failure_counts[("telemetry", "scrape_process")] == 1
+    assert len(read(tmp_path / "client.csv")) >= 4  # the rest goes on
 
 
 KILLED_PARENT = """

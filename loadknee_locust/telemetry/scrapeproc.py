@@ -63,6 +63,8 @@ class ScrapeProcess:
     """The parent's handle on one scrape process; ``on_result`` gets each line it sends.
 
     ``on_result`` runs on the parent's hub: it must be quick (it is handed a decoded line).
+    A child that exits before :meth:`stop` (killed, crashed) is reported to it as
+    ``{"exited": returncode}``.
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class ScrapeProcess:
         self._on_result = on_result
         self._proc: subprocess.Popen[bytes] | None = None
         self._reader: gevent.Greenlet | None = None
+        self._stopping = False
         self.returncode: int | None = None
 
     def start(self) -> None:
@@ -113,6 +116,7 @@ class ScrapeProcess:
         proc, self._proc = self._proc, None
         if proc is None:
             return
+        self._stopping = True
         with contextlib.suppress(OSError, ValueError):  # a child that died has no stdin left
             self._send("stop", proc)
         with contextlib.suppress(OSError, ValueError):
@@ -145,16 +149,26 @@ class ScrapeProcess:
         proc.stdin.flush()
 
     def _read(self, stdout: FileObjectPosix) -> None:
+        proc = self._proc
         for line in stdout:
             try:
                 result = json.loads(line)
             except ValueError:
                 logger.debug("telemetry: unreadable line from the scrape process: %r", line[:200])
                 continue
-            try:
-                self._on_result(result)
-            except Exception:  # the sampler's handler must not end the reading
-                logger.exception("telemetry: a scrape result could not be handled")
+            self._handle(result)
+        if self._stopping or proc is None:
+            return
+        while proc.poll() is None:  # end of file comes with the exit, or just before it
+            gevent.sleep(0.02)
+        if not self._stopping:
+            self._handle({"exited": proc.returncode})
+
+    def _handle(self, result: Result) -> None:
+        try:
+            self._on_result(result)
+        except Exception:  # the sampler's handler must not end the reading
+            logger.exception("telemetry: a scrape result could not be handled")
 
 
 # -- the child -------------------------------------------------------------------------------
