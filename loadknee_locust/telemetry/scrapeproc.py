@@ -164,7 +164,7 @@ class ScrapeProcess:
             self._handle(result)
         if self._stopping or proc is None:
             return
-        while proc.poll() is None:  # end of file comes with the exit, or just before it
+        while proc.poll() is None and not self._stopping:  # EOF comes with the exit, or just before
             gevent.sleep(0.02)
         if not self._stopping:
             self._handle({"exited": proc.returncode})
