@@ -9,12 +9,16 @@ from __future__ import annotations
 import csv
 import dataclasses
 import logging
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import gevent
+import psutil
 import pytest
 from fake_metrics_server import base_url, metrics_server, refused_url
 from fake_nvml import FakeNvml
@@ -22,7 +26,6 @@ from fake_nvml import FakeNvml
 from loadknee_locust.contract import CLIENT_COLUMNS, GPU_COLUMNS, SERVER_METRIC_COLUMNS
 from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.telemetry import TelemetryConfig, TelemetrySampler
-from loadknee_locust.telemetry import sampler as sampler_module
 from loadknee_locust.telemetry.client import REPORT_KEY, ProcessUsage, register_worker_usage
 
 LOGGER = "loadknee_locust.telemetry.sampler"
@@ -330,21 +333,112 @@ def test_process_usage_accounts_for_the_cpu_seconds_a_busy_loop_burned() -> None
     assert memory_mib is not None and memory_mib > 10
 
 
-def test_stop_waits_for_a_scrape_being_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real = sampler_module.record_scrape
-
-    def slow_record(*args: Any) -> Any:
-        time.sleep(0.4)  # in the threadpool thread: the hub goes on, stop() is called meanwhile
-        return real(*args)
-
-    monkeypatch.setattr(sampler_module, "record_scrape", slow_record)
-    with metrics_server() as server:
-        sampler = TelemetrySampler(tmp_path, options(llm_gpu="none"), base_url(server))
+def test_stop_waits_for_a_scrape_being_written(tmp_path: Path) -> None:
+    """A scrape in flight when stop() is called (the server takes 0.4 s to answer) finishes and
+    is written whole before stop() returns; nothing is cut or left as an error."""
+    with metrics_server(slow_s=0.4) as server:
+        sampler = TelemetrySampler(
+            tmp_path, options(llm_gpu="none", llm_metrics_url=base_url(server) + "/slow"), ""
+        )
         sampler.start()
         gevent.sleep(0.15)
-        sampler.stop()  # must not close the file under the writing thread
+        sampler.stop()
     rows = read(tmp_path / "server_metrics.csv")
     assert rows and {r["metric"] for r in rows} >= {"vllm:num_requests_running"}
     assert all(r["error"] == "" for r in rows)
+    assert len({r["timestamp_unix_s"] for r in rows}) == len(server.requests)
+
+
+def scrape_children() -> list[psutil.Process]:
+    return [
+        p
+        for p in psutil.Process().children()
+        if "loadknee_locust.telemetry.scrapeproc" in " ".join(p.cmdline())
+    ]
+
+
+def test_scrapes_run_in_a_process_of_their_own_that_ends_at_stop(tmp_path: Path) -> None:
+    with metrics_server() as server:
+        sampler = TelemetrySampler(tmp_path, options(llm_gpu="none"), base_url(server))
+        sampler.start()
+        try:
+            gevent.sleep(0.5)
+            children = scrape_children()
+            assert len(children) == 1
+        finally:
+            sampler.stop()
+    assert not children[0].is_running()
+    assert scrape_children() == []
+    assert read(tmp_path / "server_metrics.csv")
+    # nothing scraped, nothing started: no process
+    sampler = TelemetrySampler(tmp_path, options(llm_gpu="none", llm_metrics_url="none"), "")
+    sampler.start()
+    try:
+        assert scrape_children() == []
+    finally:
+        sampler.stop()
+
+
+def test_group_signals_leave_the_scrape_process_to_the_sampler_and_its_death_is_told(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SIGINT/SIGTERM to the process group (Ctrl-C) do not stop the scrapes: the sampler stops
+    them after the load drained. A scrape process killed outright is warned about at once,
+    and stop() still returns."""
+    with metrics_server() as server:
+        sampler = TelemetrySampler(tmp_path, options(llm_gpu="none"), base_url(server))
+        with caplog.at_level(logging.WARNING, logger=LOGGER):
+            sampler.start()
+            try:
+                gevent.sleep(0.5)
+                (child,) = scrape_children()
+                child.send_signal(signal.SIGINT)
+                child.send_signal(signal.SIGTERM)
+                before = len(server.requests)
+                gevent.sleep(0.6)
+                assert child.is_running() and len(server.requests) > before
+                child.kill()
+                gevent.sleep(0.3)
+                told = [r for r in caplog.records if "scrape process exited" in r.getMessage()]
+                assert len(told) == 1 and "-9" in told[0].getMessage()
+            finally:
+                sampler.stop()
+    assert sampler.failure_counts[("telemetry", "scrape_process")] == 1
+    assert len(read(tmp_path / "client.csv")) >= 4  # the rest goes on
+
+
+KILLED_PARENT = """
+import sys, gevent
+from types import SimpleNamespace
+from loadknee_locust.plugin.options import LlmOptions
+from loadknee_locust.telemetry import TelemetrySampler
+opts = LlmOptions.from_parsed(SimpleNamespace(
+    llm_gpu="none", llm_dcgm_url="", llm_metrics_url=sys.argv[2], llm_sample_interval=0.2))
+sampler = TelemetrySampler(sys.argv[1], opts, "")
+sampler.start()
+print(sampler._scrape_process._proc.pid, flush=True)
+gevent.sleep(60)
+"""
+
+
+def test_a_killed_parent_leaves_no_scrape_process_behind(tmp_path: Path) -> None:
+    """SIGKILL gives the sampler no stop(): the scrape process sees its stdin close and exits."""
+    with metrics_server() as server:
+        parent = subprocess.Popen(
+            [sys.executable, "-c", KILLED_PARENT, str(tmp_path), base_url(server) + "/metrics"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert parent.stdout is not None
+            child = psutil.Process(int(parent.stdout.readline()))
+            deadline = time.monotonic() + 30
+            while not read(tmp_path / "server_metrics.csv") and time.monotonic() < deadline:
+                time.sleep(0.1)  # scraping (its first rows flushed)
+            parent.kill()
+            parent.wait(timeout=10)
+            child.wait(timeout=10)  # raises TimeoutExpired if it lingers
+        finally:
+            if parent.poll() is None:
+                parent.kill()
+    assert read(tmp_path / "server_metrics.csv")

@@ -11,10 +11,11 @@ nonsense rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import io
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.parser import text_fd_to_metric_families
 
 from loadknee_locust.redaction import strip_credentials
 
@@ -42,9 +43,15 @@ class Parsed:
 
 def parse_text(text: str) -> Parsed:
     """Parse one ``/metrics`` body; never raises for bad input (the error is in the result)."""
+    return parse_lines(io.StringIO(text))
+
+
+def parse_lines(lines: Iterable[str]) -> Parsed:
+    """:func:`parse_text` of a body given as its lines (each with its ``\\n``), read lazily:
+    the scrape process hands them over at its own pace."""
     samples: list[Sample] = []
     try:
-        for family in text_string_to_metric_families(text):
+        for family in text_fd_to_metric_families(lines):  # type: ignore[arg-type]  # iterates only
             for s in family.samples:
                 samples.append(Sample(s.name, dict(s.labels), float(s.value)))
     except Exception as exc:  # the parser raises ValueError, and others on odd input

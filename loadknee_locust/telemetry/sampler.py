@@ -3,7 +3,8 @@
 One :class:`TelemetrySampler` per run, on the master or local runner (never on workers): the
 plugin calls :meth:`~TelemetrySampler.start` at ``test_start`` and :meth:`~TelemetrySampler.stop`
 at the end. Each source is its own greenlet on a fixed tick (missed ticks are skipped, never
-bunched), so a slow scrape delays only its own source:
+bunched; the scrape targets' greenlets live in the scrape process), so a slow scrape delays
+only its own source:
 
 * **server metrics** — ``GET --llm-metrics-url`` (default ``<host>/metrics``; ``none`` turns it
   off) and ``--llm-dcgm-url`` when given; every sample goes raw into ``server_metrics.csv``;
@@ -16,16 +17,17 @@ bunched), so a slow scrape delays only its own source:
 Timestamps are unix seconds: for a scrape, the midpoint of the request (the server's numbers are
 from somewhere inside it); for NVML and psutil, the moment of the reading.
 
-Nothing here blocks the gevent hub for long: HTTP is geventhttpclient under one deadline per
-scrape; Prometheus parsing together with the CSV writing of its samples, and every NVML call,
-run in gevent's threadpool (``benchmarks/bench_sampler_stall.py`` measures what is left). A
-failure never stops the test: it is a row whose ``error`` says what happened, ONE warning per
-kind of failure is logged, and a summary of failure counts is logged at :meth:`stop`.
+Nothing here blocks the gevent hub for long: the scrapes (HTTP, Prometheus parsing, the writing
+of every sample to ``server_metrics.csv``, DCGM's mapping) run in a process of their own
+(:mod:`~loadknee_locust.telemetry.scrapeproc`), which sends one short line per scrape back;
+every NVML call runs in gevent's threadpool (``benchmarks/bench_sampler_stall.py`` measures
+what is left). A failure never stops the test: it is a row whose ``error`` says what happened,
+ONE warning per kind of failure is logged, and a summary of failure counts is logged at
+:meth:`stop`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import time
@@ -38,7 +40,6 @@ from urllib.parse import urlsplit
 
 import gevent
 import gevent.event
-import gevent.lock
 
 from loadknee_locust.contract import (
     CLIENT_COLUMNS,
@@ -49,11 +50,11 @@ from loadknee_locust.contract import (
     SERVER_METRICS_CSV,
 )
 from loadknee_locust.record.csvsink import CsvSink
-from loadknee_locust.telemetry import dcgm
 from loadknee_locust.telemetry.client import ProcessUsage, runner_role, worker_row
 from loadknee_locust.telemetry.nvml import NvmlReader, describe
-from loadknee_locust.telemetry.promtext import Parsed, parse_text, redact_url, render_labels
-from loadknee_locust.telemetry.scrape import ScrapeError, Scraper
+from loadknee_locust.telemetry.promtext import redact_url
+from loadknee_locust.telemetry.scrape import Scraper
+from loadknee_locust.telemetry.scrapeproc import Result, ScrapeProcess
 
 if TYPE_CHECKING:  # the options live with the Locust wiring, above this package
     from loadknee_locust.plugin.options import GpuMode, LlmOptions
@@ -160,13 +161,11 @@ class TelemetrySampler:
         self._gpu_decided = gevent.event.Event()
         self._use_nvml = False
         self._sinks: dict[str, CsvSink] = {}
-        self._scrapers: list[Scraper] = []
+        self._scrape_process: ScrapeProcess | None = None
         self._reader: NvmlReader | None = None
         self._dcgm_seen = False
         self._dcgm_rows_held: list[dict[str, Any]] = []  # scraped before the GPU source was known
         self._unlisten: Callable[[], None] | None = None
-        self._metrics_lock = gevent.lock.Semaphore()
-        self._pending: set[Any] = set()  # threadpool jobs writing to a sink
 
     @property
     def running(self) -> bool:
@@ -183,29 +182,43 @@ class TelemetrySampler:
             return
         cfg = self.config
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        metrics_csv = self.run_dir / SERVER_METRICS_CSV
+        CsvSink(metrics_csv, SERVER_METRIC_COLUMNS, append=True).close()  # the header; the
+        # scrape process appends to it
         self._sinks = {
             GPU_CSV: CsvSink(self.run_dir / GPU_CSV, GPU_COLUMNS, append=True),
-            SERVER_METRICS_CSV: CsvSink(
-                self.run_dir / SERVER_METRICS_CSV, SERVER_METRIC_COLUMNS, append=True
-            ),
             CLIENT_CSV: CsvSink(self.run_dir / CLIENT_CSV, CLIENT_COLUMNS, append=True),
         }
         self._stopping.clear()
         self._gpu_decided.clear()
-        self._scrapers = []
+        urls = []
         for url in (cfg.metrics_url, cfg.dcgm_url):
             if url is None:
                 continue
             try:
-                self._scrapers.append(Scraper(url, timeout_s=cfg.timeout_s))
+                Scraper(url, timeout_s=cfg.timeout_s)  # checks the URL; connects on first fetch
             except ValueError as exc:
                 self._warner.failed(redact_url(url), "bad_url", str(exc))
+            else:
+                urls.append(url)
         if cfg.metrics_url is None:
             logger.info("telemetry: server /metrics scraping is off")
         spawn = self._spawn
         spawn(self._decide_gpu)
-        for scraper in self._scrapers:
-            spawn(self._every, self._scrape_once, scraper)
+        if urls:
+            self._scrape_process = ScrapeProcess(
+                metrics_csv,
+                urls,
+                interval_s=cfg.interval_s,
+                timeout_s=cfg.timeout_s,
+                gpu_rows=cfg.gpu in ("auto", "dcgm"),
+                on_result=self._on_scrape,
+            )
+            try:
+                self._scrape_process.start()
+            except OSError as exc:
+                self._scrape_process = None
+                self._warner.failed("telemetry", "no_scrape_process", describe(exc))
         usage = ProcessUsage()
         spawn(self._every, self._client_once, usage)
         self._listen_worker_reports()
@@ -215,20 +228,17 @@ class TelemetrySampler:
         if not self.running and not self._sinks:
             return
         self._stopping.set()
-        # a tick in progress finishes first: killed between its metrics write and its GPU rows,
-        # the last scrape would be in server_metrics.csv with no gpu.csv row beside it
+        # the scrape in progress finishes and its result comes back before gpu.csv closes:
+        # the last scrape must not be in server_metrics.csv with no gpu.csv row beside it
+        if self._scrape_process is not None:
+            process, self._scrape_process = self._scrape_process, None
+            process.stop()
         gevent.joinall(self._greenlets, timeout=_STOP_GRACE_S)
         gevent.killall(self._greenlets, block=True, timeout=2.0)
         self._greenlets = []
-        for job in list(self._pending):  # a killed greenlet's thread may still be writing
-            with contextlib.suppress(Exception):
-                job.get(timeout=10.0)
-        self._pending.clear()
         if self._unlisten is not None:
             self._unlisten()
             self._unlisten = None
-        for scraper in self._scrapers:
-            scraper.close()
         if self._reader is not None:
             reader, self._reader = self._reader, None
             _in_thread(reader.close, timeout_s=5.0)
@@ -290,32 +300,36 @@ class TelemetrySampler:
                 self._warner.failed("NVML", kind, str(row["error"]))
         self._sinks[GPU_CSV].write_many(rows)
 
-    def _scrape_once(self, scraper: Scraper) -> None:
-        sink = self._sinks[SERVER_METRICS_CSV]
-        t0 = time.time()
-        try:
-            text = scraper.fetch()
-        except ScrapeError as exc:
-            stamp = (t0 + time.time()) / 2
-            self._warner.failed(scraper.endpoint, exc.kind, str(exc))
-            with self._metrics_lock:
-                sink.write(_error_row(stamp, scraper.endpoint, str(exc)))
+    def _on_scrape(self, result: Result) -> None:
+        """One scrape's outcome, as the scrape process sent it (its samples are in the CSV)."""
+        if "bug" in result:  # a bug in the scrape process's tick, reported rather than lost
+            self._warner.failed("telemetry", str(result["bug"]), str(result["error"]))
             return
-        stamp = (t0 + time.time()) / 2
-        # parse + write off the hub; the lock keeps one writer per file, and stop() waits for it
-        with self._metrics_lock:
-            parsed: Parsed = self._off_hub(record_scrape, sink, text, scraper.endpoint, stamp)
-        if parsed.error is not None:
-            self._warner.failed(scraper.endpoint, "bad_response", parsed.error)
-        elif not parsed.samples:
-            self._warner.failed(scraper.endpoint, "empty", "empty /metrics response")
-        self._gpu_from_scrape(scraper, parsed, stamp)
+        if "exited" in result:  # killed or crashed before stop(): say so, the test goes on
+            self._warner.failed(
+                "telemetry",
+                "scrape_process",
+                f"the /metrics scrape process exited with status {result['exited']}; "
+                "server metrics are no longer sampled in this run",
+            )
+            return
+        endpoint = str(result["endpoint"])
+        if result.get("fail"):
+            self._warner.failed(endpoint, str(result["fail"]), str(result["error"]))
+            return
+        samples = int(result["samples"])
+        if result["error"] is not None:
+            self._warner.failed(endpoint, "bad_response", str(result["error"]))
+        elif not samples:
+            self._warner.failed(endpoint, "empty", "empty /metrics response")
+        self._gpu_from_scrape(endpoint, result["gpu"], samples > 0, float(result["stamp"]))
 
-    def _gpu_from_scrape(self, scraper: Scraper, parsed: Parsed, stamp: float) -> None:
+    def _gpu_from_scrape(
+        self, endpoint: str, rows: list[dict[str, Any]], has_samples: bool, stamp: float
+    ) -> None:
         mode = self.config.gpu
-        if mode not in ("auto", "dcgm"):
+        if mode not in ("auto", "dcgm") or self._sinks.get(GPU_CSV) is None:
             return
-        rows = dcgm.gpu_rows(parsed.samples, stamp)
         if mode == "auto" and not self._gpu_decided.is_set():
             # NVML's open can take seconds (a driver without persistence mode; 15 s before we
             # give up on a wedged one): hold this scrape's GPU rows until the source is known
@@ -327,18 +341,18 @@ class TelemetrySampler:
         if rows:
             self._dcgm_seen = True
             self._sinks[GPU_CSV].write_many(rows)
-        elif mode == "dcgm" and parsed.samples and self._is_gpu_target(scraper):
-            message = f"no DCGM_FI_* metrics at {scraper.endpoint}"
-            self._warner.failed(scraper.endpoint, "no_dcgm", message)
+        elif mode == "dcgm" and has_samples and self._is_gpu_target(endpoint):
+            message = f"no DCGM_FI_* metrics at {endpoint}"
+            self._warner.failed(endpoint, "no_dcgm", message)
             self._gpu_row_error(stamp, "dcgm", message)
 
     def _gpu_row_error(self, stamp: float, source: str, message: str) -> None:
         self._sinks[GPU_CSV].write({"timestamp_unix_s": stamp, "source": source, "error": message})
 
-    def _is_gpu_target(self, scraper: Scraper) -> bool:
+    def _is_gpu_target(self, endpoint: str) -> bool:
         """The DCGM URL when given, else the server's /metrics (expected to carry DCGM)."""
         if self.config.dcgm_url is not None:
-            return scraper.endpoint == redact_url(self.config.dcgm_url)
+            return endpoint == redact_url(self.config.dcgm_url)
         return True
 
     def _client_once(self, usage: ProcessUsage) -> None:
@@ -371,14 +385,6 @@ class TelemetrySampler:
         self._unlisten = lambda: hook.remove_listener(on_worker_report)
 
     # -- scheduling ------------------------------------------------------------------------
-
-    def _off_hub(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn`` in gevent's threadpool and wait for it (no timeout: it must finish, since
-        it writes to a file; :meth:`stop` waits for it too before closing the files)."""
-        job = gevent.get_hub().threadpool.spawn(fn, *args)
-        self._pending.add(job)
-        job.rawlink(self._pending.discard)  # on completion, not when this greenlet is killed
-        return job.get()
 
     def _spawn(self, fn: Callable[..., Any], *args: Any) -> None:
         self._greenlets.append(gevent.spawn(fn, *args))
@@ -417,31 +423,3 @@ def _in_thread(fn: Callable[..., Any], *args: Any, timeout_s: float) -> Any:
         return result.get(timeout=timeout_s)
     except gevent.Timeout as exc:
         raise TimeoutError(f"{getattr(fn, '__name__', 'call')} took over {timeout_s:g} s") from exc
-
-
-def record_scrape(sink: CsvSink, text: str, endpoint: str, stamp: float) -> Parsed:
-    """Parse one /metrics body and append its samples (and any error row) to ``sink``.
-
-    Runs in a threadpool thread: a few thousand samples take tens of milliseconds of pure
-    Python, which on the hub would delay every greenlet by as much.
-    """
-    parsed = parse_text(text)
-    for s in parsed.samples:
-        sink.write(
-            {
-                "timestamp_unix_s": stamp,
-                "endpoint": endpoint,
-                "metric": s.metric,
-                "labels": render_labels(s.labels),
-                "value": s.value,
-            }
-        )
-    if parsed.error is not None:
-        sink.write(_error_row(stamp, endpoint, parsed.error))
-    elif not parsed.samples:
-        sink.write(_error_row(stamp, endpoint, "no samples"))
-    return parsed
-
-
-def _error_row(stamp: float, endpoint: str, error: str) -> dict[str, Any]:
-    return {"timestamp_unix_s": stamp, "endpoint": endpoint, "error": error}
