@@ -93,6 +93,16 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "e2e_p99_high_ms",
     "interval_batches",  # time windows behind the intervals; 0: window too short for any
     "window_needed_s",  # measured window that would give throughput ±5 %
+    # queueing seen from the client (analysis.client_queue; NaN without TTFT)
+    "client_running",  # requests in service on average, from the rows' TTFT and e2e
+    "client_running_low",
+    "client_running_high",
+    "client_waiting",  # requests waiting for a slot on average (their TTFT excess)
+    "client_waiting_low",
+    "client_waiting_high",
+    "client_in_flight",  # requests outstanding on average (Little's law: served/s × mean e2e)
+    "client_wait_share_pct",  # % of requests that came a quarter service time late or more
+    "client_wait_ms",  # median wait of those requests
 )
 
 #: Percentile method used everywhere (numpy/pandas "linear" interpolation on raw rows).

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from analysis.client_queue import CLIENT_QUEUE_COLUMNS, client_queue_columns
 from analysis.inputs.load import Run
 from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
 from analysis.intervals import IntervalParams, StageBatches, interval_columns, stage_batches
@@ -277,4 +278,7 @@ def summarize_stages(
             frame[name] = frame[name].astype("float64")
     if frame["target_users"].notna().all():
         frame["target_users"] = frame["target_users"].astype("int64")
+    queue = client_queue_columns(run.requests, windows, frame).reindex(frame["stage"])
+    for name in CLIENT_QUEUE_COLUMNS:
+        frame[name] = queue[name].to_numpy(dtype=float)
     return frame
