@@ -77,6 +77,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from analysis.client_signals import client_saturation_signal, client_slots, cross_check, starved
 from analysis.data_check import excluded_note, insufficient_reason
 from analysis.knee_signals import (
     StageContext,
@@ -296,17 +297,24 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
     some_errors, error_rate = error_signals(row, ctx)
     client = client_signal(row, ctx)
     saturated = saturation_signal(row, ctx)
+    queued = client_saturation_signal(row, ctx)
+    starving = starved(row)
     noisy = noise_signal(row, ctx)
     signals = [flat, narrowing, departed, pressure, risk, some_errors, error_rate, oom, client]
     if sla is not None:
         signals.insert(3, sla)
-    signals += [saturated, noisy]
+    signals += [saturated, queued, starving, noisy]
+    # the server's own gauges decide where it has them; the client's estimate where it has none
+    gauged = saturated.value is not None
+    untrusted = client.fired or starving.fired
     verdict: Verdict
     if error_rate.fired or oom.fired:
         verdict, fired = "red_line", [s for s in (oom, error_rate) if s.fired]
-    elif saturated.fired and not client.fired:
+    elif saturated.fired and not untrusted:
         verdict, fired = "knee", [saturated, *(s for s in (flat, departed) if s.fired)]
-    elif flat.fired and departed.fired and not client.fired:
+    elif queued.fired and not gauged and not untrusted:
+        verdict, fired = "knee", [queued, *(s for s in (flat, departed) if s.fired)]
+    elif flat.fired and departed.fired and not untrusted:
         verdict, fired = "knee", [flat, departed]
     else:
         early = [flat if flat.fired else narrowing, departed, pressure, risk, some_errors, sla]
@@ -320,6 +328,10 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
     reasons += [s.text for s in extra if id(s) not in hidden]
     if client.fired:
         reasons.append(client.text + ": untrusted, the client may be the limit")
+    if starving.fired:
+        reasons.append(starving.text)
+    if gauged and (disagree := cross_check(row, saturated, queued)) is not None:
+        reasons.append(disagree)
     if verdict == "comfortable":
         reasons.append("no signal fired")
     if tail_undecided(departed):  # past the limit, but not past the noise: say so
@@ -334,7 +346,7 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
         verdict=verdict,
         reasons=tuple(dict.fromkeys(reasons)),
         signals=tuple(signals),
-        trusted=not client.fired,
+        trusted=not untrusted,
         noisy=noisy.fired,
     )
 
@@ -368,6 +380,7 @@ def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> S
         gpu_flat=flat,
         params=params,
         server_slots=float(running.max()) if len(running) and running.max() > 0 else None,
+        client_slots=client_slots(steps),
     )
 
 
@@ -441,7 +454,7 @@ def find_knee(
         if int(row["ok"]) > 0 and not pd.isna(row[params.throughput_column]):
             prev = row
     verdicts = _demote_unsaturated(steps, verdicts, ctx)
-    verdicts = _demote_dips(steps, verdicts, params)
+    verdicts = _demote_dips(steps, verdicts, params, ctx.x1)
     red = next((v for v in verdicts if v.verdict == "red_line"), None)
     knee = next((v for v in verdicts if v.verdict == "knee"), None)
     if knee is not None and red is not None and red.target_users < knee.target_users:
@@ -457,6 +470,9 @@ def find_knee(
     slots = _saturated_slots(verdicts, ctx)
     if slots is not None and max_conc is not None and max_conc > slots:
         max_conc = slots  # the server ran no more than this at once while requests waited
+    seen = _client_seen_slots(steps, verdicts) if slots is None else None
+    if seen is not None and max_conc is not None and max_conc > seen:
+        max_conc = seen  # the same bound, from the client's own estimate
     base = _base_capacity(steps, verdicts, limit.stage if limit else -1, params)
     return KneeResult(
         stages=tuple(verdicts),
@@ -478,6 +494,31 @@ def _saturated_slots(verdicts: list[StageVerdict], ctx: StageContext) -> int | N
         if any(s.name == "server_saturated" and s.fired for s in v.signals):
             return int(ctx.server_slots) if ctx.server_slots else None
     return None
+
+
+def _client_seen_slots(steps: pd.DataFrame, verdicts: list[StageVerdict]) -> int | None:
+    """The requests the server ran at once by the client's estimate, over the stages the client
+    saw saturated (the median, rounded): None when no stage was."""
+    seen = [
+        float(row["client_running"])
+        for (_, row), v in zip(steps.iterrows(), verdicts, strict=True)
+        if any(s.name == "client_saturated" and s.fired for s in v.signals)
+    ]
+    if not seen:
+        return None
+    seen.sort()
+    mid = len(seen) // 2
+    median = seen[mid] if len(seen) % 2 else (seen[mid - 1] + seen[mid]) / 2
+    return max(1, int(median + 0.5))
+
+
+def _queued(verdict: StageVerdict) -> bool:
+    """The server's counts, or (without them) the client's estimate, saw requests wait."""
+    sig = {s.name: s for s in verdict.signals}
+    server, client = sig.get("server_saturated"), sig.get("client_saturated")
+    if server is not None and server.fired:
+        return True
+    return client is not None and client.fired and (server is None or server.value is None)
 
 
 def _demote_unsaturated(
@@ -514,31 +555,68 @@ def _demote_unsaturated(
     return out
 
 
+def _recovers(
+    rate: float,
+    before: tuple[float, int] | None,
+    later: tuple[float, int],
+    params: KneeParams,
+    x1: float | None,
+) -> bool:
+    """Whether a later stage (rate, users) out-serves a flat stage serving ``rate`` by
+    ``resume_gain_pct`` and gains at least the flat ratio per user over the stage ``before`` it."""
+    if later[0] < rate * (1 + params.resume_gain_pct / 100):
+        return False
+    if not x1 or before is None or later[1] <= before[1]:
+        return True
+    return (later[0] - before[0]) / (later[1] - before[1]) / x1 >= params.flat_gain_ratio
+
+
 def _demote_dips(
-    steps: pd.DataFrame, verdicts: list[StageVerdict], params: KneeParams
+    steps: pd.DataFrame, verdicts: list[StageVerdict], params: KneeParams, x1: float | None = None
 ) -> list[StageVerdict]:
     """A "knee" that a later stage (before the red line) out-serves by ``resume_gain_pct`` or
     more was a dip, not the point where throughput stopped growing: it becomes "critical".
 
     Real engines dip: llama-server on 2 busy cores served 125 → 144 → 237 tok/s at 2 → 4 → 8
     users; the flat step to 4 with its departed tail read as the knee, yet 8 users served 65 %
-    more. The knee is where added users stop paying, for good."""
+    more. The knee is where added users stop paying, for good.
+
+    A later stage that out-serves the knee but whose gain over the last stage *before* the knee
+    is still flat per added user (below ``flat_gain_ratio`` of one user's rate) is no recovery:
+    the knee stage fell below the plateau, the plateau held. llama-server with 8 slots served
+    420 tok/s at 8 users, 300 at 16 and 500 at 32 (97 alone): 8 → 32 bought 0.03× per user,
+    yet 16 read as a dip and the knee moved to 32, max_concurrency 16 on 8 slots."""
     col = params.throughput_column
     rates = [num(row[col]) for _, row in steps.iterrows()]
+    users = [int(v.target_users) for v in verdicts]
     out = list(verdicts)
     for i, verdict in enumerate(out):
         rate = rates[i]
         if verdict.verdict != "knee" or not rate:
             continue
-        if any(s.name == "server_saturated" and s.fired for s in verdict.signals):
-            continue  # the server said it queued: not a dip, whatever the throughput did
+        if _queued(verdict):
+            continue  # the server (or the client's view of it) queued: not a dip
+        before = next(
+            (
+                (rates[j], users[j])
+                for j in range(i - 1, -1, -1)
+                if rates[j] and out[j].verdict != "insufficient_data"
+            ),
+            None,
+        )
+
         best: tuple[float, int] | None = None
         for later, later_rate in zip(out[i + 1 :], rates[i + 1 :], strict=True):
             if later.verdict == "red_line":
                 break
-            if later_rate is not None and later.trusted and (best is None or later_rate > best[0]):
+            if (
+                later_rate is not None
+                and later.trusted
+                and _recovers(rate, before, (later_rate, later.target_users), params, x1)
+                and (best is None or later_rate > best[0])
+            ):
                 best = (later_rate, later.target_users)
-        if best is None or best[0] < rate * (1 + params.resume_gain_pct / 100):
+        if best is None:
             continue
         more = (best[0] / rate - 1) * 100
         dip = Signal(

@@ -33,6 +33,7 @@ class StageContext:
     params: KneeParams
     server_slots: float | None = None  # the highest running count the server reported
     tail_source: str = "the baseline's"  # whose tail base_tail_ms is, as the reasons say it
+    client_slots: float | None = None  # the most requests running at once, client-estimated
 
 
 def _memory_pct(row: pd.Series, ctx: StageContext) -> tuple[float | None, str]:
