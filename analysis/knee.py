@@ -79,6 +79,7 @@ import pandas as pd
 
 from analysis.client_signals import client_saturation_signal, client_slots, cross_check, starved
 from analysis.data_check import excluded_note, insufficient_reason
+from analysis.knee_fit import capacity_words, fit_knee, on_plateau_text
 from analysis.knee_signals import (
     StageContext,
     client_signal,
@@ -122,6 +123,7 @@ class KneeParams:
     target_interval_pct: float = 5.0
     saturated_waiting: float = 1.0
     saturated_running_share: float = 0.9
+    fit_resamples: int = 200
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -292,6 +294,10 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
             trusted=True,
         )
     flat, narrowing = throughput_signals(row, prev, ctx)
+    fit = ctx.fit
+    users = float(row["target_users"])
+    if not flat.fired and fit is not None and fit.flat and users > fit.high:
+        flat = replace(flat, fired=True, text=on_plateau_text(fit, users))
     departed, sla = tail_signals(row, ctx)
     pressure, risk, oom = memory_signals(row, prev, ctx)
     some_errors, error_rate = error_signals(row, ctx)
@@ -381,6 +387,13 @@ def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> S
         params=params,
         server_slots=float(running.max()) if len(running) and running.max() > 0 else None,
         client_slots=client_slots(steps),
+        fit=fit_knee(
+            steps,
+            x1,
+            column=params.throughput_column,
+            flat_gain_ratio=params.flat_gain_ratio,
+            resamples=params.fit_resamples,
+        ),
     )
 
 
@@ -482,9 +495,14 @@ def find_knee(
         red_line_users=red.target_users if red else None,
         max_concurrency=max_conc,
         base_capacity=base,
-        summary=_summary_text(verdicts, knee, red, max_conc, slots, ctx),
+        summary=_summary_text(verdicts, knee, red, max_conc, slots, ctx, seen),
         params=asdict(params),
         server_slots=slots,
+        capacity=None if ctx.fit is None or not ctx.fit.flat else round(ctx.fit.capacity, 2),
+        capacity_low=None if ctx.fit is None or not ctx.fit.flat else round(ctx.fit.low, 2),
+        capacity_high=None if ctx.fit is None or not ctx.fit.flat else round(ctx.fit.high, 2),
+        capacity_text="" if ctx.fit is None else ctx.fit.text,
+        client_slots=seen,
     )
 
 
@@ -644,6 +662,7 @@ def _summary_text(
     max_conc: int | None,
     slots: int | None = None,
     ctx: StageContext | None = None,
+    seen: int | None = None,
 ) -> str:
     if not verdicts:
         return "no step stage to analyse"
@@ -668,8 +687,18 @@ def _summary_text(
             f"the server's own metrics: requests waited while it ran {slots} at once, "
             f"so max_concurrency is at most {slots}."
         )
+    elif seen is not None:
+        parts.append(
+            f"seen from the client: requests waited while the server ran about {seen} at once, "
+            f"so max_concurrency is at most {seen} (the server reports no running/waiting)."
+        )
     elif ctx is not None and ctx.server_slots is None:
         parts.append("judged from the client side alone (the server reports no running/waiting).")
+    if ctx is not None and ctx.fit is not None:
+        if ctx.fit.flat:
+            parts.append(f"the fit over all stages: {capacity_words(ctx.fit)}.")
+        else:
+            parts.append("the fit over all stages finds no plateau: no hard knee in range.")
     untrusted = [v.target_users for v in verdicts if not v.trusted]
     if untrusted:
         parts.append(f"client-bound (untrusted) stages: {untrusted}.")

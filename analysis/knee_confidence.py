@@ -86,6 +86,7 @@ def knee_confidence(
         return replace(knee, confidence="no confidence figure: no stage had per-window data")
     rng = random.Random(seed)
     answers: Counter[int | None] = Counter()
+    params = replace(params, fit_resamples=0)  # the resampling here is the fit's noise too
     for _ in range(resamples):
         table = _resampled(summary, batches, rng, params.throughput_column)
         answers[find_knee(table, baseline, params=params).max_concurrency] += 1

@@ -20,6 +20,7 @@ from analysis.numeric import fmt, num
 
 if TYPE_CHECKING:
     from analysis.knee import KneeParams
+    from analysis.knee_fit import KneeFit
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class StageContext:
     server_slots: float | None = None  # the highest running count the server reported
     tail_source: str = "the baseline's"  # whose tail base_tail_ms is, as the reasons say it
     client_slots: float | None = None  # the most requests running at once, client-estimated
+    fit: KneeFit | None = None  # the rise-then-plateau fit over all stages (analysis.knee_fit)
 
 
 def _memory_pct(row: pd.Series, ctx: StageContext) -> tuple[float | None, str]:

@@ -175,6 +175,11 @@ class KneeResult:
     server_slots: int | None = None  # running maximum while requests waited (server metrics)
     confidence_pct: float | None = None  # share of resamples giving the same max_concurrency
     confidence: str = ""  # the same in words, with the number of resamples
+    capacity: float | None = None  # breakpoint of the rise-then-plateau fit (analysis.knee_fit)
+    capacity_low: float | None = None  # its 90 % interval (5th-95th percentile of resamples)
+    capacity_high: float | None = None
+    capacity_text: str = ""  # the fit in words ("capacity 8 users, 90 % interval 7-8")
+    client_slots: int | None = None  # requests run at once while some waited, client-estimated
 
 
 DeployBound = Literal["knee", "sla", "memory", "errors", "tested_range", "none"]
