@@ -4,13 +4,14 @@ A server that exports no ``/metrics`` (a gateway in front of the engine, a hoste
 llama-server without ``--metrics``) still leaves its queue in the client's own rows. Per stage,
 from the rows alone (pure; needs TTFT, so a streamed run):
 
-* **the wait** of a request: the part of its time to first token that no unqueued request pays,
-  ``max(0, TTFT − (T1 + 1.5 × ITL))``, where ``T1`` is the single-user median TTFT (the baseline
-  stage's, else the lowest level's) and ``ITL`` the stage's median inter-token latency. An
-  unqueued request pays its prefill (``T1``) plus up to one step of the running batch to be
-  admitted and one for its own first token; a request that waited for a slot pays a large part
-  of a whole service time more. Subtracting the stage's own step keeps a compute-bound server,
-  whose every step slows as the batch grows, from reading as a queue.
+* **the wait** of a request: a request waited when its time to first token exceeds
+  ``T1 + 1.5 × ITL``, where ``T1`` is the single-user median TTFT (the baseline stage's, else
+  the lowest level's) and ``ITL`` the stage's median inter-token latency; its wait is then
+  ``TTFT − T1 − ITL / 2``. An unqueued request pays its prefill (``T1``) plus up to one step of
+  the running batch to be admitted (half on average) and a slower step for its own first token;
+  a request that waited for a slot pays a large part of a whole service time more. Allowing
+  for the stage's own step keeps a compute-bound server, whose every step slows as the batch
+  grows, from reading as a queue.
 * **in service** and **waiting** (Little's law, measured as time averages): the number of
   requests in service at each instant of the measured window, averaged (each request's service
   is from its start plus its wait to its end), and the same for the waits. Over a steady window
@@ -120,8 +121,12 @@ def stage_queue(
     itl = 0.0 if pd.isna(itl) else float(itl)
     starts = ok["start_unix_s"].to_numpy(dtype=float)
     ends = ok["end_unix_s"].to_numpy(dtype=float)
-    wait_s = np.clip(ok["ttft_ms"].to_numpy(dtype=float) - t1_ms - ADMISSION_STEPS * itl, 0, None)
-    wait_s = np.minimum(wait_s / 1000.0, ends - starts)
+    excess = ok["ttft_ms"].to_numpy(dtype=float) - t1_ms
+    # waited: past the admission allowance; how long: all of the excess but the half step an
+    # unqueued request waits on average (subtracting the whole allowance would count 1.5 steps
+    # of every queued request as service: 8.2 running on 8 slots)
+    wait_ms = np.where(excess > ADMISSION_STEPS * itl, excess - 0.5 * itl, 0.0)
+    wait_s = np.minimum(np.clip(wait_ms, 0, None) / 1000.0, ends - starts)
     served_from = starts + wait_s
     count = batch_count(start, end, starts_s=list(starts), ends_s=list(ends), batches=batches)
     run, run_lo, run_hi = _average(served_from, ends, start, end, count)
