@@ -182,7 +182,7 @@ class KneeResult:
     client_slots: int | None = None  # requests run at once while some waited, client-estimated
 
 
-DeployBound = Literal["knee", "sla", "memory", "errors", "tested_range", "none"]
+DeployBound = Literal["knee", "sla", "memory", "errors", "tail", "tested_range", "none"]
 
 
 @dataclass(frozen=True)
