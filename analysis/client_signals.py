@@ -55,12 +55,11 @@ def client_saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     decisive = waiting if low is None else low
     batch = num(row.get("batch_size")) or 1.0
     users = float(row["target_users"]) * batch
-    fired = (
-        users > running + 0.5
-        and running >= RUNNING_SHARE * slots
-        and decisive >= CLIENT_SATURATED_WAITING
-    )
     share, wait_ms = num(row.get("client_wait_share_pct")), num(row.get("client_wait_ms"))
+    # a group of late requests is direct evidence of a queue; without one, many short waits
+    # must add up to a whole request waiting on average
+    needed = CLIENT_SATURATED_WAITING if share else 2 * CLIENT_SATURATED_WAITING
+    fired = users > running + 0.5 and running >= RUNNING_SHARE * slots and decisive >= needed
     late = ""
     if share is not None and share > 0 and wait_ms is not None:
         late = f"; {share:.0f} % of requests waited ~{wait_ms:,.0f} ms for their first token"
@@ -75,7 +74,7 @@ def client_saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
         f"seen from the client: the server ran about {running:.1f} at once{band} "
         f"(its most in any stage: {slots:.1f}) while {waiting:.1f} waited{bound}, "
         f"{users:g} in flight{late} (saturated: more users than it ran, "
-        f"{CLIENT_SATURATED_WAITING:g} or more waiting) {rules.cite('client_queue')}",
+        f"{needed:g} or more waiting) {rules.cite('client_queue')}",
     )
 
 

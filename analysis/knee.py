@@ -77,7 +77,14 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from analysis.client_signals import client_saturation_signal, client_slots, cross_check, starved
+from analysis import rules
+from analysis.client_signals import (
+    CLIENT_SATURATED_WAITING,
+    client_saturation_signal,
+    client_slots,
+    cross_check,
+    starved,
+)
 from analysis.data_check import excluded_note, insufficient_reason
 from analysis.knee_fit import capacity_words, fit_knee, on_plateau_text
 from analysis.knee_signals import (
@@ -515,19 +522,17 @@ def _saturated_slots(verdicts: list[StageVerdict], ctx: StageContext) -> int | N
 
 
 def _client_seen_slots(steps: pd.DataFrame, verdicts: list[StageVerdict]) -> int | None:
-    """The requests the server ran at once by the client's estimate, over the stages the client
-    saw saturated (the median, rounded): None when no stage was."""
+    """The requests the server ran at once by the client's estimate: the lowest estimate of the
+    stages the client saw saturated, rounded (None when no stage was). The lowest, because a
+    stage just past the limit whose requests are out of step makes every request wait a little,
+    which reads as service: 44 users on 40 slots read 41.4 running in an exact FIFO loop, 48
+    read 40.0 (the default sweep runs the grid level above before refining below it)."""
     seen = [
         float(row["client_running"])
         for (_, row), v in zip(steps.iterrows(), verdicts, strict=True)
         if any(s.name == "client_saturated" and s.fired for s in v.signals)
     ]
-    if not seen:
-        return None
-    seen.sort()
-    mid = len(seen) // 2
-    median = seen[mid] if len(seen) % 2 else (seen[mid - 1] + seen[mid]) / 2
-    return max(1, int(median + 0.5))
+    return max(1, int(min(seen) + 0.5)) if seen else None
 
 
 def _queued(verdict: StageVerdict) -> bool:
@@ -553,7 +558,7 @@ def _demote_unsaturated(
     measured well enough for a trusted interval keeps its client-side verdict (a compute-bound
     bend below the slot count still shows as a knee)."""
     if _saturated_slots(verdicts, ctx) is None:
-        return verdicts
+        return _demote_unqueued(verdicts)
     out = list(verdicts)
     for i, ((_, row), verdict) in enumerate(zip(steps.iterrows(), verdicts, strict=True)):
         if verdict.verdict != "knee" or not verdict.noisy:
@@ -587,6 +592,40 @@ def _recovers(
     if not x1 or before is None or later[1] <= before[1]:
         return True
     return (later[0] - before[0]) / (later[1] - before[1]) / x1 >= params.flat_gain_ratio
+
+
+def _demote_unqueued(verdicts: list[StageVerdict]) -> list[StageVerdict]:
+    """Without the server's gauges: a "knee" judged on an untrusted client throughput figure (no
+    interval, or one too wide) in a stage where the client's own queue estimate saw nothing wait
+    becomes "critical". The client's queue estimate rests on every request's TTFT, the flattening
+    on the difference of two noisy rates: on 8 s windows too short for an interval the 40-slot
+    simulator's 30 → 32 users gained 0.14× one user's rate (the compute bend's own slope there)
+    while 0.4 requests waited, and the sweep stopped at 32, max_concurrency 30 for 40 slots."""
+    out = list(verdicts)
+    for i, verdict in enumerate(out):
+        if verdict.verdict != "knee" or not verdict.noisy:
+            continue
+        queue = next((s for s in verdict.signals if s.name == "client_saturated"), None)
+        server = next((s for s in verdict.signals if s.name == "server_saturated"), None)
+        if queue is None or queue.value is None or queue.fired:
+            continue
+        if server is not None and server.value is not None:
+            continue
+        if queue.value >= CLIENT_SATURATED_WAITING:
+            continue  # something waited, only not enough to call it saturated
+        text = (
+            f"seen from the client: {queue.value:.1f} requests waited on average, no queue; the "
+            "client's throughput figure is untrusted, the queue estimate's word stands "
+            + rules.cite("client_queue")
+        )
+        signal = Signal("client_unqueued", True, queue.value, CLIENT_SATURATED_WAITING, text)
+        out[i] = replace(
+            verdict,
+            verdict="critical",
+            reasons=(text, *verdict.reasons),
+            signals=(*verdict.signals, signal),
+        )
+    return out
 
 
 def _demote_dips(

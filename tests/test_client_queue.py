@@ -21,8 +21,10 @@ T1_MS, ITL_MS, TOKENS = 20.0, 10.0, 60  # prefill, step, output tokens: service 
 
 def closed_loop(users: int, slots: int, seconds: float = 30.0, gap_s: float = 0.0) -> pd.DataFrame:
     """Rows of a closed loop: each user sends its next request ``gap_s`` after the last ended;
-    a request waits FIFO for one of ``slots``, then takes T1 + TOKENS × ITL."""
-    service = (T1_MS + TOKENS * ITL_MS) / 1000.0
+    a request waits FIFO for one of ``slots``, then takes T1 + TOKENS × ITL (± 5 %, seeded:
+    real requests drift out of step), the client adding 0–4 ms before the server sees it."""
+    rng = np.random.default_rng(users * 100 + slots)
+    mean_service = (T1_MS + TOKENS * ITL_MS) / 1000.0
     free = [0.0] * slots  # when each slot frees
     heapq.heapify(free)
     arrivals = [(u * 0.013, u) for u in range(users)]  # staggered starts
@@ -33,8 +35,8 @@ def closed_loop(users: int, slots: int, seconds: float = 30.0, gap_s: float = 0.
         if start > seconds:
             continue
         slot_free = heapq.heappop(free)
-        begin = max(start, slot_free)
-        end = begin + service
+        begin = max(start + rng.uniform(0, 0.004), slot_free)
+        end = begin + mean_service * rng.uniform(0.95, 1.05)
         heapq.heappush(free, end)
         rows.append(
             {"stage": 1, "phase": "measure", "outcome": "ok", "length_ok": 1,
