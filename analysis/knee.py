@@ -653,14 +653,12 @@ def _demote_dips(
             continue
         if _queued(verdict):
             continue  # the server (or the client's view of it) queued: not a dip
-        before = next(
-            (
-                (rates[j], users[j])
-                for j in range(i - 1, -1, -1)
-                if rates[j] and out[j].verdict != "insufficient_data"
-            ),
-            None,
-        )
+        before: tuple[float, int] | None = None  # the last served stage before this one
+        for j in range(i - 1, -1, -1):
+            earlier = rates[j]
+            if earlier and out[j].verdict != "insufficient_data":
+                before = (earlier, users[j])
+                break
 
         best: tuple[float, int] | None = None
         for later, later_rate in zip(out[i + 1 :], rates[i + 1 :], strict=True):

@@ -122,7 +122,7 @@ def fit_knee(
     steps = _levels(summary, column)
     # one point per level: repeated levels (a refine stage on a grid level) are averaged
     grouped = steps.groupby("target_users")
-    c = np.array(sorted(grouped.groups), dtype=float)
+    c = np.sort(steps["target_users"].unique().astype(float))
     if len(c) < MIN_LEVELS or not x1 or x1 <= 0:
         return None
     x = grouped[column].mean().reindex(c).to_numpy(dtype=float)
