@@ -86,9 +86,14 @@ def _why(bound: str, verdict: StageVerdict) -> str:
 def _knee_why(fired: set[str]) -> str:
     """Why the knee stage is the knee, in the words of the signals that made it one."""
     curve = "throughput stopped growing while the tail departed"
-    if "server_saturated" not in fired:
+    if "server_saturated" in fired:
+        queue = "the server queued requests with every slot busy"
+    elif "client_saturated" in fired:
+        queue = (
+            "requests waited for a slot while the server ran all it would (seen from the client)"
+        )
+    else:
         return curve
-    queue = "the server queued requests with every slot busy"
     both = "throughput_flattening" in fired and "tail_departure" in fired
     return f"{queue}, and {curve}" if both else queue
 

@@ -384,6 +384,12 @@ def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> S
     peaks = steps["gpu_mem_peak_pct"].dropna()
     peaks = peaks[peaks > 0]  # 0 = the process was down (restart), not pre-allocation
     flat = len(peaks) > 0 and float(peaks.max() - peaks.min()) < FLAT_GPU_SPREAD_PCT
+    with_peaks = steps.loc[peaks.index, "target_users"] if len(peaks) else pd.Series([])
+    prealloc = (
+        flat
+        and len(peaks) >= 3
+        and float(with_peaks.max()) >= 4 * max(1.0, float(with_peaks.min()))
+    )
     running = steps["running_max"].dropna() if "running_max" in steps else pd.Series([])
     return StageContext(
         x1=x1 or None,
@@ -391,6 +397,7 @@ def _context(summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> S
         tail_percentile=used,
         tail_source=tail_source,
         gpu_flat=flat,
+        gpu_preallocated=prealloc,
         params=params,
         server_slots=float(running.max()) if len(running) and running.max() > 0 else None,
         client_slots=client_slots(steps),

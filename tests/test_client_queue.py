@@ -149,3 +149,24 @@ def test_the_fit_over_all_stages_carries_an_interval_that_covers_the_slots():
     )  # fmt: skip
     fit = fit_knee(growing, x1)
     assert fit is not None and not fit.flat and "no hard knee" in fit.text
+
+
+def test_flat_gpu_memory_without_a_kv_gauge_is_a_pre_allocated_pool_not_pressure():
+    """vLLM behind a gateway, NVML on the host: GPU memory sits at 90 % from the first stage (its
+    pre-allocated KV pool) and no KV gauge says how full the pool is. Read as pressure, every
+    stage was unsafe and the answer to deploy was 'no tested concurrency is safe'."""
+    summary = _table(8, [2, 4, 8, 10, 12], gpu_mem_peak_pct=[90.0] * 5)
+    knee, answer = _deploy(summary)
+    assert knee.max_concurrency == 8 and answer.users == 8 and answer.bound == "knee"
+    assert "requests waited for a slot while the server ran all it would" in answer.text
+    # memory that grows with the load is still read
+    summary = _table(8, [2, 4, 8, 10, 12], gpu_mem_peak_pct=[40.0, 55.0, 80.0, 88.0, 90.0])
+    _, answer = _deploy(summary)
+    assert answer.users == 8 and "memory pressure" in answer.text
+
+
+def _deploy(summary):
+    from analysis.deploy import deploy_answer
+
+    knee = find_knee(summary, compute_baseline(None, summary))
+    return knee, deploy_answer(summary, knee)
