@@ -114,6 +114,15 @@ def starved(row: pd.Series) -> Signal:
     if in_flight is None or users <= 0:
         return Signal("client_starved", False, None, IN_FLIGHT_SHARE, "no in-flight estimate")
     share = in_flight / users
+    if int(row.get("errors", 0) or 0) > 0:  # users back off after failures: gaps by design
+        return Signal(
+            "client_starved",
+            False,
+            share,
+            IN_FLIGHT_SHARE,
+            f"the client kept {in_flight:.1f} requests in flight on average for {users:g} users "
+            "(requests failed: the users' back-off leaves gaps by design)",
+        )
     return Signal(
         "client_starved",
         share < IN_FLIGHT_SHARE,

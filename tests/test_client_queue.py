@@ -170,3 +170,9 @@ def _deploy(summary):
 
     knee = find_knee(summary, compute_baseline(None, summary))
     return knee, deploy_answer(summary, knee)
+
+
+def test_a_stage_with_failures_is_not_called_starved_for_its_back_off():
+    row = pd.Series({"client_in_flight": 4.0, "target_users": 8, "batch_size": 1, "errors": 3})
+    assert not starved(row).fired
+    assert starved(row.drop("errors")).fired
