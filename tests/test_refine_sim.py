@@ -96,6 +96,13 @@ def test_the_client_estimate_of_requests_running_agrees_with_the_gauge(sweeps, c
     summary = summarize_stages(read_run(run_dir))
     rows = summary[(summary["kind"] != "baseline") & (summary["running_mean"] >= 1)]
     assert len(rows) >= 3
+    # the gauge is a reference only where its own running + waiting account for the requests in
+    # flight: its samples can fall between lockstep batches, and a
+    # 10-user stage on 10 slots read 7.25 running + 0.38 waiting for 10 in flight (the client:
+    # 9.8 running); the assertion below then has nothing to compare with and says so
+    accounted = (rows["running_mean"] + rows["waiting_mean"] - rows["client_in_flight"]).abs()
+    rows = rows[accounted <= 0.10 * rows["client_in_flight"]]
+    assert len(rows) >= 3, "the gauge accounts for too few stages to compare with"
     for _, row in rows.iterrows():
         gauge, estimate = row["running_mean"], row["client_running"]
         assert abs(estimate - gauge) <= 0.10 * gauge, (row["target_users"], estimate, gauge)
