@@ -192,11 +192,6 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
     assert 6 <= result["max_concurrency"] <= 8, result["summary"]
     assert blind_knee["max_concurrency"] is not None, blind_knee["summary"]
     assert 6 <= blind_knee["max_concurrency"] <= 8, blind_knee["summary"]
-    # and the client's estimate of the requests running agrees with llama-server's own gauge
-    for row in knee["summary"]:
-        gauge, estimate = row["running_mean"], row["client_running"]
-        if row["kind"] != "baseline" and gauge is not None and gauge >= 1:
-            assert abs(estimate - gauge) <= 0.10 * gauge, (row["target_users"], estimate, gauge)
 
     # llama.cpp's metric names reached the canonical running / waiting columns
     summary = {row["target_users"]: row for row in knee["summary"]}
