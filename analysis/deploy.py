@@ -11,8 +11,14 @@ answer is the users of the last stage before the first stage that breaks any lim
   still counts the stage, and so does this answer);
 * **errors** — any failed request (the red line included).
 
-When no stage breaks a limit, the answer is the highest tested stage and the bound is the tested
-range itself: the server was not saturated, and the sweep should go higher. When the very first
+When no stage breaks a limit but a stage's tail departed from the single-user one (a server with
+no hard limit, whose latency grows steadily with the batch), the answer is interactive by
+default: the stage before the first departed tail (the source method's rule: the highest level
+whose P95 has not clearly left the baseline), said as "no hard knee up to N users: latency grows
+steadily, the tail doubles at ~M", with the highest tested stage as the offline-batch figure.
+An answer that lands on a stage whose tail already departed says so. When no stage breaks a
+limit at all, the answer is the highest tested stage and the bound is the tested range itself:
+the server was not saturated, and the sweep should go higher. When the very first
 stage breaks one, there is no answer (None) and the text says to test lower.
 """
 
@@ -55,6 +61,18 @@ def _broken(verdict: StageVerdict) -> list[DeployBound]:
     return out
 
 
+def _tail_departed(verdict: StageVerdict) -> bool:
+    return any(s.name == "tail_departure" and s.fired for s in verdict.signals)
+
+
+def _tail_note(previous: StageVerdict, users: int) -> str:
+    """Said when the answer lands on a stage whose tail has already departed."""
+    if previous.target_users != users or not _tail_departed(previous):
+        return ""
+    tail = next(s for s in previous.signals if s.name == "tail_departure")
+    return f"; note: at {counted(users, 'user')} the tail has already departed ({tail.text})"
+
+
 def _why(bound: str, verdict: StageVerdict) -> str:
     sig = {s.name: s for s in verdict.signals}
     if bound in ("sla", "memory") or (bound == "errors" and "errors" in sig):
@@ -68,9 +86,14 @@ def _why(bound: str, verdict: StageVerdict) -> str:
 def _knee_why(fired: set[str]) -> str:
     """Why the knee stage is the knee, in the words of the signals that made it one."""
     curve = "throughput stopped growing while the tail departed"
-    if "server_saturated" not in fired:
+    if "server_saturated" in fired:
+        queue = "the server queued requests with every slot busy"
+    elif "client_saturated" in fired:
+        queue = (
+            "requests waited for a slot while the server ran all it would (seen from the client)"
+        )
+    else:
         return curve
-    queue = "the server queued requests with every slot busy"
     both = "throughput_flattening" in fired and "tail_departure" in fired
     return f"{queue}, and {curve}" if both else queue
 
@@ -83,6 +106,8 @@ def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:
     if not stages:
         return DeployAnswer(None, "none", f"no step stage was measured {cite}")
     previous: StageVerdict | None = None
+    departed: StageVerdict | None = None  # the first trusted stage whose tail departed
+    interactive: StageVerdict | None = None  # the stage before it
     for verdict in stages:
         if not verdict.trusted:
             continue  # the load generator was the limit there: it says nothing of the server
@@ -112,10 +137,32 @@ def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:
                 users,
                 bound,
                 f"configure {users} concurrent requests, bound by {words}: at "
-                f"{counted(verdict.target_users, 'user')} {why}{capped} {cite}",
+                f"{counted(verdict.target_users, 'user')} {why}{capped}"
+                f"{_tail_note(previous, users)} {cite}",
             )
+        if departed is None and _tail_departed(verdict):
+            departed, interactive = verdict, previous
         previous = verdict
     top = stages[-1].target_users
+    if departed is not None:
+        tail = next(s for s in departed.signals if s.name == "tail_departure")
+        first = f"{counted(departed.target_users, 'user')} ({tail.text})"
+        if interactive is None:
+            return DeployAnswer(
+                None,
+                "tail",
+                f"no hard knee up to {counted(top, 'user')}, but the tail already departs at "
+                f"{first}; test lower concurrency for interactive traffic {cite}",
+            )
+        return DeployAnswer(
+            interactive.target_users,
+            "tail",
+            f"no hard knee up to {counted(top, 'user')}: latency grows steadily, the tail "
+            f"doubles at ~{counted(departed.target_users, 'user')}; configure "
+            f"{interactive.target_users} concurrent requests for interactive traffic (the highest "
+            f"level whose tail has not left the single-user one; at {first}); offline batch "
+            f"jobs, loose on latency, may run at {top} {cite}",
+        )
     return DeployAnswer(
         previous.target_users if previous else None,
         "tested_range",

@@ -78,7 +78,16 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from analysis import rules
+from analysis.client_signals import (
+    CLIENT_SATURATED_WAITING,
+    client_saturation_signal,
+    client_slots,
+    cross_check,
+    starved,
+)
 from analysis.data_check import excluded_note, insufficient_reason
+from analysis.knee_fit import capacity_words, fit_knee, on_plateau_text
 from analysis.knee_signals import (
     StageContext,
     client_signal,
@@ -122,6 +131,7 @@ class KneeParams:
     target_interval_pct: float = 5.0
     saturated_waiting: float = 1.0
     saturated_running_share: float = 0.9
+    fit_resamples: int = 200
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -292,22 +302,33 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
             trusted=True,
         )
     flat, narrowing = throughput_signals(row, prev, ctx)
+    fit = ctx.fit
+    users = float(row["target_users"])
+    if not flat.fired and fit is not None and fit.flat and users > fit.high:
+        flat = replace(flat, fired=True, text=on_plateau_text(fit, users))
     departed, sla = tail_signals(row, ctx)
     pressure, risk, oom = memory_signals(row, prev, ctx)
     some_errors, error_rate = error_signals(row, ctx)
     client = client_signal(row, ctx)
     saturated = saturation_signal(row, ctx)
+    queued = client_saturation_signal(row, ctx)
+    starving = starved(row)
     noisy = noise_signal(row, ctx)
     signals = [flat, narrowing, departed, pressure, risk, some_errors, error_rate, oom, client]
     if sla is not None:
         signals.insert(3, sla)
-    signals += [saturated, noisy]
+    signals += [saturated, queued, starving, noisy]
+    # the server's own gauges decide where it has them; the client's estimate where it has none
+    gauged = saturated.value is not None
+    untrusted = client.fired or starving.fired
     verdict: Verdict
     if error_rate.fired or oom.fired:
         verdict, fired = "red_line", [s for s in (oom, error_rate) if s.fired]
-    elif saturated.fired and not client.fired:
+    elif saturated.fired and not untrusted:
         verdict, fired = "knee", [saturated, *(s for s in (flat, departed) if s.fired)]
-    elif flat.fired and departed.fired and not client.fired:
+    elif queued.fired and not gauged and not untrusted:
+        verdict, fired = "knee", [queued, *(s for s in (flat, departed) if s.fired)]
+    elif flat.fired and departed.fired and not untrusted:
         verdict, fired = "knee", [flat, departed]
     else:
         early = [flat if flat.fired else narrowing, departed, pressure, risk, some_errors, sla]
@@ -321,6 +342,10 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
     reasons += [s.text for s in extra if id(s) not in hidden]
     if client.fired:
         reasons.append(client.text + ": untrusted, the client may be the limit")
+    if starving.fired:
+        reasons.append(starving.text)
+    if gauged and (disagree := cross_check(row, saturated, queued)) is not None:
+        reasons.append(disagree)
     if verdict == "comfortable":
         reasons.append("no signal fired")
     if tail_undecided(departed):  # past the limit, but not past the noise: say so
@@ -335,7 +360,7 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
         verdict=verdict,
         reasons=tuple(dict.fromkeys(reasons)),
         signals=tuple(signals),
-        trusted=not client.fired,
+        trusted=not untrusted,
         noisy=noisy.fired,
     )
 
@@ -386,6 +411,13 @@ def _context(
     peaks = steps["gpu_mem_peak_pct"].to_numpy(dtype=float, na_value=np.nan)
     peaks = peaks[peaks > 0]  # 0 = the process was down (restart), not pre-allocation; no NaN
     flat = len(peaks) > 0 and float(peaks.max() - peaks.min()) < FLAT_GPU_SPREAD_PCT
+    all_peaks = steps["gpu_mem_peak_pct"].to_numpy(dtype=float, na_value=np.nan)
+    with_peaks = steps["target_users"].to_numpy(dtype=float)[all_peaks > 0]
+    prealloc = (
+        flat
+        and len(peaks) >= 3
+        and float(with_peaks.max()) >= 4 * max(1.0, float(with_peaks.min()))
+    )
     running = np.array([])
     if "running_max" in steps:
         running = steps["running_max"].to_numpy(dtype=float, na_value=np.nan)
@@ -396,8 +428,17 @@ def _context(
         tail_percentile=used,
         tail_source=tail_source,
         gpu_flat=flat,
+        gpu_preallocated=prealloc,
         params=params,
         server_slots=float(running.max()) if len(running) and running.max() > 0 else None,
+        client_slots=client_slots(steps),
+        fit=fit_knee(
+            steps,
+            x1,
+            column=params.throughput_column,
+            flat_gain_ratio=params.flat_gain_ratio,
+            resamples=params.fit_resamples,
+        ),
     )
 
 
@@ -473,7 +514,7 @@ def find_knee(
         if int(row["ok"]) > 0 and not pd.isna(row[params.throughput_column]):
             prev = row
     verdicts = _demote_unsaturated(rows, verdicts, ctx)
-    verdicts = _demote_dips(rows, verdicts, params)
+    verdicts = _demote_dips(rows, verdicts, params, ctx.x1)
     red = next((v for v in verdicts if v.verdict == "red_line"), None)
     knee = next((v for v in verdicts if v.verdict == "knee"), None)
     if knee is not None and red is not None and red.target_users < knee.target_users:
@@ -489,6 +530,9 @@ def find_knee(
     slots = _saturated_slots(verdicts, ctx)
     if slots is not None and max_conc is not None and max_conc > slots:
         max_conc = slots  # the server ran no more than this at once while requests waited
+    seen = _client_seen_slots(rows, verdicts) if slots is None else None
+    if seen is not None and max_conc is not None and max_conc > seen:
+        max_conc = seen  # the same bound, from the client's own estimate
     base = _base_capacity(rows, verdicts, limit.stage if limit else -1, params)
     return KneeResult(
         stages=tuple(verdicts),
@@ -498,9 +542,14 @@ def find_knee(
         red_line_users=red.target_users if red else None,
         max_concurrency=max_conc,
         base_capacity=base,
-        summary=_summary_text(verdicts, knee, red, max_conc, slots, ctx),
+        summary=_summary_text(verdicts, knee, red, max_conc, slots, ctx, seen),
         params=asdict(params),
         server_slots=slots,
+        capacity=None if ctx.fit is None or not ctx.fit.flat else round(ctx.fit.capacity, 2),
+        capacity_low=None if ctx.fit is None or not ctx.fit.flat else round(ctx.fit.low, 2),
+        capacity_high=None if ctx.fit is None or not ctx.fit.flat else round(ctx.fit.high, 2),
+        capacity_text="" if ctx.fit is None else ctx.fit.text,
+        client_slots=seen,
     )
 
 
@@ -510,6 +559,29 @@ def _saturated_slots(verdicts: list[StageVerdict], ctx: StageContext) -> int | N
         if any(s.name == "server_saturated" and s.fired for s in v.signals):
             return int(ctx.server_slots) if ctx.server_slots else None
     return None
+
+
+def _client_seen_slots(rows: list[Any], verdicts: list[StageVerdict]) -> int | None:
+    """The requests the server ran at once by the client's estimate: the lowest estimate of the
+    stages the client saw saturated, rounded (None when no stage was). The lowest, because a
+    stage just past the limit whose requests are out of step makes every request wait a little,
+    which reads as service: 44 users on 40 slots read 41.4 running in an exact FIFO loop, 48
+    read 40.0 (the default sweep runs the grid level above before refining below it)."""
+    seen = [
+        float(row["client_running"])
+        for row, v in zip(rows, verdicts, strict=True)
+        if any(s.name == "client_saturated" and s.fired for s in v.signals)
+    ]
+    return max(1, int(min(seen) + 0.5)) if seen else None
+
+
+def _queued(verdict: StageVerdict) -> bool:
+    """The server's counts, or (without them) the client's estimate, saw requests wait."""
+    sig = {s.name: s for s in verdict.signals}
+    server, client = sig.get("server_saturated"), sig.get("client_saturated")
+    if server is not None and server.fired:
+        return True
+    return client is not None and client.fired and (server is None or server.value is None)
 
 
 def _demote_unsaturated(
@@ -526,7 +598,7 @@ def _demote_unsaturated(
     measured well enough for a trusted interval keeps its client-side verdict (a compute-bound
     bend below the slot count still shows as a knee)."""
     if _saturated_slots(verdicts, ctx) is None:
-        return verdicts
+        return _demote_unqueued(verdicts)
     out = list(verdicts)
     for i, (row, verdict) in enumerate(zip(rows, verdicts, strict=True)):
         if verdict.verdict != "knee" or not verdict.noisy:
@@ -546,31 +618,100 @@ def _demote_unsaturated(
     return out
 
 
+def _recovers(
+    rate: float,
+    before: tuple[float, int] | None,
+    later: tuple[float, int],
+    params: KneeParams,
+    x1: float | None,
+) -> bool:
+    """Whether a later stage (rate, users) out-serves a flat stage serving ``rate`` by
+    ``resume_gain_pct`` and gains at least the flat ratio per user over the stage ``before`` it."""
+    if later[0] < rate * (1 + params.resume_gain_pct / 100):
+        return False
+    if not x1 or before is None or later[1] <= before[1]:
+        return True
+    return (later[0] - before[0]) / (later[1] - before[1]) / x1 >= params.flat_gain_ratio
+
+
+def _demote_unqueued(verdicts: list[StageVerdict]) -> list[StageVerdict]:
+    """Without the server's gauges: a "knee" judged on an untrusted client throughput figure (no
+    interval, or one too wide) in a stage where the client's own queue estimate saw nothing wait
+    becomes "critical". The client's queue estimate rests on every request's TTFT, the flattening
+    on the difference of two noisy rates: on 8 s windows too short for an interval the 40-slot
+    simulator's 30 → 32 users gained 0.14× one user's rate (the compute bend's own slope there)
+    while 0.4 requests waited, and the sweep stopped at 32, max_concurrency 30 for 40 slots."""
+    out = list(verdicts)
+    for i, verdict in enumerate(out):
+        if verdict.verdict != "knee" or not verdict.noisy:
+            continue
+        queue = next((s for s in verdict.signals if s.name == "client_saturated"), None)
+        server = next((s for s in verdict.signals if s.name == "server_saturated"), None)
+        if queue is None or queue.value is None or queue.fired:
+            continue
+        if server is not None and server.value is not None:
+            continue
+        if queue.value >= CLIENT_SATURATED_WAITING:
+            continue  # something waited, only not enough to call it saturated
+        text = (
+            f"seen from the client: {queue.value:.1f} requests waited on average, no queue; the "
+            "client's throughput figure is untrusted, the queue estimate's word stands "
+            + rules.cite("client_queue")
+        )
+        signal = Signal("client_unqueued", True, queue.value, CLIENT_SATURATED_WAITING, text)
+        out[i] = replace(
+            verdict,
+            verdict="critical",
+            reasons=(text, *verdict.reasons),
+            signals=(*verdict.signals, signal),
+        )
+    return out
+
+
 def _demote_dips(
-    rows: list[Any], verdicts: list[StageVerdict], params: KneeParams
+    rows: list[Any], verdicts: list[StageVerdict], params: KneeParams, x1: float | None = None
 ) -> list[StageVerdict]:
     """A "knee" that a later stage (before the red line) out-serves by ``resume_gain_pct`` or
     more was a dip, not the point where throughput stopped growing: it becomes "critical".
 
     Real engines dip: llama-server on 2 busy cores served 125 → 144 → 237 tok/s at 2 → 4 → 8
     users; the flat step to 4 with its departed tail read as the knee, yet 8 users served 65 %
-    more. The knee is where added users stop paying, for good."""
+    more. The knee is where added users stop paying, for good.
+
+    A later stage that out-serves the knee but whose gain over the last stage *before* the knee
+    is still flat per added user (below ``flat_gain_ratio`` of one user's rate) is no recovery:
+    the knee stage fell below the plateau, the plateau held. llama-server with 8 slots served
+    420 tok/s at 8 users, 300 at 16 and 500 at 32 (97 alone): 8 → 32 bought 0.03× per user,
+    yet 16 read as a dip and the knee moved to 32, max_concurrency 16 on 8 slots."""
     col = params.throughput_column
     rates = [num(row[col]) for row in rows]
+    users = [int(v.target_users) for v in verdicts]
     out = list(verdicts)
     for i, verdict in enumerate(out):
         rate = rates[i]
         if verdict.verdict != "knee" or not rate:
             continue
-        if any(s.name == "server_saturated" and s.fired for s in verdict.signals):
-            continue  # the server said it queued: not a dip, whatever the throughput did
+        if _queued(verdict):
+            continue  # the server (or the client's view of it) queued: not a dip
+        before: tuple[float, int] | None = None  # the last served stage before this one
+        for j in range(i - 1, -1, -1):
+            earlier = rates[j]
+            if earlier and out[j].verdict != "insufficient_data":
+                before = (earlier, users[j])
+                break
+
         best: tuple[float, int] | None = None
         for later, later_rate in zip(out[i + 1 :], rates[i + 1 :], strict=True):
             if later.verdict == "red_line":
                 break
-            if later_rate is not None and later.trusted and (best is None or later_rate > best[0]):
+            if (
+                later_rate is not None
+                and later.trusted
+                and _recovers(rate, before, (later_rate, later.target_users), params, x1)
+                and (best is None or later_rate > best[0])
+            ):
                 best = (later_rate, later.target_users)
-        if best is None or best[0] < rate * (1 + params.resume_gain_pct / 100):
+        if best is None:
             continue
         more = (best[0] / rate - 1) * 100
         dip = Signal(
@@ -598,6 +739,7 @@ def _summary_text(
     max_conc: int | None,
     slots: int | None = None,
     ctx: StageContext | None = None,
+    seen: int | None = None,
 ) -> str:
     if not verdicts:
         return "no step stage to analyse"
@@ -622,8 +764,18 @@ def _summary_text(
             f"the server's own metrics: requests waited while it ran {slots} at once, "
             f"so max_concurrency is at most {slots}."
         )
+    elif seen is not None:
+        parts.append(
+            f"seen from the client: requests waited while the server ran about {seen} at once, "
+            f"so max_concurrency is at most {seen} (the server reports no running/waiting)."
+        )
     elif ctx is not None and ctx.server_slots is None:
         parts.append("judged from the client side alone (the server reports no running/waiting).")
+    if ctx is not None and ctx.fit is not None:
+        if ctx.fit.flat:
+            parts.append(f"the fit over all stages: {capacity_words(ctx.fit)}.")
+        else:
+            parts.append("the fit over all stages finds no plateau: no hard knee in range.")
     untrusted = [v.target_users for v in verdicts if not v.trusted]
     if untrusted:
         parts.append(f"client-bound (untrusted) stages: {untrusted}.")

@@ -53,6 +53,7 @@ def knee_confidence(
         return replace(knee, confidence="no confidence figure: no stage had per-window data")
     rng = random.Random(seed)
     answers: Counter[int | None] = Counter()
+    params = replace(params, fit_resamples=0)  # the resampling here is the fit's noise too
     for table in resampled_tables(summary, batches, rng, params.throughput_column, resamples):
         answers[find_knee(table, baseline, params=params).max_concurrency] += 1
     same = answers[knee.max_concurrency] / resamples * 100.0

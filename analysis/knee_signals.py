@@ -20,6 +20,7 @@ from analysis.numeric import fmt, num
 
 if TYPE_CHECKING:
     from analysis.knee import KneeParams
+    from analysis.knee_fit import KneeFit
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,9 @@ class StageContext:
     params: KneeParams
     server_slots: float | None = None  # the highest running count the server reported
     tail_source: str = "the baseline's"  # whose tail base_tail_ms is, as the reasons say it
+    client_slots: float | None = None  # the most requests running at once, client-estimated
+    fit: KneeFit | None = None  # the rise-then-plateau fit over all stages (analysis.knee_fit)
+    gpu_preallocated: bool = False  # flat across 3 or more stages that doubled the users or more
 
 
 def _memory_pct(row: pd.Series, ctx: StageContext) -> tuple[float | None, str]:
@@ -40,8 +44,19 @@ def _memory_pct(row: pd.Series, ctx: StageContext) -> tuple[float | None, str]:
     source = ctx.params.memory_source
     if source == "kv_cache":
         return kv, "KV-cache"
-    if source == "gpu" or kv is None:
+    if source == "gpu":
         return gpu, "GPU memory"
+    if kv is None:
+        # no KV gauge (no /metrics): GPU memory flat across the stages is a pre-allocated pool
+        # (vLLM behind a gateway) and says nothing; read as pressure it made every stage unsafe
+        return (
+            (None, "GPU memory (flat across stages: pre-allocated)")
+            if ctx.gpu_preallocated
+            else (
+                gpu,
+                "GPU memory",
+            )
+        )
     if gpu is None or ctx.gpu_flat:
         return kv, "KV-cache"
     return (kv, "KV-cache") if kv >= gpu else (gpu, "GPU memory")

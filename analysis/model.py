@@ -93,6 +93,16 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "e2e_p99_high_ms",
     "interval_batches",  # time windows behind the intervals; 0: window too short for any
     "window_needed_s",  # measured window that would give throughput ±5 %
+    # queueing seen from the client (analysis.client_queue; NaN without TTFT)
+    "client_running",  # requests in service on average, from the rows' TTFT and e2e
+    "client_running_low",
+    "client_running_high",
+    "client_waiting",  # requests waiting for a slot on average (their TTFT excess)
+    "client_waiting_low",
+    "client_waiting_high",
+    "client_in_flight",  # requests outstanding on average (Little's law: served/s × mean e2e)
+    "client_wait_share_pct",  # % of requests that came a quarter service time late or more
+    "client_wait_ms",  # median wait of those requests
 )
 
 #: Percentile method used everywhere (numpy/pandas "linear" interpolation on raw rows).
@@ -165,9 +175,14 @@ class KneeResult:
     server_slots: int | None = None  # running maximum while requests waited (server metrics)
     confidence_pct: float | None = None  # share of resamples giving the same max_concurrency
     confidence: str = ""  # the same in words, with the number of resamples
+    capacity: float | None = None  # breakpoint of the rise-then-plateau fit (analysis.knee_fit)
+    capacity_low: float | None = None  # its 90 % interval (5th-95th percentile of resamples)
+    capacity_high: float | None = None
+    capacity_text: str = ""  # the fit in words ("capacity 8 users, 90 % interval 7-8")
+    client_slots: int | None = None  # requests run at once while some waited, client-estimated
 
 
-DeployBound = Literal["knee", "sla", "memory", "errors", "tested_range", "none"]
+DeployBound = Literal["knee", "sla", "memory", "errors", "tail", "tested_range", "none"]
 
 
 @dataclass(frozen=True)

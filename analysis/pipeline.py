@@ -16,6 +16,7 @@ import pandas as pd
 
 from analysis.baseline import compute_baseline
 from analysis.diagnosis import diagnose
+from analysis.engine import RUN_INFO_KEY, detect_engine
 from analysis.failure_mix import failure_mixes, name_failures
 from analysis.inputs.load import Run, read_run
 from analysis.inputs.nvsmi import read_nvidia_smi_csv
@@ -92,7 +93,8 @@ def analyze_run(
     knee = knee_confidence(summary, baseline, knee, batches, params=params)
     mixes = failure_mixes(measured)
     knee = name_failures(diagnose(summary, knee, baseline, failures=mixes), mixes)
-    recs = recommend(summary, knee, baseline, run_info=run.run_info, params=recommend_params)
+    info = {**run.run_info, RUN_INFO_KEY: detect_engine(run.server_metrics, run.run_info)}
+    recs = recommend(summary, knee, baseline, run_info=info, params=recommend_params)
     if slo_params is None or not slo_params.given:  # the targets the sweep was run with, if any
         slo_params = run_slo_params(run.run_info)
     slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)

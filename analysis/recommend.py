@@ -38,6 +38,7 @@ import pandas as pd
 
 from analysis import rules, yaml_text
 from analysis.deploy import deploy_answer
+from analysis.engine import CAP_FLAGS, CAP_KEYS, RUN_INFO_KEY
 from analysis.knee import LOG_SOURCE_KINDS
 from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
 from analysis.numeric import num
@@ -317,13 +318,56 @@ def _max_num_seqs(
         if knee.knee_users is not None
         else f"the red line at {knee.red_line_users} users"
     )
+    # a library call without a run directory keeps the vLLM spelling; an analysed run says
+    # which engine its metrics named (None: no /metrics, the number only)
+    engine = run_info.get(RUN_INFO_KEY, "vllm")
+    cap = knee.max_concurrency * batch
+    own = _own_limit(summary, knee)
+    if engine not in CAP_FLAGS:
+        what = (
+            f"the server ran about {own[0]} at once while requests waited, with no sign of "
+            "memory pressure: raise its concurrency limit and re-run"
+            if own is not None
+            else f"cap the server's concurrency at {cap} in its own setting"
+        )
+        return None, (
+            f"concurrency flag withheld: the engine is unknown (it exports no /metrics to name "
+            f"it); {what} {rules.cite('max_num_seqs')}"
+        )
+    flag = CAP_FLAGS[engine]
+    if own is not None:
+        slots, kv, predicted = own
+        return Recommendation(
+            CAP_KEYS[engine],
+            predicted,
+            f"the knee is the server's own concurrency limit: it ran {slots} at once while "
+            f"requests waited, with the KV cache at most {kv:.0f} % full; raise {flag} to "
+            f"~{predicted} (what the KV headroom predicts at 85 %) and re-run the sweep; its "
+            f"current value is the limit, not the fix " + rules.cite("max_num_seqs"),
+        ), None
     return Recommendation(
-        "vllm.max_num_seqs",
-        knee.max_concurrency * batch,
+        CAP_KEYS[engine],
+        cap,
         f"from max_concurrency {knee.max_concurrency} (the stage before {limit}) × batch size "
-        f"{batch}: past it vLLM queues requests instead of running out of memory "
+        f"{batch}: past it the server queues requests instead of running out of memory "
         + rules.cite("max_num_seqs"),
     ), None
+
+
+def _own_limit(summary: pd.DataFrame, knee: KneeResult) -> tuple[int, float, int] | None:
+    """(slots, KV peak %, the cap its KV headroom predicts) when the knee is the server's own
+    concurrency limit — it ran ``server_slots`` at once while requests waited — and the KV cache
+    stayed well below pressure (at most 85 % × the 85 % threshold): raising the limit, not
+    setting it to what it already is, is the fix. None otherwise (or KV unknown)."""
+    slots = knee.server_slots
+    if slots is None or knee.knee_stage is None or "kv_cache_peak_pct" not in summary:
+        return None
+    steps = summary[summary["kind"] != "baseline"]
+    kv = num(steps["kv_cache_peak_pct"].max())
+    if kv is None or kv <= 0 or kv >= 0.85 * 85.0:
+        return None
+    predicted = int(slots * 85.0 / kv)
+    return (slots, kv, predicted) if predicted > slots else None
 
 
 def _max_model_len(
@@ -432,7 +476,7 @@ def recommend(
     items += [item for item in optional if item is not None]
     flags = []
     for item in items:
-        if item.key.startswith("vllm.") and item.value is not None:
+        if item.key.partition(".")[0] in ENGINE_SECTIONS and item.value is not None:
             flags.append(flag_text(item))
     answer = deploy_answer(summary, knee)
     items.insert(0, Recommendation("deploy_concurrency", answer.users, answer.text))
@@ -441,9 +485,13 @@ def recommend(
     )
 
 
+#: recommendation-key sections that are an engine's own flags
+ENGINE_SECTIONS = ("vllm", "sglang", "tgi", "llamacpp")
+
+
 def flag_text(item: Recommendation) -> str:
-    """``vllm.max_num_seqs`` → ``--max-num-seqs 24``."""
-    return f"--{item.key[5:].replace('_', '-')} {item.value}"
+    """``vllm.max_num_seqs`` → ``--max-num-seqs 24``; ``llamacpp.parallel`` → ``--parallel 8``."""
+    return f"--{item.key.partition('.')[2].replace('_', '-')} {item.value}"
 
 
 def to_yaml(recs: Recommendations) -> str:

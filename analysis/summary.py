@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.array_intervals import outcome_flags, stage_batches
+from analysis.client_queue import CLIENT_QUEUE_COLUMNS, client_queue_columns
 from analysis.inputs.load import Run
 from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
 from analysis.intervals import IntervalParams, StageBatches, interval_columns
@@ -304,4 +305,7 @@ def summarize_stages(
             frame[name] = frame[name].astype("float64")
     if frame["target_users"].notna().all():
         frame["target_users"] = frame["target_users"].astype("int64")
+    queue = client_queue_columns(run.requests, windows, frame).reindex(frame["stage"])
+    for name in CLIENT_QUEUE_COLUMNS:
+        frame[name] = queue[name].to_numpy(dtype=float)
     return frame

@@ -54,11 +54,14 @@ MODES = {"full grid": ["--no-refine", "--stop-after-knee", "-1"], "default": []}
 Result = tuple[float, int, "int | None"]
 
 
-def sweep(slots: int, mode: list[str], stage_s: float, out: Path, run_id: str) -> Result:
-    """(wall seconds, stages run, max_concurrency) of one ``loadknee run`` + ``analyze``."""
+def sweep(
+    slots: int, mode: list[str], stage_s: float, out: Path, run_id: str, metrics: bool = True
+) -> Result:
+    """(wall seconds, stages run, max_concurrency) of one ``loadknee run`` + ``analyze``;
+    ``metrics=False`` hides the simulator's ``/metrics`` (``--no-metrics``)."""
     timing = ["--stage-seconds", f"{stage_s:g}", "--warmup-seconds", "1",
               "--cooldown-seconds", "0.5", "--baseline-requests", "5"]  # fmt: skip
-    with SimProcess.start("fast", max_num_seqs=slots) as sim:
+    with SimProcess.start("fast", max_num_seqs=slots, metrics=metrics) as sim:
         t0 = time.monotonic()
         subprocess.run(
             [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, *timing, *mode,
@@ -80,23 +83,34 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--slots", default="8,12", help="sim --max-num-seqs values (default 8,12)")
     ap.add_argument("--stage-seconds", type=float, default=4.0)
+    ap.add_argument(
+        "--metrics",
+        choices=["both", "shown", "hidden"],
+        default="both",
+        help="the simulator's /metrics shown, hidden (--no-metrics) or both",
+    )
     args = ap.parse_args()
+    shows = {"both": (True, False), "shown": (True,), "hidden": (False,)}[args.metrics]
     print(f"{'slots':>5} {'truth':>6} {'mode':>10} {'wall s':>7} {'stages':>6} "
           f"{'max_conc':>8} {'distance':>8}")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
-        for slots in (int(s) for s in args.slots.split(",")):
+        for slots, shown in ((int(s), m) for s in args.slots.split(",") for m in shows):
             truth = saturation_concurrency(preset("fast", max_num_seqs=slots), INPUT_TOKENS,
                                            OUTPUT_TOKENS)  # fmt: skip
             walls = {}
+            label = "metrics shown" if shown else "metrics hidden"
             for name, mode in MODES.items():
-                run_id = f"{slots}-{name.replace(' ', '-')}"
-                wall, stages, got = sweep(slots, mode, args.stage_seconds, Path(tmp), run_id)
+                run_id = f"{slots}-{name.replace(' ', '-')}-{'m' if shown else 'h'}"
+                wall, stages, got = sweep(
+                    slots, mode, args.stage_seconds, Path(tmp), run_id, metrics=shown
+                )
                 walls[name] = wall
                 dist = "n/a" if got is None else f"{(got - truth) / truth * 100:+.0f} %"
                 print(f"{slots:>5} {truth:>6g} {name:>10} {wall:>7.1f} {stages:>6} "
-                      f"{got!s:>8} {dist:>8}", flush=True)  # fmt: skip
+                      f"{got!s:>8} {dist:>8}  ({label})", flush=True)  # fmt: skip
             print(
                 f"      time ratio default / full grid: {walls['default'] / walls['full grid']:.2f}"
+                f" ({label})"
             )
     return 0
 

@@ -115,3 +115,33 @@ def test_a_knee_from_the_servers_queue_alone_says_so_not_that_the_tail_departed(
     assert answer is not None and answer.bound == "knee"
     assert "at 16 users the server queued requests with every slot busy" in answer.text
     assert "tail departed" not in answer.text
+
+
+def test_no_hard_knee_the_interactive_answer_is_below_the_departed_tail():
+    """A compute-bound server: throughput still grows at 64 while the tail doubles near 32. The
+    answer to deploy is the level before the tail left the single-user one, said as such."""
+    levels = [2, 4, 8, 16, 24, 32, 48, 64]
+    tok = [190.0, 370.0, 700.0, 1250.0, 1700.0, 2050.0, 2600.0, 3000.0]
+    p95 = [700.0, 740.0, 820.0, 1000.0, 1200.0, 1500.0, 1900.0, 2300.0]
+    summary = sweep(levels, tok, p95, baseline_tok_s=100.0, baseline_p95_ms=680.0)
+    knee, recs = _recs(summary)
+    assert knee.knee_users is None
+    answer = recs.deploy
+    assert answer is not None and answer.bound == "tail" and answer.users == 24
+    assert answer.text.startswith(
+        "no hard knee up to 64 users: latency grows steadily, the tail doubles at ~32 users; "
+        "configure 24 concurrent requests for interactive traffic"
+    ), answer.text
+    assert "offline batch jobs, loose on latency, may run at 64" in answer.text
+
+
+def test_an_answer_on_a_stage_whose_tail_departed_says_so():
+    levels = [4, 8, 16, 24]
+    summary = sweep(
+        levels, [400.0, 790.0, 1500.0, 1540.0], [900.0, 1000.0, 1700.0, 4000.0],
+        baseline_tok_s=100.0, baseline_p95_ms=800.0,
+    )  # fmt: skip
+    _, recs = _recs(summary)
+    answer = recs.deploy
+    assert answer is not None and answer.bound == "knee" and answer.users == 16
+    assert "note: at 16 users the tail has already departed (P95 e2e 1,700 ms" in answer.text

@@ -148,8 +148,10 @@ def _llama(with_metrics: bool):
 
 def test_the_servers_queue_makes_the_knee_and_bounds_max_concurrency():
     client_only = _knee(_llama(False))
-    # the dip rule reads 16 as a dip: the knee moves to 32 and max_concurrency 16 > 8 slots
-    assert (client_only.knee_users, client_only.max_concurrency) == (32, 16)
+    # 16 served less than 8 and 32 more than 16, but 8 → 32 bought 0.03× of one user's rate per
+    # added user: the plateau held, 16 was no dip; the knee stays at 16, max_concurrency 8
+    assert (client_only.knee_users, client_only.max_concurrency) == (16, 8)
+    assert _by_users(client_only)[16].verdict == "knee"
     assert "judged from the client side alone" in client_only.summary
     result = _knee(_llama(True))
     assert (result.knee_users, result.max_concurrency, result.server_slots) == (16, 8, 8)
@@ -265,3 +267,16 @@ def test_a_queue_with_the_running_gauge_dipping_between_batches_is_saturation():
     result = _knee(summary)
     assert _by_users(result)[12].verdict == "knee"
     assert (result.knee_users, result.max_concurrency, result.server_slots) == (12, 8, 10)
+
+
+def test_a_stage_that_out_serves_the_plateau_makes_the_flat_stage_a_dip():
+    """The dip rule still holds where the later stage truly recovers: llama-server's 125 → 144 →
+    237 tok/s at 2 → 4 → 8 users (one user alone 70): 2 → 8 buys 0.27× per user, not flat."""
+    summary = sweep(
+        [2, 4, 8, 16], [125.0, 144.0, 237.0, 240.0], [900.0, 2000.0, 2300.0, 4800.0],
+        baseline_tok_s=70.0, baseline_p95_ms=800.0,
+    )  # fmt: skip
+    result = _knee(summary)
+    assert _by_users(result)[4].verdict == "critical"
+    assert "a dip, not the knee" in _by_users(result)[4].reasons[0]
+    assert (result.knee_users, result.max_concurrency) == (16, 8)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -177,6 +178,20 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
         told = any(f"{verdict} the tail has departed" in said for verdict in (":", "whether"))
         assert "P95" in said and told, (stage["target_users"], said)
     assert result["max_concurrency"] is not None and result["max_concurrency"] <= 8
+
+    # the same run directory without its server_metrics.csv (no second sweep): the answer rests
+    # on the client's own rows, and lands at 6-8 as with the server's counters (issue 25)
+    hidden = tmp_path / "hidden"
+    shutil.copytree(run_dir, hidden, ignore=shutil.ignore_patterns("report", "server_metrics.csv"))
+    blind = subprocess.run(
+        [sys.executable, "-m", "loadknee_locust", "analyze", str(hidden), "--quiet"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert blind.returncode == 0, blind.stderr[-3000:]
+    blind_knee = json.loads((hidden / "report" / "knee.json").read_text())["knee"]
+    assert 6 <= result["max_concurrency"] <= 8, result["summary"]
+    assert blind_knee["max_concurrency"] is not None, blind_knee["summary"]
+    assert 6 <= blind_knee["max_concurrency"] <= 8, blind_knee["summary"]
 
     # llama.cpp's metric names reached the canonical running / waiting columns
     summary = {row["target_users"]: row for row in knee["summary"]}

@@ -1,15 +1,24 @@
-"""The default ``loadknee run`` pins max_concurrency between grid levels (issue 12's table).
+"""The default ``loadknee run`` pins max_concurrency between grid levels (issues 12 and 25).
 
-For simulator capacities that are not grid levels (``--max-num-seqs`` 6, 10, 12, 20, 28, 40),
-real Locust drives the simulator over loopback with the default sweep (refinement and early stop
-on), ``loadknee analyze`` reads the run directory, and the recommended ``max_concurrency`` must lie
-within 15 % below the simulator's true saturation (``saturation_concurrency``) and never above it.
+For simulator capacities that are not grid levels (``--max-num-seqs`` 6, 10, 12, 20, 28, 40) and
+the KV-bound preset (21 streams of 128 + 64 fit its KV budget), real Locust drives the simulator
+over loopback with the default sweep (refinement and early stop on), ``loadknee analyze`` reads
+the run directory, and the recommended ``max_concurrency`` must lie within 15 % below the
+simulator's true saturation (``saturation_concurrency``) and never above it — with the server's
+``/metrics`` shown and with them hidden (``--no-metrics``: the answer rests on the client's own
+rows). (The client's running estimate against the server's gauge is checked by hand on 10 s
+stages, issue 25's note: on these 2 s windows the gauge's mean rests on ~4 scrapes and moved by
+10 % or more on its own in CI.)
+
 Stages are short (3 s) so the table fits a few minutes on 2 busy cores; three sweeps at a time.
+CI runs every capacity with metrics and a subset without; ``LOADKNEE_FULL_TABLE=1`` runs the whole
+table both ways (``--max-num-seqs`` 6, 8, 10, 12, 20, 28, 40 and the KV-bound preset).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -23,43 +32,58 @@ from loadknee_locust.sim.saturation import saturation_concurrency
 
 pytestmark = pytest.mark.slow
 
-SLOTS = (6, 10, 12, 20, 28, 40)
+FULL = os.environ.get("LOADKNEE_FULL_TABLE") == "1"
+SLOTS = (6, 8, 10, 12, 20, 28, 40) if FULL else (6, 10, 12, 20, 28, 40)
+HIDDEN = (6, 8, 10, 12, 20, 28, 40, "kv") if FULL else (6, 28, "kv")
+CASES = [(s, True) for s in (*SLOTS, *(("kv",) if FULL else ()))] + [(s, False) for s in HIDDEN]
 INPUT_TOKENS, OUTPUT_TOKENS = 128, 64  # loadknee run's defaults
 SHORT = ["--stage-seconds", "3", "--warmup-seconds", "1", "--cooldown-seconds", "0.5",
          "--baseline-requests", "5"]  # fmt: skip
 
 
-def sweep(slots: int, out: Path) -> tuple[dict[str, object], str]:
-    """One default ``loadknee run`` against a sim with ``slots``; (knee.json, stages.csv)."""
-    with SimProcess.start("fast", max_num_seqs=slots) as sim:
+def _params(case: int | str):  # type: ignore[no-untyped-def]
+    return preset("kv-bound") if case == "kv" else preset("fast", max_num_seqs=case)
+
+
+def sweep(case: int | str, metrics: bool, out: Path) -> tuple[dict[str, object], str, Path]:
+    """One default ``loadknee run`` against a sim; (knee.json, stages.csv, run dir)."""
+    name = f"{'kv' if case == 'kv' else f'slots-{case}'}-{'metrics' if metrics else 'hidden'}"
+    overrides = {} if case == "kv" else {"max_num_seqs": case}
+    with SimProcess.start(
+        "kv-bound" if case == "kv" else "fast", metrics=metrics, **overrides
+    ) as sim:
         run = subprocess.run(
             [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, *SHORT,
-             "--out", str(out), "--run-id", f"slots-{slots}"],
+             "--out", str(out), "--run-id", name],
             capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    run_dir = out / f"slots-{slots}"
+    run_dir = out / name
     analyze = subprocess.run(
         [sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir)],
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert analyze.returncode == 0, analyze.stderr[-3000:]
     knee = json.loads((run_dir / "report" / "knee.json").read_text())
-    return knee, (run_dir / "stages.csv").read_text()
+    return knee, (run_dir / "stages.csv").read_text(), run_dir
 
 
 @pytest.fixture(scope="module")
 def sweeps(tmp_path_factory):  # type: ignore[no-untyped-def]
     out = tmp_path_factory.mktemp("runs")
     with ThreadPoolExecutor(max_workers=3) as pool:
-        return {slots: pool.submit(sweep, slots, out) for slots in SLOTS}
+        return {(c, m): pool.submit(sweep, c, m, out) for c, m in CASES}
 
 
-@pytest.mark.parametrize("slots", SLOTS)
-def test_max_concurrency_within_15_pct_below_the_truth(sweeps, slots: int) -> None:
-    knee, stages = sweeps[slots].result()
-    truth = saturation_concurrency(preset("fast", max_num_seqs=slots), INPUT_TOKENS, OUTPUT_TOKENS)
+@pytest.mark.parametrize(("case", "metrics"), CASES, ids=[f"{c}-{m}" for c, m in CASES])
+def test_max_concurrency_within_15_pct_below_the_truth(sweeps, case, metrics: bool) -> None:
+    knee, stages, _ = sweeps[(case, metrics)].result()
+    truth = saturation_concurrency(_params(case), INPUT_TOKENS, OUTPUT_TOKENS)
     got = knee["knee"]["max_concurrency"]  # type: ignore[index]
     assert got is not None, stages
-    assert 0.85 * truth <= got <= truth, f"truth {truth:g}, max_concurrency {got}\n{stages}"
-    assert ",refine," in stages or slots in (1, 2, 4, 8, 16, 24, 32, 48, 64), stages
+    summary = knee["knee"]["summary"]  # type: ignore[index]
+    assert 0.85 * truth <= got <= truth, f"truth {truth:g}, max_concurrency {got}\n{summary}"
+    grid = (1, 2, 4, 8, 16, 24, 32, 48, 64)
+    assert ",refine," in stages or case in grid, stages
+    if not metrics:
+        assert "the server's own metrics" not in summary, summary

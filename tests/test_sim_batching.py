@@ -151,3 +151,30 @@ def test_bad_params_are_refused(bad: dict) -> None:
 def test_unknown_preset() -> None:
     with pytest.raises(ValueError, match="unknown preset"):
         preset("nope")
+
+
+def test_kv_reservation_admits_only_while_prompt_plus_max_tokens_fit() -> None:
+    """``kv_reserve_max_tokens`` (the kv-bound preset): the KV budget is a hard slot limit."""
+    params = preset("fast", max_num_seqs=64, kv_cache_tokens=1000, max_model_len=500,
+                    kv_reserve_max_tokens=True)  # fmt: skip
+    sched = Scheduler(params)
+    seqs = [Sequence(i, 200, 100, "length", reserve=300) for i in range(5)]
+    sched.add(seqs)
+    first = sched.step()
+    assert first is not None and first.admitted == tuple(seqs[:3])  # 3 × 300 fit, 4 × 300 not
+    assert sched.reserved == 900 and len(sched.waiting) == 2
+    while seqs[0].generated < seqs[0].stop_at:
+        step = sched.step()
+        assert step is not None and step.preempted == ()  # a claim never needs preempting
+    step = sched.step()  # the three finished together: their claims free three places
+    assert step is not None and step.admitted == tuple(seqs[3:])
+
+
+def test_the_kv_bound_preset_is_bound_by_its_kv_budget_between_grid_levels() -> None:
+    from loadknee_locust.sim.saturation import saturation_concurrency
+
+    kv = preset("kv-bound")
+    assert kv.kv_reserve_max_tokens and kv.max_num_seqs > 24
+    assert saturation_concurrency(kv, 128, 64) == 21  # 4096 // (128 + 64), loadknee run's lengths
+    compute = preset("compute-bound")
+    assert saturation_concurrency(compute, 128, 64) > 48  # no hard limit in the default grid

@@ -173,3 +173,12 @@ def test_models_health_and_control_off(sim_server) -> None:
     )
     assert status == 200
     assert content_of({"choices": [{"text": "a"}]}) == "a"
+
+
+def test_no_metrics_hides_the_servers_counters(sim_server) -> None:
+    """``--no-metrics``: /metrics answers 404, as a gateway in front of the engine does."""
+    hidden = sim_server(metrics=False)
+    assert hidden.get_status("/metrics") == 404
+    assert post(hidden.url, "/v1/completions", {"prompt": "x", "max_tokens": 2})[0] == 200
+    shown = sim_server()
+    assert shown.get_status("/metrics") == 200

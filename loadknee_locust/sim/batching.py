@@ -11,7 +11,9 @@ Each :meth:`Scheduler.step` models one iteration of a vLLM-like engine:
    way continue with what is left; then new sequences are admitted.
 3. **Admit** FIFO from the waiting queue while a slot is free (``max_num_seqs``), budget is
    left, and the head's context + 1 fits in the KV budget (its whole context is reserved at
-   admission); the head that does not fit blocks the rest (no skipping). A prompt longer than the
+   admission) — with ``kv_reserve_max_tokens``, its prompt + max_tokens beside the running
+   sequences' (TGI/SGLang-style, so it never needs preempting); the head that does not fit
+   blocks the rest (no skipping). A prompt longer than the
    budget left is prefilled in chunks over several steps.
 4. **Cost**: ``decode_base_ms + decode_per_seq_ms × sequences computed + prefill_ms_per_token ×
    prefilled tokens`` — the step slows as the batch grows, so throughput saturates.
@@ -42,6 +44,7 @@ class Sequence:
     stop_at: int  # completion tokens at which it finishes (EOS or max_tokens)
     finish_reason: FinishReason
     owner: Any = None  # the driver's request object
+    reserve: int = 0  # KV tokens it holds a claim on with kv_reserve_max_tokens (prompt + max)
     index: int = 0  # choice index within its request
     generated: int = 0
     kv_tokens: int = 0  # tokens held in the KV cache; 0 while waiting
@@ -87,6 +90,11 @@ class Scheduler:
     def kv_usage(self) -> float:
         """KV-cache usage, 0–1 (vLLM's ``kv_cache_usage_perc``)."""
         return self.kv_used / self.params.kv_cache_tokens
+
+    @property
+    def reserved(self) -> int:
+        """KV tokens the running sequences claim (prompt + max_tokens each, with reservation)."""
+        return sum(seq.reserve for seq in self.running)
 
     def can_accept(self, n: int) -> bool:
         """Whether ``n`` more sequences may enter: at most ``max_num_seqs + max_waiting`` in all.
@@ -140,6 +148,8 @@ class Scheduler:
             head = self.waiting[0]
             if self.kv_used + len(self.running) + head.context + 1 > p.kv_cache_tokens:
                 break
+            if p.kv_reserve_max_tokens and self.reserved + head.reserve > p.kv_cache_tokens:
+                break  # its prompt + max_tokens would not fit beside the running ones' claims
             self.waiting.popleft()
             head.kv_tokens = head.context
             head.admissions += 1

@@ -203,7 +203,9 @@ class Engine:
             seq_id = self._next_seq_id
             self._next_seq_id += 1
             stop_at, reason = stop_point(self.params, seq_id, spec)
-            seqs.append(Sequence(seq_id, prompt, stop_at, reason, index=index))
+            seq = Sequence(seq_id, prompt, stop_at, reason, index=index)
+            seq.reserve = prompt + spec.max_tokens
+            seqs.append(seq)
         request = Request(spec, seqs, asyncio.get_running_loop().time())
         for seq in seqs:
             seq.owner = request

@@ -28,6 +28,11 @@ class SimParams:
     max_num_seqs: int = _p(8, "running slots of the continuous batch (sequences)")
     kv_cache_tokens: int = _p(16384, "KV-cache budget: prompt + generated tokens of running seqs")
     max_model_len: int = _p(4096, "longest prompt + max_tokens accepted (tokens); longer → 400")
+    kv_reserve_max_tokens: bool = _p(
+        False,
+        "admit a sequence only when prompt + max_tokens of every running one fits the KV budget "
+        "(TGI/SGLang-style reservation: no preemption; the KV budget is a hard slot limit)",
+    )
     max_num_batched_tokens: int = _p(
         2048, "tokens computed per step at most (chunked prefill; decodes count one each)"
     )
@@ -54,6 +59,9 @@ class SimParams:
     oom_crash: bool = _p(False, "crash when dynamic memory passes gpu_total_mib (no prealloc)")
     restart_s: float = _p(2.0, "cold-restart time after a crash (s); 503 meanwhile")
     gpu_name: str = _p("Simulated GPU", "modelName label of the DCGM metrics")
+    metrics: bool = _p(
+        True, "serve GET /metrics; --no-metrics answers 404, like a server or gateway without it"
+    )
     seed: int = _p(0, "seed for EOS positions and generated text (same seed → same run)")
     fault: str = _p("none", "fault to inject (sim/faults.py lists the modes), e.g. http_503")
     fault_share: float = _p(0.0, "share (0-1) of the load's requests that get the fault")
@@ -109,7 +117,11 @@ class SimParams:
 #: long prompts (14336 tokens / (512 + 256) ≈ 18). ``kv-tight``: fast steps but a small KV cache,
 #: so preemption shows past ~8 streams of 128 + 128. ``oom``: dynamic memory that crashes past the
 #: GPU total (7168 KV tokens: 28 streams of 128 + 128 in step, up to ~37 when out of step) and
-#: restarts cold.
+#: restarts cold. ``kv-bound``: no slot limit in range, but a sequence is admitted only when the
+#: prompt + max_tokens of all running ones fit 4096 KV tokens: 21 streams of 128 + 64 (``loadknee
+#: run``'s defaults), between the 16 and 24 levels. ``compute-bound``: no hard limit at all (512
+#: slots, a large KV cache); each step costs 0.3 ms more per running sequence, so latency grows
+#: steadily with the batch: the tail doubles near 32 users while throughput still grows at 64.
 PRESETS: Final[dict[str, SimParams]] = {
     "fast": SimParams(),
     "gpu-like": SimParams(
@@ -137,6 +149,19 @@ PRESETS: Final[dict[str, SimParams]] = {
         activation_mib=512.0,
         kv_mib_per_token=0.5,
         restart_s=3.0,
+    ),
+    "kv-bound": SimParams(
+        max_num_seqs=64,
+        kv_cache_tokens=4096,
+        max_model_len=1024,
+        kv_reserve_max_tokens=True,
+    ),
+    "compute-bound": SimParams(
+        max_num_seqs=512,
+        kv_cache_tokens=262144,
+        max_model_len=4096,
+        max_num_batched_tokens=65536,
+        decode_per_seq_ms=0.3,
     ),
 }
 DEFAULT_PRESET: Final = "fast"

@@ -2,7 +2,8 @@
 
 Routes: ``POST /v1/chat/completions``, ``POST /v1/completions``, ``GET /v1/models``,
 ``GET /health`` (503 while restarting), ``GET /metrics``, ``GET /sim/log[?last=N]``,
-``GET /sim/stats``, and ``POST /sim/crash`` (only with ``allow_control``).
+``GET /sim/stats``, and ``POST /sim/crash`` (only with ``allow_control``). With ``--no-metrics``
+``/metrics`` answers 404, as an API gateway or a server started without metrics does.
 
 Streaming writes each SSE chunk the moment its token exists (one ``write`` per chunk, TCP_NODELAY,
 no compression). A crash ends an open stream without ``data: [DONE]`` (the chunked body is closed
@@ -79,6 +80,8 @@ class SimServer:
         return web.Response(status=200 if self.engine.up else 503)
 
     async def _metrics(self, request: web.Request) -> web.Response:
+        if not self.params.metrics:  # --no-metrics: a server (or gateway) that exports none
+            raise web.HTTPNotFound(text="404: Not Found")
         body = metrics.render(self.registry)
         return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE})
 
