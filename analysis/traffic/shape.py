@@ -97,7 +97,7 @@ class OrderReport:
         lines = ", ".join(map(str, self.unordered_lines))
         more = "" if self.unordered <= len(self.unordered_lines) else ", …"
         text = (
-            f"{self.unordered} records start before the one above them (lines {lines}{more}); "
+            f"{self.unordered} record(s) start before the one above them (lines {lines}{more}); "
             f"put back in time order where they were less than {self.reorder_s:g} s behind the "
             "latest start"
         )
