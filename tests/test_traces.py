@@ -124,3 +124,10 @@ def test_a_unit_override_applies_to_numeric_log_times(tmp_path: Path) -> None:
     path.write_text('{"time": 1000, "input_tokens": 5}\n{"time": 2500, "input_tokens": 5}\n')
     _, records = read_trace(path, unit="ms")
     assert [r.start_s for r in records] == [1.0, 2.5]
+
+
+def test_a_csv_log_without_a_time_column_is_refused_up_front(tmp_path: Path) -> None:
+    path = tmp_path / "prompts.csv"
+    path.write_text("prompt,max_tokens\nhello,5\n")
+    with pytest.raises(ValueError, match="no time column"):
+        read_trace(path)

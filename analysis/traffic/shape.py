@@ -31,9 +31,10 @@ Parameters (:class:`ShapeParams`): ``bin_s`` 1.0 s, ``max_bins`` 2048, ``reorder
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -167,6 +168,8 @@ class _Bins:
 
     def index(self, t: float) -> int:
         i = int((t - self.origin) / self.width)
+        if i < len(self.count):
+            return i
         while i >= self.cap:
             self._merge()
             i = int((t - self.origin) / self.width)
@@ -187,6 +190,12 @@ class _Bins:
 
     def level(self, a: float, b: float, level: int) -> None:
         """``level`` requests in flight from ``a`` to ``b``."""
+        i = int((a - self.origin) / self.width)
+        if i < len(self.area) and b <= self.origin + (i + 1) * self.width:  # within one bin
+            self.area[i] += level * (b - a)
+            if level > self.peak[i]:
+                self.peak[i] = level
+            return
         i, j = self.index(a), self.index(b)
         for k in range(i, j + 1):
             lo = max(a, self.origin + k * self.width)
@@ -197,10 +206,15 @@ class _Bins:
                     self.peak[k] = level
 
 
+def _start(item: tuple[float, int, float | None]) -> float:
+    return item[0]
+
+
 class _Builder:
     def __init__(self, params: ShapeParams) -> None:
         self.p = params
-        self.pending: list[tuple[float, int, float | None]] = []
+        # start order; an in-order record is appended, an unordered one inserted in place
+        self.pending: deque[tuple[float, int, float | None]] = deque()
         self.max_seen = -math.inf
         self.prev_file_start = -math.inf
         self.placed_until = -math.inf
@@ -250,10 +264,17 @@ class _Builder:
             if len(self.left_out) < MAX_LINE_SAMPLES:
                 self.left_out.append(r.line)
             return
-        heapq.heappush(self.pending, (start, r.line, duration))
-        self.max_seen = max(self.max_seen, start)
-        while self.pending and self.pending[0][0] <= self.max_seen - self.p.reorder_s:
-            self._place(*heapq.heappop(self.pending))
+        pending = self.pending
+        if start >= self.max_seen:
+            pending.append((start, r.line, duration))
+            self.max_seen = start
+        else:
+            pending.insert(
+                bisect.bisect_right(pending, start, key=_start), (start, r.line, duration)
+            )
+        horizon = self.max_seen - self.p.reorder_s
+        while pending and pending[0][0] <= horizon:
+            self._place(*pending.popleft())
 
     def _advance(self, t: float) -> None:
         if t > self.now:
@@ -300,7 +321,7 @@ class _Builder:
 
     def finish(self) -> TrafficShape:
         while self.pending:
-            self._place(*heapq.heappop(self.pending))
+            self._place(*self.pending.popleft())
         while self.ends:
             self._advance(heapq.heappop(self.ends))
             self.level -= 1

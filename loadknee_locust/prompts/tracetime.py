@@ -47,7 +47,10 @@ def iso_seconds(text: str, tz: tzinfo | None = None) -> float:
     text = text.strip()
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
-    text = _LONG_FRACTION.sub(r"\1", text, count=1)
+    if len(text) == 27 and text[19] == "." and text[20:].isdigit():  # Azure: 7 digits, no zone
+        text = text[:26]
+    elif len(text) > 26:  # room for more than 6 fractional digits
+        text = _LONG_FRACTION.sub(r"\1", text, count=1)
     try:
         stamp = datetime.fromisoformat(text)
     except ValueError:
