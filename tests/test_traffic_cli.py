@@ -123,3 +123,23 @@ def test_an_unreadable_log_is_an_error_not_a_traceback(
 ) -> None:
     assert cli.main([str(tmp_path / "missing.jsonl"), "--out", str(tmp_path)]) == 2
     assert "loadknee trace:" in capsys.readouterr().err
+
+
+def test_a_run_tested_below_the_peak_cannot_tell_the_headroom(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = saturating_run(tmp_path / "run", levels=(1, 2))
+    log = _log(tmp_path / "prod.jsonl", [(0.0, 2.0), (0.5, 2.0), (1.0, 2.0)])
+    rc, out = _trace(tmp_path, str(log), "--against", str(run), "--no-plot", capsys=capsys)
+    assert rc == 0
+    assert "no knee up to 2: it allows at least 2, below the peak: cannot tell" in out
+    assert "first past it" not in out
+
+
+def test_a_peak_past_the_knee_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = saturating_run(tmp_path / "run")
+    log = _log(tmp_path / "prod.jsonl", [(0.1 * k, 2.0) for k in range(12)])
+    rc, out = _trace(tmp_path, str(log), "--against", str(run), "--no-plot", capsys=capsys)
+    assert rc == 0
+    assert "the knee allows 8: the peak is already past it (0.67×)" in out
+    assert "first past it at 2026-01-05 09:00:00" in out

@@ -117,13 +117,23 @@ def headroom(
         f"production peaks at {peak} in flight (P95 {dist.p95:g}); {capacity.text}: "
         f"{at_least}{_x(ratio)} headroom"
     )
-    breaking = next((s for s in sorted(scales) if peak * s > allowed), None)
+    breaking = None if lower else next((s for s in sorted(scales) if peak * s > allowed), None)
     breaks_at = None
     if breaking is not None and shape.inflight_max and shape.first_start_s is not None:
         k = next(i for i, m in enumerate(shape.inflight_max) if m * breaking > allowed)
         breaks_at = shape.first_start_s + k * shape.bin_s
-    if lower:
+    if lower and peak > allowed:
+        text = (
+            f"production peaks at {peak} in flight (P95 {dist.p95:g}); {capacity.text}, below "
+            f"the peak: cannot tell the headroom; sweep past {peak} users"
+        )
+    elif lower:
         text += " (the run found no knee, so the deployment may take more)"
+    elif peak > allowed:
+        text = (
+            f"production peaks at {peak} in flight (P95 {dist.p95:g}); {capacity.text}: the "
+            f"peak is already past it ({_x(ratio)})"
+        )
     elif breaking is not None:
         text += f"; traffic ×{breaking:g} is the first step past it"
     return Headroom(peak, dist.p95, allowed, lower, ratio, p95_ratio, breaking, breaks_at, text)
