@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
+from loadknee_locust.prompts.logindex import index_log, read_entry
 from loadknee_locust.prompts.traces import TraceRecord, read_trace
 from loadknee_locust.prompts.tracetime import time_seconds
 
@@ -131,3 +133,34 @@ def test_a_csv_log_without_a_time_column_is_refused_up_front(tmp_path: Path) -> 
     path.write_text("prompt,max_tokens\nhello,5\n")
     with pytest.raises(ValueError, match="no time column"):
         read_trace(path)
+
+
+def test_a_gzipped_trace_reads_as_the_plain_one(tmp_path: Path) -> None:
+    for name in ("azure.csv", "mooncake.jsonl"):
+        packed = tmp_path / f"{name}.gz"
+        packed.write_bytes(gzip.compress((DATA / name).read_bytes()))
+        read, records = read_trace(packed, tz=UTC)
+        plain_read, plain = read_trace(DATA / name, tz=UTC)
+        assert list(records) == list(plain)
+        assert read.format == plain_read.format and read.bad_samples == plain_read.bad_samples
+
+
+# (fixture, lengths replayed, bad lines): the public traces replay their lengths too
+LENGTH_CASES = [
+    ("mooncake.jsonl", [(6955, 52), (6472, 26), (512, 12), (1024, 300), (8000, 12)], []),
+    ("azure.csv", [(374, 44), (396, 109), (879, 1), (100, 10), (2048, 256)], [6]),
+    ("burstgpt.csv", [(472, 18), (417, 276), (300, 30), (3006, 118)], [3]),  # 3: failed, 0 out
+]
+
+
+@pytest.mark.parametrize(("name", "lengths", "bad_lines"), LENGTH_CASES)
+def test_public_traces_are_length_logs_for_replay(
+    name: str, lengths: list[tuple[int, int]], bad_lines: list[int]
+) -> None:
+    index = index_log(DATA / name)
+    with open(index.path, "rb") as f:
+        got = [read_entry(f, index, i) for i in range(index.valid)]
+    assert [(e.kind, e.input_tokens, e.output_tokens) for e in got] == [
+        ("lengths", n_in, n_out) for n_in, n_out in lengths
+    ]
+    assert [line for line, _ in index.bad_samples] == bad_lines

@@ -1,8 +1,8 @@
 """Read when each logged request started (and ended) and its lengths, from a log or a public trace.
 
-One streaming pass, one :class:`TraceRecord` (a small tuple) per usable line, in file order; no
-text is kept (a prompt's text is never read into a record). The formats (``fmt``; ``auto`` tells
-them by the file's first record or header):
+One streaming pass (a ``.gz`` file is read as it is decompressed), one :class:`TraceRecord` (a
+small tuple) per usable line, in file order; no text is kept (a prompt's text is never read into
+a record). The formats (``fmt``; ``auto`` tells them by the file's first record or header):
 
 * ``log``: the prompt logs ``--llm-prompt-log`` reads (JSON Lines, or CSV with a header) with a
   time field: the first present of :data:`START_FIELDS` is the start; the end from
@@ -26,6 +26,7 @@ time is unreadable is left out; one whose length or end is unreadable keeps its 
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -298,7 +299,14 @@ def _jsonl_format(f: IO[str]) -> str:
 
 
 def is_csv(path: str) -> bool:
-    return path.lower().endswith(".csv")
+    name = path.lower()
+    return name.removesuffix(".gz").endswith(".csv")
+
+
+def _open(path: str) -> IO[str]:
+    if path.lower().endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="")
+    return open(path, encoding="utf-8", errors="replace", newline="")
 
 
 def read_trace(
@@ -316,7 +324,7 @@ def read_trace(
     path = os.fspath(path)
     read = TraceRead(path=path)
     opts = _Reading(unit, tz)
-    f = open(path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115 - closed below
+    f = _open(path)  # closed when the records are exhausted, or below
     try:
         if is_csv(path):
             first = next(csv.reader([f.readline()]), [])
