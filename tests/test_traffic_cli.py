@@ -143,3 +143,25 @@ def test_a_peak_past_the_knee_says_so(tmp_path: Path, capsys: pytest.CaptureFixt
     assert rc == 0
     assert "the knee allows 8: the peak is already past it (0.67×)" in out
     assert "first past it at 2026-01-05 09:00:00" in out
+
+
+@pytest.mark.parametrize(
+    ("slo", "allowed", "says"),
+    [
+        ("e2e_p95_ms=500", 8, "allow 8: 1.6× headroom"),  # 400 ms up to 8 users, 800 ms at 16
+        ("e2e_p95_ms=1000", 8, "allow 16, the knee 8: the knee binds: 1.6× headroom"),
+        ("e2e_p95_ms=300", None, "cannot tell: no tested level met the SLOs"),
+    ],
+)
+def test_slo_capacity_is_what_the_run_allows_unless_the_knee_comes_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], slo: str, allowed: int | None, says: str
+) -> None:
+    run = saturating_run(tmp_path / "run")
+    log = _log(tmp_path / "prod.jsonl", [(0.1 * k, 2.0) for k in range(5)])  # peak 5
+    rc, out = _trace(
+        tmp_path, str(log), "--against", str(run), "--slo", slo, "--no-plot", capsys=capsys
+    )
+    assert rc == 0
+    data = json.loads((tmp_path / "out" / "prod.jsonl.trace.json").read_text())
+    assert data["capacity"]["users"] == allowed
+    assert says in out

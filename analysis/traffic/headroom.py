@@ -1,7 +1,8 @@
 """Headroom: how far a log's in-flight peak is from what a run says the deployment allows.
 
 1. **What the run allows** (:func:`run_capacity`): with SLOs (given, or those the sweep ran
-   with) their capacity, the highest concurrency meeting every SLO; otherwise the knee's
+   with) their capacity, the highest concurrency meeting every SLO, unless the knee comes first
+   (past it throughput is flat, whatever the SLOs allow); otherwise the knee's
    ``max_concurrency``, the users of the stage before the knee. A run with no knee allows at
    least its highest tested level: the headroom is then a lower bound ("≥").
 2. **Headroom** (:func:`headroom`): allowed ÷ the log's peak in flight (and ÷ its P95).
@@ -78,9 +79,12 @@ def run_capacity(analysis: Analysis) -> Capacity:
     if slo is not None:
         if slo.capacity is None:
             return Capacity(None, "slo", "no tested level met the SLOs", run_id, latency)
-        return Capacity(
-            slo.capacity, "slo", f"the SLOs ({slo.limits}) allow {slo.capacity}", run_id, latency
-        )
+        text = f"the SLOs ({slo.limits}) allow {slo.capacity}"
+        before_knee = knee.max_concurrency if knee.knee_users is not None else None
+        if before_knee is not None and before_knee < slo.capacity:
+            text += f", the knee {before_knee}: the knee binds"
+            return Capacity(before_knee, "knee", text, run_id, latency)
+        return Capacity(slo.capacity, "slo", text, run_id, latency)
     if knee.knee_users is not None:
         if knee.max_concurrency is None:
             text = f"the knee is at the lowest tested level ({knee.knee_users})"
