@@ -165,3 +165,23 @@ def test_slo_capacity_is_what_the_run_allows_unless_the_knee_comes_first(
     data = json.loads((tmp_path / "out" / "prod.jsonl.trace.json").read_text())
     assert data["capacity"]["users"] == allowed
     assert says in out
+
+
+def test_a_log_with_no_readable_time_exits_1_and_names_its_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('junk SECRET-TEXT\n{"prompt": "SECRET-TEXT"}\n')
+    rc, out = _trace(tmp_path, str(path), "--no-plot", capsys=capsys)
+    assert rc == 1
+    assert "line 1: not valid JSON" in out and "line 2: no time field" in out
+    assert "no request with a readable time" in out and "SECRET-TEXT" not in out
+
+
+def test_a_byte_order_mark_does_not_cost_the_first_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_text('\ufeff{"timestamp": 1, "input_length": 5, "output_length": 2}\n', "utf-8")
+    rc, out = _trace(tmp_path, str(path), "--no-plot", capsys=capsys)
+    assert rc == 0 and "(mooncake): 1 of 1 used" in out

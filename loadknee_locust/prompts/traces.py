@@ -206,6 +206,8 @@ def _jsonl(f: IO[str], row: _JsonRow, opts: _Reading, read: TraceRead) -> Iterat
         if not raw.strip():
             continue
         read.records += 1
+        if line_no == 1:
+            raw = raw.lstrip("\ufeff")  # a byte-order mark some editors write
         try:
             obj = json.loads(raw)
         except ValueError:
@@ -290,7 +292,7 @@ def _jsonl_format(f: IO[str]) -> str:
     for raw in f:
         if raw.strip():
             try:
-                obj = json.loads(raw)
+                obj = json.loads(raw.lstrip("\ufeff"))
             except ValueError:
                 return "log"
             is_mooncake = isinstance(obj, dict) and "input_length" in obj and "timestamp" in obj
