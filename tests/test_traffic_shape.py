@@ -104,3 +104,13 @@ def test_a_tally_gives_exact_percentiles() -> None:
     got = dist({1: 50, 2: 45, 10: 5})
     assert got is not None and (got.p50, got.p95, got.max, got.count) == (1, 2, 10, 100)
     assert dist({}) is None
+
+
+@pytest.mark.parametrize("max_bins", [2, 4, 5, 64])
+def test_no_in_flight_time_is_lost_when_a_long_request_makes_the_bins_merge(max_bins: int) -> None:
+    records = [TraceRecord(1, 0.0, 20.0, 1, 1), TraceRecord(2, 3.0, 0.6, 1, 1),
+               TraceRecord(3, 3.2, 7.0, 1, 1)]  # fmt: skip
+    shape = traffic_shape(records, ShapeParams(bin_s=1.0, max_bins=max_bins))
+    assert shape.inflight_mean is not None and len(shape.arrivals) <= max_bins
+    assert sum(shape.inflight_mean) * shape.bin_s == pytest.approx(20.0 + 0.6 + 7.0)
+    assert max(shape.inflight_max or ()) == 3 and sum(shape.arrivals) == 3

@@ -196,7 +196,8 @@ class _Bins:
             if level > self.peak[i]:
                 self.peak[i] = level
             return
-        i, j = self.index(a), self.index(b)
+        j = self.index(b)  # first: it may merge the bins, which moves a's index
+        i = self.index(a)
         for k in range(i, j + 1):
             lo = max(a, self.origin + k * self.width)
             hi = min(b, self.origin + (k + 1) * self.width)
