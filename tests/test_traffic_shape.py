@@ -97,6 +97,7 @@ def test_unordered_records_are_put_back_or_left_out_and_named() -> None:
     assert shape.input_tokens is not None and shape.input_tokens.count == 6  # lengths kept
     text = shape.order.text()
     assert "lines 3, 5" in text and "(lines 5)" in text
+    assert shape.order.ahead_line == 4 and "line 4's" in text  # 100 s: the latest start then
     assert traffic_shape(records[:2]).order.text() == ""
 
 
@@ -114,3 +115,12 @@ def test_no_in_flight_time_is_lost_when_a_long_request_makes_the_bins_merge(max_
     assert shape.inflight_mean is not None and len(shape.arrivals) <= max_bins
     assert sum(shape.inflight_mean) * shape.bin_s == pytest.approx(20.0 + 0.6 + 7.0)
     assert max(shape.inflight_max or ()) == 3 and sum(shape.arrivals) == 3
+
+
+def test_one_wrong_future_time_does_not_push_the_rest_out() -> None:
+    starts = [0.0, 1.0, 86_400.0 * 365, 2.0, 3.0, 4.0]  # line 3: a year ahead
+    records = [TraceRecord(i + 1, s, 0.5, 1, 1) for i, s in enumerate(starts)]
+    shape = traffic_shape(records)
+    assert shape.requests == 6 and shape.order.left_out == 0  # later lines still placed
+    assert shape.order.unordered_lines == (4,)  # the line after the jump is named
+    assert shape.span_s > 86_400 * 364  # and the span shows the wrong time

@@ -90,6 +90,7 @@ class OrderReport:
     left_out: int = 0
     left_out_lines: tuple[int, ...] = ()
     reorder_s: float = 0.0
+    ahead_line: int | None = None  # the latest start when the first record was left out
 
     def text(self) -> str:
         """One message, "" when every record was in order."""
@@ -109,6 +110,8 @@ class OrderReport:
                 f"; {self.left_out} further behind (lines {shown}{more}), earlier than starts "
                 "already placed, are left out of the time curves, their lengths kept"
             )
+            if self.ahead_line is not None:
+                text += f" (the latest start then was line {self.ahead_line}'s: is its time right?)"
         return text
 
 
@@ -217,6 +220,8 @@ class _Builder:
         # start order; an in-order record is appended, an unordered one inserted in place
         self.pending: deque[tuple[float, int, float | None]] = deque()
         self.max_seen = -math.inf
+        self.max_line = 0
+        self.ahead_line: int | None = None
         self.prev_file_start = -math.inf
         self.placed_until = -math.inf
         self.unordered: list[int] = []
@@ -261,6 +266,8 @@ class _Builder:
                 self.unordered.append(r.line)
         self.prev_file_start = start
         if start < self.placed_until:
+            if not self.n_left_out:
+                self.ahead_line = self.max_line
             self.n_left_out += 1
             if len(self.left_out) < MAX_LINE_SAMPLES:
                 self.left_out.append(r.line)
@@ -268,7 +275,7 @@ class _Builder:
         pending = self.pending
         if start >= self.max_seen:
             pending.append((start, r.line, duration))
-            self.max_seen = start
+            self.max_seen, self.max_line = start, r.line
         else:
             pending.insert(
                 bisect.bisect_right(pending, start, key=_start), (start, r.line, duration)
@@ -329,7 +336,7 @@ class _Builder:
         bins = self.bins
         order = OrderReport(
             self.n_unordered, tuple(self.unordered), self.n_left_out, tuple(self.left_out),
-            self.p.reorder_s,
+            self.p.reorder_s, self.ahead_line,
         )  # fmt: skip
         with_duration = self.n - self.no_duration
         has_curve = with_duration > 0
