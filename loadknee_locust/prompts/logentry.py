@@ -75,9 +75,9 @@ def entry_from_mapping(obj: Any, fmt: LogFormat = "auto") -> LogEntry:
     if isinstance(obj.get("body"), Mapping):
         obj = obj["body"]
     if "input_tokens" not in obj:
-        for n_in, n_out in LENGTH_ALIASES:
-            if n_in in obj:
-                obj = {"input_tokens": obj[n_in], "output_tokens": obj.get(n_out)}
+        for in_name, out_name in LENGTH_ALIASES:
+            if in_name in obj:
+                obj = {"input_tokens": obj[in_name], "output_tokens": obj.get(out_name)}
                 break
     cap = _count(obj.get("max_tokens"), "max_tokens")
     if cap is None:
