@@ -26,6 +26,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "analysis.importers.cli",
         "turn vLLM bench / GuideLLM / AIPerf results into a run directory",
     ),
+    "trace": (
+        "analysis.traffic.cli",
+        "a log's or public trace's traffic: arrivals, in flight, burstiness, headroom to a knee",
+    ),
     "demo": ("loadknee_locust.commands.demo", "simulator → short sweep → analysis, end to end"),
     "init": ("loadknee_locust.commands.init", "write a starter locustfile.py and locust.conf"),
 }

@@ -7,7 +7,10 @@ Accepted shapes (``--llm-log-format`` restricts them; ``auto`` takes any):
   is a cap (the reply may stop earlier, as it did in production);
 * ``text``: ``prompt`` or ``text`` with optional ``max_tokens`` (a cap) or ``output_tokens`` (the
   length the reply really had: then it is pinned);
-* ``lengths``: ``input_tokens`` and ``output_tokens`` only; the prompt is synthesised.
+* ``lengths``: ``input_tokens`` and ``output_tokens`` only; the prompt is synthesised. The
+  public traces' length fields count as these: Mooncake's ``input_length`` / ``output_length``,
+  the Azure trace's ``ContextTokens`` / ``GeneratedTokens``, BurstGPT's ``Request tokens`` /
+  ``Response tokens`` (a failed BurstGPT request, 0 response tokens, is a bad record).
 
 Errors are ``ValueError`` with a reason that never quotes the record (it may hold prompt text).
 """
@@ -41,6 +44,14 @@ class LogEntry:
     max_tokens: int | None = None  # a cap only
 
 
+#: (input, output) length fields of public traces, read as ``input_tokens`` / ``output_tokens``
+LENGTH_ALIASES: tuple[tuple[str, str], ...] = (
+    ("input_length", "output_length"),  # Mooncake
+    ("ContextTokens", "GeneratedTokens"),  # Azure LLM inference trace
+    ("Request tokens", "Response tokens"),  # BurstGPT
+)
+
+
 def _count(value: Any, name: str) -> int | None:
     """A token count from JSON (int) or CSV (string); empty → None; else a clear error."""
     if value is None or value == "":
@@ -63,6 +74,11 @@ def entry_from_mapping(obj: Any, fmt: LogFormat = "auto") -> LogEntry:
         raise ValueError("not a JSON object")
     if isinstance(obj.get("body"), Mapping):
         obj = obj["body"]
+    if "input_tokens" not in obj:
+        for in_name, out_name in LENGTH_ALIASES:
+            if in_name in obj:
+                obj = {"input_tokens": obj[in_name], "output_tokens": obj.get(out_name)}
+                break
     cap = _count(obj.get("max_tokens"), "max_tokens")
     if cap is None:
         cap = _count(obj.get("max_completion_tokens"), "max_completion_tokens")
