@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.cluster.autoscale import GATEWAY_METRIC, _num
-from analysis.cluster.engines import Engine, detect_engine, served_model
+from analysis.cluster.engines import detect_engine, served_model
 from analysis.cluster.stages import StageGauges, anchors, stage_gauges
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.numeric import counted
@@ -92,11 +92,12 @@ def load_rules(analysis: Analysis, params: AlertParams) -> tuple[list[Rule], lis
     after = _neighbour(steps, wm, 1) if wm else None
     if wm is not None and after is not None and value(after) > value(wm):
         limit = (value(wm) + value(after)) / 2
+        gauge = _per_replica(running, selector if server else "", params.window)
         rules.append(
             Rule(
                 "LLMServerPastWatermark",
                 "warning",
-                f"{_per_replica(running, selector if server else '', params.window)} > {_num(limit)}",
+                f"{gauge} > {_num(limit)}",
                 f"{where}running requests per replica above the production watermark",
                 f"at the watermark stage, {counted(wm.users, 'user')}, {value(wm):.1f} ran on "
                 f"average; at the next stage, {counted(after.users, 'user')}, {value(after):.1f}: "

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from analysis.cluster import alerts, autoscale, energy, llmd, profile
+from analysis.cluster.stages import records
 from analysis.pipeline import Analysis
 
 LLMD_DIR: Final = "llm-d"
@@ -27,7 +28,7 @@ LLMD_DIR: Final = "llm-d"
 class Emitter:
     file: str
     title: str
-    render: Callable[[Analysis, "ClusterParams"], str]
+    render: Callable[[Analysis, ClusterParams], str]
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ def html_section(analysis: Analysis, files: Iterable[str]) -> str:
             rows = "".join(
                 f"<tr><td>{int(r.users)}</td><td>{_fmt(r.power_mean_w, 1)}</td>"
                 f"<td>{_fmt(r.output_tok_s, 1)}</td><td>{_fmt(r.output_tokens_per_j, 3)}</td></tr>"
-                for r in e.stages.itertuples(index=False)
+                for r in records(e.stages)
             )
             per_kw = (
                 ""

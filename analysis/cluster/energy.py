@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from analysis.cluster.stages import records
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.inputs.server_metrics import gpu_from_dcgm
 from analysis.pipeline import Analysis
@@ -63,7 +64,7 @@ def energy(analysis: Analysis) -> Energy:
     samples, source = power_samples(analysis)
     windows = stage_windows(analysis.run, measured_requests(analysis.run))
     rows = []
-    for row in analysis.summary.itertuples(index=False):
+    for row in records(analysis.summary):
         stage = int(row.stage)
         mean_w, count = math.nan, 0
         if not samples.empty and stage in windows.index:
@@ -73,7 +74,7 @@ def energy(analysis: Analysis) -> Energy:
             count = len(inside)
             if count:
                 mean_w = float(inside.mean())
-        tok_s = float(row.output_tok_s) if row.output_tok_s == row.output_tok_s else math.nan
+        tok_s = float(row.output_tok_s)
         per_j = tok_s / mean_w if mean_w and not math.isnan(mean_w) and mean_w > 0 else math.nan
         rows.append(
             {
@@ -119,7 +120,7 @@ def energy_yaml(analysis: Analysis) -> str:
                 "output_tokens_per_j": _r(r.output_tokens_per_j, 4),
                 "samples": int(r.samples),
             }
-            for r in e.stages.itertuples(index=False)
+            for r in records(e.stages)
         ],
         "knee_users_per_kw": Commented(
             None if e.knee_users_per_kw is None else round(e.knee_users_per_kw, 2),

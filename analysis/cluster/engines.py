@@ -1,13 +1,11 @@
 """The serving engines by their Prometheus names: which engine a run measured, and its gauges.
 
-=========  ==============================  ==============================  ==========================
-engine     waiting requests                running requests                KV-cache use (0–1)
-=========  ==============================  ==============================  ==========================
-vLLM       ``vllm:num_requests_waiting``   ``vllm:num_requests_running``   ``vllm:kv_cache_usage_perc``
-SGLang     ``sglang:num_queue_reqs``       ``sglang:num_running_reqs``     ``sglang:token_usage``
-TGI        ``tgi_queue_size``              ``tgi_batch_current_size``      — (none exported)
-llama.cpp  ``llamacpp:requests_deferred``  ``llamacpp:requests_processing``  — (none exported)
-=========  ==============================  ==============================  ==========================
+* **vLLM** — waiting ``vllm:num_requests_waiting``, running ``vllm:num_requests_running``,
+  KV-cache use ``vllm:kv_cache_usage_perc`` (0–1; ``vllm:gpu_cache_usage_perc`` before 0.10);
+* **SGLang** — ``sglang:num_queue_reqs``, ``sglang:num_running_reqs``, ``sglang:token_usage``;
+* **TGI** — ``tgi_queue_size``, ``tgi_batch_current_size``; no KV-cache gauge;
+* **llama.cpp** — ``llamacpp:requests_deferred``, ``llamacpp:requests_processing``; no KV-cache
+  gauge.
 
 The request-latency histograms (seconds) that the alert rules compare with the baseline:
 vLLM ``vllm:e2e_request_latency_seconds``, SGLang ``sglang:e2e_request_latency_seconds``, TGI

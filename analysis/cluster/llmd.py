@@ -147,8 +147,8 @@ def stage_report(analysis: Analysis, stage: int) -> dict[str, Any]:
     rows = measured[measured["stage"] == stage]
     ok = rows[rows["cls"] == "ok"]
     windows = stage_windows(analysis.run, measured)
-    start = float(windows.loc[stage, "window_start"]) if stage in windows.index else None
-    end = float(windows.loc[stage, "window_end"]) if stage in windows.index else None
+    start = _num(windows.loc[stage, "window_start"]) if stage in windows.index else None
+    end = _num(windows.loc[stage, "window_end"]) if stage in windows.index else None
 
     def col(name: str) -> np.ndarray:
         return pd.to_numeric(ok[name], errors="coerce").to_numpy(dtype=float)
@@ -170,7 +170,7 @@ def stage_report(analysis: Analysis, stage: int) -> dict[str, Any]:
         if _num(row[c]) is not None
     }
     run_id = analysis.run_id
-    users = int(row["target_users"])
+    users = int(_num(row["target_users"]) or 0)
     kind = str(row["kind"])
     engine = detect_engine(analysis.run.server_metrics)
     config = json.dumps({"run": run_id, "stage": stage, "users": users}, sort_keys=True)
@@ -212,8 +212,8 @@ def stage_report(analysis: Analysis, stage: int) -> dict[str, Any]:
             }
         ]
     requests = {
-        "total": int(row["requests"]),
-        "failures": int(row["errors"]),
+        "total": int(_num(row["requests"]) or 0),
+        "failures": int(_num(row["errors"]) or 0),
         "input_length": _stats(col("prompt_tokens"), "count"),
         "output_length": _stats(col("completion_tokens"), "count"),
     }

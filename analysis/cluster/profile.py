@@ -1,13 +1,14 @@
-"""The latency profile a queueing-model autoscaler reads: ITL = α + β × running batch, TTFT vs prompt.
+"""The latency profile an autoscaler's queueing model reads: ITL = α + β × batch, TTFT vs prompt.
 
 **Decode** (one point per judged stage with ok streamed requests): ``x`` the running batch — the
 server's mean ``requests_running`` over the measured window, or without server metrics the
 stage's users capped at the slots the server showed (``KneeResult.server_slots``), else its
-users — and ``y`` the stage's median inter-token latency (``itl_p50_ms``: the median is one
-engine step; the mean would carry the steps that also prefilled a newcomer). Ordinary least
-squares; 95 % intervals on α and β from Student's t with n − 2 degrees of freedom; the residual
-of every stage is written beside it. With fewer than three stages, or no spread in the batch,
-nothing is fitted and the file says why.
+users, for the stages below the knee only (past it the batch is unknown) — and ``y`` the
+stage's median inter-token latency (``itl_p50_ms``: the median is one engine step; the mean
+would carry the steps that also prefilled a newcomer). Ordinary least squares; 95 % intervals
+on α and β from Student's t with n − 2 degrees of freedom; the residual of every stage is
+written beside it. With fewer than three stages, or no spread in the batch, nothing is fitted
+and the file says why.
 
 **Prefill** (per request, ok streamed requests of the stages before the knee, where requests do
 not wait for a slot): TTFT = γ + δ × prompt tokens, the same way. Fixed-length prompts give no
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.cluster.stages import stage_gauges
+from analysis.cluster.stages import records, stage_gauges
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.pipeline import Analysis
 from analysis.summary import measured_requests
@@ -71,6 +72,8 @@ def fit_line(x: np.ndarray, y: np.ndarray, *, min_points: int = 3) -> LineFit:
     sse = float((residuals**2).sum())
     sst = float(((y - y.mean()) ** 2).sum())
     r2 = 1.0 - sse / sst if sst > 0 else 1.0
+    slope_ci: tuple[float, float] | None
+    int_ci: tuple[float, float] | None
     if n > 2:
         s2 = sse / (n - 2)
         t = t975(n - 2)
@@ -103,13 +106,18 @@ def decode_points(analysis: Analysis) -> tuple[pd.DataFrame, str]:
     slots = analysis.knee.server_slots
     rows = []
     server = any(not math.isnan(g.running_mean) for g in gauges.values())
+    knee_users = analysis.knee.knee_users or analysis.knee.red_line_users
     for stage, g in sorted(gauges.items()):
         if stage not in judged or math.isnan(g.itl_p50_ms):
             continue
         if server:
             batch = g.running_mean
+        elif slots:
+            batch = float(min(g.users, slots))
+        elif knee_users is None or g.users < knee_users:
+            batch = float(g.users)  # below the knee every user's request runs
         else:
-            batch = float(min(g.users, slots) if slots else g.users)
+            continue  # past the knee, without the server's gauge: the batch is unknown
         rows.append({"stage": stage, "users": g.users, "batch": batch, "itl_p50_ms": g.itl_p50_ms})
     source = (
         "server running gauge"
@@ -186,7 +194,7 @@ def profile_yaml(analysis: Analysis) -> str:
                 "itl_p50_ms": _r(float(row.itl_p50_ms), 3),
                 "residual_ms": _r(float(getattr(row, "residual_ms", math.nan)), 3),
             }
-            for row in prof.decode_points.itertuples(index=False)
+            for row in records(prof.decode_points)
         ],
     }
     if d.why:

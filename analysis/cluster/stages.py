@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
 
 import pandas as pd
 
@@ -49,6 +51,11 @@ class Anchors:
     max_concurrency: int | None
 
 
+def records(frame: pd.DataFrame) -> list[Any]:
+    """The rows of ``frame`` as objects with one attribute per column (values untyped)."""
+    return [SimpleNamespace(**{str(k): v for k, v in r.items()}) for r in frame.to_dict("records")]
+
+
 def _float(value: object) -> float:
     try:
         number = float(value)  # type: ignore[arg-type]
@@ -62,7 +69,7 @@ def stage_gauges(analysis: Analysis) -> dict[int, StageGauges]:
     windows = stage_windows(analysis.run, measured_requests(analysis.run))
     timeline = analysis.server_timeline
     out: dict[int, StageGauges] = {}
-    for row in analysis.summary.itertuples(index=False):
+    for row in records(analysis.summary):
         stage = int(row.stage)
         gauges = {"waiting": math.nan, "running": math.nan, "kv": math.nan, "kv_peak": math.nan}
         if timeline is not None and stage in windows.index:
