@@ -128,7 +128,9 @@ def _iso(stamp: float | None) -> str | None:
 
 
 def _duration(seconds: float | None) -> str | None:
-    return None if seconds is None or math.isnan(seconds) else f"PT{seconds:.3f}S"
+    if seconds is None or math.isnan(seconds):
+        return None
+    return "PT" + f"{seconds:.9f}".rstrip("0").rstrip(".") + "S"
 
 
 def _drop_none(node: Any) -> Any:
