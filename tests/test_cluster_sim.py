@@ -132,7 +132,7 @@ def test_without_server_metrics_the_gateway_must_export_the_client_figure(runs) 
     kubernetes_validate.validate(yaml.safe_load(autoscale.hpa(a)), "1.30", strict=True)
     (trigger,) = keda["spec"]["triggers"]
     assert trigger["metadata"]["query"] == f"sum({autoscale.GATEWAY_METRIC})"
-    high = a.recommendations.get("production_watermark")[1]
+    high = anchors(a).watermark_range[1]
     assert float(trigger["metadata"]["threshold"]) == high
     comments = " ".join(line.strip().lstrip("#").strip() for line in text.splitlines())
     assert "the gateway (or a sidecar) must export" in comments

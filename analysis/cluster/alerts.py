@@ -212,6 +212,9 @@ def rules_yaml(analysis: Analysis, params: AlertParams | None = None) -> str:
         "watermark, critical at the knee; each rule's threshold comes from the measured stages.",
         *(f"Left out: {m}." for m in missing + missing_latency),
     ]
+    basis = anchors(analysis).watermark_basis
+    if basis != "production_watermark":
+        header.append(f"Watermark: {basis}.")
     if analysis.recommendations.provisional:
         header.append("PROVISIONAL: " + analysis.recommendations.provisional)
     doc = {"groups": [{"name": f"loadknee-{analysis.run_id}", "rules": rules}]}

@@ -181,6 +181,8 @@ def _header(analysis: Analysis, engine: Engine | None, marks: Anchors, what: str
     ]
     if engine is not None:
         lines.append(f"Engine: {engine.label} (metric names as it exports them).")
+    if marks.watermark_basis != "production_watermark":
+        lines.append(f"Watermark: {marks.watermark_basis}.")
     if marks.knee is None:
         lines.append(
             "No knee or red line within the tested range: the knee-side evidence is missing; "

@@ -1,8 +1,10 @@
 """The two stages a cluster file is built from — the watermark's and the knee's — and their gauges.
 
-* **watermark stage**: the highest trusted step stage at or below the production watermark's
-  high end (``production_watermark`` of the recommendations, 70–80 % of the base capacity); the
-  lowest step stage when every one lies above it;
+* **watermark stage**: the highest trusted step stage below the knee and at or below the
+  production watermark's high end (``production_watermark`` of the recommendations, 70–80 % of
+  the base capacity); without a base capacity (memory above 85 % everywhere, say), 80 % of
+  ``max_concurrency`` stands in, and :attr:`Anchors.watermark_basis` says so; the lowest step
+  stage when every one lies above it;
 * **knee stage**: the knee's stage; else the red line's; else none (the tested range never
   saturated, and each file says so).
 
@@ -49,6 +51,7 @@ class Anchors:
     watermark_range: tuple[int, int] | None  # the recommended users range, e.g. (5, 6)
     baseline_e2e_p95_ms: float | None
     max_concurrency: int | None
+    watermark_basis: str = "production_watermark"  # or what stood in for it
 
 
 def records(frame: pd.DataFrame) -> list[Any]:
@@ -112,17 +115,23 @@ def anchors(analysis: Analysis) -> Anchors:
         if isinstance(watermark, list | tuple) and len(watermark) == 2
         else None
     )
+    basis = "production_watermark"
+    if band is None and knee.max_concurrency:
+        high = max(1, int(knee.max_concurrency * 0.8))
+        band = (max(1, int(knee.max_concurrency * 0.7)), high)
+        basis = f"no base capacity: 70-80 % of max_concurrency {knee.max_concurrency} stands in"
     knee_stage, kind = knee.knee_stage, "knee"
     if knee_stage is None:
         knee_stage, kind = knee.red_line_stage, "red line"
     if knee_stage is None:
         kind = ""
+    knee_users = next((v.target_users for v in steps if v.stage == knee_stage), None)
     below = [
         v
         for v in steps
         if v.trusted
         and (band is None or v.target_users <= band[1])
-        and (knee_stage is None or v.stage != knee_stage)
+        and (knee_users is None or v.target_users < knee_users)
     ]
     mark = below[-1] if below else (steps[0] if steps else None)
     base = analysis.baseline
@@ -131,6 +140,7 @@ def anchors(analysis: Analysis) -> Anchors:
         knee=gauges.get(knee_stage) if knee_stage is not None else None,
         knee_kind=kind,
         watermark_range=band,
+        watermark_basis=basis,
         baseline_e2e_p95_ms=base.e2e_p95_ms,
         max_concurrency=knee.max_concurrency,
     )
