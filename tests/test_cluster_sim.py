@@ -3,7 +3,10 @@
 One streamed sweep of ``loadknee sim`` (8 slots, ``decode_per_seq_ms`` 2 so the step time
 grows visibly with the batch, the power model on its DCGM endpoint) is driven once for the
 module (tests/knee_simdriver.py, ~15 s) and analysed three ways: as scraped (vLLM names), with
-its server metrics renamed to llama.cpp's, and without ``server_metrics.csv`` at all. Every file
+its server metrics renamed to llama.cpp's, and without ``server_metrics.csv`` at all. The alert
+rules are also exercised live: Debian's Prometheus scrapes the simulator through a second sweep
+and the warning must fire only past the watermark, the critical only at or past the knee. Every
+file
 is checked against its schema: KEDA's CRD schema (vendored, tests/data/schemas), the
 autoscaling/v2 schema through kubernetes-validate, llm-d's benchmark report v0.2 (rebuilt from
 its models), and ``promtool check rules`` where Debian's prometheus package is installed.
@@ -11,9 +14,15 @@ its models), and ``promtool check rules`` where Debian's prometheus package is i
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
+import socket
 import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -49,10 +58,15 @@ LLAMA_NAMES = {
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Analysis]:
+def sim() -> Iterator[SimProcess]:
+    with SimProcess.start("fast", **SIM) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def runs(sim, tmp_path_factory) -> dict[str, Analysis]:
     root = tmp_path_factory.mktemp("cluster")
-    with SimProcess.start("fast", **SIM) as sim:
-        drive_sim(sim.url, SPEC, root / "vllm", sim_preset="fast")
+    drive_sim(sim.url, SPEC, root / "vllm", sim_preset="fast")
     llama = shutil.copytree(root / "vllm", root / "llama")
     metrics = pd.read_csv(llama / "server_metrics.csv")
     metrics = metrics[~metrics["metric"].astype(str).str.startswith("vllm:kv_cache")]
@@ -227,3 +241,97 @@ def test_analyze_emit_writes_lists_and_links_the_chosen_files(runs, tmp_path, ca
     page = (report / "report.html").read_text()
     assert "From the knee to your cluster" in page and "out tokens / J" in page
     assert not math.isnan(energy.energy(runs["vllm"]).stages["power_mean_w"].iloc[-1])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _get(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=2) as resp:  # loopback only
+        return json.loads(resp.read())
+
+
+@pytest.mark.skipif(
+    shutil.which("prometheus") is None, reason="prometheus missing (Debian package prometheus)"
+)
+def test_live_prometheus_fires_warning_past_the_watermark_critical_at_the_knee(
+    sim, runs, tmp_path
+) -> None:
+    a = runs["vllm"]
+    marks = anchors(a)
+    assert marks.watermark is not None and marks.knee is not None
+    (tmp_path / "rules.yaml").write_text(
+        alerts.rules_yaml(a, alerts.AlertParams(window="1s", hold="0s"))
+    )
+    host = sim.url.removeprefix("http://")
+    (tmp_path / "prometheus.yml").write_text(
+        "global: {scrape_interval: 250ms, evaluation_interval: 250ms}\n"
+        "rule_files: [rules.yaml]\n"
+        f"scrape_configs: [{{job_name: sim, static_configs: [{{targets: ['{host}']}}]}}]\n"
+    )
+    port = _free_port()
+    api = f"http://127.0.0.1:{port}"
+    command = [
+        "prometheus",
+        f"--config.file={tmp_path / 'prometheus.yml'}",
+        f"--storage.tsdb.path={tmp_path / 'data'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+    ]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen: list[tuple[float, str]] = []
+    stop = threading.Event()
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if _get(api + "/api/v1/targets")["data"]["activeTargets"][0]["health"] == "up":
+                    break
+            except (OSError, KeyError, IndexError, ValueError):
+                pass
+            assert time.monotonic() < deadline and server.poll() is None, "prometheus not up"
+            time.sleep(0.2)
+
+        def poll() -> None:
+            while not stop.is_set():
+                try:
+                    found = _get(api + "/api/v1/alerts")["data"]["alerts"]
+                except (OSError, KeyError, ValueError):
+                    found = []
+                now = time.time()
+                seen.extend(
+                    (now, x["labels"]["alertname"]) for x in found if x["state"] == "firing"
+                )
+                stop.wait(0.2)
+
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        live = drive_sim(sim.url, SPEC, tmp_path / "live")
+        stop.set()
+        poller.join(5)
+    finally:
+        stop.set()
+        server.terminate()
+        server.wait(10)
+    stages = pd.read_csv(live / "stages.csv")
+
+    def users_at(stamp: float) -> int | None:
+        inside = stages[(stages["start_unix_s"] <= stamp) & (stamp <= stages["measure_end_unix_s"])]
+        return None if inside.empty else int(inside["target_users"].iloc[0])
+
+    fired: dict[str, set[int]] = {}
+    for stamp, name in seen:
+        users = users_at(stamp)
+        if users is not None:
+            fired.setdefault(name, set()).add(users)
+    explain = (
+        f"fired by stage users: {fired}; watermark {marks.watermark.users}, knee {marks.knee.users}"
+    )
+    warning, critical = (
+        fired.get("LLMServerPastWatermark", set()),
+        fired.get("LLMServerAtKnee", set()),
+    )
+    assert warning and min(warning) > marks.watermark.users, explain
+    assert critical and min(critical) >= marks.knee.users, explain
