@@ -47,7 +47,7 @@ class ClusterParams:
             default="all",
             metavar="LIST",
             help="cluster files to write into the report folder, comma-separated from "
-            f"{','.join(EMITTERS)}; 'all' (default) or 'none'",
+            f"{','.join(NAMES)}; 'all' (default) or 'none'",
         )
         g.add_argument(
             "--k8s-deployment",
@@ -185,3 +185,7 @@ def listed(names: Iterable[str]) -> list[str]:
     if reports:
         out.append(f"{LLMD_DIR}/ ({len(reports)} stage reports)")
     return out
+
+
+#: what ``--emit all`` adds to the report folder (the llm-d reports in one folder)
+CLUSTER_ENTRIES: Final[tuple[str, ...]] = (*(e.file for e in EMITTERS.values()), LLMD_DIR)
