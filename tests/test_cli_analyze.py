@@ -15,9 +15,9 @@ from report_fixtures import (
 )
 
 from analysis.cli import main
+from analysis.cluster.emit import CLUSTER_ENTRIES
 from analysis.pipeline import analyze_run
 from analysis.report.knee_json import from_json
-from analysis.cluster.emit import CLUSTER_ENTRIES
 from analysis.report.writer import REPORT_FILES, collect_warnings
 
 KEPT_OUT = Path(__file__).parent / "programs" / "imports_kept_out.py"  # no heavy imports

@@ -117,6 +117,7 @@ def parse_emit(text: str) -> tuple[str, ...]:
 def write_cluster_files(analysis: Analysis, out: Path, params: ClusterParams) -> dict[str, Path]:
     """Write the chosen files under ``out``; returns name (relative to ``out``) → path."""
     paths: dict[str, Path] = {}
+    out.mkdir(parents=True, exist_ok=True)
     for name in params.emit:
         if name == LLMD:
             folder = out / LLMD_DIR

@@ -19,10 +19,10 @@ file hard to line up with ``requests.csv``:
 
 Also accepted: a header line (``--format=csv`` without ``noheader``; the fields are then read
 from it), units in values (without ``nounits``), ``[N/A]`` / ``[Not Supported]`` (→ NaN), the
-fields ``index``, ``utilization.memory`` (→ ``mem_bw_util_pct``) and ``power.draw`` (W → ``power_w``),
-and a custom field order
-through ``query=`` (the ``--query-gpu`` list). Lines that cannot be read (a cut last line) are
-skipped, counted in ``frame.attrs["skipped_lines"]`` and logged once.
+fields ``index``, ``utilization.memory`` (→ ``mem_bw_util_pct``) and ``power.draw`` (W →
+``power_w``), and a custom field order through ``query=`` (the ``--query-gpu`` list). Lines
+that cannot be read (a cut last line) are skipped, counted in ``frame.attrs["skipped_lines"]``
+and logged once.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ observed as sequences progress (:class:`LatencyHistograms` is the engine's obser
 * ``vllm:cache_config_info`` (value 1; the engine's memory settings as labels, like vLLM);
 * ``DCGM_FI_DEV_FB_USED`` / ``DCGM_FI_DEV_FB_FREE`` (MiB), ``DCGM_FI_DEV_GPU_UTIL`` (0–100),
   ``DCGM_FI_PROF_SM_ACTIVE`` / ``DCGM_FI_PROF_DRAM_ACTIVE`` (0–1), ``DCGM_FI_DEV_MEM_COPY_UTIL``
-  (0–100), ``DCGM_FI_DEV_POWER_USAGE`` (W: :func:`.telemetry.power_w`), labelled like the DCGM exporter (``gpu="0"``, ``UUID``, ``device``, ``modelName``,
+  (0–100), ``DCGM_FI_DEV_POWER_USAGE`` (W: :func:`.telemetry.power_w`), labelled like the DCGM
+  exporter (``gpu="0"``, ``UUID``, ``device``, ``modelName``,
   ``Hostname``).
 """
 
