@@ -198,7 +198,7 @@ def test_tokens_per_joule_equal_the_power_model(runs) -> None:
     assert energy.energy(runs["bare"]).source == ""  # no gpu.csv, no DCGM: said, not 0
 
 
-def test_llmd_reports_validate_and_import_back_to_the_record_table(runs, tmp_path) -> None:
+def test_llmd_reports_validate_and_import_back_to_the_record_table(runs, tmp_path, capsys) -> None:
     a = runs["vllm"]
     schema = yaml.safe_load((SCHEMAS / "llmd_benchmark_report_v0_2.yaml").read_text())
     validator = jsonschema.Draft202012Validator(schema)
@@ -224,6 +224,8 @@ def test_llmd_reports_validate_and_import_back_to_the_record_table(runs, tmp_pat
         rtol=1e-9,
     )
     assert list(imported["kind"]) == list(original["kind"])
+    assert llmd.main([str(p) for p in sorted(tmp_path.glob("*.yaml"))]) == 0
+    assert f"knee at {a.knee.knee_users} users" in capsys.readouterr().out
 
 
 def test_analyze_emit_writes_lists_and_links_the_chosen_files(runs, tmp_path, capsys) -> None:
@@ -329,9 +331,14 @@ def test_live_prometheus_fires_warning_past_the_watermark_critical_at_the_knee(
     explain = (
         f"fired by stage users: {fired}; watermark {marks.watermark.users}, knee {marks.knee.users}"
     )
+    print(explain)  # shown with -s: which stages each alert fired in
     warning, critical = (
         fired.get("LLMServerPastWatermark", set()),
         fired.get("LLMServerAtKnee", set()),
     )
     assert warning and min(warning) > marks.watermark.users, explain
     assert critical and min(critical) >= marks.knee.users, explain
+    # the latency rules may stay silent (their limits round up to the histogram's buckets),
+    # but never fire early
+    assert min(fired.get("LLMLatencyPastWatermark", {99})) > marks.watermark.users, explain
+    assert min(fired.get("LLMLatencyAtKnee", {99})) >= marks.knee.users, explain

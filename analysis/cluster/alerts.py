@@ -9,9 +9,11 @@ comment above it:
 * **LLMServerAtKnee** (critical) — the per-replica waiting queue above the midpoint between the
   stage before the knee and the knee's stage: requests queue as they did at the knee;
 * **LLMLatencyPastWatermark** / **LLMLatencyAtKnee** — the engine's e2e latency histogram P95
-  over ``window`` against the baseline: warning above the watermark stage's measured P95
-  (written as a multiple of the baseline's), critical above the knee rule's own limit, the
-  baseline's P95 × ``tail_ratio``. llama.cpp exports no latency histogram: left out, with why.
+  over ``window``: warning above the midpoint between the watermark stage's measured P95 and the
+  next stage's, critical above the midpoint between the stage before the knee and the knee's
+  (each written as a multiple of the baseline's P95), rounded up to the histogram's next bucket
+  bound: ``histogram_quantile`` interpolates inside a bucket, so a limit inside one fires on
+  loads whose P95 never reached it. llama.cpp exports no latency histogram: left out, with why.
 
 Midpoints, not the stages' own means, so that a rule fires in the stage past its anchor and not
 in the anchor stage itself, whose samples straddle its mean. Without server metrics the same two
@@ -158,34 +160,73 @@ def latency_rules(analysis: Analysis, params: AlertParams) -> tuple[list[Rule], 
         f"histogram_quantile({params.quantile}, sum by (le) "
         f"(rate({engine.latency_histogram}_bucket{selector}[{params.window}])))"
     )
+    bounds = bucket_bounds(analysis, f"{engine.latency_histogram}_bucket")
+    gauges = stage_gauges(analysis)
+    steps = _steps(analysis, gauges)
     rules: list[Rule] = []
     missing: list[str] = []
-    wm = marks.watermark
-    if wm is not None and _known(wm.e2e_p95_ms):
-        limit_s = wm.e2e_p95_ms / 1000
+    pairs = (
+        ("LLMLatencyPastWatermark", "warning", marks.watermark, 1, "the watermark stage"),
+        ("LLMLatencyAtKnee", "critical", marks.knee, -1, f"the {marks.knee_kind or 'knee'}"),
+    )
+    for alert, severity, anchor, offset, word in pairs:
+        other = _neighbour(steps, anchor, offset) if anchor is not None else None
+        if anchor is None or other is None:
+            missing.append(f"{alert}: no stage {'after' if offset > 0 else 'before'} {word}")
+            continue
+        low, high = sorted((anchor, other), key=lambda g: g.users)
+        if (
+            not (_known(low.e2e_p95_ms) and _known(high.e2e_p95_ms))
+            or high.e2e_p95_ms <= low.e2e_p95_ms
+        ):
+            missing.append(
+                f"{alert}: the e2e P95 did not grow from {low.users} to {high.users} users"
+            )
+            continue
+        mid_s = (low.e2e_p95_ms + high.e2e_p95_ms) / 2000
+        limit_s = next((b for b in bounds if b >= mid_s), None) if bounds else mid_s
+        if limit_s is None:
+            missing.append(f"{alert}: {mid_s:.3g} s lies past the histogram's last bucket")
+            continue
+        rounded = (
+            f"; rounded up to the histogram's bucket bound {_num(limit_s)} s (a quantile of "
+            "a histogram reads no finer)"
+            if limit_s != mid_s
+            else ""
+        )
         rules.append(
             Rule(
-                "LLMLatencyPastWatermark",
-                "warning",
+                alert,
+                severity,
                 f"{p95} > {_num(limit_s)}",
-                "request latency P95 above the production watermark's",
-                f"at the watermark stage, {counted(wm.users, 'user')}, the e2e P95 was "
-                f"{wm.e2e_p95_ms:.0f} ms, {wm.e2e_p95_ms / base:.2f}× the baseline's {base:.0f} ms",
+                f"request latency P95 past {word}'s",
+                f"e2e P95 {low.e2e_p95_ms:.0f} ms at {counted(low.users, 'user')} "
+                f"({low.e2e_p95_ms / base:.2f}× the baseline's {base:.0f} ms), "
+                f"{high.e2e_p95_ms:.0f} ms at {high.users} ({high.e2e_p95_ms / base:.2f}×): "
+                f"above the midpoint, {mid_s * 1000:.0f} ms{rounded}",
             )
         )
-    ratio = float(analysis.knee.params.get("tail_ratio") or 2.0)
-    limit_s = base * ratio / 1000
-    rules.append(
-        Rule(
-            "LLMLatencyAtKnee",
-            "critical",
-            f"{p95} > {_num(limit_s)}",
-            "request latency P95 past the knee rule's limit",
-            f"the knee rule calls the tail departed at {ratio:g}× the baseline's P95 "
-            f"({base:.0f} ms): {base * ratio:.0f} ms",
-        )
-    )
     return rules, missing
+
+
+def bucket_bounds(analysis: Analysis, bucket_metric: str) -> list[float]:
+    """The finite ``le`` bounds (s) of a histogram the run scraped, ascending; [] if none."""
+    metrics = analysis.run.server_metrics
+    if metrics.empty:
+        return []
+    labels = metrics.loc[metrics["metric"].astype(str) == bucket_metric, "labels"].dropna()
+    bounds = set()
+    for text in labels.astype(str).unique():
+        start = text.find('le="')
+        if start >= 0:
+            value = text[start + 4 : text.find('"', start + 4)]
+            try:
+                bound = float(value)
+            except ValueError:
+                continue
+            if math.isfinite(bound):
+                bounds.add(bound)
+    return sorted(bounds)
 
 
 def rules_yaml(analysis: Analysis, params: AlertParams | None = None) -> str:

@@ -328,3 +328,31 @@ def record_table(paths: Iterable[str | Path]) -> tuple[pd.DataFrame, KneeResult]
     summary = read_reports(paths)
     knee = find_knee(summary, compute_baseline(None, summary))
     return record_frame(summary, knee), knee
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m analysis.cluster.llmd REPORT…``: print the reports' record table and knee."""
+    import argparse
+    import sys
+
+    from analysis.report.table import format_text
+
+    parser = argparse.ArgumentParser(
+        prog="python -m analysis.cluster.llmd",
+        description="Read llm-d benchmark reports v0.2 (YAML or JSON, one per stage) and print "
+        "their record table and knee.",
+    )
+    parser.add_argument("reports", nargs="+", type=Path, metavar="REPORT")
+    ns = parser.parse_args(argv)
+    try:
+        record, knee = record_table(ns.reports)
+    except (OSError, ValueError) as exc:
+        print(f"llmd: {exc}", file=sys.stderr)
+        return 2
+    print(format_text(record).rstrip("\n"))
+    print("knee: " + knee.summary)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
