@@ -87,6 +87,8 @@ def energy(analysis: Analysis) -> Energy:
             }
         )
     table = pd.DataFrame(rows, columns=list(COLUMNS))
+    # by users, as the record table reads (a refine stage runs after the level above it)
+    table = table.sort_values(["users", "stage"], kind="stable", ignore_index=True)
 
     def per_kw(users: int | None) -> float | None:
         if users is None:
