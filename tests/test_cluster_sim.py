@@ -50,7 +50,7 @@ SIM = {
 }
 LEVELS = (2, 4, 6, 8, 12)
 SPEC = DriveSpec(levels=LEVELS, input_tokens=64, output_tokens=32, warmup_s=0.4, measure_s=1.8,
-                 baseline_requests=8, stream=True)  # fmt: skip
+                 baseline_requests=8, stream=True, scrape_s=0.1)  # fmt: skip
 LLAMA_NAMES = {
     "vllm:num_requests_running": "llamacpp:requests_processing",
     "vllm:num_requests_waiting": "llamacpp:requests_deferred",
@@ -178,10 +178,10 @@ def test_profile_recovers_the_simulators_step_cost(runs) -> None:
     assert fit.saturation_batch == 8
     doc = yaml.safe_load(profile.profile_yaml(runs["vllm"]))
     assert doc["decode"]["beta_ms_per_seq"] == pytest.approx(d.slope, abs=1e-4)
-    assert len(doc["decode"]["stages"]) == len(LEVELS)
+    assert len(doc["decode"]["stages"]) == len(LEVELS) + 1  # and the baseline
     assert doc["prefill"]["not_fitted"]  # fixed 64-token prompts: no spread to fit on
     bare = profile.fit_profile(runs["bare"])
-    assert bare.batch_source == "users" and set(bare.decode_points["users"]) < set(LEVELS)
+    assert bare.batch_source == "users" and set(bare.decode_points["users"]) < {1, *LEVELS}
 
 
 def test_tokens_per_joule_equal_the_power_model(runs) -> None:

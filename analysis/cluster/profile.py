@@ -1,14 +1,14 @@
 """The latency profile an autoscaler's queueing model reads: ITL = α + β × batch, TTFT vs prompt.
 
-**Decode** (one point per judged stage with ok streamed requests): ``x`` the running batch — the
-server's mean ``requests_running`` over the measured window, or without server metrics the
-stage's users capped at the slots the server showed (``KneeResult.server_slots``), else its
-users, for the stages below the knee only (past it the batch is unknown) — and ``y`` the
-stage's median inter-token latency (``itl_p50_ms``: the median is one engine step; the mean
-would carry the steps that also prefilled a newcomer). Ordinary least squares; 95 % intervals
-on α and β from Student's t with n − 2 degrees of freedom; the residual of every stage is
-written beside it. With fewer than three stages, or no spread in the batch, nothing is fitted
-and the file says why.
+**Decode** (one point per judged stage with ok streamed requests, the baseline's included):
+``x`` the running batch — the server's mean ``requests_running`` over the measured window, or
+without server metrics the stage's users capped at the slots the server showed
+(``KneeResult.server_slots``), else its users, for the stages below the knee only (past it the
+batch is unknown) — and ``y`` the stage's median inter-token latency (``itl_p50_ms``: the median
+is one engine step; the mean would carry the steps that also prefilled a newcomer). Ordinary
+least squares; 95 % intervals on α and β from Student's t with n − 2 degrees of freedom; the
+residual of every stage is written beside it. With fewer than three stages, or no spread in the
+batch, nothing is fitted and the file says why.
 
 **Prefill** (per request, ok streamed requests of the stages before the knee, where requests do
 not wait for a slot): TTFT = γ + δ × prompt tokens, the same way. Fixed-length prompts give no
@@ -103,6 +103,7 @@ def decode_points(analysis: Analysis) -> tuple[pd.DataFrame, str]:
     """One row per judged stage: its running batch and median ITL."""
     gauges = stage_gauges(analysis)
     judged = {v.stage for v in analysis.knee.stages if v.verdict != "insufficient_data"}
+    judged |= set(analysis.summary.loc[analysis.summary["kind"] == "baseline", "stage"].astype(int))
     slots = analysis.knee.server_slots
     rows = []
     server = any(not math.isnan(g.running_mean) for g in gauges.values())
