@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import shutil
+import subprocess
 
 import numpy as np
 import pandas as pd
@@ -12,7 +14,7 @@ from fake_nvml import FakeNvml
 from prometheus_client.parser import text_string_to_metric_families
 from report_fixtures import write_run_dir
 
-from analysis.cluster import energy
+from analysis.cluster import alerts, autoscale, energy
 from analysis.cluster.autoscale import quantity
 from analysis.cluster.emit import NAMES, parse_emit
 from analysis.cluster.profile import fit_line
@@ -138,3 +140,22 @@ def test_emit_names_and_quantities() -> None:
     with pytest.raises(ValueError, match="unknown bogus"):
         parse_emit("keda,bogus")
     assert [quantity(v) for v in (3.0, 0.5, 0.0591, 1e-6)] == ["3", "500m", "59m", "1m"]
+
+
+def test_synthetic_run_gives_valid_manifests_and_rules(tmp_path) -> None:
+    """The fast path (no simulator): the closed-form fixture server with 8 slots."""
+    analysis = analyze_run(write_run_dir(tmp_path / "run", levels=(1, 2, 4, 8, 16, 32), slots=8))
+    keda = yaml.safe_load(autoscale.scaled_object(analysis))
+    assert keda["kind"] == "ScaledObject" and keda["spec"]["triggers"]
+    queries = [t["metadata"]["query"] for t in keda["spec"]["triggers"]]
+    assert any("vllm:num_requests_waiting" in q for q in queries), queries
+    hpa = yaml.safe_load(autoscale.hpa(analysis))
+    assert hpa["apiVersion"] == "autoscaling/v2" and len(hpa["spec"]["metrics"]) == len(queries)
+    rules = alerts.rules_yaml(analysis)
+    if shutil.which("promtool"):
+        path = tmp_path / "rules.yaml"
+        path.write_text(rules)
+        done = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True,
+                              text=True, timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert "LLMServerAtKnee" in rules
