@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import subprocess
 
@@ -159,3 +160,43 @@ def test_synthetic_run_gives_valid_manifests_and_rules(tmp_path) -> None:
                               text=True, timeout=60, check=False)  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
     assert "LLMServerAtKnee" in rules
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool missing (Debian prometheus)")
+def test_promtool_unit_tests_fire_each_load_rule_above_its_limit_only(tmp_path) -> None:
+    """``promtool test rules`` on synthetic series: below the limit nothing, above it the alert."""
+    analysis = analyze_run(write_run_dir(tmp_path / "run", levels=(1, 2, 4, 8, 16, 32), slots=8))
+    (tmp_path / "rules.yaml").write_text(alerts.rules_yaml(analysis))
+    rules = yaml.safe_load((tmp_path / "rules.yaml").read_text())["groups"][0]["rules"]
+    tests = []
+    for rule in rules:
+        found = re.fullmatch(r"avg\(avg_over_time\((.+)\[1m\]\)\) > ([0-9.]+)", rule["expr"])
+        if not found:
+            continue  # the latency rules read a histogram: exercised live in test_cluster_sim
+        series, limit = found.group(1), float(found.group(2))
+        low, high = limit * 0.9, limit * 1.1 + 0.1
+        tests.append(
+            {
+                "interval": "1m",
+                "input_series": [{"series": series, "values": f"{low}x10 {high}x20"}],
+                "alert_rule_test": [
+                    {"eval_time": "9m", "alertname": rule["alert"], "exp_alerts": []},
+                    {
+                        "eval_time": "20m",
+                        "alertname": rule["alert"],
+                        "exp_alerts": [
+                            {"exp_labels": rule["labels"], "exp_annotations": rule["annotations"]}
+                        ],
+                    },
+                ],
+            }
+        )
+    assert {t["alert_rule_test"][0]["alertname"] for t in tests} == {
+        "LLMServerPastWatermark",
+        "LLMServerAtKnee",
+    }
+    spec = tmp_path / "rules_test.yaml"
+    spec.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "tests": tests}))
+    done = subprocess.run(["promtool", "test", "rules", str(spec)], capture_output=True,
+                          text=True, timeout=60, check=False, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
