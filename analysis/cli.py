@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from analysis.cluster.emit import ClusterParams, listed
 from analysis.importers.cli import add_source_args, describe, import_files
 from analysis.importers.model import ImportFormatError
 from analysis.inputs.load import RunDirError
@@ -37,8 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loadknee analyze",
         description="Analyse a run directory: record table, knee with reasons, recommended "
-        "settings; writes record.csv/.md, knee.json, recommendations.yaml, three PNG plots and "
-        "a self-contained report.html into RUN_DIR/report/.",
+        "settings; writes record.csv/.md, knee.json, recommendations.yaml, the PNG plots, "
+        "a self-contained report.html and the cluster files (KEDA, HPA, alert rules, latency "
+        "profile, energy, llm-d reports; --emit) into RUN_DIR/report/.",
     )
     parser.add_argument(
         "run_dir",
@@ -81,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     KneeParams.add_cli_args(parser)
     RecommendParams.add_cli_args(parser)  # --target-concurrency, --replica-efficiency, ...
     SloParams.add_cli_args(parser)  # --slo, --goodput, --goodput-min-pct, --slo-file, --slo-preset
+    ClusterParams.add_cli_args(parser)  # --emit, --k8s-deployment, --k8s-namespace, ...
     return parser
 
 
@@ -123,7 +126,7 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
             "",
             *([deploy, ""] if deploy else []),
             f"report: {paths['report.html']}",
-            f"files:  {report_dir}/ ({', '.join(sorted(paths))})",
+            f"files:  {report_dir}/ ({', '.join(listed(paths))})",
         ]
     )
 
@@ -161,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         slo_params = SloParams.from_cli_args(
             ns, sla_ms=knee_params.sla_ms, tail=knee_params.tail_percentile
         )
+        cluster = ClusterParams.from_cli_args(ns)
     except (TypeError, ValueError, OSError) as exc:
         parser.error(str(exc))
     if ns.nvidia_smi_csv and not Path(ns.nvidia_smi_csv).is_file():
@@ -195,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     progress("writing report files")
-    paths = write_report(analysis, ns.out, progress=progress)
+    paths = write_report(analysis, ns.out, progress=progress, cluster=cluster)
     try:
         print(render_stdout(analysis, ns.format, width=ns.width, paths=paths), flush=True)
     except BrokenPipeError:

@@ -45,7 +45,8 @@ Files in ``runs/<run_id>/``:
 
 ``gpu.csv`` (one row per GPU per sample; see :data:`GPU_COLUMNS`)
     ``timestamp_unix_s``, ``gpu_index``, ``source`` (:data:`GPU_SOURCES`), ``memory_used_mib``,
-    ``memory_total_mib``, ``gpu_util_pct``, ``sm_util_pct``, ``mem_bw_util_pct``, ``error`` (empty
+    ``memory_total_mib``, ``gpu_util_pct``, ``sm_util_pct``, ``mem_bw_util_pct``, ``power_w`` (board
+    power draw, W; empty in files written before the column existed), ``error`` (empty
     on a good sample; a failed sample is a row with empty values and the reason here, so the gap is
     visible).
 
@@ -193,6 +194,7 @@ REQUEST_COLUMNS: Final[tuple[str, ...]] = (
 #: run directories, other tools' imports), the column then empty. File name → its added columns.
 ADDED_COLUMNS: Final[dict[str, frozenset[str]]] = {
     REQUESTS_CSV: frozenset({"resent"}),
+    GPU_CSV: frozenset({"power_w"}),
 }
 
 GPU_COLUMNS: Final[tuple[str, ...]] = (
@@ -204,6 +206,7 @@ GPU_COLUMNS: Final[tuple[str, ...]] = (
     "gpu_util_pct",
     "sm_util_pct",
     "mem_bw_util_pct",
+    "power_w",
     "error",
 )
 

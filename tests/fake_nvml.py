@@ -35,6 +35,8 @@ class FakeNvml:
     library_missing: bool = False
     lost: set[int] = field(default_factory=set)
     util_unsupported: bool = False
+    power_mw: list[int] = field(default_factory=lambda: [71_500, 252_000])
+    power_unsupported: bool = False
     init_delay_s: float = 0.0  # a cold driver (no persistence mode) takes seconds to open
     init_calls: int = 0
     shutdown_calls: int = 0
@@ -68,3 +70,8 @@ class FakeNvml:
             raise NVMLError_NotSupported("Not Supported")
         gpu, memory = self.util[h]
         return SimpleNamespace(gpu=gpu, memory=memory)
+
+    def nvmlDeviceGetPowerUsage(self, h: int) -> int:
+        if self.power_unsupported:
+            raise NVMLError_NotSupported("Not Supported")
+        return self.power_mw[h]

@@ -2,7 +2,8 @@
 
 A stand-in for the Locust pipeline, small enough to trust: ``levels`` stages of ``users`` aiohttp
 tasks, each sending non-streaming ``/v1/completions`` requests back to back (no think time) for
-``warmup_s + measure_s``; requests that start in the warm-up are phase ``warmup``, the rest
+``warmup_s + measure_s`` (with ``stream``, streamed: TTFT and inter-token gaps stamped as each
+chunk is read); requests that start in the warm-up are phase ``warmup``, the rest
 ``measure``; no new request starts after the window closes and the stage waits for those in
 flight. A sequential baseline stage (one warm-up request, then ``baseline_requests``) comes
 first. ``/metrics`` is scraped every ``scrape_s`` into ``server_metrics.csv`` (the sim's DCGM
@@ -15,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +39,7 @@ class DriveSpec:
     baseline_requests: int = 8
     scrape_s: float = 0.25
     request_timeout_s: float = 20.0
+    stream: bool = False
 
 
 def _prompt(tokens: int) -> str:
@@ -60,24 +64,33 @@ class _Driver:
             "prompt": _prompt(spec.input_tokens),
             "max_tokens": spec.output_tokens,
             "ignore_eos": True,
-            "stream": False,
+            "stream": spec.stream,
         }
+        if spec.stream:
+            self.body["stream_options"] = {"include_usage": True}
 
     async def one(self, session: aiohttp.ClientSession, stage: int, user: int, phase: str) -> None:
         n = next(self.ids)
         start = time.time()
         row: dict[str, Any] = {
             "request_id": f"local-{n}", "stage": stage, "phase": phase, "worker": "local",
-            "user_id": user, "endpoint": "completions", "stream": 0, "batch_size": 1,
+            "user_id": user, "endpoint": "completions", "stream": int(self.spec.stream),
+            "batch_size": 1,
             "start_unix_s": start, "target_input_tokens": self.spec.input_tokens,
             "target_output_tokens": self.spec.output_tokens,
         }  # fmt: skip
         try:
             async with session.post(self.url + "/v1/completions", json=self.body) as resp:
-                payload = await resp.read()
+                if self.spec.stream and resp.status == 200:
+                    usage = await self._read_stream(resp, start, row)
+                    payload = b""
+                else:
+                    payload = await resp.read()
+                    usage = None
                 row["http_status"] = resp.status
                 if resp.status == 200:
-                    usage = (await resp.json(content_type=None)).get("usage", {})
+                    if usage is None:
+                        usage = (await resp.json(content_type=None)).get("usage", {})
                     row["prompt_tokens"] = usage.get("prompt_tokens")
                     row["completion_tokens"] = usage.get("completion_tokens")
                     row["usage_source"] = "server"
@@ -95,6 +108,36 @@ class _Driver:
         row["end_unix_s"] = end
         row["e2e_ms"] = (end - start) * 1000.0
         self.requests.append(row)
+
+    @staticmethod
+    async def _read_stream(
+        resp: aiohttp.ClientResponse, start: float, row: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Stamp each content chunk as it is read: TTFT, inter-token gaps; returns the usage."""
+        stamps: list[float] = []
+        usage: dict[str, Any] = {}
+        async for raw in resp.content:
+            line = raw.strip()
+            if not line.startswith(b"data:") or line == b"data: [DONE]":
+                continue
+            chunk = json.loads(line[5:])
+            if chunk.get("choices"):
+                if chunk["choices"][0].get("text"):
+                    stamps.append(time.time())
+            elif chunk.get("usage"):
+                usage = chunk["usage"]
+        if stamps:
+            row["ttft_ms"] = (stamps[0] - start) * 1000.0
+            row["chunks"] = len(stamps)
+        gaps = [(b - a) * 1000.0 for a, b in itertools.pairwise(stamps)]
+        if gaps:
+            row["itl_mean_ms"] = statistics.fmean(gaps)
+            row["itl_p50_ms"] = statistics.median(gaps)
+            ordered = sorted(gaps)
+            row["itl_p95_ms"] = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+            row["itl_max_ms"] = ordered[-1]
+            row["tpot_ms"] = (stamps[-1] - stamps[0]) * 1000.0 / len(gaps)
+        return usage
 
     async def user_loop(
         self, session: aiohttp.ClientSession, stage: int, user: int, warm_end: float, end: float

@@ -15,6 +15,7 @@ from report_fixtures import (
 )
 
 from analysis.cli import main
+from analysis.cluster.emit import CLUSTER_ENTRIES
 from analysis.pipeline import analyze_run
 from analysis.report.knee_json import from_json
 from analysis.report.writer import REPORT_FILES, collect_warnings
@@ -80,7 +81,8 @@ def test_default_out_is_run_report_and_json_format(tmp_path, capsys) -> None:
     data = json.loads(captured.out)
     assert data["knee"]["params"]["tail_ratio"] == 3.0
     assert captured.err == ""
-    assert sorted(p.name for p in (root / "report").iterdir()) == sorted(REPORT_FILES)
+    listed = sorted(p.name for p in (root / "report").iterdir())
+    assert listed == sorted(REPORT_FILES + CLUSTER_ENTRIES)  # --emit all by default
 
 
 def test_markdown_format(tmp_path, capsys) -> None:

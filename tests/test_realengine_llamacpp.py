@@ -192,6 +192,11 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
     assert 6 <= result["max_concurrency"] <= 8, result["summary"]
     assert blind_knee["max_concurrency"] is not None, blind_knee["summary"]
     assert 6 <= blind_knee["max_concurrency"] <= 8, blind_knee["summary"]
+    # the autoscaler files scale on llama.cpp's own names (analysis/cluster, written by analyze)
+    keda = (run_dir / "report" / "keda-scaledobject.yaml").read_text()
+    hpa = (run_dir / "report" / "hpa.yaml").read_text()
+    assert "# Engine: llama.cpp" in keda and "vllm:" not in keda + hpa, keda
+    assert "llamacpp:requests_processing" in keda and "llamacpp:requests_processing" in hpa
 
     # llama.cpp's metric names reached the canonical running / waiting columns
     summary = {row["target_users"]: row for row in knee["summary"]}

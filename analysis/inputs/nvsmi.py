@@ -19,9 +19,10 @@ file hard to line up with ``requests.csv``:
 
 Also accepted: a header line (``--format=csv`` without ``noheader``; the fields are then read
 from it), units in values (without ``nounits``), ``[N/A]`` / ``[Not Supported]`` (→ NaN), the
-fields ``index`` and ``utilization.memory`` (→ ``mem_bw_util_pct``), and a custom field order
-through ``query=`` (the ``--query-gpu`` list). Lines that cannot be read (a cut last line) are
-skipped, counted in ``frame.attrs["skipped_lines"]`` and logged once.
+fields ``index``, ``utilization.memory`` (→ ``mem_bw_util_pct``) and ``power.draw`` (W →
+``power_w``), and a custom field order through ``query=`` (the ``--query-gpu`` list). Lines
+that cannot be read (a cut last line) are skipped, counted in ``frame.attrs["skipped_lines"]``
+and logged once.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ FIELD_COLUMNS: Final[dict[str, str]] = {
     "memory.total": "memory_total_mib",
     "utilization.gpu": "gpu_util_pct",
     "utilization.memory": "mem_bw_util_pct",
+    "power.draw": "power_w",
 }
 _TIME_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S")
 _MISSING = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]"}

@@ -97,6 +97,7 @@ class HtmlReport:
     images: Mapping[str, bytes] = field(default_factory=dict)  # title → PNG bytes
     warnings: tuple[str, ...] = ()
     slo: SloResult | None = None  # SLO verdicts and capacity, when SLOs were given
+    cluster_html: str = ""  # links to the cluster files and the energy table (analysis.cluster)
 
 
 def esc(value: Any) -> str:
@@ -348,6 +349,7 @@ def render_html(report: HtmlReport) -> str:
         _diagnosis(report.knee),
         "<h2>Recommendations</h2>",
         _recommendations(report),
+        report.cluster_html,
         "<h2>Baseline</h2>",
         _baseline(report.baseline),
         "<h2>Plots</h2>",

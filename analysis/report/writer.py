@@ -2,7 +2,8 @@
 
 Files (:data:`REPORT_FILES`): ``record.csv``, ``record.md``, ``knee.json``,
 ``recommendations.yaml``, ``latency.png``, ``throughput.png``, ``timeline.png`` and the
-self-contained ``report.html`` that embeds the three PNGs. Also the plain-text pieces the CLI
+self-contained ``report.html`` that embeds the three PNGs; then the cluster files chosen with
+``--emit`` (:mod:`analysis.cluster.emit`), linked from the page. Also the plain-text pieces the CLI
 prints (:func:`knee_text`, :func:`recommendations_text`), so they read the same everywhere.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from analysis.cluster.emit import ClusterParams, html_section, write_cluster_files
 from analysis.deploy import context_lines
 from analysis.failures import all_failed_warnings, small_stage_warnings
 from analysis.model import KneeResult, Recommendations
@@ -158,8 +160,11 @@ def write_report(
     out_dir: str | Path | None = None,
     *,
     progress: Callable[[str], None] | None = None,
+    cluster: ClusterParams | None = None,
 ) -> dict[str, Path]:
-    """Write all report files; returns file name → path. ``out_dir`` defaults to run/report."""
+    """Write all report files; returns file name → path. ``out_dir`` defaults to run/report.
+
+    ``cluster``: which cluster files to write beside them (default: all of them)."""
     say = progress or (lambda _msg: None)
     out = Path(out_dir) if out_dir is not None else analysis.run.path / "report"
     out.mkdir(parents=True, exist_ok=True)
@@ -207,6 +212,9 @@ def write_report(
         images[title] = png_bytes(fig)
         paths[name] = out / name
         paths[name].write_bytes(images[title])
+    say("writing the cluster files")
+    cluster_paths = write_cluster_files(analysis, out, cluster or ClusterParams())
+    paths.update(cluster_paths)
     page = HtmlReport(
         run_id=analysis.run_id,
         record=record,
@@ -218,6 +226,7 @@ def write_report(
         images=images,
         warnings=collect_warnings(analysis),
         slo=analysis.slo,
+        cluster_html=html_section(analysis, cluster_paths),
     )
     paths["report.html"] = out / "report.html"
     paths["report.html"].write_text(render_html(page), encoding="utf-8")

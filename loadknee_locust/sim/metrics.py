@@ -13,7 +13,8 @@ observed as sequences progress (:class:`LatencyHistograms` is the engine's obser
 * ``vllm:cache_config_info`` (value 1; the engine's memory settings as labels, like vLLM);
 * ``DCGM_FI_DEV_FB_USED`` / ``DCGM_FI_DEV_FB_FREE`` (MiB), ``DCGM_FI_DEV_GPU_UTIL`` (0–100),
   ``DCGM_FI_PROF_SM_ACTIVE`` / ``DCGM_FI_PROF_DRAM_ACTIVE`` (0–1), ``DCGM_FI_DEV_MEM_COPY_UTIL``
-  (0–100), labelled like the DCGM exporter (``gpu="0"``, ``UUID``, ``device``, ``modelName``,
+  (0–100), ``DCGM_FI_DEV_POWER_USAGE`` (W: :func:`.telemetry.power_w`), labelled like the DCGM
+  exporter (``gpu="0"``, ``UUID``, ``device``, ``modelName``,
   ``Hostname``).
 """
 
@@ -27,7 +28,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from loadknee_locust.sim.engine import Engine
-from loadknee_locust.sim.telemetry import memory_used_mib
+from loadknee_locust.sim.telemetry import memory_used_mib, power_w
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
@@ -123,6 +124,11 @@ class EngineCollector(Collector):
             ("DCGM_FI_PROF_SM_ACTIVE", "Ratio of cycles an SM is active.", util.sm_active),
             ("DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles DRAM is active.", util.dram_active),
             ("DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (%).", util.mem_copy_util_pct),
+            (
+                "DCGM_FI_DEV_POWER_USAGE",
+                "Power draw (W).",
+                power_w(p, len(e.scheduler.running), up=e.up),
+            ),
         ):
             family = GaugeMetricFamily(name, doc, labels=list(GPU_LABELS))
             family.add_metric(labels, value)

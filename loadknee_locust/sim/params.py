@@ -62,6 +62,8 @@ class SimParams:
     metrics: bool = _p(
         True, "serve GET /metrics; --no-metrics answers 404, like a server or gateway without it"
     )
+    power_idle_w: float = _p(60.0, "simulated board power with nothing running (W)")
+    power_per_seq_w: float = _p(20.0, "added board power per running sequence (W)")
     seed: int = _p(0, "seed for EOS positions and generated text (same seed → same run)")
     fault: str = _p("none", "fault to inject (sim/faults.py lists the modes), e.g. http_503")
     fault_share: float = _p(0.0, "share (0-1) of the load's requests that get the fault")
@@ -88,7 +90,13 @@ class SimParams:
             problems.append("reject_status must be 429 or 503")
         if self.max_waiting < 0 or self.restart_s < 0:
             problems.append("max_waiting and restart_s must be ≥ 0")
-        for name in ("prefill_ms_per_token", "decode_base_ms", "decode_per_seq_ms"):
+        for name in (
+            "prefill_ms_per_token",
+            "decode_base_ms",
+            "decode_per_seq_ms",
+            "power_idle_w",
+            "power_per_seq_w",
+        ):
             if getattr(self, name) < 0:
                 problems.append(f"{name} must be ≥ 0")
         if self.decode_base_ms + self.decode_per_seq_ms <= 0:

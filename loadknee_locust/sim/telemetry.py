@@ -10,7 +10,10 @@ Plausible rather than physical:
 * ``sm_active`` (0–1): busy fraction weighted by batch occupancy (small batches leave SMs idle):
   ``0.25 + 0.75 × batch / max_num_seqs`` per step;
 * ``dram_active`` (0–1): decode is memory-bound, so ``0.4 + 0.5 × batch / max_num_seqs`` per step;
-  ``mem_copy_util_pct`` follows it (× 90).
+  ``mem_copy_util_pct`` follows it (× 90);
+* board power (W): ``power_idle_w + power_per_seq_w × running sequences`` at the moment of the
+  scrape (:func:`power_w`), 0 during a cold restart — so every stage's tokens per joule is known
+  from the running batch alone.
 """
 
 from __future__ import annotations
@@ -30,6 +33,13 @@ def memory_used_mib(params: SimParams, kv_tokens_in_use: int, *, up: bool = True
     if params.kv_prealloc:
         return params.gpu_memory_utilization * params.gpu_total_mib
     return params.weights_mib + params.activation_mib + params.kv_mib_per_token * kv_tokens_in_use
+
+
+def power_w(params: SimParams, running: int, *, up: bool = True) -> float:
+    """Simulated board power draw (W): idle plus a fixed cost per running sequence."""
+    if not up:
+        return 0.0
+    return params.power_idle_w + params.power_per_seq_w * running
 
 
 def would_oom(params: SimParams, kv_tokens_in_use: int) -> bool:

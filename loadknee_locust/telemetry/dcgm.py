@@ -17,6 +17,7 @@ field                                   column              conversion
 ``DCGM_FI_PROF_DRAM_ACTIVE`` (0–1)      mem_bw_util_pct     × 100 (preferred: it is a ratio of
                                                             bandwidth)
 ``DCGM_FI_DEV_MEM_COPY_UTIL`` (0–100)   mem_bw_util_pct     as is, when DRAM_ACTIVE is absent
+``DCGM_FI_DEV_POWER_USAGE`` (W)         power_w             as is
 ======================================  ==================  =====================================
 
 GPUs are told apart by the ``gpu`` label (dcgm-exporter's index), then ``Hostname`` when one
@@ -41,10 +42,21 @@ GPU_UTIL: Final = "DCGM_FI_DEV_GPU_UTIL"
 SM_ACTIVE: Final = "DCGM_FI_PROF_SM_ACTIVE"
 DRAM_ACTIVE: Final = "DCGM_FI_PROF_DRAM_ACTIVE"
 MEM_COPY_UTIL: Final = "DCGM_FI_DEV_MEM_COPY_UTIL"
+POWER_USAGE: Final = "DCGM_FI_DEV_POWER_USAGE"
 
 #: every field this module reads
 FIELDS: Final[frozenset[str]] = frozenset(
-    {FB_USED, FB_FREE, FB_TOTAL, FB_RESERVED, GPU_UTIL, SM_ACTIVE, DRAM_ACTIVE, MEM_COPY_UTIL}
+    {
+        FB_USED,
+        FB_FREE,
+        FB_TOTAL,
+        FB_RESERVED,
+        GPU_UTIL,
+        SM_ACTIVE,
+        DRAM_ACTIVE,
+        MEM_COPY_UTIL,
+        POWER_USAGE,
+    }
 )
 
 
@@ -77,6 +89,7 @@ def gpu_rows(samples: Iterable[Sample], timestamp_unix_s: float) -> list[dict[st
                     if DRAM_ACTIVE in fields
                     else fields.get(MEM_COPY_UTIL)
                 ),
+                "power_w": fields.get(POWER_USAGE),
             }
         )
     return rows

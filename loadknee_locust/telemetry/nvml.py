@@ -9,7 +9,9 @@ The calls used, and why only these (each is one cheap driver query):
 * ``nvmlDeviceGetUtilizationRates`` → ``gpu`` (% of time a kernel ran: ``utilization.gpu``)
   and ``memory`` (% of time device memory was read or written: ``utilization.memory``, the
   same counter as DCGM's ``MEM_COPY_UTIL``) → ``gpu_util_pct`` / ``mem_bw_util_pct``.
-  NVML has no plain SM-activity reading, so ``sm_util_pct`` stays empty for this source.
+  NVML has no plain SM-activity reading, so ``sm_util_pct`` stays empty for this source;
+* ``nvmlDeviceGetPowerUsage`` → milliwatts → ``power_w`` (``power.draw`` in nvidia-smi); empty
+  where the board does not report it (NotSupported).
 
 Every method is blocking (ctypes into the driver) and never raises: the sampler runs them in
 gevent's threadpool so the hub is not stalled. A failure becomes a row with empty values and the
@@ -132,6 +134,13 @@ class NvmlReader:
             if "NotSupported" not in type(exc).__name__:
                 raise
             gpu_util = mem_util = None  # e.g. a MIG slice: memory only
+        power_w: float | None
+        try:
+            power_w = float(nvml.nvmlDeviceGetPowerUsage(handle)) / 1000.0
+        except Exception as exc:
+            if "NotSupported" not in type(exc).__name__ and not isinstance(exc, AttributeError):
+                raise
+            power_w = None  # no power sensor on this board (or an older binding without it)
         return {
             "timestamp_unix_s": timestamp_unix_s,
             "gpu_index": index,
@@ -140,6 +149,7 @@ class NvmlReader:
             "memory_total_mib": memory.total / MIB,
             "gpu_util_pct": gpu_util,
             "mem_bw_util_pct": mem_util,
+            "power_w": power_w,
         }
 
     def _shutdown(self) -> None:

@@ -1,0 +1,225 @@
+"""The latency profile an autoscaler's queueing model reads: ITL = α + β × batch, TTFT vs prompt.
+
+**Decode** (one point per judged stage with ok streamed requests, the baseline's included):
+``x`` the running batch — the server's mean ``requests_running`` over the measured window, or
+without server metrics the stage's users capped at the slots the server showed
+(``KneeResult.server_slots``), else its users, for the stages below the knee only (past it the
+batch is unknown) — and ``y`` the stage's median inter-token latency (``itl_p50_ms``: the median
+is one engine step; the mean would carry the steps that also prefilled a newcomer). Ordinary
+least squares; 95 % intervals on α and β from Student's t with n − 2 degrees of freedom; the
+residual of every stage is written beside it. With fewer than three stages, or no spread in the
+batch, nothing is fitted and the file says why.
+
+**Prefill** (per request, ok streamed requests of the stages before the knee, where requests do
+not wait for a slot): TTFT = γ + δ × prompt tokens, the same way. Fixed-length prompts give no
+spread: then only the mean TTFT is written, with that reason.
+
+The **saturation batch** is the most the server ran at once (``server_slots``), else the knee
+stage's mean running batch, else the running batch of the highest stage: past it extra requests
+only wait, which is what the autoscaler's queue model needs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.cluster.stages import records, stage_gauges
+from analysis.cluster.yamlblock import Commented, dump
+from analysis.pipeline import Analysis
+from analysis.summary import measured_requests
+
+#: two-sided 95 % Student t quantiles, df 1..30 (beyond: 1.96)
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def t975(df: int) -> float:
+    return _T975[df - 1] if 1 <= df <= len(_T975) else 1.96
+
+
+@dataclass(frozen=True)
+class LineFit:
+    """``y = intercept + slope × x`` with 95 % intervals (None: not fitted, see ``why``)."""
+
+    intercept: float | None
+    slope: float | None
+    intercept_ci: tuple[float, float] | None
+    slope_ci: tuple[float, float] | None
+    r2: float | None
+    points: int
+    residuals: tuple[float, ...] = ()
+    why: str = ""
+
+
+def fit_line(x: np.ndarray, y: np.ndarray, *, min_points: int = 3) -> LineFit:
+    """Ordinary least squares of ``y`` on ``x`` with t intervals (NaN pairs dropped)."""
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    n = len(x)
+    if n < min_points:
+        return LineFit(None, None, None, None, None, n, why=f"{n} points; {min_points} needed")
+    sxx = float(((x - x.mean()) ** 2).sum())
+    if sxx <= 1e-12 * max(1.0, float((x**2).sum())):
+        return LineFit(None, None, None, None, None, n, why="no spread in x: the slope is unknown")
+    slope = float(((x - x.mean()) * (y - y.mean())).sum() / sxx)
+    intercept = float(y.mean() - slope * x.mean())
+    residuals = y - (intercept + slope * x)
+    sse = float((residuals**2).sum())
+    sst = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - sse / sst if sst > 0 else 1.0
+    slope_ci: tuple[float, float] | None
+    int_ci: tuple[float, float] | None
+    if n > 2:
+        s2 = sse / (n - 2)
+        t = t975(n - 2)
+        se_slope = math.sqrt(s2 / sxx)
+        se_int = math.sqrt(s2 * (1.0 / n + x.mean() ** 2 / sxx))
+        slope_ci = (slope - t * se_slope, slope + t * se_slope)
+        int_ci = (intercept - t * se_int, intercept + t * se_int)
+    else:
+        slope_ci = int_ci = None
+    return LineFit(intercept, slope, int_ci, slope_ci, r2, n, tuple(map(float, residuals)))
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The fitted decode and prefill lines and the saturation batch."""
+
+    decode: LineFit
+    decode_points: pd.DataFrame  # stage, users, batch, itl_p50_ms, residual_ms
+    batch_source: str  # "server running gauge" | "users capped at the server's slots" | "users"
+    prefill: LineFit
+    ttft_mean_ms: float | None
+    saturation_batch: float | None
+    saturation_source: str
+
+
+def decode_points(analysis: Analysis) -> tuple[pd.DataFrame, str]:
+    """One row per judged stage: its running batch and median ITL."""
+    gauges = stage_gauges(analysis)
+    judged = {v.stage for v in analysis.knee.stages if v.verdict != "insufficient_data"}
+    judged |= set(analysis.summary.loc[analysis.summary["kind"] == "baseline", "stage"].astype(int))
+    slots = analysis.knee.server_slots
+    rows = []
+    server = any(not math.isnan(g.running_mean) for g in gauges.values())
+    knee_users = analysis.knee.knee_users or analysis.knee.red_line_users
+    for stage, g in sorted(gauges.items()):
+        if stage not in judged or math.isnan(g.itl_p50_ms):
+            continue
+        if server:
+            batch = g.running_mean
+        elif slots:
+            batch = float(min(g.users, slots))
+        elif knee_users is None or g.users < knee_users:
+            batch = float(g.users)  # below the knee every user's request runs
+        else:
+            continue  # past the knee, without the server's gauge: the batch is unknown
+        rows.append({"stage": stage, "users": g.users, "batch": batch, "itl_p50_ms": g.itl_p50_ms})
+    source = (
+        "server running gauge"
+        if server
+        else ("users capped at the server's slots" if slots else "users")
+    )
+    return pd.DataFrame(rows, columns=["stage", "users", "batch", "itl_p50_ms"]), source
+
+
+def _prefill(analysis: Analysis) -> tuple[LineFit, float | None]:
+    measured = measured_requests(analysis.run)
+    knee_users = analysis.knee.knee_users or analysis.knee.red_line_users
+    stages = [
+        v.stage
+        for v in analysis.knee.stages
+        if v.verdict != "insufficient_data" and (knee_users is None or v.target_users < knee_users)
+    ]
+    rows = measured[(measured["cls"] == "ok") & measured["stage"].isin(stages)]
+    x = pd.to_numeric(rows["prompt_tokens"], errors="coerce").to_numpy(dtype=float)
+    y = pd.to_numeric(rows["ttft_ms"], errors="coerce").to_numpy(dtype=float)
+    known = y[~np.isnan(y)]
+    mean = float(known.mean()) if len(known) else None
+    return fit_line(x, y), mean
+
+
+def fit_profile(analysis: Analysis) -> Profile:
+    """The profile of one analysed run (see the module docstring)."""
+    points, source = decode_points(analysis)
+    fit = fit_line(
+        points["batch"].to_numpy(dtype=float), points["itl_p50_ms"].to_numpy(dtype=float)
+    )
+    if fit.residuals and len(fit.residuals) == len(points):
+        points = points.assign(residual_ms=list(fit.residuals))
+    prefill, ttft_mean = _prefill(analysis)
+    gauges = stage_gauges(analysis)
+    if analysis.knee.server_slots:
+        sat, sat_source = float(analysis.knee.server_slots), "the most the server ran at once"
+    elif analysis.knee.knee_stage is not None and not math.isnan(
+        gauges[analysis.knee.knee_stage].running_mean
+    ):
+        sat = gauges[analysis.knee.knee_stage].running_mean
+        sat_source = "the knee stage's mean running batch"
+    elif len(points):
+        sat, sat_source = float(points["batch"].max()), "the highest stage's batch (no knee)"
+    else:
+        sat, sat_source = None, "no stage measured"
+    return Profile(fit, points, source, prefill, ttft_mean, sat, sat_source)
+
+
+def _r(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _ci(pair: tuple[float, float] | None) -> list[float | None]:
+    return [None, None] if pair is None else [_r(pair[0]), _r(pair[1])]
+
+
+def profile_yaml(analysis: Analysis) -> str:
+    """The profile as YAML: decode α/β with intervals and residuals, prefill, saturation batch."""
+    prof = fit_profile(analysis)
+    d, pf = prof.decode, prof.prefill
+    decode = {
+        "alpha_ms": Commented(_r(d.intercept), ("ITL = alpha + beta × running batch (ms)",)),
+        "alpha_ci95_ms": _ci(d.intercept_ci),
+        "beta_ms_per_seq": _r(d.slope),
+        "beta_ci95_ms_per_seq": _ci(d.slope_ci),
+        "r2": _r(d.r2),
+        "batch_from": prof.batch_source,
+        "stages": [
+            {
+                "stage": int(row.stage),
+                "users": int(row.users),
+                "batch": _r(float(row.batch), 3),
+                "itl_p50_ms": _r(float(row.itl_p50_ms), 3),
+                "residual_ms": _r(float(getattr(row, "residual_ms", math.nan)), 3),
+            }
+            for row in records(prof.decode_points)
+        ],
+    }
+    if d.why:
+        decode = {"not_fitted": d.why, **decode}
+    prefill = {
+        "gamma_ms": Commented(_r(pf.intercept), ("TTFT = gamma + delta × prompt tokens (ms)",)),
+        "gamma_ci95_ms": _ci(pf.intercept_ci),
+        "delta_ms_per_token": _r(pf.slope, 6),
+        "delta_ci95_ms_per_token": _ci(pf.slope_ci),
+        "requests": pf.points,
+        "ttft_mean_ms": _r(prof.ttft_mean_ms, 3),
+    }
+    if pf.why:
+        prefill = {"not_fitted": pf.why, **prefill}
+    doc = {
+        "run_id": analysis.run_id,
+        "decode": decode,
+        "prefill": prefill,
+        "saturation_batch": Commented(_r(prof.saturation_batch, 3), (prof.saturation_source,)),
+    }
+    return dump(
+        doc,
+        header=[
+            f"loadknee latency profile for run {analysis.run_id}: the decode and prefill lines "
+            "fitted over the measured stages (95 % intervals; residuals per stage)."
+        ],
+    )

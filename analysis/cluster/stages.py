@@ -1,0 +1,151 @@
+"""The two stages a cluster file is built from — the watermark's and the knee's — and their gauges.
+
+* **watermark stage**: the highest trusted step stage below the knee and at or below the
+  production watermark's high end (``production_watermark`` of the recommendations, 70–80 % of
+  the base capacity); without a base capacity (memory above 85 % everywhere, say), 80 % of
+  ``max_concurrency`` stands in, and :attr:`Anchors.watermark_basis` says so; the lowest step
+  stage when every one lies above it;
+* **knee stage**: the knee's stage; else the red line's; else none (the tested range never
+  saturated, and each file says so).
+
+Per stage the server's own gauges over the measured window: mean waiting and running requests,
+mean and peak KV-cache use (%), from the canonical timeline
+(:func:`analysis.inputs.server_metrics.canonical_timeline`); NaN without server metrics.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import pandas as pd
+
+from analysis.pipeline import Analysis
+from analysis.summary import measured_requests, stage_windows
+
+
+@dataclass(frozen=True)
+class StageGauges:
+    """One stage's figures that a threshold can stand on (NaN: not measured)."""
+
+    stage: int
+    users: int
+    waiting_mean: float
+    running_mean: float
+    kv_mean_pct: float
+    kv_peak_pct: float
+    e2e_p95_ms: float
+    itl_p50_ms: float
+    ttft_p95_ms: float
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """The stages thresholds come from, and the baseline's latency the alerts compare with."""
+
+    watermark: StageGauges | None
+    knee: StageGauges | None
+    knee_kind: str  # "knee" | "red line" | "" (none found)
+    watermark_range: tuple[int, int] | None  # the recommended users range, e.g. (5, 6)
+    baseline_e2e_p95_ms: float | None
+    max_concurrency: int | None
+    watermark_basis: str = "production_watermark"  # or what stood in for it
+
+
+def records(frame: pd.DataFrame) -> list[Any]:
+    """The rows of ``frame`` as objects with one attribute per column (values untyped)."""
+    return [SimpleNamespace(**{str(k): v for k, v in r.items()}) for r in frame.to_dict("records")]
+
+
+def _float(value: object) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+    return number
+
+
+def stage_gauges(analysis: Analysis) -> dict[int, StageGauges]:
+    """Every stage's gauges, keyed by stage index."""
+    windows = stage_windows(analysis.run, measured_requests(analysis.run))
+    timeline = analysis.server_timeline
+    out: dict[int, StageGauges] = {}
+    for row in records(analysis.summary):
+        stage = int(row.stage)
+        gauges = {"waiting": math.nan, "running": math.nan, "kv": math.nan, "kv_peak": math.nan}
+        if timeline is not None and stage in windows.index:
+            start, end = windows.loc[stage, "window_start"], windows.loc[stage, "window_end"]
+            ts = timeline["timestamp_unix_s"]
+            rows = timeline[(ts >= start) & (ts <= end)]
+            if not rows.empty:
+                per = rows.groupby("endpoint")
+                gauges = {
+                    "waiting": float(per["requests_waiting"].mean().sum(min_count=1)),
+                    "running": float(per["requests_running"].mean().sum(min_count=1)),
+                    "kv": float(rows["kv_cache_usage_pct"].mean()),
+                    "kv_peak": float(rows["kv_cache_usage_pct"].max()),
+                }
+        out[stage] = StageGauges(
+            stage=stage,
+            users=int(row.target_users),
+            waiting_mean=gauges["waiting"],
+            running_mean=gauges["running"],
+            kv_mean_pct=gauges["kv"],
+            kv_peak_pct=gauges["kv_peak"],
+            e2e_p95_ms=_float(row.e2e_p95_ms),
+            itl_p50_ms=_float(row.itl_p50_ms),
+            ttft_p95_ms=_float(row.ttft_p95_ms),
+        )
+    return out
+
+
+def anchors(analysis: Analysis) -> Anchors:
+    """The watermark's and the knee's stages of one analysed run (see the module docstring)."""
+    gauges = stage_gauges(analysis)
+    knee = analysis.knee
+    steps = sorted(
+        (v for v in knee.stages if v.verdict != "insufficient_data"),
+        key=lambda v: (v.target_users, v.stage),
+    )
+    watermark = analysis.recommendations.get("production_watermark")
+    band = (
+        (int(watermark[0]), int(watermark[1]))
+        if isinstance(watermark, list | tuple) and len(watermark) == 2
+        else None
+    )
+    basis = "production_watermark"
+    if band is None and knee.max_concurrency:
+        high = max(1, int(knee.max_concurrency * 0.8))
+        band = (max(1, int(knee.max_concurrency * 0.7)), high)
+        basis = f"no base capacity: 70-80 % of max_concurrency {knee.max_concurrency} stands in"
+    knee_stage, kind = knee.knee_stage, "knee"
+    if knee_stage is None:
+        knee_stage, kind = knee.red_line_stage, "red line"
+    if knee_stage is None:
+        kind = ""
+    knee_users = next((v.target_users for v in steps if v.stage == knee_stage), None)
+    below = [
+        v
+        for v in steps
+        if v.trusted
+        and (band is None or v.target_users <= band[1])
+        and (knee_users is None or v.target_users < knee_users)
+    ]
+    mark = below[-1] if below else (steps[0] if steps else None)
+    base = analysis.baseline
+    return Anchors(
+        watermark=gauges.get(mark.stage) if mark is not None else None,
+        knee=gauges.get(knee_stage) if knee_stage is not None else None,
+        knee_kind=kind,
+        watermark_range=band,
+        watermark_basis=basis,
+        baseline_e2e_p95_ms=base.e2e_p95_ms,
+        max_concurrency=knee.max_concurrency,
+    )
+
+
+def frame(gauges: dict[int, StageGauges]) -> pd.DataFrame:
+    """The gauges as a frame, one row per stage (for tests and the report)."""
+    return pd.DataFrame([g.__dict__ for g in gauges.values()])

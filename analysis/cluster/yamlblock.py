@@ -1,0 +1,97 @@
+"""Block-style YAML from nested dicts and lists, with comments above any key (for manifests).
+
+Scalars, keys and comment text go through :mod:`analysis.yaml_text`, so every reader reads the
+values back as written; a value wrapped in :class:`Commented` gets its comment lines above its
+key. Kubernetes manifests, Prometheus rule files and the profile are written this way: an
+emitter library would drop the comments that carry each threshold's evidence.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from analysis import yaml_text
+
+WIDTH = 96
+
+
+@dataclass(frozen=True)
+class Commented:
+    """A value with the comment lines written above its key (or list item)."""
+
+    value: Any
+    lines: tuple[str, ...]
+
+
+def comment_lines(text: str, indent: int = 0, width: int = WIDTH) -> list[str]:
+    """``text`` as ``#`` lines at ``indent``, wrapped to ``width``."""
+    pad = " " * indent
+    wrapped = textwrap.wrap(yaml_text.comment(text), max(20, width - indent - 2)) or [""]
+    return [f"{pad}# {line}".rstrip() for line in wrapped]
+
+
+def _is_block(value: Any) -> bool:
+    return (isinstance(value, Mapping) and bool(value)) or (
+        isinstance(value, list | tuple) and bool(value)
+    )
+
+
+def _unwrap(value: Any, indent: int, out: list[str]) -> Any:
+    if isinstance(value, Commented):
+        for line in value.lines:
+            out += comment_lines(line, indent)
+        return value.value
+    return value
+
+
+def dump_lines(node: Any, indent: int = 0) -> list[str]:
+    """The lines of ``node`` (a mapping or a list) at ``indent`` spaces."""
+    pad = " " * indent
+    out: list[str] = []
+    if isinstance(node, Mapping):
+        for key, raw in node.items():
+            value = _unwrap(raw, indent, out)
+            name = yaml_text.key(str(key))
+            if _is_block(value):
+                out.append(f"{pad}{name}:")
+                out += dump_lines(value, indent + 2)
+            else:
+                out.append(f"{pad}{name}: {_scalar(value)}")
+        return out
+    if isinstance(node, Sequence) and not isinstance(node, str):
+        for raw in node:
+            value = _unwrap(raw, indent, out)
+            if isinstance(value, Mapping) and value:
+                inner = dump_lines(value, indent + 2)
+                first = next(i for i, line in enumerate(inner) if not line.lstrip().startswith("#"))
+                inner[first] = f"{pad}- " + inner[first][indent + 2 :]
+                out += inner
+            elif _is_block(value):
+                out.append(f"{pad}-")
+                out += dump_lines(value, indent + 2)
+            else:
+                out.append(f"{pad}- {_scalar(value)}")
+        return out
+    return [pad + _scalar(node)]
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "{}"
+    if isinstance(value, list | tuple):
+        return "[]"
+    return yaml_text.value(value)
+
+
+def dump(node: Any, *, header: Sequence[str] = ()) -> str:
+    """One YAML document: ``header`` as comment lines, then ``node``."""
+    lines = [line for text in header for line in comment_lines(text)]
+    return "\n".join([*lines, *dump_lines(node)]) + "\n"
+
+
+def dump_all(documents: Sequence[tuple[Sequence[str], Any]]) -> str:
+    """Several documents (``---`` between them), each with its header comments."""
+    return "---\n".join(dump(node, header=header) for header, node in documents)
