@@ -93,6 +93,10 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "e2e_p99_high_ms",
     "interval_batches",  # time windows behind the intervals; 0: window too short for any
     "window_needed_s",  # measured window that would give throughput ±5 %
+    # prefix caching (analysis.prefix_cache: the server's counters over the window, tokens)
+    "prefix_cache_queries",
+    "prefix_cache_hits",
+    "prefix_cache_hit_pct",  # hits / queries × 100; NaN: the server exposes no such counters
 )
 
 #: Percentile method used everywhere (numpy/pandas "linear" interpolation on raw rows).

@@ -55,6 +55,10 @@ class SimParams:
     restart_s: float = _p(2.0, "cold-restart time after a crash (s); 503 meanwhile")
     gpu_name: str = _p("Simulated GPU", "modelName label of the DCGM metrics")
     seed: int = _p(0, "seed for EOS positions and generated text (same seed → same run)")
+    enable_prefix_caching: bool = _p(
+        False, "vLLM-style automatic prefix caching: cached prompt blocks skip prefill"
+    )
+    block_size: int = _p(16, "tokens per KV block (the prefix cache hashes whole blocks)")
     fault: str = _p("none", "fault to inject (sim/faults.py lists the modes), e.g. http_503")
     fault_share: float = _p(0.0, "share (0-1) of the load's requests that get the fault")
     fault_stall_s: float = _p(5.0, "stall: seconds before the first token")
@@ -76,6 +80,8 @@ class SimParams:
             )
         if self.max_num_batched_tokens < self.max_num_seqs:
             problems.append("max_num_batched_tokens must be ≥ max_num_seqs (one decode each)")
+        if self.block_size < 1:
+            problems.append("block_size must be ≥ 1")
         if self.reject_status not in (429, 503):
             problems.append("reject_status must be 429 or 503")
         if self.max_waiting < 0 or self.restart_s < 0:

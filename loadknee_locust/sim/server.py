@@ -97,6 +97,7 @@ class SimServer:
             "waiting": len(e.scheduler.waiting),
             "prompt_tokens_total": e.prompt_tokens_total,
             "generation_tokens_total": e.generation_tokens_total,
+            "prefix_cache": metrics.prefix_cache_counts(e),
             "engine_loop": e.health.as_dict(),
             "params": self.params.as_dict(),
         })  # fmt: skip
@@ -144,6 +145,7 @@ class SimServer:
                 prompt_tokens=job.prompt_tokens if job else None,
                 completion_tokens=job.completion_tokens if job else None,
                 preemptions=job.preemptions if job else 0, fault=fault or "",
+                cached_tokens=job.cached_tokens if job else None,
             ))  # fmt: skip
 
         headers = {"X-Request-Id": rid}

@@ -1,0 +1,137 @@
+"""Each stage's prefix-cache hit rate, from the server's own counters over the measured window.
+
+Servers count prefix caching in tokens: how many prompt tokens were looked up (*queries*) and
+how many were found cached (*hits*). The hit rate of a stage is the increase of hits over the
+increase of queries between the window's edges (each counter interpolated linearly between the
+scrapes around an edge; a drop, a restart, counts from zero), never the cumulative ratio, so
+an earlier stage's hits do not flatter a later one. Names (:data:`PREFIX_CACHE_COUNTERS`, the
+first pair the run scraped wins):
+
+=======================  ========================================  =====================================
+server                   queries                                   hits
+=======================  ========================================  =====================================
+vLLM (V1)                ``vllm:prefix_cache_queries_total``       ``vllm:prefix_cache_hits_total``
+vLLM (deprecated names)  ``vllm:gpu_prefix_cache_queries_total``   ``vllm:gpu_prefix_cache_hits_total``
+SGLang                   ``sglang:prompt_tokens_total``            ``sglang:cached_tokens_total``
+=======================  ========================================  =====================================
+
+For SGLang the prompt-token counter stands in for the queries (it counts every prompt token,
+cached or not). Label sets of one name at one scrape (model names, engines, SGLang's
+``cache_source``) are summed. A server that exports none of these (TGI, llama.cpp, a run
+without ``/metrics``) gives NaN and :func:`source_note` says so: missing, never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import pandas as pd
+
+#: columns :func:`stage_prefix_cache` returns (the record table's prefix-cache columns)
+PREFIX_CACHE_COLUMNS: Final[tuple[str, ...]] = (
+    "prefix_cache_queries",
+    "prefix_cache_hits",
+    "prefix_cache_hit_pct",
+)
+
+
+@dataclass(frozen=True)
+class CacheCounters:
+    server: str
+    queries: str
+    hits: str
+
+
+PREFIX_CACHE_COUNTERS: Final[tuple[CacheCounters, ...]] = (
+    CacheCounters("vllm", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"),
+    CacheCounters(
+        "vllm (deprecated names)",
+        "vllm:gpu_prefix_cache_queries_total",
+        "vllm:gpu_prefix_cache_hits_total",
+    ),
+    CacheCounters("sglang", "sglang:prompt_tokens_total", "sglang:cached_tokens_total"),
+)
+
+
+def counters_found(server_metrics: pd.DataFrame) -> CacheCounters | None:
+    """The first counter pair of :data:`PREFIX_CACHE_COUNTERS` the run scraped, or None."""
+    if server_metrics.empty or "metric" not in server_metrics:
+        return None
+    names = set(server_metrics["metric"].dropna().astype(str))
+    for pair in PREFIX_CACHE_COUNTERS:
+        if pair.queries in names and pair.hits in names:
+            return pair
+    return None
+
+
+def source_note(server_metrics: pd.DataFrame) -> str:
+    """One line for the report: which counters the hit rate is from, or that there are none."""
+    pair = counters_found(server_metrics)
+    if pair is None:
+        return (
+            "prefix-cache hit rate: the server exposes no prefix-cache counters "
+            "(vLLM's vllm:prefix_cache_queries/hits, SGLang's cached_tokens); not measured"
+        )
+    return f"prefix-cache hit rate: from {pair.hits} / {pair.queries} ({pair.server})"
+
+
+def _series(server_metrics: pd.DataFrame, metric: str) -> dict[str, pd.Series]:
+    """Per endpoint: the counter's value at each scrape (label sets summed), sorted by time."""
+    rows = server_metrics[server_metrics["metric"] == metric]
+    if "error" in rows:
+        rows = rows[rows["error"].isna() | (rows["error"].astype(str) == "")]
+    rows = rows.assign(
+        timestamp_unix_s=pd.to_numeric(rows["timestamp_unix_s"], errors="coerce"),
+        value=pd.to_numeric(rows["value"], errors="coerce"),
+        endpoint=rows["endpoint"].fillna("").astype(str),
+    ).dropna(subset=["timestamp_unix_s", "value"])
+    out = {}
+    for endpoint, group in rows.groupby("endpoint", sort=True):
+        out[str(endpoint)] = group.groupby("timestamp_unix_s")["value"].sum().sort_index()
+    return out
+
+
+def _increase(series: pd.Series, start: float, end: float) -> float:
+    """The counter's increase from ``start`` to ``end``: edges interpolated, resets counted from
+    zero; NaN when the scrapes do not reach both edges (never extrapolated)."""
+    ts = series.index.to_numpy(dtype=float)
+    vs = series.to_numpy(dtype=float)
+    if len(ts) < 2 or start < ts[0] or end > ts[-1] or end <= start:
+        return float("nan")
+    # unwrap resets: a drop means the server restarted and its counter began again at 0
+    steps = np.diff(vs)
+    steps = np.where(steps < 0, vs[1:], steps)
+    unwrapped = np.concatenate([[vs[0]], vs[0] + np.cumsum(steps)])
+    return float(np.interp(end, ts, unwrapped) - np.interp(start, ts, unwrapped))
+
+
+def window_counts(
+    server_metrics: pd.DataFrame, start: float, end: float, pair: CacheCounters | None = None
+) -> dict[str, float]:
+    """Queries, hits (tokens) and hit % over ``[start, end]``, summed over endpoints."""
+    nan = float("nan")
+    pair = pair if pair is not None else counters_found(server_metrics)
+    if pair is None:
+        return dict.fromkeys(PREFIX_CACHE_COLUMNS, nan)
+    queries = [_increase(s, start, end) for s in _series(server_metrics, pair.queries).values()]
+    hits = [_increase(s, start, end) for s in _series(server_metrics, pair.hits).values()]
+    q = float(np.sum(queries)) if queries and not np.isnan(queries).any() else nan
+    h = float(np.sum(hits)) if hits and not np.isnan(hits).any() else nan
+    pct = h / q * 100.0 if q == q and h == h and q > 0 else nan
+    return {"prefix_cache_queries": q, "prefix_cache_hits": h, "prefix_cache_hit_pct": pct}
+
+
+def stage_prefix_cache(server_metrics: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
+    """Per stage (``windows``' index; ``window_start``/``window_end`` columns) the
+    :data:`PREFIX_CACHE_COLUMNS`; all NaN when the server exposes no prefix-cache counters."""
+    pair = counters_found(server_metrics)
+    rows = {
+        stage: window_counts(server_metrics, float(start), float(end), pair)
+        for stage, start, end in zip(
+            windows.index, windows["window_start"], windows["window_end"], strict=True
+        )
+    }
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(PREFIX_CACHE_COLUMNS))
+    return frame.astype("float64")
