@@ -2,18 +2,20 @@
 
 Servers count prefix caching in tokens: how many prompt tokens were looked up (*queries*) and
 how many were found cached (*hits*). The hit rate of a stage is the increase of hits over the
-increase of queries between the window's edges (each counter interpolated linearly between the
-scrapes around an edge; a drop, a restart, counts from zero), never the cumulative ratio, so
-an earlier stage's hits do not flatter a later one. Names (:data:`PREFIX_CACHE_COUNTERS`, the
+increase of queries between the first and the last scrape inside its measured window (a drop, a
+restart, counts from zero), never the cumulative ratio, so an earlier stage's hits do not
+flatter a later one; nor does a scrape outside the window (interpolating to the window's edges
+would mix in the warm-up's and the calibration probes' lookups). A window with fewer than two
+scrapes inside has no hit rate (NaN). Names (:data:`PREFIX_CACHE_COUNTERS`, the
 first pair the run scraped wins):
 
-=======================  ========================================  =====================================
-server                   queries                                   hits
-=======================  ========================================  =====================================
-vLLM (V1)                ``vllm:prefix_cache_queries_total``       ``vllm:prefix_cache_hits_total``
-vLLM (deprecated names)  ``vllm:gpu_prefix_cache_queries_total``   ``vllm:gpu_prefix_cache_hits_total``
-SGLang                   ``sglang:prompt_tokens_total``            ``sglang:cached_tokens_total``
-=======================  ========================================  =====================================
+==================  ========================================  ====================================
+server              queries                                   hits
+==================  ========================================  ====================================
+vLLM (V1)           ``vllm:prefix_cache_queries_total``       ``vllm:prefix_cache_hits_total``
+vLLM (deprecated)   ``vllm:gpu_prefix_cache_queries_total``   ``vllm:gpu_prefix_cache_hits_total``
+SGLang              ``sglang:prompt_tokens_total``            ``sglang:cached_tokens_total``
+==================  ========================================  ====================================
 
 For SGLang the prompt-token counter stands in for the queries (it counts every prompt token,
 cached or not). Label sets of one name at one scrape (model names, engines, SGLang's
@@ -94,17 +96,14 @@ def _series(server_metrics: pd.DataFrame, metric: str) -> dict[str, pd.Series]:
 
 
 def _increase(series: pd.Series, start: float, end: float) -> float:
-    """The counter's increase from ``start`` to ``end``: edges interpolated, resets counted from
-    zero; NaN when the scrapes do not reach both edges (never extrapolated)."""
-    ts = series.index.to_numpy(dtype=float)
-    vs = series.to_numpy(dtype=float)
-    if len(ts) < 2 or start < ts[0] or end > ts[-1] or end <= start:
+    """The counter's increase between the first and the last scrape inside ``[start, end]``
+    (a drop, a restart, counts from zero); NaN with fewer than two scrapes inside."""
+    inside = series[(series.index >= start) & (series.index <= end)]
+    vs = inside.to_numpy(dtype=float)
+    if len(vs) < 2:
         return float("nan")
-    # unwrap resets: a drop means the server restarted and its counter began again at 0
     steps = np.diff(vs)
-    steps = np.where(steps < 0, vs[1:], steps)
-    unwrapped = np.concatenate([[vs[0]], vs[0] + np.cumsum(steps)])
-    return float(np.interp(end, ts, unwrapped) - np.interp(start, ts, unwrapped))
+    return float(np.where(steps < 0, vs[1:], steps).sum())
 
 
 def window_counts(
@@ -135,3 +134,13 @@ def stage_prefix_cache(server_metrics: pd.DataFrame, windows: pd.DataFrame) -> p
     }
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(PREFIX_CACHE_COLUMNS))
     return frame.astype("float64")
+
+
+def report_note(server_metrics: pd.DataFrame, run_info: dict[str, object]) -> str | None:
+    """The report's prefix-cache line: where the hit rate comes from, or that the server exposes
+    no counters when the run sent a shared prefix; None when neither applies."""
+    source = run_info.get("prompt_source")
+    shared = source.get("shared_prefix_tokens") if isinstance(source, dict) else None
+    if counters_found(server_metrics) is None and not shared:
+        return None
+    return source_note(server_metrics)

@@ -40,6 +40,7 @@ from analysis.compare.kind import (
     replica_count,
     steps_of,
 )
+from analysis.compare.prefix_cache import prefix_cache_change
 from analysis.model import VERDICT_LABELS
 from analysis.numeric import is_missing, num
 from analysis.report.table import fmt_magnitude
@@ -253,6 +254,7 @@ def _batch(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:
 def _prefix_cache(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:
     off, out = sides[0], []
     for on in sides[1:]:
+        out.append(prefix_cache_change(off, on).sentence)
         gain = _ratio(peak_throughput(on), peak_throughput(off))
         text = f"'{on.label}' vs '{off.label}': peak tok/s {_x(gain)}"
         common = _common_levels(table, off.label, on.label)

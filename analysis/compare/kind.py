@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from analysis.inputs.load import Run
 from analysis.model import KneeResult
 from loadknee_locust.contract import LEVEL_KINDS
 
@@ -39,6 +40,7 @@ class RunSide:
     knee: KneeResult
     run_info: Mapping[str, Any]
     replicas: int | None = None
+    run: Run | None = None  # the run's rows, for the intervals some comparisons compute
 
 
 def flatten(info: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

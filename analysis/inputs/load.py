@@ -39,6 +39,7 @@ TEXT_COLUMNS: dict[str, frozenset[str]] = {
             "outcome",
             "error",
             "prompt_hash",
+            "conversation_id",
         }
     ),
     contract.GPU_CSV: frozenset({"source", "error"}),

@@ -152,7 +152,9 @@ SLO_COLUMNS: tuple[str, ...] = (
 
 
 #: Printed only when the server's prefix-cache counters gave a hit rate (analysis.prefix_cache).
-CACHE_RECORD_COLUMNS: tuple[Column, ...] = (Column("prefix_cache_hit_pct", "cache hit %", fmt_pct, 2),)
+CACHE_RECORD_COLUMNS: tuple[Column, ...] = (
+    Column("prefix_cache_hit_pct", "cache hit %", fmt_pct, 2),
+)
 
 
 def record_columns(frame: pd.DataFrame) -> tuple[Column, ...]:

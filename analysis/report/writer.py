@@ -16,6 +16,8 @@ from analysis.failures import all_failed_warnings, small_stage_warnings
 from analysis.model import KneeResult, Recommendations
 from analysis.numeric import counted
 from analysis.pipeline import Analysis
+from analysis.conversations import planned_turns, turn_lines
+from analysis.prefix_cache import report_note
 from analysis.recommend import flag_text
 from analysis.report.html import HtmlReport, redact, render_html
 from analysis.report.knee_json import to_json
@@ -147,6 +149,10 @@ def deploy_text(recs: Recommendations, knee: KneeResult) -> str:
 def record_markdown(analysis: Analysis) -> str:
     record = record_frame(analysis.summary, analysis.knee, analysis.slo)
     slo = "" if analysis.slo is None else slo_text(analysis.slo).replace("\n", "  \n") + "\n\n"
+    cache = report_note(analysis.run.server_metrics, analysis.run.run_info)
+    slo += f"{cache}\n\n" if cache else ""
+    by_turn = turn_lines(analysis.run.requests, planned_turns(analysis.run.run_info))
+    slo += "\n".join(by_turn) + "\n\n" if by_turn else ""
     return (
         f"# Record table — {analysis.run_id}\n\n{analysis.knee.summary}\n\n{slo}"
         + format_markdown(record)

@@ -116,6 +116,10 @@ class LLMUser(FastHttpUser):
         assert source is not None
         return [source.next_prompt(self.endpoint) for _ in range(max(1, k))]
 
+    def row_context(self) -> dict[str, Any]:
+        """Extra columns for the next request's row (a conversation's id and turn); none here."""
+        return {}
+
     def send_request(self) -> dict[str, Any]:
         """Send one request, fire its one event, return its row."""
         llm = self.llm
@@ -126,6 +130,7 @@ class LLMUser(FastHttpUser):
             "user_id": self.user_id,
             "endpoint": self.endpoint,
             "stream": stream,
+            **self.row_context(),
         }
         try:
             if llm.body_options is None or not llm.model:

@@ -70,6 +70,8 @@ LABELS: dict[str, str] = {
     "output_scale": "Output length scale",
     "shared_prefix_tokens": "Shared prefix tokens",
     "no_unique_tag": "No unique tag",
+    "turns": "Turns per conversation",
+    "think_time": "Think time (s)",
     "no_calibrate": "No calibration",
     "seed": "Seed",
     "levels": "Levels (users)",
@@ -184,6 +186,17 @@ class LlmOptions:
     no_unique_tag: bool = opt(
         False,
         "Do not start each prompt with a unique tag (lets the prefix cache flatter results).",
+        group="prompts",
+    )
+    turns: int = opt(
+        1,
+        "Turns per conversation: each user holds a chat whose every turn resends the history "
+        "so far (1 = single requests).",
+        group="prompts",
+    )
+    think_time: str = opt(
+        "0",
+        "Pause between a conversation's turns: seconds (2), exp:MEAN or uniform:LOW,HIGH.",
         group="prompts",
     )
     no_calibrate: bool = opt(

@@ -13,6 +13,7 @@ import math
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from loadknee_locust.prompts.conversation import ThinkTime
 from loadknee_locust.schedule import SchedulePlan, parse_levels
 
 if TYPE_CHECKING:
@@ -77,6 +78,14 @@ def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
         problems.append(f"--llm-red-line-error-pct must be between 0 and 100, got {error_pct:g}")
     if options.output_scale <= 0 or not math.isfinite(options.output_scale):
         problems.append(f"--llm-output-scale must be > 0, got {options.output_scale:g}")
+    if options.turns < 1:
+        problems.append(f"--llm-turns must be >= 1, got {options.turns}")
+    elif options.turns > 1 and options.batch_size > 1:
+        problems.append("--llm-turns > 1 holds conversations: it needs --llm-batch-size 1")
+    try:
+        ThinkTime.parse(options.think_time)
+    except ValueError as exc:
+        problems.append(str(exc))
     if options.slo.strip():
         from analysis.slo import parse_slo_list  # stdlib only: the one parser of the SLO forms
 

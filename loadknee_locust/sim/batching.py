@@ -86,9 +86,10 @@ class Scheduler:
     prefix_cache: PrefixCache | None = None
 
     def __post_init__(self) -> None:
-        if self.prefix_cache is None and self.params.enable_prefix_caching:
+        if self.prefix_cache is None:  # off: it holds nothing, but still counts the queries
             p = self.params
-            self.prefix_cache = PrefixCache(p.kv_cache_tokens // p.block_size, p.block_size)
+            blocks = p.kv_cache_tokens // p.block_size if p.enable_prefix_caching else 0
+            self.prefix_cache = PrefixCache(blocks, p.block_size)
 
     @property
     def has_work(self) -> bool:
@@ -203,7 +204,7 @@ class Scheduler:
         cache = self.prefix_cache
         if cache is None:
             return 0
-        hit = min(cache.match(seq.block_hashes) * cache.block_size, seq.context - 1)
+        hit = max(0, min(cache.match(seq.block_hashes) * cache.block_size, seq.context - 1))
         if seq.admissions == 1:
             seq.cached_tokens = hit
             cache.count(seq.prompt_tokens, hit)

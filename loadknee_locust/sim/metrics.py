@@ -11,7 +11,7 @@ observed as sequences progress (:class:`LatencyHistograms` is the engine's obser
 * histograms ``vllm:time_to_first_token_seconds``, ``vllm:inter_token_latency_seconds``,
   ``vllm:e2e_request_latency_seconds``, ``vllm:request_queue_time_seconds``;
 * ``vllm:prefix_cache_queries_total``, ``vllm:prefix_cache_hits_total`` (tokens, vLLM V1's
-  names; hits stay 0 with the cache off: :mod:`.prefixcache`);
+  names; with the cache off queries count and hits stay 0: :mod:`.prefixcache`);
 * ``vllm:cache_config_info`` (value 1; the engine's memory settings as labels, like vLLM);
 * ``DCGM_FI_DEV_FB_USED`` / ``DCGM_FI_DEV_FB_FREE`` (MiB), ``DCGM_FI_DEV_GPU_UTIL`` (0–100),
   ``DCGM_FI_PROF_SM_ACTIVE`` / ``DCGM_FI_PROF_DRAM_ACTIVE`` (0–1), ``DCGM_FI_DEV_MEM_COPY_UTIL``
@@ -141,7 +141,7 @@ class EngineCollector(Collector):
 def prefix_cache_counts(engine: Engine) -> dict[str, int]:
     """The prefix cache's query and hit counters (tokens) and blocks held; zeros when it is off."""
     cache = engine.scheduler.prefix_cache
-    if cache is None:
+    if cache is None:  # a scheduler built with prefix_cache=None and no params (tests)
         return {"queries": 0, "hits": 0, "blocks": 0}
     return {"queries": cache.queries_tokens, "hits": cache.hits_tokens, "blocks": len(cache)}
 

@@ -17,7 +17,8 @@ prefill cost, never the KV limit.
 
 Counters, in tokens as vLLM counts them (``vllm:prefix_cache_queries_total``,
 ``vllm:prefix_cache_hits_total``): every first admission queries its prompt tokens and hits its
-cached ones. ``GET /metrics`` exports them whether the cache is on or off (off: hits stay 0).
+cached ones. With the cache off the scheduler keeps an empty cache (capacity 0, no hashing), so
+queries still count and hits stay 0: a measured 0 % rather than nothing.
 """
 
 from __future__ import annotations
