@@ -43,7 +43,8 @@ Files in ``runs/<run_id>/``:
     reused keep-alive socket was found closed before the request reached the server: 0 or 1;
     empty in files written before the column existed), ``conversation_id`` and ``turn`` (a
     multi-turn user's conversation and the request's turn in it, 0 first; empty for single-turn
-    requests and in files written before the columns existed).
+    requests and in files written before the columns existed), ``traffic_class`` (the
+    request's class under ``--llm-classes``; empty without classes).
 
 ``gpu.csv`` (one row per GPU per sample; see :data:`GPU_COLUMNS`)
     ``timestamp_unix_s``, ``gpu_index``, ``source`` (:data:`GPU_SOURCES`), ``memory_used_mib``,
@@ -191,12 +192,13 @@ REQUEST_COLUMNS: Final[tuple[str, ...]] = (
     "resent",
     "conversation_id",
     "turn",
+    "traffic_class",
 )
 
 #: Columns added to a file after its first release: a file without them is still read (older
 #: run directories, other tools' imports), the column then empty. File name → its added columns.
 ADDED_COLUMNS: Final[dict[str, frozenset[str]]] = {
-    REQUESTS_CSV: frozenset({"resent", "conversation_id", "turn"}),
+    REQUESTS_CSV: frozenset({"resent", "conversation_id", "turn", "traffic_class"}),
 }
 
 GPU_COLUMNS: Final[tuple[str, ...]] = (

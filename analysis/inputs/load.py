@@ -40,6 +40,7 @@ TEXT_COLUMNS: dict[str, frozenset[str]] = {
             "error",
             "prompt_hash",
             "conversation_id",
+            "traffic_class",
         }
     ),
     contract.GPU_CSV: frozenset({"source", "error"}),

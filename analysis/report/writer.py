@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from analysis.classes import analyze_classes
+from analysis.conversations import planned_turns, turn_lines
 from analysis.deploy import context_lines
 from analysis.failures import all_failed_warnings, small_stage_warnings
 from analysis.model import KneeResult, Recommendations
 from analysis.numeric import counted
 from analysis.pipeline import Analysis
-from analysis.conversations import planned_turns, turn_lines
 from analysis.prefix_cache import report_note
 from analysis.recommend import flag_text
 from analysis.report.html import HtmlReport, redact, render_html
@@ -153,6 +154,8 @@ def record_markdown(analysis: Analysis) -> str:
     slo += f"{cache}\n\n" if cache else ""
     by_turn = turn_lines(analysis.run.requests, planned_turns(analysis.run.run_info))
     slo += "\n".join(by_turn) + "\n\n" if by_turn else ""
+    classes = analyze_classes(analysis.run, analysis.knee)
+    slo += classes.text.replace("\n", "  \n") + "\n\n" if classes else ""
     return (
         f"# Record table — {analysis.run_id}\n\n{analysis.knee.summary}\n\n{slo}"
         + format_markdown(record)

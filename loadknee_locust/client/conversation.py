@@ -51,7 +51,9 @@ class ConversationUser(LLMUser):
 
     def row_context(self) -> dict[str, Any]:
         c = self._conversation
-        return {} if c is None else {"conversation_id": c.conversation_id, "turn": c.turn}
+        extra = super().row_context()
+        return extra if c is None else {**extra, "conversation_id": c.conversation_id,
+                                        "turn": c.turn}  # fmt: skip
 
     def _prompts(self) -> list[Prompt]:
         if self._turn_prompt is not None:

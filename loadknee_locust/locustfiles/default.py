@@ -1,9 +1,11 @@
 """The locustfile ``loadknee run`` uses by default: one LLM user class set by ``--llm-*`` options.
 
 ``--llm-endpoint`` (chat | completions) and ``--llm-batch-size`` (> 1: batched completions) pick
-what each user sends, ``--llm-turns`` (> 1) makes each user a conversation; the stepped shape (:class:`~loadknee_locust.plugin.shape.KneeShape`) runs the
-sweep; ``install`` adds the options, the recorder, telemetry and the web UI tab. Loaded by Locust
-as a top-level module, so imports are absolute.
+what each user sends, ``--llm-turns`` (> 1) makes each user a conversation and
+``--llm-classes`` gives each request a traffic class by weight; the stepped shape
+(:class:`~loadknee_locust.plugin.shape.KneeShape`) runs the sweep; ``install`` adds the options,
+the recorder, telemetry and the web UI tab. Loaded by Locust as a top-level module, so imports
+are absolute.
 """
 
 from __future__ import annotations

@@ -72,6 +72,7 @@ LABELS: dict[str, str] = {
     "no_unique_tag": "No unique tag",
     "turns": "Turns per conversation",
     "think_time": "Think time (s)",
+    "classes": "Traffic classes",
     "no_calibrate": "No calibration",
     "seed": "Seed",
     "levels": "Levels (users)",
@@ -197,6 +198,13 @@ class LlmOptions:
     think_time: str = opt(
         "0",
         "Pause between a conversation's turns: seconds (2), exp:MEAN or uniform:LOW,HIGH.",
+        group="prompts",
+    )
+    classes: str = opt(
+        "",
+        "Traffic classes in one run, each request's class by weight: "
+        "'NAME:WEIGHT:INPUT:OUTPUT[:SLO[+SLO]] ...' or @FILE, e.g. "
+        "'chat:70:256:64:ttft_p95_ms=500 summ:30:1024:256:e2e_p95_ms=20000'.",
         group="prompts",
     )
     no_calibrate: bool = opt(

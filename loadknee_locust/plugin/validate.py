@@ -13,6 +13,7 @@ import math
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from loadknee_locust.prompts.classes import parse_classes, slo_problems
 from loadknee_locust.prompts.conversation import ThinkTime
 from loadknee_locust.schedule import SchedulePlan, parse_levels
 
@@ -54,6 +55,24 @@ def host_problem(host: str) -> str | None:
     return None
 
 
+def _class_problems(options: LlmOptions) -> list[str]:
+    if not options.classes.strip():
+        return []
+    try:
+        classes = parse_classes(options.classes)
+    except ValueError as exc:
+        return [str(exc)]
+    problems = slo_problems(classes)
+    if options.turns > 1 or options.batch_size > 1 or options.prompt_log:
+        problems.append("--llm-classes sets each request's lengths: it cannot be combined with "
+                        "--llm-turns > 1, --llm-batch-size > 1 or --llm-prompt-log")  # fmt: skip
+    for c in classes:
+        if options.shared_prefix_tokens and c.input_tokens <= options.shared_prefix_tokens:
+            problems.append(f"--llm-classes: class {c.name}'s input ({c.input_tokens}) must be "
+                            "longer than --llm-shared-prefix-tokens")  # fmt: skip
+    return problems
+
+
 def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
     """Every problem with ``options`` (and ``host`` when given), in words; [] when all is fine."""
     problems = []
@@ -86,6 +105,7 @@ def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
         ThinkTime.parse(options.think_time)
     except ValueError as exc:
         problems.append(str(exc))
+    problems += _class_problems(options)
     if options.slo.strip():
         from analysis.slo import parse_slo_list  # stdlib only: the one parser of the SLO forms
 
