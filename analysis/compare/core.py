@@ -254,7 +254,6 @@ def _batch(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:
 def _prefix_cache(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:
     off, out = sides[0], []
     for on in sides[1:]:
-        out.append(prefix_cache_change(off, on).sentence)
         gain = _ratio(peak_throughput(on), peak_throughput(off))
         text = f"'{on.label}' vs '{off.label}': peak tok/s {_x(gain)}"
         common = _common_levels(table, off.label, on.label)
@@ -271,6 +270,7 @@ def _prefix_cache(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:
                 "(check the server's prefix-cache hit rate)."
             )
         out.append(text)
+        out.append(prefix_cache_change(off, on).sentence)
     return out
 
 

@@ -81,8 +81,12 @@ def _peak(side: RunSide) -> tuple[float | None, tuple[float, float] | None]:
     values = pd.to_numeric(steps["output_tok_s"], errors="coerce")
     if values.isna().all():
         return None, None
-    row = steps.loc[values.idxmax()]
-    low, high = num(row.get("output_tok_s_low")), num(row.get("output_tok_s_high"))
+    pos = int(values.fillna(float("-inf")).to_numpy().argmax())
+
+    def at(column: str) -> float | None:
+        return num(steps[column].iloc[pos]) if column in steps else None
+
+    low, high = at("output_tok_s_low"), at("output_tok_s_high")
     band = (low, high) if low is not None and high is not None else None
     return float(values.max()), band
 
@@ -121,7 +125,7 @@ def _ttft(side: RunSide, level: int | None) -> tuple[float | None, tuple[float, 
     ends = [float(v) for v in rows["end_unix_s"]]
     if not ends:
         return point, None
-    end = max(float(windows.at[stage, "window_end"]), *ends)
+    end = max(float(num(windows.at[stage, "window_end"]) or 0.0), *ends)
     band = tail_interval(
         ends, [float(v) for v in rows["ttft_ms"]], min(ends), end,
         starts_s=[float(v) for v in rows["start_unix_s"]], q=0.95, resamples=400,
