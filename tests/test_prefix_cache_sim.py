@@ -16,6 +16,7 @@ shorter ones the cache-off run's 8-user stage is too noisy to call flat.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ import pytest
 
 from analysis.inputs.load import read_run
 from analysis.pipeline import analyze_run
+from analysis.report.writer import record_markdown
 from analysis.summary import measured_requests, stage_windows
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
@@ -93,6 +95,18 @@ def test_each_stage_hit_rate_is_the_simulators_own(runs) -> None:
         else:  # 1024 of 1280 prompt tokens come from the cache once it is warm
             steps = summary[summary["kind"] == "step"]["prefix_cache_hit_pct"]
             assert steps.between(79.0, 81.0).all(), steps
+
+
+def test_without_the_servers_metrics_the_hit_rate_is_not_measured(runs, tmp_path: Path) -> None:
+    src = runs["on"][0]
+    bare = tmp_path / "no-metrics"
+    shutil.copytree(src, bare)
+    header = (src / "server_metrics.csv").read_text().splitlines()[0]
+    (bare / "server_metrics.csv").write_text(header + "\n")
+    analysis = analyze_run(bare)
+    assert analysis.summary["prefix_cache_hit_pct"].isna().all()
+    text = record_markdown(analysis)
+    assert "the server exposes no prefix-cache counters" in text and "cache hit %" not in text
 
 
 def _ttft_by_cache(run_dir: Path, log: list[dict]) -> pd.DataFrame:
