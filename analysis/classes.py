@@ -99,7 +99,7 @@ def analyze_classes(
             params = SloParams(slos=tuple(parse_slo(text) for text in spec.slos))
             slo = evaluate_slos(summary, knee, params=params, measured=measured_requests(own))
         share = shares[spec.name].to_dict() if spec.name in shares else {}
-        stage_share = {int(str(k)): float(v) for k, v in share.items()}
+        stage_share = {int(float(str(k))): float(v) for k, v in share.items()}
         results.append(ClassResult(spec, summary, stage_share, slo, _first_broken(slo)))
     judged = [r for r in results if r.slo is not None]
     binding = None

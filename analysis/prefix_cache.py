@@ -31,6 +31,8 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
+from analysis.numeric import num
+
 #: columns :func:`stage_prefix_cache` returns (the record table's prefix-cache columns)
 PREFIX_CACHE_COLUMNS: Final[tuple[str, ...]] = (
     "prefix_cache_queries",
@@ -144,3 +146,48 @@ def report_note(server_metrics: pd.DataFrame, run_info: dict[str, object]) -> st
     if counters_found(server_metrics) is None and not shared:
         return None
     return source_note(server_metrics)
+
+
+def hit_miss_ttft(requests: pd.DataFrame) -> pd.DataFrame:
+    """Per stage, from the requests whose server reported ``cached_tokens``: served measured
+    rows that hit the prefix cache (any cached token) and missed, with their TTFT P50 (ms).
+    Empty when no request carries the count."""
+    columns = ["stage", "hits", "misses", "hit_ttft_p50_ms", "miss_ttft_p50_ms"]
+    if "cached_tokens" not in requests:
+        return pd.DataFrame(columns=columns)
+    rows = requests[
+        (requests["outcome"] == "ok")
+        & requests["phase"].isin(("measure", "baseline"))
+        & requests["cached_tokens"].notna()
+    ]
+    out = []
+    for stage, group in rows.groupby("stage"):
+        hit = group["cached_tokens"] > 0
+        out.append({
+            "stage": int(float(str(stage))),
+            "hits": int(hit.sum()),
+            "misses": int((~hit).sum()),
+            "hit_ttft_p50_ms": float(group.loc[hit, "ttft_ms"].median()),
+            "miss_ttft_p50_ms": float(group.loc[~hit, "ttft_ms"].median()),
+        })  # fmt: skip
+    return pd.DataFrame(out, columns=columns)
+
+
+def hit_miss_line(requests: pd.DataFrame, users: dict[int, object]) -> str | None:
+    """``record.md``'s line on hits' and misses' TTFT (``users``: stage → its users)."""
+    table = hit_miss_ttft(requests)
+    if table.empty:
+        return None
+
+    def ms(value: object) -> str:
+        x = num(value)
+        return "—" if x is None else f"{x:.1f} ms"
+
+    parts = [
+        f"{users.get(int(float(str(r['stage']))), r['stage'])} users: {r['hits']} hits "
+        f"{ms(r['hit_ttft_p50_ms'])}, {r['misses']} misses {ms(r['miss_ttft_p50_ms'])}"
+        for r in table.to_dict("records")
+    ]
+    return "TTFT P50 of prefix-cache hits vs misses (the server's cached_tokens): " + "; ".join(
+        parts
+    )

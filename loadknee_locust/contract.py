@@ -44,7 +44,9 @@ Files in ``runs/<run_id>/``:
     empty in files written before the column existed), ``conversation_id`` and ``turn`` (a
     multi-turn user's conversation and the request's turn in it, 0 first; empty for single-turn
     requests and in files written before the columns existed), ``traffic_class`` (the
-    request's class under ``--llm-classes``; empty without classes).
+    request's class under ``--llm-classes``; empty without classes), ``cached_tokens`` (prompt
+    tokens the server says it found in its prefix cache, from ``usage.prompt_tokens_details``;
+    empty when it does not say).
 
 ``gpu.csv`` (one row per GPU per sample; see :data:`GPU_COLUMNS`)
     ``timestamp_unix_s``, ``gpu_index``, ``source`` (:data:`GPU_SOURCES`), ``memory_used_mib``,
@@ -193,12 +195,15 @@ REQUEST_COLUMNS: Final[tuple[str, ...]] = (
     "conversation_id",
     "turn",
     "traffic_class",
+    "cached_tokens",
 )
 
 #: Columns added to a file after its first release: a file without them is still read (older
 #: run directories, other tools' imports), the column then empty. File name → its added columns.
 ADDED_COLUMNS: Final[dict[str, frozenset[str]]] = {
-    REQUESTS_CSV: frozenset({"resent", "conversation_id", "turn", "traffic_class"}),
+    REQUESTS_CSV: frozenset(
+        {"resent", "conversation_id", "turn", "traffic_class", "cached_tokens"}
+    ),
 }
 
 GPU_COLUMNS: Final[tuple[str, ...]] = (

@@ -77,7 +77,8 @@ def test_turns_arrive_in_order_and_carry_the_history(run) -> None:
             grown = prev.prompt_tokens_sim + TEMPLATE + prev.completion_tokens + new_turn
             assert cur.prompt_tokens_sim == grown, (cid, cur.turn)
             # the previous prompt, less its generation-prompt tokens, was found block for block
-            assert cur.cached_tokens == (prev.prompt_tokens_sim - TEMPLATE) // 16 * 16
+            assert cur.cached_tokens_sim == (prev.prompt_tokens_sim - TEMPLATE) // 16 * 16
+            assert cur.cached_tokens == cur.cached_tokens_sim  # the usage said the same
     assert complete >= 3
 
 

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from analysis.prefix_cache import counters_found, source_note, stage_prefix_cache, window_counts
+from loadknee_locust.client.sse import Usage
 from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.plugin.validate import option_problems
 from loadknee_locust.prompts.classes import WeightedCycle, parse_classes
@@ -87,3 +88,16 @@ def test_option_problems_for_turns_and_classes(overrides: dict, words: str) -> N
 
     options = dataclasses.replace(LlmOptions(), **overrides)
     assert any(words in p for p in option_problems(options)), option_problems(options)
+
+
+def test_usage_cached_tokens_are_read_where_servers_put_them() -> None:
+    from loadknee_locust.client.sse import extract_usage
+
+    vllm = {"usage": {"prompt_tokens": 9, "completion_tokens": 2,
+                      "prompt_tokens_details": {"cached_tokens": 8}}}  # fmt: skip
+    assert extract_usage(vllm) == Usage(9, 2, 8)
+    assert extract_usage({"usage": {"prompt_tokens": 9, "completion_tokens": 2}}) == Usage(9, 2)
+    llama = {"timings": {"prompt_n": 3, "predicted_n": 4, "cache_n": 6}}
+    assert extract_usage(llama) == Usage(3, 4, 6)
+    both = {"usage": {"prompt_tokens": 9, "completion_tokens": 4}, **llama}
+    assert extract_usage(both) == Usage(9, 4, 6)

@@ -110,11 +110,12 @@ def test_without_the_servers_metrics_the_hit_rate_is_not_measured(runs, tmp_path
 
 
 def _ttft_by_cache(run_dir: Path, log: list[dict]) -> pd.DataFrame:
-    """The measured ok rows with the sim's cached tokens of each (joined on X-Request-Id)."""
+    """The measured ok rows with the sim's cached tokens of each (joined on X-Request-Id): the
+    client's own ``cached_tokens`` (from the usage) beside the sim's, ``cached_tokens_sim``."""
     rows = pd.read_csv(run_dir / "requests.csv").set_index("request_id")
     rows = rows[(rows["outcome"] == "ok") & rows["phase"].isin(["measure", "baseline"])]
     cached = pd.DataFrame(log).set_index("request_id")[["cached_tokens"]]
-    return rows.join(cached, how="inner").dropna(subset=["ttft_ms"])
+    return rows.join(cached, how="inner", rsuffix="_sim").dropna(subset=["ttft_ms"])
 
 
 def test_hits_come_back_sooner_than_misses(runs) -> None:
@@ -122,7 +123,14 @@ def test_hits_come_back_sooner_than_misses(runs) -> None:
     # hits; the misses are the cache-off run's, at the same stages
     hits = _ttft_by_cache(*runs["on"])
     misses = _ttft_by_cache(*runs["off"])
-    assert (hits["cached_tokens"] == PREFIX).all() and (misses["cached_tokens"] == 0).all()
+    assert (hits["cached_tokens_sim"] == PREFIX).all()
+    assert (misses["cached_tokens_sim"] == 0).all()
+    # the client read each hit from the usage (prompt_tokens_details.cached_tokens); the server
+    # without caching does not report it
+    assert (hits["cached_tokens"] == hits["cached_tokens_sim"]).all()
+    assert misses["cached_tokens"].isna().all()
+    line = record_markdown(analyze_run(runs["on"][0]))
+    assert "TTFT P50 of prefix-cache hits vs misses" in line and "0 misses" in line
     for stage in sorted(set(hits["stage"]) & set(misses["stage"])):
         on = hits.loc[hits["stage"] == stage, "ttft_ms"].median()
         off = misses.loc[misses["stage"] == stage, "ttft_ms"].median()

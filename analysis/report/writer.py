@@ -18,7 +18,7 @@ from analysis.failures import all_failed_warnings, small_stage_warnings
 from analysis.model import KneeResult, Recommendations
 from analysis.numeric import counted
 from analysis.pipeline import Analysis
-from analysis.prefix_cache import report_note
+from analysis.prefix_cache import hit_miss_line, report_note
 from analysis.recommend import flag_text
 from analysis.report.html import HtmlReport, redact, render_html
 from analysis.report.knee_json import to_json
@@ -152,6 +152,9 @@ def record_markdown(analysis: Analysis) -> str:
     slo = "" if analysis.slo is None else slo_text(analysis.slo).replace("\n", "  \n") + "\n\n"
     cache = report_note(analysis.run.server_metrics, analysis.run.run_info)
     slo += f"{cache}\n\n" if cache else ""
+    users = dict(zip(analysis.summary["stage"], analysis.summary["target_users"], strict=True))
+    hits = hit_miss_line(analysis.run.requests, users)
+    slo += f"{hits}\n\n" if hits else ""
     by_turn = turn_lines(analysis.run.requests, planned_turns(analysis.run.run_info))
     slo += "\n".join(by_turn) + "\n\n" if by_turn else ""
     classes = analyze_classes(analysis.run, analysis.knee)

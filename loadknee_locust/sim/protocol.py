@@ -154,12 +154,19 @@ def parse_request(endpoint: Endpoint, body: Any, params: SimParams) -> ParsedReq
     return ParsedRequest(spec, stream, include_usage, model)
 
 
-def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {
+def usage(
+    prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+) -> dict[str, Any]:
+    """OpenAI's usage object; with ``cached_tokens`` (prefix caching on) also
+    ``prompt_tokens_details.cached_tokens``, as vLLM with --enable-prompt-tokens-details."""
+    out: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
+    if cached_tokens is not None:
+        out["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return out
 
 
 class Renderer:
@@ -193,14 +200,15 @@ class Renderer:
             + f'[{{"index":{index},{body},"logprobs":null,"finish_reason":{finish}}}]}}\n\n'
         ).encode()
 
-    def usage_chunk(self, prompt_tokens: int, completion_tokens: int) -> bytes:
-        return (
-            self._head + f'[],"usage":{json.dumps(usage(prompt_tokens, completion_tokens))}}}\n\n'
-        ).encode()
+    def usage_chunk(
+        self, prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+    ) -> bytes:
+        body = json.dumps(usage(prompt_tokens, completion_tokens, cached_tokens))
+        return (self._head + f'[],"usage":{body}}}\n\n').encode()
 
     def full_response(
         self, texts: list[str], finish_reasons: list[str | None], prompt_tokens: int,
-        completion_tokens: int,
+        completion_tokens: int, cached_tokens: int | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         if self.chat:
             choices: list[dict[str, Any]] = [
@@ -219,5 +227,5 @@ class Renderer:
             "created": self.created,
             "model": self.model,
             "choices": choices,
-            "usage": usage(prompt_tokens, completion_tokens),
+            "usage": usage(prompt_tokens, completion_tokens, cached_tokens),
         }

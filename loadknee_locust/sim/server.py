@@ -192,6 +192,11 @@ class SimServer:
             record(200, "aborted", job)
             raise
 
+    def _cached(self, job: Request) -> int | None:
+        """The usage's cached tokens: only with prefix caching on (vLLM reports them only when
+        asked to, with --enable-prompt-tokens-details; off, the field is left out)."""
+        return job.cached_tokens if self.params.enable_prefix_caching else None
+
     async def _stream(
         self, request: web.Request, job: Request, renderer: protocol.Renderer,
         include_usage: bool, headers: dict[str, str],
@@ -239,9 +244,10 @@ class SimServer:
         if not job.cut:
             if include_usage:
                 extra = 1 if fault == "wrong_usage" else 0
-                await response.write(
-                    renderer.usage_chunk(job.prompt_tokens, job.completion_tokens + extra)
+                chunk = renderer.usage_chunk(
+                    job.prompt_tokens, job.completion_tokens + extra, self._cached(job)
                 )
+                await response.write(chunk)
             await response.write(protocol.DONE)
         await response.write_eof()
         record(200, "cut" if job.cut else "ok", job)
@@ -266,7 +272,8 @@ class SimServer:
             response = web.json_response(error.body(), status=500, headers=headers)
         else:
             body = renderer.full_response(["".join(t) for t in texts], reasons,
-                                          job.prompt_tokens, job.completion_tokens)  # fmt: skip
+                                          job.prompt_tokens, job.completion_tokens,
+                                          self._cached(job))  # fmt: skip
             response = web.json_response(body, headers=headers)
         # send it here rather than on return, so end_unix_s is when the last byte went out
         await response.prepare(request)
