@@ -101,3 +101,28 @@ def test_usage_cached_tokens_are_read_where_servers_put_them() -> None:
     assert extract_usage(llama) == Usage(3, 4, 6)
     both = {"usage": {"prompt_tokens": 9, "completion_tokens": 4}, **llama}
     assert extract_usage(both) == Usage(9, 4, 6)
+
+
+def test_compare_kind_reads_the_servers_prefix_caching_label() -> None:
+    from types import SimpleNamespace
+
+    from analysis.compare.kind import RunSide, detect_kind, server_prefix_caching
+    from analysis.model import KneeResult
+
+    def side(label: str, on: str) -> RunSide:
+        metrics = pd.DataFrame([{
+            "timestamp_unix_s": 1.0, "endpoint": "e", "metric": "vllm:cache_config_info",
+            "labels": f'block_size="16",enable_prefix_caching="{on}"', "value": 1.0, "error": "",
+        }])  # fmt: skip
+        summary = pd.DataFrame({"kind": ["step"], "target_users": [1], "batch_size": [1]})
+        knee = KneeResult(
+            stages=(), knee_stage=None, knee_users=None, max_concurrency=None,
+            red_line_stage=None, red_line_users=None, base_capacity=None, summary="",
+        )  # fmt: skip
+        run = SimpleNamespace(server_metrics=metrics)
+        return RunSide(label, summary, knee, {}, run=run)  # type: ignore[arg-type]
+
+    off, on = side("off", "False"), side("on", "True")
+    assert server_prefix_caching(on) == "true"
+    assert detect_kind([off, on])[0] == "prefix-cache"
+    assert detect_kind([on, side("on2", "True")])[0] == "config"
