@@ -83,10 +83,15 @@ def turn_lines(requests: pd.DataFrame, turns: int | None) -> list[str]:
     if table.empty:
         return []
     counts = conversation_counts(requests, turns)
+    if turns and turns > 1:
+        head = (
+            f"conversations: {counts['conversations']} ({counts['completed']} with all {turns} "
+            f"turns answered, {counts['cut']} cut by a failure, a stage change or the run's end)"
+        )
+    else:  # replayed conversations: each has its own number of turns
+        head = f"conversations: {counts['conversations']} (replayed, each with its own turns)"
     lines = [
-        f"conversations: {counts['conversations']} ({counts['completed']} with all "
-        f"{turns or '?'} turns answered, {counts['cut']} cut by a failure, a stage change or "
-        "the run's end); by turn (served, measured rows):",
+        head + "; by turn (served, measured rows):",
         "| turn | requests | prompt tokens | TTFT P50 ms | TTFT P95 ms | e2e P50 ms | e2e P95 ms |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]

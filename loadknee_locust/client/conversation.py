@@ -17,16 +17,20 @@ stage of ``u`` users has at most ``u`` requests in flight and fewer while users 
 from __future__ import annotations
 
 import random
+import time
 import uuid
 from typing import Any, ClassVar
 
 import gevent
+from locust.exception import StopUser
 
 from loadknee_locust.client.users import LLMUser
 from loadknee_locust.contract import NOT_ERROR_OUTCOMES
 from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.prompts import Prompt
 from loadknee_locust.prompts.conversation import Conversation, ThinkTime
+from loadknee_locust.prompts.convlog import ConversationLog
+from loadknee_locust.prompts.replay import LogReplaySource
 
 __all__ = ["ConversationUser"]
 
@@ -65,6 +69,9 @@ class ConversationUser(LLMUser):
         if self.llm.source is None:
             self.generate()  # stops the test with the reason, as a single request would
             return
+        if llm_options(self.environment).replay_conversations:
+            self._replay_conversation()
+            return
         if self.conversation_turns <= 1:
             self.send_request()
             return
@@ -87,6 +94,57 @@ class ConversationUser(LLMUser):
         finally:
             self._conversation = None
             self._turn_prompt = None
+
+    def _replay_conversation(self) -> None:
+        """One recorded conversation of the log, turn by turn (:mod:`~loadknee_locust.prompts
+        .convlog`): each turn as recorded, one unique tag for all its turns, the recorded
+        start offsets × ``--llm-gap-scale`` (or the think time when the log has none)."""
+        source = self.llm.source
+        try:
+            conversations = recorded_conversations(self.llm)
+        except (OSError, ValueError) as exc:  # said once, by stop_test
+            self.llm.source_error = str(exc)
+            self.llm.stop_test()
+            raise StopUser() from None
+        if not isinstance(source, LogReplaySource) or conversations is None:
+            self.send_request()
+            return
+        opts = llm_options(self.environment)
+        turns = conversations.next_conversation()
+        tag = source.synth.text(0) if source.synth.unique_tag else ""
+        conversation = Conversation(source, self.endpoint, conversation_id=uuid.uuid4().hex[:16])
+        self._conversation = conversation
+        start = time.monotonic()
+        try:
+            for k, (entry, at) in enumerate(turns):
+                if k:
+                    if at is not None:
+                        gevent.sleep(max(0.0, start + at * opts.gap_scale - time.monotonic()))
+                    else:
+                        gevent.sleep(self.think.draw(self._rng))
+                self._turn_prompt = source.prompt_for(entry, self.endpoint, tag=tag)
+                row = self.send_request()
+                if row.get("outcome") not in NOT_ERROR_OUTCOMES:
+                    break
+                conversation.turn += 1
+        finally:
+            self._conversation = None
+            self._turn_prompt = None
+
+
+def recorded_conversations(llm: Any) -> ConversationLog | None:
+    """The process's :class:`ConversationLog` of ``--llm-prompt-log`` (built once per log)."""
+    opts = llm.options
+    if not opts.replay_conversations or not opts.prompt_log:
+        return None
+    key = (opts.prompt_log, opts.seed)
+    held = getattr(llm, "_loadknee_conversation_log", None)
+    if held is None or held[0] != key:
+        seed = llm.source_options.seed  # each worker its own order
+        held = (key, ConversationLog(opts.prompt_log, seed=seed, fmt=opts.log_format))
+        llm._loadknee_conversation_log = held
+    log: ConversationLog = held[1]
+    return log
 
 
 # Locust keeps a base class's tasks in every subclass: replace LLMUser's one task by the

@@ -73,6 +73,8 @@ LABELS: dict[str, str] = {
     "turns": "Turns per conversation",
     "think_time": "Think time (s)",
     "classes": "Traffic classes",
+    "replay_conversations": "Replay conversations",
+    "gap_scale": "Gap scale",
     "no_calibrate": "No calibration",
     "seed": "Seed",
     "levels": "Levels (users)",
@@ -198,6 +200,18 @@ class LlmOptions:
     think_time: str = opt(
         "0",
         "Pause between a conversation's turns: seconds (2), exp:MEAN or uniform:LOW,HIGH.",
+        group="prompts",
+    )
+    replay_conversations: bool = opt(
+        False,
+        "Replay the prompt log's recorded conversations (records with a conversation_id) turn "
+        "by turn, in order, each user one at a time.",
+        group="prompts",
+    )
+    gap_scale: float = opt(
+        1.0,
+        "With --llm-replay-conversations: multiply the recorded gaps between turns (their "
+        "timestamp field) by this.",
         group="prompts",
     )
     classes: str = opt(

@@ -106,6 +106,10 @@ def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
     except ValueError as exc:
         problems.append(str(exc))
     problems += _class_problems(options)
+    if options.replay_conversations and not options.prompt_log:
+        problems.append("--llm-replay-conversations replays --llm-prompt-log: give the log")
+    if not options.gap_scale > 0 or not math.isfinite(options.gap_scale):
+        problems.append(f"--llm-gap-scale must be > 0, got {options.gap_scale:g}")
     if options.slo.strip():
         from analysis.slo import parse_slo_list  # stdlib only: the one parser of the SLO forms
 
