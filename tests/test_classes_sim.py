@@ -5,8 +5,9 @@
 ``requests.csv`` and ``stages.csv``: every stage's measured class shares are within 3 points of
 the weights; each class's SLO capacity is the rule (the highest level of the unbroken run of
 passing stages from the lowest) applied to that class's measured served rows alone; the
-binding class is the one with the lowest capacity, named in the report. One process and
-``--workers 2``.
+binding class is the one with the lowest capacity, named in the report. Run with ``--workers 2``
+(each worker draws from its own weighted cycle; one process passed too: kept to one run for the
+suite's time).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ WEIGHTS = {"chat": 70.0, "summ": 30.0}
 LIMITS = {"chat": ("ttft_ms", 1000.0), "summ": ("e2e_ms", 1000.0)}
 
 
-@pytest.fixture(scope="module", params=[0, 2], ids=["local", "workers2"])
+@pytest.fixture(scope="module", params=[2], ids=["workers2"])  # local: the other sim tests
 def run_dir(request, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("classes")
     with SimProcess.start("fast", max_num_seqs=8, decode_per_seq_ms=2.0) as sim:
