@@ -103,6 +103,10 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "client_in_flight",  # requests outstanding on average (Little's law: served/s × mean e2e)
     "client_wait_share_pct",  # % of requests that came a quarter service time late or more
     "client_wait_ms",  # median wait of those requests
+    # prefix caching (analysis.prefix_cache: the server's counters over the window, tokens)
+    "prefix_cache_queries",
+    "prefix_cache_hits",
+    "prefix_cache_hit_pct",  # hits / queries × 100; NaN: the server exposes no such counters
 )
 
 #: Percentile method used everywhere (numpy/pandas "linear" interpolation on raw rows).

@@ -24,6 +24,7 @@ from analysis.inputs.load import Run
 from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
 from analysis.intervals import IntervalParams, StageBatches, interval_columns
 from analysis.model import SUMMARY_COLUMNS
+from analysis.prefix_cache import stage_prefix_cache
 from loadknee_locust.contract import NOT_JUDGED_OUTCOMES
 
 MEASURED_PHASES = ("measure", "baseline")
@@ -268,6 +269,7 @@ def summarize_stages(
         if gpu.empty:  # GPU telemetry scraped from a DCGM exporter only
             gpu = gpu_from_dcgm(run.server_metrics)
     stages = run.stages.set_index("stage")
+    prefix_cache = stage_prefix_cache(run.server_metrics, windows)
     rows = []
     for stage, start, end in zip(
         windows.index, windows["window_start"], windows["window_end"], strict=True
@@ -295,6 +297,7 @@ def summarize_stages(
         row.update(_gpu_stats(gpu, start, end))
         row.update(_server_stats(canon, start, end))
         row["client_cpu_peak_pct"] = _client_peak(run.client, start, end)
+        row.update(prefix_cache.loc[stage].to_dict())
         row.update({str(k): v for k, v in bands.get(stage, {}).items()})
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))

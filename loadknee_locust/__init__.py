@@ -35,6 +35,7 @@ _LAZY: dict[str, str] = {
     "CompletionsUser": "loadknee_locust.client.users",
     "BatchCompletionsUser": "loadknee_locust.client.users",
     "LLMUser": "loadknee_locust.client.users",
+    "ConversationUser": "loadknee_locust.client.conversation",
     "KneeShape": "loadknee_locust.plugin.shape",
     "SteppedShape": "loadknee_locust.plugin.shape",
     "register": "loadknee_locust.plugin.wiring",

@@ -41,7 +41,12 @@ Files in ``runs/<run_id>/``:
     one line), ``prompt_hash`` (sha256 prefix of the prompt text; the text itself is never
     written), ``resent`` (times the request was sent again on a fresh connection because its
     reused keep-alive socket was found closed before the request reached the server: 0 or 1;
-    empty in files written before the column existed).
+    empty in files written before the column existed), ``conversation_id`` and ``turn`` (a
+    multi-turn user's conversation and the request's turn in it, 0 first; empty for single-turn
+    requests and in files written before the columns existed), ``traffic_class`` (the
+    request's class under ``--llm-classes``; empty without classes), ``cached_tokens`` (prompt
+    tokens the server says it found in its prefix cache, from ``usage.prompt_tokens_details``;
+    empty when it does not say).
 
 ``gpu.csv`` (one row per GPU per sample; see :data:`GPU_COLUMNS`)
     ``timestamp_unix_s``, ``gpu_index``, ``source`` (:data:`GPU_SOURCES`), ``memory_used_mib``,
@@ -188,12 +193,18 @@ REQUEST_COLUMNS: Final[tuple[str, ...]] = (
     "error",
     "prompt_hash",
     "resent",
+    "conversation_id",
+    "turn",
+    "traffic_class",
+    "cached_tokens",
 )
 
 #: Columns added to a file after its first release: a file without them is still read (older
 #: run directories, other tools' imports), the column then empty. File name → its added columns.
 ADDED_COLUMNS: Final[dict[str, frozenset[str]]] = {
-    REQUESTS_CSV: frozenset({"resent"}),
+    REQUESTS_CSV: frozenset(
+        {"resent", "conversation_id", "turn", "traffic_class", "cached_tokens"}
+    ),
     GPU_CSV: frozenset({"power_w"}),
 }
 

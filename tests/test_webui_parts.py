@@ -223,3 +223,21 @@ def test_the_memory_and_waiting_charts_read_the_run_files(tmp_path: Path) -> Non
     assert ("KV cache", 1.0, 25.0) in [(n, x, y) for n, x, y, _ in points], points
     assert ("GPU mem", 1.0, 50.0) in [(n, x, y) for n, x, y, _ in points], points
     assert ("waiting", 2.0, 3.0) in [(n, x, y) for n, x, y, _ in points], points
+
+
+def test_the_prefix_cache_chart_shows_the_hit_rate_between_scrapes(tmp_path: Path) -> None:
+    rows = [
+        {"timestamp_unix_s": T0 + t, "metric": f"vllm:prefix_cache_{name}_total", "value": v}
+        for t, q, h in ((1, 0, 0), (2, 1000, 800), (3, 2000, 1300), (4, 2500, 1700))
+        for name, v in (("queries", q), ("hits", h))
+    ]
+    with (tmp_path / "server_metrics.csv").open("w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=SERVER_METRIC_COLUMNS)
+        out.writeheader()
+        out.writerows(rows)
+    tail = TelemetryTail(tmp_path)
+    tail.update()  # the last scrape waits for a later one (its label sets may not all be in)
+    assert list(tail.series["cache_hit_pct"]) == [(T0 + 2, 80.0), (T0 + 3, 50.0)]
+    points = [(n, x, y) for n, x, y, _ in circles(telemetry_charts(tail, T0))]
+    assert ("hit rate", 2.0, 80.0) in points and ("hit rate", 3.0, 50.0) in points
+    assert "Prefix-cache hit rate" not in telemetry_charts(TelemetryTail(tmp_path / "none"), T0)

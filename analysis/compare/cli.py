@@ -13,10 +13,12 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import sys
 from pathlib import Path
 
 from analysis.compare.core import KINDS, LONG_COLUMNS, Comparison, RunSide, compare_runs
+from analysis.compare.prefix_cache import prefix_cache_change
 from analysis.inputs.load import RunDirError
 from analysis.knee import KneeParams
 from analysis.numeric import is_missing
@@ -177,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                 knee=analysis.knee,
                 run_info=analysis.run.run_info,
                 replicas=replicas[i] if replicas else None,
+                run=analysis.run,
             )
         )
     if len({s.label for s in sides}) < len(sides):
@@ -187,6 +190,14 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(format_markdown(comparison), encoding="utf-8")
     (out / "compare.csv").write_text(format_csv(comparison), encoding="utf-8")
+    written = [out / "compare.md", out / "compare.csv"]
+    if comparison.kind == "prefix-cache":  # the change and its intervals, for scripts
+        changes = [prefix_cache_change(sides[0], side).as_dict() for side in sides[1:]]
+        (out / "prefix-cache.json").write_text(
+            json.dumps(changes[0] if len(changes) == 1 else changes, indent=2) + "\n",
+            encoding="utf-8",
+        )
+        written.append(out / "prefix-cache.json")
     shown = format_markdown(comparison) if ns.format == "markdown" else format_text(comparison)
     print(shown.rstrip("\n"))
     failed = False
@@ -196,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             checks = verify_checks(before.summary, before.knee, after.summary, after.knee)
             print(f"\n{after.label} against {before.label}:\n{format_checks(checks)}")
             failed = failed or not all_passed(checks)
-    print(f"\nwritten: {out / 'compare.md'}, {out / 'compare.csv'}")
+    print(f"\nwritten: {', '.join(str(p) for p in written)}")
     return 1 if failed else 0
 
 

@@ -40,6 +40,7 @@ from analysis.compare.kind import (
     replica_count,
     steps_of,
 )
+from analysis.compare.prefix_cache import prefix_cache_change
 from analysis.model import VERDICT_LABELS
 from analysis.numeric import is_missing, num
 from analysis.report.table import fmt_magnitude
@@ -269,6 +270,7 @@ def _prefix_cache(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:
                 "(check the server's prefix-cache hit rate)."
             )
         out.append(text)
+        out.append(prefix_cache_change(off, on).sentence)
     return out
 
 

@@ -10,12 +10,14 @@ run.json layout moving a key into a sub-object.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import pandas as pd
 
+from analysis.inputs.load import Run
 from analysis.model import KneeResult
 from loadknee_locust.contract import LEVEL_KINDS
 
@@ -39,6 +41,7 @@ class RunSide:
     knee: KneeResult
     run_info: Mapping[str, Any]
     replicas: int | None = None
+    run: Run | None = None  # the run's rows, for the intervals some comparisons compute
 
 
 def flatten(info: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -76,8 +79,24 @@ def batch_size(side: RunSide) -> int:
 
 
 def prefix_setting(side: RunSide) -> Any:
+    """The run's prefix-caching setup: run.json's setting or shared prefix, and the server's own
+    ``enable_prefix_caching`` label of ``vllm:cache_config_info`` when it was scraped."""
     on = lookup(side.run_info, "enable_prefix_caching", "prefix_caching")
-    return on if on is not None else lookup(side.run_info, "shared_prefix_tokens")
+    setting = on if on is not None else lookup(side.run_info, "shared_prefix_tokens")
+    return (setting, server_prefix_caching(side))
+
+
+def server_prefix_caching(side: RunSide) -> str | None:
+    """``enable_prefix_caching`` from the server's ``vllm:cache_config_info`` labels, if any."""
+    if side.run is None or side.run.server_metrics.empty:
+        return None
+    metrics = side.run.server_metrics
+    rows = metrics[metrics["metric"] == "vllm:cache_config_info"]
+    for labels in rows["labels"].dropna().astype(str):
+        found = re.search(r'enable_prefix_caching="([^"]*)"', labels)
+        if found:
+            return found.group(1).lower()
+    return None
 
 
 def replica_count(side: RunSide) -> int | None:

@@ -39,6 +39,8 @@ TEXT_COLUMNS: dict[str, frozenset[str]] = {
             "outcome",
             "error",
             "prompt_hash",
+            "conversation_id",
+            "traffic_class",
         }
     ),
     contract.GPU_CSV: frozenset({"source", "error"}),

@@ -151,9 +151,21 @@ SLO_COLUMNS: tuple[str, ...] = (
 )
 
 
+#: Printed only when the server's prefix-cache counters gave a hit rate (analysis.prefix_cache).
+CACHE_RECORD_COLUMNS: tuple[Column, ...] = (
+    Column("prefix_cache_hit_pct", "cache hit %", fmt_pct, 2),
+)
+
+
 def record_columns(frame: pd.DataFrame) -> tuple[Column, ...]:
-    """The printed columns: the record table, plus the SLO columns when the frame has them."""
-    return RECORD_COLUMNS + (SLO_RECORD_COLUMNS if "slo_met" in frame else ())
+    """The printed columns: the record table, plus the SLO columns when the frame has them and
+    the prefix-cache hit rate when the server counted one."""
+    cache = "prefix_cache_hit_pct" in frame and bool(frame["prefix_cache_hit_pct"].notna().any())
+    return (
+        RECORD_COLUMNS
+        + (CACHE_RECORD_COLUMNS if cache else ())
+        + (SLO_RECORD_COLUMNS if "slo_met" in frame else ())
+    )
 
 
 UNTRUSTED_NOTE = "* client-bound stage: the load generator was the limit, numbers not trusted"

@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from analysis.classes import analyze_classes
 from analysis.cluster.emit import ClusterParams, html_section, write_cluster_files
+from analysis.conversations import planned_turns, turn_lines
 from analysis.deploy import context_lines
 from analysis.failures import all_failed_warnings, small_stage_warnings
 from analysis.model import KneeResult, Recommendations
 from analysis.numeric import counted
 from analysis.pipeline import Analysis
+from analysis.prefix_cache import hit_miss_line, report_note
 from analysis.recommend import flag_text
 from analysis.report.html import HtmlReport, redact, render_html
 from analysis.report.knee_json import to_json
@@ -149,6 +152,15 @@ def deploy_text(recs: Recommendations, knee: KneeResult) -> str:
 def record_markdown(analysis: Analysis) -> str:
     record = record_frame(analysis.summary, analysis.knee, analysis.slo)
     slo = "" if analysis.slo is None else slo_text(analysis.slo).replace("\n", "  \n") + "\n\n"
+    cache = report_note(analysis.run.server_metrics, analysis.run.run_info)
+    slo += f"{cache}\n\n" if cache else ""
+    users = dict(zip(analysis.summary["stage"], analysis.summary["target_users"], strict=True))
+    hits = hit_miss_line(analysis.run.requests, users)
+    slo += f"{hits}\n\n" if hits else ""
+    by_turn = turn_lines(analysis.run.requests, planned_turns(analysis.run.run_info))
+    slo += "\n".join(by_turn) + "\n\n" if by_turn else ""
+    classes = analyze_classes(analysis.run, analysis.knee)
+    slo += classes.text.replace("\n", "  \n") + "\n\n" if classes else ""
     return (
         f"# Record table — {analysis.run_id}\n\n{analysis.knee.summary}\n\n{slo}"
         + format_markdown(record)

@@ -3,6 +3,7 @@
 Runs on the gevent hub of the process that times requests, so it never imports pandas or
 matplotlib. Arrows point down this list:
 
+- :mod:`.conversation` — ``ConversationUser``: multi-turn chats, history resent, think time;
 - :mod:`.users` — the Locust user classes (``ChatUser``, ``CompletionsUser``, batch);
 - :mod:`.state` — what all users of one process share: options, prompt source, model, calibration;
 - :mod:`.tokenize_probe` — prompt words chosen with the server's own tokenize endpoint;

@@ -125,6 +125,7 @@ def request_row(
         chunks=obs.chunks if stream else None,  # a whole body has no chunks
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
+        cached_tokens=usage.cached_tokens if usage else None,
         usage_source=usage_source,
         target_input_tokens=target_input_tokens,
         target_output_tokens=target_output_tokens,

@@ -99,6 +99,18 @@ class Usage:
 
     prompt_tokens: int | None
     completion_tokens: int | None
+    #: prompt tokens the server found in its prefix cache (``usage.prompt_tokens_details
+    #: .cached_tokens``: OpenAI, vLLM with --enable-prompt-tokens-details; llama.cpp's
+    #: ``timings.cache_n``); None when the server does not say
+    cached_tokens: int | None = None
+
+
+def _cached(obj: Mapping[str, Any], usage: Mapping[str, Any]) -> int | None:
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and details.get("cached_tokens") is not None:
+        return _int_or_none(details.get("cached_tokens"))
+    timings = obj.get("timings")  # llama.cpp sends both; older builds only timings.cache_n
+    return _int_or_none(timings.get("cache_n")) if isinstance(timings, dict) else None
 
 
 def extract_usage(obj: Mapping[str, Any]) -> Usage | None:
@@ -106,12 +118,16 @@ def extract_usage(obj: Mapping[str, Any]) -> Usage | None:
     usage = obj.get("usage")
     if isinstance(usage, dict):
         return Usage(
-            _int_or_none(usage.get("prompt_tokens")), _int_or_none(usage.get("completion_tokens"))
+            _int_or_none(usage.get("prompt_tokens")),
+            _int_or_none(usage.get("completion_tokens")),
+            _cached(obj, usage),
         )
     timings = obj.get("timings")
     if isinstance(timings, dict) and ("prompt_n" in timings or "predicted_n" in timings):
         return Usage(
-            _int_or_none(timings.get("prompt_n")), _int_or_none(timings.get("predicted_n"))
+            _int_or_none(timings.get("prompt_n")),
+            _int_or_none(timings.get("predicted_n")),
+            _int_or_none(timings.get("cache_n")),
         )
     return None
 

@@ -29,6 +29,7 @@ from locust.exception import StopUser
 
 from loadknee_locust.client import payloads
 from loadknee_locust.client.backoff import FailureBackoff
+from loadknee_locust.client.classes import class_mix
 from loadknee_locust.client.outcome import Observation, classify_exception, request_row
 from loadknee_locust.client.reconnect import check_liveness_without_yielding, install_stale_retry
 from loadknee_locust.client.sse import StreamParser, error_message, parse_body, short_text
@@ -88,6 +89,7 @@ class LLMUser(FastHttpUser):
             self.llm.closing_servers.install(pool)  # a server that closes after responses
         self._backoff = 0.0
         self._failures = FailureBackoff()
+        self._traffic_class = ""  # of the request being built (--llm-classes)
 
     def _note_resend(self) -> None:
         """The request in flight went out again on a fresh socket (reconnect.py's one resend)."""
@@ -111,10 +113,20 @@ class LLMUser(FastHttpUser):
         self.send_request()
 
     def _prompts(self) -> list[Prompt]:
+        mix = class_mix(self.llm)
+        if mix is not None:  # --llm-classes: this request's class by the weighted cycle
+            chosen, class_source = mix.next()
+            self._traffic_class = chosen.name
+            return [class_source.next_prompt(self.endpoint)]
         k = self.batch_size if self.batch_size is not None else self.llm.batch_size
         source = self.llm.source
         assert source is not None
         return [source.next_prompt(self.endpoint) for _ in range(max(1, k))]
+
+    def row_context(self) -> dict[str, Any]:
+        """Extra columns for this request's row: its traffic class (a conversation adds its id
+        and turn); called after :meth:`_prompts` chose the prompts."""
+        return {"traffic_class": self._traffic_class} if self._traffic_class else {}
 
     def send_request(self) -> dict[str, Any]:
         """Send one request, fire its one event, return its row."""
@@ -131,6 +143,7 @@ class LLMUser(FastHttpUser):
             if llm.body_options is None or not llm.model:
                 llm.prepare(self.host or "", self.endpoint)
             prompts = self._prompts()
+            base.update(self.row_context())
             assert llm.body_options is not None
             data = payloads.encode(build_body(self.endpoint, llm.body_options, prompts))
         except Exception as exc:  # a bug or bad input here must still be a row

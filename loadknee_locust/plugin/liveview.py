@@ -239,7 +239,17 @@ def telemetry_charts(tail: TelemetryTail, start_unix_s: float) -> str:
         "requests",
         (svgchart.Series("waiting", pts("waiting"), color="#ef4444"),),
     )
-    return svgchart.render(mem) + svgchart.render(wait)
+    charts = svgchart.render(mem) + svgchart.render(wait)
+    if tail.series["cache_hit_pct"]:  # only when the server counts prefix-cache lookups
+        hits = svgchart.Chart(
+            "cache",
+            "Prefix-cache hit rate between scrapes (%)",
+            "seconds since start",
+            "%",
+            (svgchart.Series("hit rate", pts("cache_hit_pct"), color="#10b981"),),
+        )
+        charts += svgchart.render(hits)
+    return charts
 
 
 #: after a noisy stage's verdict, as ``?`` after it in the record table

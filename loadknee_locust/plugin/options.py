@@ -70,6 +70,11 @@ LABELS: dict[str, str] = {
     "output_scale": "Output length scale",
     "shared_prefix_tokens": "Shared prefix tokens",
     "no_unique_tag": "No unique tag",
+    "turns": "Turns per conversation",
+    "think_time": "Think time (s)",
+    "classes": "Traffic classes",
+    "replay_conversations": "Replay conversations",
+    "gap_scale": "Gap scale",
     "no_calibrate": "No calibration",
     "seed": "Seed",
     "levels": "Levels (users)",
@@ -184,6 +189,36 @@ class LlmOptions:
     no_unique_tag: bool = opt(
         False,
         "Do not start each prompt with a unique tag (lets the prefix cache flatter results).",
+        group="prompts",
+    )
+    turns: int = opt(
+        1,
+        "Turns per conversation: each user holds a chat whose every turn resends the history "
+        "so far (1 = single requests).",
+        group="prompts",
+    )
+    think_time: str = opt(
+        "0",
+        "Pause between a conversation's turns: seconds (2), exp:MEAN or uniform:LOW,HIGH.",
+        group="prompts",
+    )
+    replay_conversations: bool = opt(
+        False,
+        "Replay the prompt log's recorded conversations (records with a conversation_id) turn "
+        "by turn, in order, each user one at a time.",
+        group="prompts",
+    )
+    gap_scale: float = opt(
+        1.0,
+        "With --llm-replay-conversations: multiply the recorded gaps between turns (their "
+        "timestamp field) by this.",
+        group="prompts",
+    )
+    classes: str = opt(
+        "",
+        "Traffic classes in one run, each request's class by weight: "
+        "'NAME:WEIGHT:INPUT:OUTPUT[:SLO[+SLO]] ...' or @FILE, e.g. "
+        "'chat:70:256:64:ttft_p95_ms=500 summ:30:1024:256:e2e_p95_ms=20000'.",
         group="prompts",
     )
     no_calibrate: bool = opt(

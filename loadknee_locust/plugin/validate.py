@@ -13,6 +13,8 @@ import math
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from loadknee_locust.prompts.classes import parse_classes, slo_problems
+from loadknee_locust.prompts.conversation import ThinkTime
 from loadknee_locust.schedule import SchedulePlan, parse_levels
 
 if TYPE_CHECKING:
@@ -53,6 +55,24 @@ def host_problem(host: str) -> str | None:
     return None
 
 
+def _class_problems(options: LlmOptions) -> list[str]:
+    if not options.classes.strip():
+        return []
+    try:
+        classes = parse_classes(options.classes)
+    except ValueError as exc:
+        return [str(exc)]
+    problems = slo_problems(classes)
+    if options.turns > 1 or options.batch_size > 1 or options.prompt_log:
+        problems.append("--llm-classes sets each request's lengths: it cannot be combined with "
+                        "--llm-turns > 1, --llm-batch-size > 1 or --llm-prompt-log")  # fmt: skip
+    for c in classes:
+        if options.shared_prefix_tokens and c.input_tokens <= options.shared_prefix_tokens:
+            problems.append(f"--llm-classes: class {c.name}'s input ({c.input_tokens}) must be "
+                            "longer than --llm-shared-prefix-tokens")  # fmt: skip
+    return problems
+
+
 def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
     """Every problem with ``options`` (and ``host`` when given), in words; [] when all is fine."""
     problems = []
@@ -77,6 +97,19 @@ def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
         problems.append(f"--llm-red-line-error-pct must be between 0 and 100, got {error_pct:g}")
     if options.output_scale <= 0 or not math.isfinite(options.output_scale):
         problems.append(f"--llm-output-scale must be > 0, got {options.output_scale:g}")
+    if options.turns < 1:
+        problems.append(f"--llm-turns must be >= 1, got {options.turns}")
+    elif options.turns > 1 and options.batch_size > 1:
+        problems.append("--llm-turns > 1 holds conversations: it needs --llm-batch-size 1")
+    try:
+        ThinkTime.parse(options.think_time)
+    except ValueError as exc:
+        problems.append(str(exc))
+    problems += _class_problems(options)
+    if options.replay_conversations and not options.prompt_log:
+        problems.append("--llm-replay-conversations replays --llm-prompt-log: give the log")
+    if not options.gap_scale > 0 or not math.isfinite(options.gap_scale):
+        problems.append(f"--llm-gap-scale must be > 0, got {options.gap_scale:g}")
     if options.slo.strip():
         from analysis.slo import parse_slo_list  # stdlib only: the one parser of the SLO forms
 

@@ -93,8 +93,9 @@ class LogReplaySource:
         entry = read_entry(self._file, self.index, self.sampler.next_index(), self.fmt)
         return self.prompt_for(entry, endpoint)
 
-    def prompt_for(self, entry: LogEntry, endpoint: Endpoint) -> Prompt:
-        """The prompt to send for one record."""
+    def prompt_for(self, entry: LogEntry, endpoint: Endpoint, *, tag: str | None = None) -> Prompt:
+        """The prompt to send for one record (``tag``: this unique tag, e.g. one conversation's
+        for all its turns; None: a new one)."""
         if entry.kind == "lengths":
             assert entry.input_tokens is not None and entry.output_tokens is not None
             return self.synth.build(endpoint, entry.input_tokens, self._scaled(entry.output_tokens))
@@ -104,7 +105,8 @@ class LogReplaySource:
             max_tokens, pin = self._scaled(entry.max_tokens), False
         else:
             max_tokens, pin = self._scaled(self.default_output_tokens), False
-        tag = self.synth.text(0) if self.synth.unique_tag else ""
+        if tag is None:
+            tag = self.synth.text(0) if self.synth.unique_tag else ""
         prefix = self.synth.prefix
         if entry.kind == "messages":
             messages = _tagged(entry.messages or (), tag)

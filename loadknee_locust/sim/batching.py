@@ -13,8 +13,9 @@ Each :meth:`Scheduler.step` models one iteration of a vLLM-like engine:
    left, and the head's context + 1 fits in the KV budget (its whole context is reserved at
    admission) — with ``kv_reserve_max_tokens``, its prompt + max_tokens beside the running
    sequences' (TGI/SGLang-style, so it never needs preempting); the head that does not fit
-   blocks the rest (no skipping). A prompt longer than the
-   budget left is prefilled in chunks over several steps.
+   blocks the rest (no skipping). A prompt longer than the budget left is prefilled in chunks
+   over several steps. With ``enable_prefix_caching`` the head's leading cached blocks skip
+   prefill (:mod:`.prefixcache`); its blocks are cached once its prefill completes.
 4. **Cost**: ``decode_base_ms + decode_per_seq_ms × sequences computed + prefill_ms_per_token ×
    prefilled tokens`` — the step slows as the batch grows, so throughput saturates.
 5. **Emit**: every decoding sequence, and every sequence whose prefill completes in this step
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from loadknee_locust.sim.params import SimParams
+from loadknee_locust.sim.prefixcache import PrefixCache
 
 FinishReason = Literal["length", "stop"]
 
@@ -52,6 +54,8 @@ class Sequence:
     preemptions: int = 0
     admissions: int = 0
     last_token_s: float = 0.0  # when its last token was delivered (the driver's clock)
+    block_hashes: tuple[int, ...] = ()  # the prompt's full blocks (prefix caching on)
+    cached_tokens: int = 0  # prompt tokens its first admission found in the prefix cache
 
     @property
     def context(self) -> int:
@@ -81,6 +85,13 @@ class Scheduler:
     running: list[Sequence] = field(default_factory=list)
     kv_used: int = 0
     preemptions_total: int = 0
+    prefix_cache: PrefixCache | None = None
+
+    def __post_init__(self) -> None:
+        if self.prefix_cache is None:  # off: it holds nothing, but still counts the queries
+            p = self.params
+            blocks = p.kv_cache_tokens // p.block_size if p.enable_prefix_caching else 0
+            self.prefix_cache = PrefixCache(blocks, p.block_size)
 
     @property
     def has_work(self) -> bool:
@@ -121,6 +132,8 @@ class Scheduler:
         """Drop everything (a crash); returns what was in flight."""
         lost = [*self.running, *self.waiting]
         self.running, self.waiting, self.kv_used = [], deque(), 0
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
         for seq in lost:
             seq.kv_tokens = 0
         return lost
@@ -143,6 +156,7 @@ class Scheduler:
                 computed += 1
                 if seq.pending_prefill == 0:
                     emitting.append(seq)
+                    self._cache_blocks(seq)
         admitted: list[Sequence] = []
         while self.waiting and len(self.running) < p.max_num_seqs and tokens_left > 0:
             head = self.waiting[0]
@@ -154,8 +168,9 @@ class Scheduler:
             head.kv_tokens = head.context
             head.admissions += 1
             self.kv_used += head.kv_tokens
-            chunk = min(head.context, tokens_left)
-            head.pending_prefill = head.context - chunk
+            to_compute = head.context - self._cached_prefix(head)
+            chunk = min(to_compute, tokens_left)
+            head.pending_prefill = to_compute - chunk
             tokens_left -= chunk
             prefill += chunk
             computed += 1
@@ -163,6 +178,7 @@ class Scheduler:
             admitted.append(head)
             if head.pending_prefill == 0:
                 emitting.append(head)
+                self._cache_blocks(head)
 
         if computed == 0:
             return None
@@ -190,6 +206,22 @@ class Scheduler:
             preempted=tuple(preempted),
             peak_kv_tokens=peak,
         )
+
+    def _cached_prefix(self, seq: Sequence) -> int:
+        """Tokens of ``seq``'s context the prefix cache spares (0 without one); counts the query
+        on a first admission. At least one token is left to compute, as in vLLM."""
+        cache = self.prefix_cache
+        if cache is None:
+            return 0
+        hit = max(0, min(cache.match(seq.block_hashes) * cache.block_size, seq.context - 1))
+        if seq.admissions == 1:
+            seq.cached_tokens = hit
+            cache.count(seq.prompt_tokens, hit)
+        return hit
+
+    def _cache_blocks(self, seq: Sequence) -> None:
+        if self.prefix_cache is not None and seq.block_hashes:
+            self.prefix_cache.insert(seq.block_hashes)
 
     def _preempt(self) -> list[Sequence]:
         """Free KV for this step's new tokens: newest running sequences back to the queue front."""

@@ -51,6 +51,8 @@ class GenerationSpec:
     max_tokens: int
     min_tokens: int = 0
     ignore_eos: bool = False
+    #: each prompt's block hashes (:func:`.prefixcache.block_hashes`); empty without the cache
+    prompt_blocks: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,11 @@ class Request:
         return sum(seq.prompt_tokens for seq in self.seqs)
 
     @property
+    def cached_tokens(self) -> int:
+        """Prompt tokens the prefix cache spared (0 before admission or without the cache)."""
+        return sum(seq.cached_tokens for seq in self.seqs)
+
+    @property
     def preemptions(self) -> int:
         return sum(seq.preemptions for seq in self.seqs)
 
@@ -203,7 +210,8 @@ class Engine:
             seq_id = self._next_seq_id
             self._next_seq_id += 1
             stop_at, reason = stop_point(self.params, seq_id, spec)
-            seq = Sequence(seq_id, prompt, stop_at, reason, index=index)
+            blocks = spec.prompt_blocks[index] if index < len(spec.prompt_blocks) else ()
+            seq = Sequence(seq_id, prompt, stop_at, reason, index=index, block_hashes=blocks)
             seq.reserve = prompt + spec.max_tokens
             seqs.append(seq)
         request = Request(spec, seqs, asyncio.get_running_loop().time())

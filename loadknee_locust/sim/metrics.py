@@ -10,6 +10,8 @@ observed as sequences progress (:class:`LatencyHistograms` is the engine's obser
   ``vllm:request_success_total{finished_reason}`` — all labelled ``model_name``;
 * histograms ``vllm:time_to_first_token_seconds``, ``vllm:inter_token_latency_seconds``,
   ``vllm:e2e_request_latency_seconds``, ``vllm:request_queue_time_seconds``;
+* ``vllm:prefix_cache_queries_total``, ``vllm:prefix_cache_hits_total`` (tokens, vLLM V1's
+  names; with the cache off queries count and hits stay 0: :mod:`.prefixcache`);
 * ``vllm:cache_config_info`` (value 1; the engine's memory settings as labels, like vLLM);
 * ``DCGM_FI_DEV_FB_USED`` / ``DCGM_FI_DEV_FB_FREE`` (MiB), ``DCGM_FI_DEV_GPU_UTIL`` (0–100),
   ``DCGM_FI_PROF_SM_ACTIVE`` / ``DCGM_FI_PROF_DRAM_ACTIVE`` (0–1), ``DCGM_FI_DEV_MEM_COPY_UTIL``
@@ -41,6 +43,8 @@ CACHE_INFO = {
     "max_num_batched_tokens": "max_num_batched_tokens",
     "max_model_len": "max_model_len",
     "kv_prealloc": "kv_prealloc",
+    "enable_prefix_caching": "enable_prefix_caching",
+    "block_size": "block_size",
 }
 GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname")
 
@@ -99,6 +103,11 @@ class EngineCollector(Collector):
         yield counter("vllm:num_preemptions", "Preemptions.", s.preemptions_total)
         yield counter("vllm:prompt_tokens", "Prefilled prompt tokens.", e.prompt_tokens_total)
         yield counter("vllm:generation_tokens", "Generated tokens.", e.generation_tokens_total)
+        cache = prefix_cache_counts(e)
+        yield counter(
+            "vllm:prefix_cache_queries", "Prefix cache queries (tokens).", cache["queries"]
+        )
+        yield counter("vllm:prefix_cache_hits", "Prefix cache hits (tokens).", cache["hits"])
         success = CounterMetricFamily(
             "vllm:request_success", "Finished sequences.", labels=["finished_reason", "model_name"]
         )
@@ -133,6 +142,14 @@ class EngineCollector(Collector):
             family = GaugeMetricFamily(name, doc, labels=list(GPU_LABELS))
             family.add_metric(labels, value)
             yield family
+
+
+def prefix_cache_counts(engine: Engine) -> dict[str, int]:
+    """The prefix cache's query and hit counters (tokens) and blocks held; zeros when it is off."""
+    cache = engine.scheduler.prefix_cache
+    if cache is None:  # a scheduler built with prefix_cache=None and no params (tests)
+        return {"queries": 0, "hits": 0, "blocks": 0}
+    return {"queries": cache.queries_tokens, "hits": cache.hits_tokens, "blocks": len(cache)}
 
 
 def build_registry() -> CollectorRegistry:

@@ -65,6 +65,10 @@ class SimParams:
     power_idle_w: float = _p(60.0, "simulated board power with nothing running (W)")
     power_per_seq_w: float = _p(20.0, "added board power per running sequence (W)")
     seed: int = _p(0, "seed for EOS positions and generated text (same seed → same run)")
+    enable_prefix_caching: bool = _p(
+        False, "vLLM-style automatic prefix caching: cached prompt blocks skip prefill"
+    )
+    block_size: int = _p(16, "tokens per KV block (the prefix cache hashes whole blocks)")
     fault: str = _p("none", "fault to inject (sim/faults.py lists the modes), e.g. http_503")
     fault_share: float = _p(0.0, "share (0-1) of the load's requests that get the fault")
     fault_stall_s: float = _p(5.0, "stall: seconds before the first token")
@@ -86,6 +90,8 @@ class SimParams:
             )
         if self.max_num_batched_tokens < self.max_num_seqs:
             problems.append("max_num_batched_tokens must be ≥ max_num_seqs (one decode each)")
+        if self.block_size < 1:
+            problems.append("block_size must be ≥ 1")
         if self.reject_status not in (429, 503):
             problems.append("reject_status must be 429 or 503")
         if self.max_waiting < 0 or self.restart_s < 0:

@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from loadknee_locust.sim.engine import GenerationSpec
 from loadknee_locust.sim.params import SimParams
-from loadknee_locust.sim.tokenizer import count_chat_tokens, count_tokens
+from loadknee_locust.sim.prefixcache import block_hashes
+from loadknee_locust.sim.tokenizer import chat_tokens, count_chat_tokens, count_tokens, tokenize
 
 Endpoint = Literal["chat", "completions"]
 DONE = b"data: [DONE]\n\n"
@@ -87,6 +88,25 @@ def _prompt_lengths(endpoint: Endpoint, body: Mapping[str, Any], params: SimPara
     raise ApiError(400, "prompt must be a string, a list of strings or token-id list(s)")
 
 
+def _prompt_blocks(
+    endpoint: Endpoint, body: Mapping[str, Any], params: SimParams
+) -> tuple[tuple[int, ...], ...]:
+    """Each prompt's block hashes for the prefix cache (the body is already validated)."""
+    size = params.block_size
+    if endpoint == "chat":
+        tokens = chat_tokens(body["messages"], per_message=params.chat_tokens_per_message,
+                             constant=params.chat_tokens_constant)  # fmt: skip
+        return (block_hashes(tokens, size),)
+    prompt = body["prompt"]
+    if isinstance(prompt, str):
+        return (block_hashes(tokenize(prompt), size),)
+    if all(isinstance(p, str) for p in prompt):
+        return tuple(block_hashes(tokenize(p), size) for p in prompt)
+    if all(isinstance(p, int) for p in prompt):
+        return (block_hashes([str(t) for t in prompt], size),)
+    return tuple(block_hashes([str(t) for t in p], size) for p in prompt)
+
+
 def parse_request(endpoint: Endpoint, body: Any, params: SimParams) -> ParsedRequest:
     """Validate a request body against the OpenAI shape and the model's limits."""
     if not isinstance(body, Mapping):
@@ -127,16 +147,26 @@ def parse_request(endpoint: Endpoint, body: Any, params: SimParams) -> ParsedReq
         max_tokens=max_tokens,
         min_tokens=min_tokens,
         ignore_eos=bool(body.get("ignore_eos", False)),
+        prompt_blocks=_prompt_blocks(endpoint, body, params)
+        if params.enable_prefix_caching
+        else (),
     )
     return ParsedRequest(spec, stream, include_usage, model)
 
 
-def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {
+def usage(
+    prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+) -> dict[str, Any]:
+    """OpenAI's usage object; with ``cached_tokens`` (prefix caching on) also
+    ``prompt_tokens_details.cached_tokens``, as vLLM with --enable-prompt-tokens-details."""
+    out: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
+    if cached_tokens is not None:
+        out["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return out
 
 
 class Renderer:
@@ -170,14 +200,15 @@ class Renderer:
             + f'[{{"index":{index},{body},"logprobs":null,"finish_reason":{finish}}}]}}\n\n'
         ).encode()
 
-    def usage_chunk(self, prompt_tokens: int, completion_tokens: int) -> bytes:
-        return (
-            self._head + f'[],"usage":{json.dumps(usage(prompt_tokens, completion_tokens))}}}\n\n'
-        ).encode()
+    def usage_chunk(
+        self, prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+    ) -> bytes:
+        body = json.dumps(usage(prompt_tokens, completion_tokens, cached_tokens))
+        return (self._head + f'[],"usage":{body}}}\n\n').encode()
 
     def full_response(
         self, texts: list[str], finish_reasons: list[str | None], prompt_tokens: int,
-        completion_tokens: int,
+        completion_tokens: int, cached_tokens: int | None = None,
     ) -> dict[str, Any]:  # fmt: skip
         if self.chat:
             choices: list[dict[str, Any]] = [
@@ -196,5 +227,5 @@ class Renderer:
             "created": self.created,
             "model": self.model,
             "choices": choices,
-            "usage": usage(prompt_tokens, completion_tokens),
+            "usage": usage(prompt_tokens, completion_tokens, cached_tokens),
         }

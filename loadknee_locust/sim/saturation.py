@@ -28,6 +28,10 @@ binds, vLLM-style over-admission plus preemption waste make it an estimate: meas
 was +16 % (``kv-tight``, 128/128) and −4 % (``gpu-like``, 512/256) from :func:`expected_throughput`.
 Identical closed-loop requests move in step, so measure over several request lifetimes.
 
+**Prefix caching** (``enable_prefix_caching``): ``cached_tokens`` of every prompt skip prefill,
+so the prefill term uses ``input_tokens − cached_tokens`` (at least 1); the KV limit still
+counts the whole prompt (:mod:`.prefixcache` charges KV per sequence).
+
 Beyond ``c*`` extra clients only queue: throughput stays at ``X(min(c, batch limit))`` while the
 tail latency grows with the queue. **Predicted knee stage** (:func:`predicted_knee_level`): the
 analysis's own flattening rule applied to this curve — the first tested level whose added users
@@ -48,8 +52,11 @@ FLAT_FRACTION = 0.1
 FLAT_GAIN_RATIO = 0.15
 
 
-def _per_seq_ms(params: SimParams, input_tokens: int, output_tokens: int) -> float:
-    return params.decode_per_seq_ms + input_tokens * params.prefill_ms_per_token / output_tokens
+def _per_seq_ms(
+    params: SimParams, input_tokens: int, output_tokens: int, cached_tokens: int = 0
+) -> float:
+    prefilled = max(1, input_tokens - cached_tokens) if cached_tokens else input_tokens
+    return params.decode_per_seq_ms + prefilled * params.prefill_ms_per_token / output_tokens
 
 
 def kv_limit(params: SimParams, input_tokens: int, output_tokens: int) -> int:
@@ -63,10 +70,11 @@ def compute_limit(
     output_tokens: int,
     *,
     flat_fraction: float = FLAT_FRACTION,
+    cached_tokens: int = 0,
 ) -> float:
     """Batch at which one more sequence adds only ``flat_fraction`` of a lone one's rate."""
     a = params.decode_base_ms
-    k = _per_seq_ms(params, input_tokens, output_tokens)
+    k = _per_seq_ms(params, input_tokens, output_tokens, cached_tokens)
     if k <= 0:
         return math.inf
     return max(1.0, (math.sqrt(a * (a + k) / flat_fraction) - a) / k)
@@ -78,6 +86,7 @@ def saturation_concurrency(
     output_tokens: int,
     *,
     flat_fraction: float = FLAT_FRACTION,
+    cached_tokens: int = 0,
 ) -> float:
     """``c*``: the smallest of the slot, KV-cache and compute limits (see the module docstring)."""
     if input_tokens < 0 or output_tokens < 1:
@@ -86,20 +95,32 @@ def saturation_concurrency(
         min(
             params.max_num_seqs,
             kv_limit(params, input_tokens, output_tokens),
-            compute_limit(params, input_tokens, output_tokens, flat_fraction=flat_fraction),
+            compute_limit(
+                params,
+                input_tokens,
+                output_tokens,
+                flat_fraction=flat_fraction,
+                cached_tokens=cached_tokens,
+            ),
         )
     )
 
 
 def expected_throughput(
-    params: SimParams, concurrency: float, input_tokens: int, output_tokens: int
+    params: SimParams,
+    concurrency: float,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    cached_tokens: int = 0,
 ) -> float:
     """Closed-loop output tokens/s at ``concurrency`` clients (see the module docstring)."""
     if concurrency <= 0:
         return 0.0
     cap = max(1, min(params.max_num_seqs, kv_limit(params, input_tokens, output_tokens)))
     batch = min(concurrency, cap)
-    step_ms = params.decode_base_ms + _per_seq_ms(params, input_tokens, output_tokens) * batch
+    per_seq = _per_seq_ms(params, input_tokens, output_tokens, cached_tokens)
+    step_ms = params.decode_base_ms + per_seq * batch
     queued = concurrency > cap  # a finished slot is refilled from the queue at once
     steps_per_request = output_tokens if queued else output_tokens + 0.5
     return 1000.0 * batch * output_tokens / (steps_per_request * step_ms)
@@ -125,16 +146,21 @@ def predicted_knee_level(
     output_tokens: int,
     *,
     flat_gain_ratio: float = FLAT_GAIN_RATIO,
+    cached_tokens: int = 0,
 ) -> float | None:
     """The first tested level at which each added user brings less than ``flat_gain_ratio`` of
     a lone user's rate on the model's curve (the first step is measured from 1 user, as the
     analysis measures it from the baseline); None when throughput still grows at every level."""
-    single = expected_throughput(params, 1, input_tokens, output_tokens)
+    single = expected_throughput(
+        params, 1, input_tokens, output_tokens, cached_tokens=cached_tokens
+    )
     prev_users, prev_rate = 1.0, single
     for level in sorted(set(levels)):
         if level <= prev_users:
             continue
-        rate = expected_throughput(params, level, input_tokens, output_tokens)
+        rate = expected_throughput(
+            params, level, input_tokens, output_tokens, cached_tokens=cached_tokens
+        )
         if (rate - prev_rate) / (level - prev_users) < flat_gain_ratio * single:
             return level
         prev_users, prev_rate = level, rate

@@ -100,6 +100,7 @@ class SimServer:
             "waiting": len(e.scheduler.waiting),
             "prompt_tokens_total": e.prompt_tokens_total,
             "generation_tokens_total": e.generation_tokens_total,
+            "prefix_cache": metrics.prefix_cache_counts(e),
             "engine_loop": e.health.as_dict(),
             "params": self.params.as_dict(),
         })  # fmt: skip
@@ -147,6 +148,7 @@ class SimServer:
                 prompt_tokens=job.prompt_tokens if job else None,
                 completion_tokens=job.completion_tokens if job else None,
                 preemptions=job.preemptions if job else 0, fault=fault or "",
+                cached_tokens=job.cached_tokens if job else None,
             ))  # fmt: skip
 
         headers = {"X-Request-Id": rid}
@@ -192,6 +194,11 @@ class SimServer:
             self.engine.abort(job)
             record(200, "aborted", job)
             raise
+
+    def _cached(self, job: Request) -> int | None:
+        """The usage's cached tokens: only with prefix caching on (vLLM reports them only when
+        asked to, with --enable-prompt-tokens-details; off, the field is left out)."""
+        return job.cached_tokens if self.params.enable_prefix_caching else None
 
     async def _stream(
         self, request: web.Request, job: Request, renderer: protocol.Renderer,
@@ -240,9 +247,10 @@ class SimServer:
         if not job.cut:
             if include_usage:
                 extra = 1 if fault == "wrong_usage" else 0
-                await response.write(
-                    renderer.usage_chunk(job.prompt_tokens, job.completion_tokens + extra)
+                chunk = renderer.usage_chunk(
+                    job.prompt_tokens, job.completion_tokens + extra, self._cached(job)
                 )
+                await response.write(chunk)
             await response.write(protocol.DONE)
         await response.write_eof()
         record(200, "cut" if job.cut else "ok", job)
@@ -267,7 +275,8 @@ class SimServer:
             response = web.json_response(error.body(), status=500, headers=headers)
         else:
             body = renderer.full_response(["".join(t) for t in texts], reasons,
-                                          job.prompt_tokens, job.completion_tokens)  # fmt: skip
+                                          job.prompt_tokens, job.completion_tokens,
+                                          self._cached(job))  # fmt: skip
             response = web.json_response(body, headers=headers)
         # send it here rather than on return, so end_unix_s is when the last byte went out
         await response.prepare(request)

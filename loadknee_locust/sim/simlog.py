@@ -6,7 +6,8 @@ generated), ``endpoint`` (``chat`` | ``completions``), ``stream``, ``status`` (H
 ``outcome`` (:data:`SIM_OUTCOMES`), ``arrival_unix_s``, ``first_token_unix_s`` (streaming: when
 the first content chunk was written to the socket; otherwise when the engine produced the first
 token; None when none was), ``end_unix_s`` (last byte written), ``prompt_tokens``,
-``completion_tokens``, ``preemptions``, ``fault`` (the injected fault's mode, or "").
+``completion_tokens``, ``preemptions``, ``fault`` (the injected fault's mode, or ""),
+``cached_tokens`` (prompt tokens the prefix cache spared; None when not admitted).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class SimRecord:
     completion_tokens: int | None
     preemptions: int
     fault: str = ""  # the injected fault's mode, "" when none
+    cached_tokens: int | None = None  # prompt tokens found in the prefix cache
 
 
 class SimLog:

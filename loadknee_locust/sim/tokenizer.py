@@ -65,3 +65,20 @@ def count_chat_tokens(
             raise ValueError("each message must be an object")
         total += per_message + count_tokens(_content_text(message.get("content")))
     return total
+
+
+def chat_tokens(
+    messages: Iterable[Mapping[str, Any]], *, per_message: int, constant: int
+) -> list[str]:
+    """The tokens of a chat prompt as the prefix cache sees them: per message its template
+    tokens (naming its role) then its content's; the generation prompt's ``constant`` last. As
+    many as :func:`count_chat_tokens` counts."""
+    tokens: list[str] = []
+    for message in messages:
+        if not isinstance(message, Mapping):
+            raise ValueError("each message must be an object")
+        role = str(message.get("role", ""))
+        tokens.extend(f"<|{role}|{i}|>" for i in range(per_message))
+        tokens.extend(tokenize(_content_text(message.get("content"))))
+    tokens.extend(f"<|gen|{i}|>" for i in range(constant))
+    return tokens

@@ -22,7 +22,7 @@ from loadknee_locust import (  # noqa: E402
     install,
     register,
 )
-from loadknee_locust.client import users  # noqa: E402
+from loadknee_locust.client import conversation, users  # noqa: E402
 from loadknee_locust.plugin import install as plugin_install  # noqa: E402
 from loadknee_locust.plugin import shape, wiring  # noqa: E402
 from loadknee_locust.shape import KneeShape as OldKneeShape  # noqa: E402
@@ -37,6 +37,11 @@ pairs = [
     (CompletionsUser, users.CompletionsUser, OldCompletions),
     (BatchCompletionsUser, users.BatchCompletionsUser, OldBatch),
     (LLMUser, users.LLMUser, OldLLM),
+    (
+        loadknee_locust.ConversationUser,
+        conversation.ConversationUser,
+        conversation.ConversationUser,
+    ),
     (KneeShape, shape.KneeShape, OldKneeShape),
     (SteppedShape, shape.SteppedShape, OldSteppedShape),
     (install, wiring.install, plugin_install),
@@ -45,6 +50,6 @@ pairs = [
 for new, real, old in pairs:
     assert new is real is old, (new, real, old)
 PUBLIC = {"BatchCompletionsUser", "ChatUser", "CompletionsUser", "KneeShape", "LLMUser"}
-PUBLIC |= {"SteppedShape", "install", "register"}
+PUBLIC |= {"SteppedShape", "install", "register", "ConversationUser"}
 assert set(loadknee_locust.__all__) == PUBLIC, loadknee_locust.__all__
 print("ok")

@@ -1,0 +1,205 @@
+"""``compare --kind prefix-cache``: what the cache bought, with its intervals, in one sentence.
+
+The first run is the one without (cache off, or unique prefixes), the later ones with. Per run:
+
+* **hit rate**: the server's prefix-cache hits over its queries (tokens) summed over the step
+  stages (:mod:`analysis.prefix_cache`; counter deltas over each measured window), with the
+  per-stage range; None when the server exposes no prefix-cache counters;
+* **knee**: the knee's users and max concurrency, with the knee's own confidence (the share of
+  resampled windows that give the same max concurrency, :mod:`analysis.knee_confidence`);
+* **peak output tok/s** with its batch-means interval (the record table's);
+* **TTFT P95** at one level both runs tested (the highest at or below both runs' max
+  concurrency, so neither is queueing; else the lowest common level), with an interval from
+  resampling the stage's time windows (:func:`loadknee_locust.confidence.tail_interval`).
+
+The TTFT change's interval is the widest the two intervals allow: from the low end of the
+second over the high end of the first to the high end over the low end (conservative; no
+pairing is assumed between two separate runs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+
+from analysis.compare.kind import RunSide, steps_of
+from analysis.numeric import num
+from analysis.summary import measured_requests, stage_windows
+from loadknee_locust.confidence import tail_interval
+
+
+@dataclass(frozen=True)
+class CacheSide:
+    label: str
+    hit_pct: float | None
+    hit_pct_stage_range: tuple[float, float] | None  # lowest and highest step-stage hit %
+    knee_users: int | None
+    max_concurrency: int | None
+    knee_confidence_pct: float | None
+    peak_tok_s: float | None
+    peak_tok_s_interval: tuple[float, float] | None
+    ttft_p95_ms: float | None  # at the comparison's ttft_level
+    ttft_p95_interval: tuple[float, float] | None
+
+
+@dataclass(frozen=True)
+class PrefixCacheChange:
+    a: CacheSide  # without (the first run)
+    b: CacheSide  # with
+    ttft_level: int | None
+    hit_pct_change: float | None  # points
+    ttft_p95_change_pct: float | None
+    ttft_p95_change_pct_interval: tuple[float, float] | None
+    peak_tok_s_ratio: float | None
+    sentence: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _hit(side: RunSide) -> tuple[float | None, tuple[float, float] | None]:
+    steps = steps_of(side.summary)
+    if "prefix_cache_queries" not in steps:
+        return None, None
+    q = pd.to_numeric(steps["prefix_cache_queries"], errors="coerce")
+    h = pd.to_numeric(steps["prefix_cache_hits"], errors="coerce")
+    pct = pd.to_numeric(steps["prefix_cache_hit_pct"], errors="coerce").dropna()
+    total_q = float(q.sum(min_count=1))
+    if math.isnan(total_q) or total_q <= 0:
+        return None, None
+    hit = float(h.sum(min_count=1)) / total_q * 100.0
+    return hit, ((float(pct.min()), float(pct.max())) if len(pct) else None)
+
+
+def _peak(side: RunSide) -> tuple[float | None, tuple[float, float] | None]:
+    steps = steps_of(side.summary)
+    if "output_tok_s" not in steps:
+        return None, None
+    values = pd.to_numeric(steps["output_tok_s"], errors="coerce")
+    if values.isna().all():
+        return None, None
+    pos = int(values.fillna(float("-inf")).to_numpy().argmax())
+
+    def at(column: str) -> float | None:
+        return num(steps[column].iloc[pos]) if column in steps else None
+
+    low, high = at("output_tok_s_low"), at("output_tok_s_high")
+    band = (low, high) if low is not None and high is not None else None
+    return float(values.max()), band
+
+
+def ttft_level(a: RunSide, b: RunSide) -> int | None:
+    """The level both runs tested, highest at or below both max concurrencies (else lowest)."""
+    levels = sorted(
+        set(steps_of(a.summary)["target_users"].dropna().astype(int))
+        & set(steps_of(b.summary)["target_users"].dropna().astype(int))
+    )
+    if not levels:
+        return None
+    caps = [m for m in (a.knee.max_concurrency, b.knee.max_concurrency) if m is not None]
+    below = [u for u in levels if not caps or u <= min(caps)]
+    return below[-1] if below else levels[0]
+
+
+def _ttft(side: RunSide, level: int | None) -> tuple[float | None, tuple[float, float] | None]:
+    if level is None:
+        return None, None
+    steps = steps_of(side.summary)
+    match = steps[steps["target_users"] == level]
+    if match.empty:
+        return None, None
+    row = match.iloc[0]
+    point = num(row.get("ttft_p95_ms"))
+    if point is None or side.run is None:
+        return point, None
+    run = side.run
+    windows = stage_windows(run, measured_requests(run))
+    stage = int(row["stage"])
+    if stage not in windows.index:
+        return point, None
+    rows = measured_requests(run)
+    rows = rows[(rows["stage"] == stage) & (rows["cls"] == "ok")].dropna(subset=["ttft_ms"])
+    ends = [float(v) for v in rows["end_unix_s"]]
+    if not ends:
+        return point, None
+    end = max(float(num(windows.at[stage, "window_end"]) or 0.0), *ends)
+    band = tail_interval(
+        ends, [float(v) for v in rows["ttft_ms"]], min(ends), end,
+        starts_s=[float(v) for v in rows["start_unix_s"]], q=0.95, resamples=400,
+    )  # fmt: skip
+    if band is None:
+        return point, None
+    return point, (min(band.low, point), max(band.high, point))
+
+
+def _side(side: RunSide, level: int | None) -> CacheSide:
+    hit, hit_range = _hit(side)
+    peak, peak_band = _peak(side)
+    ttft, ttft_band = _ttft(side, level)
+    return CacheSide(
+        label=side.label,
+        hit_pct=hit,
+        hit_pct_stage_range=hit_range,
+        knee_users=side.knee.knee_users,
+        max_concurrency=side.knee.max_concurrency,
+        knee_confidence_pct=side.knee.confidence_pct,
+        peak_tok_s=peak,
+        peak_tok_s_interval=peak_band,
+        ttft_p95_ms=ttft,
+        ttft_p95_interval=ttft_band,
+    )
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0f} %"
+
+
+def _knee(users: int | None) -> str:
+    return "no knee in range" if users is None else f"{users} users"
+
+
+def _sentence(a: CacheSide, b: CacheSide, change: PrefixCacheChange) -> str:
+    if b.hit_pct is None:
+        hit = f"'{b.label}' (the server exposes no prefix-cache counters: hit rate not measured)"
+    else:
+        hit = f"a hit rate of {b.hit_pct:.0f} % (vs {_pct(a.hit_pct)} in '{a.label}')"
+    if a.knee_users == b.knee_users:
+        knee = f"left the knee at {_knee(a.knee_users)}"
+    else:
+        knee = f"moved the knee from {_knee(a.knee_users)} to {_knee(b.knee_users)}"
+    conf = [c for c in (a.knee_confidence_pct, b.knee_confidence_pct) if c is not None]
+    if len(conf) == 2:
+        knee += f" (knee confidence {conf[0]:.0f} % / {conf[1]:.0f} %)"
+    text = f"{hit} {knee}"
+    chg = change.ttft_p95_change_pct
+    if chg is not None:
+        verb = "cut" if chg < 0 else "raised"
+        text += f" and {verb} TTFT P95 at {change.ttft_level} users by {abs(chg):.0f} %"
+        band = change.ttft_p95_change_pct_interval
+        if band is not None:
+            text += f" (95 % interval {band[0]:+.0f} % to {band[1]:+.0f} %)"
+    if change.peak_tok_s_ratio is not None:
+        text += f"; peak output tok/s ×{change.peak_tok_s_ratio:.2f}"
+    return text + "."
+
+
+def prefix_cache_change(a: RunSide, b: RunSide) -> PrefixCacheChange:
+    """The change from ``a`` (without) to ``b`` (with the prefix cache)."""
+    level = ttft_level(a, b)
+    sa, sb = _side(a, level), _side(b, level)
+    change_pct = band = None
+    if sa.ttft_p95_ms and sb.ttft_p95_ms is not None:
+        change_pct = (sb.ttft_p95_ms / sa.ttft_p95_ms - 1.0) * 100.0
+        if sa.ttft_p95_interval and sb.ttft_p95_interval and sa.ttft_p95_interval[0] > 0:
+            lo = (sb.ttft_p95_interval[0] / sa.ttft_p95_interval[1] - 1.0) * 100.0
+            hi = (sb.ttft_p95_interval[1] / sa.ttft_p95_interval[0] - 1.0) * 100.0
+            band = (lo, hi)
+    ratio = sb.peak_tok_s / sa.peak_tok_s if sa.peak_tok_s and sb.peak_tok_s is not None else None
+    hit_change = (
+        sb.hit_pct - sa.hit_pct if sa.hit_pct is not None and sb.hit_pct is not None else None
+    )
+    change = PrefixCacheChange(sa, sb, level, hit_change, change_pct, band, ratio, sentence="")
+    return PrefixCacheChange(**{**change.__dict__, "sentence": _sentence(sa, sb, change)})

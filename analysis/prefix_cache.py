@@ -1,0 +1,193 @@
+"""Each stage's prefix-cache hit rate, from the server's own counters over the measured window.
+
+Servers count prefix caching in tokens: how many prompt tokens were looked up (*queries*) and
+how many were found cached (*hits*). The hit rate of a stage is the increase of hits over the
+increase of queries between the first and the last scrape inside its measured window (a drop, a
+restart, counts from zero), never the cumulative ratio, so an earlier stage's hits do not
+flatter a later one; nor does a scrape outside the window (interpolating to the window's edges
+would mix in the warm-up's and the calibration probes' lookups). A window with fewer than two
+scrapes inside has no hit rate (NaN). Names (:data:`PREFIX_CACHE_COUNTERS`, the
+first pair the run scraped wins):
+
+==================  ========================================  ====================================
+server              queries                                   hits
+==================  ========================================  ====================================
+vLLM (V1)           ``vllm:prefix_cache_queries_total``       ``vllm:prefix_cache_hits_total``
+vLLM (deprecated)   ``vllm:gpu_prefix_cache_queries_total``   ``vllm:gpu_prefix_cache_hits_total``
+SGLang              ``sglang:prompt_tokens_total``            ``sglang:cached_tokens_total``
+==================  ========================================  ====================================
+
+For SGLang the prompt-token counter stands in for the queries (it counts every prompt token,
+cached or not). Label sets of one name at one scrape (model names, engines, SGLang's
+``cache_source``) are summed. A server that exports none of these (TGI, llama.cpp, a run
+without ``/metrics``) gives NaN and :func:`source_note` says so: missing, never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+import pandas as pd
+
+from analysis.numeric import num
+
+#: columns :func:`stage_prefix_cache` returns (the record table's prefix-cache columns)
+PREFIX_CACHE_COLUMNS: Final[tuple[str, ...]] = (
+    "prefix_cache_queries",
+    "prefix_cache_hits",
+    "prefix_cache_hit_pct",
+)
+
+
+@dataclass(frozen=True)
+class CacheCounters:
+    server: str
+    queries: str
+    hits: str
+
+
+PREFIX_CACHE_COUNTERS: Final[tuple[CacheCounters, ...]] = (
+    CacheCounters("vllm", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"),
+    CacheCounters(
+        "vllm (deprecated names)",
+        "vllm:gpu_prefix_cache_queries_total",
+        "vllm:gpu_prefix_cache_hits_total",
+    ),
+    CacheCounters("sglang", "sglang:prompt_tokens_total", "sglang:cached_tokens_total"),
+)
+
+
+def counters_found(server_metrics: pd.DataFrame) -> CacheCounters | None:
+    """The first counter pair of :data:`PREFIX_CACHE_COUNTERS` the run scraped, or None."""
+    if server_metrics.empty or "metric" not in server_metrics:
+        return None
+    names = set(server_metrics["metric"].dropna().astype(str))
+    for pair in PREFIX_CACHE_COUNTERS:
+        if pair.queries in names and pair.hits in names:
+            return pair
+    return None
+
+
+def source_note(server_metrics: pd.DataFrame) -> str:
+    """One line for the report: which counters the hit rate is from, or that there are none."""
+    pair = counters_found(server_metrics)
+    if pair is None:
+        return (
+            "prefix-cache hit rate: the server exposes no prefix-cache counters "
+            "(vLLM's vllm:prefix_cache_queries/hits, SGLang's cached_tokens); not measured"
+        )
+    return f"prefix-cache hit rate: from {pair.hits} / {pair.queries} ({pair.server})"
+
+
+def _series(server_metrics: pd.DataFrame, metric: str) -> dict[str, pd.Series]:
+    """Per endpoint: the counter's value at each scrape (label sets summed), sorted by time."""
+    rows = server_metrics[server_metrics["metric"] == metric]
+    if "error" in rows:
+        rows = rows[rows["error"].isna() | (rows["error"].astype(str) == "")]
+    rows = rows.assign(
+        timestamp_unix_s=pd.to_numeric(rows["timestamp_unix_s"], errors="coerce"),
+        value=pd.to_numeric(rows["value"], errors="coerce"),
+        endpoint=rows["endpoint"].fillna("").astype(str),
+    ).dropna(subset=["timestamp_unix_s", "value"])
+    out = {}
+    for endpoint, group in rows.groupby("endpoint", sort=True):
+        out[str(endpoint)] = group.groupby("timestamp_unix_s")["value"].sum().sort_index()
+    return out
+
+
+def _increase(series: pd.Series, start: float, end: float) -> float:
+    """The counter's increase between the first and the last scrape inside ``[start, end]``
+    (a drop, a restart, counts from zero); NaN with fewer than two scrapes inside."""
+    inside = series[(series.index >= start) & (series.index <= end)]
+    vs = inside.to_numpy(dtype=float)
+    if len(vs) < 2:
+        return float("nan")
+    steps = np.diff(vs)
+    return float(np.where(steps < 0, vs[1:], steps).sum())
+
+
+def window_counts(
+    server_metrics: pd.DataFrame, start: float, end: float, pair: CacheCounters | None = None
+) -> dict[str, float]:
+    """Queries, hits (tokens) and hit % over ``[start, end]``, summed over endpoints."""
+    nan = float("nan")
+    pair = pair if pair is not None else counters_found(server_metrics)
+    if pair is None:
+        return dict.fromkeys(PREFIX_CACHE_COLUMNS, nan)
+    queries = [_increase(s, start, end) for s in _series(server_metrics, pair.queries).values()]
+    hits = [_increase(s, start, end) for s in _series(server_metrics, pair.hits).values()]
+    q = float(np.sum(queries)) if queries and not np.isnan(queries).any() else nan
+    h = float(np.sum(hits)) if hits and not np.isnan(hits).any() else nan
+    pct = h / q * 100.0 if q == q and h == h and q > 0 else nan
+    return {"prefix_cache_queries": q, "prefix_cache_hits": h, "prefix_cache_hit_pct": pct}
+
+
+def stage_prefix_cache(server_metrics: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
+    """Per stage (``windows``' index; ``window_start``/``window_end`` columns) the
+    :data:`PREFIX_CACHE_COLUMNS`; all NaN when the server exposes no prefix-cache counters."""
+    pair = counters_found(server_metrics)
+    rows = {
+        stage: window_counts(server_metrics, float(start), float(end), pair)
+        for stage, start, end in zip(
+            windows.index, windows["window_start"], windows["window_end"], strict=True
+        )
+    }
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(PREFIX_CACHE_COLUMNS))
+    return frame.astype("float64")
+
+
+def report_note(server_metrics: pd.DataFrame, run_info: dict[str, object]) -> str | None:
+    """The report's prefix-cache line: where the hit rate comes from, or that the server exposes
+    no counters when the run sent a shared prefix; None when neither applies."""
+    source = run_info.get("prompt_source")
+    shared = source.get("shared_prefix_tokens") if isinstance(source, dict) else None
+    if counters_found(server_metrics) is None and not shared:
+        return None
+    return source_note(server_metrics)
+
+
+def hit_miss_ttft(requests: pd.DataFrame) -> pd.DataFrame:
+    """Per stage, from the requests whose server reported ``cached_tokens``: served measured
+    rows that hit the prefix cache (any cached token) and missed, with their TTFT P50 (ms).
+    Empty when no request carries the count."""
+    columns = ["stage", "hits", "misses", "hit_ttft_p50_ms", "miss_ttft_p50_ms"]
+    if "cached_tokens" not in requests:
+        return pd.DataFrame(columns=columns)
+    rows = requests[
+        (requests["outcome"] == "ok")
+        & requests["phase"].isin(("measure", "baseline"))
+        & requests["cached_tokens"].notna()
+    ]
+    out = []
+    for stage, group in rows.groupby("stage"):
+        hit = group["cached_tokens"] > 0
+        out.append({
+            "stage": int(float(str(stage))),
+            "hits": int(hit.sum()),
+            "misses": int((~hit).sum()),
+            "hit_ttft_p50_ms": float(group.loc[hit, "ttft_ms"].median()),
+            "miss_ttft_p50_ms": float(group.loc[~hit, "ttft_ms"].median()),
+        })  # fmt: skip
+    return pd.DataFrame(out, columns=columns)
+
+
+def hit_miss_line(requests: pd.DataFrame, users: dict[int, object]) -> str | None:
+    """``record.md``'s line on hits' and misses' TTFT (``users``: stage → its users)."""
+    table = hit_miss_ttft(requests)
+    if table.empty:
+        return None
+
+    def ms(value: object) -> str:
+        x = num(value)
+        return "—" if x is None else f"{x:.1f} ms"
+
+    parts = [
+        f"{users.get(int(float(str(r['stage']))), r['stage'])} users: {r['hits']} hits "
+        f"{ms(r['hit_ttft_p50_ms'])}, {r['misses']} misses {ms(r['miss_ttft_p50_ms'])}"
+        for r in table.to_dict("records")
+    ]
+    return "TTFT P50 of prefix-cache hits vs misses (the server's cached_tokens): " + "; ".join(
+        parts
+    )
