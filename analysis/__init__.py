@@ -1,29 +1,26 @@
-"""loadknee's offline analysis: run directory → per-stage summary → knee → verdicts → report.
+"""loadknee's offline analysis: run directory → stages → knee → SLO → advice → report.
 
-Pure pandas/matplotlib. Never imports locust or gevent (a test checks this).
+Pure pandas/matplotlib. Never imports locust or gevent (a test checks this). The steps, in the
+order the pipeline runs them, each a package:
 
-- :mod:`.cli` — ``loadknee analyze``; :mod:`.pipeline` — run directory → every analysis object;
 - :mod:`.inputs` — read and validate the run directory, server metrics, ``nvidia-smi`` captures;
-- :mod:`.summary` — the record table: one row per stage over its measured window;
-- :mod:`.baseline` — the single-user yardstick every later stage is compared against;
-- :mod:`.data_check` — whether a stage has enough usable rows to be judged, and why not;
-- :mod:`.intervals` — per-stage intervals on output tok/s and the e2e tail (batch means);
-- :mod:`.knee` — the knee, the red line and a verdict per stage; :mod:`.knee_signals` — its rules;
-- :mod:`.knee_confidence` — how sure the knee is, from resampled time windows;
-- :mod:`.failure_mix` — each stage's failures by outcome, status and message;
-- :mod:`.failures` — warnings: stages too small to trust, runs whose every request failed;
-- :mod:`.diagnosis` — the likely bottleneck per stage; :mod:`.diagnosis_rules` — its rules;
-- :mod:`.recommend` — deployment settings, each with its reason;
-- :mod:`.run_cut` — whether and where a run was cut short;
-- :mod:`.deploy` — the one concurrency to deploy and the rule that bound it;
-- :mod:`.slo`, :mod:`.slo_eval`, :mod:`.slo_advice` — latency targets, goodput per stage, advice;
-- :mod:`.live` — the knee of a run still being written, once; :mod:`.live_judge` — as a child;
-- :mod:`.verify` — whether a re-run still matches the original's answer (PASS/FAIL);
-- :mod:`.rules` — the method's rule names; :mod:`.model` — the value objects passed between steps;
-- :mod:`.numeric` — a missing number read as None and printed as —; :mod:`.yaml_text` — YAML;
-- :mod:`.report` — the record table, plots, ``knee.json`` and the HTML page;
+- :mod:`.stages` — the record table (one row per stage), the single-user baseline, per-stage
+  intervals, whether a stage has enough rows to judge, whether the run was cut short;
+- :mod:`.knee` — each stage's signals, the knee and the red line, how sure the knee is, and the
+  live judge the sweep asks after every stage;
+- :mod:`.diagnosis` — the likely bottleneck per stage and what the failures were;
+- :mod:`.slo` — latency targets: their syntax, goodput per stage, the SLO capacity;
+- :mod:`.advice` — the settings to deploy, each with its reason, and the one concurrency;
+- :mod:`.report` — the record table, plots, ``knee.json``, YAML and the HTML page;
+- :mod:`.compare` — runs side by side (``loadknee compare``) and re-run checks (``verify``);
 - :mod:`.importers` — other tools' results (vLLM's benchmark, GuideLLM, AIPerf) → a run directory;
-- :mod:`.compare` — two or more runs side by side, ``loadknee compare``.
+- :mod:`.cluster` — from the knee to the cluster: KEDA, HPA, alerts, latency profile, energy, llm-d;
+- :mod:`.traffic` — a production log's shape before any load (``loadknee trace``) and its headroom.
+
+At the top level only the entry points and what every step shares: :mod:`.cli`
+(``loadknee analyze``), :mod:`.pipeline` (run directory → every analysis object), :mod:`.model`
+(the value objects passed between steps), :mod:`.rules` (the method's rule names) and
+:mod:`.numeric` (a missing number read as None and printed as —).
 """
 
 from __future__ import annotations

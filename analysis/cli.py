@@ -14,13 +14,13 @@ import os
 import sys
 from pathlib import Path
 
+from analysis.advice.recommend import RecommendParams
 from analysis.cluster.emit import ClusterParams, listed
 from analysis.importers.cli import add_source_args, describe, import_files
 from analysis.importers.model import ImportFormatError
 from analysis.inputs.load import RunDirError
-from analysis.knee import KneeParams
+from analysis.knee.find import KneeParams
 from analysis.pipeline import Analysis, analyze_run
-from analysis.recommend import RecommendParams
 from analysis.report.knee_json import to_json
 from analysis.report.table import format_markdown, format_text, record_frame
 from analysis.report.writer import (
@@ -31,7 +31,7 @@ from analysis.report.writer import (
     slo_text,
     write_report,
 )
-from analysis.slo import SloParams
+from analysis.slo.targets import SloParams
 
 
 def build_parser() -> argparse.ArgumentParser:

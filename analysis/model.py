@@ -39,7 +39,7 @@ Bottleneck = Literal[
     "server_errors",
 ]
 
-#: Columns of the per-stage summary frame (``analysis.summary.summarize_stages``), in order.
+#: Columns of the per-stage summary frame (``analysis.stages.summary.summarize_stages``), in order.
 SUMMARY_COLUMNS: tuple[str, ...] = (
     "stage",  # int, as in stages.csv
     "kind",  # baseline | step
@@ -83,7 +83,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "s_per_1k_total_p95",  # P95 of e2e seconds per 1000 prompt+completion tokens (method.md)
     "s_per_1k_total_p99",
     "running_mean",  # the server's running-requests gauge, mean over the window
-    # intervals (analysis.intervals; batch means over time windows, 95 %); NaN: none computed
+    # intervals (analysis.stages.intervals; batch means over time windows, 95 %); NaN: none computed
     "output_tok_s_low",
     "output_tok_s_high",
     "output_tok_s_hw_pct",  # half-width as % of output_tok_s
@@ -93,7 +93,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "e2e_p99_high_ms",
     "interval_batches",  # time windows behind the intervals; 0: window too short for any
     "window_needed_s",  # measured window that would give throughput ±5 %
-    # queueing seen from the client (analysis.client_queue; NaN without TTFT)
+    # queueing seen from the client (analysis.stages.client_queue; NaN without TTFT)
     "client_running",  # requests in service on average, from the rows' TTFT and e2e
     "client_running_low",
     "client_running_high",
@@ -103,7 +103,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "client_in_flight",  # requests outstanding on average (Little's law: served/s × mean e2e)
     "client_wait_share_pct",  # % of requests that came a quarter service time late or more
     "client_wait_ms",  # median wait of those requests
-    # prefix caching (analysis.prefix_cache: the server's counters over the window, tokens)
+    # prefix caching (analysis.stages.prefix_cache: the server's counters over the window, tokens)
     "prefix_cache_queries",
     "prefix_cache_hits",
     "prefix_cache_hit_pct",  # hits / queries × 100; NaN: the server exposes no such counters
@@ -179,7 +179,7 @@ class KneeResult:
     server_slots: int | None = None  # running maximum while requests waited (server metrics)
     confidence_pct: float | None = None  # share of resamples giving the same max_concurrency
     confidence: str = ""  # the same in words, with the number of resamples
-    capacity: float | None = None  # breakpoint of the rise-then-plateau fit (analysis.knee_fit)
+    capacity: float | None = None  # breakpoint of the rise-then-plateau fit (analysis.knee.fit)
     capacity_low: float | None = None  # its 90 % interval (5th-95th percentile of resamples)
     capacity_high: float | None = None
     capacity_text: str = ""  # the fit in words ("capacity 8 users, 90 % interval 7-8")
@@ -191,7 +191,8 @@ DeployBound = Literal["knee", "sla", "memory", "errors", "tail", "tested_range",
 
 @dataclass(frozen=True)
 class DeployAnswer:
-    """The one concurrency to configure and the limit that bound it (:mod:`analysis.deploy`)."""
+    """The one concurrency to configure and the limit that bound it
+    (:mod:`analysis.advice.deploy`)."""
 
     users: int | None  # None: no tested stage was safe
     bound: DeployBound

@@ -14,22 +14,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.baseline import compute_baseline
-from analysis.diagnosis import diagnose
-from analysis.engine import RUN_INFO_KEY, detect_engine
-from analysis.failure_mix import failure_mixes, name_failures
+from analysis.advice.engine import RUN_INFO_KEY, detect_engine
+from analysis.advice.recommend import RecommendParams, recommend, to_yaml
+from analysis.diagnosis.bottleneck import diagnose
+from analysis.diagnosis.failure_mix import failure_mixes, name_failures
 from analysis.inputs.load import Run, read_run
 from analysis.inputs.nvsmi import read_nvidia_smi_csv
 from analysis.inputs.server_metrics import canonical_timeline
-from analysis.knee import KneeParams, find_knee, resolve_tail_metric
-from analysis.knee_confidence import knee_confidence
+from analysis.knee.confidence import knee_confidence
+from analysis.knee.find import KneeParams, find_knee, resolve_tail_metric
 from analysis.model import Baseline, KneeResult, Recommendations
-from analysis.recommend import RecommendParams, recommend, to_yaml
-from analysis.run_cut import run_cut
-from analysis.slo import SloParams, run_slo_params
-from analysis.slo_advice import with_slo
-from analysis.slo_eval import SloResult, evaluate_slos
-from analysis.summary import measured_requests, run_batches, summarize_stages
+from analysis.slo.advice import with_slo
+from analysis.slo.evaluate import SloResult, evaluate_slos
+from analysis.slo.targets import SloParams, run_slo_params
+from analysis.stages.baseline import compute_baseline
+from analysis.stages.run_cut import run_cut
+from analysis.stages.summary import measured_requests, run_batches, summarize_stages
 
 Progress = Callable[[str], None]
 

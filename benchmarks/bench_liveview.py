@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 
 from loadknee_locust.contract import GPU_COLUMNS, SERVER_METRIC_COLUMNS
-from loadknee_locust.plugin.liveview import TELEMETRY_EVERY_S, LiveView
 from loadknee_locust.record.recorder import RunLog
-from loadknee_locust.refine import LiveVerdict, StageJudgement
-from loadknee_locust.schedule import Schedule, SchedulePlan
+from loadknee_locust.sweep.refine import LiveVerdict, StageJudgement
+from loadknee_locust.sweep.schedule import Schedule, SchedulePlan
+from loadknee_locust.webui.liveview import TELEMETRY_EVERY_S, LiveView
 
 T0 = 1_800_000_000.0
 POLL_S = 2.0

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from loadknee_locust.record.recorder import RunLog
-from loadknee_locust.schedule import Schedule, SchedulePlan
+from loadknee_locust.sweep.schedule import Schedule, SchedulePlan
 
 T0 = 1_000_000.0
 

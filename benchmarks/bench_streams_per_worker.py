@@ -25,8 +25,8 @@ from pathlib import Path
 import psutil
 
 from analysis.pipeline import analyze_run
-from loadknee_locust.schedule import parse_levels
 from loadknee_locust.sim.launch import SimProcess
+from loadknee_locust.sweep.schedule import parse_levels
 
 
 def main() -> int:

@@ -20,7 +20,7 @@ import numpy as np
 
 from analysis.inputs.load import read_run
 from analysis.pipeline import analyze_run
-from analysis.summary import measured_requests, stage_windows
+from analysis.stages.summary import measured_requests, stage_windows
 
 
 @dataclass(frozen=True)

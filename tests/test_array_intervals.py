@@ -1,7 +1,8 @@
-"""The numpy intervals (analysis.array_intervals) give the stdlib code's figures exactly.
+"""The numpy intervals (analysis.stages.array_intervals) give the stdlib code's figures exactly.
 
 Table-driven over row sets from plain to awkward: the same rows go through the stdlib
-implementation (``loadknee_locust.confidence`` via ``analysis.intervals``, and the knee's
+implementation (``loadknee_locust.sweep.confidence`` via ``analysis.stages.intervals``, and the
+knee's
 one-resample-at-a-time loop written out here) and the array one; every figure must be equal, not
 close (the report prints them and ``knee.json`` must not change).
 """
@@ -17,12 +18,12 @@ import pandas as pd
 import pytest
 from knee_frames import sweep
 
-from analysis import array_intervals, intervals
-from analysis.baseline import compute_baseline
-from analysis.intervals import INTERVAL_COLUMNS, IntervalParams, StageBatches
-from analysis.knee import find_knee
-from analysis.knee_confidence import knee_confidence
-from loadknee_locust import confidence
+from analysis.knee.confidence import knee_confidence
+from analysis.knee.find import find_knee
+from analysis.stages import array_intervals, intervals
+from analysis.stages.baseline import compute_baseline
+from analysis.stages.intervals import INTERVAL_COLUMNS, IntervalParams, StageBatches
+from loadknee_locust.sweep import confidence
 
 
 def _rows(

@@ -7,10 +7,10 @@ import pytest
 from knee_frames import frame, stage
 from knee_rundir import request_row, stage_row, write_run
 
-from analysis.baseline import compute_baseline
 from analysis.inputs.load import read_run
 from analysis.report.knee_json import from_json, to_json
-from analysis.summary import summarize_stages
+from analysis.stages.baseline import compute_baseline
+from analysis.stages.summary import summarize_stages
 
 T0 = 1_700_000_000.0
 

@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.classes import analyze_classes
 from analysis.pipeline import analyze_run
 from analysis.report.writer import record_markdown
+from analysis.slo.classes import analyze_classes
 from loadknee_locust.sim.launch import SimProcess
 
 pytestmark = pytest.mark.slow

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 from knee_frames import sweep
 
-from analysis.baseline import compute_baseline
-from analysis.client_queue import stage_queue
-from analysis.client_signals import starved
-from analysis.knee import KneeParams, find_knee
-from analysis.knee_fit import capacity_words, fit_knee
+from analysis.knee.client_signals import starved
+from analysis.knee.find import KneeParams, find_knee
+from analysis.knee.fit import capacity_words, fit_knee
+from analysis.stages.baseline import compute_baseline
+from analysis.stages.client_queue import stage_queue
 
 T1_MS, ITL_MS, TOKENS = 20.0, 10.0, 60  # prefill, step, output tokens: service ≈ 0.61 s
 
@@ -166,7 +166,7 @@ def test_flat_gpu_memory_without_a_kv_gauge_is_a_pre_allocated_pool_not_pressure
 
 
 def _deploy(summary):
-    from analysis.deploy import deploy_answer
+    from analysis.advice.deploy import deploy_answer
 
     knee = find_knee(summary, compute_baseline(None, summary))
     return knee, deploy_answer(summary, knee)

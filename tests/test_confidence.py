@@ -1,4 +1,5 @@
-"""Table tests for loadknee_locust.confidence: t quantiles, batch means, tails (numpy oracle)."""
+"""Table tests for loadknee_locust.sweep.confidence: t quantiles, batch means, tails (numpy
+oracle)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from loadknee_locust.confidence import (
+from loadknee_locust.sweep.confidence import (
     MIN_BATCHES,
     batch_count,
     batch_rates,
@@ -168,7 +169,8 @@ def test_seconds_needed_scales_with_the_square_of_the_width() -> None:
 
 def test_module_imports_nothing_heavy() -> None:
     out = subprocess.run(
-        [sys.executable, str(KEPT_OUT), "loadknee_locust.confidence", "numpy,pandas,locust,gevent"],
+        [sys.executable, str(KEPT_OUT), "loadknee_locust.sweep.confidence",
+        "numpy,pandas,locust,gevent"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr

@@ -19,9 +19,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.conversations import by_turn
 from analysis.pipeline import analyze_run
 from analysis.report.writer import record_markdown
+from analysis.stages.conversations import by_turn
 from loadknee_locust.sim.launch import SimProcess
 
 pytestmark = pytest.mark.slow

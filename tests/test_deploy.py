@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from knee_frames import seed_002_summary, sweep
 
-from analysis.baseline import compute_baseline
-from analysis.diagnosis import diagnose
-from analysis.knee import KneeParams, find_knee
-from analysis.recommend import recommend
+from analysis.advice.recommend import recommend
+from analysis.diagnosis.bottleneck import diagnose
+from analysis.knee.find import KneeParams, find_knee
 from analysis.report.writer import deploy_text
+from analysis.stages.baseline import compute_baseline
 
 LEVELS = [4, 8, 16, 24, 32, 48]
 TOK_S = [400, 800, 1500, 2100, 2600, 2650]
@@ -85,7 +85,7 @@ def test_the_answer_never_exceeds_the_knees_max_concurrency():
     server's own counts capped max_concurrency at its 8 slots — deploy 8, not 9."""
     import dataclasses
 
-    from analysis.deploy import deploy_answer
+    from analysis.advice.deploy import deploy_answer
     from analysis.model import KneeResult, StageVerdict
 
     def stage(i: int, users: int, verdict: str) -> StageVerdict:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from knee_frames import sweep
 
-from analysis.baseline import compute_baseline
-from analysis.diagnosis import DiagnosisParams, diagnose
-from analysis.knee import find_knee
+from analysis.diagnosis.bottleneck import DiagnosisParams, diagnose
+from analysis.knee.find import find_knee
+from analysis.stages.baseline import compute_baseline
 
 LEVELS = [2, 4, 8, 16]
 SCALING = [200, 400, 800, 1600]

@@ -13,15 +13,15 @@ import re
 import pandas as pd
 import pytest
 
-import analysis.diagnosis as diagnosis
-from analysis.diagnosis import (
+import analysis.diagnosis.bottleneck as diagnosis
+from analysis.diagnosis.bottleneck import (
     RULES,
     DiagnosisParams,
     diagnose_stage,
     first_match,
     stage_facts,
 )
-from analysis.failure_mix import FailureMix
+from analysis.diagnosis.failure_mix import FailureMix
 from analysis.model import Baseline, Signal, StageVerdict
 
 SIGNALS = ("throughput_flattening", "gain_narrowing", "tail_departure", "sla", "oom",

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from knee_frames import sweep
 
-from analysis.baseline import compute_baseline
-from analysis.engine import RUN_INFO_KEY, detect_engine
-from analysis.knee import find_knee
-from analysis.recommend import recommend
+from analysis.advice.engine import RUN_INFO_KEY, detect_engine
+from analysis.advice.recommend import recommend
+from analysis.knee.find import find_knee
+from analysis.stages.baseline import compute_baseline
 
 
 def _metrics(*names: str) -> pd.DataFrame:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from knee_frames import sweep
 
-from analysis.failures import all_failed_warnings, error_causes, small_stage_warnings
+from analysis.diagnosis.failures import all_failed_warnings, error_causes, small_stage_warnings
 
 
 def test_small_stages_are_named_with_their_sample_size():

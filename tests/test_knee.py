@@ -8,9 +8,9 @@ import json
 import pytest
 from knee_frames import NAN, SEED_002_TABLE, frame, seed_002_summary, stage, sweep
 
-from analysis.baseline import compute_baseline
-from analysis.knee import KneeParams, find_knee
-from analysis.recommend import recommend
+from analysis.advice.recommend import recommend
+from analysis.knee.find import KneeParams, find_knee
+from analysis.stages.baseline import compute_baseline
 
 
 def _knee(summary, **params):
@@ -224,7 +224,7 @@ def test_tail_on_seconds_per_1k_tokens_ignores_longer_outputs():
     ],
 )
 def test_tail_metric_auto_follows_the_prompt_source(given, source, expected):
-    from analysis.knee import KneeParams, resolve_tail_metric
+    from analysis.knee.find import KneeParams, resolve_tail_metric
 
     info = {} if source is None else {"prompt_source": source}
     assert resolve_tail_metric(KneeParams(tail_metric=given), info).tail_metric == expected

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from knee_frames import sweep
 
-from analysis.baseline import compute_baseline
-from analysis.intervals import StageBatches
-from analysis.knee import KneeParams, find_knee
-from analysis.knee_confidence import knee_confidence
+from analysis.knee.confidence import knee_confidence
+from analysis.knee.find import KneeParams, find_knee
+from analysis.stages.baseline import compute_baseline
+from analysis.stages.intervals import StageBatches
 
 
 def _knee(summary, **params):

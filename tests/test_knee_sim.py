@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 from knee_simdriver import DriveSpec, drive_sim
 
-from analysis.baseline import compute_baseline
-from analysis.diagnosis import diagnose
+from analysis.advice.recommend import recommend
+from analysis.diagnosis.bottleneck import diagnose
 from analysis.inputs.load import read_run
-from analysis.knee import find_knee
-from analysis.recommend import recommend
-from analysis.summary import summarize_stages
+from analysis.knee.find import find_knee
+from analysis.stages.baseline import compute_baseline
+from analysis.stages.summary import summarize_stages
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import predicted_knee_level

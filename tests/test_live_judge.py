@@ -1,4 +1,5 @@
-"""The long-lived live judge: the same answer as ``analysis.live``, many answers from one child,
+"""The long-lived live judge: the same answer as ``analysis.knee.live``, many answers from one
+child,
 errors answered (not fatal), the child dies with its parent, and the Locust-side client asks it
 from a greenlet."""
 
@@ -16,9 +17,9 @@ from pathlib import Path
 import pytest
 from knee_rundir import request_row, stage_row, write_run
 
-from analysis import live, live_judge
+from analysis.knee.find import live, live_judge
 from analysis.pipeline import analyze_run
-from loadknee_locust.refine import LiveVerdict
+from loadknee_locust.sweep.refine import LiveVerdict
 
 CAPACITY = 4  # the synthetic server runs 4 requests at once; more users only queue
 PROGRAMS = Path(__file__).parent / "programs"

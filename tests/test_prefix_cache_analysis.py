@@ -7,7 +7,12 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.prefix_cache import counters_found, source_note, stage_prefix_cache, window_counts
+from analysis.stages.prefix_cache import (
+    counters_found,
+    source_note,
+    stage_prefix_cache,
+    window_counts,
+)
 from loadknee_locust.client.sse import Usage
 from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.plugin.validate import option_problems

@@ -27,7 +27,7 @@ import pytest
 from analysis.inputs.load import read_run
 from analysis.pipeline import analyze_run
 from analysis.report.writer import record_markdown
-from analysis.summary import measured_requests, stage_windows
+from analysis.stages.summary import measured_requests, stage_windows
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import expected_throughput, predicted_knee_level

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loadknee_locust.contract import StageKind
-from loadknee_locust.schedule import StagePlan, stage_label
+from loadknee_locust.sweep.schedule import StagePlan, stage_label
 
 
 def _stage(index: int, kind: StageKind, users: int) -> StagePlan:

@@ -7,7 +7,7 @@ import random
 import pandas as pd
 import pytest
 
-from analysis.conversations import by_turn, conversation_counts, planned_turns
+from analysis.stages.conversations import by_turn, conversation_counts, planned_turns
 from loadknee_locust.prompts import FixedLengthSource, PromptSynth
 from loadknee_locust.prompts.conversation import Conversation, ThinkTime
 from loadknee_locust.prompts.filler import Tagger

@@ -8,10 +8,10 @@ import re
 import pytest
 from knee_frames import seed_002_summary, sweep
 
-from analysis.baseline import compute_baseline
-from analysis.diagnosis import diagnose
-from analysis.knee import find_knee
-from analysis.recommend import RecommendParams, recommend, to_yaml
+from analysis.advice.recommend import RecommendParams, recommend, to_yaml
+from analysis.diagnosis.bottleneck import diagnose
+from analysis.knee.find import find_knee
+from analysis.stages.baseline import compute_baseline
 
 LEVELS = [2, 4, 8, 16]
 

@@ -18,7 +18,7 @@ from loadknee_locust.record.recorder import (
     percentile,
     request_row,
 )
-from loadknee_locust.schedule import Schedule, SchedulePlan
+from loadknee_locust.sweep.schedule import Schedule, SchedulePlan
 
 T0 = 5_000.0
 

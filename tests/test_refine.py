@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from loadknee_locust.refine import LiveVerdict, NextStep, next_step, resolved
-from loadknee_locust.schedule import PENDING, Schedule, SchedulePlan
+from loadknee_locust.sweep.refine import LiveVerdict, NextStep, next_step, resolved
+from loadknee_locust.sweep.schedule import PENDING, Schedule, SchedulePlan
 
 GRID = (1, 2, 4, 8, 16, 24, 32, 48, 64)
 

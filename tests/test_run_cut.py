@@ -1,11 +1,11 @@
-"""``analysis.run_cut``: a cut run is named with where it stopped; a complete one is not."""
+"""``analysis.stages.run_cut``: a cut run is named with where it stopped; a complete one is not."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from analysis.run_cut import run_cut
+from analysis.stages.run_cut import run_cut
 
 
 def _stages(*rows: tuple[int, str, int, float, float, str]) -> pd.DataFrame:

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from loadknee_locust.plugin.options import LlmOptions
-from loadknee_locust.schedule import (
+from loadknee_locust.sweep.schedule import (
     Position,
     RedLine,
     Schedule,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from loadknee_locust.plugin.options import LlmOptions
-from loadknee_locust.schedule import (
+from loadknee_locust.sweep.schedule import (
     MIN_REQUESTS_PER_USER,
     Schedule,
     SchedulePlan,

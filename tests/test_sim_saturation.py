@@ -84,7 +84,7 @@ def test_predicted_knee_level(params, io, levels, knee) -> None:
 
 
 def test_the_flat_threshold_is_the_analysis_default() -> None:
-    from analysis.knee import KneeParams
+    from analysis.knee.find import KneeParams
 
     assert KneeParams().flat_gain_ratio == FLAT_GAIN_RATIO
 

@@ -7,13 +7,13 @@ import argparse
 import pytest
 from knee_frames import SEED_002_TABLE, seed_002_summary
 
-from analysis.baseline import compute_baseline
+from analysis.advice.recommend import RecommendParams, recommend
 from analysis.cli import build_parser
-from analysis.knee import KneeParams, find_knee
-from analysis.recommend import RecommendParams, recommend
-from analysis.slo import PRESETS, Slo, SloParams, Threshold, parse_goodput, parse_slo
-from analysis.slo_advice import with_slo
-from analysis.slo_eval import evaluate_slos
+from analysis.knee.find import KneeParams, find_knee
+from analysis.slo.advice import with_slo
+from analysis.slo.evaluate import evaluate_slos
+from analysis.slo.targets import PRESETS, Slo, SloParams, Threshold, parse_goodput, parse_slo
+from analysis.stages.baseline import compute_baseline
 
 
 def _params(*argv: str) -> SloParams:
@@ -167,8 +167,8 @@ def test_the_answer_to_deploy_never_breaks_an_slo(
     deploy_users: int, capacity: int | None, expected: int | None, bound: str
 ) -> None:
     from analysis.model import DeployAnswer
-    from analysis.slo_advice import _deploy_within_slo
-    from analysis.slo_eval import SloResult
+    from analysis.slo.advice import _deploy_within_slo
+    from analysis.slo.evaluate import SloResult
 
     answer = DeployAnswer(deploy_users, "knee", "configure … bound by the knee")
     slo = SloResult("ttft P95 ≤ 500 ms", (), (), capacity, 8, "latency", "")
@@ -213,7 +213,7 @@ def test_the_slo_capacity_says_when_a_noisy_stage_decides_it(noisy_users, wanted
 
 
 def test_a_stage_passing_again_above_the_break_is_named():
-    from analysis.slo_eval import StageSlo, capacity_doubt
+    from analysis.slo.evaluate import StageSlo, capacity_doubt
 
     def stage(users: int, met: bool) -> StageSlo:
         return StageSlo(users, users, met, (), () if met else ("TTFT P95 900 ms > 800 ms",),
@@ -238,7 +238,7 @@ def test_a_stage_passing_again_above_the_break_is_named():
     ],
 )
 def test_the_sweeps_slos_are_read_from_run_json(parameters: dict, wanted: str) -> None:
-    from analysis.slo import run_slo_params
+    from analysis.slo.targets import run_slo_params
 
     assert run_slo_params({"parameters": parameters}).limits_text() == wanted
 
@@ -254,7 +254,7 @@ def test_a_malformed_sweep_slo_is_refused_before_load() -> None:
 
 
 def test_a_break_by_a_fraction_of_a_percent_does_not_read_as_none() -> None:
-    from analysis.slo_eval import _break_text, _check
+    from analysis.slo.evaluate import _break_text, _check
 
     assert _break_text(_check(parse_slo("e2e_p95_ms=760"), 761.8)) == (
         "e2e P95 761.8 ms > 760 ms (+0.2 %)"

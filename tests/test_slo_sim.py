@@ -20,7 +20,7 @@ from knee_simdriver import DriveSpec, drive_sim
 
 from analysis.pipeline import analyze_run
 from analysis.report.writer import slo_text, write_report
-from analysis.slo import SloParams, parse_goodput, parse_slo
+from analysis.slo.targets import SloParams, parse_goodput, parse_slo
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from knee_rundir import request_row, stage_row, write_run
 
 from analysis.inputs.load import read_run
 from analysis.model import SUMMARY_COLUMNS
-from analysis.summary import summarize_stages, window_rates
+from analysis.stages.summary import summarize_stages, window_rates
 
 T0 = 1_700_000_000.0
 RNG = np.random.default_rng(7)

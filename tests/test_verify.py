@@ -1,4 +1,5 @@
-"""analysis.verify's checks on record tables typed in as data, and verify's re-run arguments."""
+"""analysis.compare.verify's checks on record tables typed in as data, and verify's re-run
+arguments."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import argparse
 
 from knee_frames import sweep
 
-from analysis.baseline import compute_baseline
-from analysis.knee import find_knee
-from analysis.verify import format_checks, verify_checks, verify_levels
+from analysis.compare.verify import format_checks, verify_checks, verify_levels
+from analysis.knee.find import find_knee
+from analysis.stages.baseline import compute_baseline
 from loadknee_locust.commands.verify import run_arguments
 
 LEVELS = [4, 8, 12, 16, 24]

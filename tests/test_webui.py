@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from loadknee_locust.plugin.webui import COLUMNS
+from loadknee_locust.webui.tab import COLUMNS
 from tests.run_support import (
     assert_matches_sim,
     check_run,

@@ -12,10 +12,6 @@ from typing import Any, ClassVar
 import pytest
 
 from loadknee_locust.contract import GPU_COLUMNS, SERVER_METRIC_COLUMNS
-from loadknee_locust.plugin import svgchart
-from loadknee_locust.plugin.formcheck import check_form
-from loadknee_locust.plugin.livetail import TelemetryTail
-from loadknee_locust.plugin.liveview import LiveView, banners, telemetry_charts, verdict_table
 from loadknee_locust.plugin.options import (
     FORM_GROUP_TITLES,
     LABELS,
@@ -23,8 +19,12 @@ from loadknee_locust.plugin.options import (
     option_specs,
 )
 from loadknee_locust.record.recorder import RunLog
-from loadknee_locust.refine import LiveVerdict, StageJudgement
-from loadknee_locust.schedule import Schedule, SchedulePlan
+from loadknee_locust.sweep.refine import LiveVerdict, StageJudgement
+from loadknee_locust.sweep.schedule import Schedule, SchedulePlan
+from loadknee_locust.webui import svgchart
+from loadknee_locust.webui.formcheck import check_form
+from loadknee_locust.webui.livetail import TelemetryTail
+from loadknee_locust.webui.liveview import LiveView, banners, telemetry_charts, verdict_table
 
 T0 = 5_000.0
 

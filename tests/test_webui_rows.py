@@ -6,9 +6,9 @@ import csv
 import io
 from pathlib import Path
 
-from loadknee_locust.plugin.webui import COLUMNS, rows_csv, stage_rows
 from loadknee_locust.record.recorder import RunLog
-from loadknee_locust.schedule import Schedule, SchedulePlan
+from loadknee_locust.sweep.schedule import Schedule, SchedulePlan
+from loadknee_locust.webui.tab import COLUMNS, rows_csv, stage_rows
 
 T0 = 7_000.0
 

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from analysis import yaml_text
+from analysis.advice.recommend import to_yaml
 from analysis.model import Recommendation, Recommendations
-from analysis.recommend import to_yaml
+from analysis.report import yaml_text
 
 LONG = "x" * 5000 + ": # " + "é" * 3000
 #: (name, value written, value PyYAML must read back)

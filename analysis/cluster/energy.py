@@ -26,7 +26,7 @@ from analysis.cluster.stages import records
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.inputs.server_metrics import gpu_from_dcgm
 from analysis.pipeline import Analysis
-from analysis.summary import measured_requests, stage_windows
+from analysis.stages.summary import measured_requests, stage_windows
 
 COLUMNS = ("stage", "users", "power_mean_w", "output_tok_s", "output_tokens_per_j", "samples")
 

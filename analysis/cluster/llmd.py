@@ -45,14 +45,14 @@ import numpy as np
 import pandas as pd
 
 import loadknee_locust
-from analysis.baseline import compute_baseline
 from analysis.cluster.engines import detect_engine
 from analysis.cluster.yamlblock import dump
-from analysis.knee import find_knee
+from analysis.knee.find import find_knee
 from analysis.model import SUMMARY_COLUMNS, KneeResult
 from analysis.pipeline import Analysis
 from analysis.report.table import record_frame
-from analysis.summary import measured_requests, stage_windows
+from analysis.stages.baseline import compute_baseline
+from analysis.stages.summary import measured_requests, stage_windows
 
 VERSION = "0.2"
 #: the units the format allows (its ``Units`` enumeration)

@@ -30,7 +30,7 @@ import pandas as pd
 from analysis.cluster.stages import records, stage_gauges
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.pipeline import Analysis
-from analysis.summary import measured_requests
+from analysis.stages.summary import measured_requests
 
 #: two-sided 95 % Student t quantiles, df 1..30 (beyond: 1.96)
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,

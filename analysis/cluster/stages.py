@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.pipeline import Analysis
-from analysis.summary import measured_requests, stage_windows
+from analysis.stages.summary import measured_requests, stage_windows
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Block-style YAML from nested dicts and lists, with comments above any key (for manifests).
 
-Scalars, keys and comment text go through :mod:`analysis.yaml_text`, so every reader reads the
+Scalars, keys and comment text go through :mod:`analysis.report.yaml_text`, so every reader reads
+the
 values back as written; a value wrapped in :class:`Commented` gets its comment lines above its
 key. Kubernetes manifests, Prometheus rule files and the profile are written this way: an
 emitter library would drop the comments that carry each threshold's evidence.
@@ -13,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analysis import yaml_text
+from analysis.report import yaml_text
 
 WIDTH = 96
 

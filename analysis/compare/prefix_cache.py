@@ -3,14 +3,14 @@
 The first run is the one without (cache off, or unique prefixes), the later ones with. Per run:
 
 * **hit rate**: the server's prefix-cache hits over its queries (tokens) summed over the step
-  stages (:mod:`analysis.prefix_cache`; counter deltas over each measured window), with the
+  stages (:mod:`analysis.stages.prefix_cache`; counter deltas over each measured window), with the
   per-stage range; None when the server exposes no prefix-cache counters;
 * **knee**: the knee's users and max concurrency, with the knee's own confidence (the share of
-  resampled windows that give the same max concurrency, :mod:`analysis.knee_confidence`);
+  resampled windows that give the same max concurrency, :mod:`analysis.knee.confidence`);
 * **peak output tok/s** with its batch-means interval (the record table's);
 * **TTFT P95** at one level both runs tested (the highest at or below both runs' max
   concurrency, so neither is queueing; else the lowest common level), with an interval from
-  resampling the stage's time windows (:func:`loadknee_locust.confidence.tail_interval`).
+  resampling the stage's time windows (:func:`loadknee_locust.sweep.confidence.tail_interval`).
 
 The TTFT change's interval is the widest the two intervals allow: from the low end of the
 second over the high end of the first to the high end over the low end (conservative; no
@@ -27,8 +27,8 @@ import pandas as pd
 
 from analysis.compare.kind import RunSide, steps_of
 from analysis.numeric import num
-from analysis.summary import measured_requests, stage_windows
-from loadknee_locust.confidence import tail_interval
+from analysis.stages.summary import measured_requests, stage_windows
+from loadknee_locust.sweep.confidence import tail_interval
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,12 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.advice.recommend import flag_text
 from analysis.model import PERCENTILE_METHOD, Baseline, KneeResult, Recommendations
 from analysis.numeric import counted, is_missing
-from analysis.recommend import flag_text
 from analysis.report.plots import VERDICT_COLOURS
 from analysis.report.table import Column, fmt_magnitude, fmt_text, record_columns
-from analysis.slo_eval import SloResult
+from analysis.slo.evaluate import SloResult
 from loadknee_locust.redaction import is_secret_name
 
 _SECRET_VALUE = re.compile(r"^(sk-|Bearer\s|hf_|ghp_|xox[bp]-)", re.IGNORECASE)

@@ -36,7 +36,7 @@ from analysis.model import (
     Signal,
     StageVerdict,
 )
-from analysis.slo_eval import SloResult
+from analysis.slo.evaluate import SloResult
 
 SCHEMA = 1
 

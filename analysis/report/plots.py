@@ -121,7 +121,7 @@ def _mark_knee(ax: Axes, knee: KneeResult | None) -> None:
             )
 
 
-#: interval columns (analysis.intervals) of the columns drawn with error bars
+#: interval columns (analysis.stages.intervals) of the columns drawn with error bars
 INTERVAL_BOUNDS = {
     "output_tok_s": ("output_tok_s_low", "output_tok_s_high"),
     "e2e_p95_ms": ("e2e_p95_low_ms", "e2e_p95_high_ms"),

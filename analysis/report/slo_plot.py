@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from analysis.numeric import counted
 from analysis.report.plots import new_figure, note
-from analysis.slo_eval import SloResult
+from analysis.slo.evaluate import SloResult
 
 MET, BROKEN, UNJUDGED = "#2e7d32", "#c62828", "#424242"
 

@@ -26,7 +26,7 @@ import pandas as pd
 
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
 from analysis.numeric import NA, is_missing, num
-from analysis.slo_eval import SloResult
+from analysis.slo.evaluate import SloResult
 
 #: Columns the record frame adds to the summary columns.
 VERDICT_COLUMNS: tuple[str, ...] = (
@@ -151,7 +151,8 @@ SLO_COLUMNS: tuple[str, ...] = (
 )
 
 
-#: Printed only when the server's prefix-cache counters gave a hit rate (analysis.prefix_cache).
+#: Printed only when the server's prefix-cache counters gave a hit rate
+#: (analysis.stages.prefix_cache).
 CACHE_RECORD_COLUMNS: tuple[Column, ...] = (
     Column("prefix_cache_hit_pct", "cache hit %", fmt_pct, 2),
 )

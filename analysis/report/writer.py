@@ -12,22 +12,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from analysis.classes import analyze_classes
+from analysis.advice.deploy import context_lines
+from analysis.advice.recommend import flag_text
 from analysis.cluster.emit import ClusterParams, html_section, write_cluster_files
-from analysis.conversations import planned_turns, turn_lines
-from analysis.deploy import context_lines
-from analysis.failures import all_failed_warnings, small_stage_warnings
+from analysis.diagnosis.failures import all_failed_warnings, small_stage_warnings
 from analysis.model import KneeResult, Recommendations
 from analysis.numeric import counted
 from analysis.pipeline import Analysis
-from analysis.prefix_cache import hit_miss_line, report_note
-from analysis.recommend import flag_text
 from analysis.report.html import HtmlReport, redact, render_html
 from analysis.report.knee_json import to_json
 from analysis.report.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
 from analysis.report.slo_plot import interactivity_figure
 from analysis.report.table import format_csv, format_markdown, record_frame
-from analysis.slo_eval import SloResult
+from analysis.slo.classes import analyze_classes
+from analysis.slo.evaluate import SloResult
+from analysis.stages.conversations import planned_turns, turn_lines
+from analysis.stages.prefix_cache import hit_miss_line, report_note
 
 REPORT_FILES: tuple[str, ...] = (
     "record.csv",

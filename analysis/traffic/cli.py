@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from analysis.inputs.nvsmi import resolve_tz
-from analysis.slo import SloParams
+from analysis.slo.targets import SloParams
 from analysis.traffic.headroom import SCALES, Capacity, Headroom, headroom, load_capacity
 from analysis.traffic.render import text_lines, to_json
 from analysis.traffic.shape import LatencyModel, ShapeParams, traffic_shape

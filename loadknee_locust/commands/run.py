@@ -36,7 +36,7 @@ from loadknee_locust.plugin.lifeline import preexec_die_with
 from loadknee_locust.plugin.options import LlmOptions, OptionSpec, add_arguments, option_specs
 from loadknee_locust.record.rundir import default_run_id, write_run_json
 from loadknee_locust.redaction import strip_credentials
-from loadknee_locust.schedule import parse_levels
+from loadknee_locust.sweep.schedule import parse_levels
 
 RUN_DIR_RE = re.compile(r"loadknee: run directory (\S.*)$")
 PROGRESS_RE = re.compile(r"loadknee (?:progress|sweep): (.*)$")

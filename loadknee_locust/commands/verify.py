@@ -1,11 +1,12 @@
 """``loadknee verify RUN_DIR --host URL``: re-run a short sweep and check the answer still holds.
 
 Steps: analyse RUN_DIR (the original); measure again, through ``loadknee run``'s own machinery,
-a baseline and the levels :func:`analysis.verify.verify_levels` names (the recommended
+a baseline and the levels :func:`analysis.compare.verify.verify_levels` names (the recommended
 max_concurrency, the production watermark, the knee) with the original's prompt settings from
 its run.json (model, endpoint, streaming, input and output lengths; a replayed log must be given
 again with ``--prompt-log``, since run.json keeps only its hash); analyse the re-run with the
-same knee thresholds; print one PASS/FAIL line per check (:mod:`analysis.verify`) and exit 1 when
+same knee thresholds; print one PASS/FAIL line per check (:mod:`analysis.compare.verify`) and exit 1
+when
 any fails, 0 when all pass, 2 when the original cannot be read or the re-run did not happen.
 Options it does not know go to ``loadknee run`` (and so to Locust) unchanged.
 
@@ -50,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", help="parent folder of the re-run (default: beside RUN_DIR)")
     p.add_argument("--run-id", help="re-run directory name (default: RUN_ID-verify-TIME)")
-    from analysis.knee import KneeParams
+    from analysis.knee.find import KneeParams
 
     KneeParams.add_cli_args(p)
     return p
@@ -99,11 +100,11 @@ def run_arguments(
 
 
 def main(argv: list[str] | None = None) -> int:
+    from analysis.compare.verify import TOLERANCE_PCT, all_passed, format_checks, verify_checks
+    from analysis.compare.verify import verify_levels as levels_for
     from analysis.inputs.load import RunDirError
-    from analysis.knee import KneeParams
+    from analysis.knee.find import KneeParams
     from analysis.pipeline import analyze_run
-    from analysis.verify import TOLERANCE_PCT, all_passed, format_checks, verify_checks
-    from analysis.verify import verify_levels as levels_for
     from loadknee_locust.commands import run as run_command
 
     parser = build_parser()

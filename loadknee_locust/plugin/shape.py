@@ -1,4 +1,4 @@
-"""The stepped LoadTestShape: drives the :class:`~loadknee_locust.schedule.Schedule` per tick.
+"""The stepped LoadTestShape: drives the :class:`~loadknee_locust.sweep.schedule.Schedule` per tick.
 
 ``tick()`` runs on the master or local runner only, about once a second. It returns
 ``(users, spawn_rate)`` with ``spawn_rate`` at least the change in users (each level is reached at
@@ -15,9 +15,9 @@ stopped and, with workers, one more report interval, so the last in-flight reque
 Each stage that ends is written to ``stages.csv`` at once, and every change of stage or phase is
 announced with ``runner.send_message`` (see :mod:`loadknee_locust.plugin.wiring`).
 
-Adaptive sweeps (refinement and early stop, on by default; :mod:`loadknee_locust.refine`) ask
+Adaptive sweeps (refinement and early stop, on by default; :mod:`loadknee_locust.sweep.refine`) ask
 after every stage what comes next. The answer is the analysis package's own knee over the stages
-so far, from one long-lived judge child per sweep (:class:`~loadknee_locust.plugin.judge.
+so far, from one long-lived judge child per sweep (:class:`~loadknee_locust.sweep.judge.
 LiveJudge`, started with the sweep so its pandas import overlaps the first stages): pandas never
 enters this process, the hub keeps timing the streams of other workers' rows while it runs, and
 it runs during the cooldown (the stage is written first). A judgement that fails or passes its
@@ -35,13 +35,13 @@ from typing import Any
 import gevent
 from locust import LoadTestShape
 
-from loadknee_locust.plugin.childjobs import JUDGE_TIMEOUT_S
-from loadknee_locust.plugin.judge import LiveJudge
 from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.plugin.wiring import Loadknee, loadknee_of, register
 from loadknee_locust.record.recorder import RunLog, percentile
-from loadknee_locust.refine import LiveVerdict
-from loadknee_locust.schedule import PENDING, RedLine, Schedule, SchedulePlan, stage_label
+from loadknee_locust.sweep.childjobs import JUDGE_TIMEOUT_S
+from loadknee_locust.sweep.judge import LiveJudge
+from loadknee_locust.sweep.refine import LiveVerdict
+from loadknee_locust.sweep.schedule import PENDING, RedLine, Schedule, SchedulePlan, stage_label
 
 log = logging.getLogger("loadknee")
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from loadknee_locust.prompts.classes import parse_classes, slo_problems
 from loadknee_locust.prompts.conversation import ThinkTime
-from loadknee_locust.schedule import SchedulePlan, parse_levels
+from loadknee_locust.sweep.schedule import SchedulePlan, parse_levels
 
 if TYPE_CHECKING:
     from loadknee_locust.plugin.options import LlmOptions
@@ -111,7 +111,9 @@ def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
     if not options.gap_scale > 0 or not math.isfinite(options.gap_scale):
         problems.append(f"--llm-gap-scale must be > 0, got {options.gap_scale:g}")
     if options.slo.strip():
-        from analysis.slo import parse_slo_list  # stdlib only: the one parser of the SLO forms
+        from analysis.slo.targets import (
+            parse_slo_list,  # stdlib only: the one parser of the SLO forms
+        )
 
         try:
             parse_slo_list(options.slo)

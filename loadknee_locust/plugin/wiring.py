@@ -37,7 +37,7 @@ from loadknee_locust.record.clocksync import (
     WorkerClocks,
 )
 from loadknee_locust.record.recorder import RequestRecorder, RunLog
-from loadknee_locust.schedule import Position
+from loadknee_locust.sweep.schedule import Position
 
 log = logging.getLogger("loadknee")
 
@@ -197,7 +197,7 @@ class Loadknee:
             self._default_stop_timeout()
             self._guard_interrupts()
             if web_ui is not None:
-                from loadknee_locust.plugin import webui
+                from loadknee_locust.webui import tab as webui
 
                 webui.install(web_ui, self)
 

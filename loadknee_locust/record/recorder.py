@@ -10,7 +10,7 @@ key (Locust's own, a user's custom ones) are ignored.
   which Locust also sends once more on quit, so nothing is left behind;
 * master: rows from every worker's report are labelled and written by this one process.
 
-The stage and phase of a row come from the :class:`~loadknee_locust.schedule.Schedule` by the
+The stage and phase of a row come from the :class:`~loadknee_locust.sweep.schedule.Schedule` by the
 request's *start* time, so late rows (worker reports lag up to 3 s) land in the right stage. Every
 row is flushed as it is written (one ``write()`` each, a few µs), so a run killed with SIGKILL
 leaves files that parse and loses no finished request; ``CsvSink``'s own 1 s flush would leave up
@@ -41,7 +41,7 @@ from loadknee_locust.contract import (
 )
 from loadknee_locust.record.clocksync import REPORT_CLOCK_KEY, WorkerClocks
 from loadknee_locust.record.csvsink import CsvSink
-from loadknee_locust.schedule import Schedule, StageRecord
+from loadknee_locust.sweep.schedule import Schedule, StageRecord
 
 log = logging.getLogger(__name__)
 

@@ -76,8 +76,8 @@ def describe(params: SimParams, preset_name: str) -> list[str]:
     """The parameters and where they saturate, for the lines after the ready line: a user can
     predict the knee before sending one request."""
     from loadknee_locust.plugin.options import LlmOptions
-    from loadknee_locust.schedule import parse_levels
     from loadknee_locust.sim.saturation import predicted_knee_level, saturation_concurrency
+    from loadknee_locust.sweep.schedule import parse_levels
 
     d = LlmOptions()
     levels = parse_levels(d.levels)

@@ -48,7 +48,8 @@ from collections.abc import Iterable
 from loadknee_locust.sim.params import SimParams
 
 FLAT_FRACTION = 0.1
-#: the analysis's default "throughput flat" threshold (``analysis.knee.KneeParams.flat_gain_ratio``)
+#: the analysis's default "throughput flat" threshold
+#: (``analysis.knee.find.KneeParams.flat_gain_ratio``)
 FLAT_GAIN_RATIO = 0.15
 
 

@@ -14,7 +14,7 @@ import sys  # noqa: E402
 
 import gevent  # noqa: E402
 
-from loadknee_locust.plugin.judge import LiveJudge  # noqa: E402
+from loadknee_locust.sweep.judge import LiveJudge  # noqa: E402
 
 judge = LiveJudge()
 judge.start()

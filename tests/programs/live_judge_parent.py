@@ -1,4 +1,4 @@
-"""Start a live judge child (``python -m analysis.live_judge``), print its pid, then wait.
+"""Start a live judge child (``python -m analysis.knee.live_judge``), print its pid, then wait.
 
 Run in a child process by the test, which kills this parent with SIGKILL (no cleanup code runs
 here) and checks that the judge child dies with it.
@@ -11,7 +11,9 @@ import sys
 import time
 
 child = subprocess.Popen(
-    [sys.executable, "-m", "analysis.live_judge"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    [sys.executable, "-m", "analysis.knee.live_judge"],
+    stdin=subprocess.PIPE,
+    stdout=subprocess.PIPE,
 )
 print(child.pid, flush=True)
 time.sleep(600)

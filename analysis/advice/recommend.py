@@ -1,0 +1,525 @@
+"""Turn the verdicts into deployment settings, each with its reason in words and numbers.
+
+Rules (each a heading of docs/method.md, cited in its reason through :mod:`analysis.rules`):
+
+* ``max_concurrency`` — the stage before the knee ("if the knee is at 8, write 4");
+* ``base_capacity`` and ``production_watermark`` — the highest stage with the tail in SLA,
+  memory ≤ 85 % and 100 % success, then plan at ``watermark_low``–``watermark_high`` (70–80 %)
+  of it (capacity 24 → promise 16–19);
+* ``interactive_max_concurrency`` keeps that margin; ``offline_batch_max_concurrency`` may run at
+  the knee when the knee stage itself was clean (all served, memory under the OOM risk);
+* ``queue_timeout_ms`` — the baseline P95 × ``queue_timeout_margin``, rounded up;
+* ``request_timeout_ms`` — the longest output at the knee's per-token rate (TTFT P95 + tokens ×
+  TPOT P95, else the median seconds per 1k completion tokens scaled by the stage's P99/P50),
+  × ``request_timeout_margin``;
+* ``vllm.max_num_seqs`` — max_concurrency × batch size, only when a knee or red line was found
+  in the tested range (a cap from a server that never saturated would cap it below what it can
+  do: the advice is then to sweep higher, with the command); past it vLLM queues instead of
+  running out of memory;
+* ``vllm.gpu_memory_utilization`` — lowered by ``gpu_memory_utilization_step`` only when memory
+  led the failure (OOM or OOM risk at the knee / red line);
+* ``vllm.max_model_len`` — the replayed log's longest real context × ``max_model_len_headroom``
+  (1.25), rounded up to a power of two; only for a log of ``min_log_records`` (1000) requests or
+  more, else withheld with the reason (a short limit answers longer requests with HTTP 400);
+* ``replicas`` — ``ceil(target_concurrency / (watermark_high_users × replica_efficiency))``.
+
+Nothing at all when no stage could be judged (every one "insufficient data").
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import textwrap
+from dataclasses import dataclass, fields
+from typing import Any
+
+import pandas as pd
+
+from analysis import rules
+from analysis.advice.deploy import deploy_answer
+from analysis.advice.engine import CAP_FLAGS, CAP_KEYS, RUN_INFO_KEY
+from analysis.knee.find import LOG_SOURCE_KINDS
+from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
+from analysis.numeric import num
+from analysis.report import yaml_text
+from loadknee_locust.contract import LEVEL_KINDS
+
+#: vLLM's default --gpu-memory-utilization, assumed when the run does not say
+VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+
+
+@dataclass(frozen=True)
+class RecommendParams:
+    """Margins and targets of :func:`recommend` (see the module docstring)."""
+
+    watermark_low: float = 0.7
+    watermark_high: float = 0.8
+    queue_timeout_margin: float = 3.0
+    request_timeout_margin: float = 1.5
+    round_ms: int = 1000
+    target_concurrency: int | None = None
+    replica_efficiency: float | None = None  # throughput(N) / (N × one replica), measured
+    gpu_memory_utilization: float | None = None  # the server's current value, when known
+    gpu_memory_utilization_step: float = 0.05
+    min_log_records: int = 1000  # a smaller replayed log cannot speak for production's longest
+    max_model_len_headroom: float = 1.25
+
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser) -> None:
+        """Add the recommendation options (defaults from this class) to an argparse parser."""
+        d = RecommendParams()
+        g = parser.add_argument_group("recommendations")
+        g.add_argument(
+            "--watermark-low",
+            dest="rec_watermark_low",
+            type=float,
+            default=d.watermark_low,
+            help="production watermark, low end (default %(default)s)",
+        )
+        g.add_argument(
+            "--watermark-high",
+            dest="rec_watermark_high",
+            type=float,
+            default=d.watermark_high,
+            help="production watermark, high end (default %(default)s)",
+        )
+        g.add_argument(
+            "--queue-timeout-margin",
+            dest="rec_queue_timeout_margin",
+            type=float,
+            default=d.queue_timeout_margin,
+            help="queue_timeout_ms = baseline P95 × this (default %(default)s)",
+        )
+        g.add_argument(
+            "--request-timeout-margin",
+            dest="rec_request_timeout_margin",
+            type=float,
+            default=d.request_timeout_margin,
+            help="margin on the longest output's time (default %(default)s)",
+        )
+        g.add_argument(
+            "--target-concurrency",
+            dest="rec_target_concurrency",
+            type=int,
+            default=None,
+            help="concurrency to serve: recommend a replica count",
+        )
+        g.add_argument(
+            "--replica-efficiency",
+            dest="rec_replica_efficiency",
+            type=float,
+            default=None,
+            help="measured throughput of N replicas / (N × one), e.g. 0.65",
+        )
+        g.add_argument(
+            "--gpu-memory-utilization",
+            dest="rec_gpu_memory_utilization",
+            type=float,
+            default=None,
+            help="the server's current --gpu-memory-utilization",
+        )
+
+    @classmethod
+    def from_cli_args(cls, ns: argparse.Namespace) -> RecommendParams:
+        values = {f.name: getattr(ns, "rec_" + f.name) for f in fields(cls)
+                  if hasattr(ns, "rec_" + f.name)}  # fmt: skip
+        return cls(**values)
+
+
+def _section(info: dict[str, Any], key: str) -> dict[str, Any]:
+    value = info.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _round_up(ms: float, step: int) -> int:
+    return int(math.ceil(ms / step) * step)
+
+
+def _stage_row(summary: pd.DataFrame, stage: int | None) -> pd.Series | None:
+    if stage is None:
+        return None
+    match = summary[summary["stage"] == stage]
+    return match.iloc[0] if len(match) else None
+
+
+def _users_row(summary: pd.DataFrame, users: int | None) -> pd.Series | None:
+    if users is None:
+        return None
+    match = summary[(summary["kind"].isin(LEVEL_KINDS)) & (summary["target_users"] == users)]
+    return match.iloc[0] if len(match) else None
+
+
+def _watermark(base: int, p: RecommendParams) -> tuple[int, int]:
+    return max(1, math.floor(base * p.watermark_low)), max(1, math.floor(base * p.watermark_high))
+
+
+def _capacity_items(knee: KneeResult, p: RecommendParams) -> list[Recommendation]:
+    items = []
+    if knee.knee_users is not None:
+        why = (
+            f"the stage before the knee at {knee.knee_users} users "
+            "(not the stage with the highest throughput) " + rules.cite("max_concurrency")
+        )
+    elif knee.red_line_users is not None:
+        why = f"no knee, so the stage before the red line at {knee.red_line_users} users"
+    else:
+        why = (
+            "no knee or red line within the tested range: the highest tested stage "
+            "(test higher to find the limit)"
+        )
+    items.append(Recommendation("max_concurrency", knee.max_concurrency, why))
+    base = knee.base_capacity
+    items.append(
+        Recommendation(
+            "base_capacity",
+            base,
+            "highest stage with 100 % success, memory ≤ 85 %, the tail in SLA and no knee yet "
+            + rules.cite("base_capacity")
+            if base is not None
+            else "no stage met 100 % success, memory ≤ 85 % and the tail in SLA",
+        )
+    )
+    if base is not None:
+        low, high = _watermark(base, p)
+        items.append(
+            Recommendation(
+                "production_watermark",
+                [low, high],
+                f"{p.watermark_low:.0%}–{p.watermark_high:.0%} of the base capacity {base}: "
+                "20 %+ margin for bursts and long-tail requests " + rules.cite("watermark"),
+            )
+        )
+        items.append(
+            Recommendation(
+                "interactive_max_concurrency",
+                high,
+                "interactive traffic keeps the margin below the knee " + rules.cite("watermark"),
+            )
+        )
+    return items
+
+
+def _offline_item(summary: pd.DataFrame, knee: KneeResult) -> Recommendation | None:
+    row = _stage_row(summary, knee.knee_stage)
+    signals = {}
+    if knee.knee_stage is not None:
+        verdict = next(v for v in knee.stages if v.stage == knee.knee_stage)
+        signals = {s.name: s.fired for s in verdict.signals}
+    if row is not None and not signals.get("errors") and not signals.get("oom_risk"):
+        return Recommendation(
+            "offline_batch_max_concurrency",
+            knee.knee_users,
+            "offline batch jobs, loose on per-request latency, may run at the knee "
+            f"({knee.knee_users} "
+            "users: all requests served, memory below the OOM risk) for the most throughput",
+        )
+    if knee.max_concurrency is None:
+        return None
+    return Recommendation(
+        "offline_batch_max_concurrency",
+        knee.max_concurrency,
+        "offline batch jobs stay at max_concurrency: the knee stage itself had failures or "
+        "memory at OOM risk"
+        if row is not None
+        else "no knee measured: offline batch jobs use max_concurrency",
+    )
+
+
+def _queue_timeout(baseline: Baseline, p: RecommendParams) -> Recommendation | None:
+    for name, value in (("P95", baseline.e2e_p95_ms), ("P99", baseline.e2e_p99_ms),
+                        ("median", baseline.e2e_p50_ms)):  # fmt: skip
+        if value is not None:
+            ms = _round_up(value * p.queue_timeout_margin, p.round_ms)
+            return Recommendation(
+                "queue_timeout_ms",
+                ms,
+                f"baseline e2e {name} {value:,.0f} ms × {p.queue_timeout_margin:g}: normal "
+                "requests "
+                "are not rejected for a short queue; adjust to the queue seen in "
+                "production " + rules.cite("queue_timeout"),
+            )
+    return None
+
+
+def _request_timeout(
+    summary: pd.DataFrame, knee: KneeResult, run_info: dict[str, Any], p: RecommendParams
+) -> Recommendation | None:
+    row = _stage_row(summary, knee.knee_stage) if knee.knee_stage is not None else None
+    if row is None:
+        row = _users_row(summary, knee.max_concurrency)
+    if row is None:
+        return None
+    longest = (
+        num(summary["completion_tokens_max"].max()) if "completion_tokens_max" in summary else None
+    )
+    target = num(run_info.get("max_output_tokens") or run_info.get("output_tokens"))
+    longest = max(x for x in (longest, target, 0.0) if x is not None)
+    if not longest:
+        return None
+    tpot, ttft = num(row.get("tpot_p95_ms")), num(row.get("ttft_p95_ms")) or 0.0
+    per1k = num(row.get("s_per_1k_completion_tokens"))  # numerically ms per token
+    where = f"at {int(row['target_users'])} users"
+    if tpot is not None:
+        ms, how = (
+            ttft + longest * tpot,
+            f"TTFT P95 {ttft:,.0f} ms + {longest:,.0f} tokens × TPOT P95 {tpot:,.1f} ms",
+        )
+    elif per1k is not None:
+        p50, p99 = num(row.get("e2e_p50_ms")), num(row.get("e2e_p99_ms"))
+        tail = p99 / p50 if p50 and p99 else 1.0  # the median rate, scaled to the P99 request
+        ms = longest * per1k * tail
+        how = f"{longest:,.0f} tokens × {per1k:,.1f} ms per token (median) × {tail:.2f} (P99/P50)"
+    else:
+        return None
+    return Recommendation(
+        "request_timeout_ms",
+        _round_up(ms * p.request_timeout_margin, p.round_ms),
+        f"the longest output {where}: {how} = {ms:,.0f} ms, × {p.request_timeout_margin:g}; "
+        "shorter cuts normal long answers, longer lets stuck requests hold a slot "
+        + rules.cite("request_timeout"),
+    )
+
+
+def _memory_led(knee: KneeResult) -> bool:
+    limits = {knee.knee_stage, knee.red_line_stage} - {None}
+    for verdict in knee.stages:
+        if verdict.stage in limits:
+            if verdict.bottleneck == "memory":
+                return True
+            if any(s.fired and s.name in ("oom", "oom_risk") for s in verdict.signals):
+                return True
+    return False
+
+
+def sweep_higher_command(knee: KneeResult, run_info: dict[str, Any]) -> str:
+    """The ``loadknee run`` levels that continue a sweep that never saturated the server."""
+    top = max((v.target_users for v in knee.stages), default=1)
+    levels = ",".join(str(top * k) for k in (1, 2, 3, 4))
+    host = str(run_info.get("host") or run_info.get("target_url") or "URL")
+    return f"loadknee run --host {host} --levels {levels}"
+
+
+def _max_num_seqs(
+    summary: pd.DataFrame, knee: KneeResult, run_info: dict[str, Any]
+) -> tuple[Recommendation | None, str | None]:
+    """The cap, only from evidence: a knee or red line inside the tested range."""
+    if knee.max_concurrency is None:
+        return None, None
+    if knee.knee_stage is None and knee.red_line_stage is None:
+        top = max((v.target_users for v in knee.stages), default=knee.max_concurrency)
+        return None, (
+            f"--max-num-seqs withheld: not saturated up to {top} users; sweep higher: "
+            f"{sweep_higher_command(knee, run_info)} {rules.cite('max_num_seqs')}"
+        )
+    row = _users_row(summary, knee.max_concurrency)
+    batch = int(num(row.get("batch_size")) or 1) if row is not None else 1
+    limit = (
+        f"the knee at {knee.knee_users} users"
+        if knee.knee_users is not None
+        else f"the red line at {knee.red_line_users} users"
+    )
+    # a library call without a run directory keeps the vLLM spelling; an analysed run says
+    # which engine its metrics named (None: no /metrics, the number only)
+    engine = run_info.get(RUN_INFO_KEY, "vllm")
+    cap = knee.max_concurrency * batch
+    own = _own_limit(summary, knee)
+    if engine not in CAP_FLAGS:
+        what = (
+            f"the server ran about {own[0]} at once while requests waited, with no sign of "
+            "memory pressure: raise its concurrency limit and re-run"
+            if own is not None
+            else f"cap the server's concurrency at {cap} in its own setting"
+        )
+        return None, (
+            f"concurrency flag withheld: the engine is unknown (it exports no /metrics to name "
+            f"it); {what} {rules.cite('max_num_seqs')}"
+        )
+    flag = CAP_FLAGS[engine]
+    if own is not None:
+        slots, kv, predicted = own
+        return Recommendation(
+            CAP_KEYS[engine],
+            predicted,
+            f"the knee is the server's own concurrency limit: it ran {slots} at once while "
+            f"requests waited, with the KV cache at most {kv:.0f} % full; raise {flag} to "
+            f"~{predicted} (what the KV headroom predicts at 85 %) and re-run the sweep; its "
+            f"current value is the limit, not the fix " + rules.cite("max_num_seqs"),
+        ), None
+    return Recommendation(
+        CAP_KEYS[engine],
+        cap,
+        f"from max_concurrency {knee.max_concurrency} (the stage before {limit}) × batch size "
+        f"{batch}: past it the server queues requests instead of running out of memory "
+        + rules.cite("max_num_seqs"),
+    ), None
+
+
+def _own_limit(summary: pd.DataFrame, knee: KneeResult) -> tuple[int, float, int] | None:
+    """(slots, KV peak %, the cap its KV headroom predicts) when the knee is the server's own
+    concurrency limit — it ran ``server_slots`` at once while requests waited — and the KV cache
+    stayed well below pressure (at most 85 % × the 85 % threshold): raising the limit, not
+    setting it to what it already is, is the fix. None otherwise (or KV unknown)."""
+    slots = knee.server_slots
+    if slots is None or knee.knee_stage is None or "kv_cache_peak_pct" not in summary:
+        return None
+    steps = summary[summary["kind"] != "baseline"]
+    kv = num(steps["kv_cache_peak_pct"].max())
+    if kv is None or kv <= 0 or kv >= 0.85 * 85.0:
+        return None
+    predicted = int(slots * 85.0 / kv)
+    return (slots, kv, predicted) if predicted > slots else None
+
+
+def _max_model_len(
+    summary: pd.DataFrame, run_info: dict[str, Any], p: RecommendParams
+) -> tuple[Recommendation | None, str | None]:
+    """From a replayed log's longest context, only when the log is large enough to speak for
+    production: a 20-line log's longest request says nothing about tomorrow's."""
+    source = _section(run_info, "prompt_source")
+    if str(source.get("kind", "")) not in LOG_SOURCE_KINDS:
+        return None, None
+    longest = num(source.get("max_context_tokens"))
+    if longest is None and "prompt_tokens_max" in summary:
+        prompt = num(summary["prompt_tokens_max"].max())
+        output = num(summary["completion_tokens_max"].max())
+        longest = None if prompt is None else prompt + (output or 0.0)
+    if not longest:
+        return None, None
+    size = num(source.get("valid_records"))
+    size = size if size is not None else num(source.get("records"))
+    if size is None or size < p.min_log_records:
+        have = "an unknown number of" if size is None else f"only {size:,.0f}"
+        return None, (
+            f"--max-model-len withheld: the replayed log has {have} requests; at least "
+            f"{p.min_log_records:,} are needed before its longest context ({longest:,.0f} "
+            "tokens) can stand for production's, and a too-short limit answers longer requests "
+            f"with HTTP 400 {rules.cite('max_model_len')}"
+        )
+    length = 1 << max(10, math.ceil(math.log2(longest * p.max_model_len_headroom)))
+    return Recommendation(
+        "vllm.max_model_len",
+        length,
+        f"from the replayed log's longest real context, {longest:,.0f} tokens over {size:,.0f} "
+        f"requests, × {p.max_model_len_headroom:g} headroom, rounded up to a power of two: "
+        "reserving the model's full length wastes KV cache that concurrency could use "
+        + rules.cite("max_model_len"),
+    ), None
+
+
+def _vllm_items(
+    summary: pd.DataFrame, knee: KneeResult, run_info: dict[str, Any], p: RecommendParams
+) -> tuple[list[Recommendation], list[str]]:
+    items: list[Recommendation] = []
+    notes: list[str] = []
+    seqs, note = _max_num_seqs(summary, knee, run_info)
+    items += [seqs] if seqs else []
+    notes += [note] if note else []
+    if _memory_led(knee):
+        server = _section(run_info, "server")
+        current = p.gpu_memory_utilization or num(server.get("gpu_memory_utilization"))
+        assumed = current is None
+        current = current or VLLM_DEFAULT_GPU_MEMORY_UTILIZATION
+        lower = round(current - p.gpu_memory_utilization_step, 2)
+        items.append(
+            Recommendation(
+                "vllm.gpu_memory_utilization",
+                lower,
+                f"memory led the failure at the knee / red line: lower it from {current:.2f}"
+                f"{' (vLLM default, assumed)' if assumed else ''} to {lower:.2f} for steadier "
+                "queueing instead of OOM, at the cost of a smaller KV-cache pool "
+                + rules.cite("gpu_memory_utilization"),
+            )
+        )
+    length, note = _max_model_len(summary, run_info, p)
+    items += [length] if length else []
+    notes += [note] if note else []
+    return items, notes
+
+
+def _replicas(knee: KneeResult, p: RecommendParams) -> Recommendation | None:
+    if p.target_concurrency is None or knee.base_capacity is None:
+        return None
+    per_replica = _watermark(knee.base_capacity, p)[1]
+    efficiency = p.replica_efficiency or 1.0
+    count = max(1, math.ceil(p.target_concurrency / (per_replica * efficiency)))
+    measured = "measured" if p.replica_efficiency else "assumed linear; measure N replicas"
+    return Recommendation(
+        "replicas",
+        count,
+        f"target {p.target_concurrency} concurrent users / ({per_replica} per replica at the "
+        f"watermark × replica efficiency {efficiency:.2f}, {measured})",
+    )
+
+
+def recommend(
+    summary: pd.DataFrame,
+    knee: KneeResult,
+    baseline: Baseline,
+    *,
+    run_info: dict[str, Any] | None = None,
+    params: RecommendParams | None = None,
+) -> Recommendations:
+    """Settings from the knee: max_concurrency, watermark, timeouts, vLLM flags, replicas."""
+    p = params or RecommendParams()
+    info = run_info or {}
+    if all(v.verdict == "insufficient_data" for v in knee.stages):
+        return Recommendations(items=(), server_flags=())  # no stage could be judged
+    items = _capacity_items(knee, p)
+    vllm, notes = _vllm_items(summary, knee, info, p)
+    optional = [
+        _offline_item(summary, knee),
+        _queue_timeout(baseline, p),
+        _request_timeout(summary, knee, info, p),
+        *vllm,
+        _replicas(knee, p),
+    ]
+    items += [item for item in optional if item is not None]
+    flags = []
+    for item in items:
+        if item.key.partition(".")[0] in ENGINE_SECTIONS and item.value is not None:
+            flags.append(flag_text(item))
+    answer = deploy_answer(summary, knee)
+    items.insert(0, Recommendation("deploy_concurrency", answer.users, answer.text))
+    return Recommendations(
+        items=tuple(items), server_flags=tuple(flags), withheld=tuple(notes), deploy=answer
+    )
+
+
+#: recommendation-key sections that are an engine's own flags
+ENGINE_SECTIONS = ("vllm", "sglang", "tgi", "llamacpp")
+
+
+def flag_text(item: Recommendation) -> str:
+    """``vllm.max_num_seqs`` → ``--max-num-seqs 24``; ``llamacpp.parallel`` → ``--parallel 8``."""
+    return f"--{item.key.partition('.')[2].replace('_', '-')} {item.value}"
+
+
+def to_yaml(recs: Recommendations) -> str:
+    """A YAML config snippet: ``server:`` and ``vllm:`` maps, each key under its reason.
+
+    Values go through :mod:`analysis.report.yaml_text` (strings quoted, NaN / inf / numpy numbers in
+    forms every reader parses back), reasons through its comment cleaner: a reason is text a
+    YAML reader must never see as data.
+    """
+    sections: dict[str, list[str]] = {"server": [], "vllm": []}
+    for item in recs.items:
+        section, _, name = item.key.rpartition(".")
+        lines = sections.setdefault(section or "server", [])
+        for text in textwrap.wrap(yaml_text.comment(item.reason), 94):
+            lines.append(f"  # {text}")
+        lines.append(f"  {yaml_text.key(name)}: {yaml_text.value(item.value)}")
+    out = ["# loadknee recommendations: each value follows its reason"]
+    if recs.provisional:
+        out += [
+            f"# PROVISIONAL: {t}" for t in textwrap.wrap(yaml_text.comment(recs.provisional), 90)
+        ]
+    for section, lines in sections.items():
+        if lines:
+            out += [f"{yaml_text.key(section)}:", *lines]
+    for note in recs.withheld:
+        for text in textwrap.wrap(yaml_text.comment(note), 96):
+            out.append(f"# {text}")
+    if recs.server_flags:
+        out.append(yaml_text.comment("# server flags: " + " ".join(recs.server_flags)))
+    return "\n".join(out) + "\n"

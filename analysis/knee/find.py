@@ -1,0 +1,793 @@
+"""Find the knee: a verdict per step stage, the knee, the red line and the capacity figures.
+
+Algorithm (pure; input is the record table from :func:`analysis.stages.summary.summarize_stages` and
+the
+:class:`~analysis.model.Baseline`; each signal is one function in :mod:`analysis.knee.signals`):
+
+1. Order the step stages by concurrency ``c`` (their ``target_users``). The yardstick throughput
+   ``X1`` is the single-user rate: the baseline stage's throughput divided by its users (the first
+   step stage stands in when there is no baseline stage).
+2. For each stage, evaluate the signals (each a :class:`~analysis.model.Signal` with its numbers):
+
+   * **throughput flattening** — the throughput each added user brings,
+     ``(X_s - X_prev) / (c_s - c_prev) / X1``, where ``prev`` is the previous stage that served
+     requests (the baseline stage for the first step). Below ``flat_gain_ratio`` the throughput has
+     flattened; below ``narrowing_gain_ratio`` the gain is narrowing (an early sign). Plain scaling
+     efficiency cannot separate the vLLM chapter's stage 24 (marginal 0.27, critical) from stage 32
+     (0.07, knee); the marginal gain can.
+   * **tail departure** — the stage's e2e P95 (or P99, ``tail_percentile``; or of seconds per 1k
+     tokens, ``tail_metric``) over the baseline's same figure, at or above ``tail_ratio``;
+   * **SLA** — the same percentile above ``sla_ms`` (only when an absolute SLA is given);
+   * **memory pressure** — peak memory %: the higher of the KV-cache usage from the server's
+     ``/metrics`` and GPU memory, but KV-cache alone when GPU memory is the same at every stage
+     (vLLM pre-allocates its KV pool, so NVML memory is flat and says nothing); at or above
+     ``memory_pressure_pct`` it is an early sign, at or above ``oom_risk_pct`` the next stage risks
+     OOM;
+   * **errors** — any failed request (5xx, timeout, refused, cut stream) is an early sign and
+     rules the stage out of the base capacity; an error share above ``red_line_error_pct`` is the
+     red line;
+   * **OOM** — GPU memory at or above ``oom_pct`` while requests fail, or GPU memory falling to
+     under half of the previous stage's (itself under pressure) while requests fail: the server
+     ran out of memory and its process died;
+   * **client-bound** — load-generator CPU at or above ``client_cpu_limit_pct`` (100 = one core):
+     the stage is marked untrusted and cannot be the knee (the client, not the server, flattened).
+
+3. A stage without enough usable rows (no rows, or most excluded as length mismatches; see
+   :mod:`analysis.stages.data_check`) is **insufficient data**: no signal is read from it and no
+   figure below comes from it. Otherwise the verdict, most severe first: **red line** (error
+   share above the limit, or OOM); **knee**
+   (throughput flattened while the tail departed); **critical** (any early sign: tail departed,
+   gain narrowing, memory pressure, OOM risk, some errors, SLA exceeded); else **comfortable**.
+4. Where the server reports its queue and some stage proved its running maximum a real limit
+   (requests waited there), a "knee" judged on an untrusted client figure (no interval, or one
+   too wide) in a stage the server ran with free slots and nothing waiting becomes "critical"
+   (:func:`_demote_unsaturated`). A "knee" that a later stage out-serves by
+   ``resume_gain_pct`` or more was a dip: it becomes "critical" with the numbers as its first
+   reason. The knee is the first "knee" stage before the first red line; ``max_concurrency``
+   is the users of the stage before the knee (or before the red line when there is no knee,
+   or the highest tested stage when there is neither). ``base_capacity`` is the
+   highest stage, below the first knee or red line, with 100 % success, memory at or below
+   ``memory_pressure_pct``, the tail within ``sla_ms`` when one is given, and a trusted client.
+
+Parameters (:class:`KneeParams`) and defaults:
+
+* ``throughput_column`` = ``"output_tok_s"`` (or ``"total_tok_s"``, ``"qps"``)
+* ``flat_gain_ratio`` = 0.15; ``narrowing_gain_ratio`` = 0.5
+* ``tail_percentile`` = ``"p95"`` (the vLLM chapter reads ``"p99"``); ``tail_ratio`` = 2.0
+* ``tail_metric`` = ``"auto"``: ``"s_per_1k"`` (seconds per 1k total tokens)
+  for a replayed prompt log, whose lengths vary so much that the e2e tail says more about the
+  log than about the server, else ``"e2e"`` (resolved by :func:`resolve_tail_metric` from
+  run.json; ``find_knee`` alone treats ``"auto"`` as ``"e2e"``)
+* ``sla_ms`` = None (no absolute SLA)
+* ``memory_source`` = ``"auto"`` (the higher of KV-cache % and GPU memory %, except that GPU
+  memory flat across stages — within 2 points: pre-allocated — gives way to KV-cache %)
+* ``memory_pressure_pct`` = 85.0; ``oom_risk_pct`` = 95.0; ``oom_pct`` = 99.0
+* ``red_line_error_pct`` = 5.0 (the vLLM chapter's table calls 98 % success a knee and 80 % the red
+  line, so a small error share is an early sign, not yet the red line; 0 makes any error fatal)
+* ``client_cpu_limit_pct`` = 90.0
+* ``resume_gain_pct`` = 15.0: a "knee" that a later stage (before the red line) out-serves by
+  this much or more was a dip and is "critical" instead (:func:`_demote_dips`)
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from analysis import rules
+from analysis.knee.client_signals import (
+    CLIENT_SATURATED_WAITING,
+    client_saturation_signal,
+    client_slots,
+    cross_check,
+    starved,
+)
+from analysis.knee.fit import capacity_words, fit_knee, on_plateau_text
+from analysis.knee.signals import (
+    StageContext,
+    client_signal,
+    error_signals,
+    free_slots_signal,
+    memory_signals,
+    noise_signal,
+    saturation_signal,
+    tail_signals,
+    tail_undecided,
+    throughput_signals,
+)
+from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
+from analysis.numeric import counted, fmt, num
+from analysis.stages.data_check import excluded_note, insufficient_reason
+from loadknee_locust.contract import LEVEL_KINDS
+
+#: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
+FLAT_GPU_SPREAD_PCT = 2.0
+
+
+@dataclass(frozen=True)
+class KneeParams:
+    """Every threshold of :func:`find_knee`; see the module docstring for what each one does."""
+
+    throughput_column: Literal["output_tok_s", "total_tok_s", "qps"] = "output_tok_s"
+    flat_gain_ratio: float = 0.15
+    narrowing_gain_ratio: float = 0.5
+    tail_percentile: Literal["p95", "p99"] = "p95"
+    tail_metric: Literal["auto", "e2e", "s_per_1k"] = "auto"
+    tail_ratio: float = 2.0
+    sla_ms: float | None = None
+    memory_source: Literal["auto", "kv_cache", "gpu"] = "auto"
+    memory_pressure_pct: float = 85.0
+    oom_risk_pct: float = 95.0
+    oom_pct: float = 99.0
+    red_line_error_pct: float = 5.0
+    client_cpu_limit_pct: float = 90.0
+    resume_gain_pct: float = 15.0
+    noise_aware: bool = True
+    max_interval_pct: float = 10.0
+    target_interval_pct: float = 5.0
+    saturated_waiting: float = 1.0
+    saturated_running_share: float = 0.9
+    fit_resamples: int = 200
+
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser) -> None:
+        """Add ``--knee-*`` options (defaults from this class) to an argparse parser."""
+        d = KneeParams()
+        g = parser.add_argument_group("knee thresholds")
+        g.add_argument(
+            "--knee-throughput",
+            dest="knee_throughput_column",
+            choices=["output_tok_s", "total_tok_s", "qps"],
+            default=d.throughput_column,
+            help="throughput measure for the flattening signal (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-flat-gain",
+            dest="knee_flat_gain_ratio",
+            type=float,
+            default=d.flat_gain_ratio,
+            help="marginal gain per added user / single-user rate below which "
+            "throughput has flattened (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-narrowing-gain",
+            dest="knee_narrowing_gain_ratio",
+            type=float,
+            default=d.narrowing_gain_ratio,
+            help="... below which the gain is narrowing (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-tail",
+            dest="knee_tail_percentile",
+            choices=["p95", "p99"],
+            default=d.tail_percentile,
+            help="tail percentile (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-tail-metric",
+            dest="knee_tail_metric",
+            choices=["auto", "e2e", "s_per_1k"],
+            default=d.tail_metric,
+            help="tail on e2e latency, or on e2e seconds per 1k tokens (see docs/method.md; for "
+            "runs whose lengths vary); auto: s_per_1k for a replayed log, else e2e "
+            "(default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-tail-ratio",
+            dest="knee_tail_ratio",
+            type=float,
+            default=d.tail_ratio,
+            help="tail / baseline tail at which the tail has departed (default %(default)s)",
+        )
+        g.add_argument(
+            "--sla-ms",
+            dest="knee_sla_ms",
+            type=float,
+            default=d.sla_ms,
+            help="absolute latency SLA on the tail percentile, ms (default none)",
+        )
+        g.add_argument(
+            "--knee-memory-source",
+            dest="knee_memory_source",
+            choices=["auto", "kv_cache", "gpu"],
+            default=d.memory_source,
+            help="memory signal: KV-cache %% when present, or GPU memory %% (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-memory-pct",
+            dest="knee_memory_pressure_pct",
+            type=float,
+            default=d.memory_pressure_pct,
+            help="memory %% that is an early sign (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-oom-risk-pct",
+            dest="knee_oom_risk_pct",
+            type=float,
+            default=d.oom_risk_pct,
+            help="memory %% at which the next stage risks OOM (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-oom-pct",
+            dest="knee_oom_pct",
+            type=float,
+            default=d.oom_pct,
+            help="GPU memory %% that, with failures, means OOM (default %(default)s)",
+        )
+        g.add_argument(
+            "--red-line-error-pct",
+            dest="knee_red_line_error_pct",
+            type=float,
+            default=d.red_line_error_pct,
+            help="error share above which a stage is the red line "
+            "(default %(default)s; 0 = any error)",
+        )
+        g.add_argument(
+            "--client-cpu-limit",
+            dest="knee_client_cpu_limit_pct",
+            type=float,
+            default=d.client_cpu_limit_pct,
+            help="load-generator CPU %% (100 = one core) at which a stage is "
+            "client-bound (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-resume-pct",
+            dest="knee_resume_gain_pct",
+            type=float,
+            default=d.resume_gain_pct,
+            help="a flat stage that a later stage out-serves by this %% or more was a dip, "
+            "not the knee (default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-ignore-noise",
+            dest="knee_noise_aware",
+            action="store_false",
+            help="judge on the point figures alone, not on their 95 %% intervals",
+        )
+        g.add_argument(
+            "--knee-max-interval-pct",
+            dest="knee_max_interval_pct",
+            type=float,
+            default=d.max_interval_pct,
+            help="a stage whose throughput interval is wider than ±this %% is marked untrusted "
+            "(default %(default)s)",
+        )
+        g.add_argument(
+            "--knee-saturated-waiting",
+            dest="knee_saturated_waiting",
+            type=float,
+            default=d.saturated_waiting,
+            help="mean waiting requests (server metrics) that, with the running count at its "
+            "most, mean the server is saturated (default %(default)s)",
+        )
+
+    @classmethod
+    def from_cli_args(cls, ns: argparse.Namespace) -> KneeParams:
+        """Build from a namespace filled by :meth:`add_cli_args` (missing options keep defaults)."""
+        values = {
+            f.name: getattr(ns, "knee_" + f.name)
+            for f in fields(cls)
+            if hasattr(ns, "knee_" + f.name)
+        }
+        return cls(**values)
+
+
+#: prompt_source kinds in run.json that mean a replayed production log (lengths vary)
+LOG_SOURCE_KINDS = ("log", "replay", "log_replay")
+
+
+def resolve_tail_metric(params: KneeParams, run_info: Mapping[str, Any]) -> KneeParams:
+    """``params`` with ``tail_metric="auto"`` decided from the run's prompt source."""
+    if params.tail_metric != "auto":
+        return params
+    source = run_info.get("prompt_source")
+    kind = str(source.get("kind", "")) if isinstance(source, Mapping) else ""
+    return replace(params, tail_metric="s_per_1k" if kind in LOG_SOURCE_KINDS else "e2e")
+
+
+def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> StageVerdict:
+    """All signals of one stage and the verdict they add up to."""
+    lacking = insufficient_reason(row)
+    if lacking is not None:  # no signal can be read from it: never "comfortable"
+        return StageVerdict(
+            stage=int(row["stage"]),
+            target_users=int(row["target_users"]),
+            verdict="insufficient_data",
+            reasons=(lacking,),
+            signals=(),
+            trusted=True,
+        )
+    flat, narrowing = throughput_signals(row, prev, ctx)
+    fit = ctx.fit
+    users = float(row["target_users"])
+    if not flat.fired and fit is not None and fit.flat and users > fit.high:
+        flat = replace(flat, fired=True, text=on_plateau_text(fit, users))
+    departed, sla = tail_signals(row, ctx)
+    pressure, risk, oom = memory_signals(row, prev, ctx)
+    some_errors, error_rate = error_signals(row, ctx)
+    client = client_signal(row, ctx)
+    saturated = saturation_signal(row, ctx)
+    queued = client_saturation_signal(row, ctx)
+    starving = starved(row)
+    noisy = noise_signal(row, ctx)
+    signals = [flat, narrowing, departed, pressure, risk, some_errors, error_rate, oom, client]
+    if sla is not None:
+        signals.insert(3, sla)
+    signals += [saturated, queued, starving, noisy]
+    # the server's own gauges decide where it has them; the client's estimate where it has none
+    gauged = saturated.value is not None
+    untrusted = client.fired or starving.fired
+    verdict: Verdict
+    if error_rate.fired or oom.fired:
+        verdict, fired = "red_line", [s for s in (oom, error_rate) if s.fired]
+    elif saturated.fired and not untrusted:
+        verdict, fired = "knee", [saturated, *(s for s in (flat, departed) if s.fired)]
+    elif queued.fired and not gauged and not untrusted:
+        verdict, fired = "knee", [queued, *(s for s in (flat, departed) if s.fired)]
+    elif flat.fired and departed.fired and not untrusted:
+        verdict, fired = "knee", [flat, departed]
+    else:
+        early = [flat if flat.fired else narrowing, departed, pressure, risk, some_errors, sla]
+        fired = [s for s in early if s is not None and s.fired]
+        verdict = "critical" if fired else "comfortable"
+    reasons = [s.text for s in fired]
+    extra = [s for s in (risk, pressure, some_errors, sla) if s and s.fired and s not in fired]
+    hidden = {id(pressure)} if risk.fired else set()  # "risks OOM" already says "pressure"
+    if error_rate.fired:
+        hidden.add(id(some_errors))  # the red-line text already counts the failures
+    reasons += [s.text for s in extra if id(s) not in hidden]
+    if client.fired:
+        reasons.append(client.text + ": untrusted, the client may be the limit")
+    if starving.fired:
+        reasons.append(starving.text)
+    if gauged and (disagree := cross_check(row, saturated, queued)) is not None:
+        reasons.append(disagree)
+    if verdict == "comfortable":
+        reasons.append("no signal fired")
+    if tail_undecided(departed):  # past the limit, but not past the noise: say so
+        reasons.append(departed.text)
+    if noisy.fired:
+        reasons.append(noisy.text)
+    if (note := excluded_note(row)) is not None:
+        reasons.append(note)
+    return StageVerdict(
+        stage=int(row["stage"]),
+        target_users=int(row["target_users"]),
+        verdict=verdict,
+        reasons=tuple(dict.fromkeys(reasons)),
+        signals=tuple(signals),
+        trusted=not untrusted,
+        noisy=noisy.fired,
+    )
+
+
+def _level_stages(summary: pd.DataFrame) -> pd.DataFrame:
+    """The level stages sorted by users, then stage (NaN last, ties kept in order): what
+    ``summary[kind in LEVEL_KINDS].sort_values(["target_users", "stage"])`` gives, in one take."""
+    level = summary["kind"].isin(LEVEL_KINDS).to_numpy()
+    users = summary["target_users"].to_numpy(dtype=float, na_value=np.nan)[level]
+    stage = summary["stage"].to_numpy(dtype=float, na_value=np.nan)[level]
+    return summary.iloc[np.flatnonzero(level)[np.lexsort((stage, users))]]
+
+
+def _rows(frame: pd.DataFrame) -> list[Any]:
+    """``frame.iterrows()``'s rows (the same values) as dicts: the signals read a row only by
+    ``row[...]`` and ``row.get(...)``, and a dict's lookups are ~50× a Series' (the knee's
+    confidence runs this rule 200 times per analysis)."""
+    columns = list(frame.columns)
+    return [dict(zip(columns, values, strict=True)) for values in frame.values]
+
+
+def _context(
+    summary: pd.DataFrame,
+    baseline: Baseline,
+    params: KneeParams,
+    *,
+    steps: pd.DataFrame,
+    rows: list[Any],
+) -> StageContext:
+    """What every stage is judged against; ``steps`` are the summary's level stages (in any
+    order) and ``rows`` the same as :func:`_rows`."""
+    x1 = None
+    if baseline.stage is not None and baseline.target_users:
+        # numpy, not frame filters: this rule runs ~200 times per analysis (its confidence)
+        hit = np.flatnonzero(summary["stage"].to_numpy() == baseline.stage)
+        if len(hit):
+            x = num(summary[params.throughput_column].to_numpy()[hit[0]])
+            x1 = None if x is None else x / baseline.target_users
+    if params.tail_metric == "s_per_1k":
+        tails = {"p95": baseline.s_per_1k_total_p95, "p99": baseline.s_per_1k_total_p99}
+    else:
+        tails = {"p95": baseline.e2e_p95_ms, "p99": baseline.e2e_p99_ms}
+    used = params.tail_percentile
+    if tails[used] is None:  # e.g. a typed-in record table with P99 only
+        used = "p99" if used == "p95" else "p95"
+        used = used if tails[used] is not None else params.tail_percentile
+    base_tail, tail_source = _tail_yardstick(steps, rows, baseline, tails[used], used, params)
+    peaks = steps["gpu_mem_peak_pct"].to_numpy(dtype=float, na_value=np.nan)
+    peaks = peaks[peaks > 0]  # 0 = the process was down (restart), not pre-allocation; no NaN
+    flat = len(peaks) > 0 and float(peaks.max() - peaks.min()) < FLAT_GPU_SPREAD_PCT
+    all_peaks = steps["gpu_mem_peak_pct"].to_numpy(dtype=float, na_value=np.nan)
+    with_peaks = steps["target_users"].to_numpy(dtype=float)[all_peaks > 0]
+    prealloc = (
+        flat
+        and len(peaks) >= 3
+        and float(with_peaks.max()) >= 4 * max(1.0, float(with_peaks.min()))
+    )
+    running = np.array([])
+    if "running_max" in steps:
+        running = steps["running_max"].to_numpy(dtype=float, na_value=np.nan)
+        running = running[~np.isnan(running)]
+    return StageContext(
+        x1=x1 or None,
+        base_tail_ms=base_tail,
+        tail_percentile=used,
+        tail_source=tail_source,
+        gpu_flat=flat,
+        gpu_preallocated=prealloc,
+        params=params,
+        server_slots=float(running.max()) if len(running) and running.max() > 0 else None,
+        client_slots=client_slots(steps),
+        fit=fit_knee(
+            steps,
+            x1,
+            column=params.throughput_column,
+            flat_gain_ratio=params.flat_gain_ratio,
+            resamples=params.fit_resamples,
+        ),
+    )
+
+
+def _tail_yardstick(
+    steps: pd.DataFrame,
+    rows: list[Any],
+    baseline: Baseline,
+    base_tail: float | None,
+    used: str,
+    params: KneeParams,
+) -> tuple[float | None, str]:
+    """The single-user tail every stage's tail is compared against, and whose it is.
+
+    The baseline's, unless a 1-user level measured at least as many requests and found a lower
+    tail: then that level's. Interference (another process, a cold cache, a busy client) only
+    ever adds latency, so the lower of two one-at-a-time tails is the nearer to the server's own;
+    a stage's interval already covers its own noise, but not a yardstick inflated by one slow
+    request. Seen in CI: a 10-request baseline on two busy cores had P95 9.9 s at a median of
+    2.75 s, while the 1-user level's 32 requests had P95 4.4 s; against 9.9 s a 16-user stage
+    of an 8-slot server, half its requests queued, read as "tail not departed".
+    """
+    if baseline.source != "baseline" or base_tail is None:
+        return base_tail, "the baseline's"
+    column = f"s_per_1k_total_{used}" if params.tail_metric == "s_per_1k" else f"e2e_{used}_ms"
+    if column not in steps:
+        return base_tail, "the baseline's"
+    best, source = base_tail, "the baseline's"
+    for row in (r for r in rows if r["target_users"] == 1):
+        tail = num(row[column])
+        if tail is not None and int(row["ok"]) >= baseline.requests and 0 < tail < best:
+            best, source = tail, "the 1-user level's"
+    return best, source
+
+
+def _base_capacity(
+    rows: list[Any], verdicts: list[StageVerdict], stop_at: int, params: KneeParams
+) -> int | None:
+    best = None
+    for row, v in zip(rows, verdicts, strict=True):
+        if v.stage == stop_at:
+            break
+        if v.verdict == "insufficient_data":
+            continue
+        sig = {s.name: s for s in v.signals}
+        mem = sig["memory_pressure"].value
+        within = (
+            v.trusted
+            and int(row["ok"]) > 0
+            and int(row["errors"]) == 0
+            and (mem is None or mem <= params.memory_pressure_pct)
+            and ("sla" not in sig or not sig["sla"].fired)
+        )
+        if within:
+            best = v.target_users
+    return best
+
+
+def find_knee(
+    summary: pd.DataFrame, baseline: Baseline, *, params: KneeParams | None = None
+) -> KneeResult:
+    """Verdicts for every step stage of ``summary`` and the knee they point at (pure)."""
+    params = params or KneeParams()
+    steps = _level_stages(summary)
+    rows = _rows(steps)
+    ctx = _context(summary, baseline, params, steps=steps, rows=rows)
+    prev: pd.Series | None = None
+    if baseline.source == "baseline" and baseline.stage is not None:
+        hit = np.flatnonzero(summary["stage"].to_numpy() == baseline.stage)
+        prev = summary.iloc[hit[0]] if len(hit) else None
+    verdicts = []
+    for row in rows:
+        verdicts.append(evaluate_stage(row, prev, ctx))
+        if int(row["ok"]) > 0 and not pd.isna(row[params.throughput_column]):
+            prev = row
+    verdicts = _demote_unsaturated(rows, verdicts, ctx)
+    verdicts = _demote_dips(rows, verdicts, params, ctx.x1)
+    red = next((v for v in verdicts if v.verdict == "red_line"), None)
+    knee = next((v for v in verdicts if v.verdict == "knee"), None)
+    if knee is not None and red is not None and red.target_users < knee.target_users:
+        knee = None
+    limit = knee or red
+    judged = [v for v in verdicts if v.verdict != "insufficient_data"]  # nothing comes from those
+    users = [v.target_users for v in judged]
+    if limit is not None:
+        before = [v.target_users for v in judged if v.target_users < limit.target_users]
+        max_conc = before[-1] if before else None
+    else:
+        max_conc = users[-1] if users else None
+    slots = _saturated_slots(verdicts, ctx)
+    if slots is not None and max_conc is not None and max_conc > slots:
+        max_conc = slots  # the server ran no more than this at once while requests waited
+    seen = _client_seen_slots(rows, verdicts) if slots is None else None
+    if seen is not None and max_conc is not None and max_conc > seen:
+        max_conc = seen  # the same bound, from the client's own estimate
+    base = _base_capacity(rows, verdicts, limit.stage if limit else -1, params)
+    return KneeResult(
+        stages=tuple(verdicts),
+        knee_stage=knee.stage if knee else None,
+        knee_users=knee.target_users if knee else None,
+        red_line_stage=red.stage if red else None,
+        red_line_users=red.target_users if red else None,
+        max_concurrency=max_conc,
+        base_capacity=base,
+        summary=_summary_text(verdicts, knee, red, max_conc, slots, ctx, seen),
+        params=asdict(params),
+        server_slots=slots,
+        capacity=None if ctx.fit is None or not ctx.fit.flat else round(ctx.fit.capacity, 2),
+        capacity_low=None if ctx.fit is None or not ctx.fit.flat else round(ctx.fit.low, 2),
+        capacity_high=None if ctx.fit is None or not ctx.fit.flat else round(ctx.fit.high, 2),
+        capacity_text="" if ctx.fit is None else ctx.fit.text,
+        client_slots=seen,
+    )
+
+
+def _saturated_slots(verdicts: list[StageVerdict], ctx: StageContext) -> int | None:
+    """The server's running maximum, when some stage saw it saturated (requests waiting)."""
+    for v in verdicts:
+        if any(s.name == "server_saturated" and s.fired for s in v.signals):
+            return int(ctx.server_slots) if ctx.server_slots else None
+    return None
+
+
+def _client_seen_slots(rows: list[Any], verdicts: list[StageVerdict]) -> int | None:
+    """The requests the server ran at once by the client's estimate: the lowest estimate of the
+    stages the client saw saturated, rounded (None when no stage was). The lowest, because a
+    stage just past the limit whose requests are out of step makes every request wait a little,
+    which reads as service: 44 users on 40 slots read 41.4 running in an exact FIFO loop, 48
+    read 40.0 (the default sweep runs the grid level above before refining below it)."""
+    seen = [
+        float(row["client_running"])
+        for row, v in zip(rows, verdicts, strict=True)
+        if any(s.name == "client_saturated" and s.fired for s in v.signals)
+    ]
+    return max(1, int(min(seen) + 0.5)) if seen else None
+
+
+def _queued(verdict: StageVerdict) -> bool:
+    """The server's counts, or (without them) the client's estimate, saw requests wait."""
+    sig = {s.name: s for s in verdict.signals}
+    server, client = sig.get("server_saturated"), sig.get("client_saturated")
+    if server is not None and server.fired:
+        return True
+    return client is not None and client.fired and (server is None or server.value is None)
+
+
+def _demote_unsaturated(
+    rows: list[Any], verdicts: list[StageVerdict], ctx: StageContext
+) -> list[StageVerdict]:
+    """A "knee" from an untrusted client figure where the server says it had free slots and
+    nothing waited becomes "critical" — once some stage proved the slots are a real limit.
+
+    Why: a stage too short for an interval (or with one too wide) judges flattening on its point
+    figure. On a 2 s window the 40-slot simulator served 1,177 tok/s at 32 users and 1,124 at 34
+    (one request per user, edges dominate) while its own counters said 34 running, 0 waiting;
+    48 users then queued 8 behind 40 running. The refinement bisected into 34 and recommended
+    32 for a server with 40 slots. The server's word is the better evidence there; a stage
+    measured well enough for a trusted interval keeps its client-side verdict (a compute-bound
+    bend below the slot count still shows as a knee)."""
+    if _saturated_slots(verdicts, ctx) is None:
+        return _demote_unqueued(verdicts)
+    out = list(verdicts)
+    for i, (row, verdict) in enumerate(zip(rows, verdicts, strict=True)):
+        if verdict.verdict != "knee" or not verdict.noisy:
+            continue
+        if any(s.name == "server_saturated" and s.fired for s in verdict.signals):
+            continue
+        free = free_slots_signal(row, ctx)
+        if not free.fired:
+            continue
+        text = f"{free.text}; the client's figure is untrusted, the server's word stands"
+        out[i] = replace(
+            verdict,
+            verdict="critical",
+            reasons=(text, *verdict.reasons),
+            signals=(*verdict.signals, replace(free, text=text)),
+        )
+    return out
+
+
+def _recovers(
+    rate: float,
+    before: tuple[float, int] | None,
+    later: tuple[float, int],
+    params: KneeParams,
+    x1: float | None,
+) -> bool:
+    """Whether a later stage (rate, users) out-serves a flat stage serving ``rate`` by
+    ``resume_gain_pct`` and gains at least the flat ratio per user over the stage ``before`` it."""
+    if later[0] < rate * (1 + params.resume_gain_pct / 100):
+        return False
+    if not x1 or before is None or later[1] <= before[1]:
+        return True
+    return (later[0] - before[0]) / (later[1] - before[1]) / x1 >= params.flat_gain_ratio
+
+
+def _demote_unqueued(verdicts: list[StageVerdict]) -> list[StageVerdict]:
+    """Without the server's gauges: a "knee" judged on an untrusted client throughput figure (no
+    interval, or one too wide) in a stage where the client's own queue estimate saw nothing wait
+    becomes "critical". The client's queue estimate rests on every request's TTFT, the flattening
+    on the difference of two noisy rates: on 8 s windows too short for an interval the 40-slot
+    simulator's 30 → 32 users gained 0.14× one user's rate (the compute bend's own slope there)
+    while 0.4 requests waited, and the sweep stopped at 32, max_concurrency 30 for 40 slots."""
+    out = list(verdicts)
+    for i, verdict in enumerate(out):
+        if verdict.verdict != "knee" or not verdict.noisy:
+            continue
+        queue = next((s for s in verdict.signals if s.name == "client_saturated"), None)
+        server = next((s for s in verdict.signals if s.name == "server_saturated"), None)
+        if queue is None or queue.value is None or queue.fired:
+            continue
+        if server is not None and server.value is not None:
+            continue
+        if queue.value >= CLIENT_SATURATED_WAITING:
+            continue  # something waited, only not enough to call it saturated
+        text = (
+            f"seen from the client: {queue.value:.1f} requests waited on average, no queue; the "
+            "client's throughput figure is untrusted, the queue estimate's word stands "
+            + rules.cite("client_queue")
+        )
+        signal = Signal("client_unqueued", True, queue.value, CLIENT_SATURATED_WAITING, text)
+        out[i] = replace(
+            verdict,
+            verdict="critical",
+            reasons=(text, *verdict.reasons),
+            signals=(*verdict.signals, signal),
+        )
+    return out
+
+
+def _demote_dips(
+    rows: list[Any], verdicts: list[StageVerdict], params: KneeParams, x1: float | None = None
+) -> list[StageVerdict]:
+    """A "knee" that a later stage (before the red line) out-serves by ``resume_gain_pct`` or
+    more was a dip, not the point where throughput stopped growing: it becomes "critical".
+
+    Real engines dip: llama-server on 2 busy cores served 125 → 144 → 237 tok/s at 2 → 4 → 8
+    users; the flat step to 4 with its departed tail read as the knee, yet 8 users served 65 %
+    more. The knee is where added users stop paying, for good.
+
+    A later stage that out-serves the knee but whose gain over the last stage *before* the knee
+    is still flat per added user (below ``flat_gain_ratio`` of one user's rate) is no recovery:
+    the knee stage fell below the plateau, the plateau held. llama-server with 8 slots served
+    420 tok/s at 8 users, 300 at 16 and 500 at 32 (97 alone): 8 → 32 bought 0.03× per user,
+    yet 16 read as a dip and the knee moved to 32, max_concurrency 16 on 8 slots."""
+    col = params.throughput_column
+    rates = [num(row[col]) for row in rows]
+    users = [int(v.target_users) for v in verdicts]
+    out = list(verdicts)
+    for i, verdict in enumerate(out):
+        rate = rates[i]
+        if verdict.verdict != "knee" or not rate:
+            continue
+        if _queued(verdict):
+            continue  # the server (or the client's view of it) queued: not a dip
+        before: tuple[float, int] | None = None  # the last served stage before this one
+        for j in range(i - 1, -1, -1):
+            earlier = rates[j]
+            if earlier and out[j].verdict != "insufficient_data":
+                before = (earlier, users[j])
+                break
+
+        best: tuple[float, int] | None = None
+        for later, later_rate in zip(out[i + 1 :], rates[i + 1 :], strict=True):
+            if later.verdict == "red_line":
+                break
+            if (
+                later_rate is not None
+                and later.trusted
+                and _recovers(rate, before, (later_rate, later.target_users), params, x1)
+                and (best is None or later_rate > best[0])
+            ):
+                best = (later_rate, later.target_users)
+        if best is None:
+            continue
+        more = (best[0] / rate - 1) * 100
+        dip = Signal(
+            "throughput_resumed",
+            True,
+            best[0] / rate,
+            1 + params.resume_gain_pct / 100,
+            f"throughput grew again: {best[1]} users served {fmt(best[0])} {col}, {more:.0f} % "
+            f"more than {fmt(rate)} here (a dip, not the knee; {params.resume_gain_pct:g} % "
+            "or more counts)",
+        )
+        out[i] = replace(
+            verdict,
+            verdict="critical",
+            reasons=(dip.text, *verdict.reasons),
+            signals=(*verdict.signals, dip),
+        )
+    return out
+
+
+def _summary_text(
+    verdicts: list[StageVerdict],
+    knee: StageVerdict | None,
+    red: StageVerdict | None,
+    max_conc: int | None,
+    slots: int | None = None,
+    ctx: StageContext | None = None,
+    seen: int | None = None,
+) -> str:
+    if not verdicts:
+        return "no step stage to analyse"
+    lacking = [v.target_users for v in verdicts if v.verdict == "insufficient_data"]
+    if len(lacking) == len(verdicts):
+        first = verdicts[0].reasons[0].removeprefix("insufficient data: ")
+        return f"no stage had enough usable data to judge: {first}."
+    top = verdicts[-1].target_users
+    parts = []
+    if knee is not None:
+        at = counted(knee.target_users, "user")
+        parts.append(f"knee at {at}: " + "; ".join(knee.reasons[:2]) + ".")
+    else:
+        parts.append(f"no knee within the tested range (up to {counted(top, 'user')}).")
+    if red is not None:
+        at = counted(red.target_users, "user")
+        parts.append(f"red line at {at}: " + "; ".join(red.reasons[:2]) + ".")
+    if max_conc is not None:
+        parts.append(f"max_concurrency {max_conc}.")
+    if slots is not None:
+        parts.append(
+            f"the server's own metrics: requests waited while it ran {slots} at once, "
+            f"so max_concurrency is at most {slots}."
+        )
+    elif seen is not None:
+        parts.append(
+            f"seen from the client: requests waited while the server ran about {seen} at once, "
+            f"so max_concurrency is at most {seen} (the server reports no running/waiting)."
+        )
+    elif ctx is not None and ctx.server_slots is None:
+        parts.append("judged from the client side alone (the server reports no running/waiting).")
+    if ctx is not None and ctx.fit is not None:
+        if ctx.fit.flat:
+            parts.append(f"the fit over all stages: {capacity_words(ctx.fit)}.")
+        else:
+            parts.append("the fit over all stages finds no plateau: no hard knee in range.")
+    untrusted = [v.target_users for v in verdicts if not v.trusted]
+    if untrusted:
+        parts.append(f"client-bound (untrusted) stages: {untrusted}.")
+    noisy = [v.target_users for v in verdicts if v.noisy]
+    if noisy:
+        parts.append(f"too noisy or short to judge (untrusted) stages: {noisy}.")
+    if lacking:
+        parts.append(f"not judged (insufficient data): {lacking} users.")
+    if ctx is not None and ctx.tail_source != "the baseline's":
+        parts.append(
+            f"tails are compared with {ctx.tail_source} {ctx.tail_percentile.upper()}, lower "
+            f"than the baseline's (interference only adds latency)."
+        )
+    return " ".join(parts)

@@ -1,0 +1,94 @@
+"""Judge a run still being written: the knee and each finished stage's verdict, as JSON.
+
+``python -m analysis.knee.live RUN_DIR`` prints one JSON object from
+:func:`judge`, the same rules as ``loadknee analyze``, so the levels the
+adaptive sweep refines, the provisional verdicts the web UI shows and the final report all come
+from one implementation of the knee. Both Locust-side callers read the same object, once per
+finished stage (the sweep's shape starts the child; the web UI reads the answer the shape got)::
+
+    {"knee_users": int|null, "red_line_users": int|null, "max_concurrency": int|null,
+     "knee_stage": int|null, "summary": str,
+     "slo_capacity": int|null, "slo_break_users": int|null,
+     "stages": [{"stage": int, "users": int, "verdict": str, "reasons": [str], "trusted": bool,
+                 "noisy": bool}]}
+
+``stages`` holds the judged (step and refine) stages; the baseline is the yardstick and has none.
+``slo_capacity`` and ``slo_break_users`` (the first stage that breaks them) come from the SLOs the
+sweep was given (``run.json``), null without any: the sweep refines between them too.
+Why a child process: the Locust process must not import pandas (a pandas call on the gevent hub
+stalls every in-flight stream). A run that cannot be judged yet prints ``{"error": str}``, the
+same reason on stderr, and exits 1; the sweep then goes on as the plain grid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from analysis.inputs.load import read_run
+from analysis.knee.find import KneeParams, find_knee, resolve_tail_metric
+from analysis.slo.evaluate import evaluate_slos
+from analysis.slo.targets import run_slo_params
+from analysis.stages.baseline import compute_baseline
+from analysis.stages.summary import measured_requests, summarize_stages
+
+
+def judge(run_dir: str) -> dict[str, Any]:
+    """The knee, the red line, the recommended concurrency and each stage's verdict so far.
+
+    The steps of :func:`analysis.pipeline.analyze_run` up to :func:`analysis.knee.find.find_knee`
+    (read, summarise, baseline, tail metric, knee): the same rules and the same answer; the
+    confidence resampling and the bottleneck diagnosis, which change neither the knee nor
+    ``max_concurrency`` and cost ~95 % of a full analysis, are left to ``loadknee analyze``.
+    """
+    run = read_run(run_dir)
+    measured = measured_requests(run)
+    summary = summarize_stages(run, measured=measured)
+    baseline = compute_baseline(run, summary, measured=measured)
+    params = resolve_tail_metric(KneeParams(), run.run_info)
+    knee = find_knee(summary, baseline, params=params)
+    slo_params = run_slo_params(run.run_info)
+    slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)
+    broken = [s.target_users for s in slo.stages if not s.met] if slo is not None else []
+    return {
+        "knee_users": knee.knee_users,
+        "red_line_users": knee.red_line_users,
+        "max_concurrency": knee.max_concurrency,
+        "knee_stage": knee.knee_stage,
+        "summary": knee.summary,
+        "slo_capacity": slo.capacity if slo is not None else None,
+        "slo_break_users": min(broken) if broken else None,
+        "stages": [
+            {
+                "stage": v.stage,
+                "users": v.target_users,
+                "verdict": v.verdict,
+                "reasons": list(v.reasons),
+                "trusted": v.trusted,
+                "noisy": v.noisy,
+            }
+            for v in knee.stages
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis.knee.live", description=__doc__)
+    parser.add_argument("run_dir")
+    parser.add_argument("--json", action="store_true", help="accepted; JSON is the only format")
+    args = parser.parse_args(argv)
+    try:
+        answer = judge(args.run_dir)
+    except Exception as exc:  # a run still being written: say why, never a traceback
+        reason = f"{type(exc).__name__}: {exc}"
+        print(f"analysis.knee.live: {reason}", file=sys.stderr)
+        print(json.dumps({"error": reason}))
+        return 1
+    print(json.dumps(answer))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

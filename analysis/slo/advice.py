@@ -1,0 +1,123 @@
+"""Add the SLO answer to the recommendations: SLO capacity, what binds, interactive cap, replicas.
+
+Why a separate step after :func:`analysis.advice.recommend.recommend`: the knee's settings stay
+exactly
+as they are without SLOs, and with SLOs the two answers sit side by side:
+
+* ``slo_capacity`` — the highest concurrency meeting every SLO, with the limits used;
+* ``binding_constraint`` — ``latency`` (the SLO capacity is at or below max_concurrency) or
+  ``throughput`` (the SLOs have headroom at max_concurrency);
+* ``interactive_max_concurrency`` — never above the SLO capacity (interactive users are the ones
+  the SLOs were written for); offline batch keeps the knee's answer, it is not bound by them;
+* ``replicas`` — for ``--target-concurrency``, from the binding one: latency-bound means fewer
+  users per replica, so more replicas for the same peak.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from analysis import rules
+from analysis.advice.recommend import RecommendParams
+from analysis.model import DeployAnswer, KneeResult, Recommendation, Recommendations
+from analysis.slo.evaluate import SloResult
+
+
+def _replace(items: list[Recommendation], item: Recommendation) -> None:
+    for i, old in enumerate(items):
+        if old.key == item.key:
+            items[i] = item
+            return
+    items.append(item)
+
+
+def _per_replica(knee: KneeResult, p: RecommendParams) -> int | None:
+    if knee.base_capacity is None:
+        return None
+    return max(1, math.floor(knee.base_capacity * p.watermark_high))
+
+
+def with_slo(
+    recs: Recommendations,
+    slo: SloResult | None,
+    knee: KneeResult,
+    params: RecommendParams | None = None,
+) -> Recommendations:
+    """``recs`` with the SLO items added or adjusted (unchanged when no SLO was given)."""
+    if slo is None:
+        return recs
+    p = params or RecommendParams()
+    items = list(recs.items)
+    cap = slo.capacity
+    items.append(
+        Recommendation(
+            "slo_capacity",
+            cap,
+            f"highest concurrency meeting every SLO ({slo.limits}) {rules.cite('slo_capacity')}"
+            + (f"; {slo.doubt}" if slo.doubt else "")
+            if cap is not None
+            else f"no tested stage met the SLOs ({slo.limits}): test lower concurrency",
+        )
+    )
+    if slo.binding == "latency":
+        why = (
+            f"the SLO capacity {cap} is at or below the knee's max_concurrency "
+            f"{knee.max_concurrency}: latency binds first; fewer users per replica, more replicas"
+        )
+    elif slo.binding == "throughput":
+        why = (
+            f"the knee's max_concurrency {knee.max_concurrency} is below the SLO capacity {cap}: "
+            "throughput binds first, the SLOs have headroom"
+        )
+    else:
+        why = "no knee figure to compare the SLO capacity with"
+    items.append(Recommendation("binding_constraint", slo.binding, why))
+    current = next((i for i in items if i.key == "interactive_max_concurrency"), None)
+    if cap is not None and (current is None or current.value is None or cap < current.value):
+        _replace(
+            items,
+            Recommendation(
+                "interactive_max_concurrency",
+                cap,
+                f"the SLO capacity: interactive traffic is what the SLOs ({slo.limits}) protect",
+            ),
+        )
+    if p.target_concurrency is not None and cap:
+        watermark = _per_replica(knee, p)
+        per = cap if slo.binding == "latency" or watermark is None else min(cap, watermark)
+        efficiency = p.replica_efficiency or 1.0
+        count = max(1, math.ceil(p.target_concurrency / (per * efficiency)))
+        _replace(
+            items,
+            Recommendation(
+                "replicas",
+                count,
+                f"target {p.target_concurrency} concurrent users / ({per} per replica from the "
+                f"{'SLO capacity' if per == cap else 'watermark'} × replica efficiency "
+                f"{efficiency:.2f}); {slo.binding}-bound",
+            ),
+        )
+    deploy = _deploy_within_slo(recs.deploy, slo)
+    if deploy is not recs.deploy and deploy is not None:
+        _replace(items, Recommendation("deploy_concurrency", deploy.users, deploy.text))
+    return dataclasses.replace(recs, items=tuple(items), deploy=deploy)
+
+
+def _deploy_within_slo(answer: DeployAnswer | None, slo: SloResult) -> DeployAnswer | None:
+    """The answer to deploy never breaks an SLO: above the SLO capacity, the SLOs bind it."""
+    cap = slo.capacity
+    if answer is None or (answer.users is not None and cap is not None and answer.users <= cap):
+        return answer
+    cite = rules.cite("deploy")
+    if cap is None:
+        return DeployAnswer(
+            None, "sla", f"no tested concurrency meets the SLOs ({slo.limits}); test lower {cite}"
+        )
+    return DeployAnswer(
+        cap,
+        "sla",
+        f"configure {cap} concurrent requests, bound by the SLOs ({slo.limits}): the highest "
+        f"tested concurrency that meets every one (the knee alone would allow "
+        f"{answer.users}) {cite}",
+    )

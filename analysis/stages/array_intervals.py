@@ -1,0 +1,412 @@
+"""The stages' intervals and the knee's resamples with numpy: the stdlib figures, faster.
+
+:mod:`loadknee_locust.sweep.confidence` (stdlib, for the live sweep) defines the intervals: batch
+means over time windows for throughput, a block bootstrap of whole windows for a tail percentile.
+Its percentiles sort every resampled pool in Python: 400 resamples per stage and percentile, each
+a sort of the stage's rows, most of a million-row analysis. This module computes the same
+figures, bit for bit, on arrays:
+
+1. **The same random draws.** Each resample's windows come from ``random.Random(seed)`` in the
+   order the stdlib code draws them (``choices`` over window numbers uses the generator exactly
+   as ``choices`` over the windows does), so every resample pools the same windows.
+2. **A resample is a count per window.** Resample ``r`` drew window ``g`` ``w[r, g]`` times; its
+   pool is the stage's values with those multiplicities. The values are sorted once per stage;
+   ``C[g, i]`` counts window ``g``'s values among the ``i`` smallest, so ``w[r] · C[:, i]`` is how
+   many of resample ``r``'s pool lie among them, and the ``k``-th smallest of every pool is found
+   by one bisection over ``i`` for all resamples at once (about 17 steps of ``resamples × windows``
+   work, in place of ``resamples`` sorts).
+3. **The same arithmetic.** Percentiles interpolate as
+:func:`~loadknee_locust.sweep.confidence.quantile`
+   does (``v[lo] + (v[hi] - v[lo]) · (pos - lo)``, numpy's default method, the same float
+   operations); window rates add each request's share to its windows in row order
+   (``np.bincount`` accumulates in order, as the stdlib loop does), so sums round alike.
+
+``tests/test_array_intervals.py`` holds the two implementations to the same figures on the same
+rows. :func:`stage_batches` and :func:`resampled_tables` replace their stdlib counterparts in
+:mod:`analysis.stages.intervals` and :mod:`analysis.knee.confidence`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from analysis.stages.intervals import INTERVAL_COLUMNS, IntervalParams, StageBatches
+from loadknee_locust.sweep.confidence import (
+    MIN_BATCHES,
+    MIN_TAIL_VALUES,
+    Interval,
+    mean_interval,
+    quantile,
+)
+
+FloatArray = np.ndarray
+
+
+def median_span(starts: FloatArray, ends: FloatArray) -> float:
+    """``statistics.median`` of ``max(0, end - start)`` (the same middle, the same mean of two)."""
+    spans = np.maximum(ends - starts, 0.0)
+    n = len(spans)
+    if n % 2:
+        return float(np.partition(spans, n // 2)[n // 2])
+    part = np.partition(spans, (n // 2 - 1, n // 2))
+    return (float(part[n // 2 - 1]) + float(part[n // 2])) / 2
+
+
+def batch_count(
+    start_s: float,
+    end_s: float,
+    *,
+    starts: FloatArray | None,
+    ends: FloatArray | None,
+    batches: int,
+) -> int:
+    """:func:`loadknee_locust.sweep.confidence.batch_count` on arrays."""
+    length = end_s - start_s
+    if not length > 0 or batches < 1:
+        return 0
+    if starts is not None and ends is not None and len(ends):
+        span = median_span(starts, ends)
+        if span > 0:
+            return max(0, min(batches, int(length / span)))
+    return batches
+
+
+def batch_rates(
+    ends: FloatArray,
+    amounts: FloatArray,
+    start_s: float,
+    end_s: float,
+    *,
+    starts: FloatArray,
+    batches: int,
+) -> list[float] | None:
+    """:func:`loadknee_locust.sweep.confidence.batch_rates` on arrays (``starts`` <= ``ends``)."""
+    count = batch_count(start_s, end_s, starts=starts, ends=ends, batches=batches)
+    if count < MIN_BATCHES:
+        return None
+    width = (end_s - start_s) / count
+    begin = np.minimum(starts, ends)
+    point = begin == ends
+    # a point counts wholly in the window that holds it
+    p_in = point & (start_s <= ends) & (ends <= end_s)
+    p_k = np.minimum(count - 1, ((ends - start_s) / width).astype(np.int64, copy=False))
+    # a span counts per second of its overlap with each window it touches
+    lo, hi = np.maximum(begin, start_s), np.minimum(ends, end_s)
+    span = ~point & (hi > lo)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_s = amounts / (ends - begin)
+        first = ((lo - start_s) / width).astype(np.int64, copy=False)
+        last = np.minimum(count - 1, ((hi - start_s) / width).astype(np.int64, copy=False))
+    n_k = np.where(span, np.maximum(last - first + 1, 0), 0)
+    n_k = np.where(p_in, 1, n_k)
+    first = np.where(p_in, p_k, first)
+    # one (row, window) pair per contribution, rows in order and windows ascending within a row,
+    # so np.bincount adds each window's parts in the stdlib loop's order
+    rows = np.repeat(np.arange(len(ends)), n_k)
+    offsets = np.arange(len(rows)) - np.repeat(np.cumsum(n_k) - n_k, n_k)
+    k = first[rows] + offsets
+    w_lo, w_hi = start_s + k * width, start_s + (k + 1) * width
+    overlap = np.minimum(hi[rows], w_hi) - np.maximum(lo[rows], w_lo)
+    is_point = p_in[rows]
+    with np.errstate(invalid="ignore"):  # a point's per-second rate is inf; it counts whole
+        part = np.where(is_point, amounts[rows], per_s[rows] * overlap)
+    keep = is_point | (overlap > 0)
+    sums = np.bincount(k[keep], weights=part[keep], minlength=count)
+    return [float(s) / width for s in sums]
+
+
+def window_of(ends: FloatArray, start_s: float, end_s: float, *, batches: int) -> FloatArray:
+    """Per value, the window its request ended in (:func:`~loadknee_locust.sweep.confidence.
+    batch_groups`' numbering); -1 outside the window."""
+    out = np.full(len(ends), -1, dtype=np.int64)
+    if batches < 1 or not end_s > start_s:
+        return out
+    width = (end_s - start_s) / batches
+    inside = (start_s <= ends) & (ends <= end_s)
+    out[inside] = np.minimum(batches - 1, ((ends[inside] - start_s) / width).astype(np.int64))
+    return out
+
+
+class WindowPool:
+    """One stage's values by window, sorted once, for the percentiles of resampled pools."""
+
+    def __init__(self, values: FloatArray, windows: FloatArray) -> None:
+        """``windows[i]`` is the (0-based, dense) window of ``values[i]``; no NaN values."""
+        order = np.argsort(values)  # ties in any order: the k-th smallest value is the same
+        self.sorted = values[order]
+        self.groups = int(windows.max()) + 1 if len(windows) else 0
+        self.sizes = np.bincount(windows, minlength=self.groups)
+        onehot = windows[order][None, :] == np.arange(self.groups)[:, None]
+        # counts[g, i]: window g's values among the i smallest
+        self.counts = np.zeros((self.groups, len(values) + 1), dtype=np.int32)
+        np.cumsum(onehot, axis=1, dtype=np.int32, out=self.counts[:, 1:])
+
+    def kth(self, weights: FloatArray, k: FloatArray) -> FloatArray:
+        """Per resample (row of ``weights``: draws per window), its ``k``-th smallest value."""
+        lo = np.ones(len(k), dtype=np.int64)
+        hi = np.full(len(k), len(self.sorted), dtype=np.int64)
+        while True:
+            active = lo < hi
+            if not active.any():
+                break
+            mid = (lo + hi) // 2
+            below = np.einsum("rg,gr->r", weights, self.counts[:, mid])
+            enough = below >= k + 1
+            hi = np.where(active & enough, mid, hi)
+            lo = np.where(active & ~enough, mid + 1, lo)
+        return self.sorted[lo - 1]
+
+    def quantiles(self, weights: FloatArray, q: float) -> FloatArray:
+        """Per resample, :func:`~loadknee_locust.sweep.confidence.quantile` of its pool at ``q``."""
+        n = weights @ self.sizes
+        pos = q * (n - 1).astype(float)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, n - 1)
+        v_lo, v_hi = self.kth(weights, lo), self.kth(weights, hi)
+        return v_lo + (v_hi - v_lo) * (pos - lo)
+
+    def point(self, q: float) -> float:
+        """:func:`~loadknee_locust.sweep.confidence.quantile` of all the values."""
+        n = len(self.sorted)
+        pos = q * (n - 1)
+        lo = math.floor(pos)
+        hi = min(lo + 1, n - 1)
+        a, b = float(self.sorted[lo]), float(self.sorted[hi])
+        return a + (b - a) * (pos - lo)
+
+
+def window_pool(
+    ends: FloatArray, values: FloatArray, start_s: float, end_s: float, *, batches: int
+) -> WindowPool | None:
+    """The non-NaN values by the (non-empty) window their request ended in; None when no
+    window holds any. Its windows are numbered densely in time order, as the stdlib code keeps
+    its non-empty groups."""
+    win = window_of(ends, start_s, end_s, batches=batches)
+    win[np.isnan(values)] = -1
+    used = win >= 0
+    if not used.any():
+        return None
+    held = np.bincount(win[used], minlength=batches) > 0
+    dense = np.cumsum(held) - 1  # window number -> its place among the non-empty ones
+    return WindowPool(values[used], dense[win[used]])
+
+
+def draw_counts(rng: random.Random, groups: int, resamples: int) -> FloatArray:
+    """Per resample, how often each window was drawn by ``rng.choices(windows, k=windows)``."""
+    picks = np.array(
+        [rng.choices(range(groups), k=groups) for _ in range(resamples)], dtype=np.int64
+    ).reshape(resamples, groups)
+    counts = np.zeros((resamples, groups), dtype=np.int64)
+    np.add.at(counts, (np.repeat(np.arange(resamples), groups), picks.ravel()), 1)
+    return counts
+
+
+def tail_intervals(
+    ends: FloatArray,
+    values: FloatArray,
+    start_s: float,
+    end_s: float,
+    *,
+    qs: Sequence[float] = (0.95,),
+    batches: int = 10,
+    level: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict[float, Interval | None]:
+    """:func:`loadknee_locust.sweep.confidence.tail_interval` for each of ``qs`` (no ``starts_s``):
+    the same draws serve every percentile, as the stdlib code reseeds for each."""
+    count = batches if end_s - start_s > 0 and batches >= 1 else 0
+    pool = window_pool(ends, values, start_s, end_s, batches=count)
+    return pool_intervals(pool, qs=qs, level=level, resamples=resamples, seed=seed)
+
+
+def pool_intervals(
+    pool: WindowPool | None,
+    *,
+    qs: Sequence[float],
+    level: float,
+    resamples: int,
+    seed: int,
+) -> dict[float, Interval | None]:
+    """:func:`tail_intervals` from its :func:`window_pool`."""
+    out: dict[float, Interval | None] = dict.fromkeys(qs)
+    if pool is None or pool.groups < MIN_BATCHES:
+        return out
+    weights = draw_counts(random.Random(seed), pool.groups, resamples)
+    alpha = (1.0 - level) / 2.0
+    for q in qs:
+        if len(pool.sorted) < max(MIN_TAIL_VALUES, math.ceil(1 / (1 - q))):
+            continue
+        draws = pool.quantiles(weights, q).tolist()
+        point = pool.point(q)
+        low, high = quantile(draws, alpha), quantile(draws, 1.0 - alpha)
+        low, high = min(low, point), max(high, point)
+        half = (high - low) / 2.0
+        pct = (0.0 if half == 0 else math.inf) if point == 0 else abs(half / point) * 100.0
+        out[q] = Interval(point, low, high, pct, len(pool.sorted), pool.groups)
+    return out
+
+
+def outcome_flags(outcome: pd.Series, *name_sets: Sequence[str]) -> list[FloatArray]:
+    """Per set of names, ``outcome.isin(names)`` as a bool array (missing: False), comparing
+    each distinct outcome once instead of every row (a million string comparisons each)."""
+    codes, distinct = pd.factorize(outcome)  # a missing outcome gets code -1
+    index = pd.Index(distinct)
+    return [np.append(index.isin(names), False)[codes] for names in name_sets]
+
+
+def _min(values: FloatArray) -> float:
+    """Python's ``min`` of the values (NaN only when the first is NaN)."""
+    return float(values[0]) if math.isnan(values[0]) else float(np.nanmin(values))
+
+
+def stage_batches(
+    requests: pd.DataFrame,
+    windows: pd.DataFrame,
+    *,
+    measured_phases: tuple[str, ...] = ("measure", "baseline"),
+    params: IntervalParams | None = None,
+) -> dict[int, StageBatches]:
+    """:func:`analysis.stages.intervals.stage_batches` on arrays (its ``e2e_groups`` are arrays)."""
+    p = params or IntervalParams()
+    ok, mismatch = outcome_flags(requests["outcome"], ("ok",), ("length_mismatch",))
+    ok &= ~(
+        mismatch | (requests["length_ok"] == 0).to_numpy()
+    )  # the rows of analysis.stages.intervals
+    stage_of = requests["stage"].to_numpy()[ok]
+    by_stage = np.argsort(stage_of, kind="stable")  # each stage's rows together, in row order
+    order, sorted_stage = np.flatnonzero(ok)[by_stage], stage_of[by_stage]
+    wanted = windows.index.to_numpy()
+    bounds = np.searchsorted(sorted_stage, wanted, side="left")
+    bounds_hi = np.searchsorted(sorted_stage, wanted, side="right")
+    cols = {
+        name: requests[name].to_numpy(dtype=float)[order]
+        for name in ("end_unix_s", "start_unix_s", "ttft_ms", "completion_tokens", "e2e_ms")
+    }
+    phase = requests["phase"].isin(measured_phases).to_numpy()[order]
+    out: dict[int, StageBatches] = {}
+    for i, (stage, w_start, w_end) in enumerate(
+        zip(windows.index, windows["window_start"], windows["window_end"], strict=True)
+    ):
+        rows = slice(int(bounds[i]), int(bounds_hi[i]))
+        start, end = float(w_start), float(w_end)
+        ends = cols["end_unix_s"][rows]
+        starts = cols["start_unix_s"][rows] + np.nan_to_num(cols["ttft_ms"][rows] / 1000.0)
+        starts = np.minimum(starts, ends)
+        tokens = cols["completion_tokens"][rows]
+        keep = ~np.isnan(tokens) & ~np.isnan(ends)
+        ends_k, starts_k, tokens_k = ends[keep], starts[keep], tokens[keep]
+        valid = end > start and not math.isnan(start)
+        rates = (
+            batch_rates(ends_k, tokens_k, start, end, starts=starts_k, batches=p.batches)
+            if valid
+            else None
+        )
+        count = (
+            batch_count(start, end, starts=starts_k, ends=ends_k, batches=p.batches) if valid else 0
+        )
+        inside = int(np.count_nonzero((start <= ends_k) & (ends_k <= end))) if valid else 0
+        throughput = mean_interval(rates, n=inside, level=p.level) if rates else None
+        measured = phase[rows]
+        m_ends, e2e = ends[measured], cols["e2e_ms"][rows][measured]
+        tail_start = _min(m_ends) if len(m_ends) else start
+        tail_end = max(end, float(np.nanmax(m_ends))) if valid and len(m_ends) else end
+        tail_count = (
+            batch_count(tail_start, tail_end, starts=starts_k, ends=ends_k, batches=p.batches)
+            if valid
+            else 0
+        )
+        tails: dict[float, Interval | None] = {0.95: None, 0.99: None}
+        groups: tuple[FloatArray, ...] = ()
+        pool = None
+        if valid:
+            win = window_of(m_ends, tail_start, tail_end, batches=tail_count)
+            win[np.isnan(e2e)] = -1
+            groups = tuple(e2e[win == g] for g in range(tail_count))
+        if valid and tail_count:
+            pool = window_pool(m_ends, e2e, tail_start, tail_end, batches=tail_count)
+            tails = pool_intervals(
+                pool, qs=(0.95, 0.99), level=p.level, resamples=p.resamples, seed=p.seed
+            )
+        spans = ends_k - starts_k
+        out[int(stage)] = StageBatches(
+            stage=int(stage),
+            window_s=end - start if valid else math.nan,
+            batches=count if rates else 0,
+            median_span_s=float(np.median(spans)) if len(spans) else None,
+            rates=tuple(rates or ()),
+            e2e_groups=groups,
+            throughput=throughput,
+            p95=tails[0.95],
+            p99=tails[0.99],
+            e2e_pool=pool,
+        )
+    return out
+
+
+def resampled_tables(
+    summary: pd.DataFrame,
+    batches: Mapping[int, StageBatches],
+    rng: random.Random,
+    column: str,
+    resamples: int,
+) -> Iterator[pd.DataFrame]:
+    """The knee's resampled record tables (:mod:`analysis.knee.confidence`), in its order.
+
+    Every stage with window rates gets, per resample, the mean of drawn window rates as its
+    output tok/s (``column`` moves with it) and the percentiles of the drawn windows' e2e values
+    as its P95/P99; the draws are taken from ``rng`` in the one-resample-at-a-time order.
+    """
+    stages = [int(s) for s in summary["stage"]]
+    plan: list[tuple[int, StageBatches, WindowPool | None]] = []
+    for i, stage in enumerate(stages):
+        b = batches.get(stage)
+        if b is None or not b.rates:
+            continue
+        groups = [np.asarray(g, dtype=float) for g in b.e2e_groups if len(g)]
+        pool = None
+        if len(groups) >= 2 and isinstance(b.e2e_pool, WindowPool):
+            pool = b.e2e_pool  # the same values and windows, sorted when the tails were
+        elif len(groups) >= 2:
+            windows = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+            pool = WindowPool(np.concatenate(groups), windows)
+        plan.append((i, b, pool))
+    # the draws, in the order one resample at a time takes them: per stage rates, then windows
+    rate_draws: list[list[float]] = [[] for _ in plan]
+    pool_draws: list[list[list[int]]] = [[] for _ in plan]
+    for _ in range(resamples):
+        for j, (_i, b, pool) in enumerate(plan):
+            drawn = rng.choices(b.rates, k=len(b.rates))
+            rate_draws[j].append(sum(drawn) / len(drawn))
+            if pool is not None:
+                pool_draws[j].append(rng.choices(range(pool.groups), k=pool.groups))
+    base = summary.copy()
+    base.loc[:, list(INTERVAL_COLUMNS)] = np.nan
+    tok0 = base["output_tok_s"].to_numpy(dtype=float).copy()
+    other0 = base[column].to_numpy(dtype=float).copy()
+    tok = np.tile(tok0, (resamples, 1))
+    other = np.tile(other0, (resamples, 1))
+    p95 = np.tile(base["e2e_p95_ms"].to_numpy(dtype=float), (resamples, 1))
+    p99 = np.tile(base["e2e_p99_ms"].to_numpy(dtype=float), (resamples, 1))
+    for j, (i, _b, pool) in enumerate(plan):
+        rate = np.array(rate_draws[j], dtype=float)
+        if tok0[i] > 0:
+            other[:, i] = other0[i] * (rate / tok0[i])
+        tok[:, i] = rate
+        if pool is not None:
+            picks = np.array(pool_draws[j], dtype=np.int64)
+            weights = np.zeros((resamples, pool.groups), dtype=np.int64)
+            np.add.at(weights, (np.repeat(np.arange(resamples), pool.groups), picks.ravel()), 1)
+            p95[:, i], p99[:, i] = pool.quantiles(weights, 0.95), pool.quantiles(weights, 0.99)
+    for r in range(resamples):
+        out = base.copy()
+        if column != "output_tok_s":
+            out[column] = other[r]
+        out["output_tok_s"] = tok[r]
+        out["e2e_p95_ms"], out["e2e_p99_ms"] = p95[r], p99[r]
+        yield out

@@ -1,0 +1,143 @@
+"""The single-user baseline: the yardstick every later stage is compared against.
+
+It is measured with one request at a time, one warm-up discarded, then 20 or more measured
+runs, and keeps the median (the usual case) and P95 (the tail) of the end-to-end latency and of
+the seconds per 1000 tokens, on total tokens and on completion tokens. When P95 and the median are
+far apart (default: P95 > 1.5× the median) something outside the test interfered (another process
+on the GPU, network jitter, log flushing) and the sweep should not be trusted until it is cleaned
+up. A run without a baseline stage falls back to its first step stage, marked as such, whose
+throughput is divided by its users to stand in for the single-user rate.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis import rules
+from analysis.inputs.load import Run
+from analysis.model import Baseline
+from analysis.numeric import num, sig4
+from analysis.stages.summary import measured_requests
+from loadknee_locust.contract import LEVEL_KINDS
+
+#: default limit on P95 / median before the baseline is called noisy (method: Baseline spread)
+SPREAD_LIMIT = 1.5
+#: the baseline needs at least this many measured baseline requests
+MIN_REQUESTS = 20
+
+
+def _pick_row(summary: pd.DataFrame) -> tuple[pd.Series | None, str]:
+    served = summary[summary["ok"] > 0]
+    base = served[served["kind"] == "baseline"]
+    if len(base):
+        return base.iloc[0], "baseline"
+    steps = served[served["kind"].isin(LEVEL_KINDS)].sort_values("stage")
+    if len(steps):
+        return steps.iloc[0], "first_stage"
+    return None, "none"
+
+
+def _p95_per_1k(
+    run: Run | None, stage: int, measured: pd.DataFrame | None
+) -> tuple[float | None, float | None]:
+    """P95 of seconds per 1k total / completion tokens from the raw rows (None without rows)."""
+    if run is None:
+        return None, None
+    rows = measured_requests(run) if measured is None else measured
+    ok = rows[(rows["stage"] == stage) & (rows["cls"] == "ok")]
+    total = ok["prompt_tokens"] + ok["completion_tokens"]
+    per_total = (ok["e2e_ms"] / total.where(total > 0)).quantile(0.95)
+    per_completion = (
+        ok["e2e_ms"] / ok["completion_tokens"].where(ok["completion_tokens"] > 0)
+    ).quantile(0.95)
+    return num(per_total), num(per_completion)
+
+
+def _spread_warning(what: str, p50: float | None, p95: float | None, limit: float) -> str | None:
+    if p50 is None or p95 is None or p50 <= 0 or p95 / p50 <= limit:
+        return None
+    return (
+        f"baseline {what} P95 {sig4(p95)} is {p95 / p50:.2f}× its median {sig4(p50)} (limit "
+        f"{limit:g}×): external interference (another process on the GPU, network jitter, log "
+        f"flushing); clean up before trusting the sweep"
+    )
+
+
+def compute_baseline(
+    run: Run | None,
+    summary: pd.DataFrame,
+    *,
+    spread_limit: float = SPREAD_LIMIT,
+    min_requests: int = MIN_REQUESTS,
+    measured: pd.DataFrame | None = None,
+) -> Baseline:
+    """Baseline from the baseline stage of ``summary`` (or its first step stage when none).
+
+    ``run`` supplies the raw rows for the P95 of seconds per 1k tokens; without it (a record table
+    typed in by hand) those two fields are None and everything else comes from ``summary``;
+    ``measured``: the run's :func:`~analysis.stages.summary.measured_requests`, when already at
+    hand.
+    """
+    row, source = _pick_row(summary)
+    if row is None:
+        return Baseline(
+            source="none",
+            requests=0,
+            e2e_p50_ms=None,
+            e2e_p95_ms=None,
+            ttft_p50_ms=None,
+            ttft_p95_ms=None,
+            s_per_1k_total_p50=None,
+            s_per_1k_total_p95=None,
+            s_per_1k_completion_p50=None,
+            s_per_1k_completion_p95=None,
+            output_tok_s=None,
+            warnings=("no stage served any request: there is no baseline to compare against",),
+        )
+    stage = int(row["stage"])
+    users = int(row["target_users"]) if not pd.isna(row["target_users"]) else 1
+    p95_total, p95_completion = _p95_per_1k(run, stage, measured)
+    if p95_total is None:  # a typed-in table: the summary may still carry it
+        p95_total = num(row.get("s_per_1k_total_p95"))
+    e2e_p50, e2e_p95 = num(row["e2e_p50_ms"]), num(row["e2e_p95_ms"])
+    per1k_p50 = num(row["s_per_1k_total_tokens"])
+    warnings = []
+    if source == "first_stage":
+        warnings.append(
+            f"no baseline stage: the first step stage ({users} users) stands in for it, and its "
+            f"throughput / {users} for the single-user rate"
+        )
+    if int(row["ok"]) < min_requests:
+        warnings.append(
+            f"baseline has only {int(row['ok'])} served requests (the method asks for "
+            f"{min_requests} or more): its P95 is rough {rules.cite('baseline')}"
+        )
+    spread = [
+        _spread_warning(what, p50, p95, spread_limit)
+        for what, p50, p95 in (
+            ("e2e latency (ms)", e2e_p50, e2e_p95),
+            ("seconds per 1k tokens", per1k_p50, p95_total),
+        )
+    ]
+    spread_warnings = [text for text in spread if text]
+    warnings += spread_warnings
+    tok_s = num(row["output_tok_s"])
+    return Baseline(
+        source=source,  # type: ignore[arg-type]
+        requests=int(row["ok"]),
+        e2e_p50_ms=e2e_p50,
+        e2e_p95_ms=e2e_p95,
+        ttft_p50_ms=num(row["ttft_p50_ms"]),
+        ttft_p95_ms=num(row["ttft_p95_ms"]),
+        s_per_1k_total_p50=per1k_p50,
+        s_per_1k_total_p95=p95_total,
+        s_per_1k_completion_p50=num(row["s_per_1k_completion_tokens"]),
+        s_per_1k_completion_p95=p95_completion,
+        output_tok_s=None if tok_s is None else tok_s / max(users, 1),
+        warnings=tuple(warnings),
+        e2e_p99_ms=num(row["e2e_p99_ms"]),
+        stage=stage,
+        target_users=users,
+        s_per_1k_total_p99=num(row.get("s_per_1k_total_p99")),
+        interference_suspected=bool(spread_warnings),
+    )

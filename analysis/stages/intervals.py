@@ -1,0 +1,205 @@
+"""Per-stage intervals: output tok/s and the e2e tail, by batch means over the measured window.
+
+The computation is :mod:`loadknee_locust.sweep.confidence` (stdlib, shared with the live sweep's
+``--stage-seconds auto``): the measured window is cut into up to ``batches`` consecutive time
+windows at least one median request long; throughput is a Student-t interval over the windows'
+rates, a percentile an interval from resampling whole windows. This module feeds it each stage's
+raw rows and keeps the per-window data (:class:`StageBatches`) so that
+:mod:`analysis.knee.confidence` can resample the stages and re-run the knee.
+
+:func:`stage_batches` here is the stdlib reference, one Python loop per row and a sort per
+resample; the analysis calls :func:`analysis.stages.array_intervals.stage_batches`, the same figures
+with numpy (``tests/test_array_intervals.py`` holds the two equal).
+
+Rows used, as in :mod:`analysis.stages.summary`: throughput counts every ok request of the stage
+(any
+phase) over the part of its generation (first token to end) inside the window; the tail uses the
+ok rows of the measured phases, grouped by the window their request ended in (the measured
+rows' window runs to the last of them, so no measured row is dropped).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from loadknee_locust.sweep.confidence import (
+    MIN_BATCHES,
+    Interval,
+    batch_count,
+    batch_groups,
+    batch_rates,
+    mean_interval,
+    seconds_needed,
+    tail_interval,
+)
+
+#: columns :func:`interval_columns` adds to the record table (see analysis.model.SUMMARY_COLUMNS)
+INTERVAL_COLUMNS: tuple[str, ...] = (
+    "output_tok_s_low",
+    "output_tok_s_high",
+    "output_tok_s_hw_pct",
+    "e2e_p95_low_ms",
+    "e2e_p95_high_ms",
+    "e2e_p99_low_ms",
+    "e2e_p99_high_ms",
+    "interval_batches",
+    "window_needed_s",
+)
+
+
+@dataclass(frozen=True)
+class IntervalParams:
+    """How the intervals are computed (defaults: 10 windows, 95 %, ±5 % wanted)."""
+
+    batches: int = 10
+    level: float = 0.95
+    target_pct: float = 5.0
+    resamples: int = 400  # bootstrap draws per tail interval
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class StageBatches:
+    """One stage's per-window data and the intervals computed from it."""
+
+    stage: int
+    window_s: float
+    batches: int  # windows used; 0 when the window is too short for an interval
+    median_span_s: float | None  # median generation span of its ok requests
+    rates: tuple[float, ...]  # output tok/s per window (empty when batches is 0)
+    # e2e ms of the measured ok rows, per window (tuples here, arrays from
+    # analysis.stages.array_intervals)
+    e2e_groups: tuple[Sequence[float] | np.ndarray, ...]
+    throughput: Interval | None
+    p95: Interval | None
+    p99: Interval | None
+    # e2e_groups sorted once for resampling (analysis.stages.array_intervals.WindowPool), if built
+    e2e_pool: Any = field(default=None, compare=False, repr=False)
+
+
+def _ok(requests: pd.DataFrame) -> pd.DataFrame:
+    mismatch = (requests["outcome"] == "length_mismatch") | (requests["length_ok"] == 0)
+    return requests[(requests["outcome"] == "ok") & ~mismatch]
+
+
+def stage_batches(
+    requests: pd.DataFrame,
+    windows: pd.DataFrame,
+    *,
+    measured_phases: tuple[str, ...] = ("measure", "baseline"),
+    params: IntervalParams | None = None,
+) -> dict[int, StageBatches]:
+    """Per stage of ``windows`` (``window_start``/``window_end`` by stage): its batches."""
+    p = params or IntervalParams()
+    ok = _ok(requests)
+    out: dict[int, StageBatches] = {}
+    for stage, w_start, w_end in zip(
+        windows.index, windows["window_start"], windows["window_end"], strict=True
+    ):
+        rows = ok[ok["stage"] == stage]
+        start, end = float(w_start), float(w_end)
+        ends = rows["end_unix_s"].to_numpy(dtype=float)
+        starts = rows["start_unix_s"].to_numpy(dtype=float) + np.nan_to_num(
+            rows["ttft_ms"].to_numpy(dtype=float) / 1000.0
+        )
+        starts = np.minimum(starts, ends)
+        tokens = rows["completion_tokens"].to_numpy(dtype=float)
+        keep = ~np.isnan(tokens) & ~np.isnan(ends)
+        ends_l, starts_l, tokens_l = list(ends[keep]), list(starts[keep]), list(tokens[keep])
+        valid = end > start and not math.isnan(start)
+        count = (
+            batch_count(start, end, starts_s=starts_l, ends_s=ends_l, batches=p.batches)
+            if valid
+            else 0
+        )
+        rates = (
+            batch_rates(ends_l, tokens_l, start, end, starts_s=starts_l, batches=p.batches)
+            if valid
+            else None
+        )
+        inside = sum(1 for e in ends_l if start <= e <= end) if valid else 0
+        throughput = mean_interval(rates, n=inside, level=p.level) if rates else None
+        measured = rows[rows["phase"].isin(measured_phases)]
+        m_ends = list(measured["end_unix_s"].to_numpy(dtype=float))
+        e2e = list(measured["e2e_ms"].to_numpy(dtype=float))
+        # the measured rows end from about one request after the window opens to one after
+        # it closes: their own span, so the first time window is not empty by construction
+        tail_start = min(m_ends) if m_ends else start
+        tail_end = max([end, *m_ends]) if valid else end
+        tail_count = (
+            batch_count(tail_start, tail_end, starts_s=starts_l, ends_s=ends_l, batches=p.batches)
+            if valid
+            else 0
+        )
+        tails: dict[float, Interval | None] = {}
+        for q in (0.95, 0.99):
+            tails[q] = (
+                tail_interval(
+                    m_ends,
+                    e2e,
+                    tail_start,
+                    tail_end,
+                    q=q,
+                    batches=tail_count,
+                    level=p.level,
+                    resamples=p.resamples,
+                    seed=p.seed,
+                )
+                if valid and tail_count
+                else None
+            )
+        groups = (
+            batch_groups(m_ends, e2e, tail_start, tail_end, batches=tail_count) if valid else []
+        )
+        spans = [e - s for s, e in zip(starts_l, ends_l, strict=True)]
+        out[int(stage)] = StageBatches(
+            stage=int(stage),
+            window_s=end - start if valid else math.nan,
+            batches=count if rates else 0,
+            median_span_s=float(np.median(spans)) if spans else None,
+            rates=tuple(rates or ()),
+            e2e_groups=tuple(tuple(g) for g in groups),
+            throughput=throughput,
+            p95=tails[0.95],
+            p99=tails[0.99],
+        )
+    return out
+
+
+def _needed_s(b: StageBatches, p: IntervalParams) -> float:
+    """Window length that would give ±target_pct, or (too short for any interval) at least
+    MIN_BATCHES median requests; NaN when nothing is known."""
+    if b.throughput is not None:
+        return seconds_needed(b.throughput, b.window_s, target_pct=p.target_pct)
+    if b.median_span_s:
+        return float(math.ceil(MIN_BATCHES * b.median_span_s * 1.1))  # a little past the edge
+    return math.nan
+
+
+def interval_columns(
+    batches: dict[int, StageBatches], *, params: IntervalParams | None = None
+) -> pd.DataFrame:
+    """The :data:`INTERVAL_COLUMNS` per stage (index: stage); NaN where there is no interval."""
+    p = params or IntervalParams()
+    nan = math.nan
+    rows = {}
+    for stage, b in batches.items():
+        t, p95, p99 = b.throughput, b.p95, b.p99
+        rows[stage] = {
+            "output_tok_s_low": t.low if t else nan,
+            "output_tok_s_high": t.high if t else nan,
+            "output_tok_s_hw_pct": t.half_width_pct if t else nan,
+            "e2e_p95_low_ms": p95.low if p95 else nan,
+            "e2e_p95_high_ms": p95.high if p95 else nan,
+            "e2e_p99_low_ms": p99.low if p99 else nan,
+            "e2e_p99_high_ms": p99.high if p99 else nan,
+            "interval_batches": float(b.batches),
+            "window_needed_s": _needed_s(b, p),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(INTERVAL_COLUMNS))

@@ -1,0 +1,316 @@
+"""Per-stage summary (the record table): one row per stage over its measured window only.
+
+Rows counted: ``phase == "measure"`` for step stages and ``phase == "baseline"`` for the baseline
+stage; warm-up and cooldown rows are left out. Of those, ``ok`` rows feed every latency and
+throughput statistic; ``length_mismatch`` rows (or rows whose ``length_ok`` is 0) are counted and
+excluded; ``cancelled`` rows (our own stop cut them) are left out entirely; every other outcome is
+an error. Percentiles are exact, computed from the raw rows with linear interpolation
+(:data:`analysis.model.PERCENTILE_METHOD`); rates divide by the measured window's length from
+``stages.csv`` (from the rows' own span when the window was never closed). Rates count each served
+request in proportion to the part of it inside the window (see :func:`window_rates`). Telemetry
+(GPU, server metrics, client CPU) is cut to the same window; missing telemetry gives NaN, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from analysis.inputs.load import Run
+from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
+from analysis.model import SUMMARY_COLUMNS
+from analysis.stages.array_intervals import outcome_flags, stage_batches
+from analysis.stages.client_queue import CLIENT_QUEUE_COLUMNS, client_queue_columns
+from analysis.stages.intervals import IntervalParams, StageBatches, interval_columns
+from analysis.stages.prefix_cache import stage_prefix_cache
+from loadknee_locust.contract import NOT_JUDGED_OUTCOMES
+
+MEASURED_PHASES = ("measure", "baseline")
+#: a GPU sample at or below this utilisation counts as idle ("utilisation drops to 0")
+IDLE_UTIL_PCT = 5.0
+
+
+_CLASSES = np.array(["cancelled", "ok", "length_mismatch", "error"], dtype=object)
+_CLASS_DTYPE = pd.Series(_CLASSES).dtype  # pandas' own for strings (str, or object before 3.0)
+
+
+def classify_outcomes(requests: pd.DataFrame) -> pd.Series:
+    """``ok`` / ``length_mismatch`` / ``error`` / ``cancelled`` per row (a length_ok of 0 is a
+    mismatch). ``cancelled`` rows (the load generator stopped the user mid-request) say nothing
+    about the server: no statistic, count or error rate includes them."""
+    cancelled, ok, mismatch = outcome_flags(
+        requests["outcome"], NOT_JUDGED_OUTCOMES, ("ok",), ("length_mismatch",)
+    )
+    mismatch = mismatch | (requests["length_ok"] == 0).to_numpy()
+    ok = ok & ~mismatch
+    # codes into an object array of the four names: a Series from numpy's fixed-width strings
+    # costs ~10× as much to build (0.1 s a million rows), for the same str values
+    code = np.select([cancelled, ok, mismatch], [0, 1, 2], 3)
+    return pd.Series(_CLASSES[code], index=requests.index, dtype=_CLASS_DTYPE)
+
+
+def measured_requests(run: Run) -> pd.DataFrame:
+    """Rows of the measured windows, with a ``cls`` column from :func:`classify_outcomes`."""
+    rows = run.requests[run.requests["phase"].isin(MEASURED_PHASES)]
+    return rows.assign(cls=classify_outcomes(rows))
+
+
+def stage_windows(run: Run, measured: pd.DataFrame) -> pd.DataFrame:
+    """Per stage: ``window_start``/``window_end`` unix s (from stages.csv, else the rows' span)."""
+    stages = run.stages.set_index("stage")
+    span = measured.groupby("stage").agg(first=("start_unix_s", "min"), last=("end_unix_s", "max"))
+    start = stages["warmup_end_unix_s"].fillna(stages["start_unix_s"])
+    start = start.fillna(span["first"].reindex(stages.index))
+    end = stages["measure_end_unix_s"].fillna(span["last"].reindex(stages.index))
+    return pd.DataFrame({"window_start": start, "window_end": end})
+
+
+def run_batches(
+    run: Run, *, params: IntervalParams | None = None, measured: pd.DataFrame | None = None
+) -> dict[int, StageBatches]:
+    """Each stage's per-window data (:mod:`analysis.stages.array_intervals`), for the knee's
+    resampling
+    (``measured``: :func:`measured_requests` of ``run`` when the caller already has them)."""
+    windows = stage_windows(run, measured_requests(run) if measured is None else measured)
+    return stage_batches(run.requests, windows, measured_phases=MEASURED_PHASES, params=params)
+
+
+def _window_mask(ts: pd.Series, start: float, end: float) -> pd.Series:
+    return (ts >= start) & (ts <= end)
+
+
+def _gpu_stats(gpu: pd.DataFrame, start: float, end: float) -> dict[str, float]:
+    rows = gpu[_window_mask(gpu["timestamp_unix_s"], start, end)]
+    mem_pct = rows["memory_used_mib"] / rows["memory_total_mib"] * 100.0
+    util = rows["gpu_util_pct"].dropna()
+    idle = float((util <= IDLE_UTIL_PCT).mean() * 100.0) if len(util) else float("nan")
+    return {
+        "gpu_idle_pct": idle,
+        "gpu_mem_peak_pct": float(mem_pct.max()),
+        "gpu_util_mean_pct": float(rows["gpu_util_pct"].mean()),
+        "sm_util_mean_pct": float(rows["sm_util_pct"].mean()),
+    }
+
+
+def _counter_increase(values: pd.Series) -> float:
+    """Increase of a monotonic counter over samples, robust to resets (server restarts)."""
+    values = values.dropna()
+    if len(values) < 2:
+        return float("nan")
+    return float(values.diff().clip(lower=0).sum())
+
+
+def _server_stats(timeline: pd.DataFrame | None, start: float, end: float) -> dict[str, float]:
+    nan = float("nan")
+    names = (
+        "kv_cache_peak_pct",
+        "waiting_mean",
+        "waiting_max",
+        "running_max",
+        "running_mean",
+        "preemptions",
+    )
+    if timeline is None or timeline.empty:
+        return dict.fromkeys(names, nan)
+    rows = timeline[_window_mask(timeline["timestamp_unix_s"], start, end)]
+    if rows.empty:
+        return dict.fromkeys(names, nan)
+    per = rows.sort_values("timestamp_unix_s").groupby("endpoint")
+    # several endpoints (replicas): queues add up; the fullest cache is the one that matters
+    waiting_means = per["requests_waiting"].mean()
+    preempt = per["preemptions_total"].apply(_counter_increase)
+    return {
+        "kv_cache_peak_pct": float(rows["kv_cache_usage_pct"].max()),
+        "waiting_mean": float(waiting_means.sum(min_count=1)),
+        "waiting_max": float(per["requests_waiting"].max().sum(min_count=1)),
+        "running_max": float(per["requests_running"].max().sum(min_count=1)),
+        "running_mean": float(per["requests_running"].mean().sum(min_count=1)),
+        "preemptions": float(preempt.sum(min_count=1)),
+    }
+
+
+def _client_peak(client: pd.DataFrame, start: float, end: float) -> float:
+    rows = client[_window_mask(client["timestamp_unix_s"], start, end)]
+    return float(rows["cpu_pct"].max())
+
+
+def window_rates(requests: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
+    """Served requests, completion and total tokens per second of each stage's window.
+
+    Each ok request of the stage (any phase) counts in proportion to the part of its generation
+    (from its first token when TTFT is known, else from its start, to its end) that lies inside
+    the window: a request half inside counts half. Over a long window this equals counting the
+    requests that started in it; over a short one it is free of the quantisation that batches
+    finishing together cause (one batch more or less in a 2 s window is ±30 %).
+    """
+    cls = classify_outcomes(requests)
+    wanted = [
+        "stage",
+        "start_unix_s",
+        "ttft_ms",
+        "end_unix_s",
+        "prompt_tokens",
+        "completion_tokens",
+    ]
+    ok = requests.loc[(cls == "ok") & requests["stage"].isin(windows.index), wanted]
+    win = windows.reindex(ok["stage"].to_numpy())
+    w_start, w_end = win["window_start"].to_numpy(), win["window_end"].to_numpy()
+    start = ok["start_unix_s"].to_numpy() + np.nan_to_num(ok["ttft_ms"].to_numpy()) / 1000.0
+    end = ok["end_unix_s"].to_numpy()
+    start = np.minimum(start, end)
+    overlap = np.clip(np.minimum(end, w_end) - np.maximum(start, w_start), 0.0, None)
+    length = end - start
+    inside = (start >= w_start) & (end <= w_end)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(length > 0, overlap / length, inside.astype(float))
+    completion = ok["completion_tokens"].to_numpy()
+    parts = pd.DataFrame(
+        {
+            "stage": ok["stage"].to_numpy(),
+            "served": share,
+            "completion": share * completion,
+            "total": share * (ok["prompt_tokens"].to_numpy() + completion),
+        }
+    )
+    sums = parts.groupby("stage").sum(min_count=1).reindex(windows.index)
+    seconds = windows["window_end"] - windows["window_start"]
+    return pd.DataFrame(
+        {
+            "qps": sums["served"] / seconds,
+            "output_tok_s": sums["completion"] / seconds,
+            "total_tok_s": sums["total"] / seconds,
+        }
+    )
+
+
+def _request_stats(measured: pd.DataFrame) -> pd.DataFrame:
+    """Counts, rates' numerators and exact percentiles per stage from the raw rows."""
+    # what pd.crosstab(stage, cls) gives, at 2/3 of its cost on a million rows
+    counts = (
+        measured.groupby(["stage", "cls"])
+        .size()
+        .unstack(fill_value=0)
+        .reindex(columns=["ok", "length_mismatch", "error"], fill_value=0)
+    )
+    columns = ["stage", "e2e_ms", "ttft_ms", "tpot_ms", "itl_p50_ms", "itl_p95_ms"]
+    ok = measured.loc[measured["cls"] == "ok", [*columns, "prompt_tokens", "completion_tokens"]]
+    total_tokens = ok["prompt_tokens"] + ok["completion_tokens"]
+    ok = ok.assign(
+        total_tokens=total_tokens,
+        s_per_1k_total=ok["e2e_ms"] / total_tokens.where(total_tokens > 0),
+        s_per_1k_completion=ok["e2e_ms"]
+        / ok["completion_tokens"].where(ok["completion_tokens"] > 0),
+    )
+    g = ok.groupby("stage")
+    out = pd.DataFrame(
+        {
+            "requests": counts.sum(axis=1),
+            "ok": counts["ok"],
+            "errors": counts["error"],
+            "length_mismatch": counts["length_mismatch"],
+        }
+    )
+    # NaN where the rows predate the column (or come from another tool): unknown, not zero
+    resent = measured["resent"] if "resent" in measured else pd.Series(np.nan, measured.index)
+    out["resent"] = resent.groupby(measured["stage"]).sum(min_count=1)
+    out["e2e_mean_ms"] = g["e2e_ms"].mean()
+    out["prompt_tokens_max"] = g["prompt_tokens"].max()
+    out["completion_tokens_max"] = g["completion_tokens"].max()
+    quantiles = {
+        "e2e_ms": ((0.5, "e2e_p50_ms"), (0.95, "e2e_p95_ms"), (0.99, "e2e_p99_ms")),
+        "ttft_ms": ((0.5, "ttft_p50_ms"), (0.95, "ttft_p95_ms"), (0.99, "ttft_p99_ms")),
+        "itl_p50_ms": ((0.5, "itl_p50_ms"),),
+        "itl_p95_ms": ((0.95, "itl_p95_ms"),),
+        "tpot_ms": ((0.5, "tpot_p50_ms"), (0.95, "tpot_p95_ms")),
+        "s_per_1k_total": (
+            (0.5, "s_per_1k_total_tokens"),
+            (0.95, "s_per_1k_total_p95"),
+            (0.99, "s_per_1k_total_p99"),
+        ),
+        "s_per_1k_completion": ((0.5, "s_per_1k_completion_tokens"),),
+    }
+    for column, wanted in quantiles.items():
+        qs = g[column].quantile(np.array([q for q, _ in wanted])).unstack()
+        for q, name in wanted:
+            out[name] = qs[q] if len(qs) else np.nan
+    return out
+
+
+def summarize_stages(
+    run: Run,
+    *,
+    timeline: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+    intervals: IntervalParams | None = None,
+    measured: pd.DataFrame | None = None,
+    batches: dict[int, StageBatches] | None = None,
+) -> pd.DataFrame:
+    """The record table: one row per stage of ``stages.csv``, columns ``model.SUMMARY_COLUMNS``.
+
+    ``timeline`` turns the long-form server metrics into the canonical per-sample timeline
+    (default: :func:`analysis.inputs.server_metrics.canonical_timeline`). When ``gpu.csv`` is
+    empty, GPU figures come from DCGM samples among the server metrics, if any. The interval
+    columns come from :mod:`analysis.stages.intervals` (``intervals``: its parameters). A caller
+    that
+    already has the run's :func:`measured_requests` or :func:`run_batches` (same ``intervals``)
+    passes them as ``measured``/``batches`` instead of having them computed again.
+    """
+    measured = measured_requests(run) if measured is None else measured
+    windows = stage_windows(run, measured)
+    stats = _request_stats(measured).reindex(windows.index)
+    rates = window_rates(run.requests, windows).to_dict("index")
+    if batches is None:
+        batches = stage_batches(
+            run.requests, windows, measured_phases=MEASURED_PHASES, params=intervals
+        )
+    bands = interval_columns(batches, params=intervals).to_dict("index")
+    canon, gpu = None, run.gpu
+    if not run.server_metrics.empty:
+        canon = (timeline or canonical_timeline)(run.server_metrics)
+        if gpu.empty:  # GPU telemetry scraped from a DCGM exporter only
+            gpu = gpu_from_dcgm(run.server_metrics)
+    stages = run.stages.set_index("stage")
+    prefix_cache = stage_prefix_cache(run.server_metrics, windows)
+    rows = []
+    for stage, start, end in zip(
+        windows.index, windows["window_start"], windows["window_end"], strict=True
+    ):
+        window_s = end - start if end > start else float("nan")
+        st = stats.loc[stage]
+        row: dict[str, object] = {
+            "stage": int(stage),
+            "kind": stages.at[stage, "kind"],
+            "target_users": stages.at[stage, "target_users"],
+            "batch_size": stages.at[stage, "batch_size"],
+            "window_s": window_s,
+        }
+        for name in ("requests", "ok", "errors", "length_mismatch"):
+            row[name] = 0 if pd.isna(st[name]) else int(st[name])
+        served = row["ok"] + row["errors"]  # type: ignore[operator]
+        row["success_pct"] = row["ok"] / served * 100.0 if served else np.nan  # type: ignore[operator]
+        for name in ("qps", "output_tok_s", "total_tok_s"):
+            value = rates[stage][name]
+            # nothing served while requests were sent is a measured 0, not missing data
+            row[name] = 0.0 if served and row["ok"] == 0 and pd.isna(value) else value
+        for name in SUMMARY_COLUMNS:
+            if name not in row and name in st.index:
+                row[name] = st[name]
+        row.update(_gpu_stats(gpu, start, end))
+        row.update(_server_stats(canon, start, end))
+        row["client_cpu_peak_pct"] = _client_peak(run.client, start, end)
+        row.update(prefix_cache.loc[stage].to_dict())
+        row.update({str(k): v for k, v in bands.get(stage, {}).items()})
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    for name in ("stage", "requests", "ok", "errors", "length_mismatch"):
+        frame[name] = frame[name].astype("int64")
+    for name in SUMMARY_COLUMNS:
+        if name not in ("stage", "kind", "requests", "ok", "errors", "length_mismatch"):
+            frame[name] = frame[name].astype("float64")
+    if frame["target_users"].notna().all():
+        frame["target_users"] = frame["target_users"].astype("int64")
+    queue = client_queue_columns(run.requests, windows, frame).reindex(frame["stage"])
+    for name in CLIENT_QUEUE_COLUMNS:
+        frame[name] = queue[name].to_numpy(dtype=float)
+    return frame

@@ -1,0 +1,362 @@
+"""Render the live sweep view (status, banners, charts, verdicts, end links) as an HTML fragment.
+
+What a person watching wants at a glance (issue 16): which stage runs and how long it has left,
+the throughput curve bending, the tail against the baseline, the KV cache and the queue climbing,
+the verdict of each finished stage, and, once the run ends, its files and report. The numbers
+are the master's own running per-stage stats (stdlib only); the verdicts come from the analysis
+in a child process (:mod:`loadknee_locust.sweep.childjobs`: the same judgement the adaptive
+sweep acts on) and are marked provisional until the report is written.
+
+Cheap for the master: the two per-stage charts are rebuilt only when a stage finishes (cached by
+the count of finished stages); the telemetry charts at most every :data:`TELEMETRY_EVERY_S`.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loadknee_locust.record.recorder import RunLog, percentile
+from loadknee_locust.webui import svgchart
+from loadknee_locust.webui.livetail import TelemetryTail
+
+if TYPE_CHECKING:
+    from loadknee_locust.sweep.childjobs import FinalReport
+    from loadknee_locust.sweep.refine import LiveVerdict
+
+TELEMETRY_EVERY_S = 5.0
+CPU_BOUND_PCT = 90.0
+PHASE_WORDS = {
+    "warmup": "warm-up",
+    "measure": "measuring",
+    "baseline": "measuring (baseline)",
+    "cooldown": "cooldown",
+}
+FILES_PREFIX = "/loadknee/files/"
+
+
+@dataclass(frozen=True)
+class Banner:
+    """One line above the charts; ``level`` picks its colour (info, warn, bad, good)."""
+
+    level: str
+    text: str
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown (count-based stages)"
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    return f"{int(seconds // 60)} min {seconds % 60:02.0f} s"
+
+
+def cpu_readings(runner: Any) -> list[tuple[str, float]]:
+    """``(process, CPU %)`` of the load generator: the master/local runner and each worker."""
+    out: list[tuple[str, float]] = []
+    own = getattr(runner, "current_cpu_usage", None)
+    if isinstance(own, int | float):
+        out.append(("this process", float(own)))
+    clients = getattr(runner, "clients", None)
+    for node in getattr(clients, "values", lambda: [])():
+        cpu = getattr(node, "cpu_usage", None)
+        if isinstance(cpu, int | float):
+            out.append((f"worker {getattr(node, 'id', '?')}", float(cpu)))
+    return out
+
+
+def banners(
+    run: RunLog | None, runner: Any, verdict: LiveVerdict | None, *, now: float
+) -> list[Banner]:
+    """The alerts a watcher must not miss, most serious first."""
+    out: list[Banner] = []
+    if run is None:
+        return out
+    sched = run.schedule
+    if sched is not None and sched.finished and sched.position().stop_reason == "red_line":
+        out.append(Banner("bad", f"Red line crossed at stage {sched.position().stage}: the sweep "
+                                 "stopped early (error rate or P95 over its limit)."))  # fmt: skip
+    errors = {s: st.errors for s, st in sorted(run.stats.items()) if st.errors}
+    if errors:
+        where = ", ".join(f"stage {s}: {n}" for s, n in errors.items())
+        out.append(Banner("bad", f"{sum(errors.values())} failed requests ({where})."))
+    hot = [f"{name} {cpu:.0f} %" for name, cpu in cpu_readings(runner) if cpu >= CPU_BOUND_PCT]
+    if hot:
+        out.append(Banner("warn", "The load generator is CPU-bound (" + ", ".join(hot) + "): "
+                                  "latencies are inflated; add workers."))  # fmt: skip
+    if verdict is not None and verdict.knee_stage is not None and verdict.knee_users is not None:
+        knee_users = verdict.knee_users
+        above = [s.users for s in verdict.stages if s.users > knee_users]
+        stopped = sched is not None and sched.position().stop_reason == "knee_confirmed"
+        if stopped:
+            word = "confirmed; the sweep stopped early"
+        elif above:
+            word = f"confirmed by {max(above)} users"
+        else:
+            word = "not yet confirmed by a higher level"
+        out.append(Banner("good", f"Knee at {knee_users} users (stage {verdict.knee_stage}), "
+                                  f"{word} (provisional)."))  # fmt: skip
+    return out
+
+
+def _kind_words(run: RunLog, kind: str) -> str:
+    """What a stage is for, in words: a refine stage names the bracket it narrows."""
+    if kind == "baseline":
+        return "baseline: one user, sequential"
+    if kind != "refine":
+        return "grid level"
+    sched = run.schedule
+    latest = next(
+        (v for _, v in sorted((sched.verdicts if sched else {}).items(), reverse=True) if v),
+        None,
+    )
+    if latest is None or latest.max_concurrency is None or latest.limit_users is None:
+        return "<b>refine</b>: between the last good level and the knee"
+    return (
+        f"<b>refine</b>: between {latest.max_concurrency} users (good) and "
+        f"{latest.limit_users} (past the knee)"
+    )
+
+
+def _status(run: RunLog | None, runner: Any, *, now: float) -> str:
+    state = str(getattr(runner, "state", ""))
+    if run is None or run.schedule is None:
+        return f"<p class='lk-status'>No sweep yet (Locust state: {html.escape(state)}).</p>"
+    sched = run.schedule
+    pos = sched.position()
+    plan = sched.stages[pos.stage]
+    last = len(sched.stages) - 1
+    if sched.finished:
+        reason = pos.stop_reason or "done"
+        return (
+            f"<p class='lk-status' data-stage='{pos.stage}' data-finished='1'>"
+            f"<b>Sweep finished</b> after stage {pos.stage} of {last} (stop reason: "
+            f"{html.escape(str(reason))}).</p>"
+        )
+    phase = PHASE_WORDS.get(pos.phase, pos.phase)
+    running = int(getattr(runner, "user_count", 0) or 0)
+    return (
+        f"<p class='lk-status' data-stage='{pos.stage}' data-kind='{html.escape(plan.kind)}' "
+        f"data-finished='0'><b>Stage {pos.stage} of {last}</b> ({_kind_words(run, plan.kind)}) · "
+        f"<b>{plan.users} users</b> planned, {running} running · phase <b>{phase}</b> · "
+        f"left in stage: {_duration(sched.stage_seconds_left(now))} · "
+        f"left in sweep: {_duration(sched.seconds_left(now))}</p>"
+    )
+
+
+def _finished_rows(run: RunLog) -> list[dict[str, Any]]:
+    sched = run.schedule
+    if sched is None:
+        return []
+    rows = []
+    for rec in sched.closed:
+        stats = run.stage_stats(rec.stage)
+        rows.append(
+            {
+                "stage": rec.stage,
+                "kind": rec.kind,
+                "users": rec.target_users,
+                "tok_s": stats.output_tokens_per_s(rec.target_users),
+                "e2e_p50": percentile(stats.e2e_ms, 50.0),
+                "e2e_p95": percentile(stats.e2e_ms, 95.0),
+                "ttft_p50": percentile(stats.ttft_ms, 50.0),
+                "ttft_p95": percentile(stats.ttft_ms, 95.0),
+            }
+        )
+    return rows
+
+
+def stage_charts(run: RunLog) -> str:
+    """Throughput and latency against users, over the finished stages."""
+    rows = _finished_rows(run)
+    # refine stages run between grid levels: the lines follow users, not the order they ran in
+    steps = sorted((r for r in rows if r["kind"] != "baseline"), key=lambda r: r["users"])
+    base = next((r for r in rows if r["kind"] == "baseline"), None)
+    one = base or (steps[0] if steps else None)
+    per_user = (one["tok_s"] / one["users"]) if one and one["tok_s"] else None
+
+    def pts(key: str) -> tuple[tuple[float, float | None], ...]:
+        return tuple((float(r["users"]), r[key]) for r in steps)
+
+    ideal = tuple((float(r["users"]), per_user * r["users"]) for r in steps) if per_user else ()
+    tput = svgchart.Chart(
+        "throughput",
+        "Output tokens/s by users",
+        "users",
+        "tok/s",
+        (
+            svgchart.Series("measured", pts("tok_s")),
+            svgchart.Series("ideal linear", ideal, dashed=True, color="#9ca3af"),
+        ),
+        log2_x=True,
+    )
+    hline = None
+    if base is not None and base["e2e_p95"] is not None:
+        hline = ("baseline e2e P95", float(base["e2e_p95"]))
+    lat = svgchart.Chart(
+        "latency",
+        "Latency by users (ms)",
+        "users",
+        "ms",
+        (
+            svgchart.Series("e2e P50", pts("e2e_p50")),
+            svgchart.Series("e2e P95", pts("e2e_p95")),
+            svgchart.Series("TTFT P50", pts("ttft_p50")),
+            svgchart.Series("TTFT P95", pts("ttft_p95")),
+        ),
+        hline=hline,
+        log2_x=True,
+    )
+    return svgchart.render(tput) + svgchart.render(lat)
+
+
+def telemetry_charts(tail: TelemetryTail, start_unix_s: float) -> str:
+    """KV cache / GPU memory % and waiting requests over time since the run started."""
+
+    def pts(name: str) -> tuple[tuple[float, float | None], ...]:
+        values = list(tail.series[name])
+        step = max(1, len(values) // 300)  # at most ~300 points a line
+        return tuple((t - start_unix_s, v) for t, v in values[::step])
+
+    mem = svgchart.Chart(
+        "memory",
+        "KV cache and GPU memory (%)",
+        "seconds since start",
+        "%",
+        (
+            svgchart.Series("KV cache", pts("kv_pct")),
+            svgchart.Series("GPU mem", pts("gpu_mem_pct")),
+        ),
+    )
+    wait = svgchart.Chart(
+        "waiting",
+        "Waiting requests (server queue)",
+        "seconds since start",
+        "requests",
+        (svgchart.Series("waiting", pts("waiting"), color="#ef4444"),),
+    )
+    charts = svgchart.render(mem) + svgchart.render(wait)
+    if tail.series["cache_hit_pct"]:  # only when the server counts prefix-cache lookups
+        hits = svgchart.Chart(
+            "cache",
+            "Prefix-cache hit rate between scrapes (%)",
+            "seconds since start",
+            "%",
+            (svgchart.Series("hit rate", pts("cache_hit_pct"), color="#10b981"),),
+        )
+        charts += svgchart.render(hits)
+    return charts
+
+
+#: after a noisy stage's verdict, as ``?`` after it in the record table
+NOISY_MARK = (
+    "<span class='lk-noisy' title='too noisy or short to judge: its throughput interval is too "
+    "wide (see why)'>?</span>"
+)
+
+
+def verdict_table(run: RunLog, verdict: LiveVerdict | None, final: bool) -> str:
+    """One row per finished stage, ordered by users (refine stages fall between grid levels)."""
+    by_stage = {s.stage: s for s in verdict.stages} if verdict is not None else {}
+    sched = run.schedule
+    if sched is None or not sched.closed:
+        return ""
+    label = "verdict" if final else "verdict (provisional)"
+    lines = [
+        f"<table class='lk-verdicts'><thead><tr><th>stage</th><th>users</th><th>kind</th>"
+        f"<th>{label}</th><th>why</th></tr></thead><tbody>"
+    ]
+    for rec in sorted(sched.closed, key=lambda r: (r.kind != "baseline", r.target_users)):
+        v = by_stage.get(rec.stage)
+        word = html.escape(v.verdict) if v else "…"
+        why = html.escape("; ".join(v.reasons)) if v else "analysing"
+        if v is not None and not v.trusted:
+            why += " (the load generator was the limit: not trusted)"
+        # a noisy stage's verdict carries the record table's "?" mark, with its meaning on hover
+        mark = NOISY_MARK if v is not None and v.noisy and rec.kind != "baseline" else ""
+        if rec.kind == "baseline":  # the yardstick, judged by no rule
+            word, why = "baseline", "the single-user reference the later stages are read against"
+        lines.append(
+            f"<tr data-stage='{rec.stage}' data-users='{rec.target_users}'><td>{rec.stage}</td>"
+            f"<td>{rec.target_users}</td><td>{html.escape(rec.kind)}</td>"
+            f"<td><span class='lk-v lk-v-{word.replace(' ', '-')}'>{word}</span>{mark}</td>"
+            f"<td>{why}</td></tr>"
+        )
+    lines.append("</tbody></table>")
+    return "".join(lines)
+
+
+def end_links(run: RunLog, report: FinalReport | None) -> str:
+    """Links to the run directory's files and its report (served by the same web UI)."""
+    run_dir = run.run_dir
+    files = sorted(p.name for p in run_dir.iterdir() if p.is_file()) if run_dir.is_dir() else []
+    items = [
+        f"<a href='.{FILES_PREFIX}{html.escape(name)}' target='_blank'>{html.escape(name)}</a>"
+        for name in files
+    ]
+    state = report.state if report is not None else "none"
+    if state == "done":
+        rep = (
+            f"<a class='lk-report' href='.{FILES_PREFIX}report/report.html' target='_blank'>"
+            "Open the report (report.html)</a>"
+        )
+    elif state == "running":
+        rep = "<span class='lk-report-wait'>The report is being written (loadknee analyze)…</span>"
+    else:
+        rep = f"<span>No report ({html.escape(state)}); run <code>loadknee analyze</code>.</span>"
+    return (
+        f"<div class='lk-end'><b>Run directory</b> <code>{html.escape(str(run_dir))}</code>: "
+        + " · ".join(items)
+        + f"<br>{rep}</div>"
+    )
+
+
+class LiveView:
+    """The fragment of one Locust process, with its caches (one per :class:`Loadknee`)."""
+
+    def __init__(self) -> None:
+        self._stage_key: tuple[Path, int] | None = None
+        self._stage_svg = ""
+        self._tail: TelemetryTail | None = None
+        self._tele_at = 0.0
+        self._tele_svg = ""
+
+    def fragment(
+        self,
+        run: RunLog | None,
+        runner: Any,
+        verdict: LiveVerdict | None,
+        report: FinalReport | None,
+        *,
+        now: float | None = None,
+    ) -> str:
+        now = time.time() if now is None else now
+        result = verdict
+        parts = [_status(run, runner, now=now)]
+        parts.extend(
+            f"<div class='lk-banner lk-{b.level}'>{html.escape(b.text)}</div>"
+            for b in banners(run, runner, result, now=now)
+        )
+        if run is None or run.schedule is None:
+            return "".join(parts)
+        key = (run.run_dir, len(run.schedule.closed))
+        if key != self._stage_key:
+            self._stage_key, self._stage_svg = key, stage_charts(run)
+        if self._tail is None or self._tail.run_dir != run.run_dir:
+            self._tail, self._tele_at = TelemetryTail(run.run_dir), 0.0
+        ended = run.test_stopped or run.schedule.finished
+        if now - self._tele_at >= TELEMETRY_EVERY_S or (ended and not self._tele_svg):
+            self._tail.update()
+            self._tele_svg = telemetry_charts(self._tail, run.schedule.start_unix_s)
+            self._tele_at = now
+        parts.append(f"<div class='lk-charts'>{self._stage_svg}{self._tele_svg}</div>")
+        parts.append(
+            verdict_table(run, result, final=bool(ended and report and report.state == "done"))
+        )
+        if ended:
+            parts.append(end_links(run, report))
+        return "".join(parts)
