@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from knee_rundir import request_row, stage_row, write_run
 
-from analysis.knee.find import live, live_judge
+from analysis.knee import live, live_judge
 from analysis.pipeline import analyze_run
 from loadknee_locust.sweep.refine import LiveVerdict
 

@@ -75,7 +75,8 @@ def test_metrics_running_and_waiting_move_under_load(sim_server) -> None:
     assert "vllm:e2e_request_latency_seconds_bucket" in text
     assert "vllm:request_queue_time_seconds_sum" in text
     assert gauge(text, "vllm:inter_token_latency_seconds_count") == 6 * 39
-    assert 'vllm:cache_config_info{gpu_memory_utilization="0.9"' in text
+    info = next(line for line in text.splitlines() if line.startswith("vllm:cache_config_info{"))
+    assert 'gpu_memory_utilization="0.9"' in info and 'enable_prefix_caching="False"' in info
     loop = sim.stats()["engine_loop"]
     assert loop["steps"] > 0 and 0 <= loop["late_steps"] <= loop["steps"]
     assert gauge(text, "DCGM_FI_DEV_GPU_UTIL") > 0  # busy within the last second

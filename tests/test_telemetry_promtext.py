@@ -125,6 +125,7 @@ def test_dcgm_rows_per_gpu() -> None:
         "gpu_util_pct": 87,
         "sm_util_pct": pytest.approx(42.0),
         "mem_bw_util_pct": pytest.approx(25.0),  # DRAM_ACTIVE wins over MEM_COPY_UTIL
+        "power_w": None,  # no DCGM_FI_DEV_POWER_USAGE sample
     }
     assert g1["memory_total_mib"] == 80000
     assert g1["mem_bw_util_pct"] == 33  # fallback: MEM_COPY_UTIL

@@ -151,8 +151,9 @@ SLO_COLUMNS: tuple[str, ...] = (
 )
 
 
-#: Printed only when the server's prefix-cache counters gave a hit rate
-#: (analysis.stages.prefix_cache).
+#: Printed only when the server's prefix-cache counters (analysis.stages.prefix_cache) found a
+#: hit: a server with caching off still counts its lookups, and a column of zeros would push a
+#: measured column out of the terminal's width (record.csv / record.md keep it).
 CACHE_RECORD_COLUMNS: tuple[Column, ...] = (
     Column("prefix_cache_hit_pct", "cache hit %", fmt_pct, 2),
 )
@@ -160,8 +161,8 @@ CACHE_RECORD_COLUMNS: tuple[Column, ...] = (
 
 def record_columns(frame: pd.DataFrame) -> tuple[Column, ...]:
     """The printed columns: the record table, plus the SLO columns when the frame has them and
-    the prefix-cache hit rate when the server counted one."""
-    cache = "prefix_cache_hit_pct" in frame and bool(frame["prefix_cache_hit_pct"].notna().any())
+    the prefix-cache hit rate when the server's counters found any hit."""
+    cache = "prefix_cache_hit_pct" in frame and bool((frame["prefix_cache_hit_pct"] > 0).any())
     return (
         RECORD_COLUMNS
         + (CACHE_RECORD_COLUMNS if cache else ())
