@@ -59,11 +59,17 @@ class LogIndex:
     def summary(self) -> str:
         """One line for the log: counts and the first bad line numbers with reasons."""
         text = f"{self.path}: {self.valid} valid of {self.records} records"
-        if self.bad_count:
-            shown = "; ".join(f"line {n}: {r}" for n, r in self.bad_samples[:5])
-            more = "" if self.bad_count <= 5 else f"; … {self.bad_count - 5} more"
-            text += f", {self.bad_count} malformed ({shown}{more})"
-        return text
+        return text + bad_lines_text(self.bad_count, self.bad_samples, "malformed")
+
+
+def bad_lines_text(bad_count: int, samples: list[tuple[int, str]], word: str) -> str:
+    """``", 3 malformed (line 4: …; line 9: …)"``: the count and the first five bad lines with
+    their reasons (never their content), or "" when none was bad."""
+    if not bad_count:
+        return ""
+    shown = "; ".join(f"line {n}: {r}" for n, r in samples[:5])
+    more = "" if bad_count <= 5 else f"; … {bad_count - 5} more"
+    return f", {bad_count} {word} ({shown}{more})"
 
 
 def _lines(f: IO[bytes], digest: Any) -> Iterator[str]:

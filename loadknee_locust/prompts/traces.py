@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import IO, Any, Literal, NamedTuple
 
+from loadknee_locust.prompts.logindex import bad_lines_text
 from loadknee_locust.prompts.tracetime import TimeUnit, duration_seconds, time_seconds
 
 TraceFormat = Literal["auto", "log", "mooncake", "azure", "burstgpt"]
@@ -83,11 +84,7 @@ class TraceRead:
     def summary(self) -> str:
         """One line: counts and the first bad lines with their reasons."""
         text = f"{os.path.basename(self.path)} ({self.format}): {self.used} of {self.records} used"
-        if self.bad_count:
-            shown = "; ".join(f"line {n}: {r}" for n, r in self.bad_samples[:5])
-            more = "" if self.bad_count <= 5 else f"; … {self.bad_count - 5} more"
-            text += f", {self.bad_count} with problems ({shown}{more})"
-        return text
+        return text + bad_lines_text(self.bad_count, self.bad_samples, "with problems")
 
 
 def _count(value: Any) -> int | None:
