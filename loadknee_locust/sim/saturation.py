@@ -23,7 +23,8 @@ The running batch cannot exceed three limits; the saturation concurrency ``c*`` 
   far beyond the slot limit.
 
 Accuracy (measured against the simulator itself, ``benchmarks/bench_sim_streams.py`` and
-``tests/test_sim_saturation.py``): within 1–4 % when slots or compute bind. When the KV cache
+``tests/loadknee_locust/sim/test_sim_saturation.py``): within 1–4 % when slots or compute bind. When
+the KV cache
 binds, vLLM-style over-admission plus preemption waste make it an estimate: measured steady state
 was +16 % (``kv-tight``, 128/128) and −4 % (``gpu-like``, 512/256) from :func:`expected_throughput`.
 Identical closed-loop requests move in step, so measure over several request lifetimes.
