@@ -24,7 +24,7 @@ from typing import Any
 import gevent
 import gevent.lock
 import gevent.pool
-from locust import task
+from locust.exception import StopUser
 
 from loadknee_locust.arrivals.plan import Arrival, OpenLoopPlan, cap_share, log_arrivals, share
 from loadknee_locust.client.users import LLMUser
@@ -105,13 +105,15 @@ class OpenLoopUser(LLMUser):
         self._done: set[int] = set()
         self._slots: gevent.lock.BoundedSemaphore | None = None
 
-    @task
     def dispatch(self) -> None:
+        """The one task: run the open stage's share of the schedule, or wait for one."""
         lk = loadknee_of(self.environment)
         stage = lk.stage if lk is not None else None
         if self.llm.source is None:
-            self.send_request()  # no prompts: the request path says why and stops the test
-            return
+            self.llm.ensure_source()
+            if self.llm.source is None:  # no prompts: said once, and the test stops
+                self.llm.stop_test()
+                raise StopUser()
         if (
             not stage
             or stage.get("finished")
@@ -165,6 +167,11 @@ class OpenLoopUser(LLMUser):
 
     def _new_sender(self) -> ArrivalSender:
         return ArrivalSender(self.environment, self.host, self.endpoint, self.request_name, self.batch_size)
+
+
+# the one task: Locust adds every base class's tasks to a subclass's, so LLMUser's closed-loop
+# ``generate`` would run beside the dispatcher (seen: rows without a planned time)
+OpenLoopUser.tasks = [OpenLoopUser.dispatch]
 
 
 def replay_arrivals(plan: OpenLoopPlan) -> list[Arrival]:
