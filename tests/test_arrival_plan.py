@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import statistics
 
 import pytest
@@ -21,7 +22,7 @@ from loadknee_locust.plugin.options import LlmOptions
 
 
 def _cv(offsets: list[float]) -> float:
-    gaps = [b - a for a, b in zip(offsets, offsets[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(offsets)]
     return statistics.pstdev(gaps) / statistics.fmean(gaps)
 
 
@@ -54,7 +55,11 @@ def test_interarrival_cv(process: str, burstiness: float, cv: float, seed: int) 
     """Poisson: CV 1 ± 0.1; gamma of shape b: CV 1/sqrt(b) ± 10 %; the mean rate as asked."""
     rate, duration = 50.0, 100.0  # about 5000 arrivals
     offsets = rate_offsets(
-        rate, duration, process, burstiness=burstiness, seed=stage_seed(seed, 2)  # type: ignore[arg-type]
+        rate,
+        duration,
+        process,
+        burstiness=burstiness,
+        seed=stage_seed(seed, 2),  # type: ignore[arg-type]
     )
     assert abs(_cv(offsets) - cv) <= 0.1 * cv
     assert len(offsets) / (duration - LEAD_S) == pytest.approx(rate, rel=0.1)

@@ -94,11 +94,19 @@ def test_arrival_replay_on_time_and_waits_shown(tmp_path: Path) -> None:
     with SimProcess.start("fast", metrics=False) as sim:
         rd = read_run_dir(
             _locust(
-                sim, tmp_path / "runs",
-                "--llm-arrival-log", str(log), "--llm-time-scale", str(scale),
-                "--llm-max-in-flight", str(cap), "--llm-baseline-requests", "0",
-                "--llm-warmup-seconds", "0",
-            )  # fmt: skip
+                sim,
+                tmp_path / "runs",
+                "--llm-arrival-log",
+                str(log),
+                "--llm-time-scale",
+                str(scale),
+                "--llm-max-in-flight",
+                str(cap),
+                "--llm-baseline-requests",
+                "0",
+                "--llm-warmup-seconds",
+                "0",
+            )
         )
         assert_matches_sim(rd, _load(sim))
     rows = sorted(rd.requests, key=lambda r: _f(r, "intended_unix_s"))
@@ -137,12 +145,25 @@ def test_poisson_stage_measured_sends(tmp_path: Path) -> None:
     with SimProcess.start("fast", max_num_seqs=64) as sim:
         rd = read_run_dir(
             _locust(
-                sim, tmp_path / "runs",
-                "--llm-rates", f"{rate:g}", "--llm-arrivals", "poisson", "--llm-seed", "3",
-                "--llm-stage-seconds", f"{seconds:g}", "--llm-warmup-seconds", "1",
-                "--llm-baseline-requests", "0", "--llm-input-tokens", "32",
-                "--llm-output-tokens", "8",
-            )  # fmt: skip
+                sim,
+                tmp_path / "runs",
+                "--llm-rates",
+                f"{rate:g}",
+                "--llm-arrivals",
+                "poisson",
+                "--llm-seed",
+                "3",
+                "--llm-stage-seconds",
+                f"{seconds:g}",
+                "--llm-warmup-seconds",
+                "1",
+                "--llm-baseline-requests",
+                "0",
+                "--llm-input-tokens",
+                "32",
+                "--llm-output-tokens",
+                "8",
+            )
         )
     starts = [_f(r, "start_unix_s") for r in rd.requests]
     waits = np.array([_f(r, "send_wait_ms") for r in rd.requests])
@@ -190,12 +211,25 @@ def test_two_workers_split_one_schedule(tmp_path: Path) -> None:
     with SimProcess.start("fast", max_num_seqs=32) as sim:
         rd = read_run_dir(
             _locust(
-                sim, tmp_path / "runs",
-                "--processes", "2", "--llm-rates", f"{rate:g}", "--llm-arrivals", "constant",
-                "--llm-stage-seconds", f"{seconds:g}", "--llm-warmup-seconds", "1",
-                "--llm-baseline-requests", "0", "--llm-input-tokens", "32",
-                "--llm-output-tokens", "8",
-            )  # fmt: skip
+                sim,
+                tmp_path / "runs",
+                "--processes",
+                "2",
+                "--llm-rates",
+                f"{rate:g}",
+                "--llm-arrivals",
+                "constant",
+                "--llm-stage-seconds",
+                f"{seconds:g}",
+                "--llm-warmup-seconds",
+                "1",
+                "--llm-baseline-requests",
+                "0",
+                "--llm-input-tokens",
+                "32",
+                "--llm-output-tokens",
+                "8",
+            )
         )
         assert_matches_sim(rd, _load(sim))
     assert {r["worker"] for r in rd.requests} == {"0", "1"}

@@ -1,4 +1,4 @@
-"""The open-loop user: sends each planned request at its time, at most ``--llm-max-in-flight`` at once.
+"""The open-loop user: each planned request sent at its time, at most --llm-max-in-flight at once.
 
 One :class:`OpenLoopUser` runs per process (the :class:`~loadknee_locust.arrivals.shape.
 OpenLoopShape` asks for one per worker). When a stage opens (the shape's announcement carries
@@ -70,11 +70,14 @@ class ArrivalSender(LLMUser):
 
     def _prompts(self) -> list[Prompt]:
         arrival, source = self.arrival, self.llm.source
-        if arrival is not None and source is not None:
-            if arrival.input_tokens is not None and arrival.output_tokens is not None:
-                # the logged request's own lengths (arrival replay)
-                out = max(1, arrival.output_tokens)
-                return [source.synth.build(self.endpoint, max(1, arrival.input_tokens), out)]
+        if (  # the logged request's own lengths (arrival replay)
+            arrival is not None
+            and source is not None
+            and arrival.input_tokens is not None
+            and arrival.output_tokens is not None
+        ):
+            out = max(1, arrival.output_tokens)
+            return [source.synth.build(self.endpoint, max(1, arrival.input_tokens), out)]
         return super()._prompts()
 
     def row_context(self) -> dict[str, Any]:
@@ -166,7 +169,9 @@ class OpenLoopUser(LLMUser):
             self._slots.release()
 
     def _new_sender(self) -> ArrivalSender:
-        return ArrivalSender(self.environment, self.host, self.endpoint, self.request_name, self.batch_size)
+        return ArrivalSender(
+            self.environment, self.host, self.endpoint, self.request_name, self.batch_size
+        )
 
 
 # the one task: Locust adds every base class's tasks to a subclass's, so LLMUser's closed-loop

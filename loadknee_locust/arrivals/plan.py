@@ -22,6 +22,7 @@ that opened the stage, so an arrival planned at the anchor itself would always b
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Iterable, Iterator
@@ -117,7 +118,7 @@ def log_arrivals(
     if not time_scale > 0:
         raise ValueError("--llm-time-scale must be > 0")
     rows = list(records)
-    unordered = sum(1 for a, b in zip(rows, rows[1:], strict=False) if b[0] < a[0])
+    unordered = sum(1 for a, b in itertools.pairwise(rows) if b[0] < a[0])
     rows.sort(key=lambda r: r[0])
     if not rows:
         return [], 0

@@ -70,4 +70,3 @@ class OpenLoopShape(SteppedShape):
             return step
         n = self.dispatchers()
         return n, float(n)
-
