@@ -240,3 +240,40 @@ def test_two_workers_split_one_schedule(tmp_path: Path) -> None:
     anchor = _f(rd.stages[0], "start_unix_s")
     got = sorted(_f(r, "intended_unix_s") - anchor for r in rd.requests)
     assert got == pytest.approx(planned, abs=1e-3)  # each planned send once, across workers
+
+
+def test_example_locustfile_runs_rate_stages(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[1] / "locustfiles" / "open_loop.py"
+    with SimProcess.start("fast", metrics=False) as sim:
+        run(
+            locust_cmd(
+                "--headless",
+                "--only-summary",
+                "-H",
+                sim.url,
+                "--stop-timeout",
+                "30",
+                "--llm-out",
+                str(tmp_path / "runs"),
+                "--llm-rates",
+                "5,10",
+                "--llm-stage-seconds",
+                "3",
+                "--llm-warmup-seconds",
+                "0.5",
+                "--llm-cooldown-seconds",
+                "0.5",
+                "--llm-baseline-requests",
+                "0",
+                "--llm-output-tokens",
+                "8",
+                locustfile=str(example),
+            ),
+            env=child_env(),
+        )
+        rd = read_run_dir(only_run_dir(tmp_path / "runs"))
+        assert_matches_sim(rd, _load(sim))
+    assert [s["kind"] for s in rd.stages] == ["step", "step"]
+    per_stage = {s: sum(r["stage"] == s for r in rd.requests) for s in ("0", "1")}
+    assert per_stage["1"] > per_stage["0"] > 0  # twice the rate, more requests
+    assert all(r["intended_unix_s"] and r["send_wait_ms"] for r in rd.requests)
