@@ -9,9 +9,9 @@ per rate, in order (after the baseline when there is one). Per stage, over its m
   requests, each counted by the share of it inside the window, :func:`~analysis.stages.
   summary.window_rates`); ``served_pct`` = served / offered × 100;
 * the **backlog**: requests outstanding from their planned send to their end (waiting for a
-  slot under ``--llm-max-in-flight``, queued at the server or running), sampled at
-  :data:`BACKLOG_SAMPLES` instants: ``backlog_mean``, ``backlog_first`` and ``backlog_last``
-  (the means over the window's first and last quarter); ``waited_pct`` (rows whose
+  slot under ``--llm-max-in-flight``, queued at the server or running), as exact time
+  averages: ``backlog_mean`` over the window, ``backlog_first`` and ``backlog_last`` over its
+  first and last quarter; ``waited_pct`` (rows whose
   ``send_wait_ms`` exceeds :data:`WAITED_MS`) and ``send_wait_p95_ms``;
 * the tail from the planned send: ``e2e_intended_p95_ms`` (``e2e_intended_ms``: no coordinated
   omission), and ``tail_ratio`` over the baseline's e2e P95.
@@ -38,7 +38,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-BACKLOG_SAMPLES = 40
 WAITED_MS = 5.0  # a send later than this past its planned time waited (not timer jitter)
 RATE_COLUMNS: tuple[str, ...] = (
     "stage",
@@ -98,11 +97,13 @@ def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else math.nan
 
 
-def _backlog(intended: np.ndarray, end: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """Requests outstanding (planned, not yet ended) at each of ``times``."""
-    started = np.searchsorted(np.sort(intended), times, side="right")
-    ended = np.searchsorted(np.sort(end), times, side="right")
-    return (started - ended).astype(float)
+def _outstanding(intended: np.ndarray, end: np.ndarray, start: float, stop: float) -> float:
+    """Requests outstanding (planned, not yet ended) on average over ``[start, stop)``: the
+    exact time average (each request's overlap with the span), no sampling to alias with."""
+    if stop <= start:
+        return math.nan
+    overlap = np.clip(np.minimum(end, stop) - np.maximum(intended, start), 0.0, None)
+    return float(overlap.sum() / (stop - start))
 
 
 def _stage_row(
@@ -116,9 +117,7 @@ def _stage_row(
     intended, end = intended[known], np.where(np.isnan(end[known]), np.inf, end[known])
     in_window = (intended >= start) & (intended < stop)
     offered = float(in_window.sum()) / seconds if seconds > 0 else math.nan
-    times = start + (np.arange(BACKLOG_SAMPLES) + 0.5) * seconds / BACKLOG_SAMPLES
-    backlog = _backlog(intended, end, times)
-    quarter = max(1, BACKLOG_SAMPLES // 4)
+    quarter = seconds / 4.0
     rows = requests[known][in_window]
     wait = rows["send_wait_ms"].to_numpy(dtype=float)
     tail = _pct(rows["e2e_intended_ms"].to_numpy(dtype=float), 95.0)
@@ -127,9 +126,9 @@ def _stage_row(
         "offered_rps": offered,
         "served_rps": served,
         "served_pct": served / offered * 100.0 if offered > 0 else math.nan,
-        "backlog_mean": float(backlog.mean()),
-        "backlog_first": float(backlog[:quarter].mean()),
-        "backlog_last": float(backlog[-quarter:].mean()),
+        "backlog_mean": _outstanding(intended, end, start, stop),
+        "backlog_first": _outstanding(intended, end, start, start + quarter),
+        "backlog_last": _outstanding(intended, end, stop - quarter, stop),
         "waited_pct": float((wait > WAITED_MS).mean() * 100.0) if wait.size else math.nan,
         "send_wait_p95_ms": _pct(wait, 95.0),
         "e2e_intended_p95_ms": tail,
