@@ -121,9 +121,7 @@ def test_max_rate_within_the_slos() -> None:
 
 
 def test_no_knee_in_range() -> None:
-    table = pd.DataFrame(
-        {"stage": [0, 1], "rate_rps": [1.0, 2.0], "rate_verdict": ["follows"] * 2}
-    )
+    table = pd.DataFrame({"stage": [0, 1], "rate_rps": [1.0, 2.0], "rate_verdict": ["follows"] * 2})
     knee = rate_knee(table)
     assert knee.knee_stage is None and knee.max_rate_rps == 2.0
     assert "no rate knee up to 2 requests/s" in knee.text
