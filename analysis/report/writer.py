@@ -59,6 +59,12 @@ def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
             warnings.append(f"no {name} samples: the memory / KV-cache signals could not be used")
     warnings += small_stage_warnings(analysis.summary)
     warnings += all_failed_warnings(analysis.run.requests)
+    if analysis.rate_knee is not None:
+        warnings.append(
+            "open-loop rate stages: each ran one dispatcher per process, so the concurrency "
+            "verdicts and recommendations read 1 user; the rate columns and the rate knee are "
+            "this run's answer"
+        )
     late = _streams_stamped_when_read(analysis.run.run_info)
     if late:
         warnings.append(
