@@ -224,7 +224,7 @@ def test_two_workers_split_one_schedule(tmp_path: Path) -> None:
                 "--llm-warmup-seconds",
                 "1",
                 "--llm-baseline-requests",
-                "0",
+                "3",
                 "--llm-input-tokens",
                 "32",
                 "--llm-output-tokens",
@@ -232,13 +232,17 @@ def test_two_workers_split_one_schedule(tmp_path: Path) -> None:
             )
         )
         assert_matches_sim(rd, _load(sim))
-    assert {r["worker"] for r in rd.requests} == {"0", "1"}
+    baseline = [r for r in rd.requests if r["stage"] == "0"]
+    steps = [r for r in rd.requests if r["stage"] == "1"]
+    assert len({r["worker"] for r in baseline}) == 1  # the baseline stays one user
+    assert not any(r["intended_unix_s"] for r in baseline)  # closed loop, sequential
+    assert {r["worker"] for r in steps} == {"0", "1"}
     plan = OpenLoopPlan.from_options(
         LlmOptions(rates=f"{rate:g}", arrivals="constant", stage_seconds=f"{seconds:g}")
     )
     planned = [a.offset_s for a in plan.stage_arrivals(0, seconds)]
-    anchor = _f(rd.stages[0], "start_unix_s")
-    got = sorted(_f(r, "intended_unix_s") - anchor for r in rd.requests)
+    anchor = _f(rd.stages[1], "start_unix_s")
+    got = sorted(_f(r, "intended_unix_s") - anchor for r in steps)
     assert got == pytest.approx(planned, abs=1e-3)  # each planned send once, across workers
 
 
