@@ -4,12 +4,13 @@
   by the time scale, within 5 ms median and 20 ms P99 while the cap does not bind; a burst past
   ``--llm-max-in-flight`` waits, and its rows say how long (``send_wait_ms``), never more than
   the cap in flight, latency counted from the planned send;
-* Poisson rate stage: the measured sends' inter-arrival CV is 1 ± 0.1, and the sends follow the
-  seeded plan;
+* Poisson rate stage (the example ``locustfiles/open_loop.py``, simulator without /metrics):
+  the measured sends' inter-arrival CV is 1 ± 0.1, and the sends follow the seeded plan;
 * rate sweep (simulator with /metrics): the rate knee lies at the first rate above the
   simulator's capacity, computed from its parameters (``sim/saturation.py``), and
   ``max_rate_rps`` below it;
-* two workers: one schedule split, every request the server saw is one row, none twice.
+* two workers: one schedule split, every request the server saw is one row, none twice, and
+  the baseline still one user.
 """
 
 from __future__ import annotations
@@ -43,13 +44,18 @@ OPENLOOP = str(
 )
 
 
-def _locust(sim: SimProcess, out: Path, *args: str, timeout: float = 60.0) -> Path:
+EXAMPLE = str(Path(__file__).resolve().parents[1] / "locustfiles" / "open_loop.py")
+
+
+def _locust(
+    sim: SimProcess, out: Path, *args: str, timeout: float = 60.0, locustfile: str = OPENLOOP
+) -> Path:
     run(
         locust_cmd(
             "--headless", "--only-summary", "-H", sim.url, "--stop-timeout", "30",
             "--llm-out", str(out), "--llm-cooldown-seconds", "0.5",
             *args,
-            locustfile=OPENLOOP,
+            locustfile=locustfile,
         ),
         timeout=timeout,
         env=child_env(),
@@ -141,8 +147,9 @@ def _cv(starts: list[float]) -> float:
 
 
 def test_poisson_stage_measured_sends(tmp_path: Path) -> None:
+    """Through the example locustfile (locustfiles/open_loop.py), simulator without /metrics."""
     rate, seconds = 40.0, 8.0
-    with SimProcess.start("fast", max_num_seqs=64) as sim:
+    with SimProcess.start("fast", max_num_seqs=64, metrics=False) as sim:
         rd = read_run_dir(
             _locust(
                 sim,
@@ -163,8 +170,11 @@ def test_poisson_stage_measured_sends(tmp_path: Path) -> None:
                 "32",
                 "--llm-output-tokens",
                 "8",
+                locustfile=EXAMPLE,
             )
         )
+        assert_matches_sim(rd, _load(sim))
+    assert [s["kind"] for s in rd.stages] == ["step"]
     starts = [_f(r, "start_unix_s") for r in rd.requests]
     waits = np.array([_f(r, "send_wait_ms") for r in rd.requests])
     assert np.median(np.abs(waits)) <= 5.0 and np.percentile(np.abs(waits), 99) <= 20.0
@@ -244,40 +254,3 @@ def test_two_workers_split_one_schedule(tmp_path: Path) -> None:
     anchor = _f(rd.stages[1], "start_unix_s")
     got = sorted(_f(r, "intended_unix_s") - anchor for r in steps)
     assert got == pytest.approx(planned, abs=1e-3)  # each planned send once, across workers
-
-
-def test_example_locustfile_runs_rate_stages(tmp_path: Path) -> None:
-    example = Path(__file__).resolve().parents[1] / "locustfiles" / "open_loop.py"
-    with SimProcess.start("fast", metrics=False) as sim:
-        run(
-            locust_cmd(
-                "--headless",
-                "--only-summary",
-                "-H",
-                sim.url,
-                "--stop-timeout",
-                "30",
-                "--llm-out",
-                str(tmp_path / "runs"),
-                "--llm-rates",
-                "5,10",
-                "--llm-stage-seconds",
-                "3",
-                "--llm-warmup-seconds",
-                "0.5",
-                "--llm-cooldown-seconds",
-                "0.5",
-                "--llm-baseline-requests",
-                "0",
-                "--llm-output-tokens",
-                "8",
-                locustfile=str(example),
-            ),
-            env=child_env(),
-        )
-        rd = read_run_dir(only_run_dir(tmp_path / "runs"))
-        assert_matches_sim(rd, _load(sim))
-    assert [s["kind"] for s in rd.stages] == ["step", "step"]
-    per_stage = {s: sum(r["stage"] == s for r in rd.requests) for s in ("0", "1")}
-    assert per_stage["1"] > per_stage["0"] > 0  # twice the rate, more requests
-    assert all(r["intended_unix_s"] and r["send_wait_ms"] for r in rd.requests)

@@ -63,3 +63,21 @@ def test_the_wrapper_passes_the_open_loop_options() -> None:
 def test_rates_and_arrival_log_exclude_each_other() -> None:
     with pytest.raises(SystemExit):
         _command("--rates", "1", "--arrival-log", "x")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"rates": "1,x"}, "--llm-rates must be comma-separated numbers"),
+        ({"rates": "1", "max_in_flight": 0}, "--llm-max-in-flight must be >= 1"),
+        ({"rates": "1", "arrival_log": "x"}, "exclude each other"),
+        ({"arrival_log": "/no/such/trace.jsonl"}, "no such file"),
+    ],
+)
+def test_open_loop_options_checked_before_load(options: dict, message: str) -> None:
+    from loadknee_locust.plugin.options import LlmOptions
+    from loadknee_locust.plugin.validate import option_problems
+
+    problems = option_problems(LlmOptions(**options))
+    assert any(message in p for p in problems), problems
+    assert option_problems(LlmOptions(rates="1,2")) == []
