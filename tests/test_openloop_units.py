@@ -81,3 +81,24 @@ def test_open_loop_options_checked_before_load(options: dict, message: str) -> N
     problems = option_problems(LlmOptions(**options))
     assert any(message in p for p in problems), problems
     assert option_problems(LlmOptions(rates="1,2")) == []
+
+
+def test_a_late_open_loop_row_belongs_where_it_was_planned(tmp_path) -> None:
+    """A request planned in the measured window but sent after it (a full cap) is measured."""
+    from loadknee_locust.record.recorder import RunLog
+    from loadknee_locust.sweep.schedule import Schedule, SchedulePlan
+
+    plan = SchedulePlan(
+        levels=(1,), stage_seconds=10.0, warmup_seconds=1.0, cooldown_seconds=5.0,
+        baseline_requests=0,
+    )  # fmt: skip
+    run = RunLog(tmp_path)
+    run.schedule = Schedule(plan, 1000.0)
+    late = {"intended_unix_s": 1009.5, "start_unix_s": 1011.0, "end_unix_s": 1012.0}
+    closed = {"start_unix_s": 1011.0, "end_unix_s": 1012.0}
+    for row in (late, closed):
+        row["outcome"] = "ok"
+        run.add(row)  # labels the row in place
+    run.close()
+    assert (late["stage"], late["phase"]) == (0, "measure")
+    assert (closed["stage"], closed["phase"]) == (0, "cooldown")
