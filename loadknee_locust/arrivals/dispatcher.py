@@ -13,6 +13,11 @@ When every slot is busy, the arrival waits for one; its row keeps the planned ti
 (``intended_unix_s``), the wait (``send_wait_ms``) and the latency from the planned time
 (``e2e_intended_ms``): the wait is never hidden (no coordinated omission). A baseline stage
 (``--llm-baseline-requests``) stays closed loop: one request after the other.
+
+The planned times are on the master's clock (the announced stage start) and a worker sleeps on
+its own: workers on one host share the clock; a worker on another host whose clock is off by θ
+sends θ off plan, and its rows show it as ``send_wait_ms`` once the master moves their start
+onto its clock (``record/clocksync``).
 """
 
 from __future__ import annotations
