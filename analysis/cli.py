@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, Path]) -> str:
-    record = record_frame(analysis.summary, analysis.knee, analysis.slo)
+    record = record_frame(analysis.summary, analysis.knee, analysis.slo, analysis.rate_stages)
     if fmt == "json":
         return to_json(
             analysis.summary,
@@ -121,6 +121,7 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
             *not_judged_lines(analysis),
             "",
             *([slo_text(analysis.slo), ""] if analysis.slo is not None else []),
+            *([analysis.rate_knee.text, ""] if analysis.rate_knee is not None else []),
             "recommendations:",
             recommendations_text(analysis.recommendations),
             "",

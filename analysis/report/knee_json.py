@@ -70,6 +70,8 @@ def to_json(
     *,
     run_id: str = "",
     slo: SloResult | None = None,
+    rate_stages: pd.DataFrame | None = None,
+    rate_knee: Any = None,
 ) -> str:
     """The knee.json text (indented, strict JSON, a newline at the end)."""
     document = {
@@ -83,6 +85,9 @@ def to_json(
     }
     if slo is not None:
         document["slo"] = jsonable(slo)
+    if rate_knee is not None:  # open-loop rate stages: the rate knee and max requests/s
+        document["rate_knee"] = jsonable(rate_knee)
+        document["rate_stages"] = [] if rate_stages is None else summary_records(rate_stages)
     return json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
 
 

@@ -159,12 +159,25 @@ CACHE_RECORD_COLUMNS: tuple[Column, ...] = (
 )
 
 
+#: Printed only for open-loop rate stages (analysis.stages.rate_stages), first after users.
+RATE_RECORD_COLUMNS: tuple[Column, ...] = (
+    Column("rate_rps", "rate/s", fmt_magnitude, 0),
+    Column("served_rps", "served/s", fmt_magnitude, 0),
+    Column("backlog_last", "backlog", fmt_magnitude, 1),
+    Column("send_wait_p95_ms", "wait95 ms", fmt_magnitude, 2),
+    Column("rate_verdict", "rate verdict", fmt_text, 0, numeric=False),
+)
+
+
 def record_columns(frame: pd.DataFrame) -> tuple[Column, ...]:
     """The printed columns: the record table, plus the SLO columns when the frame has them and
     the prefix-cache hit rate when the server's counters found any hit."""
     cache = "prefix_cache_hit_pct" in frame and bool((frame["prefix_cache_hit_pct"] > 0).any())
+    rates = RATE_RECORD_COLUMNS if "rate_rps" in frame else ()
     return (
-        RECORD_COLUMNS
+        RECORD_COLUMNS[:1]
+        + rates
+        + RECORD_COLUMNS[1:]
         + (CACHE_RECORD_COLUMNS if cache else ())
         + (SLO_RECORD_COLUMNS if "slo_met" in frame else ())
     )
@@ -190,7 +203,10 @@ def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
 
 
 def record_frame(
-    summary: pd.DataFrame, knee: KneeResult | None, slo: SloResult | None = None
+    summary: pd.DataFrame,
+    knee: KneeResult | None,
+    slo: SloResult | None = None,
+    rates: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The summary rows with the verdict, trust flag, bottleneck and reasons of each stage, and
     with ``slo`` given the SLO verdict, % good, goodput and what broke (:data:`SLO_COLUMNS`).
@@ -220,6 +236,8 @@ def record_frame(
         frame["slo_breaks"] = pd.Series(
             [None if s is None else "; ".join(s.breaks) for s in found], dtype=object
         )
+    if rates is not None and len(rates):  # open-loop rate stages: their columns by stage
+        frame = frame.merge(rates, on="stage", how="left")
     return frame
 
 

@@ -59,6 +59,12 @@ def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
             warnings.append(f"no {name} samples: the memory / KV-cache signals could not be used")
     warnings += small_stage_warnings(analysis.summary)
     warnings += all_failed_warnings(analysis.run.requests)
+    if analysis.rate_knee is not None:
+        warnings.append(
+            "open-loop rate stages: each ran one dispatcher per process, so the concurrency "
+            "verdicts and recommendations read 1 user; the rate columns and the rate knee are "
+            "this run's answer"
+        )
     late = _streams_stamped_when_read(analysis.run.run_info)
     if late:
         warnings.append(
@@ -150,8 +156,10 @@ def deploy_text(recs: Recommendations, knee: KneeResult) -> str:
 
 
 def record_markdown(analysis: Analysis) -> str:
-    record = record_frame(analysis.summary, analysis.knee, analysis.slo)
+    record = record_frame(analysis.summary, analysis.knee, analysis.slo, analysis.rate_stages)
     slo = "" if analysis.slo is None else slo_text(analysis.slo).replace("\n", "  \n") + "\n\n"
+    if analysis.rate_knee is not None:
+        slo += analysis.rate_knee.text + "\n\n"
     cache = report_note(analysis.run.server_metrics, analysis.run.run_info)
     slo += f"{cache}\n\n" if cache else ""
     users = dict(zip(analysis.summary["stage"], analysis.summary["target_users"], strict=True))
@@ -180,7 +188,7 @@ def write_report(
     say = progress or (lambda _msg: None)
     out = Path(out_dir) if out_dir is not None else analysis.run.path / "report"
     out.mkdir(parents=True, exist_ok=True)
-    record = record_frame(analysis.summary, analysis.knee, analysis.slo)
+    record = record_frame(analysis.summary, analysis.knee, analysis.slo, analysis.rate_stages)
     texts = {
         "record.csv": format_csv(record),
         "record.md": record_markdown(analysis),
@@ -191,6 +199,8 @@ def write_report(
             analysis.recommendations,
             run_id=analysis.run_id,
             slo=analysis.slo,
+            rate_stages=analysis.rate_stages,
+            rate_knee=analysis.rate_knee,
         ),
         "recommendations.yaml": analysis.recommendations_yaml,
     }

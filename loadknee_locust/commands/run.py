@@ -44,8 +44,9 @@ LOCUST_INFO_RE = re.compile(r"^\[[^\]]+\] [^/\s]+/INFO/")
 LOCUST_LOG_RE = re.compile(r"^\[[^\]]+\] [^/\s]+/[A-Z]+/")
 
 
-def default_locustfile() -> str:
-    return str(resources.files("loadknee_locust") / "locustfiles" / "default.py")
+def default_locustfile(name: str = "default") -> str:
+    """A packaged locustfile: ``default`` (stepped concurrency) or ``openloop`` (rates, replay)."""
+    return str(resources.files("loadknee_locust") / "locustfiles" / f"{name}.py")
 
 
 def free_port() -> int:
@@ -70,6 +71,11 @@ SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
     ("refine_max_stages",),
     ("stop_after_knee",),
     ("slo",),
+    ("rates", "arrival_log"),
+    ("arrivals",),
+    ("burstiness",),
+    ("max_in_flight",),
+    ("time_scale",),
     ("input_tokens",),
     ("output_tokens", "prompt_log"),
     ("shared_prefix_tokens",),
@@ -200,7 +206,9 @@ def _unique_run_id(out: str, run_id: str | None) -> str:
 
 def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
     """The Locust command line for the parsed wrapper options (pure: tested without running)."""
-    cmd = [sys.executable, "-m", "locust", "-f", args.locustfile or default_locustfile()]
+    open_loop = bool(args.rates or args.arrival_log)
+    locustfile = args.locustfile or default_locustfile("openloop" if open_loop else "default")
+    cmd = [sys.executable, "-m", "locust", "-f", locustfile]
     if args.host:
         cmd += ["--host", args.host]
     specs = _specs()

@@ -117,7 +117,7 @@ class SteppedShape(LoadTestShape):
         now = time.time()
         try:
             options = llm_options(env)
-            plan = SchedulePlan.from_options(options)  # checked before any file
+            plan = self.plan_from(options)  # checked before any file
             if plan.adaptive and _is_master(self.runner):  # judge once worker rows are in
                 plan = replace(plan, judge_delay_s=DRAIN_REPORT_WAIT_S)
             run = lk.begin_run(now)
@@ -157,7 +157,7 @@ class SteppedShape(LoadTestShape):
             decide=self._decide if sched.plan.adaptive else None,
         )
         run.add_stages(sched.pop_closed())
-        lk.announce(pos, now)
+        lk.announce(pos, now, **self.announce_facts(sched))
         self._progress(lk, run, sched, now)
         if pos.finished:
             self._close_judge()
@@ -166,6 +166,14 @@ class SteppedShape(LoadTestShape):
         rate = float(max(pos.users, self._last_users, 1))
         self._last_users = pos.users
         return pos.users, rate
+
+    def plan_from(self, options: Any) -> SchedulePlan:
+        """The sweep's plan from the options (the open-loop shape plans its own stages)."""
+        return SchedulePlan.from_options(options)
+
+    def announce_facts(self, sched: Schedule) -> dict[str, Any]:
+        """Facts sent with each stage announcement beside the position."""
+        return {"stage_start_unix_s": sched.stage_start()}
 
     def _decide(self, stage: int) -> LiveVerdict | str | None:
         """The judgement after ``stage``: start the child at the first ask, then poll it."""

@@ -11,10 +11,12 @@ key (Locust's own, a user's custom ones) are ignored.
 * master: rows from every worker's report are labelled and written by this one process.
 
 The stage and phase of a row come from the :class:`~loadknee_locust.sweep.schedule.Schedule` by the
-request's *start* time, so late rows (worker reports lag up to 3 s) land in the right stage. Every
-row is flushed as it is written (one ``write()`` each, a few µs), so a run killed with SIGKILL
-leaves files that parse and loses no finished request; ``CsvSink``'s own 1 s flush would leave up
-to a second of rows in the buffer, and a buffer overflow could write half a row.
+request's *start* time (an open-loop request's *planned* send, ``intended_unix_s``: one that
+waited for a slot past its window's end still belongs to the window), so late rows (worker
+reports lag up to 3 s) land in the right stage. Every row is flushed as it is written (one
+``write()`` each, a few µs), so a run killed with SIGKILL leaves files that parse and loses no
+finished request; ``CsvSink``'s own 1 s flush would leave up to a second of rows in the buffer,
+and a buffer overflow could write half a row.
 :class:`StageStats` keeps per-stage counts and a bounded list of latencies for the shape (request
 counts, red line) and the web UI's live tab; percentiles there use stdlib only.
 """
@@ -153,8 +155,11 @@ class RunLog:
         start, end = _number(row.get("start_unix_s")), _number(row.get("end_unix_s"))
         # a row our own stop cancelled is written and labelled, but counts as no completion
         judged = row.get("outcome") not in NOT_JUDGED_OUTCOMES
+        # open loop: a request belongs where it was planned, however late a full cap sent it
+        planned = _number(row.get("intended_unix_s"))
         if self.schedule is not None and start is not None:
-            row["stage"], row["phase"] = self.schedule.locate(start)
+            at = start if planned is None else planned
+            row["stage"], row["phase"] = self.schedule.locate(at)
             if judged:
                 served = row.get("outcome") == "ok" and row.get("length_ok") != 0
                 tokens = _number(row.get("completion_tokens")) if served else None
