@@ -22,7 +22,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from run_support import (
+
+from loadknee_locust.arrivals.plan import LEAD_S, OpenLoopPlan
+from loadknee_locust.plugin.options import LlmOptions
+from loadknee_locust.sim.launch import SimProcess
+from loadknee_locust.sim.params import SimParams
+from loadknee_locust.sim.saturation import expected_throughput
+from tests.support.paths import REPO
+from tests.support.run_support import (
     assert_matches_sim,
     child_env,
     locust_cmd,
@@ -31,20 +38,12 @@ from run_support import (
     run,
 )
 
-from loadknee_locust.arrivals.plan import LEAD_S, OpenLoopPlan
-from loadknee_locust.plugin.options import LlmOptions
-from loadknee_locust.sim.launch import SimProcess
-from loadknee_locust.sim.params import SimParams
-from loadknee_locust.sim.saturation import expected_throughput
-
 pytestmark = pytest.mark.slow
 
-OPENLOOP = str(
-    Path(__file__).resolve().parents[1] / "loadknee_locust" / "locustfiles" / "openloop.py"
-)
+OPENLOOP = str(REPO / "loadknee_locust" / "locustfiles" / "openloop.py")
 
 
-EXAMPLE = str(Path(__file__).resolve().parents[1] / "locustfiles" / "open_loop.py")
+EXAMPLE = str(REPO / "locustfiles" / "open_loop.py")
 
 
 def _locust(
