@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from knee_frames import seed_002_summary, sweep
 
+from analysis.advice.deploy import binding_stage
 from analysis.advice.recommend import recommend
 from analysis.diagnosis.bottleneck import diagnose
 from analysis.knee.find import KneeParams, find_knee
-from analysis.advice.deploy import binding_stage
 from analysis.stages.baseline import compute_baseline
 
 LEVELS = [4, 8, 16, 24, 32, 48]

@@ -241,7 +241,7 @@ def screen_text(
             for line in wrapped(uncited(w), first="warning: ", width=width)
         ),
         f"report: {paths['report.html']}",
-        "every reason and rule: --explain, or the report",
+        "every reason and the rules behind it: --explain, or the report",
     ]
     return "\n".join(lines)
 
