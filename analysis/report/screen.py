@@ -193,6 +193,8 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
         low, high = fmt_users(knee.capacity_low), fmt_users(knee.capacity_high)
         span = low if low == high else f"{low}–{high}"
         interval.append(f"capacity {fmt_users(knee.capacity)} users, 90 % interval {span}")
+    elif knee.stages:
+        interval.append("no capacity interval (the fit over all stages: --explain)")
     if knee.max_concurrency is not None:
         sure = (
             f" in {fmt_share(knee.confidence_pct)} of resamples"
