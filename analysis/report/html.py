@@ -135,7 +135,7 @@ def _verdict_key(label: Any) -> str:
     return text.replace(" ", "_")
 
 
-def _why_row(row: Mapping[str, Any], verdict: StageVerdict | None, span: int) -> str:
+def _why_row(row: Mapping[Any, Any], verdict: StageVerdict | None, span: int) -> str:
     """The stage's reasons (and what broke its SLO) in a row of their own under its figures,
     folded: a column of sentences squeezed the table and made every row a screen tall."""
     reasons = [] if verdict is None else list(verdict.reasons)

@@ -48,6 +48,9 @@ WIDTH = 100
 #: the first line of the explanation, below the screen
 EXPLAIN_HEADING = "explain: every reason, with the rule of docs/method.md it follows"
 
+#: what an imported run's screen says of the signals its source could not give
+NOT_JUDGED = "not judged (imported results carry no telemetry):"
+
 _CITATION = re.compile(r"\s*\(" + re.escape(CITE_PREFIX) + r"[^)]*\)")
 #: recommendation-key section → the engine's name
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "llamacpp": "llama.cpp"}
@@ -203,15 +206,14 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
         )
         interval.append(f"max_concurrency {knee.max_concurrency}{sure}")
     if slo is not None:
-        interval.append(
-            f"SLO capacity {'none' if slo.capacity is None else slo.capacity}, {slo.binding}-bound"
-        )
+        cap = "none" if slo.capacity is None else counted(slo.capacity, "user")
+        interval.append(f"SLO capacity {cap} ({slo.limits}), {slo.binding}-bound")
     if interval:
         lines += wrapped("; ".join(interval), width=width)
     lines.append(why_line(analysis, width=width))
     lines += fix_lines(analysis, width=width)
     if recs.provisional:
-        lines += wrapped(uncited(recs.provisional), first="PROVISIONAL: ", width=width)
+        lines += wrapped(uncited(recs.provisional), first="cut short: ", width=width)
     return lines
 
 
@@ -236,7 +238,7 @@ def screen_text(
         f"{len(analysis.summary)} stages",
         *rows,
         *wrapped(legend, width=width),
-        *(wrapped(", ".join(missing), first="not judged (imported): ") if missing else []),
+        *(wrapped(", ".join(missing), first=NOT_JUDGED + " ", width=width) if missing else []),
         *(
             line
             for w in collect_warnings(analysis)
@@ -290,7 +292,7 @@ def explain_text(analysis: Analysis, paths: Mapping[str, Path], *, width: int = 
         lines += wrapped(line.strip(), first=indent, rest=indent + "    ", width=width)
     missing = analysis.run.run_info.get("not_judged") or []
     if missing:
-        lines.append("not judged (imported results carry no telemetry):")
+        lines.append(NOT_JUDGED)
         lines += [line for m in missing for line in wrapped(m, first="  - ", rest="    ")]
     report_dir = paths["report.html"].parent
     lines += wrapped(", ".join(listed(dict(paths))), first=f"files in {report_dir}/: ", width=width)
