@@ -16,7 +16,7 @@ The rule citations ("(rule: …)") are left out of the screen and kept in the ex
 long lines are wrapped at :data:`WIDTH`, not cut.
 
 Every figure the screen itself prints is read from the values (the deploy answer, the binding
-stage's signals, the knee's fit) and formatted by :mod:`analysis.report.numbers`.
+stage's signals, the knee's fit) and formatted by :mod:`analysis.numeric`.
 """
 
 from __future__ import annotations
@@ -30,9 +30,16 @@ from analysis.advice.deploy import BOUND_WORDS, binding_stage, context_lines
 from analysis.advice.recommend import ENGINE_SECTIONS, flag_text
 from analysis.cluster.emit import listed
 from analysis.model import KneeResult, Signal, StageVerdict
-from analysis.numeric import counted
+from analysis.numeric import (
+    counted,
+    fmt_count,
+    fmt_magnitude,
+    fmt_ms,
+    fmt_ratio,
+    fmt_share,
+    fmt_users,
+)
 from analysis.pipeline import Analysis
-from analysis.report.numbers import fmt_magnitude, fmt_ms, fmt_ratio, fmt_share, fmt_users
 from analysis.report.table import (
     fit_columns,
     format_markdown,
@@ -234,7 +241,7 @@ def screen_text(
     lines = [
         *answer_lines(analysis, width=width),
         "",
-        f"run {analysis.run_id}: {len(analysis.run.requests):,} requests, "
+        f"run {analysis.run_id}: {fmt_count(len(analysis.run.requests))} requests, "
         f"{len(analysis.summary)} stages",
         *rows,
         *wrapped(legend, width=width),

@@ -25,8 +25,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
-from analysis.numeric import NA, is_missing
-from analysis.report.numbers import fmt_int, fmt_magnitude, fmt_pct
+from analysis.numeric import NA, fmt_int, fmt_magnitude, fmt_pct, is_missing
 from analysis.slo.evaluate import SloResult
 
 #: Columns the record frame adds to the summary columns.
