@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
-from analysis.numeric import NA, is_missing, num
+from analysis.numeric import NA, fmt_int, fmt_magnitude, fmt_pct, is_missing
 from analysis.slo.evaluate import SloResult
 
 #: Columns the record frame adds to the summary columns.
@@ -37,45 +37,6 @@ VERDICT_COLUMNS: tuple[str, ...] = (
     "failures",
     "reasons",
 )
-
-
-def _scaled(value: Any, scale: float = 1.0) -> float | None:
-    try:
-        number = num(value)
-    except (TypeError, ValueError):  # text in a numeric column: shown as —, not a crash
-        return None
-    return None if number is None else number * scale
-
-
-def fmt_magnitude(value: Any, scale: float = 1.0) -> str:
-    """About three significant digits, no exponent: 0.0123, 0.62, 9.05, 12.5, 880, 12345."""
-    number = _scaled(value, scale)
-    if number is None:
-        return NA
-    size = abs(number)
-    if size >= 100 or number == 0:
-        return f"{number:.0f}"
-    if size >= 10:
-        return f"{number:.1f}"
-    if size >= 1:
-        return f"{number:.2f}"
-    if size >= 0.01:
-        return f"{number:.3f}"
-    return f"{number:.2g}"
-
-
-def fmt_pct(value: Any) -> str:
-    """A percentage with at most one decimal, trailing ".0" dropped: 100, 97.3, 0.5."""
-    number = _scaled(value)
-    if number is None:
-        return NA
-    text = f"{number:.1f}"
-    return text[:-2] if text.endswith(".0") else text
-
-
-def fmt_int(value: Any) -> str:
-    number = _scaled(value)
-    return NA if number is None else f"{number:.0f}"
 
 
 def fmt_excluded(value: Any) -> str:

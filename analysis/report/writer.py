@@ -3,8 +3,9 @@
 Files (:data:`REPORT_FILES`): ``record.csv``, ``record.md``, ``knee.json``,
 ``recommendations.yaml``, ``latency.png``, ``throughput.png``, ``timeline.png`` and the
 self-contained ``report.html`` that embeds the three PNGs; then the cluster files chosen with
-``--emit`` (:mod:`analysis.cluster.emit`), linked from the page. Also the plain-text pieces the CLI
-prints (:func:`knee_text`, :func:`recommendations_text`), so they read the same everywhere.
+``--emit`` (:mod:`analysis.cluster.emit`), linked from the page. Also the plain-text pieces that
+``--explain`` (:mod:`analysis.report.screen`) and ``record.md`` print (:func:`slo_text`,
+:func:`recommendations_text`), so they read the same everywhere.
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from analysis.advice.deploy import context_lines
 from analysis.advice.recommend import flag_text
 from analysis.cluster.emit import ClusterParams, html_section, write_cluster_files
 from analysis.diagnosis.failures import all_failed_warnings, small_stage_warnings
-from analysis.model import KneeResult, Recommendations
+from analysis.model import Recommendations
 from analysis.numeric import counted
 from analysis.pipeline import Analysis
 from analysis.report.html import HtmlReport, redact, render_html
@@ -86,25 +86,6 @@ def _streams_stamped_when_read(run_info: dict) -> str | None:
     return f"{late:,} of {sum(counts.values()):,}" if late else None
 
 
-def knee_text(knee: KneeResult) -> str:
-    """The knee sentence and, for every stage that is not comfortable, its verdict and reasons."""
-    lines = [knee.summary]
-    if knee.confidence:
-        lines.append(knee.confidence + ".")
-    for sv in knee.stages:
-        if sv.verdict == "comfortable" and sv.trusted and not sv.noisy:
-            continue
-        trust = "" if sv.trusted else " (untrusted: client-bound)"
-        trust += " (untrusted: noisy)" if sv.noisy else ""
-        users = counted(sv.target_users, "user")
-        lines.append(f"  {users:>10}: {sv.verdict.replace('_', ' ')}{trust}")
-        lines += [f"        - {reason}" for reason in sv.reasons]
-        if sv.bottleneck != "none":
-            why = f": {sv.bottleneck_reason}" if sv.bottleneck_reason else ""
-            lines.append(f"        bottleneck: {sv.bottleneck}{why}")
-    return "\n".join(lines)
-
-
 def slo_text(slo: SloResult) -> str:
     """The SLO answer beside the knee: limits used, capacity, what binds, goodput per stage."""
     lines = [f"SLO: {slo.limits}"]
@@ -133,7 +114,7 @@ def recommendations_text(recs: Recommendations) -> str:
     lines = [
         f"  {item.key} = {value_text(item.value)}   # {item.reason}"
         for item in recs.items
-        if item.key != "deploy_concurrency"  # printed first, on its own (deploy_text)
+        if item.key != "deploy_concurrency"  # printed first, on its own (the DEPLOY line)
     ]
     if recs.provisional:
         lines.insert(0, f"  PROVISIONAL: {recs.provisional}")
@@ -143,16 +124,6 @@ def recommendations_text(recs: Recommendations) -> str:
         lines += [f"    {flag_text(item)}   # {item.reason}" for item in flags]
     lines += [f"  {note}" for note in recs.withheld]
     return "\n".join(lines) if lines else "  (none)"
-
-
-def deploy_text(recs: Recommendations, knee: KneeResult) -> str:
-    """The answer to deploy on the first line, then the other figures with their definitions."""
-    if recs.deploy is None:
-        return ""
-    watermark = recs.get("production_watermark")
-    lines = [f"DEPLOY: {recs.deploy.text}", "  other figures, for context:"]
-    lines += [f"    {line}" for line in context_lines(knee, watermark)]
-    return "\n".join(lines)
 
 
 def record_markdown(analysis: Analysis) -> str:

@@ -145,6 +145,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="show every Locust log line and Locust's own summary tables",
     )
     p.add_argument(
+        "--explain",
+        action="store_true",
+        help="the analysis command printed at the end shows every reason below the answer",
+    )
+    p.add_argument(
         "--no-preflight",
         action="store_true",
         help="skip the checks before the load (endpoint, model, one streamed request, prompt "
@@ -277,15 +282,16 @@ def _validate(args: argparse.Namespace) -> str | None:
     return None
 
 
-def analyze_command(run_dir: str) -> str:
-    """The exact command that analyses ``run_dir``, runnable with or without an activated venv."""
+def analyze_command(run_dir: str, *, explain: bool = False) -> str:
+    """The exact command that analyses ``run_dir``, runnable with or without an activated venv
+    (with ``explain``, asking for every reason below the answer)."""
     exe = shutil.which("loadknee")
     here = Path(sys.executable).parent / "loadknee"
     if exe and Path(exe).resolve() == here.resolve():
         prog = "loadknee"
     else:
         prog = str(here) if here.exists() else f"{sys.executable} -m loadknee_locust"
-    return f"{prog} analyze {shlex.quote(run_dir)}"
+    return f"{prog} analyze {shlex.quote(run_dir)}" + (" --explain" if explain else "")
 
 
 #: first line of Locust's own closing summary (its aggregated tables, bucketed percentiles that
@@ -420,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run directory: {path}", flush=True)
     for path in paths:
         if os.path.isdir(path):
-            print(f"next: {analyze_command(path)}", flush=True)
+            print(f"next: {analyze_command(path, explain=args.explain)}", flush=True)
     if rc in (0, 3):  # 3: the sweep stopped itself on a total failure; name the causes too
         for path in paths:
             failed = all_failed_text(path)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from analysis.advice.deploy import binding_stage
 from analysis.advice.recommend import recommend
 from analysis.diagnosis.bottleneck import diagnose
 from analysis.knee.find import KneeParams, find_knee
-from analysis.report.writer import deploy_text
 from analysis.stages.baseline import compute_baseline
 from tests.support.knee_frames import seed_002_summary, sweep
 
@@ -36,12 +36,11 @@ def test_finding_3_with_an_sla_the_answer_never_breaks_it():
     assert answer is not None and answer.users == 24 and answer.bound == "sla"
     steps = summary[summary["kind"] == "step"]
     assert (steps[steps["target_users"] <= answer.users]["e2e_p95_ms"] <= 1500).all()
-    assert "bound by the latency SLA: at 32 users P95 e2e 1,604 ms" in answer.text
-    text = deploy_text(recs, knee)
-    first, *rest = text.splitlines()
-    assert first.startswith("DEPLOY: configure 24 concurrent requests")
-    assert any(line.strip().startswith("max_concurrency = 32:") for line in rest)
-    assert any("base capacity = 24" in line for line in rest)
+    stage = binding_stage(knee, answer.bound)  # the stage the answer stops before, and why
+    assert stage is not None and stage.target_users == 32
+    sla = next(s for s in stage.signals if s.name == "sla")
+    assert (sla.fired, sla.value, sla.threshold) == (True, 1604, 1500)
+    assert (knee.max_concurrency, knee.base_capacity) == (32, 24)
     assert recs.get("deploy_concurrency") == 24
 
 

@@ -75,3 +75,15 @@ def test_help_lists_the_plugin_options() -> None:
     )  # fmt: skip
     assert imported.returncode == 0, imported.stdout + imported.stderr
     assert imported.stdout.strip() == "[]"  # the wrapper keeps gevent out
+
+
+def test_explain_stays_with_the_wrapper_and_reaches_the_next_command() -> None:
+    """``run --explain``: not a Locust option; the analyze command printed at the end asks for
+    every reason."""
+    cmd = command("--host", "http://h:1", "--explain")
+    assert "--explain" not in cmd
+    args, _ = runcli.build_parser().parse_known_args(["--host", "http://h:1", "--explain"])
+    assert args.explain
+    shown = runcli.analyze_command("runs/x", explain=True).split()
+    assert shown[-3:] == ["analyze", "runs/x", "--explain"]
+    assert runcli.analyze_command("runs/x").split()[-2:] == ["analyze", "runs/x"]
