@@ -1,13 +1,13 @@
 """Prefix caching end to end: the same sweep against the simulator with the cache on and off.
 
 Both runs send 1280-token chat prompts whose first 1024 tokens are one shared system prompt
-(``--llm-shared-prefix-tokens 1024``) to a simulator whose prefill is costly (0.1 ms a token), so
-the 64 cached blocks (1024 tokens) of every hit spare ~102 ms of prefill. Checked against the
-simulator's own truth: each stage's hit rate equals the one its request log gives (cached over
-prompt tokens of the requests that arrived in the window) within 1 point; hits' TTFT is below
-misses' (by the spared prefill at one user); with the cache off the hit rate is 0; the knee is
-where :func:`~loadknee_locust.sim.saturation.predicted_knee_level` puts it with and without the
-cached tokens (8 → 16 users) and throughput at 16 users grows as
+(``--llm-shared-prefix-tokens 1024``) to a simulator with 12 slots whose prefill is costly (0.1
+ms a token), so the 64 cached blocks (1024 tokens) of every hit spare ~102 ms of prefill.
+Checked against the simulator's own truth: each stage's hit rate equals the one its request log
+gives (cached over prompt tokens of the requests that arrived in the window) within 1 point;
+hits' TTFT is below misses' (by the spared prefill at one user); with the cache off the hit rate
+is 0; the knee is where :func:`~loadknee_locust.sim.saturation.predicted_knee_level` puts it
+with and without the cached tokens (8 → 16 users) and throughput at 16 users grows as
 :func:`~loadknee_locust.sim.saturation.expected_throughput` says; ``loadknee compare --kind
 prefix-cache`` states the change with the numbers of both run directories. 8 s stages: with
 shorter ones the cache-off run's 8-user stage is too noisy to call flat.
@@ -35,7 +35,7 @@ from loadknee_locust.sim.saturation import expected_throughput, predicted_knee_l
 pytestmark = pytest.mark.slow
 
 LEVELS = (4, 8, 16)
-SIM = {"max_num_seqs": 32, "prefill_ms_per_token": 0.1}
+SIM = {"max_num_seqs": 12, "prefill_ms_per_token": 0.1}
 PREFIX, INPUT, OUTPUT = 1024, 1280, 16
 
 
@@ -143,9 +143,9 @@ def test_hits_come_back_sooner_than_misses(runs) -> None:
 
 
 def test_the_knee_and_throughput_move_as_the_simulator_predicts(runs) -> None:
-    # sparing 1024 of 1280 prefill tokens lifts the compute limit (c* ~3.9 → ~11.8): the
-    # throughput-flat knee moves from 8 users (cache off) to 16, and throughput at 16 users
-    # grows by the cost model's ratio (~3.2×)
+    # sparing 1024 of 1280 prefill tokens lifts the compute limit (c* ~3.9 → ~11.8, just under
+    # the 12 slots): the throughput-flat knee moves from 8 users (cache off) to 16 (the slots
+    # are full, 4 wait), and throughput at 16 users grows by the cost model's ratio (~3.2×)
     params = preset("fast", **SIM)
     analyses = {name: analyze_run(runs[name][0]) for name in ("on", "off")}
     for name, cached in (("on", PREFIX), ("off", 0)):
@@ -196,3 +196,24 @@ def test_compare_prefix_cache_states_the_change_from_both_runs(runs, tmp_path: P
     sentence = data["sentence"]
     assert f"a hit rate of {on_hit:.0f} %" in sentence and f"TTFT P95 at {level} users" in sentence
     assert sentence in done.stdout
+
+
+def test_knee_json_and_the_html_report_carry_the_hit_rate(runs, tmp_path: Path) -> None:
+    from analysis.report.writer import write_report
+
+    analysis = analyze_run(runs["on"][0])
+    paths = write_report(analysis, tmp_path)
+    section = json.loads(paths["knee.json"].read_text())["prefix_cache"]
+    summary = analysis.summary.set_index("stage")
+    for row in section["stages"]:  # the record table's own counter deltas
+        assert row["prefix_cache_hit_pct"] == pytest.approx(
+            summary.at[row["stage"], "prefix_cache_hit_pct"]
+        )
+    hits = _ttft_by_cache(*runs["on"])
+    for row in section["hit_miss_ttft"]:  # hits' TTFT P50 from the rows the server marked
+        mine = hits[(hits["stage"] == row["stage"]) & (hits["cached_tokens"] > 0)]
+        assert row["hits"] == len(mine) and row["misses"] == 0
+        assert row["hit_ttft_p50_ms"] == pytest.approx(mine["ttft_ms"].median())
+    page = paths["report.html"].read_text()
+    assert "<h3>Prefix cache</h3>" in page and "hit TTFT P50 ms" in page
+    assert '<td class="n">80.0</td>' in page or '<td class="n">80</td>' in page
