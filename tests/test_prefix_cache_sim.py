@@ -23,11 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from prefix_truth import sim_hit_pct
 
-from analysis.inputs.load import read_run
 from analysis.pipeline import analyze_run
 from analysis.report.writer import record_markdown
-from analysis.stages.summary import measured_requests, stage_windows
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import expected_throughput, predicted_knee_level
@@ -68,24 +67,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list
     return {"on": _sweep(out, "cache-on", True), "off": _sweep(out, "cache-off", False)}
 
 
-def _truth(run_dir: Path, log: list[dict]) -> dict[int, float]:
-    """Per stage: the sim's own hit % over the requests of the load that arrived in the window."""
-    run = read_run(run_dir)
-    windows = stage_windows(run, measured_requests(run))
-    frame = pd.DataFrame(log)
-    frame = frame[frame["cached_tokens"].notna() & frame["prompt_tokens"].notna()]
-    out = {}
-    for stage, (start, end) in windows[["window_start", "window_end"]].iterrows():
-        inside = frame[(frame["arrival_unix_s"] >= start) & (frame["arrival_unix_s"] <= end)]
-        out[int(stage)] = inside["cached_tokens"].sum() / inside["prompt_tokens"].sum() * 100.0
-    return out
-
-
 def test_each_stage_hit_rate_is_the_simulators_own(runs) -> None:
     for name in ("on", "off"):
         run_dir, log = runs[name]
         summary = analyze_run(run_dir).summary.set_index("stage")
-        truth = _truth(run_dir, log)
+        truth = sim_hit_pct(run_dir, log)
         assert len(truth) == len(LEVELS) + 1
         for stage, expected in truth.items():
             measured = summary.at[stage, "prefix_cache_hit_pct"]
