@@ -111,6 +111,7 @@ class HtmlReport:
     warnings: tuple[str, ...] = ()
     slo: SloResult | None = None  # SLO verdicts and capacity, when SLOs were given
     cluster_html: str = ""  # links to the cluster files and the energy table (analysis.cluster)
+    workload_html: str = ""  # prefix cache, conversations, classes (analysis.report.workload)
 
 
 def esc(value: Any) -> str:
@@ -378,6 +379,7 @@ def render_html(report: HtmlReport) -> str:
         f"<h2>Warnings</h2>{warnings}" if warnings else "",
         _not_judged(report.run_info),
         _slo_section(report.slo),
+        report.workload_html,
         "<h2>Record table</h2>",
         record_table_html(report.record, report.knee),
         "<h2>Reasons per stage</h2>",

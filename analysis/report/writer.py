@@ -24,6 +24,7 @@ from analysis.report.knee_json import to_json
 from analysis.report.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
 from analysis.report.slo_plot import interactivity_figure
 from analysis.report.table import format_csv, format_markdown, record_frame
+from analysis.report.workload import workload_html, workload_sections
 from analysis.slo.classes import analyze_classes
 from analysis.slo.evaluate import SloResult
 from analysis.stages.conversations import planned_turns, turn_lines
@@ -160,6 +161,7 @@ def write_report(
     out = Path(out_dir) if out_dir is not None else analysis.run.path / "report"
     out.mkdir(parents=True, exist_ok=True)
     record = record_frame(analysis.summary, analysis.knee, analysis.slo, analysis.rate_stages)
+    workload = workload_sections(analysis)
     texts = {
         "record.csv": format_csv(record),
         "record.md": record_markdown(analysis),
@@ -172,6 +174,7 @@ def write_report(
             slo=analysis.slo,
             rate_stages=analysis.rate_stages,
             rate_knee=analysis.rate_knee,
+            workload=workload,
         ),
         "recommendations.yaml": analysis.recommendations_yaml,
     }
@@ -220,6 +223,7 @@ def write_report(
         warnings=collect_warnings(analysis),
         slo=analysis.slo,
         cluster_html=html_section(analysis, cluster_paths),
+        workload_html=workload_html(workload),
     )
     paths["report.html"] = out / "report.html"
     paths["report.html"].write_text(render_html(page), encoding="utf-8")

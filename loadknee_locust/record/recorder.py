@@ -97,6 +97,11 @@ class StageStats:
         self.ttft_ms: deque[float] = deque(maxlen=LATENCY_CAP)
         self.completion_tokens = 0.0
         self.busy_s = 0.0  # summed e2e of the measured ok requests
+        # prefix cache, from the measured ok rows whose server reported cached_tokens
+        self.cache_prompt_tokens = 0.0
+        self.cached_tokens = 0.0
+        self.hit_ttft_ms: deque[float] = deque(maxlen=LATENCY_CAP)  # any cached token
+        self.miss_ttft_ms: deque[float] = deque(maxlen=LATENCY_CAP)
 
     def add(self, row: Mapping[str, Any]) -> None:
         if row.get("outcome") in NOT_JUDGED_OUTCOMES:
@@ -116,6 +121,24 @@ class StageStats:
         if e2e_ms is not None:
             self.completion_tokens += _number(row.get("completion_tokens")) or 0.0
             self.busy_s += e2e_ms / 1000.0
+        self._add_cache(row)
+
+    def _add_cache(self, row: Mapping[str, Any]) -> None:
+        cached, prompt = _number(row.get("cached_tokens")), _number(row.get("prompt_tokens"))
+        if cached is None or prompt is None:
+            return  # the server does not report cached tokens (or the row has no usage)
+        self.cache_prompt_tokens += prompt
+        self.cached_tokens += cached
+        ttft = _number(row.get("ttft_ms"))
+        if ttft is not None:
+            (self.hit_ttft_ms if cached > 0 else self.miss_ttft_ms).append(ttft)
+
+    def cache_hit_pct(self) -> float | None:
+        """Cached over prompt tokens of the measured rows that carry ``cached_tokens`` (the
+        responses' usage: live, client-side; the report's hit rate is the server's counters')."""
+        if self.cache_prompt_tokens <= 0:
+            return None
+        return 100.0 * self.cached_tokens / self.cache_prompt_tokens
 
     def output_tokens_per_s(self, users: int) -> float | None:
         """Live output tokens/s of a closed loop of ``users``: each user streams its requests'

@@ -95,3 +95,31 @@ def test_each_class_capacity_is_the_rule_on_its_own_rows(run_dir: Path) -> None:
     text = record_markdown(analysis)
     assert f"binding class: {result.binding}" in text
     assert capacity["summ"] != capacity["chat"] or result.binding == "chat"
+
+
+def test_knee_json_and_the_html_report_carry_each_class(run_dir: Path, tmp_path: Path) -> None:
+    import json
+
+    from analysis.report.writer import write_report
+
+    measured, capacity = _by_hand(run_dir)
+    paths = write_report(analyze_run(run_dir), tmp_path)
+    section = json.loads(paths["knee.json"].read_text())["classes"]
+    found = {c["name"]: c for c in section["classes"]}
+    assert {n: c["slo_capacity"] for n, c in found.items()} == capacity
+    assert section["binding"] == min(capacity, key=lambda n: (capacity[n] or 0, n != "chat"))
+    stages = pd.read_csv(run_dir / "stages.csv").set_index("stage")
+    for name, (column, limit) in LIMITS.items():
+        for row in found[name]["stages"]:
+            if stages.at[row["stage"], "kind"] != "step":
+                continue
+            mine = measured[(measured["stage"] == row["stage"])
+                            & (measured["traffic_class"] == name)]  # fmt: skip
+            ok = mine[mine["outcome"] == "ok"]
+            assert row["ok"] == len(ok)  # the class's own rows, per stage
+            assert row["share_pct"] == pytest.approx(WEIGHTS[name], abs=3.0)
+            p95 = float(np.quantile(ok[column].dropna().to_numpy(), 0.95))
+            assert row["slo_met"] == (p95 <= limit), (name, row)
+    page = paths["report.html"].read_text()
+    assert "<h3>Traffic classes</h3>" in page
+    assert f"{section['binding']} — binding" in page and "binding class:" in page

@@ -71,6 +71,7 @@ def test_turns_arrive_in_order_and_carry_the_history(run) -> None:
         conv = conv.sort_values("arrival_unix_s")
         assert list(conv["turn"]) == list(range(len(conv))), cid  # in order, none skipped
         assert conv["user_id"].nunique() == 1
+        assert conv["worker"].nunique() == 1  # a conversation stays on its worker
         complete += len(conv) == TURNS
         first = conv.iloc[0]
         assert first["prompt_tokens_sim"] == INPUT  # calibrated: the first turn is the target
@@ -82,6 +83,7 @@ def test_turns_arrive_in_order_and_carry_the_history(run) -> None:
             assert cur.cached_tokens_sim == (prev.prompt_tokens_sim - TEMPLATE) // 16 * 16
             assert cur.cached_tokens == cur.cached_tokens_sim  # the usage said the same
     assert complete >= 3
+    assert answered["worker"].nunique() == 2  # conversations ran on both workers
 
 
 def test_think_time_is_kept_within_5_percent(run) -> None:
@@ -104,3 +106,24 @@ def test_the_report_shows_latency_by_turn(run) -> None:
     assert table["prompt_tokens_mean"].is_monotonic_increasing
     text = record_markdown(analysis)
     assert "| turn | requests | prompt tokens |" in text and "conversations:" in text
+
+
+def test_knee_json_and_the_html_report_show_latency_by_turn(run, tmp_path: Path) -> None:
+    import json
+
+    from analysis.report.writer import write_report
+
+    run_dir, log = run
+    paths = write_report(analyze_run(run_dir), tmp_path)
+    section = json.loads(paths["knee.json"].read_text())["conversations"]
+    assert section["turns"] == TURNS and section["conversations"] >= 3
+    assert section["completed"] + section["cut"] == section["conversations"]
+    served = _joined(run_dir, log)
+    served = served[(served["outcome"] == "ok") & served["phase"].isin(["measure", "baseline"])]
+    for row in section["by_turn"]:  # each turn's figures from its own rows
+        mine = served[served["turn"] == row["turn"]]
+        assert row["requests"] == len(mine)
+        assert row["prompt_tokens_mean"] == pytest.approx(mine["prompt_tokens_sim"].mean())
+        assert row["ttft_p50_ms"] == pytest.approx(mine["ttft_ms"].quantile(0.5))
+    page = paths["report.html"].read_text()
+    assert "<h3>Conversations</h3>" in page and "TTFT P95 ms" in page

@@ -1,13 +1,13 @@
 """Prefix caching end to end: the same sweep against the simulator with the cache on and off.
 
 Both runs send 1280-token chat prompts whose first 1024 tokens are one shared system prompt
-(``--llm-shared-prefix-tokens 1024``) to a simulator whose prefill is costly (0.1 ms a token), so
-the 64 cached blocks (1024 tokens) of every hit spare ~102 ms of prefill. Checked against the
-simulator's own truth: each stage's hit rate equals the one its request log gives (cached over
-prompt tokens of the requests that arrived in the window) within 1 point; hits' TTFT is below
-misses' (by the spared prefill at one user); with the cache off the hit rate is 0; the knee is
-where :func:`~loadknee_locust.sim.saturation.predicted_knee_level` puts it with and without the
-cached tokens (8 → 16 users) and throughput at 16 users grows as
+(``--llm-shared-prefix-tokens 1024``) to a simulator with 12 slots whose prefill is costly (0.1
+ms a token), so the 64 cached blocks (1024 tokens) of every hit spare ~102 ms of prefill.
+Checked against the simulator's own truth: each stage's hit rate equals the one its request log
+gives (cached over prompt tokens of the requests that arrived in the window) within 1 point;
+hits' TTFT is below misses' (by the spared prefill at one user); with the cache off the hit rate
+is 0; the knee is where :func:`~loadknee_locust.sim.saturation.predicted_knee_level` puts it
+with and without the cached tokens (8 → 16 users) and throughput at 16 users grows as
 :func:`~loadknee_locust.sim.saturation.expected_throughput` says; ``loadknee compare --kind
 prefix-cache`` states the change with the numbers of both run directories. 8 s stages: with
 shorter ones the cache-off run's 8-user stage is too noisy to call flat.
@@ -24,18 +24,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.inputs.load import read_run
 from analysis.pipeline import analyze_run
 from analysis.report.writer import record_markdown
-from analysis.stages.summary import measured_requests, stage_windows
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import expected_throughput, predicted_knee_level
+from tests.support.prefix_truth import sim_hit_pct
 
 pytestmark = pytest.mark.slow
 
 LEVELS = (4, 8, 16)
-SIM = {"max_num_seqs": 32, "prefill_ms_per_token": 0.1}
+SIM = {"max_num_seqs": 12, "prefill_ms_per_token": 0.1}
 PREFIX, INPUT, OUTPUT = 1024, 1280, 16
 
 
@@ -68,24 +67,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list
     return {"on": _sweep(out, "cache-on", True), "off": _sweep(out, "cache-off", False)}
 
 
-def _truth(run_dir: Path, log: list[dict]) -> dict[int, float]:
-    """Per stage: the sim's own hit % over the requests of the load that arrived in the window."""
-    run = read_run(run_dir)
-    windows = stage_windows(run, measured_requests(run))
-    frame = pd.DataFrame(log)
-    frame = frame[frame["cached_tokens"].notna() & frame["prompt_tokens"].notna()]
-    out = {}
-    for stage, (start, end) in windows[["window_start", "window_end"]].iterrows():
-        inside = frame[(frame["arrival_unix_s"] >= start) & (frame["arrival_unix_s"] <= end)]
-        out[int(stage)] = inside["cached_tokens"].sum() / inside["prompt_tokens"].sum() * 100.0
-    return out
-
-
 def test_each_stage_hit_rate_is_the_simulators_own(runs) -> None:
     for name in ("on", "off"):
         run_dir, log = runs[name]
         summary = analyze_run(run_dir).summary.set_index("stage")
-        truth = _truth(run_dir, log)
+        truth = sim_hit_pct(run_dir, log)
         assert len(truth) == len(LEVELS) + 1
         for stage, expected in truth.items():
             measured = summary.at[stage, "prefix_cache_hit_pct"]
@@ -143,9 +129,9 @@ def test_hits_come_back_sooner_than_misses(runs) -> None:
 
 
 def test_the_knee_and_throughput_move_as_the_simulator_predicts(runs) -> None:
-    # sparing 1024 of 1280 prefill tokens lifts the compute limit (c* ~3.9 → ~11.8): the
-    # throughput-flat knee moves from 8 users (cache off) to 16, and throughput at 16 users
-    # grows by the cost model's ratio (~3.2×)
+    # sparing 1024 of 1280 prefill tokens lifts the compute limit (c* ~3.9 → ~11.8, just under
+    # the 12 slots): the throughput-flat knee moves from 8 users (cache off) to 16 (the slots
+    # are full, 4 wait), and throughput at 16 users grows by the cost model's ratio (~3.2×)
     params = preset("fast", **SIM)
     analyses = {name: analyze_run(runs[name][0]) for name in ("on", "off")}
     for name, cached in (("on", PREFIX), ("off", 0)):
@@ -196,3 +182,24 @@ def test_compare_prefix_cache_states_the_change_from_both_runs(runs, tmp_path: P
     sentence = data["sentence"]
     assert f"a hit rate of {on_hit:.0f} %" in sentence and f"TTFT P95 at {level} users" in sentence
     assert sentence in done.stdout
+
+
+def test_knee_json_and_the_html_report_carry_the_hit_rate(runs, tmp_path: Path) -> None:
+    from analysis.report.writer import write_report
+
+    analysis = analyze_run(runs["on"][0])
+    paths = write_report(analysis, tmp_path)
+    section = json.loads(paths["knee.json"].read_text())["prefix_cache"]
+    summary = analysis.summary.set_index("stage")
+    for row in section["stages"]:  # the record table's own counter deltas
+        assert row["prefix_cache_hit_pct"] == pytest.approx(
+            summary.at[row["stage"], "prefix_cache_hit_pct"]
+        )
+    hits = _ttft_by_cache(*runs["on"])
+    for row in section["hit_miss_ttft"]:  # hits' TTFT P50 from the rows the server marked
+        mine = hits[(hits["stage"] == row["stage"]) & (hits["cached_tokens"] > 0)]
+        assert row["hits"] == len(mine) and row["misses"] == 0
+        assert row["hit_ttft_p50_ms"] == pytest.approx(mine["ttft_ms"].median())
+    page = paths["report.html"].read_text()
+    assert "<h3>Prefix cache</h3>" in page and "hit TTFT P50 ms" in page
+    assert '<td class="n">80.0</td>' in page or '<td class="n">80</td>' in page

@@ -100,3 +100,42 @@ def test_metrics_export_the_counters_under_vllm_names(on: bool) -> None:
     assert 'vllm:prefix_cache_queries_total{model_name="sim-llm"} 100.0' in text
     assert 'vllm:prefix_cache_hits_total{model_name="sim-llm"} ' + ("64.0" if on else "0.0") in text
     assert f'enable_prefix_caching="{on}"' in text
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_shared_prefix_blocks_count_once_in_the_kv_budget(on: bool) -> None:
+    # 96 shared tokens (6 blocks) + 32 own per prompt, 16 out; a 1024-token budget with
+    # reservation: 1024 // 144 = 7 fit without sharing, (1024 - 96) // (144 - 96) = 19 with it
+    params = SimParams(
+        enable_prefix_caching=on, block_size=16, kv_cache_tokens=1024, max_model_len=512,
+        kv_reserve_max_tokens=True, max_num_seqs=64,
+    )  # fmt: skip
+    from loadknee_locust.sim.saturation import kv_limit
+
+    shared = [f"s{i}" for i in range(96)]
+    scheduler = Scheduler(params)
+    warm = _seq(0, [*shared, *(f"w{j}" for j in range(32))], params)
+    warm.stop_at, warm.reserve = 16, 144
+    _run(scheduler, [warm])  # the system prompt is now cached
+    seqs = []
+    for i in range(1, 31):
+        seq = _seq(i, [*shared, *(f"u{i}-{j}" for j in range(32))], params)
+        seq.stop_at, seq.reserve = 16, 128 + 16
+        seqs.append(seq)
+    scheduler.add(seqs)
+    peak_running, peak_kv = 0, 0
+    while scheduler.has_work:
+        result = scheduler.step()
+        assert result is not None
+        peak_running = max(peak_running, len(scheduler.running))
+        peak_kv = max(peak_kv, result.peak_kv_tokens)
+        assert scheduler.reserved <= params.kv_cache_tokens
+        assert scheduler.kv_used == sum(
+            s.kv_tokens - 16 * len(s.held_blocks) for s in scheduler.running
+        ) + 16 * len(scheduler.shared_refs)
+    expected = kv_limit(params, 128, 16, cached_tokens=96 if on else 0)
+    assert expected == (19 if on else 7)
+    assert peak_running == expected
+    assert scheduler.kv_used == 0 and not scheduler.shared_refs  # every block given back
+    if on:  # 19 sequences in flight hold the 96 shared tokens once: below 19 × 128
+        assert peak_kv < 19 * 128
