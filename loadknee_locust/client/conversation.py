@@ -35,6 +35,17 @@ from loadknee_locust.prompts.replay import LogReplaySource
 __all__ = ["ConversationUser"]
 
 
+def think_after(row: dict[str, Any], seconds: float) -> None:
+    """Pause until ``seconds`` after the answer in ``row`` ended, as a person reads and types.
+
+    Counted from the answer's last byte (``end_unix_s``), not from when this greenlet got back
+    to it: recording the row and building the next prompt come out of the think time instead of
+    adding to it, so the gap between an answer and the next turn is the think time asked for."""
+    ended = row.get("end_unix_s")
+    elapsed = time.time() - float(ended) if isinstance(ended, (int, float)) else 0.0
+    gevent.sleep(max(0.0, seconds - max(0.0, elapsed)))
+
+
 class ConversationUser(LLMUser):
     """One conversation per iteration (abstract: subclass it, or use the default locustfile)."""
 
@@ -83,10 +94,11 @@ class ConversationUser(LLMUser):
         )  # fmt: skip
         self._conversation = conversation
         try:
+            row: dict[str, Any] = {}
             for turn in range(self.conversation_turns):
+                self._turn_prompt = conversation.next_prompt()  # built before the pause
                 if turn:
-                    gevent.sleep(self.think.draw(self._rng))
-                self._turn_prompt = conversation.next_prompt()
+                    think_after(row, self.think.draw(self._rng))
                 row = self.send_request()
                 if row.get("outcome") not in NOT_ERROR_OUTCOMES:
                     break  # an unanswered turn ends the conversation
