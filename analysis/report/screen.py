@@ -49,6 +49,7 @@ from analysis.report.table import (
 )
 from analysis.report.writer import collect_warnings, recommendations_text, slo_text
 from analysis.rules import CITE_PREFIX
+from analysis.stages.rate_stages import RateKnee
 
 #: the widest line the screen prints
 WIDTH = 100
@@ -176,9 +177,31 @@ def fix_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
     return ["fix: no server flag to change from this run"]
 
 
+def rate_answer_lines(rate_knee: RateKnee, *, width: int = WIDTH) -> list[str]:
+    """An open-loop run's answer: the highest rate that held (and within the SLOs), the rate
+    knee and why. Its stages each ran one dispatcher per process, so the concurrency verdicts
+    ("1 user") are no answer: they stay in ``--explain`` and the report."""
+    best = rate_knee.slo_max_rate_rps
+    if best is None:
+        best = rate_knee.max_rate_rps
+    within = " within the SLOs" if rate_knee.slo_max_rate_rps is not None else ""
+    head = (
+        "DEPLOY: no rate held: lower the first --rates stage"
+        if best is None
+        else f"DEPLOY: at most {fmt_magnitude(best)} requests/s{within}, bound by the rate knee"
+    )
+    return [
+        head,
+        *wrapped(rate_knee.text, first="why: ", width=width),
+        "fix: open-loop stages judge the rate; the concurrency verdicts are in --explain",
+    ]
+
+
 def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
     """DEPLOY, its interval, the why and the fix (and the SLO answer, a cut run's warning)."""
     knee, recs, slo = analysis.knee, analysis.recommendations, analysis.slo
+    if analysis.rate_knee is not None:
+        return rate_answer_lines(analysis.rate_knee, width=width)
     deploy = recs.deploy
     lines: list[str] = []
     if deploy is None:
@@ -240,7 +263,6 @@ def screen_text(
     missing = analysis.run.run_info.get("not_judged") or []
     lines = [
         *answer_lines(analysis, width=width),
-        *(wrapped(analysis.rate_knee.text, width=width) if analysis.rate_knee is not None else []),
         "",
         f"run {analysis.run_id}: {fmt_count(len(analysis.run.requests))} requests, "
         f"{len(analysis.summary)} stages",
