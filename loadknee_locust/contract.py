@@ -86,6 +86,12 @@ STAGE_KINDS: Final[tuple[str, ...]] = (
     "step",  # a level of the planned (coarse) grid
     "refine",  # a level added between the last good level and the knee, to pin max_concurrency
 )
+#: The red line's error share, one setting for the sweep and the analysis: a stage whose failed
+#: requests are more than this % of its measured ones is the red line. The sweep stops there
+#: (``--llm-red-line-error-pct``) and the analysis names it so (``--red-line-error-pct``); 0 makes
+#: any error the red line, 100 none (no share is above 100 %). run.json records the value used.
+RED_LINE_ERROR_PCT: Final[float] = 5.0
+
 #: Stage kinds that are a concurrency level of the sweep (what the knee is looked for in).
 LEVEL_KINDS: Final[tuple[str, ...]] = ("step", "refine")
 

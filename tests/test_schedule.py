@@ -274,6 +274,7 @@ def test_red_line_from_options() -> None:
     assert RedLine.from_options(LlmOptions()) == RedLine()
     red = RedLine.from_options(LlmOptions(red_line_error_pct=5.0, red_line_p95_ms=800.0))
     assert (red.error_pct, red.p95_ms, red.enabled) == (5.0, 800.0, True)
+    assert not RedLine(error_pct=100.0).enabled
 
 
 def test_rows_are_labelled_by_planned_boundaries_before_a_tick_sees_them() -> None:

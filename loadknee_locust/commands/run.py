@@ -69,6 +69,7 @@ SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
     ("time_limit",),
     ("refine_max_stages",),
     ("stop_after_knee",),
+    ("red_line_error_pct",),
     ("slo",),
     ("input_tokens",),
     ("output_tokens", "prompt_log"),
@@ -80,6 +81,8 @@ SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
     ("out",),
     ("run_id",),
 )
+#: short options that may be given more than once; their values go to Locust comma separated
+REPEATABLE = frozenset({"slo"})
 
 
 def _help_with_default(spec: OptionSpec) -> str:
@@ -116,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
                 type=None if spec.kind is str else spec.kind,
                 choices=spec.choices,
                 default=None,  # not given: the plugin's own default applies
+                action="append" if name in REPEATABLE else "store",
                 help=_help_with_default(spec).replace("%", "%%"),
             )
     p.add_argument(
@@ -207,6 +211,8 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
     for names in SHORT_OPTIONS:
         for name in names:
             value = getattr(args, name)
+            if isinstance(value, list):  # a repeatable option: one comma list
+                value = ",".join(value)
             if value is not None:
                 text = f"{value:g}" if isinstance(value, float) else str(value)
                 cmd += [specs[name].flag, text]

@@ -68,7 +68,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from loadknee_locust.contract import Phase, StageKind, StopReason
+from loadknee_locust.contract import RED_LINE_ERROR_PCT, Phase, StageKind, StopReason
 from loadknee_locust.sweep.confidence import throughput_interval
 from loadknee_locust.sweep.refine import LiveVerdict, next_step
 
@@ -674,9 +674,11 @@ class SweepSaving:
 
 @dataclass(frozen=True)
 class RedLine:
-    """Early-stop thresholds over one stage's measured rows (0 = off)."""
+    """Early-stop thresholds over one stage's measured rows: an error share above ``error_pct``
+    (:data:`~loadknee_locust.contract.RED_LINE_ERROR_PCT`'s meaning; 100 = off) or a P95 e2e
+    latency above ``p95_ms`` (0 = off)."""
 
-    error_pct: float = 0.0
+    error_pct: float = RED_LINE_ERROR_PCT
     p95_ms: float = 0.0
 
     @classmethod
@@ -685,12 +687,12 @@ class RedLine:
 
     @property
     def enabled(self) -> bool:
-        return self.error_pct > 0 or self.p95_ms > 0
+        return self.error_pct < 100 or self.p95_ms > 0
 
     def crossed(self, *, requests: int, errors: int, p95_ms: float | None) -> bool:
-        """True when the error rate or the P95 e2e latency passed its threshold."""
+        """True when the error share or the P95 e2e latency passed its threshold."""
         if requests <= 0:
             return False
-        if self.error_pct > 0 and 100.0 * errors / requests > self.error_pct:
+        if self.error_pct < 100 and 100.0 * errors / requests > self.error_pct:
             return True
         return self.p95_ms > 0 and p95_ms is not None and p95_ms > self.p95_ms
