@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from knee_rundir import request_row, stage_row, write_run
+from knee_rundir import saturating_run as knee_saturating_run
 
 from analysis.knee import live, live_judge
 from analysis.pipeline import analyze_run
@@ -28,20 +28,7 @@ CLIENT = PROGRAMS / "live_judge_client.py"  # asks one judge child from greenlet
 
 
 def saturating_run(run_dir: Path, levels: tuple[int, ...] = (1, 2, 4, 8, 16)) -> Path:
-    """Closed-loop users, no think time; e2e 400 ms up to CAPACITY users, then it grows."""
-    stages, rows, t, n = [], [], 1_000.0, 0
-    all_levels = [("baseline", 1), *(("step", u) for u in levels)]
-    for stage, (kind, users) in enumerate(all_levels):
-        stages.append(stage_row(stage, users, t, kind=kind, warmup_s=1.0, measure_s=20.0))
-        e2e = 400.0 * max(1.0, users / CAPACITY)
-        for u in range(users):
-            s = t + 0.01 * u
-            while s < t + 21.0:
-                phase = "warmup" if s < t + 1.0 else "baseline" if kind == "baseline" else "measure"
-                rows.append(request_row(n, stage, s, e2e, phase=phase, ttft_ms=20.0))
-                n, s = n + 1, s + e2e / 1000.0
-        t += 23.0
-    return write_run(run_dir, stages=stages, requests=rows)
+    return knee_saturating_run(run_dir, capacity=CAPACITY, levels=levels)
 
 
 def test_the_judge_answers_as_analysis_live_does(tmp_path: Path) -> None:

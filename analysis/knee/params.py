@@ -156,14 +156,29 @@ def run_knee_params(run_info: Mapping[str, Any]) -> KneeParams:
     parameters = run_info.get("parameters")
     if not isinstance(parameters, Mapping):
         return KneeParams()
-    names = {f.name for f in fields(KneeParams)}
-    values = {n: parameters[PREFIX + n] for n in names if PREFIX + n in parameters}
-    if values and isinstance(parameters.get(RUN_RED_LINE_PARAMETER), int | float):
+    defaults = KneeParams()
+    values = {
+        f.name: parameters[PREFIX + f.name]
+        for f in fields(KneeParams)
+        if PREFIX + f.name in parameters
+        and _fits(parameters[PREFIX + f.name], getattr(defaults, f.name))
+    }
+    red = parameters.get(RUN_RED_LINE_PARAMETER)
+    if values and red is not None and _fits(red, defaults.red_line_error_pct):
         values["red_line_error_pct"] = float(parameters[RUN_RED_LINE_PARAMETER])
-    try:
-        return replace(KneeParams(), **values)
-    except (TypeError, ValueError):
-        return KneeParams()
+    return replace(defaults, **values)
+
+
+def _fits(value: Any, default: Any) -> bool:
+    """Whether a recorded value can stand for a field with this default (a hand-edited run.json
+    may hold anything: a value of another type keeps the default)."""
+    if value is None:
+        return default is None
+    if isinstance(value, bool) or isinstance(default, bool):
+        return isinstance(value, bool) and isinstance(default, bool)
+    if default is None or isinstance(default, int | float):
+        return isinstance(value, int | float)
+    return isinstance(value, type(default))
 
 
 def override_note(recorded: KneeParams, used: KneeParams) -> str | None:
