@@ -11,6 +11,7 @@ import pandas as pd
 
 from analysis import rules
 from analysis.numeric import counted, num
+from analysis.stages.summary import level_rows
 from loadknee_locust.contract import NOT_JUDGED_OUTCOMES
 
 #: below these, a stage's percentiles rest on too few samples (docs/method.md: Small stage)
@@ -21,9 +22,9 @@ TOP_CAUSES = 3
 
 
 def small_stage_warnings(summary: pd.DataFrame) -> list[str]:
-    """One line per step stage with too few measured requests or seconds."""
+    """One line per level stage with too few measured requests or seconds."""
     out = []
-    steps = summary[summary["kind"] == "step"] if "kind" in summary else summary
+    steps = level_rows(summary)
     for row in steps.to_dict(orient="records"):
         n, secs = num(row.get("requests")), num(row.get("window_s"))
         few = n is not None and n < MIN_STAGE_REQUESTS
