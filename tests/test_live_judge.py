@@ -92,6 +92,7 @@ def test_the_locust_side_client_asks_one_child_from_greenlets(tmp_path: Path) ->
     got = json.loads(out.strip().splitlines()[-1])
     assert got["first"] == CAPACITY and got["second"] == 8
     assert got["same_child"] and got["missing"] is None and got["closed"]
+    assert got["web_ui"] == CAPACITY  # the web UI asks through the same LiveJudge
     assert got["ticks"] > 0  # the asking greenlet waited on a pipe, not the hub
 
 
