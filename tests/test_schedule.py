@@ -217,7 +217,10 @@ def test_red_line_ends_the_sweep_after_the_stage() -> None:
 @pytest.mark.parametrize(
     ("line", "requests", "errors", "p95", "crossed"),
     [
-        (RedLine(), 10, 10, 1e9, False),
+        (RedLine(error_pct=100.0), 10, 10, 1e9, False),  # 100: no share is above it
+        (RedLine(), 10, 10, None, True),  # the shared default: the analysis's red line
+        (RedLine(error_pct=0.0), 100, 1, None, True),  # 0: any error
+        (RedLine(error_pct=0.0), 100, 0, None, False),
         (RedLine(error_pct=5.0), 100, 5, None, False),
         (RedLine(error_pct=5.0), 100, 6, None, True),
         (RedLine(p95_ms=1000.0), 10, 0, 1000.0, False),

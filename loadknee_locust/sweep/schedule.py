@@ -187,7 +187,8 @@ class SchedulePlan:
         if timed and self.stage_seconds <= self.warmup_seconds:
             raise ValueError(
                 f"--llm-stage-seconds ({self.stage_seconds:g}) must exceed --llm-warmup-seconds "
-                f"({self.warmup_seconds:g}): the stage would have no measured window"
+                f"({self.warmup_seconds:g}): the stage would have no measured window; shorten "
+                "the warm-up or lengthen the stage"
             )
 
     @classmethod
