@@ -4,7 +4,7 @@ This is the only thing the Locust side (``loadknee_locust``) and the offline sid
 share. It is pure stdlib on purpose: ``analysis`` imports it without importing locust or gevent,
 and the plugin imports it without importing pandas.
 
-Conventions (see DESIGN.md, "The run directory"):
+Conventions:
 
 * one observation per row; the unit is in the column name (``_ms``, ``_s``, ``_unix_s``, ``_pct``,
   ``_mib``);

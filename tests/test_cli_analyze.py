@@ -116,7 +116,8 @@ def test_analysis_never_imports_locust_or_gevent() -> None:
 
 
 def _nvidia_smi_lines(root: Path) -> str:
-    """seed 000's capture (no header, no units) covering the run, timestamps in UTC."""
+    """A capture as the single-machine source prints it (no header, no units) covering the
+    run, timestamps in UTC."""
     import datetime as dt
 
     import pandas as pd

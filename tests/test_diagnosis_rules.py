@@ -102,7 +102,7 @@ CASES = [
       "base": {"itl_p50_ms": 10}, "fired": ("tail_departure",)}),
     # the server's counters say its slots are full and 1.6 wait, while the client-side tail and
     # throughput stayed inside a noisy run's bands: queueing, not the baseline's interference
-    # (a llama-server slot-knee run in CI with a CPU hog named this knee "interference")
+    # (a llama-server slot knee beside a CPU hog must not read as "interference")
     ("server_queue", ("interference",), "held 1.6 requests",
      {"row": {"waiting_mean": 1.6, "waiting_max": 2}, "fired": ("server_saturated",),
       "interference": True}),

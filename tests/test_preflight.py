@@ -21,7 +21,7 @@ def _run(capsys, out: Path, *args: str) -> tuple[int, str]:
     return rc, capsys.readouterr().err
 
 
-def test_finding_4_dead_host_fails_fast_without_a_run_dir(tmp_path, capsys):
+def test_dead_host_fails_fast_without_a_run_dir(tmp_path, capsys):
     """Nothing listening: this exited 0 after 117 refused requests and left a run directory."""
     out = tmp_path / "runs"
     rc, err = _run(capsys, out, "--host", f"http://127.0.0.1:{free_port()}")
@@ -100,7 +100,7 @@ def test_a_run_whose_every_request_failed_is_named_with_its_causes(tmp_path):
     )
 
 
-def test_finding_8_errors_name_the_flags_typed_and_help_shows_defaults(tmp_path, capsys):
+def test_errors_name_the_flags_typed_and_help_shows_defaults(tmp_path, capsys):
     """--stage-seconds 4 alone failed naming --llm-warmup-seconds (30), a flag never typed, and
     then printed a run directory that was never created."""
     out = tmp_path / "runs"

@@ -1,6 +1,6 @@
 """Compare two or more analysed runs: a side-by-side table per concurrency and what it means.
 
-The comparisons of DESIGN.md ("Comparisons"), each read the way the seeds read them:
+The comparisons, each read the way the method reads it (docs/method.md):
 
 ``benchmark-vs-replay``
     calibrate the engine with the fixed-length benchmark, then replay the production

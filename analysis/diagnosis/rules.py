@@ -1,8 +1,7 @@
 """The bottleneck rules one by one: each reads a stage's facts and returns its reason or None.
 
 :mod:`analysis.diagnosis.bottleneck` holds the ordered table of these functions and the docstring
-that
-names each rule's source in the seeds; here each rule is a few lines on :class:`StageFacts`, the
+that names each rule's reading; here each rule is a few lines on :class:`StageFacts`, the
 numbers of one stage read once. A rule checks only its own condition: which rule wins when two
 match is the table's order, not a guard inside the function.
 """

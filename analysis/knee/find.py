@@ -292,9 +292,9 @@ def _tail_yardstick(
     tail: then that level's. Interference (another process, a cold cache, a busy client) only
     ever adds latency, so the lower of two one-at-a-time tails is the nearer to the server's own;
     a stage's interval already covers its own noise, but not a yardstick inflated by one slow
-    request. Seen in CI: a 10-request baseline on two busy cores had P95 9.9 s at a median of
-    2.75 s, while the 1-user level's 32 requests had P95 4.4 s; against 9.9 s a 16-user stage
-    of an 8-slot server, half its requests queued, read as "tail not departed".
+    request: a 10-request baseline on a busy machine can show a P95 of 9.9 s at a median of
+    2.75 s while the 1-user level's 32 requests show 4.4 s, and against 9.9 s a 16-user stage of
+    an 8-slot server, half its requests queued, would read as "tail not departed".
     """
     if baseline.source != "baseline" or base_tail is None:
         return base_tail, "the baseline's"

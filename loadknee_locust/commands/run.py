@@ -86,8 +86,8 @@ REPEATABLE = frozenset({"slo"})
 
 
 def _help_with_default(spec: OptionSpec) -> str:
-    """The option's help with its default always shown (finding: stage, warm-up, cooldown and
-    baseline showed none), and the ``--llm-*`` name it stands for."""
+    """The option's help with its default always shown (a help text without ``%(default)s``
+    gets one), and the ``--llm-*`` name it stands for."""
     text = spec.help_text()
     shown = "%(default)" in spec.help or "(default" in text
     if not shown and spec.default not in ("", None) and not isinstance(spec.default, bool):

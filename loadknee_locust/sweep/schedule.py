@@ -5,7 +5,7 @@ so every rule is tested table-driven without sleeping.
 :class:`~loadknee_locust.plugin.shape.SteppedShape` drives it from ``tick()``, and the recorder
 asks it for the stage and phase of each row.
 
-The plan (see DESIGN.md, "The sweep"):
+The plan:
 
 1. an optional **baseline** stage (``baseline_requests`` > 0): 1 user, strictly sequential; the
    first completed request is the warm-up (phase ``warmup``), the next ``baseline_requests`` are
