@@ -32,7 +32,7 @@ from __future__ import annotations
 import argparse
 import math
 import textwrap
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -40,6 +40,7 @@ import pandas as pd
 from analysis import rules
 from analysis.advice.deploy import base_capacity_terms, deploy_answer, memory_pressure_pct
 from analysis.advice.engine import CAP_FLAGS, CAP_KEYS, RUN_INFO_KEY
+from analysis.flags import add_flags, flag, given_values
 from analysis.knee.find import LOG_SOURCE_KINDS
 from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
 from analysis.numeric import num
@@ -54,14 +55,36 @@ VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 class RecommendParams:
     """Margins and targets of :func:`recommend` (see the module docstring)."""
 
-    watermark_low: float = 0.7
-    watermark_high: float = 0.8
-    queue_timeout_margin: float = 3.0
-    request_timeout_margin: float = 1.5
+    watermark_low: float = flag(
+        0.7, "production watermark, low end (default %(default)s)", spelling="--watermark-low"
+    )
+    watermark_high: float = flag(
+        0.8, "production watermark, high end (default %(default)s)", spelling="--watermark-high"
+    )
+    queue_timeout_margin: float = flag(
+        3.0,
+        "queue_timeout_ms = baseline P95 × this (default %(default)s)",
+        spelling="--queue-timeout-margin",
+    )
+    request_timeout_margin: float = flag(
+        1.5,
+        "margin on the longest output's time (default %(default)s)",
+        spelling="--request-timeout-margin",
+    )
     round_ms: int = 1000
-    target_concurrency: int | None = None
-    replica_efficiency: float | None = None  # throughput(N) / (N × one replica), measured
-    gpu_memory_utilization: float | None = None  # the server's current value, when known
+    target_concurrency: int | None = flag(
+        None, "concurrency to serve: recommend a replica count", spelling="--target-concurrency"
+    )
+    #: throughput(N) / (N × one replica), measured
+    replica_efficiency: float | None = flag(
+        None,
+        "measured throughput of N replicas / (N × one), e.g. 0.65",
+        spelling="--replica-efficiency",
+    )
+    #: the server's current value, when known
+    gpu_memory_utilization: float | None = flag(
+        None, "the server's current --gpu-memory-utilization", spelling="--gpu-memory-utilization"
+    )
     gpu_memory_utilization_step: float = 0.05
     min_log_records: int = 1000  # a smaller replayed log cannot speak for production's longest
     max_model_len_headroom: float = 1.25
@@ -69,63 +92,11 @@ class RecommendParams:
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
         """Add the recommendation options (defaults from this class) to an argparse parser."""
-        d = RecommendParams()
-        g = parser.add_argument_group("recommendations")
-        g.add_argument(
-            "--watermark-low",
-            dest="rec_watermark_low",
-            type=float,
-            default=d.watermark_low,
-            help="production watermark, low end (default %(default)s)",
-        )
-        g.add_argument(
-            "--watermark-high",
-            dest="rec_watermark_high",
-            type=float,
-            default=d.watermark_high,
-            help="production watermark, high end (default %(default)s)",
-        )
-        g.add_argument(
-            "--queue-timeout-margin",
-            dest="rec_queue_timeout_margin",
-            type=float,
-            default=d.queue_timeout_margin,
-            help="queue_timeout_ms = baseline P95 × this (default %(default)s)",
-        )
-        g.add_argument(
-            "--request-timeout-margin",
-            dest="rec_request_timeout_margin",
-            type=float,
-            default=d.request_timeout_margin,
-            help="margin on the longest output's time (default %(default)s)",
-        )
-        g.add_argument(
-            "--target-concurrency",
-            dest="rec_target_concurrency",
-            type=int,
-            default=None,
-            help="concurrency to serve: recommend a replica count",
-        )
-        g.add_argument(
-            "--replica-efficiency",
-            dest="rec_replica_efficiency",
-            type=float,
-            default=None,
-            help="measured throughput of N replicas / (N × one), e.g. 0.65",
-        )
-        g.add_argument(
-            "--gpu-memory-utilization",
-            dest="rec_gpu_memory_utilization",
-            type=float,
-            default=None,
-            help="the server's current --gpu-memory-utilization",
-        )
+        add_flags(parser, RecommendParams, prefix="rec_", title="recommendations")
 
     @classmethod
     def from_cli_args(cls, ns: argparse.Namespace) -> RecommendParams:
-        values = {f.name: getattr(ns, "rec_" + f.name) for f in fields(cls)
-                  if hasattr(ns, "rec_" + f.name)}  # fmt: skip
-        return cls(**values)
+        return cls(**given_values(ns, cls, prefix="rec_"))
 
 
 def _section(info: dict[str, Any], key: str) -> dict[str, Any]:
