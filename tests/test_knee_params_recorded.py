@@ -68,6 +68,20 @@ def test_run_knee_params(parameters: dict[str, object], expected: KneeParams) ->
     assert run_knee_params({"parameters": parameters}) == expected
 
 
+@pytest.mark.parametrize(
+    "params",
+    [KneeParams(), KneeParams(tail_ratio=3.0, noise_aware=False, sla_ms=2500.0,
+                              tail_percentile="p99", red_line_error_pct=0.0)],
+)  # fmt: skip
+def test_as_flags_gives_the_same_thresholds_back(params: KneeParams) -> None:
+    """What verify passes to its re-run, read back as analyze (and run's Locust) read it."""
+    from analysis.cli import build_parser
+    from analysis.knee.params import as_flags
+
+    ns = build_parser().parse_args(["run", *as_flags(params)])
+    assert KneeParams.from_cli_args(ns) == params
+
+
 def test_no_note_when_nothing_differs() -> None:
     assert override_note(KneeParams(), KneeParams()) is None
 

@@ -181,6 +181,19 @@ def _fits(value: Any, default: Any) -> bool:
     return isinstance(value, type(default))
 
 
+def as_flags(params: KneeParams) -> list[str]:
+    """The flags that give ``params`` on a command line (only those off their default), for a
+    re-run to be judged as the original was."""
+    defaults = KneeParams()
+    argv: list[str] = []
+    for spec in flag_specs(KneeParams, prefix=PREFIX):
+        value = getattr(params, spec.name)
+        if value == getattr(defaults, spec.name):
+            continue
+        argv += [spec.spelling] if spec.action else [spec.spelling, f"{value}"]
+    return argv
+
+
 def override_note(recorded: KneeParams, used: KneeParams) -> str | None:
     """The thresholds given on the command line that differ from the run's, in flag words."""
     spelled = {s.name: s.spelling for s in flag_specs(KneeParams, prefix=PREFIX)}
