@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="below the answer, every reason with the rule it follows (as report.html has them)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
-    KneeParams.add_cli_args(parser)
+    KneeParams.add_cli_args(parser, given_only=True)  # not typed: the run's recorded value
     RecommendParams.add_cli_args(parser)  # --target-concurrency, --replica-efficiency, ...
     SloParams.add_cli_args(parser)  # --slo, --goodput, --goodput-min-pct, --slo-file, --slo-preset
     ClusterParams.add_cli_args(parser)  # --emit, --k8s-deployment, --k8s-namespace, ...
@@ -123,11 +123,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[analyze] {message}", file=sys.stderr, flush=True)
 
     try:
-        knee_params = KneeParams.from_cli_args(ns)
+        knee_overrides = KneeParams.given(ns)
+        typed = KneeParams.from_cli_args(ns)
         rec_params = RecommendParams.from_cli_args(ns)
-        slo_params = SloParams.from_cli_args(
-            ns, sla_ms=knee_params.sla_ms, tail=knee_params.tail_percentile
-        )
+        slo_params = SloParams.from_cli_args(ns, sla_ms=typed.sla_ms, tail=typed.tail_percentile)
         cluster = ClusterParams.from_cli_args(ns)
     except (TypeError, ValueError, OSError) as exc:
         parser.error(str(exc))
@@ -149,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             ns.run_dir,
             nvidia_smi_csv=ns.nvidia_smi_csv,
             nvidia_smi_tz=ns.nvidia_smi_tz,
-            knee_params=knee_params,
+            knee_overrides=knee_overrides,
             recommend_params=rec_params,
             slo_params=slo_params,
             progress=progress,
@@ -162,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if analysis.knee_params_note is not None:  # the run was judged otherwise while it ran
+        print(f"loadknee analyze: {analysis.knee_params_note}", file=sys.stderr)
     progress("writing report files")
     paths = write_report(analysis, ns.out, progress=progress, cluster=cluster)
     try:

@@ -7,10 +7,11 @@ optional ``progress`` callback (the CLI sends them to stderr).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -22,7 +23,8 @@ from analysis.inputs.load import Run, read_run
 from analysis.inputs.nvsmi import read_nvidia_smi_csv
 from analysis.inputs.server_metrics import canonical_timeline
 from analysis.knee.confidence import knee_confidence
-from analysis.knee.find import KneeParams, find_knee, resolve_tail_metric
+from analysis.knee.find import find_knee, resolve_tail_metric
+from analysis.knee.params import KneeParams, override_note, run_knee_params
 from analysis.model import Baseline, KneeResult, Recommendations
 from analysis.slo.advice import with_slo
 from analysis.slo.evaluate import SloResult, evaluate_slos
@@ -49,6 +51,9 @@ class Analysis:
     slo: SloResult | None = None  # the SLO verdicts and capacity, None when no SLO was given
     rate_stages: pd.DataFrame | None = None  # open-loop rate stages (analysis.stages.rate_stages)
     rate_knee: RateKnee | None = None
+    knee_params: KneeParams = field(default_factory=KneeParams)  # the thresholds judged with
+    #: the thresholds given on the command line that differ from the run's recorded ones
+    knee_params_note: str | None = None
 
     @property
     def run_id(self) -> str:
@@ -69,6 +74,7 @@ def analyze_run(
     nvidia_smi_csv: str | Path | None = None,
     nvidia_smi_tz: str | None = None,
     knee_params: KneeParams | None = None,
+    knee_overrides: Mapping[str, Any] | None = None,
     recommend_params: RecommendParams | None = None,
     slo_params: SloParams | None = None,
     progress: Progress | None = None,
@@ -77,6 +83,9 @@ def analyze_run(
 
     ``nvidia_smi_tz`` is the zone of the GPU host that wrote ``nvidia_smi_csv`` (its timestamps
     carry none; default: this machine's zone; see :mod:`analysis.inputs.nvsmi`).
+    The knee's thresholds: ``knee_params`` when given, else the ones the run recorded
+    (:func:`~analysis.knee.params.run_knee_params`) with ``knee_overrides`` (``{field: value}``,
+    the flags typed) on top; ``Analysis.knee_params_note`` names the overrides that differ.
     """
     say = progress or (lambda _msg: None)
     say(f"reading {run_dir}")
@@ -90,7 +99,9 @@ def analyze_run(
     batches = run_batches(run, measured=measured)
     summary = summarize_stages(run, measured=measured, batches=batches)
     baseline = compute_baseline(run, summary, measured=measured)
-    params = resolve_tail_metric(knee_params or KneeParams(), run.run_info)
+    recorded = run_knee_params(run.run_info)
+    chosen = knee_params or replace(recorded, **(knee_overrides or {}))
+    params = resolve_tail_metric(chosen, run.run_info)
     knee = find_knee(summary, baseline, params=params)
     say("resampling the stages' time windows for the knee's confidence")
     knee = knee_confidence(summary, baseline, knee, batches, params=params)
@@ -124,4 +135,6 @@ def analyze_run(
         slo=slo,
         rate_stages=None if rated is None else rated[0],
         rate_knee=None if rated is None else rated[1],
+        knee_params=chosen,
+        knee_params_note=None if knee_params else override_note(recorded, chosen),
     )

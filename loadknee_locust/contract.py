@@ -4,7 +4,7 @@ This is the only thing the Locust side (``loadknee_locust``) and the offline sid
 share. It is pure stdlib on purpose: ``analysis`` imports it without importing locust or gevent,
 and the plugin imports it without importing pandas.
 
-Conventions (see DESIGN.md, "The run directory"):
+Conventions:
 
 * one observation per row; the unit is in the column name (``_ms``, ``_s``, ``_unix_s``, ``_pct``,
   ``_mib``);
@@ -73,6 +73,8 @@ Files in ``runs/<run_id>/``:
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Final, Literal
 
 RUN_JSON: Final = "run.json"
@@ -91,6 +93,12 @@ STAGE_KINDS: Final[tuple[str, ...]] = (
     "step",  # a level of the planned (coarse) grid
     "refine",  # a level added between the last good level and the knee, to pin max_concurrency
 )
+#: The red line's error share, one setting for the sweep and the analysis: a stage whose failed
+#: requests are more than this % of its measured ones is the red line. The sweep stops there
+#: (``--llm-red-line-error-pct``) and the analysis names it so (``--red-line-error-pct``); 0 makes
+#: any error the red line, 100 none (no share is above 100 %). run.json records the value used.
+RED_LINE_ERROR_PCT: Final[float] = 5.0
+
 #: Stage kinds that are a concurrency level of the sweep (what the knee is looked for in).
 LEVEL_KINDS: Final[tuple[str, ...]] = ("step", "refine")
 
@@ -149,6 +157,43 @@ NOT_ERROR_OUTCOMES: Final[tuple[str, ...]] = ("ok", "length_mismatch")
 NOT_JUDGED_OUTCOMES: Final[tuple[str, ...]] = ("cancelled",)
 #: Outcomes that count as a served request in the statistics.
 SUCCESS_OUTCOMES: Final[tuple[str, ...]] = ("ok",)
+
+
+def failure_cause(row: Mapping[str, object]) -> str:
+    """A failed row's cause in a few words: its short ``error``, else its HTTP status, else its
+    outcome. Takes a ``csv`` row (strings) or a frame's record (NaN for an empty cell)."""
+    error = row.get("error")
+    if isinstance(error, str) and error.strip():
+        return error
+    try:
+        status = float(str(row.get("http_status")))
+    except ValueError:
+        status = 0.0
+    if status == status and status > 0:  # NaN-safe
+        return f"HTTP {int(status)}"
+    outcome = row.get("outcome")
+    return outcome if isinstance(outcome, str) and outcome else "unknown"
+
+
+def failure_causes(rows: Iterable[Mapping[str, object]]) -> Counter[str]:
+    """The failed rows counted by :func:`failure_cause` (served and not-judged rows left out)."""
+    return Counter(
+        failure_cause(r)
+        for r in rows
+        if r.get("outcome") not in SUCCESS_OUTCOMES and r.get("outcome") not in NOT_JUDGED_OUTCOMES
+    )
+
+
+def all_failed_summary(rows: Iterable[Mapping[str, object]], *, top: int = 3) -> str | None:
+    """``"all N requests failed (n × cause, ...)"`` when the rows hold requests and none was
+    served; None otherwise. A request our own stop cancelled says nothing of the target: it is
+    neither a request here nor a failure."""
+    judged = [r for r in rows if r.get("outcome") not in NOT_JUDGED_OUTCOMES]
+    if not judged or any(r.get("outcome") in SUCCESS_OUTCOMES for r in judged):
+        return None
+    causes = ", ".join(f"{n} × {cause}" for cause, n in failure_causes(judged).most_common(top))
+    return f"all {len(judged)} requests failed ({causes})"
+
 
 UsageSource = Literal["server", "estimate", "none"]
 USAGE_SOURCES: Final[tuple[str, ...]] = ("server", "estimate", "none")

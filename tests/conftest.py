@@ -15,8 +15,11 @@ Every server started through the factory is stopped at teardown, even when the t
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -88,3 +91,36 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             "and pytest-xdist's worker would hang); import the pure module instead, or run "
             "Locust in a subprocess"
         )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """A ``quiet`` test runs alone: under pytest-xdist, the other workers wait between their
+    tests until it has finished (and it waits for the test each one is running to finish).
+
+    Two ``flock`` files in the temp folder, named by the session's xdist run id: every test
+    holds the run lock shared while it runs; a quiet one holds it exclusively. The turnstile
+    keeps other workers' next tests from slipping in while a quiet one waits for the run lock.
+    Without xdist (``-n 0``) every test already runs alone.
+    """
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run_id is None or sys.platform == "win32":
+        return (yield)
+    import fcntl
+
+    folder = Path(tempfile.gettempdir())
+    quiet = item.get_closest_marker("quiet") is not None
+    with (
+        (folder / f"loadknee-tests-{run_id}.turnstile").open("a") as turnstile,
+        (folder / f"loadknee-tests-{run_id}.run").open("a") as run_lock,
+    ):
+        fcntl.flock(turnstile, fcntl.LOCK_EX if quiet else fcntl.LOCK_SH)
+        fcntl.flock(run_lock, fcntl.LOCK_EX if quiet else fcntl.LOCK_SH)
+        if not quiet:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            return (yield)
+        finally:
+            fcntl.flock(run_lock, fcntl.LOCK_UN)
+            if quiet:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)

@@ -7,8 +7,8 @@ answer is the users of the last stage before the first stage that breaks any lim
 * **knee** — throughput flattened while the tail departed (the stage before the knee);
 * **SLA** — the tail above ``--sla-ms`` (so the answer never breaks the SLA, even where the knee
   lies higher: ``max_concurrency`` alone ignores the SLA);
-* **memory** — memory above the pressure threshold (85 %; at 85 % exactly the base capacity
-  still counts the stage, and so does this answer);
+* **memory** — memory above the pressure threshold (``--knee-memory-pct``, 85 % by default; at
+  the threshold exactly the base capacity still counts the stage, and so does this answer);
 * **errors** — any failed request (the red line included).
 
 When no stage breaks a limit but a stage's tail departed from the single-user one (a server with
@@ -27,6 +27,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import rules
+from analysis.knee.params import KneeParams
 from analysis.model import DeployAnswer, DeployBound, KneeResult, StageVerdict
 from analysis.numeric import counted
 
@@ -50,7 +51,7 @@ def _broken(verdict: StageVerdict) -> list[DeployBound]:
     if fired & {"errors", "error_rate", "oom"}:
         out.append("errors")
     pressure = next((s for s in verdict.signals if s.name == "memory_pressure"), None)
-    # strictly above: the base capacity allows memory ≤ 85 %, and so does this answer
+    # strictly above: the base capacity allows memory at the threshold, and so does this answer
     if (
         pressure
         and pressure.value is not None
@@ -171,6 +172,16 @@ def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:
     )
 
 
+def memory_pressure_pct(knee: KneeResult) -> float:
+    """The memory % the knee was judged to be under pressure at (``--knee-memory-pct``)."""
+    return float(knee.params.get("memory_pressure_pct", KneeParams().memory_pressure_pct))
+
+
+def base_capacity_terms(knee: KneeResult) -> str:
+    """What a base-capacity stage meets, with the memory threshold the knee was judged with."""
+    return f"100 % success, memory ≤ {memory_pressure_pct(knee):g} % and the tail within the SLA"
+
+
 def context_lines(knee: KneeResult, watermark: object | None) -> list[str]:
     """The other capacity figures, each with its one-line definition."""
     lines = [
@@ -178,12 +189,11 @@ def context_lines(knee: KneeResult, watermark: object | None) -> list[str]:
         ": the stage before the knee (or the red line); it ignores the SLA and memory "
         + rules.cite("max_concurrency"),
         f"base capacity = {knee.base_capacity if knee.base_capacity is not None else '—'}: the "
-        "highest stage with 100 % success, memory ≤ 85 % and the tail within the SLA "
-        + rules.cite("base_capacity"),
+        f"highest stage with {base_capacity_terms(knee)} " + rules.cite("base_capacity"),
     ]
     if isinstance(watermark, list | tuple) and len(watermark) == 2:
         lines.append(
-            f"production watermark = {watermark[0]}-{watermark[1]}: 70–80 % of the base "
+            f"production watermark = {watermark[0]}-{watermark[1]}: a share of the base "
             "capacity, what to promise with margin for bursts " + rules.cite("watermark")
         )
     return lines

@@ -4,7 +4,8 @@ Rules (each a heading of docs/method.md, cited in its reason through :mod:`analy
 
 * ``max_concurrency`` — the stage before the knee ("if the knee is at 8, write 4");
 * ``base_capacity`` and ``production_watermark`` — the highest stage with the tail in SLA,
-  memory ≤ 85 % and 100 % success, then plan at ``watermark_low``–``watermark_high`` (70–80 %)
+  memory at or under ``--knee-memory-pct`` and 100 % success, then plan at
+  ``watermark_low``–``watermark_high`` (``--watermark-low``/``--watermark-high``, 70–80 %)
   of it (capacity 24 → promise 16–19);
 * ``interactive_max_concurrency`` keeps that margin; ``offline_batch_max_concurrency`` may run at
   the knee when the knee stage itself was clean (all served, memory under the OOM risk);
@@ -31,19 +32,20 @@ from __future__ import annotations
 import argparse
 import math
 import textwrap
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from analysis import rules
-from analysis.advice.deploy import deploy_answer
+from analysis.advice.deploy import base_capacity_terms, deploy_answer, memory_pressure_pct
 from analysis.advice.engine import CAP_FLAGS, CAP_KEYS, RUN_INFO_KEY
+from analysis.flags import add_flags, flag, given_values
 from analysis.knee.find import LOG_SOURCE_KINDS
 from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
 from analysis.numeric import num
 from analysis.report import yaml_text
-from loadknee_locust.contract import LEVEL_KINDS
+from analysis.stages.summary import level_rows
 
 #: vLLM's default --gpu-memory-utilization, assumed when the run does not say
 VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
@@ -53,14 +55,36 @@ VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 class RecommendParams:
     """Margins and targets of :func:`recommend` (see the module docstring)."""
 
-    watermark_low: float = 0.7
-    watermark_high: float = 0.8
-    queue_timeout_margin: float = 3.0
-    request_timeout_margin: float = 1.5
+    watermark_low: float = flag(
+        0.7, "production watermark, low end (default %(default)s)", spelling="--watermark-low"
+    )
+    watermark_high: float = flag(
+        0.8, "production watermark, high end (default %(default)s)", spelling="--watermark-high"
+    )
+    queue_timeout_margin: float = flag(
+        3.0,
+        "queue_timeout_ms = baseline P95 × this (default %(default)s)",
+        spelling="--queue-timeout-margin",
+    )
+    request_timeout_margin: float = flag(
+        1.5,
+        "margin on the longest output's time (default %(default)s)",
+        spelling="--request-timeout-margin",
+    )
     round_ms: int = 1000
-    target_concurrency: int | None = None
-    replica_efficiency: float | None = None  # throughput(N) / (N × one replica), measured
-    gpu_memory_utilization: float | None = None  # the server's current value, when known
+    target_concurrency: int | None = flag(
+        None, "concurrency to serve: recommend a replica count", spelling="--target-concurrency"
+    )
+    #: throughput(N) / (N × one replica), measured
+    replica_efficiency: float | None = flag(
+        None,
+        "measured throughput of N replicas / (N × one), e.g. 0.65",
+        spelling="--replica-efficiency",
+    )
+    #: the server's current value, when known
+    gpu_memory_utilization: float | None = flag(
+        None, "the server's current --gpu-memory-utilization", spelling="--gpu-memory-utilization"
+    )
     gpu_memory_utilization_step: float = 0.05
     min_log_records: int = 1000  # a smaller replayed log cannot speak for production's longest
     max_model_len_headroom: float = 1.25
@@ -68,63 +92,11 @@ class RecommendParams:
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
         """Add the recommendation options (defaults from this class) to an argparse parser."""
-        d = RecommendParams()
-        g = parser.add_argument_group("recommendations")
-        g.add_argument(
-            "--watermark-low",
-            dest="rec_watermark_low",
-            type=float,
-            default=d.watermark_low,
-            help="production watermark, low end (default %(default)s)",
-        )
-        g.add_argument(
-            "--watermark-high",
-            dest="rec_watermark_high",
-            type=float,
-            default=d.watermark_high,
-            help="production watermark, high end (default %(default)s)",
-        )
-        g.add_argument(
-            "--queue-timeout-margin",
-            dest="rec_queue_timeout_margin",
-            type=float,
-            default=d.queue_timeout_margin,
-            help="queue_timeout_ms = baseline P95 × this (default %(default)s)",
-        )
-        g.add_argument(
-            "--request-timeout-margin",
-            dest="rec_request_timeout_margin",
-            type=float,
-            default=d.request_timeout_margin,
-            help="margin on the longest output's time (default %(default)s)",
-        )
-        g.add_argument(
-            "--target-concurrency",
-            dest="rec_target_concurrency",
-            type=int,
-            default=None,
-            help="concurrency to serve: recommend a replica count",
-        )
-        g.add_argument(
-            "--replica-efficiency",
-            dest="rec_replica_efficiency",
-            type=float,
-            default=None,
-            help="measured throughput of N replicas / (N × one), e.g. 0.65",
-        )
-        g.add_argument(
-            "--gpu-memory-utilization",
-            dest="rec_gpu_memory_utilization",
-            type=float,
-            default=None,
-            help="the server's current --gpu-memory-utilization",
-        )
+        add_flags(parser, RecommendParams, prefix="rec_", title="recommendations")
 
     @classmethod
     def from_cli_args(cls, ns: argparse.Namespace) -> RecommendParams:
-        values = {f.name: getattr(ns, "rec_" + f.name) for f in fields(cls)
-                  if hasattr(ns, "rec_" + f.name)}  # fmt: skip
-        return cls(**values)
+        return cls(**given_values(ns, cls, prefix="rec_"))
 
 
 def _section(info: dict[str, Any], key: str) -> dict[str, Any]:
@@ -146,7 +118,8 @@ def _stage_row(summary: pd.DataFrame, stage: int | None) -> pd.Series | None:
 def _users_row(summary: pd.DataFrame, users: int | None) -> pd.Series | None:
     if users is None:
         return None
-    match = summary[(summary["kind"].isin(LEVEL_KINDS)) & (summary["target_users"] == users)]
+    levels = level_rows(summary)
+    match = levels[levels["target_users"] == users]
     return match.iloc[0] if len(match) else None
 
 
@@ -174,10 +147,10 @@ def _capacity_items(knee: KneeResult, p: RecommendParams) -> list[Recommendation
         Recommendation(
             "base_capacity",
             base,
-            "highest stage with 100 % success, memory ≤ 85 %, the tail in SLA and no knee yet "
+            f"highest stage with {base_capacity_terms(knee)}, and no knee yet "
             + rules.cite("base_capacity")
             if base is not None
-            else "no stage met 100 % success, memory ≤ 85 % and the tail in SLA",
+            else f"no stage met {base_capacity_terms(knee)}",
         )
     )
     if base is not None:
@@ -187,7 +160,8 @@ def _capacity_items(knee: KneeResult, p: RecommendParams) -> list[Recommendation
                 "production_watermark",
                 [low, high],
                 f"{p.watermark_low:.0%}–{p.watermark_high:.0%} of the base capacity {base}: "
-                "20 %+ margin for bursts and long-tail requests " + rules.cite("watermark"),
+                f"{1 - p.watermark_high:.0%}+ margin for bursts and long-tail requests "
+                + rules.cite("watermark"),
             )
         )
         items.append(
@@ -343,7 +317,8 @@ def _max_num_seqs(
             predicted,
             f"the knee is the server's own concurrency limit: it ran {slots} at once while "
             f"requests waited, with the KV cache at most {kv:.0f} % full; raise {flag} to "
-            f"~{predicted} (what the KV headroom predicts at 85 %) and re-run the sweep; its "
+            f"~{predicted} (what the KV headroom predicts at {memory_pressure_pct(knee):g} %) and "
+            "re-run the sweep; its "
             f"current value is the limit, not the fix " + rules.cite("max_num_seqs"),
         ), None
     return Recommendation(
@@ -358,16 +333,18 @@ def _max_num_seqs(
 def _own_limit(summary: pd.DataFrame, knee: KneeResult) -> tuple[int, float, int] | None:
     """(slots, KV peak %, the cap its KV headroom predicts) when the knee is the server's own
     concurrency limit — it ran ``server_slots`` at once while requests waited — and the KV cache
-    stayed well below pressure (at most 85 % × the 85 % threshold): raising the limit, not
+    stayed well below pressure (at most 85 % of the memory-pressure threshold): raising the
+    limit, not
     setting it to what it already is, is the fix. None otherwise (or KV unknown)."""
     slots = knee.server_slots
     if slots is None or knee.knee_stage is None or "kv_cache_peak_pct" not in summary:
         return None
     steps = summary[summary["kind"] != "baseline"]
     kv = num(steps["kv_cache_peak_pct"].max())
-    if kv is None or kv <= 0 or kv >= 0.85 * 85.0:
+    pressure = memory_pressure_pct(knee)
+    if kv is None or kv <= 0 or kv >= 0.85 * pressure:
         return None
-    predicted = int(slots * 85.0 / kv)
+    predicted = int(slots * pressure / kv)
     return (slots, kv, predicted) if predicted > slots else None
 
 

@@ -1,6 +1,6 @@
 """Compare two or more analysed runs: a side-by-side table per concurrency and what it means.
 
-The comparisons of DESIGN.md ("Comparisons"), each read the way the seeds read them:
+The comparisons, each read the way the method reads it (docs/method.md):
 
 ``benchmark-vs-replay``
     calibrate the engine with the fixed-length benchmark, then replay the production
@@ -38,12 +38,12 @@ from analysis.compare.kind import (
     is_replay,
     lookup,
     replica_count,
-    steps_of,
 )
 from analysis.compare.prefix_cache import prefix_cache_change
 from analysis.model import VERDICT_LABELS
 from analysis.numeric import is_missing, num
 from analysis.report.table import fmt_magnitude
+from analysis.stages.summary import level_rows
 
 __all__ = ["KINDS", "Comparison", "RunSide", "batch_size", "compare_runs", "detect_kind", "lookup"]
 
@@ -84,7 +84,7 @@ def long_table(sides: Sequence[RunSide]) -> pd.DataFrame:
     rows = []
     for side in sides:
         verdicts = {v.stage: v for v in side.knee.stages}
-        for row in steps_of(side.summary).to_dict(orient="records"):
+        for row in level_rows(side.summary).to_dict(orient="records"):
             verdict = verdicts.get(int(row["stage"]))
             batch = int(row.get("batch_size") or 1) if not is_missing(row.get("batch_size")) else 1
             rows.append(
@@ -101,7 +101,7 @@ def long_table(sides: Sequence[RunSide]) -> pd.DataFrame:
 
 
 def peak_throughput(side: RunSide) -> float | None:
-    steps = steps_of(side.summary)
+    steps = level_rows(side.summary)
     if "output_tok_s" not in steps:
         return None
     values = pd.to_numeric(steps["output_tok_s"], errors="coerce")

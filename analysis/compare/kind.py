@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis.inputs.load import Run
 from analysis.model import KneeResult
-from loadknee_locust.contract import LEVEL_KINDS
+from analysis.stages.summary import level_rows
 
 CompareKind = Literal["auto", "benchmark-vs-replay", "config", "replicas", "batch", "prefix-cache"]
 KINDS: tuple[str, ...] = (
@@ -72,7 +72,7 @@ def is_replay(side: RunSide) -> bool:
 
 
 def batch_size(side: RunSide) -> int:
-    steps = steps_of(side.summary)
+    steps = level_rows(side.summary)
     if "batch_size" in steps and steps["batch_size"].notna().any():
         return int(steps["batch_size"].max())
     return int(lookup(side.run_info, "llm_batch_size", "batch_size") or 1)
@@ -118,8 +118,3 @@ def detect_kind(sides: Sequence[RunSide]) -> tuple[str, str]:
     if len({str(prefix_setting(s)) for s in sides}) > 1:
         return "prefix-cache", "the runs differ in prefix caching / shared prefix"
     return "config", "same workload: read as before (first) vs after (later runs)"
-
-
-def steps_of(summary: pd.DataFrame) -> pd.DataFrame:
-    """The step stages (the baseline row is not a concurrency level)."""
-    return summary[summary["kind"].isin(LEVEL_KINDS)] if "kind" in summary else summary

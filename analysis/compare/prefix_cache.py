@@ -25,9 +25,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.compare.kind import RunSide, steps_of
+from analysis.compare.kind import RunSide
 from analysis.numeric import num
-from analysis.stages.summary import measured_requests, stage_windows
+from analysis.stages.summary import level_rows, measured_requests, stage_windows
 from loadknee_locust.sweep.confidence import tail_interval
 
 
@@ -61,7 +61,7 @@ class PrefixCacheChange:
 
 
 def _hit(side: RunSide) -> tuple[float | None, tuple[float, float] | None]:
-    steps = steps_of(side.summary)
+    steps = level_rows(side.summary)
     if "prefix_cache_queries" not in steps:
         return None, None
     q = pd.to_numeric(steps["prefix_cache_queries"], errors="coerce")
@@ -75,7 +75,7 @@ def _hit(side: RunSide) -> tuple[float | None, tuple[float, float] | None]:
 
 
 def _peak(side: RunSide) -> tuple[float | None, tuple[float, float] | None]:
-    steps = steps_of(side.summary)
+    steps = level_rows(side.summary)
     if "output_tok_s" not in steps:
         return None, None
     values = pd.to_numeric(steps["output_tok_s"], errors="coerce")
@@ -94,8 +94,8 @@ def _peak(side: RunSide) -> tuple[float | None, tuple[float, float] | None]:
 def ttft_level(a: RunSide, b: RunSide) -> int | None:
     """The level both runs tested, highest at or below both max concurrencies (else lowest)."""
     levels = sorted(
-        set(steps_of(a.summary)["target_users"].dropna().astype(int))
-        & set(steps_of(b.summary)["target_users"].dropna().astype(int))
+        set(level_rows(a.summary)["target_users"].dropna().astype(int))
+        & set(level_rows(b.summary)["target_users"].dropna().astype(int))
     )
     if not levels:
         return None
@@ -107,7 +107,7 @@ def ttft_level(a: RunSide, b: RunSide) -> int | None:
 def _ttft(side: RunSide, level: int | None) -> tuple[float | None, tuple[float, float] | None]:
     if level is None:
         return None, None
-    steps = steps_of(side.summary)
+    steps = level_rows(side.summary)
     match = steps[steps["target_users"] == level]
     if match.empty:
         return None, None

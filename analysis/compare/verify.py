@@ -28,6 +28,7 @@ import pandas as pd
 
 from analysis.model import KneeResult
 from analysis.numeric import num, sig4
+from analysis.stages.summary import level_rows
 
 #: the floor of the throughput check's band, in % of the original
 TOLERANCE_PCT = 10.0
@@ -59,7 +60,8 @@ def verify_levels(knee: KneeResult, watermark: Any) -> tuple[int, ...]:
 
 
 def _step(summary: pd.DataFrame, users: int) -> pd.Series | None:
-    rows = summary[(summary["kind"] == "step") & (summary["target_users"] == users)]
+    rows = level_rows(summary)
+    rows = rows[rows["target_users"] == users]
     return None if rows.empty else rows.sort_values("stage").iloc[-1]
 
 

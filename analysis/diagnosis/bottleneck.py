@@ -1,4 +1,4 @@
-"""Name the likely bottleneck of each stage from the rules of both seeds and the server metrics.
+"""Name the likely bottleneck of each stage from the method's rules and the server metrics.
 
 The rules form one ordered table, :data:`RULES`; each is a small function (in
 :mod:`analysis.diagnosis.rules`) of a stage's :class:`StageFacts` that returns its reason in

@@ -7,11 +7,14 @@ failed has no numbers at all: the top error causes, counted, say what to fix.
 
 from __future__ import annotations
 
+from typing import cast
+
 import pandas as pd
 
 from analysis import rules
 from analysis.numeric import counted, num
-from loadknee_locust.contract import NOT_JUDGED_OUTCOMES
+from analysis.stages.summary import level_rows
+from loadknee_locust.contract import all_failed_summary, failure_causes
 
 #: below these, a stage's percentiles rest on too few samples (docs/method.md: Small stage)
 MIN_STAGE_REQUESTS = 20
@@ -21,9 +24,9 @@ TOP_CAUSES = 3
 
 
 def small_stage_warnings(summary: pd.DataFrame) -> list[str]:
-    """One line per step stage with too few measured requests or seconds."""
+    """One line per level stage with too few measured requests or seconds."""
     out = []
-    steps = summary[summary["kind"] == "step"] if "kind" in summary else summary
+    steps = level_rows(summary)
     for row in steps.to_dict(orient="records"):
         n, secs = num(row.get("requests")), num(row.get("window_s"))
         few = n is not None and n < MIN_STAGE_REQUESTS
@@ -39,35 +42,27 @@ def small_stage_warnings(summary: pd.DataFrame) -> list[str]:
     return out
 
 
+#: the columns a failed row's cause is read from (:func:`~loadknee_locust.contract.failure_cause`)
+CAUSE_COLUMNS = ("outcome", "http_status", "error")
+
+
+def _records(requests: pd.DataFrame) -> list[dict[str, object]]:
+    records = requests[[c for c in CAUSE_COLUMNS if c in requests]].to_dict(orient="records")
+    return cast("list[dict[str, object]]", records)
+
+
 def error_causes(requests: pd.DataFrame) -> list[tuple[str, int]]:
-    """Failed requests counted by cause (short error, else HTTP status, else outcome)."""
+    """Failed requests counted by cause (short error, else HTTP status, else outcome): the rule
+    ``loadknee run`` counts with, in :mod:`loadknee_locust.contract`."""
     if requests.empty or "outcome" not in requests:
         return []
-    failed = requests[(requests["outcome"] != "ok") & ~_cancelled(requests)]
-    if failed.empty:
-        return []
-    cause = pd.Series("", index=failed.index, dtype=object)
-    if "error" in failed:
-        cause = failed["error"].fillna("").astype(str)
-    if "http_status" in failed:
-        status = pd.to_numeric(failed["http_status"], errors="coerce")
-        http = "HTTP " + status.fillna(0).astype(int).astype(str)
-        cause = cause.where(cause != "", http.where(status.notna(), ""))
-    cause = cause.where(cause != "", failed["outcome"].astype(str))
-    counts = cause.value_counts()
-    return [(str(k), int(v)) for k, v in counts.head(TOP_CAUSES).items()]
+    failed = requests[requests["outcome"] != "ok"]
+    return failure_causes(_records(failed)).most_common(TOP_CAUSES)
 
 
 def all_failed_warnings(requests: pd.DataFrame) -> list[str]:
     """One line when the run has requests and none succeeded."""
     if requests.empty or "outcome" not in requests or (requests["outcome"] == "ok").any():
         return []
-    judged = requests[~_cancelled(requests)]  # our own stop's cancellations are no failures
-    if judged.empty:
-        return []
-    top = ", ".join(f"{n} × {cause}" for cause, n in error_causes(judged))
-    return [f"all {len(judged)} requests failed ({top}) {rules.cite('all_failed')}"]
-
-
-def _cancelled(requests: pd.DataFrame) -> pd.Series:
-    return requests["outcome"].isin(NOT_JUDGED_OUTCOMES)
+    summary = all_failed_summary(_records(requests), top=TOP_CAUSES)
+    return [] if summary is None else [f"{summary} {rules.cite('all_failed')}"]

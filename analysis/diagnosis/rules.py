@@ -1,8 +1,7 @@
 """The bottleneck rules one by one: each reads a stage's facts and returns its reason or None.
 
 :mod:`analysis.diagnosis.bottleneck` holds the ordered table of these functions and the docstring
-that
-names each rule's source in the seeds; here each rule is a few lines on :class:`StageFacts`, the
+that names each rule's reading; here each rule is a few lines on :class:`StageFacts`, the
 numbers of one stage read once. A rule checks only its own condition: which rule wins when two
 match is the table's order, not a guard inside the function.
 """
@@ -44,8 +43,8 @@ class StageFacts:
     base_row: pd.Series | None  # the baseline stage's row, for decode-speed ratios
     baseline: Baseline
     params: DiagnosisParams
-    mem: float | None  # KV-cache peak % when exported, else GPU memory peak %
-    mem_name: str  # which of the two ``mem`` is
+    mem: float | None  # the memory % the knee judged (:func:`judged_memory`)
+    mem_name: str  # which figure ``mem`` is
     util: float | None  # GPU utilisation mean %
     idle: float | None  # share of GPU samples at or near 0 % utilisation
     waiting: float | None  # the server's waiting queue, mean over the stage
@@ -59,6 +58,17 @@ def _fired(verdict: StageVerdict, name: str) -> bool:
     return any(s.name == name and s.fired for s in verdict.signals)
 
 
+def judged_memory(row: pd.Series, verdict: StageVerdict) -> tuple[float | None, str]:
+    """The memory % the knee judged the stage by (its memory-pressure signal: KV-cache or GPU
+    memory, chosen by ``--knee-memory-source``; a pre-allocated pool gives none), and its name."""
+    value = next((s.value for s in verdict.signals if s.name == "memory_pressure"), None)
+    if value is None:
+        return None, "memory"
+    if value == cell(row, "kv_cache_peak_pct"):
+        return value, "KV-cache"
+    return value, "GPU memory"
+
+
 def stage_facts(
     row: pd.Series,
     verdict: StageVerdict,
@@ -70,9 +80,7 @@ def stage_facts(
     failures: FailureMix | None = None,
 ) -> StageFacts:
     """Read once the numbers several rules share, so each rule stays a few lines."""
-    mem, mem_name = cell(row, "kv_cache_peak_pct"), "KV-cache"
-    if mem is None:  # vLLM pre-allocates GPU memory: the KV-cache gauge, when exported, says more
-        mem, mem_name = cell(row, "gpu_mem_peak_pct"), "GPU memory"
+    mem, mem_name = judged_memory(row, verdict)
     return StageFacts(
         row=row,
         verdict=verdict,

@@ -3,6 +3,7 @@
 - :mod:`.signals` — each rule evaluated on one stage, with its numbers and threshold;
   :mod:`.client_signals` — the client-side queue's signals;
 - :mod:`.fit` — the knee judged on all stages at once: a rise-then-plateau fit with an interval;
+- :mod:`.params` — the thresholds, their flags and the values a run recorded;
 - :mod:`.find` — the verdict per stage, the knee and the red line;
 - :mod:`.confidence` — how sure the knee is, from resampled time windows;
 - :mod:`.live` — the knee of a run still being written; :mod:`.live_judge` — the same, as a

@@ -13,8 +13,9 @@ the
      ``(X_s - X_prev) / (c_s - c_prev) / X1``, where ``prev`` is the previous stage that served
      requests (the baseline stage for the first step). Below ``flat_gain_ratio`` the throughput has
      flattened; below ``narrowing_gain_ratio`` the gain is narrowing (an early sign). Plain scaling
-     efficiency cannot separate the vLLM chapter's stage 24 (marginal 0.27, critical) from stage 32
-     (0.07, knee); the marginal gain can.
+     efficiency cannot separate a stage whose added users still bring a quarter of the single-user
+     rate (marginal 0.27, critical) from one where they bring 7 % (0.07, knee); the marginal gain
+     can.
    * **tail departure** — the stage's e2e P95 (or P99, ``tail_percentile``; or of seconds per 1k
      tokens, ``tail_metric``) over the baseline's same figure, at or above ``tail_ratio``;
    * **SLA** — the same percentile above ``sla_ms`` (only when an absolute SLA is given);
@@ -49,11 +50,12 @@ the
    highest stage, below the first knee or red line, with 100 % success, memory at or below
    ``memory_pressure_pct``, the tail within ``sla_ms`` when one is given, and a trusted client.
 
-Parameters (:class:`KneeParams`) and defaults:
+Parameters (:class:`~analysis.knee.params.KneeParams`, each with its ``--knee-*`` flag) and
+defaults:
 
 * ``throughput_column`` = ``"output_tok_s"`` (or ``"total_tok_s"``, ``"qps"``)
 * ``flat_gain_ratio`` = 0.15; ``narrowing_gain_ratio`` = 0.5
-* ``tail_percentile`` = ``"p95"`` (the vLLM chapter reads ``"p99"``); ``tail_ratio`` = 2.0
+* ``tail_percentile`` = ``"p95"`` (``"p99"`` for a stricter tail); ``tail_ratio`` = 2.0
 * ``tail_metric`` = ``"auto"``: ``"s_per_1k"`` (seconds per 1k total tokens)
   for a replayed prompt log, whose lengths vary so much that the e2e tail says more about the
   log than about the server, else ``"e2e"`` (resolved by :func:`resolve_tail_metric` from
@@ -62,8 +64,9 @@ Parameters (:class:`KneeParams`) and defaults:
 * ``memory_source`` = ``"auto"`` (the higher of KV-cache % and GPU memory %, except that GPU
   memory flat across stages — within 2 points: pre-allocated — gives way to KV-cache %)
 * ``memory_pressure_pct`` = 85.0; ``oom_risk_pct`` = 95.0; ``oom_pct`` = 99.0
-* ``red_line_error_pct`` = 5.0 (the vLLM chapter's table calls 98 % success a knee and 80 % the red
-  line, so a small error share is an early sign, not yet the red line; 0 makes any error fatal)
+* ``red_line_error_pct`` = 5.0 (:data:`loadknee_locust.contract.RED_LINE_ERROR_PCT`, shared with
+  the sweep's early stop): 98 % success still reads as a knee and 80 % as the red line, so a small
+  error share is an early sign, not yet the red line; 0 makes any error the red line
 * ``client_cpu_limit_pct`` = 90.0
 * ``resume_gain_pct`` = 15.0: a "knee" that a later stage (before the red line) out-serves by
   this much or more was a dip and is "critical" instead (:func:`_demote_dips`)
@@ -71,10 +74,9 @@ Parameters (:class:`KneeParams`) and defaults:
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Literal
+from dataclasses import asdict, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -88,6 +90,7 @@ from analysis.knee.client_signals import (
     starved,
 )
 from analysis.knee.fit import capacity_words, fit_knee, on_plateau_text
+from analysis.knee.params import KneeParams
 from analysis.knee.signals import (
     StageContext,
     client_signal,
@@ -107,174 +110,6 @@ from loadknee_locust.contract import LEVEL_KINDS
 
 #: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
 FLAT_GPU_SPREAD_PCT = 2.0
-
-
-@dataclass(frozen=True)
-class KneeParams:
-    """Every threshold of :func:`find_knee`; see the module docstring for what each one does."""
-
-    throughput_column: Literal["output_tok_s", "total_tok_s", "qps"] = "output_tok_s"
-    flat_gain_ratio: float = 0.15
-    narrowing_gain_ratio: float = 0.5
-    tail_percentile: Literal["p95", "p99"] = "p95"
-    tail_metric: Literal["auto", "e2e", "s_per_1k"] = "auto"
-    tail_ratio: float = 2.0
-    sla_ms: float | None = None
-    memory_source: Literal["auto", "kv_cache", "gpu"] = "auto"
-    memory_pressure_pct: float = 85.0
-    oom_risk_pct: float = 95.0
-    oom_pct: float = 99.0
-    red_line_error_pct: float = 5.0
-    client_cpu_limit_pct: float = 90.0
-    resume_gain_pct: float = 15.0
-    noise_aware: bool = True
-    max_interval_pct: float = 10.0
-    target_interval_pct: float = 5.0
-    saturated_waiting: float = 1.0
-    saturated_running_share: float = 0.9
-    fit_resamples: int = 200
-
-    @staticmethod
-    def add_cli_args(parser: argparse.ArgumentParser) -> None:
-        """Add ``--knee-*`` options (defaults from this class) to an argparse parser."""
-        d = KneeParams()
-        g = parser.add_argument_group("knee thresholds")
-        g.add_argument(
-            "--knee-throughput",
-            dest="knee_throughput_column",
-            choices=["output_tok_s", "total_tok_s", "qps"],
-            default=d.throughput_column,
-            help="throughput measure for the flattening signal (default %(default)s)",
-        )
-        g.add_argument(
-            "--knee-flat-gain",
-            dest="knee_flat_gain_ratio",
-            type=float,
-            default=d.flat_gain_ratio,
-            help="marginal gain per added user / single-user rate below which "
-            "throughput has flattened (default %(default)s)",
-        )
-        g.add_argument(
-            "--knee-narrowing-gain",
-            dest="knee_narrowing_gain_ratio",
-            type=float,
-            default=d.narrowing_gain_ratio,
-            help="... below which the gain is narrowing (default %(default)s)",
-        )
-        g.add_argument(
-            "--knee-tail",
-            dest="knee_tail_percentile",
-            choices=["p95", "p99"],
-            default=d.tail_percentile,
-            help="tail percentile (default %(default)s)",
-        )
-        g.add_argument(
-            "--knee-tail-metric",
-            dest="knee_tail_metric",
-            choices=["auto", "e2e", "s_per_1k"],
-            default=d.tail_metric,
-            help="tail on e2e latency, or on e2e seconds per 1k tokens (see docs/method.md; for "
-            "runs whose lengths vary); auto: s_per_1k for a replayed log, else e2e "
-            "(default %(default)s)",
-        )
-        g.add_argument(
-            "--knee-tail-ratio",
-            dest="knee_tail_ratio",
-            type=float,
-            default=d.tail_ratio,
-            help="tail / baseline tail at which the tail has departed (default %(default)s)",
-        )
-        g.add_argument(
-            "--sla-ms",
-            dest="knee_sla_ms",
-            type=float,
-            default=d.sla_ms,
-            help="absolute latency SLA on the tail percentile, ms (default none)",
-        )
-        g.add_argument(
-            "--knee-memory-source",
-            dest="knee_memory_source",
-            choices=["auto", "kv_cache", "gpu"],
-            default=d.memory_source,
-            help="memory signal: KV-cache %% when present, or GPU memory %% (default %(default)s)",
-        )
-        g.add_argument(
-            "--knee-memory-pct",
-            dest="knee_memory_pressure_pct",
-            type=float,
-            default=d.memory_pressure_pct,
-            help="memory %% that is an early sign (default %(default)s)",
-        )
-        g.add_argument(
-            "--knee-oom-risk-pct",
-            dest="knee_oom_risk_pct",
-            type=float,
-            default=d.oom_risk_pct,
-            help="memory %% at which the next stage risks OOM (default %(default)s)",
-        )
-        g.add_argument(
-            "--knee-oom-pct",
-            dest="knee_oom_pct",
-            type=float,
-            default=d.oom_pct,
-            help="GPU memory %% that, with failures, means OOM (default %(default)s)",
-        )
-        g.add_argument(
-            "--red-line-error-pct",
-            dest="knee_red_line_error_pct",
-            type=float,
-            default=d.red_line_error_pct,
-            help="error share above which a stage is the red line "
-            "(default %(default)s; 0 = any error)",
-        )
-        g.add_argument(
-            "--client-cpu-limit",
-            dest="knee_client_cpu_limit_pct",
-            type=float,
-            default=d.client_cpu_limit_pct,
-            help="load-generator CPU %% (100 = one core) at which a stage is "
-            "client-bound (default %(default)s)",
-        )
-        g.add_argument(
-            "--knee-resume-pct",
-            dest="knee_resume_gain_pct",
-            type=float,
-            default=d.resume_gain_pct,
-            help="a flat stage that a later stage out-serves by this %% or more was a dip, "
-            "not the knee (default %(default)s)",
-        )
-        g.add_argument(
-            "--knee-ignore-noise",
-            dest="knee_noise_aware",
-            action="store_false",
-            help="judge on the point figures alone, not on their 95 %% intervals",
-        )
-        g.add_argument(
-            "--knee-max-interval-pct",
-            dest="knee_max_interval_pct",
-            type=float,
-            default=d.max_interval_pct,
-            help="a stage whose throughput interval is wider than ±this %% is marked untrusted "
-            "(default %(default)s)",
-        )
-        g.add_argument(
-            "--knee-saturated-waiting",
-            dest="knee_saturated_waiting",
-            type=float,
-            default=d.saturated_waiting,
-            help="mean waiting requests (server metrics) that, with the running count at its "
-            "most, mean the server is saturated (default %(default)s)",
-        )
-
-    @classmethod
-    def from_cli_args(cls, ns: argparse.Namespace) -> KneeParams:
-        """Build from a namespace filled by :meth:`add_cli_args` (missing options keep defaults)."""
-        values = {
-            f.name: getattr(ns, "knee_" + f.name)
-            for f in fields(cls)
-            if hasattr(ns, "knee_" + f.name)
-        }
-        return cls(**values)
 
 
 #: prompt_source kinds in run.json that mean a replayed production log (lengths vary)
@@ -457,9 +292,9 @@ def _tail_yardstick(
     tail: then that level's. Interference (another process, a cold cache, a busy client) only
     ever adds latency, so the lower of two one-at-a-time tails is the nearer to the server's own;
     a stage's interval already covers its own noise, but not a yardstick inflated by one slow
-    request. Seen in CI: a 10-request baseline on two busy cores had P95 9.9 s at a median of
-    2.75 s, while the 1-user level's 32 requests had P95 4.4 s; against 9.9 s a 16-user stage
-    of an 8-slot server, half its requests queued, read as "tail not departed".
+    request: a 10-request baseline on a busy machine can show a P95 of 9.9 s at a median of
+    2.75 s while the 1-user level's 32 requests show 4.4 s, and against 9.9 s a 16-user stage of
+    an 8-slot server, half its requests queued, would read as "tail not departed".
     """
     if baseline.source != "baseline" or base_tail is None:
         return base_tail, "the baseline's"

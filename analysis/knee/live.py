@@ -28,7 +28,8 @@ import sys
 from typing import Any
 
 from analysis.inputs.load import read_run
-from analysis.knee.find import KneeParams, find_knee, resolve_tail_metric
+from analysis.knee.find import find_knee, resolve_tail_metric
+from analysis.knee.params import run_knee_params
 from analysis.slo.evaluate import evaluate_slos
 from analysis.slo.targets import run_slo_params
 from analysis.stages.baseline import compute_baseline
@@ -39,7 +40,9 @@ def judge(run_dir: str) -> dict[str, Any]:
     """The knee, the red line, the recommended concurrency and each stage's verdict so far.
 
     The steps of :func:`analysis.pipeline.analyze_run` up to :func:`analysis.knee.find.find_knee`
-    (read, summarise, baseline, tail metric, knee): the same rules and the same answer; the
+    (read, summarise, baseline, tail metric, knee), with the thresholds the sweep was given
+    (``run.json``, :func:`~analysis.knee.params.run_knee_params`): the same rules and the same
+    answer as ``loadknee analyze`` on the run; the
     confidence resampling and the bottleneck diagnosis, which change neither the knee nor
     ``max_concurrency`` and cost ~95 % of a full analysis, are left to ``loadknee analyze``.
     """
@@ -47,7 +50,7 @@ def judge(run_dir: str) -> dict[str, Any]:
     measured = measured_requests(run)
     summary = summarize_stages(run, measured=measured)
     baseline = compute_baseline(run, summary, measured=measured)
-    params = resolve_tail_metric(KneeParams(), run.run_info)
+    params = resolve_tail_metric(run_knee_params(run.run_info), run.run_info)
     knee = find_knee(summary, baseline, params=params)
     slo_params = run_slo_params(run.run_info)
     slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)

@@ -203,9 +203,10 @@ class SloParams:
             dest="slo_slos",
             action="append",
             default=[],
-            metavar="METRIC_pNN_ms=LIMIT",
-            help="a percentile limit per stage, repeatable: ttft_p95_ms=500, tpot_p95_ms=50, "
-            "itl_p95_ms=80, e2e_p99_ms=8000, s_per_1k_p95=4 (seconds per 1k tokens)",
+            metavar="METRIC_pNN_ms=LIMIT[,...]",
+            help="percentile limits per stage, comma separated or repeated (the same form as "
+            "loadknee run --slo): ttft_p95_ms=500, tpot_p95_ms=50, itl_p95_ms=80, "
+            "e2e_p99_ms=8000, s_per_1k_p95=4 (seconds per 1k tokens)",
         )
         g.add_argument(
             "--goodput",
@@ -257,7 +258,7 @@ class SloParams:
             slos += PRESETS[name][0]
             sources.append(f"{name}: {PRESETS[name][1]}")
         slos += [parse_slo(f"{k}={v}") for k, v in (data.get("slo") or {}).items()]
-        slos += [parse_slo(text) for text in getattr(ns, "slo_slos", None) or []]
+        slos += [s for text in getattr(ns, "slo_slos", None) or [] for s in parse_slo_list(text)]
         if sla_ms is not None:
             slos.append(Slo("e2e", float(tail.lstrip("p")), float(sla_ms)))
         goodput: list[Threshold] = []
@@ -287,7 +288,8 @@ RUN_SLO_PARAMETER = "llm_slo"
 
 
 def parse_slo_list(text: str) -> tuple[Slo, ...]:
-    """``"ttft_p95_ms=500,tpot_p95_ms=50"`` (the sweep's ``--slo``) → the SLOs (ValueError)."""
+    """``"ttft_p95_ms=500,tpot_p95_ms=50"`` (one target, or several comma separated: the form of
+    ``loadknee run --slo`` and ``loadknee analyze --slo``) → the SLOs (ValueError)."""
     return tuple(parse_slo(part.strip()) for part in text.split(",") if part.strip())
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 
 from analysis import rules
 from analysis.numeric import counted
+from analysis.stages.summary import level_rows
 
 CUT_REASONS = frozenset({"interrupted", "stopped"})
 
@@ -73,7 +74,7 @@ def run_cut(run_info: dict[str, Any], stages: pd.DataFrame) -> RunCut | None:
         stage, users = int(last["stage"]), int(last["target_users"])
         span = float(last["measure_end_unix_s"]) - float(last["warmup_end_unix_s"])
         measured = span if span == span and span > 0 else None  # NaN-safe
-        steps = stages[stages["kind"] == "step"]
+        steps = level_rows(stages)
         reached = {int(u) for u in steps["target_users"]}
     planned = run_info.get("levels") or []
     not_run = tuple(int(n) for n in planned if int(n) not in reached and n != users)

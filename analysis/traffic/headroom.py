@@ -26,6 +26,7 @@ import pandas as pd
 
 from analysis.numeric import cell
 from analysis.pipeline import Analysis
+from analysis.stages.summary import level_rows
 from analysis.traffic.shape import LatencyModel, TrafficShape
 
 CapacityKind = Literal["knee", "slo", "tested"]
@@ -57,7 +58,7 @@ class Headroom:
 
 
 def _latency(summary: pd.DataFrame, run_id: str) -> LatencyModel | None:
-    steps = summary[summary["kind"] == "step"] if "kind" in summary else summary
+    steps = level_rows(summary)
     if steps.empty or "e2e_mean_ms" not in steps:
         return None
     row = steps.sort_values("target_users").iloc[0]

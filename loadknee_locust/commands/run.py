@@ -34,9 +34,9 @@ from loadknee_locust.commands.preflight import SETUP_REQUESTS, PreflightError, T
 from loadknee_locust.contract import RUN_JSON
 from loadknee_locust.plugin.lifeline import preexec_die_with
 from loadknee_locust.plugin.options import LlmOptions, OptionSpec, add_arguments, option_specs
+from loadknee_locust.plugin.validate import option_problems
 from loadknee_locust.record.rundir import default_run_id, write_run_json
 from loadknee_locust.redaction import strip_credentials
-from loadknee_locust.sweep.schedule import parse_levels
 
 RUN_DIR_RE = re.compile(r"loadknee: run directory (\S.*)$")
 PROGRESS_RE = re.compile(r"loadknee (?:progress|sweep): (.*)$")
@@ -70,6 +70,7 @@ SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
     ("time_limit",),
     ("refine_max_stages",),
     ("stop_after_knee",),
+    ("red_line_error_pct",),
     ("slo",),
     ("rates", "arrival_log"),
     ("arrivals",),
@@ -86,11 +87,13 @@ SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
     ("out",),
     ("run_id",),
 )
+#: short options that may be given more than once; their values go to Locust comma separated
+REPEATABLE = frozenset({"slo"})
 
 
 def _help_with_default(spec: OptionSpec) -> str:
-    """The option's help with its default always shown (finding: stage, warm-up, cooldown and
-    baseline showed none), and the ``--llm-*`` name it stands for."""
+    """The option's help with its default always shown (a help text without ``%(default)s``
+    gets one), and the ``--llm-*`` name it stands for."""
     text = spec.help_text()
     shown = "%(default)" in spec.help or "(default" in text
     if not shown and spec.default not in ("", None) and not isinstance(spec.default, bool):
@@ -122,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
                 type=None if spec.kind is str else spec.kind,
                 choices=spec.choices,
                 default=None,  # not given: the plugin's own default applies
+                action="append" if name in REPEATABLE else "store",
                 help=_help_with_default(spec).replace("%", "%%"),
             )
     p.add_argument(
@@ -217,12 +221,9 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
     if args.host:
         cmd += ["--host", args.host]
     specs = _specs()
-    for names in SHORT_OPTIONS:
-        for name in names:
-            value = getattr(args, name)
-            if value is not None:
-                text = f"{value:g}" if isinstance(value, float) else str(value)
-                cmd += [specs[name].flag, text]
+    for name, value in _given(args).items():
+        text = f"{value:g}" if isinstance(value, float) else str(value)
+        cmd += [specs[name].flag, text]
     if args.stream is False:
         cmd.append(specs["no_stream"].flag)
     if args.no_refine:
@@ -245,41 +246,50 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
     return cmd
 
 
-def _seconds(value: object) -> float | None:
-    """A typed ``--stage-seconds``: a number, or None (not given, ``auto``, or not a number:
-    the option's own check names that one)."""
-    try:
-        return None if value is None else float(str(value))
-    except ValueError:
-        return None
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    """The short options typed, ``{field: value}`` in :data:`SHORT_OPTIONS` order."""
+    given: dict[str, Any] = {}
+    for names in SHORT_OPTIONS:
+        for name in names:
+            value = getattr(args, name)
+            if isinstance(value, list):  # a repeatable option: one comma list
+                value = ",".join(value)
+            if value is not None:
+                given[name] = value
+    return given
+
+
+def _options(args: argparse.Namespace) -> LlmOptions:
+    """The options the plugin will see for the typed ones (the rest: its defaults)."""
+    specs = _specs()
+    values = {name: specs[name].convert(value) for name, value in _given(args).items()}
+    if args.stage_requests is not None and args.stage_seconds is None:
+        values["stage_seconds"] = "0"  # count mode, as locust_command passes it
+    return LlmOptions(**values, no_refine=bool(args.no_refine))
+
+
+def _as_typed(problem: str) -> str:
+    """A plugin problem named as the user typed the options (``--stage-seconds``, not the
+    ``--llm-stage-seconds`` Locust would name)."""
+    for names in SHORT_OPTIONS:
+        for name in names:
+            dashed = name.replace("_", "-")
+            problem = re.sub(rf"--llm-{dashed}(?![\w-])", f"--{dashed}", problem)
+    return problem
 
 
 def _validate(args: argparse.Namespace) -> str | None:
-    """Problems with the options, named as the user typed them (``--stage-seconds``, not the
-    ``--llm-stage-seconds`` Locust would name), before anything starts."""
+    """Problems with the options, before anything starts: the plugin's own checks
+    (:func:`~loadknee_locust.plugin.validate.option_problems`), named as the user typed them."""
     if not args.host:
         return "--host is required (the server's base URL)"
-    stage_s = _seconds(args.stage_seconds)
-    if args.stage_requests is None and stage_s is not None:
-        warmup = args.warmup_seconds
-        typed = warmup is not None
-        warmup = float(warmup) if typed else LlmOptions().warmup_seconds
-        if stage_s <= warmup:
-            return (
-                f"--stage-seconds {stage_s:g} must exceed the warm-up "
-                + (f"--warmup-seconds {warmup:g}" if typed else f"(--warmup-seconds, default "
-                   f"{warmup:g})")
-                + ": the stage would have no measured window; lower --warmup-seconds or "
-                "lengthen --stage-seconds"
-            )  # fmt: skip
-    if args.levels:
-        try:
-            parse_levels(args.levels)
-        except ValueError as exc:
-            return str(exc)
     if args.workers < 0:
         return "--workers must be >= 0"
-    return None
+    try:
+        problems = option_problems(_options(args))
+    except (TypeError, ValueError) as exc:  # a value the option's type refuses
+        problems = [str(exc)]
+    return "; ".join(_as_typed(p) for p in problems) or None
 
 
 def analyze_command(run_dir: str, *, explain: bool = False) -> str:

@@ -51,9 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", help="parent folder of the re-run (default: beside RUN_DIR)")
     p.add_argument("--run-id", help="re-run directory name (default: RUN_ID-verify-TIME)")
-    from analysis.knee.find import KneeParams
+    from analysis.knee.params import KneeParams
 
-    KneeParams.add_cli_args(p)
+    KneeParams.add_cli_args(p, given_only=True)  # not typed: the original run's thresholds
     return p
 
 
@@ -103,19 +103,18 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.compare.verify import TOLERANCE_PCT, all_passed, format_checks, verify_checks
     from analysis.compare.verify import verify_levels as levels_for
     from analysis.inputs.load import RunDirError
-    from analysis.knee.find import KneeParams
+    from analysis.knee.params import KneeParams, as_flags
     from analysis.pipeline import analyze_run
     from loadknee_locust.commands import run as run_command
 
     parser = build_parser()
     ns, passthrough = parser.parse_known_args(argv)
-    params = KneeParams.from_cli_args(ns)
 
     def say(message: str) -> None:
         print(f"[verify] {message}", file=sys.stderr, flush=True)
 
-    try:
-        before = analyze_run(ns.run_dir, knee_params=params)
+    try:  # judged with the original's recorded thresholds, the typed ones on top
+        before = analyze_run(ns.run_dir, knee_overrides=KneeParams.given(ns))
     except RunDirError as exc:
         print(f"loadknee verify: cannot analyse {ns.run_dir}. {exc}", file=sys.stderr)
         return 2
@@ -134,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     out = ns.out or str(Path(ns.run_dir).resolve().parent)
     run_id = ns.run_id or f"{before.run_id}-verify-{time.strftime('%Y%m%d-%H%M%S')}"
     say(f"re-running levels {list(levels)} against {ns.host} into {Path(out) / run_id}")
-    rc = run_command.main([*run_arguments(info, levels, ns, run_id, out), *passthrough])
+    params = before.knee_params  # the re-run is judged as the original was, live and after
+    rerun_args = [*run_arguments(info, levels, ns, run_id, out), *as_flags(params)]
+    rc = run_command.main([*rerun_args, *passthrough])
     rerun = Path(out) / run_id
     if rc != 0 or not (rerun / "requests.csv").exists():
         print(f"loadknee verify: the re-run failed (exit {rc})", file=sys.stderr)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from loadknee_locust.arrivals.plan import ArrivalProcess
+from loadknee_locust.contract import RED_LINE_ERROR_PCT
 from loadknee_locust.prompts.logentry import LogFormat
 from loadknee_locust.prompts.model import Endpoint
 
@@ -292,8 +293,10 @@ class LlmOptions:
         group="shape",
     )
     red_line_error_pct: float = opt(
-        0.0,
-        "Stop the sweep early when a stage's error rate exceeds this percentage (0 = never).",
+        RED_LINE_ERROR_PCT,
+        "The red line: stop the sweep after a stage whose failed requests are more than this "
+        "%% of its measured ones, the stage the analysis names the red line (default "
+        "%(default)s; 0 = any error, 100 = never).",
         group="shape",
     )
     red_line_p95_ms: float = opt(
@@ -321,7 +324,8 @@ class LlmOptions:
     )
     slo: str = opt(
         "",
-        "Latency targets, comma separated, as loadknee analyze --slo takes them (e.g. "
+        "Latency targets, comma separated (loadknee run --slo may also be repeated), as loadknee "
+        "analyze --slo takes them (e.g. "
         "ttft_p95_ms=500,tpot_p95_ms=50): the sweep refines around the highest concurrency that "
         "meets them as it does around the knee, and the analysis reports that SLO capacity "
         "(default: none).",
@@ -504,12 +508,17 @@ def _spec(f: dataclasses.Field[Any], hint: Any) -> OptionSpec:
 
 
 def add_arguments(parser: Any) -> None:
-    """Add the plugin's options to a Locust (configargparse) parser, in named groups."""
+    """Add the plugin's options to a Locust (configargparse) parser, in named groups, then the
+    analysis's ``--knee-*`` thresholds: the live judge judges with them, and ``run.json``
+    records them for ``loadknee analyze``."""
     groups: dict[str, Any] = {}
     for spec in option_specs():
         if spec.group not in groups:
             groups[spec.group] = parser.add_argument_group(GROUP_TITLES[spec.group])
         groups[spec.group].add_argument(spec.flag, **spec.argument_kwargs())
+    from analysis.knee.params import SWEEP_OWN, KneeParams  # stdlib only, like this module
+
+    KneeParams.add_cli_args(parser, skip=SWEEP_OWN)
 
 
 def llm_options(environment: Any) -> LlmOptions:

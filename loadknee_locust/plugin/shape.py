@@ -38,8 +38,7 @@ from locust import LoadTestShape
 from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.plugin.wiring import Loadknee, loadknee_of, register
 from loadknee_locust.record.recorder import RunLog, percentile
-from loadknee_locust.sweep.childjobs import JUDGE_TIMEOUT_S
-from loadknee_locust.sweep.judge import LiveJudge
+from loadknee_locust.sweep.judge import JUDGE_TIMEOUT_S, LiveJudge
 from loadknee_locust.sweep.refine import LiveVerdict
 from loadknee_locust.sweep.schedule import PENDING, RedLine, Schedule, SchedulePlan, stage_label
 

@@ -16,16 +16,15 @@ from urllib.parse import urlsplit
 
 from loadknee_locust.prompts.classes import parse_classes, slo_problems
 from loadknee_locust.prompts.conversation import ThinkTime
-from loadknee_locust.sweep.schedule import SchedulePlan, parse_levels
+from loadknee_locust.sweep.schedule import SchedulePlan, parse_levels, parse_stage_length
 
 if TYPE_CHECKING:
     from loadknee_locust.plugin.options import LlmOptions
 
 #: option → the rule it must meet (name, test, words)
 _POSITIVE = ("request_timeout", "sample_interval")
+_STAGE_LENGTHS = ("stage_seconds", "stage_requests")
 _NOT_NEGATIVE = (
-    "stage_seconds",
-    "stage_requests",
     "warmup_seconds",
     "cooldown_seconds",
     "baseline_requests",
@@ -81,15 +80,13 @@ def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
         value = float(getattr(options, name))
         if not math.isfinite(value) or value <= 0:
             problems.append(f"{_flag(name)} must be > 0 seconds, got {value:g}")
-    for name in _NOT_NEGATIVE:
-        raw = getattr(options, name)
-        if str(raw).strip().lower() == "auto":  # stage length auto: the plan checks its bounds
-            continue
+    for name in _STAGE_LENGTHS:  # the schedule's own rule: a number or 'auto'
         try:
-            value = float(raw)
-        except ValueError:
-            problems.append(f"{_flag(name)} must be a number or 'auto', got {raw!r}")
-            continue
+            parse_stage_length(getattr(options, name), _flag(name))
+        except ValueError as exc:
+            problems.append(str(exc))
+    for name in _NOT_NEGATIVE:
+        value = float(getattr(options, name))
         if not math.isfinite(value) or value < 0:
             problems.append(f"{_flag(name)} must be >= 0, got {value:g}")
     if options.batch_size < 1:

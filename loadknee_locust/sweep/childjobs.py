@@ -1,20 +1,19 @@
-"""Run the analysis in child processes: the live judgement after each stage, the final report.
+"""Run the analysis in child processes: the web UI's live judgement, the final report.
 
 Why children: the Locust process never imports pandas (a pandas call on the gevent hub stalls
-every in-flight stream for seconds, LOCUST-NOTES §7), and the knee has one implementation, in
-``analysis``. Each job is ``gevent.subprocess`` under a timeout, so the hub only waits on a pipe.
+every in-flight stream for seconds), and the knee has one implementation, in ``analysis``. Each
+job runs through ``gevent.subprocess`` under a timeout, so the hub only waits on a pipe.
 
-:func:`judge_in_child` is the one way the Locust side asks ``python -m analysis.knee.live`` for a
-judgement. The adaptive sweep's shape asks it after every stage and keeps the answer in its
-schedule (``Schedule.verdicts``); :class:`ProvisionalVerdicts` gives the web UI that same answer
-(each child costs 1.5–2.5 s of CPU, so a stage is never judged twice) and starts its own child
-only for a plain grid sweep, where the shape asks nothing. :func:`FinalReport` runs ``loadknee
-analyze`` once when the test stops, so ``report.html`` is there for the person who watched.
-"""
+Every live judgement goes through :class:`~loadknee_locust.sweep.judge.LiveJudge`, the one
+protocol with ``python -m analysis.knee.live_judge``. The adaptive sweep's shape asks its own
+after every stage and keeps the answer in its schedule (``Schedule.verdicts``);
+:class:`ProvisionalVerdicts` gives the web UI that same answer (a stage is never judged twice)
+and asks a judge of its own only for a plain grid sweep, where the shape asks nothing.
+:class:`FinalReport` runs ``loadknee analyze`` once when the test stops, so ``report.html`` is
+there for the person who watched."""
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import gevent
 import gevent.subprocess
 
+from loadknee_locust.sweep.judge import LiveJudge
 from loadknee_locust.sweep.refine import LiveVerdict
 
 if TYPE_CHECKING:
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("loadknee")
 
-#: the live judgement reads a few thousand rows; a minute means something is wrong
-JUDGE_TIMEOUT_S = 60.0
 ANALYZE_TIMEOUT_S = 300.0
 
 
@@ -52,27 +50,6 @@ def _run_child(args: list[str], timeout_s: float) -> tuple[int, str, str]:
     return int(proc.returncode), out, err
 
 
-def judge_in_child(run_dir: str, timeout_s: float = JUDGE_TIMEOUT_S) -> LiveVerdict | None:
-    """``python -m analysis.knee.live RUN_DIR`` through gevent.subprocess; None (logged) on
-    failure."""
-    try:
-        code, out, err = _run_child(
-            [sys.executable, "-m", "analysis.knee.live", run_dir], timeout_s
-        )
-    except OSError as exc:
-        log.warning("loadknee: cannot start the live judgement: %s", exc)
-        return None
-    if code != 0:
-        reason = err.strip().splitlines()[-1:] or ["no reason given"]
-        log.warning("loadknee: the live judgement failed: %s", reason[0])
-        return None
-    try:
-        return LiveVerdict.from_json(json.loads(out))
-    except (ValueError, AttributeError, TypeError, KeyError) as exc:
-        log.warning("loadknee: the live judgement printed no usable answer: %s", exc)
-        return None
-
-
 class ProvisionalVerdicts:
     """The newest live judgement of a run for the web UI, never a second child for one stage."""
 
@@ -81,6 +58,7 @@ class ProvisionalVerdicts:
         self.asked_for = 0  # finished stages the last own job was started for
         self.result: LiveVerdict | None = None
         self._job: Any = None
+        self._judge = LiveJudge()  # started at the first ask: only a plain grid asks here
 
     def latest(self, run: RunLog, *, now: float, settle_s: float = 0.0) -> LiveVerdict | None:
         """The judgement over the most finished stages so far.
@@ -106,7 +84,7 @@ class ProvisionalVerdicts:
         return self.result
 
     def _ask(self, run_dir: Path) -> None:
-        verdict = judge_in_child(str(run_dir))
+        verdict = self._judge.ask(str(run_dir))
         if verdict is not None and run_dir == self.run_dir:
             self.result = verdict
 

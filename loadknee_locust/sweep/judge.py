@@ -25,10 +25,12 @@ from typing import Any
 import gevent
 from gevent import subprocess as gsubprocess
 
-from loadknee_locust.sweep.childjobs import JUDGE_TIMEOUT_S
 from loadknee_locust.sweep.refine import LiveVerdict
 
 log = logging.getLogger("loadknee")
+
+#: the live judgement reads a few thousand rows; a minute means something is wrong
+JUDGE_TIMEOUT_S = 60.0
 
 JUDGE_MODULE = "analysis.knee.live_judge"
 

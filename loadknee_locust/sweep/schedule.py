@@ -5,7 +5,7 @@ so every rule is tested table-driven without sleeping.
 :class:`~loadknee_locust.plugin.shape.SteppedShape` drives it from ``tick()``, and the recorder
 asks it for the stage and phase of each row.
 
-The plan (see DESIGN.md, "The sweep"):
+The plan:
 
 1. an optional **baseline** stage (``baseline_requests`` > 0): 1 user, strictly sequential; the
    first completed request is the warm-up (phase ``warmup``), the next ``baseline_requests`` are
@@ -68,7 +68,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from loadknee_locust.contract import Phase, StageKind, StopReason
+from loadknee_locust.contract import RED_LINE_ERROR_PCT, Phase, StageKind, StopReason
 from loadknee_locust.sweep.confidence import throughput_interval
 from loadknee_locust.sweep.refine import LiveVerdict, next_step
 
@@ -187,7 +187,8 @@ class SchedulePlan:
         if timed and self.stage_seconds <= self.warmup_seconds:
             raise ValueError(
                 f"--llm-stage-seconds ({self.stage_seconds:g}) must exceed --llm-warmup-seconds "
-                f"({self.warmup_seconds:g}): the stage would have no measured window"
+                f"({self.warmup_seconds:g}): the stage would have no measured window; shorten "
+                "the warm-up or lengthen the stage"
             )
 
     @classmethod
@@ -678,9 +679,11 @@ class SweepSaving:
 
 @dataclass(frozen=True)
 class RedLine:
-    """Early-stop thresholds over one stage's measured rows (0 = off)."""
+    """Early-stop thresholds over one stage's measured rows: an error share above ``error_pct``
+    (:data:`~loadknee_locust.contract.RED_LINE_ERROR_PCT`'s meaning; 100 = off) or a P95 e2e
+    latency above ``p95_ms`` (0 = off)."""
 
-    error_pct: float = 0.0
+    error_pct: float = RED_LINE_ERROR_PCT
     p95_ms: float = 0.0
 
     @classmethod
@@ -689,12 +692,12 @@ class RedLine:
 
     @property
     def enabled(self) -> bool:
-        return self.error_pct > 0 or self.p95_ms > 0
+        return self.error_pct < 100 or self.p95_ms > 0
 
     def crossed(self, *, requests: int, errors: int, p95_ms: float | None) -> bool:
-        """True when the error rate or the P95 e2e latency passed its threshold."""
+        """True when the error share or the P95 e2e latency passed its threshold."""
         if requests <= 0:
             return False
-        if self.error_pct > 0 and 100.0 * errors / requests > self.error_pct:
+        if self.error_pct < 100 and 100.0 * errors / requests > self.error_pct:
             return True
         return self.p95_ms > 0 and p95_ms is not None and p95_ms > self.p95_ms

@@ -1,6 +1,6 @@
 """Render the live sweep view (status, banners, charts, verdicts, end links) as an HTML fragment.
 
-What a person watching wants at a glance (issue 16): which stage runs and how long it has left,
+What a person watching wants at a glance: which stage runs and how long it has left,
 the throughput curve bending, the tail against the baseline, the KV cache and the queue climbing,
 the verdict of each finished stage, and, once the run ends, its files and report. The numbers
 are the master's own running per-stage stats (stdlib only); the verdicts come from the analysis

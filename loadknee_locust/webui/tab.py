@@ -1,6 +1,6 @@
 """A live "Knee" tab in Locust's web UI: one row per stage, plus a CSV download of those rows.
 
-Uses Locust 2.47's extension points (LOCUST-NOTES §5): ``extended_tabs`` / ``extended_tables`` in
+Uses Locust 2.47's web UI extension points: ``extended_tabs`` / ``extended_tables`` in
 ``template_args``, and an ``after_request`` hook that adds ``extended_stats`` to the JSON of
 ``/stats/requests`` (the page polls it every ~2 s). The numbers come from the recorder's running
 :class:`~loadknee_locust.record.recorder.StageStats` (stdlib only, no pandas in the Locust process):

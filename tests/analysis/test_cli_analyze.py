@@ -82,7 +82,8 @@ def test_default_out_is_run_report_and_json_format(tmp_path, capsys) -> None:
     captured = capsys.readouterr()
     data = json.loads(captured.out)
     assert data["knee"]["params"]["tail_ratio"] == 3.0
-    assert captured.err == ""
+    # --quiet hides progress, not that the run is judged otherwise than it recorded
+    assert captured.err == "loadknee analyze: judged with --knee-tail-ratio 3.0 (the run's: 2.0)\n"
     listed = sorted(p.name for p in (root / "report").iterdir())
     assert listed == sorted(REPORT_FILES + CLUSTER_ENTRIES)  # --emit all by default
 
@@ -118,7 +119,8 @@ def test_analysis_never_imports_locust_or_gevent() -> None:
 
 
 def _nvidia_smi_lines(root: Path) -> str:
-    """seed 000's capture (no header, no units) covering the run, timestamps in UTC."""
+    """A capture as the single-machine source prints it (no header, no units) covering the
+    run, timestamps in UTC."""
     import datetime as dt
 
     import pandas as pd

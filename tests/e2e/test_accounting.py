@@ -1,5 +1,5 @@
 """Every request loadknee sends is counted: the server's own count reconciles with the run
-directory alone, with workers too (issue 13 finding 7: each worker's calibration probes were
+directory alone, with workers too (each worker's calibration probes are summed, never
 replaced by the last worker's count)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Bad input never hangs or floods: every case ends before the sweep with one message and an exit
-code other than 0, and the server sees no load (finding 6 of issue 13).
+code other than 0, and the server sees no load.
 
 Each case runs ``loadknee run`` (real Locust) against the simulator with a short sweep; the
 simulator's own log says how many load requests reached it.

@@ -5,7 +5,8 @@ closed-loop stages (tests/support/knee_simdriver.py: ~2 s per stage), writes a c
 directory and runs the whole analysis on it (read_run → summary → baseline → knee → diagnosis →
 recommendations). Levels are chosen so that ``c*`` sits on a tested level: when ``c*`` falls
 midway between two levels the throughput still grows part of the way into the next one, and the
-analysis (like seed 002's table, where such a stage is "critical") puts the knee one level later.
+analysis (like the vLLM source's record table, where such a stage is "critical") puts the knee
+one level later.
 """
 
 from __future__ import annotations

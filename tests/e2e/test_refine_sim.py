@@ -7,8 +7,8 @@ the run directory, and the recommended ``max_concurrency`` must lie within 15 % 
 simulator's true saturation (``saturation_concurrency``) and never above it — with the server's
 ``/metrics`` shown and with them hidden (``--no-metrics``: the answer rests on the client's own
 rows). (The client's running estimate against the server's gauge is checked by hand on 10 s
-stages, issue 25's note: on these 2 s windows the gauge's mean rests on ~4 scrapes and moved by
-10 % or more on its own in CI.)
+stages: on these 2 s windows the gauge's mean rests on ~4 scrapes and can move by 10 % or
+more on its own on a busy machine.)
 
 Stages are short (3 s) so the table fits a few minutes on 2 busy cores; three sweeps at a time.
 CI runs every capacity with metrics and a subset without; ``LOADKNEE_FULL_TABLE=1`` runs the whole

@@ -1,13 +1,13 @@
 """A soak: one level held, the Locust process's memory and open files must stay flat.
 
 The short form (30 s at 8 users, about a thousand requests on the simulator's ``fast`` preset)
-runs in CI; ``LOADKNEE_SOAK_S=280`` runs the full length by hand. The process is sampled once a
-second through psutil (Locust's own dependency). After the first third (imports, pools and
-buffers settle), the open file descriptors may not grow by more than a few (a leaked socket per
-request would add hundreds), and the resident memory's growth per thousand requests, from a
-least-squares line through the samples, must stay under what keeping one row per request would
-cost (a row is about 2 KiB as a Python dict): a leak of request state shows as a slope, a
-one-off allocation does not.
+runs with the suite; ``LOADKNEE_SOAK_S=280`` runs the full length by hand. The process is
+sampled once a second through psutil (Locust's own dependency). After the first third
+(imports, pools and buffers settle), the open file descriptors may not grow by more than a few
+(a leaked socket per request would add hundreds), and the resident memory's growth per thousand
+requests, from a least-squares line through the samples, must stay under what keeping one row
+per request would cost (a row is about 2 KiB as a Python dict): a leak of request state shows as
+a slope, a one-off allocation does not.
 """
 
 from __future__ import annotations

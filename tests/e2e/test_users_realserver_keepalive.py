@@ -3,7 +3,7 @@
 A stdlib fake advertises ``Keep-Alive`` (never ``Connection: close``) and closes a connection when
 the NEXT request arrives on it, after reading it, without answering. The request's bytes were
 written and read, so the server may have processed it: the user must NOT resend it (that doubled
-requests and hid resets, issue 13 finding 3); each such request is one ``connect_error`` row and
+requests and hid resets); each such request is one ``connect_error`` row and
 the server's count equals the rows. A resend happens only when the write itself failed (the
 socket was found closed before the request was written): tested on a socket pair below.
 """

@@ -11,7 +11,8 @@ from analysis.model import SUMMARY_COLUMNS
 
 NAN = float("nan")
 
-#: seed 002's example record table: users, P50 s, P99 s, tok/s, memory %, success %, verdict
+#: the vLLM source's record table (docs/method.md, Sources): users, P50 s, P99 s, tok/s,
+#: memory %, success %, verdict
 SEED_002_TABLE = (
     (4, 0.6, 1.0, 220.0, 62.0, 100.0, "comfortable"),
     (16, 0.9, 1.1, 760.0, 78.0, 100.0, "comfortable"),

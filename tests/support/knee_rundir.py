@@ -106,3 +106,26 @@ def write_run(
         if rows is not None:
             write_csv(run_dir / name, columns, rows)
     return run_dir
+
+
+def saturating_run(
+    run_dir: Path,
+    *,
+    capacity: int,
+    levels: tuple[int, ...] = (1, 2, 4, 8, 16),
+    e2e_ms: float = 400.0,
+) -> Path:
+    """Closed-loop users, no think time: e2e ``e2e_ms`` up to ``capacity`` users, then it grows
+    with the users (more only queue), so the knee is known by construction."""
+    stages, rows, t, n = [], [], 1_000.0, 0
+    for stage, (kind, users) in enumerate([("baseline", 1), *(("step", u) for u in levels)]):
+        stages.append(stage_row(stage, users, t, kind=kind, warmup_s=1.0, measure_s=20.0))
+        e2e = e2e_ms * max(1.0, users / capacity)
+        for u in range(users):
+            s = t + 0.01 * u
+            while s < t + 21.0:
+                phase = "warmup" if s < t + 1.0 else "baseline" if kind == "baseline" else "measure"
+                rows.append(request_row(n, stage, s, e2e, phase=phase, ttft_ms=20.0))
+                n, s = n + 1, s + e2e / 1000.0
+        t += 23.0
+    return write_run(run_dir, stages=stages, requests=rows)

@@ -1,4 +1,4 @@
-"""Synthetic inputs for the report tests: seed 002's record table as analysis objects, and a
+"""Synthetic inputs for the report tests: the vLLM source's record table as analysis objects, and a
 contract-shaped run directory written from a tiny closed-form server model.
 
 Not a test module (no ``test_`` prefix): the report/table/plot/CLI/compare tests import it.
@@ -28,7 +28,8 @@ from loadknee_locust import contract
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789"
 
-#: seed 002's record table: users, P50 s, P99 s, tok/s, memory %, success %, verdict
+#: the vLLM source's record table (docs/method.md, Sources): users, P50 s, P99 s, tok/s,
+#: memory %, success %, verdict
 SEED002 = (
     (4, 0.6, 1.0, 220.0, 62.0, 100.0, "comfortable"),
     (16, 0.9, 1.1, 760.0, 78.0, 100.0, "comfortable"),
@@ -39,7 +40,7 @@ SEED002 = (
 
 
 def seed002_summary() -> pd.DataFrame:
-    """A summary frame (exact SUMMARY_COLUMNS) with a baseline row and seed 002's five stages."""
+    """A summary frame (exact SUMMARY_COLUMNS): a baseline row and the vLLM source's 5 stages."""
     rows = [dict.fromkeys(SUMMARY_COLUMNS, math.nan)]
     rows[0].update(
         stage=0,

@@ -16,7 +16,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -198,10 +198,26 @@ def check_run(
             assert counts[(int(st["stage"]), "measure")] > 0, (st, counts)
 
 
+def assert_cancelled_only_where_stopped(rows: list[dict[str, Any]]) -> None:
+    """A ``cancelled`` row only where the stop cut it: the last request of its user (a user is
+    stopped once, at a stage's end or the run's; every request before its last one finished)."""
+    by_user: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_user[(str(row["worker"]), str(row["user_id"]))].append(row)
+    misplaced = [
+        str(row["request_id"])
+        for user_rows in by_user.values()
+        for row in sorted(user_rows, key=lambda r: float(r["start_unix_s"]))[:-1]
+        if row["outcome"] == "cancelled"
+    ]
+    assert not misplaced, f"{len(misplaced)} cancelled before their user's last: {misplaced[:5]}"
+
+
 def assert_each_served_once(rows: list[dict[str, Any]], served_ids: list[str]) -> None:
     """Every request the server saw is exactly one row, and every row is a request it saw; a
     ``cancelled`` row (a user stopped mid-request, maybe before its bytes went out) may be
-    either, and says so."""
+    either, and says so, but only as its user's last request."""
+    assert_cancelled_only_where_stopped(rows)
     served = Counter(served_ids)
     assert all(n == 1 for n in served.values()), "a request reached the server twice"
     recorded = Counter(str(r["request_id"]) for r in rows)

@@ -27,7 +27,7 @@ def _summary(**columns):
     return sweep(LEVELS, TOK_S, P95_MS, baseline_tok_s=100.0, baseline_p95_ms=800.0, **columns)
 
 
-def test_finding_3_with_an_sla_the_answer_never_breaks_it():
+def test_with_an_sla_the_answer_never_breaks_it():
     """--sla-ms 1500 printed max_concurrency 32 although 32 users had P95 1,604 ms."""
     summary = _summary()
     knee, recs = _recs(summary, sla_ms=1500)

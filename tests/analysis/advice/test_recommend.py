@@ -88,8 +88,8 @@ def test_max_model_len_only_from_a_replayed_log_large_enough():
     assert _recs(summary, run_info=told).get("vllm.max_model_len") == 65536
 
 
-def test_finding_2_no_max_model_len_from_a_20_line_log():
-    """A 20-line log whose longest context is 950 tokens gave --max-model-len 1024 (finding 2):
+def test_no_max_model_len_from_a_20_line_log():
+    """A 20-line log whose longest context is 950 tokens would give --max-model-len 1024:
     longer production requests would get HTTP 400. Withheld, with the rule."""
     summary = _knee_sweep(prompt_tokens_max=[700] * 4, completion_tokens_max=[250] * 4)
     log = {"prompt_source": {"kind": "log", "records": 20, "valid_records": 20}}
@@ -113,7 +113,7 @@ def test_replicas_for_a_target_concurrency(target, efficiency, replicas):
 
 def test_gpu_memory_utilization_lowered_from_the_known_value():
     recs = _recs(seed_002_summary(), gpu_memory_utilization=0.85)
-    assert recs.get("vllm.gpu_memory_utilization") == 0.8  # seed 002: 0.85 → 0.80
+    assert recs.get("vllm.gpu_memory_utilization") == 0.8  # one step down: 0.85 → 0.80
 
 
 def test_every_item_has_a_reason_and_yaml_holds_every_key():
@@ -151,8 +151,8 @@ def test_request_timeout_without_streaming_scales_the_median_rate_to_p99():
     assert "P99/P50" in rec.reason
 
 
-def test_finding_1_no_max_num_seqs_without_a_knee():
-    """A sweep that never saturated printed --max-num-seqs 16 (finding 1): pasted into vLLM it
+def test_no_max_num_seqs_without_a_knee():
+    """A sweep that never saturated would print --max-num-seqs 16: pasted into vLLM it
     caps a server below what it can do. No flag; the advice is to sweep higher, with levels."""
     summary = sweep(LEVELS, [200, 400, 800, 1600], [100] * 4, baseline_tok_s=100.0,
                     baseline_p95_ms=100.0)  # fmt: skip

@@ -40,8 +40,18 @@ def _baseline(*, interference: bool = False, warnings: tuple[str, ...] = ()) -> 
     )  # fmt: skip
 
 
-def _verdict(fired: tuple[str, ...], *, trusted: bool = True, verdict: str = "knee"):
-    signals = tuple(Signal(name, name in fired, None, None, name) for name in SIGNALS)
+def _verdict(
+    fired: tuple[str, ...],
+    *,
+    trusted: bool = True,
+    verdict: str = "knee",
+    memory: float | None = None,
+):
+    """``memory``: the memory % the knee judged (its memory-pressure signal's value)."""
+    signals = tuple(
+        Signal(name, name in fired, memory if name == "memory_pressure" else None, None, name)
+        for name in SIGNALS
+    )
     return StageVerdict(stage=3, target_users=16, verdict=verdict, reasons=(),  # type: ignore[arg-type]
                         signals=signals, trusted=trusted)  # fmt: skip
 
@@ -51,12 +61,16 @@ def _row(**values: float) -> pd.Series:
 
 
 def _facts(case: dict):
+    row = case.get("row", {})
+    # the knee's "auto" memory source on a stage with one gauge or both: the higher one
+    gauges = [row[k] for k in ("kv_cache_peak_pct", "gpu_mem_peak_pct") if k in row]
     return stage_facts(
-        _row(**case.get("row", {})),
+        _row(**row),
         _verdict(
             case.get("fired", ()),
             trusted=case.get("trusted", True),
             verdict=case.get("verdict", "knee"),
+            memory=max(gauges) if gauges else None,
         ),
         prev=_row(**case["prev"]) if "prev" in case else None,
         base_row=_row(**case["base"]) if "base" in case else None,
@@ -88,7 +102,7 @@ CASES = [
       "base": {"itl_p50_ms": 10}, "fired": ("tail_departure",)}),
     # the server's counters say its slots are full and 1.6 wait, while the client-side tail and
     # throughput stayed inside a noisy run's bands: queueing, not the baseline's interference
-    # (a llama-server slot-knee run in CI with a CPU hog named this knee "interference")
+    # (a llama-server slot knee beside a CPU hog must not read as "interference")
     ("server_queue", ("interference",), "held 1.6 requests",
      {"row": {"waiting_mean": 1.6, "waiting_max": 2}, "fired": ("server_saturated",),
       "interference": True}),

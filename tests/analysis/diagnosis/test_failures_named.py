@@ -1,6 +1,6 @@
 """Errors named: each failing stage says which failures (outcome, HTTP status, top messages), and
 the bottleneck follows their kind: rejections are overload, timeouts stalls, the rest server
-errors, never "queueing" (finding 5 of issue 13)."""
+errors, never "queueing"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""nvsmi: a capture in seed 000's exact format, read on the run's clock and aligned."""
+"""nvsmi: a capture in the single-machine source's format, read on the run's clock, aligned."""
 
 from __future__ import annotations
 

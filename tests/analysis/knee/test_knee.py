@@ -1,4 +1,5 @@
-"""find_knee on record tables typed in as data: seed 002's table and one table per rule."""
+"""find_knee on record tables typed in as data: the vLLM source's record table (docs/method.md)
+and one table per rule."""
 
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ def test_seed_002_table_gives_its_verdicts_and_watermark():
     result = _knee(summary)
     assert _verdicts(result) == [row[-1] for row in SEED_002_TABLE]
     assert (result.knee_users, result.red_line_users) == (32, 48)
-    assert result.max_concurrency == 24  # the stage before the knee (seed 000)
-    assert result.base_capacity == 24  # tail fine, memory <= 85 %, 100 % success (seed 002)
+    assert result.max_concurrency == 24  # the stage before the knee
+    assert result.base_capacity == 24  # tail fine, memory <= 85 %, 100 % success
     recs = recommend(summary, result, compute_baseline(None, summary))
     assert recs.get("production_watermark") == [16, 19]
     assert recs.get("max_concurrency") == 24
@@ -201,7 +202,7 @@ def test_find_knee_does_not_mutate_its_input():
 
 def test_tail_on_seconds_per_1k_tokens_ignores_longer_outputs():
     # latency doubles at 16 users only because answers got twice as long (log replay): per 1k
-    # tokens nothing departed, so the e2e tail calls a knee where seed 000's ruler does not
+    # tokens nothing departed, so the e2e tail calls a knee where seconds per 1k tokens do not
     summary = sweep(LEVELS, [200, 400, 800, 820], [100, 100, 110, 250], baseline_tok_s=100.0,
                     baseline_p95_ms=100.0, s_per_1k_total_p95=[1.0, 1.0, 1.1, 1.2])  # fmt: skip
     summary.loc[0, "s_per_1k_total_p95"] = 1.0
@@ -216,7 +217,7 @@ def test_tail_on_seconds_per_1k_tokens_ignores_longer_outputs():
 @pytest.mark.parametrize(
     ("given", "source", "expected"),
     [
-        ("auto", {"kind": "log_replay"}, "s_per_1k"),  # replayed lengths vary: seed 000's ruler
+        ("auto", {"kind": "log_replay"}, "s_per_1k"),  # replayed lengths vary
         ("auto", {"kind": "fixed"}, "e2e"),
         ("auto", None, "e2e"),
         ("e2e", {"kind": "log_replay"}, "e2e"),  # an explicit choice stands
@@ -265,7 +266,7 @@ def test_the_dip_threshold_is_a_parameter():
 
 
 def _noisy_baseline_sweep(level_ok: int, level_p95_ms: float) -> object:
-    """A CI run's numbers: a 10-request baseline one slow request pushed to P95 9.9 s (median
+    """A busy machine's numbers: a 10-request baseline one slow request pushed to P95 9.9 s (median
     2.75 s), a 1-user level, then an 8-slot server at 8 and 16 users (half of 16 queued)."""
     return frame(
         [

@@ -19,7 +19,7 @@ import pytest
 from analysis.knee import live, live_judge
 from analysis.pipeline import analyze_run
 from loadknee_locust.sweep.refine import LiveVerdict
-from tests.support.knee_rundir import request_row, stage_row, write_run
+from tests.support.knee_rundir import saturating_run as knee_saturating_run
 from tests.support.paths import PROGRAMS
 
 CAPACITY = 4  # the synthetic server runs 4 requests at once; more users only queue
@@ -29,20 +29,7 @@ CLIENT = PROGRAMS / "live_judge_client.py"  # asks one judge child from greenlet
 
 
 def saturating_run(run_dir: Path, levels: tuple[int, ...] = (1, 2, 4, 8, 16)) -> Path:
-    """Closed-loop users, no think time; e2e 400 ms up to CAPACITY users, then it grows."""
-    stages, rows, t, n = [], [], 1_000.0, 0
-    all_levels = [("baseline", 1), *(("step", u) for u in levels)]
-    for stage, (kind, users) in enumerate(all_levels):
-        stages.append(stage_row(stage, users, t, kind=kind, warmup_s=1.0, measure_s=20.0))
-        e2e = 400.0 * max(1.0, users / CAPACITY)
-        for u in range(users):
-            s = t + 0.01 * u
-            while s < t + 21.0:
-                phase = "warmup" if s < t + 1.0 else "baseline" if kind == "baseline" else "measure"
-                rows.append(request_row(n, stage, s, e2e, phase=phase, ttft_ms=20.0))
-                n, s = n + 1, s + e2e / 1000.0
-        t += 23.0
-    return write_run(run_dir, stages=stages, requests=rows)
+    return knee_saturating_run(run_dir, capacity=CAPACITY, levels=levels)
 
 
 def test_the_judge_answers_as_analysis_live_does(tmp_path: Path) -> None:
@@ -106,6 +93,7 @@ def test_the_locust_side_client_asks_one_child_from_greenlets(tmp_path: Path) ->
     got = json.loads(out.strip().splitlines()[-1])
     assert got["first"] == CAPACITY and got["second"] == 8
     assert got["same_child"] and got["missing"] is None and got["closed"]
+    assert got["web_ui"] == CAPACITY  # the web UI asks through the same LiveJudge
     assert got["ticks"] > 0  # the asking greenlet waited on a pipe, not the hub
 
 

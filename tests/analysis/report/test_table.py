@@ -95,7 +95,7 @@ def test_text_table_fits_width_and_names_dropped_columns(width: int) -> None:
         assert "not shown" not in text
     else:
         assert "not shown for width" in text
-        if width >= 90:  # wide enough for seed 002's set: must really fit
+        if width >= 90:  # wide enough for the record table's columns: must really fit
             assert max(len(line) for line in table_lines) <= width
 
 

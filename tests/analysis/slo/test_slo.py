@@ -1,4 +1,4 @@
-"""SLO targets parsed from flags, files and presets; judged on seed 002's typed-in record table."""
+"""SLO targets parsed from flags, files and presets; judged on the vLLM source's record table."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""compute_baseline: seed 000's median and P95, the interference warning, the fallbacks."""
+"""compute_baseline: the median and P95 of the single-machine source, the interference
+warning, the fallbacks."""
 
 from __future__ import annotations
 

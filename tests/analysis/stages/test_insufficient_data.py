@@ -1,5 +1,5 @@
 """No verdict without data: empty or mostly-excluded stages are "insufficient data", never
-"comfortable", and nothing is recommended from them (finding 4 of issue 13)."""
+"comfortable", and nothing is recommended from them."""
 
 from __future__ import annotations
 

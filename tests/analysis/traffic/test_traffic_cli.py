@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from analysis.traffic import cli
-from tests.support.knee_rundir import request_row, stage_row, write_run
+from tests.support.knee_rundir import saturating_run as knee_saturating_run
 from tests.support.paths import DATA
 
 DATA = DATA / "traces"
@@ -18,19 +18,7 @@ E2E_MS = 400.0
 
 
 def saturating_run(run_dir: Path, levels: tuple[int, ...] = (1, 2, 4, 8, 16, 32)) -> Path:
-    """Closed-loop users, no think time; e2e 400 ms up to CAPACITY users, then it grows."""
-    stages, rows, t, n = [], [], 1_000.0, 0
-    for stage, (kind, users) in enumerate([("baseline", 1), *(("step", u) for u in levels)]):
-        stages.append(stage_row(stage, users, t, kind=kind, warmup_s=1.0, measure_s=20.0))
-        e2e = E2E_MS * max(1.0, users / CAPACITY)
-        for u in range(users):
-            s = t + 0.01 * u
-            while s < t + 21.0:
-                phase = "warmup" if s < t + 1.0 else "baseline" if kind == "baseline" else "measure"
-                rows.append(request_row(n, stage, s, e2e, phase=phase, ttft_ms=20.0))
-                n, s = n + 1, s + e2e / 1000.0
-        t += 23.0
-    return write_run(run_dir, stages=stages, requests=rows)
+    return knee_saturating_run(run_dir, capacity=CAPACITY, levels=levels, e2e_ms=E2E_MS)
 
 
 def _log(path: Path, intervals: list[tuple[float, float]]) -> Path:

@@ -1,5 +1,5 @@
-"""URL credentials never reach a file, and one rule says which credentials are sent (issue 13
-finding 8): the API key (Bearer) when given, else the URL's user:password (Basic)."""
+"""URL credentials never reach a file, and one rule says which credentials are sent: the API
+key (Bearer) when given, else the URL's user:password (Basic)."""
 
 from __future__ import annotations
 

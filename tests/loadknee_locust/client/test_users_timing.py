@@ -19,11 +19,11 @@ its event loop is busy writing 64 chunks a step (~0.9 ms even for a 64-thread cl
 lengths vary (a lengths log), so streams do not all end in the same step; each user's first
 request (connection set-up, start-up burst) is left out, as a warm-up would be.
 
-On a CPU-starved machine (Linux PSI ``some avg10`` above 20 % after the run: other processes
-were runnable and waiting) the request lag holds scheduling delay that no client can remove: when
-the medians then miss the 2 ms checks, those are skipped with the numbers in the reason (the loose
-bounds still hold); medians within them pass whatever the pressure. Off
-Linux (no kernel stamps) only the loose bounds apply.
+The 2 ms checks need a machine that is not starved: other runnable processes put scheduling
+delay into the request lag that no client can remove. The test is marked ``quiet``, so under
+pytest-xdist no other test of the suite runs beside it (``tests/conftest.py``); late medians
+fail, with the CPU pressure (Linux PSI ``some avg10``) in the message to tell the reader whether
+the machine or the client was late. Off Linux (no kernel stamps) only the loose bounds apply.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from loadknee_locust.client.streamread import KERNEL_STAMPS, kernel_stamps_work
 from tests.support.llm_locust import run_locust
 
 PSI = Path("/proc/pressure/cpu")
-STARVED_PSI_PCT = 20.0
 
 
 def _cpu_pressure_pct() -> float | None:
@@ -57,6 +56,7 @@ def _median(values: list[float]) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.quiet
 def test_ttft_and_e2e_match_server_timing_with_64_streams(tmp_path: Path, sim_server) -> None:
     sim = sim_server(
         "fast",
@@ -113,11 +113,5 @@ def test_ttft_and_e2e_match_server_timing_with_64_streams(tmp_path: Path, sim_se
         pytest.skip(f"no kernel receive stamps on this platform: {medians}")
     # stamping error with kernel stamps (0.5 ms), and the issue's goal for TTFT and e2e (2 ms)
     strict = {"first_token_lag_ms": 0.5, "end_lag_ms": 0.5, "ttft_diff_ms": 2.0, "e2e_diff_ms": 2.0}
-    within = all(abs(medians[name]) <= bound for name, bound in strict.items())
-    # a starved machine may push the lags out of reach (the simulator's stamps lag too): then it
-    # cannot tell; lags measured within the bounds are verified whatever the pressure (under
-    # pytest-xdist's two processes the pressure is always high, and the numbers usually fine)
-    if not within and pressure is not None and pressure > STARVED_PSI_PCT:
-        pytest.skip(f"CPU-starved machine (PSI avg10 {pressure} %), lags unverifiable: {medians}")
-    for name, bound in strict.items():
-        assert abs(medians[name]) <= bound, (name, medians)
+    late = {name: medians[name] for name, bound in strict.items() if abs(medians[name]) > bound}
+    assert not late, f"late by the 2 ms / 0.5 ms bounds: {late} (CPU pressure {pressure} %)"

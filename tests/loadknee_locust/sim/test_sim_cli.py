@@ -98,7 +98,7 @@ def test_sigterm_stops_cleanly_and_ends_open_streams() -> None:
 
 
 def test_help_shows_the_chosen_presets_values() -> None:
-    """`sim --preset gpu-like --help` showed the fast preset's values (finding 9)."""
+    """`sim --preset gpu-like --help` showed the fast preset's values."""
     from loadknee_locust.sim.cli import chosen_preset
 
     assert chosen_preset(["--preset", "gpu-like", "--help"]) == "gpu-like"

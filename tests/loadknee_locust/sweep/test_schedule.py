@@ -217,7 +217,10 @@ def test_red_line_ends_the_sweep_after_the_stage() -> None:
 @pytest.mark.parametrize(
     ("line", "requests", "errors", "p95", "crossed"),
     [
-        (RedLine(), 10, 10, 1e9, False),
+        (RedLine(error_pct=100.0), 10, 10, 1e9, False),  # 100: no share is above it
+        (RedLine(), 10, 10, None, True),  # the shared default: the analysis's red line
+        (RedLine(error_pct=0.0), 100, 1, None, True),  # 0: any error
+        (RedLine(error_pct=0.0), 100, 0, None, False),
         (RedLine(error_pct=5.0), 100, 5, None, False),
         (RedLine(error_pct=5.0), 100, 6, None, True),
         (RedLine(p95_ms=1000.0), 10, 0, 1000.0, False),
@@ -274,6 +277,7 @@ def test_red_line_from_options() -> None:
     assert RedLine.from_options(LlmOptions()) == RedLine()
     red = RedLine.from_options(LlmOptions(red_line_error_pct=5.0, red_line_p95_ms=800.0))
     assert (red.error_pct, red.p95_ms, red.enabled) == (5.0, 800.0, True)
+    assert not RedLine(error_pct=100.0).enabled
 
 
 def test_rows_are_labelled_by_planned_boundaries_before_a_tick_sees_them() -> None:

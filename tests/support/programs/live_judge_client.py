@@ -2,7 +2,8 @@
 
 Run in a child process: it monkey-patches the interpreter with gevent, as Locust does. Asks twice
 for ``RUN_DIR`` (one child must answer both), once for a missing run, while a ticker greenlet
-counts that the hub kept running; prints one JSON object of observations for the test to judge.
+counts that the hub kept running, then once as the web UI asks for a plain grid; prints one JSON
+object of observations for the test to judge.
 """
 
 from gevent import monkey
@@ -11,9 +12,11 @@ monkey.patch_all()
 
 import json  # noqa: E402
 import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import gevent  # noqa: E402
 
+from loadknee_locust.sweep.childjobs import ProvisionalVerdicts  # noqa: E402
 from loadknee_locust.sweep.judge import LiveJudge  # noqa: E402
 
 judge = LiveJudge()
@@ -34,6 +37,9 @@ second = gevent.spawn(judge.ask, sys.argv[1]).get()
 same = judge._proc.pid == pid
 missing = judge.ask(sys.argv[1] + "-missing")
 judge.close()
+web = ProvisionalVerdicts()  # the web UI's verdicts of a plain grid: the same protocol
+web.run_dir = Path(sys.argv[1])
+web._ask(web.run_dir)
 ticker.kill()
 print(
     json.dumps(
@@ -44,6 +50,7 @@ print(
             "missing": missing,
             "ticks": len(ticks),
             "closed": not judge.running,
+            "web_ui": None if web.result is None else web.result.max_concurrency,
         }
     )
 )

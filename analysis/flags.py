@@ -1,0 +1,124 @@
+"""Command-line flags declared on a parameter dataclass's fields, the way ``LlmOptions`` does.
+
+A field that is a flag carries its spelling and help in :func:`flag`; its default is the field's
+default, its type the field's annotation (``float | None`` → ``float``), and a ``Literal`` type
+gives the choices. From that one table:
+
+* :func:`add_flags` adds the flags to an argparse (or configargparse) parser in one group, either
+  with the class's defaults (the sweep records every value in ``run.json``) or with none
+  (``given_only``: a flag that was not typed is absent from the namespace, so a recorded value
+  stands);
+* :func:`given_values` reads back the ``{field: value}`` of the flags the namespace holds.
+
+Stdlib only: the Locust side adds the analysis's flags to its parser through this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import types
+import typing
+from collections.abc import Iterable
+from typing import Any, Literal
+
+
+def flag(default: Any, help: str, *, spelling: str, action: str | None = None) -> Any:
+    """A parameter field that is a command-line flag (``help`` may hold ``%(default)s``)."""
+    meta = {"flag": spelling, "help": help, "action": action}
+    return dataclasses.field(default=default, metadata={"flag": meta})
+
+
+@dataclasses.dataclass(frozen=True)
+class FlagSpec:
+    """One flag as the parser sees it, derived from its field."""
+
+    name: str
+    dest: str
+    spelling: str
+    default: Any
+    kind: type | None
+    choices: tuple[str, ...] | None
+    help: str
+    action: str | None
+
+    def help_text(self) -> str:
+        """The help with the class's default filled in, escaped for argparse."""
+        shown = "none" if self.default is None else self.default
+        return (self.help % {"default": shown}).replace("%", "%%")
+
+
+def flag_specs(cls: type, *, prefix: str) -> tuple[FlagSpec, ...]:
+    """The fields of ``cls`` that are flags, in declaration order."""
+    hints = typing.get_type_hints(cls)
+    specs = []
+    for f in dataclasses.fields(cls):
+        meta = f.metadata.get("flag")
+        if meta is None:
+            continue
+        kind, choices = _kind(hints[f.name])
+        specs.append(
+            FlagSpec(
+                name=f.name,
+                dest=prefix + f.name,
+                spelling=meta["flag"],
+                default=f.default,
+                kind=kind,
+                choices=choices,
+                help=meta["help"],
+                action=meta["action"],
+            )
+        )
+    return tuple(specs)
+
+
+def _kind(hint: Any) -> tuple[type | None, tuple[str, ...] | None]:
+    if typing.get_origin(hint) is Literal:
+        return None, tuple(str(c) for c in typing.get_args(hint))
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    return (None if hint in (str, bool) else hint), None
+
+
+def add_flags(
+    parser: Any,
+    cls: type,
+    *,
+    prefix: str,
+    title: str,
+    given_only: bool = False,
+    skip: Iterable[str] = (),
+) -> None:
+    """Add the flags of ``cls`` to ``parser`` in a group called ``title``.
+
+    ``given_only``: no defaults on the namespace (a flag not typed is absent), for a command
+    whose defaults come from elsewhere (the run's recorded values). ``skip``: field names left
+    out (a setting the parser already takes under another name).
+    """
+    group = parser.add_argument_group(title)
+    left_out = set(skip)
+    for spec in flag_specs(cls, prefix=prefix):
+        if spec.name in left_out:
+            continue
+        kwargs: dict[str, Any] = {
+            "dest": spec.dest,
+            "help": spec.help_text(),
+            "default": argparse.SUPPRESS if given_only else spec.default,
+        }
+        if spec.action is not None:
+            kwargs["action"] = spec.action
+        else:
+            if spec.kind is not None:
+                kwargs["type"] = spec.kind
+            if spec.choices:
+                kwargs["choices"] = list(spec.choices)
+        group.add_argument(spec.spelling, **kwargs)
+
+
+def given_values(ns: Any, cls: type, *, prefix: str) -> dict[str, Any]:
+    """``{field: value}`` for every flag of ``cls`` present on the namespace ``ns``."""
+    return {
+        spec.name: getattr(ns, spec.dest)
+        for spec in flag_specs(cls, prefix=prefix)
+        if hasattr(ns, spec.dest)
+    }

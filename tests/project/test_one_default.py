@@ -1,0 +1,114 @@
+"""One default and one meaning per setting the sweep and the analysis share: the red line, the
+SLO targets and the memory threshold, listed for both sides and checked to agree."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import configargparse
+import pandas as pd
+import pytest
+
+from analysis.cli import build_parser as analyze_parser
+from analysis.knee.params import KneeParams
+from analysis.knee.signals import StageContext, error_signals
+from analysis.pipeline import analyze_run
+from analysis.slo.targets import SloParams, run_slo_params
+from loadknee_locust.commands import run as run_cmd
+from loadknee_locust.contract import RED_LINE_ERROR_PCT
+from loadknee_locust.plugin.options import LlmOptions, add_arguments
+from loadknee_locust.sweep.schedule import RedLine
+from tests.support.knee_rundir import saturating_run
+
+
+def _sweep_parser() -> configargparse.ArgumentParser:
+    parser = configargparse.ArgumentParser()
+    add_arguments(parser)
+    return parser
+
+
+def _sweep_values(argv: list[str]) -> dict[str, Any]:
+    """run.json's ``parameters`` for a sweep given ``argv`` (what the plugin's parser holds)."""
+    return vars(_sweep_parser().parse_args(argv))
+
+
+def test_the_red_line_has_one_default() -> None:
+    sweep = {
+        "LlmOptions": LlmOptions().red_line_error_pct,
+        "RedLine": RedLine().error_pct,
+        "--llm-red-line-error-pct": _sweep_values([])["llm_red_line_error_pct"],
+    }
+    analysis = {"KneeParams": KneeParams().red_line_error_pct}
+    assert set(sweep.values()) == set(analysis.values()) == {RED_LINE_ERROR_PCT}, (sweep, analysis)
+    # analyze has no default of its own: the run's recorded value, else the shared one
+    assert not hasattr(analyze_parser().parse_args(["run"]), "knee_red_line_error_pct")
+
+
+@pytest.mark.parametrize("limit", [0.0, 5.0, 20.0, 100.0])
+@pytest.mark.parametrize(("served", "failed"), [(100, 0), (99, 1), (95, 5), (94, 6), (0, 10)])
+def test_the_red_line_means_the_same_to_the_sweep_and_the_analysis(
+    limit: float, served: int, failed: int
+) -> None:
+    """The sweep stops at the stage the analysis calls the red line, and only there."""
+    stops = RedLine(error_pct=limit).crossed(requests=served + failed, errors=failed, p95_ms=None)
+    row = pd.Series({"success_pct": 100.0 * served / (served + failed), "errors": failed,
+                     "ok": served})  # fmt: skip
+    ctx = cast(StageContext, SimpleNamespace(params=KneeParams(red_line_error_pct=limit)))
+    _some, red = error_signals(row, ctx)
+    assert stops == red.fired, (limit, served, failed)
+
+
+def test_loadknee_run_and_analyze_take_the_red_line_under_one_name() -> None:
+    args = run_cmd.build_parser().parse_args(["--host", "http://x", "--red-line-error-pct", "2"])
+    cmd = run_cmd.locust_command(args, [])
+    assert cmd[cmd.index("--llm-red-line-error-pct") + 1] == "2"
+    assert analyze_parser().parse_args(["run", "--red-line-error-pct", "2"]).knee_red_line_error_pct
+    assert "--red-line-error-pct" not in _sweep_parser().format_help()  # once, as the sweep's
+
+
+@pytest.mark.parametrize(
+    ("run_argv", "analyze_argv"),
+    [
+        (["--slo", "ttft_p95_ms=500,tpot_p95_ms=50"], ["--slo", "ttft_p95_ms=500,tpot_p95_ms=50"]),
+        (["--slo", "ttft_p95_ms=500", "--slo", "tpot_p95_ms=50"],
+         ["--slo", "ttft_p95_ms=500", "--slo", "tpot_p95_ms=50"]),
+        (["--slo", "ttft_p95_ms=500,tpot_p95_ms=50"],
+         ["--slo", "ttft_p95_ms=500", "--slo", "tpot_p95_ms=50"]),
+    ],
+)  # fmt: skip
+def test_the_slo_targets_have_one_form(run_argv: list[str], analyze_argv: list[str]) -> None:
+    """What ``loadknee run --slo`` records is what ``analyze --slo`` reads, in either form."""
+    args = run_cmd.build_parser().parse_args(["--host", "http://x", *run_argv])
+    cmd = run_cmd.locust_command(args, [])
+    recorded = _sweep_values(["--llm-slo", cmd[cmd.index("--llm-slo") + 1]])
+    from_run = run_slo_params({"parameters": recorded})
+    typed = SloParams.from_cli_args(analyze_parser().parse_args(["run", *analyze_argv]))
+    assert from_run.slos == typed.slos and len(typed.slos) == 2
+    assert SloParams().given is False and LlmOptions().slo == ""  # no targets unless given
+
+
+def test_every_knee_threshold_has_one_default_on_both_sides() -> None:
+    """The sweep records every threshold with the analysis's default; analyze sets none of its
+    own, so the run's recorded value stands unless a flag is typed."""
+    recorded = _sweep_values([])
+    defaults = KneeParams()
+    sweep = {k[len("knee_") :]: v for k, v in recorded.items() if k.startswith("knee_")}
+    assert sweep, "the sweep's parser has no knee thresholds"
+    assert {k: getattr(defaults, k) for k in sweep} == sweep
+    assert "memory_pressure_pct" in sweep and "memory_source" in sweep
+    typed = analyze_parser().parse_args(["run"])
+    assert not [k for k in vars(typed) if k.startswith("knee_")]
+
+
+def test_the_memory_threshold_in_the_advice_is_the_one_judged_with(tmp_path: Path) -> None:
+    run_dir = saturating_run(tmp_path / "run", capacity=4)
+    info = json.loads((run_dir / "run.json").read_text())
+    info["parameters"] = {"knee_memory_pressure_pct": 70.0}
+    (run_dir / "run.json").write_text(json.dumps(info))
+    analysis = analyze_run(run_dir)
+    assert analysis.knee.params["memory_pressure_pct"] == 70.0
+    base = next(r for r in analysis.recommendations.items if r.key == "base_capacity")
+    assert "70 %" in base.reason and "85" not in base.reason, base.reason  # the number judged
