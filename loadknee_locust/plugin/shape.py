@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 from locust import LoadTestShape
@@ -42,6 +42,9 @@ from loadknee_locust.sweep.childjobs import JUDGE_TIMEOUT_S
 from loadknee_locust.sweep.judge import LiveJudge
 from loadknee_locust.sweep.refine import LiveVerdict
 from loadknee_locust.sweep.schedule import PENDING, RedLine, Schedule, SchedulePlan, stage_label
+
+if TYPE_CHECKING:
+    from loadknee_locust.curve.replay import CurveReplay
 
 log = logging.getLogger("loadknee")
 
@@ -73,6 +76,7 @@ class SteppedShape(LoadTestShape):
         self._judging_since = 0.0
         self._said_saving = False
         self._judge: LiveJudge | None = None  # one child per adaptive sweep
+        self._curve: CurveReplay | None = None  # --llm-replay-curve
 
     def tick(self) -> tuple[int, float] | None:
         """One step of the sweep; an unexpected error ends the sweep instead of the shape.
@@ -117,7 +121,7 @@ class SteppedShape(LoadTestShape):
         now = time.time()
         try:
             options = llm_options(env)
-            plan = SchedulePlan.from_options(options)  # checked before any file
+            plan = self._plan(options)  # checked before any file
             if plan.adaptive and _is_master(self.runner):  # judge once worker rows are in
                 plan = replace(plan, judge_delay_s=DRAIN_REPORT_WAIT_S)
             run = lk.begin_run(now)
@@ -129,6 +133,8 @@ class SteppedShape(LoadTestShape):
             return None
         if run is not self._run:
             self._new_run(run)
+            if self._curve is not None:
+                lk.note_run_info("curve", self._curve.loaded.info)
         sched = run.schedule
         if sched.plan.adaptive and self._judge is None and not sched.finished:
             self._judge = LiveJudge()
@@ -163,9 +169,24 @@ class SteppedShape(LoadTestShape):
             self._close_judge()
             self._say_saving(sched)
             return None if self._drained(now) else (0, float(max(self._last_users, 1)))
-        rate = float(max(pos.users, self._last_users, 1))
-        self._last_users = pos.users
-        return pos.users, rate
+        users = pos.users
+        if self._curve is not None:  # the log's curve at this replay second
+            opened = self._curve.stage_start(sched.start_unix_s, pos.stage)
+            users = self._curve.users(pos.stage, opened, now)
+        rate = float(max(users, self._last_users, 1))
+        self._last_users = users
+        return users, rate
+
+    def _plan(self, options: Any) -> SchedulePlan:
+        """The sweep's plan, or with ``--llm-replay-curve`` the replay's windows."""
+        if not options.replay_curve:
+            self._curve = None
+            return SchedulePlan.from_options(options)
+        from loadknee_locust.curve.replay import CurveReplay
+
+        if self._curve is None or self._curve.options is not options:
+            self._curve = CurveReplay(options)
+        return self._curve.schedule_plan
 
     def _decide(self, stage: int) -> LiveVerdict | str | None:
         """The judgement after ``stage``: start the child at the first ask, then poll it."""
@@ -239,6 +260,8 @@ class SteppedShape(LoadTestShape):
         for 0 users closed the stage on the tick its window ended, users still streaming: the
         judgement missed their rows and the next level started with them in flight.)"""
         assert self.runner is not None
+        if self._curve is not None:  # a replay's windows follow each other without a pause
+            return 0
         return int(self.runner.user_count)
 
     def _close_judge(self) -> None:

@@ -266,6 +266,12 @@ class Loadknee:
         self.run_info["prompt_source"] = {**self.run_info.get("prompt_source", {}), **info}
         rundir.write_run_json(self.run.run_dir, self.run_info)
 
+    def note_run_info(self, key: str, value: Any) -> None:
+        """One more part of run.json (the curve replay's plan, say), written at once."""
+        if self.run is not None:
+            self.run_info[key] = value
+            rundir.write_run_json(self.run.run_dir, self.run_info)
+
     def _run_info(self, run_dir: Any, now: float) -> dict[str, Any]:
         env = self.environment
         workers = getattr(env.runner, "worker_count", 0) if self.role == "master" else 0
