@@ -107,9 +107,9 @@ class CurvePlan:
         return max(0, round(self.curve[k] * w.scale))
 
     def log_time(self, stage: int, offset_s: float) -> float:
-        """The log time replayed ``offset_s`` seconds into stage ``stage``."""
+        """The log time replayed ``offset_s`` seconds into stage ``stage`` (within its window)."""
         w = self.windows[stage]
-        return w.log_start_s + max(0.0, offset_s) * self.time_scale
+        return w.log_start_s + min(max(0.0, offset_s), float(w.bins)) * self.time_scale
 
     def info(self) -> dict[str, object]:
         """For run.json: how the replay was made and each window's log span and users."""

@@ -4,7 +4,8 @@
 every locustfile that uses ``KneeShape``) into a closed-loop replay of the log's in-flight curve:
 
 * the schedule's stages are the plan's windows (:mod:`loadknee_locust.curve.plan`), back to
-  back: no baseline, no warm-up, no cooldown, no refinement (``contiguous``: each window opens
+  back after a short lead-in (:data:`LEAD_IN_S`, the first window's warm-up): no baseline,
+  no other warm-up, no cooldown, no refinement (``contiguous``: each window opens
   where the one before closed, so the replay clock never drifts by a late tick). Each window's
   rows are its stage's ``measure`` rows and its ``target_users`` the curve's mean there, so
   ``loadknee analyze`` reads the replay like any sweep: record table, knee, verdicts, telemetry;
@@ -58,6 +59,11 @@ class LoadedCurve:
     info: dict[str, Any]  # for run.json: the plan, the log's name, sha256 and read report
 
 
+#: before the replay clock starts, the first window holds its first second's users this long as
+#: its warm-up (rows phase ``warmup``): users connect and workers calibrate their prompts, which
+#: would otherwise make the first window's in-flight count fall short of the log's
+LEAD_IN_S = 3.0
+
 _CACHE: dict[tuple[Any, ...], LoadedCurve] = {}
 
 
@@ -90,15 +96,18 @@ class CurveSchedulePlan(SchedulePlan):
     """One timed stage per window, each as long as its window (the last may be shorter)."""
 
     windows: tuple[tuple[int, float], ...] = ()  # (target users, seconds) per window
+    lead_in_s: float = 0.0  # the first window's warm-up: users connect, prompts calibrate
 
     def stages(self) -> tuple[StagePlan, ...]:
         return tuple(
-            StagePlan(i, "step", users, 0, 0.0, 0, seconds)
+            StagePlan(i, "step", users, 0, self.lead_in_s if i == 0 else 0.0, 0, seconds)
             for i, (users, seconds) in enumerate(self.windows)
         )
 
 
-def schedule_plan(plan: CurvePlan, time_limit_s: float = 0.0) -> CurveSchedulePlan:
+def schedule_plan(
+    plan: CurvePlan, time_limit_s: float = 0.0, lead_in_s: float = LEAD_IN_S
+) -> CurveSchedulePlan:
     return CurveSchedulePlan(
         levels=tuple(w.target_users for w in plan.windows),
         stage_seconds=plan.window_s,
@@ -108,6 +117,7 @@ def schedule_plan(plan: CurvePlan, time_limit_s: float = 0.0) -> CurveSchedulePl
         time_limit_s=time_limit_s,
         contiguous=True,
         windows=tuple((w.target_users, float(w.bins)) for w in plan.windows),
+        lead_in_s=lead_in_s,
     )
 
 
@@ -124,8 +134,10 @@ class CurveReplay:
         return self.plan.users_at(stage, now - stage_start_unix_s)
 
     def stage_start(self, start_unix_s: float, stage: int) -> float:
-        """When window ``stage`` opens: the replay's start plus the windows before it."""
-        return start_unix_s + sum(w.bins for w in self.plan.windows[:stage])
+        """When window ``stage``'s replay starts: the replay's start, the lead-in and the
+        windows before it (during the lead-in the first second's users hold)."""
+        lead = self.schedule_plan.lead_in_s
+        return start_unix_s + lead + sum(w.bins for w in self.plan.windows[:stage])
 
 
 def _announced(environment: Any) -> tuple[int, float] | None:

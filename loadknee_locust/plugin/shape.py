@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("loadknee")
 
 PROGRESS_EVERY_S = 10.0
+#: a curve replay's spawn rate: its users change every second, so each change is made at once
+CURVE_SPAWN_RATE = 100.0
 DRAIN_REPORT_WAIT_S = 3.5  # > Locust's WORKER_REPORT_INTERVAL (3 s)
 #: the sweep stops at the red line once this many requests in a row, over this many seconds,
 #: all failed (a dead host, a wrong model, an HTML 404): nothing more can be learned from it
@@ -174,6 +176,8 @@ class SteppedShape(LoadTestShape):
             opened = self._curve.stage_start(sched.start_unix_s, pos.stage)
             users = self._curve.users(pos.stage, opened, now)
         rate = float(max(users, self._last_users, 1))
+        if self._curve is not None:  # reach each second's users at once (a master blocks)
+            rate = CURVE_SPAWN_RATE
         self._last_users = users
         return users, rate
 

@@ -124,6 +124,8 @@ SUMMED_PROMPT_COUNTERS = frozenset(
         "stream_stamps",
         "setup_requests",
         "servers_closing_after_response",
+        "records_sent",  # a curve replay's records, taken by each worker apart
+        "records_reused",
     }
 )
 

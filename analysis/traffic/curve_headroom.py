@@ -1,0 +1,91 @@
+"""Headroom measured by a curve replay: which scale, and which minute of the log, broke first.
+
+A run made with ``--llm-replay-curve LOG --llm-curve-scales 1,1.5,2,…`` replays the log's
+in-flight curve once per scale; its stages are time windows of the replay, and ``run.json``'s
+``curve`` block says each window's scale and log span (:mod:`loadknee_locust.curve.plan`). The
+run is analysed as any sweep (record table, knee over the windows by their users); then:
+
+1. **The first window past the knee**: in run order (scales ascending as given), the first
+   window whose verdict is ``knee`` or ``red_line``, or whose users are above what the run
+   allows (:func:`~analysis.traffic.headroom.run_capacity`: the stage before the knee). Its
+   scale is the measured breaking scale, its log span the minute of the day that broke first.
+2. **Scales that held**: every scale all of whose windows came before that one.
+
+None when the run is not a curve replay.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from analysis.pipeline import Analysis
+from analysis.traffic.headroom import Capacity
+
+PAST = ("knee", "red_line")
+
+
+@dataclass(frozen=True)
+class ReplayBreak:
+    scales: tuple[float, ...]  # the scales replayed (all planned; some may not have run)
+    held: tuple[float, ...]  # scales whose every window was before the knee
+    breaking_scale: float | None  # None: no window was past the knee
+    stage: int | None
+    log_start_s: float | None  # the breaking window's log span
+    log_end_s: float | None
+    users: int | None
+    verdict: str | None
+    text: str
+
+
+def _clock(t: float, origin: float) -> str:
+    """A log time as a time of day (UTC) for unix times, else as minutes from the start."""
+    if t > 1e8:
+        return datetime.fromtimestamp(t, tz=UTC).strftime("%H:%M UTC")
+    return f"minute {math.floor((t - origin) / 60)}"
+
+
+def replay_break(analysis: Analysis, capacity: Capacity | None = None) -> ReplayBreak | None:
+    """The measured breaking scale of a curve-replay run (see the module docstring)."""
+    curve: Any = analysis.run.run_info.get("curve")
+    if not isinstance(curve, dict) or not curve.get("windows"):
+        return None
+    windows = {int(w["stage"]): w for w in curve["windows"]}
+    scales = tuple(float(s) for s in curve.get("scales", ()))
+    verdicts = {v.stage: v for v in analysis.knee.stages}
+    allowed = capacity.users if capacity is not None and capacity.kind != "tested" else None
+    broken = None
+    for stage in sorted(verdicts):
+        v, w = verdicts[stage], windows.get(stage)
+        if w is None:
+            continue
+        over = allowed is not None and v.target_users > allowed
+        if v.verdict in PAST or over:
+            broken = (v, w)
+            break
+    ran = {float(windows[s]["scale"]) for s in verdicts if s in windows}
+    if broken is None:
+        held = tuple(s for s in scales if s in ran)
+        top = f"×{max(held):g}" if held else "none"
+        text = f"curve replay: no window past the knee up to scale {top}"
+        return ReplayBreak(scales, held, None, None, None, None, None, None, text)
+    v, w = broken
+    scale = float(w["scale"])
+    held = tuple(
+        s for s in scales if s in ran and s != scale and scales.index(s) < scales.index(scale)
+    )
+    origin = float(curve.get("log_origin_s", w["log_start_s"]))
+    when = _clock(float(w["log_start_s"]), origin)
+    why = v.verdict if v.verdict in PAST else f"{v.target_users} users, above {allowed}"
+    text = (
+        f"curve replay: traffic ×{scale:g} breaks first, at {when} of the log "
+        f"(window {v.stage}, {v.target_users} users: {why})"
+    )
+    if held:
+        text += f"; ×{max(held):g} held"
+    return ReplayBreak(
+        scales, held, scale, v.stage, float(w["log_start_s"]), float(w["log_end_s"]),
+        v.target_users, v.verdict, text,
+    )  # fmt: skip
