@@ -26,7 +26,9 @@ install(events)
 
 @events.init.add_listener
 def _require_log(environment: Any, **_: Any) -> None:
-    if environment.parsed_options is not None and not llm_options(environment).replay_curve:
+    parsed = environment.parsed_options  # in the web UI the form may give the log later
+    headless = parsed is not None and getattr(parsed, "headless", False)
+    if headless and not llm_options(environment).replay_curve:
         raise SystemExit("curve_replay.py: give the log with --llm-replay-curve FILE")
 
 

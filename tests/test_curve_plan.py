@@ -105,3 +105,37 @@ def test_a_new_scale_replays_the_log_afresh() -> None:
     src.take(src.replayed_time(0.0))
     stage[0] = (2, 0.0)  # the first window of scale 2: back at the log's start
     assert src.take(src.replayed_time(0.0)) == 0
+
+
+def test_the_live_track_holds_the_logs_curve_beside_the_measured_count() -> None:
+    from loadknee_locust.curve.live import InflightTrack
+    from loadknee_locust.webui.liveview import curve_chart
+
+    plan, _ = build_plan(_records(60, 1.0, 3.0), PlanParams(10, 2, (1.0, 2.0)))
+    track = InflightTrack(plan, 500.0)
+    assert len(track.target) == 14 and track.target[9] == pytest.approx(2 * plan.curve[2])
+    for k in range(6):  # two requests in flight over seconds 0..6, each 1 s long
+        track.add(500.0 + k, 501.0 + k)
+        track.add(500.0 + k, 501.0 + k)
+    track.add(499.0, 500.5)  # began before the replay's first second: its part inside counts
+    target, measured = track.points()
+    assert len(target) == 14
+    # shown up to the latest end (6 s) less the longest request (1.5 s): 4 full seconds
+    assert [m for _, m in measured] == pytest.approx([2.5, 2, 2, 2])
+    svg = curve_chart(track)
+    assert 'data-chart="curve"' in svg
+    assert "measured" in svg and "log curve" in svg
+
+
+def test_the_options_are_checked_before_any_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from loadknee_locust.plugin.options import LlmOptions
+    from loadknee_locust.plugin.validate import option_problems
+
+    log = tmp_path / "prod.jsonl"
+    log.write_text('{"timestamp": 1, "duration_s": 1}\n')
+    assert option_problems(LlmOptions(replay_curve=str(log))) == []
+    problems = option_problems(
+        LlmOptions(replay_curve=str(tmp_path / "none.jsonl"), time_scale=0, prompt_log=str(log))
+    )
+    text = " | ".join(problems)
+    assert "--llm-time-scale" in text and "cannot read" in text and "--llm-prompt-log" in text

@@ -146,3 +146,43 @@ def test_replay_at_scales_finds_the_headroom_the_sim_implies(
     text = capsys.readouterr().out
     assert f"production peaks at {peak} in flight (P95 {peak}); the knee allows {allowed}" in text
     assert f"traffic ×{first_break:g} breaks first" in text
+
+
+def test_the_web_uis_live_tab_draws_the_logs_curve_beside_the_measured_count(
+    sim_server, tmp_path: Path
+) -> None:
+    import re
+    import subprocess
+
+    from tests.run_support import free_port, http_get, http_post, wait_for_web_ui, wait_state
+
+    sim = sim_server(preset="fast", max_num_seqs=64)
+    log = _triangle_log(tmp_path / "prod.jsonl", span=900.0)
+    out, port = tmp_path / "runs", free_port()
+    base = f"http://127.0.0.1:{port}"
+    cmd = locust_cmd(
+        "--web-host", "127.0.0.1", "--web-port", str(port), "--host", sim.url,
+        "--stop-timeout", "10", "--llm-out", str(out), locustfile=EXAMPLE,
+    )  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env()
+    )
+    try:
+        assert "llm_replay_curve" in wait_for_web_ui(base)  # a field of the start form
+        form = {"user_count": "1", "spawn_rate": "1", "host": sim.url,
+                "llm_replay_curve": str(log), "llm_time_scale": "90",
+                "llm_curve_window_seconds": "2"}  # fmt: skip
+        assert http_post(base + "/swarm", form)["success"]
+        wait_state(base, "running", 15.0)
+        wait_state(base, "stopped", 60.0)
+        fragment = http_get(base + "/loadknee/live/fragment").decode()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    chart = fragment[fragment.index('data-chart="curve"') :]
+    chart = chart[: chart.index("</svg>")]
+    assert "log curve × scale" in chart and "measured" in chart
+    # two lines drawn, each with many points: the log's (grey, dashed) and the measured one
+    lines = re.findall(r'<path d="(M[^"]+)" fill="none" stroke="(#[0-9a-f]+)"', chart)
+    points = {color: d.count("L") for d, color in lines}
+    assert points.get("#9ca3af", 0) >= 8 and points.get("#3b82f6", 0) >= 8, points

@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from loadknee_locust.curve.live import InflightTrack
 from loadknee_locust.curve.plan import CurvePlan, LengthIndex, PlanParams, build_plan, parse_scales
 from loadknee_locust.curve.source import CurveSource
 from loadknee_locust.prompts.traces import read_trace
@@ -42,6 +43,27 @@ def plan_params(options: LlmOptions) -> PlanParams:
         scales=parse_scales(options.curve_scales),
         latency_s=options.curve_latency_seconds or None,
     )
+
+
+def curve_problems(options: LlmOptions) -> list[str]:
+    """What is wrong with the curve options, before any load (the log is only opened)."""
+    problems: list[str] = []
+    try:
+        plan_params(options)
+    except ValueError as exc:
+        problems.append(str(exc))
+    if options.prompt_log or options.turns > 1 or options.classes or options.batch_size > 1:
+        problems.append(
+            "--llm-replay-curve sets each request's lengths from its log, one request per user "
+            "at a time: it cannot be combined with --llm-prompt-log, --llm-turns, "
+            "--llm-classes or --llm-batch-size"
+        )
+    try:
+        with open(options.replay_curve, "rb"):
+            pass
+    except OSError as exc:
+        problems.append(f"--llm-replay-curve: cannot read {options.replay_curve}: {exc.strerror}")
+    return problems
 
 
 def _sha256(path: str) -> str:
@@ -132,6 +154,10 @@ class CurveReplay:
 
     def users(self, stage: int, stage_start_unix_s: float, now: float) -> int:
         return self.plan.users_at(stage, now - stage_start_unix_s)
+
+    def track(self, start_unix_s: float) -> InflightTrack:
+        """The live view's log curve and measured in flight, from the replay's first second."""
+        return InflightTrack(self.plan, start_unix_s + self.schedule_plan.lead_in_s)
 
     def stage_start(self, start_unix_s: float, stage: int) -> float:
         """When window ``stage``'s replay starts: the replay's start, the lead-in and the

@@ -137,6 +137,7 @@ class SteppedShape(LoadTestShape):
             self._new_run(run)
             if self._curve is not None:
                 lk.note_run_info("curve", self._curve.loaded.info)
+                run.curve_track = self._curve.track(run.schedule.start_unix_s)
         sched = run.schedule
         if sched.plan.adaptive and self._judge is None and not sched.finished:
             self._judge = LiveJudge()
