@@ -18,7 +18,7 @@ from pathlib import Path
 from analysis.inputs.nvsmi import resolve_tz
 from analysis.pipeline import analyze_run
 from analysis.slo.targets import SloParams
-from analysis.traffic.curve_headroom import ReplayBreak, replay_break
+from analysis.traffic.curve_headroom import ReplayBreak, Tracking, replay_break, tracking
 from analysis.traffic.headroom import SCALES, Capacity, Headroom, headroom, run_capacity
 from analysis.traffic.render import text_lines, to_json
 from analysis.traffic.shape import LatencyModel, ShapeParams, traffic_shape
@@ -96,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     capacity: Capacity | None = None
     replay: ReplayBreak | None = None
+    followed: Tracking | None = None
     if ns.against:
         from analysis.inputs.load import RunDirError
 
@@ -103,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             analysis = analyze_run(ns.against, slo_params=slo_params)
             capacity = run_capacity(analysis)
             replay = replay_break(analysis, capacity)
+            followed = tracking(analysis.run)
         except (RunDirError, OSError, ValueError) as exc:
             print(f"loadknee trace: {ns.against}: {exc}", file=sys.stderr)
             return 2
@@ -126,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = to_json(shape, read, room=room, capacity=capacity)
     if replay is not None:
         doc["curve_replay"] = asdict(replay)
+    if followed is not None:
+        doc["curve_tracking"] = asdict(followed)
     json_path.write_text(
         json.dumps(doc, indent=1) + "\n",
         encoding="utf-8",
@@ -140,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     if not ns.quiet:
         for line in text_lines(shape, read, tz=tz, room=room, capacity=capacity):
             print(line)
+        if followed is not None:
+            print(followed.text)
         if replay is not None:
             print(replay.text)
         print("wrote " + ", ".join(str(p) for p in written))

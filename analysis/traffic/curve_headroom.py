@@ -11,6 +11,13 @@ run is analysed as any sweep (record table, knee over the windows by their users
    scale is the measured breaking scale, its log span the minute of the day that broke first.
 2. **Scales that held**: every scale all of whose windows came before that one.
 
+3. **Did the replay follow the log?** (:func:`tracking`) Per window, the measured mean number
+   of requests in flight (each row's overlap with the window's measured span, ÷ its length)
+   against the log's curve × scale there; their RMS difference over the windows, as a share of
+   the curve's peak. Above :data:`FOLLOW_RMS_PCT` the replay did not produce the log's
+   concurrency (a load generator short of CPU, a lead-in too short for the users to start): it
+   says so, and what the replay shows is then the traffic it sent, not the log's.
+
 None when the run is not a curve replay.
 """
 
@@ -21,10 +28,75 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from analysis.pipeline import Analysis
 from analysis.traffic.headroom import Capacity
 
 PAST = ("knee", "red_line")
+#: the replay followed the log when the RMS of (measured − planned in flight) per window is at
+#: most this share of the curve's peak (the issue's acceptance figure)
+FOLLOW_RMS_PCT = 10.0
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """How closely a curve replay's measured in-flight count followed the log's curve."""
+
+    windows: int
+    planned: tuple[float, ...]  # the log's mean in flight × scale, per window
+    measured: tuple[float, ...]  # requests in flight, time-weighted mean per window
+    rms: float
+    peak: float  # the curve's peak (scale 1)
+    rms_pct: float  # rms / (peak × the largest scale replayed)
+    followed: bool
+    text: str
+
+
+def tracking(run: Any) -> Tracking | None:
+    """Measured vs planned in flight per window (see the module docstring, step 3)."""
+    curve: Any = run.run_info.get("curve")
+    if not isinstance(curve, dict) or not curve.get("windows"):
+        return None
+    planned_by_stage = {int(w["stage"]): float(w["curve_mean_users"]) for w in curve["windows"]}
+    scale_by_stage = {int(w["stage"]): float(w["scale"]) for w in curve["windows"]}
+    req = run.requests
+    starts = req["start_unix_s"].to_numpy(dtype=float)
+    ends = req["end_unix_s"].to_numpy(dtype=float)
+    ok = np.isfinite(starts) & np.isfinite(ends)
+    starts, ends = starts[ok], ends[ok]
+    planned, measured, scales = [], [], []
+    for st in run.stages.itertuples():
+        stage = int(st.stage)
+        a, b = float(st.warmup_end_unix_s), float(st.measure_end_unix_s)
+        if stage not in planned_by_stage or not b > a:
+            continue
+        overlap = np.clip(np.minimum(ends, b) - np.maximum(starts, a), 0.0, None)
+        planned.append(planned_by_stage[stage])
+        measured.append(float(overlap.sum()) / (b - a))
+        scales.append(scale_by_stage[stage])
+    if not planned:
+        return None
+    diff = np.asarray(measured) - np.asarray(planned)
+    rms = float(np.sqrt(np.mean(diff**2)))
+    peak = float(curve.get("curve_peak_users") or max(planned))
+    top = peak * max(scales)
+    pct = 100.0 * rms / top if top > 0 else math.inf
+    followed = pct <= FOLLOW_RMS_PCT
+    if followed:
+        text = (
+            f"curve replay followed the log: in flight within RMS {rms:.2f} per window "
+            f"({pct:.1f} % of its {top:.3g} peak)"
+        )
+    else:
+        worst = int(np.argmin(diff))
+        text = (
+            f"curve replay did NOT follow the log: in flight off by RMS {rms:.2f} per window "
+            f"({pct:.1f} % of its {top:.3g} peak; window {worst}: {measured[worst]:.1f} measured "
+            f"for {planned[worst]:.1f} planned): the load generator fell behind (short of CPU?), "
+            "so this run shows the traffic it sent, not the log's"
+        )
+    return Tracking(len(planned), tuple(planned), tuple(measured), rms, peak, pct, followed, text)
 
 
 @dataclass(frozen=True)
