@@ -43,7 +43,7 @@ def test_a_replay_that_fell_behind_says_so() -> None:
     diff = np.array([1, 3, 4, 5]) - np.array([2, 4, 4, 8])
     assert got.rms == pytest.approx(float(np.sqrt(np.mean(diff**2))))
     assert got.rms_pct == pytest.approx(100 * got.rms / 8)  # the peak at the largest scale
-    assert "did NOT follow" in got.text and "window 3" in got.text
+    assert "did NOT follow" in got.text and "window 3" in got.text and "fell behind" in got.text
 
 
 def _analysis(verdicts: list[str]) -> SimpleNamespace:

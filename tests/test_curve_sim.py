@@ -109,11 +109,11 @@ def test_measured_in_flight_follows_the_logs_curve(
         assert {r["worker"] for r in rows} == {"0", "1"}
 
 
-def _plateau_log(path: Path, level: int = 3, span: float = 380.0, duration: float = 20.0) -> Path:
+def _plateau_log(path: Path, level: int = 3, span: float = 360.0, duration: float = 20.0) -> Path:
     rows = []
     for lane in range(level):
         t = lane * duration / level
-        while t < span - duration:
+        while t + duration <= span:  # the last ends by the span's end: whole windows
             rows.append({"timestamp": T0 + t, "duration_s": duration, "input_tokens": 64,
                          "output_tokens": 32})  # fmt: skip
             t += duration

@@ -15,8 +15,10 @@ run is analysed as any sweep (record table, knee over the windows by their users
    of requests in flight (each row's overlap with the window's measured span, ÷ its length)
    against the log's curve × scale there; their RMS difference over the windows, as a share of
    the curve's peak. Above :data:`FOLLOW_RMS_PCT` the replay did not produce the log's
-   concurrency (a load generator short of CPU, a lead-in too short for the users to start): it
-   says so, and what the replay shows is then the traffic it sent, not the log's.
+   concurrency (a load generator short of CPU falls below it; requests that outlast a steep
+   fall of the curve keep it above, since a closed-loop user finishes its request before it
+   stops): it says so and names the worst window; what the replay shows is then the traffic it
+   sent, not the log's.
 
 None when the run is not a curve replay.
 """
@@ -89,12 +91,17 @@ def tracking(run: Any) -> Tracking | None:
             f"({pct:.1f} % of its {top:.3g} peak)"
         )
     else:
-        worst = int(np.argmin(diff))
+        worst = int(np.argmax(np.abs(diff)))
+        why = (
+            "the load generator fell behind (short of CPU?)"
+            if diff[worst] < 0
+            else "requests outlasted a fall of the curve (users finish theirs before they stop)"
+        )
         text = (
             f"curve replay did NOT follow the log: in flight off by RMS {rms:.2f} per window "
             f"({pct:.1f} % of its {top:.3g} peak; window {worst}: {measured[worst]:.1f} measured "
-            f"for {planned[worst]:.1f} planned): the load generator fell behind (short of CPU?), "
-            "so this run shows the traffic it sent, not the log's"
+            f"for {planned[worst]:.1f} planned: {why}), so this run shows the traffic it sent, "
+            "not the log's"
         )
     return Tracking(len(planned), tuple(planned), tuple(measured), rms, peak, pct, followed, text)
 
