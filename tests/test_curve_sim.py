@@ -154,9 +154,12 @@ def test_replay_at_scales_finds_the_headroom_the_sim_implies(
     allowed = room["allowed"]
     assert room["peak"] == peak and tested <= allowed <= c_star, (tested, allowed, c_star)
     assert room["ratio"] == pytest.approx(allowed / peak)
-    assert {peak * s for s in scales} <= {w["target_users"] for w in windows}  # each plateau ran
+    with (out / "h" / "stages.csv").open() as f:
+        ran = {int(r["target_users"]) for r in csv.DictReader(f)}
+    assert {peak * s for s in scales[:2]} <= ran  # the plateaus of ×1 and ×2 ran
     assert replay["breaking_scale"] == first_break
     assert replay["held"] == [s for s in scales if s < first_break]
+    assert replay["scales"] == list(scales)
     text = capsys.readouterr().out
     assert f"production peaks at {peak} in flight (P95 {peak}); the knee allows {allowed}" in text
     assert f"traffic ×{first_break:g} breaks first" in text

@@ -15,8 +15,10 @@ every locustfile that uses ``KneeShape``) into a closed-loop replay of the log's
   span and users; the log's sha256, never its text), which ``loadknee trace LOG --against RUN``
   reads to name the first scale and the minute of the log that broke.
 
-The red line (``--llm-red-line-*``), ``--llm-time-limit`` and Ctrl-C stop a replay as they stop
-a sweep.
+With several scales, each finished scale is judged (the live judge, while the next scale runs):
+a knee or red line stops the replay there (stop reason ``knee_confirmed``), so the scales past
+the first that breaks are not run. The red line (``--llm-red-line-*``), ``--llm-time-limit`` and
+Ctrl-C stop a replay as they stop a sweep.
 """
 
 from __future__ import annotations
@@ -158,6 +160,11 @@ class CurveReplay:
     def track(self, start_unix_s: float) -> InflightTrack:
         """The live view's log curve and measured in flight, from the replay's first second."""
         return InflightTrack(self.plan, start_unix_s + self.schedule_plan.lead_in_s)
+
+    def scales_done(self, start_unix_s: float, now: float) -> int:
+        """How many scales' windows have all ended by ``now``."""
+        elapsed = now - start_unix_s - self.schedule_plan.lead_in_s
+        return min(len(self.plan.scales), max(0, int(elapsed // self.plan.pass_s)))
 
     def stage_start(self, start_unix_s: float, stage: int) -> float:
         """When window ``stage``'s replay starts: the replay's start, the lead-in and the

@@ -79,6 +79,9 @@ class SteppedShape(LoadTestShape):
         self._said_saving = False
         self._judge: LiveJudge | None = None  # one child per adaptive sweep
         self._curve: CurveReplay | None = None  # --llm-replay-curve
+        self._curve_asked: tuple[int, Any] | None = None  # (scale index, judge greenlet)
+        self._curve_judged = 0  # scales whose judgement was asked for
+        self._curve_delay = 0.0  # with workers: their last rows' report interval
 
     def tick(self) -> tuple[int, float] | None:
         """One step of the sweep; an unexpected error ends the sweep instead of the shape.
@@ -138,6 +141,11 @@ class SteppedShape(LoadTestShape):
             if self._curve is not None:
                 lk.note_run_info("curve", self._curve.loaded.info)
                 run.curve_track = self._curve.track(run.schedule.start_unix_s)
+                self._curve_asked, self._curve_judged = None, 0
+                self._curve_delay = DRAIN_REPORT_WAIT_S if _is_master(self.runner) else 0.5
+                if len(self._curve.plan.scales) > 1 and self._judge is None:
+                    self._judge = LiveJudge()
+                    self._judge.start()  # pandas loads while the first scale runs
         sched = run.schedule
         if sched.plan.adaptive and self._judge is None and not sched.finished:
             self._judge = LiveJudge()
@@ -158,6 +166,8 @@ class SteppedShape(LoadTestShape):
             assert lk.interrupt is not None
             sched.stop(now, "interrupted")  # the running stage is closed as partial
             env.process_exit_code = lk.interrupt.exit_code
+        if self._curve is not None and not sched.finished:
+            self._judge_curve(run, sched, now)
         red = RedLine.from_options(options)
         pos = sched.advance(
             now,
@@ -192,6 +202,39 @@ class SteppedShape(LoadTestShape):
         if self._curve is None or self._curve.options is not options:
             self._curve = CurveReplay(options)
         return self._curve.schedule_plan
+
+    def _judge_curve(self, run: RunLog, sched: Schedule, now: float) -> None:
+        """A curve replay at several scales stops once a finished scale is past the knee.
+
+        When a scale's windows have all closed (and, with workers, their last rows had time to
+        arrive), the judge reads the stages so far while the next scale already runs; a knee
+        or red line in its answer stops the replay there (``knee_confirmed``: the scale in
+        progress is closed as partial, the scales after it are not run)."""
+        curve = self._curve
+        assert curve is not None
+        pending = self._curve_asked
+        if pending is not None and pending[1].ready():
+            self._curve_asked = None
+            verdict: LiveVerdict | None = pending[1].value
+            if verdict is not None and (verdict.knee_users or verdict.red_line_users):
+                log.info(
+                    "loadknee curve: scale ×%g is past the knee (knee %s, red line %s): the "
+                    "replay stops",
+                    curve.plan.scales[pending[0]],
+                    verdict.knee_users,
+                    verdict.red_line_users,
+                )
+                sched.stop(now, "knee_confirmed")
+                run.add_stages(sched.pop_closed())
+                return
+        done = curve.scales_done(sched.start_unix_s, now - self._curve_delay)
+        if pending is None and done > self._curve_judged and done < len(curve.plan.scales):
+            self._curve_judged = done
+            run.add_stages(sched.pop_closed())
+            run.flush()
+            judge = self._judge or LiveJudge()
+            self._judge = judge
+            self._curve_asked = (done - 1, gevent.spawn(judge.ask, str(run.run_dir)))
 
     def _decide(self, stage: int) -> LiveVerdict | str | None:
         """The judgement after ``stage``: start the child at the first ask, then poll it."""
