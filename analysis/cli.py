@@ -15,22 +15,15 @@ import sys
 from pathlib import Path
 
 from analysis.advice.recommend import RecommendParams
-from analysis.cluster.emit import ClusterParams, listed
+from analysis.cluster.emit import ClusterParams
 from analysis.importers.cli import add_source_args, describe, import_files
 from analysis.importers.model import ImportFormatError
 from analysis.inputs.load import RunDirError
 from analysis.knee.find import KneeParams
 from analysis.pipeline import Analysis, analyze_run
 from analysis.report.knee_json import to_json
-from analysis.report.table import format_markdown, format_text, record_frame
-from analysis.report.writer import (
-    collect_warnings,
-    deploy_text,
-    knee_text,
-    recommendations_text,
-    slo_text,
-    write_report,
-)
+from analysis.report.screen import WIDTH, explain_text, screen_text
+from analysis.report.writer import write_report
 from analysis.slo.targets import SloParams
 
 
@@ -77,7 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="what to print on stdout (default text); the files are written in every format",
     )
     parser.add_argument(
-        "--width", type=int, default=120, help="terminal table width (default %(default)s)"
+        "--width", type=int, default=WIDTH, help="terminal line width (default %(default)s)"
+    )
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="below the answer, every reason with the rule it follows (as report.html has them)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     KneeParams.add_cli_args(parser)
@@ -87,8 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, Path]) -> str:
-    record = record_frame(analysis.summary, analysis.knee, analysis.slo)
+def render_stdout(
+    analysis: Analysis, fmt: str, *, width: int, paths: dict[str, Path], explain: bool = False
+) -> str:
+    """What stdout shows: the one screen (text or markdown table), with ``explain`` every reason
+    below it; or knee.json's text for ``--format json``."""
     if fmt == "json":
         return to_json(
             analysis.summary,
@@ -98,47 +99,10 @@ def render_stdout(analysis: Analysis, fmt: str, *, width: int, paths: dict[str, 
             run_id=analysis.run_id,
             slo=analysis.slo,
         )
-    table = format_markdown(record) if fmt == "markdown" else format_text(record, width=width)
-    report_dir = paths["report.html"].parent
-    deploy = deploy_text(analysis.recommendations, analysis.knee)
-    return "\n".join(
-        [
-            *([deploy, ""] if deploy else []),
-            f"run {analysis.run_id}: {len(analysis.run.requests)} requests, "
-            f"{len(analysis.summary)} stages",
-            *(
-                ["cut short: " + analysis.recommendations.provisional]
-                if analysis.recommendations.provisional
-                else []
-            ),
-            "",
-            table.rstrip("\n"),
-            "",
-            "reqs: measured requests; secs: measured seconds; — not measured",
-            *[f"warning: {w}" for w in collect_warnings(analysis)],
-            "",
-            "knee: " + knee_text(analysis.knee),
-            *not_judged_lines(analysis),
-            "",
-            *([slo_text(analysis.slo), ""] if analysis.slo is not None else []),
-            "recommendations:",
-            recommendations_text(analysis.recommendations),
-            "",
-            *([deploy, ""] if deploy else []),
-            f"report: {paths['report.html']}",
-            f"files:  {report_dir}/ ({', '.join(listed(paths))})",
-        ]
-    )
-
-
-def not_judged_lines(analysis: Analysis) -> list[str]:
-    """For an imported run: the signals its source could not give (empty for loadknee's own)."""
-    missing = analysis.run.run_info.get("not_judged") or []
-    return (
-        ["not judged (imported results carry no telemetry):"] + [f"  - {m}" for m in missing]
-        if missing
-        else []
-    )
+    text = screen_text(analysis, paths, width=width, markdown=fmt == "markdown")
+    if explain:
+        text += "\n\n" + explain_text(analysis, paths, width=width)
+    return text
 
 
 def _imported_run_dir(ns: argparse.Namespace) -> Path:
@@ -201,7 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     progress("writing report files")
     paths = write_report(analysis, ns.out, progress=progress, cluster=cluster)
     try:
-        print(render_stdout(analysis, ns.format, width=ns.width, paths=paths), flush=True)
+        print(
+            render_stdout(analysis, ns.format, width=ns.width, paths=paths, explain=ns.explain),
+            flush=True,
+        )
     except BrokenPipeError:
         # `analyze --format json | head` closed the pipe early: that is the reader's choice,
         # not an error; point stdout at devnull so the interpreter's final flush stays quiet

@@ -28,6 +28,7 @@ from analysis.slo.advice import with_slo
 from analysis.slo.evaluate import SloResult, evaluate_slos
 from analysis.slo.targets import SloParams, run_slo_params
 from analysis.stages.baseline import compute_baseline
+from analysis.stages.rate_stages import RateKnee, analyze_rates
 from analysis.stages.run_cut import run_cut
 from analysis.stages.summary import measured_requests, run_batches, summarize_stages
 
@@ -46,6 +47,8 @@ class Analysis:
     recommendations_yaml: str
     server_timeline: pd.DataFrame | None  # canonical per-sample server gauges, None if absent
     slo: SloResult | None = None  # the SLO verdicts and capacity, None when no SLO was given
+    rate_stages: pd.DataFrame | None = None  # open-loop rate stages (analysis.stages.rate_stages)
+    rate_knee: RateKnee | None = None
 
     @property
     def run_id(self) -> str:
@@ -99,6 +102,14 @@ def analyze_run(
         slo_params = run_slo_params(run.run_info)
     slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)
     recs = with_slo(recs, slo, knee, recommend_params)
+    rated = analyze_rates(
+        summary,
+        run.requests,
+        run.stages,
+        run.run_info,
+        baseline_e2e_p95_ms=baseline.e2e_p95_ms,
+        slo_met=None if slo is None else {s.stage: s.met for s in slo.stages},
+    )
     cut = run_cut(run.run_info, run.stages)
     if cut is not None:
         recs = replace(recs, provisional=cut.text)
@@ -111,4 +122,6 @@ def analyze_run(
         recommendations_yaml=to_yaml(recs),
         server_timeline=server_timeline(run.server_metrics),
         slo=slo,
+        rate_stages=None if rated is None else rated[0],
+        rate_knee=None if rated is None else rated[1],
     )

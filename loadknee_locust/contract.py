@@ -46,7 +46,12 @@ Files in ``runs/<run_id>/``:
     requests and in files written before the columns existed), ``traffic_class`` (the
     request's class under ``--llm-classes``; empty without classes), ``cached_tokens`` (prompt
     tokens the server says it found in its prefix cache, from ``usage.prompt_tokens_details``;
-    empty when it does not say).
+    empty when it does not say), ``intended_unix_s`` (open loop: when the schedule meant the
+    request to go out; ``start_unix_s`` is when it did), ``send_wait_ms`` (open loop: how long
+    it waited past its planned time for a slot under ``--llm-max-in-flight`` or a late hub:
+    ``start_unix_s - intended_unix_s``, never hidden), ``e2e_intended_ms`` (open loop: the
+    latency counted from the planned send, ``send_wait_ms + e2e_ms``: no coordinated
+    omission); the three are empty in closed-loop runs.
 
 ``gpu.csv`` (one row per GPU per sample; see :data:`GPU_COLUMNS`)
     ``timestamp_unix_s``, ``gpu_index``, ``source`` (:data:`GPU_SOURCES`), ``memory_used_mib``,
@@ -197,13 +202,25 @@ REQUEST_COLUMNS: Final[tuple[str, ...]] = (
     "turn",
     "traffic_class",
     "cached_tokens",
+    "intended_unix_s",
+    "send_wait_ms",
+    "e2e_intended_ms",
 )
 
 #: Columns added to a file after its first release: a file without them is still read (older
 #: run directories, other tools' imports), the column then empty. File name → its added columns.
 ADDED_COLUMNS: Final[dict[str, frozenset[str]]] = {
     REQUESTS_CSV: frozenset(
-        {"resent", "conversation_id", "turn", "traffic_class", "cached_tokens"}
+        {
+            "resent",
+            "conversation_id",
+            "turn",
+            "traffic_class",
+            "cached_tokens",
+            "intended_unix_s",
+            "send_wait_ms",
+            "e2e_intended_ms",
+        }
     ),
     GPU_CSV: frozenset({"power_w"}),
 }

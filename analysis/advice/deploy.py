@@ -187,3 +187,13 @@ def context_lines(knee: KneeResult, watermark: object | None) -> list[str]:
             "capacity, what to promise with margin for bursts " + rules.cite("watermark")
         )
     return lines
+
+
+def binding_stage(knee: KneeResult, bound: DeployBound) -> StageVerdict | None:
+    """The stage whose figures bound the answer: the first trusted stage breaking a limit
+    (knee, SLA, memory, errors), or for ``tail`` the first whose tail departed; None for the
+    tested range (nothing bound it) or when no stage was measured."""
+    stages = sorted((v for v in knee.stages if v.trusted), key=lambda v: (v.target_users, v.stage))
+    if bound == "tail":
+        return next((v for v in stages if _tail_departed(v)), None)
+    return next((v for v in stages if _broken(v)), None)

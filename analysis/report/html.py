@@ -1,7 +1,9 @@
 """The self-contained HTML report: one file, inline CSS, plots as base64 PNGs, no external links.
 
 It shows, in reading order: the headline (knee, max concurrency, base capacity, watermark), the
-record table with verdict colours, the reasons and signals of every stage, the diagnosis, the
+record table with verdict colours (each stage's reasons folded in a row under its figures, so
+the table stays readable from 1280 to 1920 pixels), the reasons and signals of every stage, the
+diagnosis, the
 recommendations (YAML and server flags, each with its reason), the baseline and warnings, the
 plots, the run parameters from run.json and the method (percentiles, thresholds).
 
@@ -26,10 +28,16 @@ from typing import Any
 import pandas as pd
 
 from analysis.advice.recommend import flag_text
-from analysis.model import PERCENTILE_METHOD, Baseline, KneeResult, Recommendations
+from analysis.model import (
+    PERCENTILE_METHOD,
+    Baseline,
+    KneeResult,
+    Recommendations,
+    StageVerdict,
+)
 from analysis.numeric import counted, is_missing
 from analysis.report.plots import VERDICT_COLOURS
-from analysis.report.table import Column, fmt_magnitude, fmt_text, record_columns
+from analysis.report.table import fmt_magnitude, fmt_text, record_columns
 from analysis.slo.evaluate import SloResult
 from loadknee_locust.redaction import is_secret_name
 
@@ -58,7 +66,7 @@ def redact(value: Any) -> Any:
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;
- max-width:1280px;padding:0 16px;color:#212121}
+ max-width:1880px;padding:0 16px;color:#212121}
 h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;border-bottom:1px solid #ddd;
  padding-bottom:4px;margin-top:28px}
 .sub{color:#616161}.cards{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}
@@ -72,6 +80,11 @@ pre{background:#f6f8fa;border:1px solid #e0e0e0;padding:10px;overflow-x:auto;fon
  margin:6px 0}
 img{max-width:100%;border:1px solid #eee;margin:8px 0}
 .fired{color:#c62828;font-weight:600}.quiet{color:#9e9e9e}
+table.record{width:100%;font-size:12px}table.record th,table.record td{padding:3px 5px}
+table.record td.n,table.record td.verdict{white-space:nowrap}
+table.record tr.why td{border-top:none;padding:0 8px 4px 24px}
+table.record tr.why summary{cursor:pointer;color:#616161;font-size:12px}
+table.record tr.why ul{margin:4px 0 6px;padding-left:18px}
 """
 
 ROW_TINTS = {
@@ -98,6 +111,7 @@ class HtmlReport:
     warnings: tuple[str, ...] = ()
     slo: SloResult | None = None  # SLO verdicts and capacity, when SLOs were given
     cluster_html: str = ""  # links to the cluster files and the energy table (analysis.cluster)
+    workload_html: str = ""  # prefix cache, conversations, classes (analysis.report.workload)
 
 
 def esc(value: Any) -> str:
@@ -122,11 +136,31 @@ def _verdict_key(label: Any) -> str:
     return text.replace(" ", "_")
 
 
-def record_table_html(record: pd.DataFrame) -> str:
-    columns: list[Column] = [
-        *record_columns(record),
-        Column("reasons", "why", fmt_text, 0, numeric=False),
-    ]
+def _why_row(row: Mapping[Any, Any], verdict: StageVerdict | None, span: int) -> str:
+    """The stage's reasons (and what broke its SLO) in a row of their own under its figures,
+    folded: a column of sentences squeezed the table and made every row a screen tall."""
+    reasons = [] if verdict is None else list(verdict.reasons)
+    if verdict is not None and verdict.bottleneck != "none":
+        why = f": {verdict.bottleneck_reason}" if verdict.bottleneck_reason else ""
+        reasons.append(f"bottleneck {verdict.bottleneck}{why}")
+    breaks = row.get("slo_breaks")
+    if isinstance(breaks, str) and breaks:
+        reasons.append("SLO broken by " + breaks)
+    if not reasons:
+        return ""
+    users = counted(int(row["target_users"]), "user")
+    items = "".join(f"<li>{esc(r)}</li>" for r in reasons)
+    return (
+        f'<tr class="why" data-stage="{esc(row.get("stage"))}"><td colspan="{span}"><details>'
+        f"<summary>why: {esc(fmt_text(row.get('verdict')))} at {esc(users)} "
+        f"({counted(len(reasons), 'reason')})</summary><ul>{items}</ul></details></td></tr>"
+    )
+
+
+def record_table_html(record: pd.DataFrame, knee: KneeResult | None = None) -> str:
+    """The record table, each stage's reasons folded in a row under its figures."""
+    verdicts = {v.stage: v for v in knee.stages} if knee is not None else {}
+    columns = list(record_columns(record))
     head = "".join(f"<th>{esc(c.header)}</th>" for c in columns)
     rows = []
     for row in record.to_dict(orient="records"):
@@ -140,8 +174,12 @@ def record_table_html(record: pd.DataFrame) -> str:
                 cells.append(f'<td class="verdict" style="color:{colour}">{text}</td>')
             else:
                 cells.append(f'<td class="n">{text}</td>' if col.numeric else f"<td>{text}</td>")
-        rows.append(f'<tr style="background:{tint}">{"".join(cells)}</tr>')
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        rows.append(f'<tr class="stage" style="background:{tint}">{"".join(cells)}</tr>')
+        rows.append(_why_row(row, verdicts.get(int(row["stage"])), len(columns)))
+    return (
+        f'<table class="record"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _value(value: Any) -> str:
@@ -341,8 +379,9 @@ def render_html(report: HtmlReport) -> str:
         f"<h2>Warnings</h2>{warnings}" if warnings else "",
         _not_judged(report.run_info),
         _slo_section(report.slo),
+        report.workload_html,
         "<h2>Record table</h2>",
-        record_table_html(report.record),
+        record_table_html(report.record, report.knee),
         "<h2>Reasons per stage</h2>",
         _reasons(report.knee),
         "<h2>Diagnosis</h2>",

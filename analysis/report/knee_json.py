@@ -12,8 +12,10 @@ Layout (``schema`` 1)::
      "recommendations": {"items": [...], "server_flags": [...], "withheld": [...],
                          "deploy": DeployAnswer | null, "provisional": ""} | null,
      "summary": [{column: value, ...}, ...],   # one object per stage, SUMMARY_COLUMNS order
-     "slo": SloResult}                         # only when SLOs were given (limits, stages,
+     "slo": SloResult,                         # only when SLOs were given (limits, stages,
                                                # capacity, binding); read back as a plain dict
+     "prefix_cache": {...}, "conversations": {...}, "classes": {...}}
+                                               # only where they apply (analysis.report.workload)
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -70,8 +73,12 @@ def to_json(
     *,
     run_id: str = "",
     slo: SloResult | None = None,
+    rate_stages: pd.DataFrame | None = None,
+    rate_knee: Any = None,
+    workload: Mapping[str, Any] | None = None,
 ) -> str:
-    """The knee.json text (indented, strict JSON, a newline at the end)."""
+    """The knee.json text (indented, strict JSON, a newline at the end); ``workload``: the
+    prefix-cache, conversation and class sections (:mod:`analysis.report.workload`)."""
     document = {
         "schema": SCHEMA,
         "run_id": run_id,
@@ -83,6 +90,10 @@ def to_json(
     }
     if slo is not None:
         document["slo"] = jsonable(slo)
+    if rate_knee is not None:  # open-loop rate stages: the rate knee and max requests/s
+        document["rate_knee"] = jsonable(rate_knee)
+        document["rate_stages"] = [] if rate_stages is None else summary_records(rate_stages)
+    document.update(workload or {})
     return json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
 
 

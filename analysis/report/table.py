@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
-from analysis.numeric import NA, is_missing, num
+from analysis.numeric import NA, fmt_int, fmt_magnitude, fmt_pct, is_missing
 from analysis.slo.evaluate import SloResult
 
 #: Columns the record frame adds to the summary columns.
@@ -37,45 +37,6 @@ VERDICT_COLUMNS: tuple[str, ...] = (
     "failures",
     "reasons",
 )
-
-
-def _scaled(value: Any, scale: float = 1.0) -> float | None:
-    try:
-        number = num(value)
-    except (TypeError, ValueError):  # text in a numeric column: shown as —, not a crash
-        return None
-    return None if number is None else number * scale
-
-
-def fmt_magnitude(value: Any, scale: float = 1.0) -> str:
-    """About three significant digits, no exponent: 0.0123, 0.62, 9.05, 12.5, 880, 12345."""
-    number = _scaled(value, scale)
-    if number is None:
-        return NA
-    size = abs(number)
-    if size >= 100 or number == 0:
-        return f"{number:.0f}"
-    if size >= 10:
-        return f"{number:.1f}"
-    if size >= 1:
-        return f"{number:.2f}"
-    if size >= 0.01:
-        return f"{number:.3f}"
-    return f"{number:.2g}"
-
-
-def fmt_pct(value: Any) -> str:
-    """A percentage with at most one decimal, trailing ".0" dropped: 100, 97.3, 0.5."""
-    number = _scaled(value)
-    if number is None:
-        return NA
-    text = f"{number:.1f}"
-    return text[:-2] if text.endswith(".0") else text
-
-
-def fmt_int(value: Any) -> str:
-    number = _scaled(value)
-    return NA if number is None else f"{number:.0f}"
 
 
 def fmt_excluded(value: Any) -> str:
@@ -159,12 +120,25 @@ CACHE_RECORD_COLUMNS: tuple[Column, ...] = (
 )
 
 
+#: Printed only for open-loop rate stages (analysis.stages.rate_stages), first after users.
+RATE_RECORD_COLUMNS: tuple[Column, ...] = (
+    Column("rate_rps", "rate/s", fmt_magnitude, 0),
+    Column("served_rps", "served/s", fmt_magnitude, 0),
+    Column("backlog_last", "backlog", fmt_magnitude, 1),
+    Column("send_wait_p95_ms", "wait95 ms", fmt_magnitude, 2),
+    Column("rate_verdict", "rate verdict", fmt_text, 0, numeric=False),
+)
+
+
 def record_columns(frame: pd.DataFrame) -> tuple[Column, ...]:
     """The printed columns: the record table, plus the SLO columns when the frame has them and
     the prefix-cache hit rate when the server's counters found any hit."""
     cache = "prefix_cache_hit_pct" in frame and bool((frame["prefix_cache_hit_pct"] > 0).any())
+    rates = RATE_RECORD_COLUMNS if "rate_rps" in frame else ()
     return (
-        RECORD_COLUMNS
+        RECORD_COLUMNS[:1]
+        + rates
+        + RECORD_COLUMNS[1:]
         + (CACHE_RECORD_COLUMNS if cache else ())
         + (SLO_RECORD_COLUMNS if "slo_met" in frame else ())
     )
@@ -190,7 +164,10 @@ def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
 
 
 def record_frame(
-    summary: pd.DataFrame, knee: KneeResult | None, slo: SloResult | None = None
+    summary: pd.DataFrame,
+    knee: KneeResult | None,
+    slo: SloResult | None = None,
+    rates: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The summary rows with the verdict, trust flag, bottleneck and reasons of each stage, and
     with ``slo`` given the SLO verdict, % good, goodput and what broke (:data:`SLO_COLUMNS`).
@@ -220,6 +197,8 @@ def record_frame(
         frame["slo_breaks"] = pd.Series(
             [None if s is None else "; ".join(s.breaks) for s in found], dtype=object
         )
+    if rates is not None and len(rates):  # open-loop rate stages: their columns by stage
+        frame = frame.merge(rates, on="stage", how="left")
     return frame
 
 

@@ -3,8 +3,9 @@
 Files (:data:`REPORT_FILES`): ``record.csv``, ``record.md``, ``knee.json``,
 ``recommendations.yaml``, ``latency.png``, ``throughput.png``, ``timeline.png`` and the
 self-contained ``report.html`` that embeds the three PNGs; then the cluster files chosen with
-``--emit`` (:mod:`analysis.cluster.emit`), linked from the page. Also the plain-text pieces the CLI
-prints (:func:`knee_text`, :func:`recommendations_text`), so they read the same everywhere.
+``--emit`` (:mod:`analysis.cluster.emit`), linked from the page. Also the plain-text pieces that
+``--explain`` (:mod:`analysis.report.screen`) and ``record.md`` print (:func:`slo_text`,
+:func:`recommendations_text`), so they read the same everywhere.
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from analysis.advice.deploy import context_lines
 from analysis.advice.recommend import flag_text
 from analysis.cluster.emit import ClusterParams, html_section, write_cluster_files
 from analysis.diagnosis.failures import all_failed_warnings, small_stage_warnings
-from analysis.model import KneeResult, Recommendations
+from analysis.model import Recommendations
 from analysis.numeric import counted
 from analysis.pipeline import Analysis
 from analysis.report.html import HtmlReport, redact, render_html
@@ -24,6 +24,7 @@ from analysis.report.knee_json import to_json
 from analysis.report.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
 from analysis.report.slo_plot import interactivity_figure
 from analysis.report.table import format_csv, format_markdown, record_frame
+from analysis.report.workload import workload_html, workload_sections
 from analysis.slo.classes import analyze_classes
 from analysis.slo.evaluate import SloResult
 from analysis.stages.conversations import planned_turns, turn_lines
@@ -59,6 +60,12 @@ def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
             warnings.append(f"no {name} samples: the memory / KV-cache signals could not be used")
     warnings += small_stage_warnings(analysis.summary)
     warnings += all_failed_warnings(analysis.run.requests)
+    if analysis.rate_knee is not None:
+        warnings.append(
+            "open-loop rate stages: each ran one dispatcher per process, so the concurrency "
+            "verdicts and recommendations read 1 user; the rate columns and the rate knee are "
+            "this run's answer"
+        )
     late = _streams_stamped_when_read(analysis.run.run_info)
     if late:
         warnings.append(
@@ -78,25 +85,6 @@ def _streams_stamped_when_read(run_info: dict) -> str | None:
     counts = {k: v for k, v in stamps.items() if isinstance(v, int)}
     late = counts.get("readline", 0)
     return f"{late:,} of {sum(counts.values()):,}" if late else None
-
-
-def knee_text(knee: KneeResult) -> str:
-    """The knee sentence and, for every stage that is not comfortable, its verdict and reasons."""
-    lines = [knee.summary]
-    if knee.confidence:
-        lines.append(knee.confidence + ".")
-    for sv in knee.stages:
-        if sv.verdict == "comfortable" and sv.trusted and not sv.noisy:
-            continue
-        trust = "" if sv.trusted else " (untrusted: client-bound)"
-        trust += " (untrusted: noisy)" if sv.noisy else ""
-        users = counted(sv.target_users, "user")
-        lines.append(f"  {users:>10}: {sv.verdict.replace('_', ' ')}{trust}")
-        lines += [f"        - {reason}" for reason in sv.reasons]
-        if sv.bottleneck != "none":
-            why = f": {sv.bottleneck_reason}" if sv.bottleneck_reason else ""
-            lines.append(f"        bottleneck: {sv.bottleneck}{why}")
-    return "\n".join(lines)
 
 
 def slo_text(slo: SloResult) -> str:
@@ -127,7 +115,7 @@ def recommendations_text(recs: Recommendations) -> str:
     lines = [
         f"  {item.key} = {value_text(item.value)}   # {item.reason}"
         for item in recs.items
-        if item.key != "deploy_concurrency"  # printed first, on its own (deploy_text)
+        if item.key != "deploy_concurrency"  # printed first, on its own (the DEPLOY line)
     ]
     if recs.provisional:
         lines.insert(0, f"  PROVISIONAL: {recs.provisional}")
@@ -139,19 +127,11 @@ def recommendations_text(recs: Recommendations) -> str:
     return "\n".join(lines) if lines else "  (none)"
 
 
-def deploy_text(recs: Recommendations, knee: KneeResult) -> str:
-    """The answer to deploy on the first line, then the other figures with their definitions."""
-    if recs.deploy is None:
-        return ""
-    watermark = recs.get("production_watermark")
-    lines = [f"DEPLOY: {recs.deploy.text}", "  other figures, for context:"]
-    lines += [f"    {line}" for line in context_lines(knee, watermark)]
-    return "\n".join(lines)
-
-
 def record_markdown(analysis: Analysis) -> str:
-    record = record_frame(analysis.summary, analysis.knee, analysis.slo)
+    record = record_frame(analysis.summary, analysis.knee, analysis.slo, analysis.rate_stages)
     slo = "" if analysis.slo is None else slo_text(analysis.slo).replace("\n", "  \n") + "\n\n"
+    if analysis.rate_knee is not None:
+        slo += analysis.rate_knee.text + "\n\n"
     cache = report_note(analysis.run.server_metrics, analysis.run.run_info)
     slo += f"{cache}\n\n" if cache else ""
     users = dict(zip(analysis.summary["stage"], analysis.summary["target_users"], strict=True))
@@ -180,7 +160,8 @@ def write_report(
     say = progress or (lambda _msg: None)
     out = Path(out_dir) if out_dir is not None else analysis.run.path / "report"
     out.mkdir(parents=True, exist_ok=True)
-    record = record_frame(analysis.summary, analysis.knee, analysis.slo)
+    record = record_frame(analysis.summary, analysis.knee, analysis.slo, analysis.rate_stages)
+    workload = workload_sections(analysis)
     texts = {
         "record.csv": format_csv(record),
         "record.md": record_markdown(analysis),
@@ -191,6 +172,9 @@ def write_report(
             analysis.recommendations,
             run_id=analysis.run_id,
             slo=analysis.slo,
+            rate_stages=analysis.rate_stages,
+            rate_knee=analysis.rate_knee,
+            workload=workload,
         ),
         "recommendations.yaml": analysis.recommendations_yaml,
     }
@@ -239,6 +223,7 @@ def write_report(
         warnings=collect_warnings(analysis),
         slo=analysis.slo,
         cluster_html=html_section(analysis, cluster_paths),
+        workload_html=workload_html(workload),
     )
     paths["report.html"] = out / "report.html"
     paths["report.html"].write_text(render_html(page), encoding="utf-8")

@@ -21,7 +21,8 @@ figures, bit for bit, on arrays:
    operations); window rates add each request's share to its windows in row order
    (``np.bincount`` accumulates in order, as the stdlib loop does), so sums round alike.
 
-``tests/test_array_intervals.py`` holds the two implementations to the same figures on the same
+``tests/analysis/stages/test_array_intervals.py`` holds the two implementations to the same figures
+on the same
 rows. :func:`stage_batches` and :func:`resampled_tables` replace their stdlib counterparts in
 :mod:`analysis.stages.intervals` and :mod:`analysis.knee.confidence`.
 """

@@ -9,7 +9,7 @@ raw rows and keeps the per-window data (:class:`StageBatches`) so that
 
 :func:`stage_batches` here is the stdlib reference, one Python loop per row and a sort per
 resample; the analysis calls :func:`analysis.stages.array_intervals.stage_batches`, the same figures
-with numpy (``tests/test_array_intervals.py`` holds the two equal).
+with numpy (``tests/analysis/stages/test_array_intervals.py`` holds the two equal).
 
 Rows used, as in :mod:`analysis.stages.summary`: throughput counts every ok request of the stage
 (any

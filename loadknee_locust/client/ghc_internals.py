@@ -3,7 +3,8 @@
 Why a list: the stream reader (``streamread``), the stale-socket resend (``reconnect``), the
 no-reuse rule for servers that close after responses (``keepalive``) and the pool hooks in
 ``users`` reach into geventhttpclient's private names, which any release may rename.
-``pyproject.toml`` pins geventhttpclient to :data:`TESTED_RANGE`; ``tests/test_ghc_internals.py``
+``pyproject.toml`` pins geventhttpclient to :data:`TESTED_RANGE`;
+``tests/loadknee_locust/client/test_ghc_internals.py``
 checks every entry here against the installed library (and that those modules use no private
 name missing from this list), so an upgrade fails one test that names the attribute and the
 version instead of failing every request. At run time a missing internal is not fatal: each user

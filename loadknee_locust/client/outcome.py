@@ -134,6 +134,9 @@ def request_row(
         http_status=obs.http_status,
         error=error,
     )
+    wait_ms = base.get("send_wait_ms")
+    if wait_ms is not None:  # open loop: timed from the planned send too (no coordinated omission)
+        row["e2e_intended_ms"] = wait_ms + timing.e2e_ms
     final: Outcome = outcome or "ok"
     failure = None if final in NOT_ERROR_OUTCOMES else f"{final}: {error}" if error else final
     return row, failure

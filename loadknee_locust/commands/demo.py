@@ -63,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="runs", help="parent folder of the run directory (default %(default)s)"
     )
     parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="below the answer, every reason with the rule it follows (as loadknee analyze)",
+    )
+    parser.add_argument(
         "--verbose",
         action="store_true",
         help="show every Locust log line and Locust's own summary tables (as loadknee run)",
@@ -162,6 +167,11 @@ def main(argv: list[str] | None = None) -> int:
         except subprocess.TimeoutExpired:
             sim.kill()
     print(f"[demo] analysing {run_dir} ...", flush=True)
-    analyze = subprocess.run([sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir)])
+    analyze = subprocess.run(
+        [
+            sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir),
+            *(["--explain"] if args.explain else []),
+        ]
+    )  # fmt: skip
     print(f"[demo] done in {time.monotonic() - started:.0f} s", flush=True)
     return analyze.returncode

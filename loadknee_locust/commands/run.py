@@ -44,8 +44,9 @@ LOCUST_INFO_RE = re.compile(r"^\[[^\]]+\] [^/\s]+/INFO/")
 LOCUST_LOG_RE = re.compile(r"^\[[^\]]+\] [^/\s]+/[A-Z]+/")
 
 
-def default_locustfile() -> str:
-    return str(resources.files("loadknee_locust") / "locustfiles" / "default.py")
+def default_locustfile(name: str = "default") -> str:
+    """A packaged locustfile: ``default`` (stepped concurrency) or ``openloop`` (rates, replay)."""
+    return str(resources.files("loadknee_locust") / "locustfiles" / f"{name}.py")
 
 
 def free_port() -> int:
@@ -70,7 +71,10 @@ SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
     ("refine_max_stages",),
     ("stop_after_knee",),
     ("slo",),
-    ("replay_curve",),
+    ("rates", "arrival_log", "replay_curve"),
+    ("arrivals",),
+    ("burstiness",),
+    ("max_in_flight",),
     ("time_scale",),
     ("curve_scales",),
     ("curve_window_seconds",),
@@ -144,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="show every Locust log line and Locust's own summary tables",
     )
     p.add_argument(
+        "--explain",
+        action="store_true",
+        help="the analysis command printed at the end shows every reason below the answer",
+    )
+    p.add_argument(
         "--no-preflight",
         action="store_true",
         help="skip the checks before the load (endpoint, model, one streamed request, prompt "
@@ -205,7 +214,9 @@ def _unique_run_id(out: str, run_id: str | None) -> str:
 
 def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
     """The Locust command line for the parsed wrapper options (pure: tested without running)."""
-    cmd = [sys.executable, "-m", "locust", "-f", args.locustfile or default_locustfile()]
+    open_loop = bool(args.rates or args.arrival_log)
+    locustfile = args.locustfile or default_locustfile("openloop" if open_loop else "default")
+    cmd = [sys.executable, "-m", "locust", "-f", locustfile]
     if args.host:
         cmd += ["--host", args.host]
     specs = _specs()
@@ -274,15 +285,16 @@ def _validate(args: argparse.Namespace) -> str | None:
     return None
 
 
-def analyze_command(run_dir: str) -> str:
-    """The exact command that analyses ``run_dir``, runnable with or without an activated venv."""
+def analyze_command(run_dir: str, *, explain: bool = False) -> str:
+    """The exact command that analyses ``run_dir``, runnable with or without an activated venv
+    (with ``explain``, asking for every reason below the answer)."""
     exe = shutil.which("loadknee")
     here = Path(sys.executable).parent / "loadknee"
     if exe and Path(exe).resolve() == here.resolve():
         prog = "loadknee"
     else:
         prog = str(here) if here.exists() else f"{sys.executable} -m loadknee_locust"
-    return f"{prog} analyze {shlex.quote(run_dir)}"
+    return f"{prog} analyze {shlex.quote(run_dir)}" + (" --explain" if explain else "")
 
 
 #: first line of Locust's own closing summary (its aggregated tables, bucketed percentiles that
@@ -417,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run directory: {path}", flush=True)
     for path in paths:
         if os.path.isdir(path):
-            print(f"next: {analyze_command(path)}", flush=True)
+            print(f"next: {analyze_command(path, explain=args.explain)}", flush=True)
     if rc in (0, 3):  # 3: the sweep stopped itself on a total failure; name the causes too
         for path in paths:
             failed = all_failed_text(path)

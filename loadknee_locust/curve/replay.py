@@ -60,6 +60,11 @@ def curve_problems(options: LlmOptions) -> list[str]:
             "at a time: it cannot be combined with --llm-prompt-log, --llm-turns, "
             "--llm-classes or --llm-batch-size"
         )
+    if options.rates or options.arrival_log:
+        problems.append(
+            "--llm-replay-curve is a closed loop (users follow the log's requests in flight): "
+            "it cannot be combined with the open loop's --llm-rates or --llm-arrival-log"
+        )
     try:
         with open(options.replay_curve, "rb"):
             pass

@@ -29,6 +29,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from loadknee_locust.arrivals.plan import ArrivalProcess
 from loadknee_locust.prompts.logentry import LogFormat
 from loadknee_locust.prompts.model import Endpoint
 
@@ -93,11 +94,16 @@ LABELS: dict[str, str] = {
     "refine_max_stages": "Refine stages (max)",
     "stop_after_knee": "Levels past the knee",
     "replay_curve": "Replay a log's curve",
-    "time_scale": "Time scale (log s per s)",
     "curve_scales": "Curve scales",
     "curve_window_seconds": "Curve window (s)",
     "curve_latency_seconds": "Curve latency (s)",
     "slo": "SLO targets",
+    "rates": "Rates (requests/s)",
+    "arrivals": "Arrival process",
+    "burstiness": "Burstiness (gamma shape)",
+    "max_in_flight": "Max in flight",
+    "arrival_log": "Arrival log file",
+    "time_scale": "Time scale",
     "out": "Runs folder",
     "run_id": "Run id",
     "gpu": "GPU telemetry",
@@ -325,12 +331,6 @@ class LlmOptions:
         "times, or a Mooncake / Azure / BurstGPT trace.",
         group="shape",
     )
-    time_scale: float = opt(
-        60.0,
-        "Log seconds replayed per second (default %(default)s: an hour of log in a minute, a day "
-        "in 24 minutes).",
-        group="shape",
-    )
     curve_scales: str = opt(
         "1",
         "Replay the curve once at each of these traffic scales, in order (e.g. 1,1.5,2,3: the "
@@ -355,6 +355,47 @@ class LlmOptions:
         "ttft_p95_ms=500,tpot_p95_ms=50): the sweep refines around the highest concurrency that "
         "meets them as it does around the knee, and the analysis reports that SLO capacity "
         "(default: none).",
+        group="shape",
+    )
+    # open loop (loadknee_locust/arrivals): requests at planned times, not a user count
+    rates: str = opt(
+        "",
+        "Open loop: one stage per request rate, comma separated (e.g. 1,2,4,8 requests/s), "
+        "each --llm-stage-seconds long, arrivals by --llm-arrivals (default: off, stepped "
+        "concurrency).",
+        group="shape",
+    )
+    arrivals: ArrivalProcess = opt(
+        "poisson",
+        "Open loop: how the rate stages' requests arrive: constant gaps, poisson, or gamma "
+        "with --llm-burstiness (default %(default)s).",
+        group="shape",
+    )
+    burstiness: float = opt(
+        1.0,
+        "Gamma arrivals: the shape b of the gaps (CV 1/sqrt(b): < 1 bursty, 1 Poisson, > 1 "
+        "smoother; default %(default)s).",
+        group="shape",
+    )
+    max_in_flight: int = opt(
+        256,
+        "Open loop: at most this many requests in flight at once; a request that waits for a "
+        "free slot records the wait (send_wait_ms) and is timed from its planned send "
+        "(default %(default)s).",
+        group="shape",
+    )
+    arrival_log: str = opt(
+        "",
+        "Open loop: send the requests of this log or trace (prompt log with timestamps, "
+        "Mooncake, Azure, BurstGPT) at their logged times divided by --llm-time-scale, with "
+        "their logged lengths (default: off).",
+        group="shape",
+    )
+    time_scale: float = opt(
+        1.0,
+        "Arrival and curve replay (--llm-arrival-log, --llm-replay-curve): play the log this "
+        "many times faster (60: an hour in a minute, 72: a day in 20 minutes; default "
+        "%(default)s).",
         group="shape",
     )
 

@@ -176,7 +176,7 @@ class SteppedShape(LoadTestShape):
             decide=self._decide if sched.plan.adaptive else None,
         )
         run.add_stages(sched.pop_closed())
-        lk.announce(pos, now)
+        lk.announce(pos, now, **self.announce_facts(sched))
         self._progress(lk, run, sched, now)
         if pos.finished:
             self._close_judge()
@@ -196,7 +196,7 @@ class SteppedShape(LoadTestShape):
         """The sweep's plan, or with ``--llm-replay-curve`` the replay's windows."""
         if not options.replay_curve:
             self._curve = None
-            return SchedulePlan.from_options(options)
+            return self.plan_from(options)
         from loadknee_locust.curve.replay import CurveReplay
 
         if self._curve is None or self._curve.options is not options:
@@ -235,6 +235,14 @@ class SteppedShape(LoadTestShape):
             judge = self._judge or LiveJudge()
             self._judge = judge
             self._curve_asked = (done - 1, gevent.spawn(judge.ask, str(run.run_dir)))
+
+    def plan_from(self, options: Any) -> SchedulePlan:
+        """The sweep's plan from the options (the open-loop shape plans its own stages)."""
+        return SchedulePlan.from_options(options)
+
+    def announce_facts(self, sched: Schedule) -> dict[str, Any]:
+        """Facts sent with each stage announcement beside the position."""
+        return {"stage_start_unix_s": sched.stage_start()}
 
     def _decide(self, stage: int) -> LiveVerdict | str | None:
         """The judgement after ``stage``: start the child at the first ask, then poll it."""

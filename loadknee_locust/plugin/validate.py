@@ -10,6 +10,7 @@ finds anything, before the first user starts (``install`` in :mod:`.wiring`).
 from __future__ import annotations
 
 import math
+import os
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -129,6 +130,15 @@ def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
             SchedulePlan.from_options(options)
     except ValueError as exc:
         problems.append(str(exc))
+    if options.rates or options.arrival_log:  # open loop: its own plan's rules
+        from loadknee_locust.arrivals.plan import OpenLoopPlan
+
+        try:
+            OpenLoopPlan.from_options(options)
+        except ValueError as exc:
+            problems.append(str(exc))
+        if options.arrival_log and not os.path.isfile(options.arrival_log):
+            problems.append(f"--llm-arrival-log {options.arrival_log}: no such file")
     if host is not None and (problem := host_problem(host)):
         problems.append(problem)
     return problems

@@ -224,8 +224,9 @@ class Loadknee:
         if data is not None:
             data[REPORT_CLOCK_KEY] = self._down.report(self._worker_name(), time.time())
 
-    def announce(self, pos: Position, now: float) -> None:
-        """Tell workers (and, locally, ourselves) the stage; only on a change."""
+    def announce(self, pos: Position, now: float, **facts: Any) -> None:
+        """Tell workers (and, locally, ourselves) the stage; only on a change. ``facts`` go
+        along (the stage's start, the open loop's dispatcher count) but are no change alone."""
         data: dict[str, Any] = {
             "stage": pos.stage,
             "kind": pos.kind,
@@ -234,6 +235,7 @@ class Loadknee:
         }
         if self.stage is not None and all(self.stage.get(k) == v for k, v in data.items()):
             return
+        data.update(facts)
         data["unix_s"] = now
         data["finished"] = pos.finished
         if self.role == "master":

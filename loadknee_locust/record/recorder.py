@@ -11,10 +11,12 @@ key (Locust's own, a user's custom ones) are ignored.
 * master: rows from every worker's report are labelled and written by this one process.
 
 The stage and phase of a row come from the :class:`~loadknee_locust.sweep.schedule.Schedule` by the
-request's *start* time, so late rows (worker reports lag up to 3 s) land in the right stage. Every
-row is flushed as it is written (one ``write()`` each, a few µs), so a run killed with SIGKILL
-leaves files that parse and loses no finished request; ``CsvSink``'s own 1 s flush would leave up
-to a second of rows in the buffer, and a buffer overflow could write half a row.
+request's *start* time (an open-loop request's *planned* send, ``intended_unix_s``: one that
+waited for a slot past its window's end still belongs to the window), so late rows (worker
+reports lag up to 3 s) land in the right stage. Every row is flushed as it is written (one
+``write()`` each, a few µs), so a run killed with SIGKILL leaves files that parse and loses no
+finished request; ``CsvSink``'s own 1 s flush would leave up to a second of rows in the buffer,
+and a buffer overflow could write half a row.
 :class:`StageStats` keeps per-stage counts and a bounded list of latencies for the shape (request
 counts, red line) and the web UI's live tab; percentiles there use stdlib only.
 """
@@ -95,6 +97,11 @@ class StageStats:
         self.ttft_ms: deque[float] = deque(maxlen=LATENCY_CAP)
         self.completion_tokens = 0.0
         self.busy_s = 0.0  # summed e2e of the measured ok requests
+        # prefix cache, from the measured ok rows whose server reported cached_tokens
+        self.cache_prompt_tokens = 0.0
+        self.cached_tokens = 0.0
+        self.hit_ttft_ms: deque[float] = deque(maxlen=LATENCY_CAP)  # any cached token
+        self.miss_ttft_ms: deque[float] = deque(maxlen=LATENCY_CAP)
 
     def add(self, row: Mapping[str, Any]) -> None:
         if row.get("outcome") in NOT_JUDGED_OUTCOMES:
@@ -114,6 +121,24 @@ class StageStats:
         if e2e_ms is not None:
             self.completion_tokens += _number(row.get("completion_tokens")) or 0.0
             self.busy_s += e2e_ms / 1000.0
+        self._add_cache(row)
+
+    def _add_cache(self, row: Mapping[str, Any]) -> None:
+        cached, prompt = _number(row.get("cached_tokens")), _number(row.get("prompt_tokens"))
+        if cached is None or prompt is None:
+            return  # the server does not report cached tokens (or the row has no usage)
+        self.cache_prompt_tokens += prompt
+        self.cached_tokens += cached
+        ttft = _number(row.get("ttft_ms"))
+        if ttft is not None:
+            (self.hit_ttft_ms if cached > 0 else self.miss_ttft_ms).append(ttft)
+
+    def cache_hit_pct(self) -> float | None:
+        """Cached over prompt tokens of the measured rows that carry ``cached_tokens`` (the
+        responses' usage: live, client-side; the report's hit rate is the server's counters')."""
+        if self.cache_prompt_tokens <= 0:
+            return None
+        return 100.0 * self.cached_tokens / self.cache_prompt_tokens
 
     def output_tokens_per_s(self, users: int) -> float | None:
         """Live output tokens/s of a closed loop of ``users``: each user streams its requests'
@@ -156,8 +181,11 @@ class RunLog:
             self.curve_track.add(start, end)
         # a row our own stop cancelled is written and labelled, but counts as no completion
         judged = row.get("outcome") not in NOT_JUDGED_OUTCOMES
+        # open loop: a request belongs where it was planned, however late a full cap sent it
+        planned = _number(row.get("intended_unix_s"))
         if self.schedule is not None and start is not None:
-            row["stage"], row["phase"] = self.schedule.locate(start)
+            at = start if planned is None else planned
+            row["stage"], row["phase"] = self.schedule.locate(at)
             if judged:
                 served = row.get("outcome") == "ok" and row.get("length_ok") != 0
                 tokens = _number(row.get("completion_tokens")) if served else None

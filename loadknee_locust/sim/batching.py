@@ -15,7 +15,9 @@ Each :meth:`Scheduler.step` models one iteration of a vLLM-like engine:
    sequences' (TGI/SGLang-style, so it never needs preempting); the head that does not fit
    blocks the rest (no skipping). A prompt longer than the budget left is prefilled in chunks
    over several steps. With ``enable_prefix_caching`` the head's leading cached blocks skip
-   prefill (:mod:`.prefixcache`); its blocks are cached once its prefill completes.
+   prefill (:mod:`.prefixcache`); its blocks are cached once its prefill completes. Those
+   blocks are shared: each counts once in the KV budget however many running sequences hold
+   it (vLLM's reference-counted paged KV), so a shared system prompt raises the KV limit.
 4. **Cost**: ``decode_base_ms + decode_per_seq_ms × sequences computed + prefill_ms_per_token ×
    prefilled tokens`` — the step slows as the batch grows, so throughput saturates.
 5. **Emit**: every decoding sequence, and every sequence whose prefill completes in this step
@@ -27,7 +29,7 @@ The async driver (:mod:`.engine`) sleeps for the returned duration, then deliver
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -56,6 +58,7 @@ class Sequence:
     last_token_s: float = 0.0  # when its last token was delivered (the driver's clock)
     block_hashes: tuple[int, ...] = ()  # the prompt's full blocks (prefix caching on)
     cached_tokens: int = 0  # prompt tokens its first admission found in the prefix cache
+    held_blocks: tuple[int, ...] = ()  # shared KV blocks it holds by reference (caching on)
 
     @property
     def context(self) -> int:
@@ -86,6 +89,8 @@ class Scheduler:
     kv_used: int = 0
     preemptions_total: int = 0
     prefix_cache: PrefixCache | None = None
+    #: shared KV blocks held by running sequences → how many hold each (each counts once)
+    shared_refs: Counter[int] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         if self.prefix_cache is None:  # off: it holds nothing, but still counts the queries
@@ -104,8 +109,10 @@ class Scheduler:
 
     @property
     def reserved(self) -> int:
-        """KV tokens the running sequences claim (prompt + max_tokens each, with reservation)."""
-        return sum(seq.reserve for seq in self.running)
+        """KV tokens the running sequences claim (prompt + max_tokens each, with reservation);
+        a shared block counts once."""
+        own = sum(seq.reserve - self._held_tokens(seq) for seq in self.running)
+        return own + self.params.block_size * len(self.shared_refs)
 
     def can_accept(self, n: int) -> bool:
         """Whether ``n`` more sequences may enter: at most ``max_num_seqs + max_waiting`` in all.
@@ -123,8 +130,7 @@ class Scheduler:
         gone = set(map(id, seqs))
         for seq in self.running:
             if id(seq) in gone:
-                self.kv_used -= seq.kv_tokens
-                seq.kv_tokens = 0
+                self._release(seq)
         self.running = [s for s in self.running if id(s) not in gone]
         self.waiting = deque(s for s in self.waiting if id(s) not in gone)
 
@@ -132,10 +138,11 @@ class Scheduler:
         """Drop everything (a crash); returns what was in flight."""
         lost = [*self.running, *self.waiting]
         self.running, self.waiting, self.kv_used = [], deque(), 0
+        self.shared_refs.clear()
         if self.prefix_cache is not None:
             self.prefix_cache.clear()
         for seq in lost:
-            seq.kv_tokens = 0
+            seq.kv_tokens, seq.held_blocks = 0, ()
         return lost
 
     def step(self) -> StepResult | None:
@@ -160,15 +167,21 @@ class Scheduler:
         admitted: list[Sequence] = []
         while self.waiting and len(self.running) < p.max_num_seqs and tokens_left > 0:
             head = self.waiting[0]
-            if self.kv_used + len(self.running) + head.context + 1 > p.kv_cache_tokens:
+            hit, held = self._reusable(head)
+            # KV tokens it adds: its own context, plus the held blocks no running one holds yet
+            spared = p.block_size * sum(1 for h in held if self.shared_refs[h])
+            if self.kv_used + len(self.running) + head.context - spared + 1 > p.kv_cache_tokens:
                 break
-            if p.kv_reserve_max_tokens and self.reserved + head.reserve > p.kv_cache_tokens:
+            if p.kv_reserve_max_tokens and (
+                self.reserved + head.reserve - spared > p.kv_cache_tokens
+            ):
                 break  # its prompt + max_tokens would not fit beside the running ones' claims
             self.waiting.popleft()
             head.kv_tokens = head.context
             head.admissions += 1
-            self.kv_used += head.kv_tokens
-            to_compute = head.context - self._cached_prefix(head)
+            self.kv_used += head.kv_tokens - spared
+            self._hold(head, held)
+            to_compute = head.context - self._cached_prefix(head, hit)
             chunk = min(to_compute, tokens_left)
             head.pending_prefill = to_compute - chunk
             tokens_left -= chunk
@@ -193,8 +206,7 @@ class Scheduler:
         finished = tuple(s for s in emitting if s.generated >= s.stop_at)
         if finished:
             for seq in finished:
-                self.kv_used -= seq.kv_tokens
-                seq.kv_tokens = 0
+                self._release(seq)
             self.running = [s for s in self.running if s.generated < s.stop_at]
         return StepResult(
             duration_s=duration_ms / 1000.0,
@@ -207,29 +219,62 @@ class Scheduler:
             peak_kv_tokens=peak,
         )
 
-    def _cached_prefix(self, seq: Sequence) -> int:
-        """Tokens of ``seq``'s context the prefix cache spares (0 without one); counts the query
-        on a first admission. At least one token is left to compute, as in vLLM."""
+    def _reusable(self, seq: Sequence) -> tuple[int, tuple[int, ...]]:
+        """Admitting ``seq`` now: the tokens the prefix cache spares (at least one token is left
+        to compute, as in vLLM) and the cached full blocks it would hold; changes nothing."""
+        cache = self.prefix_cache
+        if cache is None or not seq.block_hashes:
+            return 0, ()
+        hit = max(0, min(cache.peek(seq.block_hashes) * cache.block_size, seq.context - 1))
+        return hit, seq.block_hashes[: hit // cache.block_size]
+
+    def _cached_prefix(self, seq: Sequence, hit: int) -> int:
+        """Touch ``seq``'s cached blocks and count the query on a first admission; ``hit``."""
         cache = self.prefix_cache
         if cache is None:
             return 0
-        hit = max(0, min(cache.match(seq.block_hashes) * cache.block_size, seq.context - 1))
+        cache.match(seq.block_hashes)
         if seq.admissions == 1:
             seq.cached_tokens = hit
             cache.count(seq.prompt_tokens, hit)
         return hit
 
+    def _held_tokens(self, seq: Sequence) -> int:
+        return self.params.block_size * len(seq.held_blocks)
+
+    def _hold(self, seq: Sequence, blocks: tuple[int, ...]) -> None:
+        """``seq`` holds ``blocks`` too (by reference)."""
+        seq.held_blocks += blocks
+        self.shared_refs.update(blocks)
+
+    def _release(self, seq: Sequence) -> None:
+        """Free ``seq``'s KV: its own tokens, and each shared block no other running one holds."""
+        self.kv_used -= seq.kv_tokens - self._held_tokens(seq)
+        for h in seq.held_blocks:
+            self.shared_refs[h] -= 1
+            if self.shared_refs[h] <= 0:
+                del self.shared_refs[h]
+                self.kv_used -= self.params.block_size
+        seq.kv_tokens, seq.held_blocks = 0, ()
+
     def _cache_blocks(self, seq: Sequence) -> None:
-        if self.prefix_cache is not None and seq.block_hashes:
-            self.prefix_cache.insert(seq.block_hashes)
+        """``seq``'s prefill is done: its blocks enter the prefix cache, and (caching on) its own
+        full prompt blocks join the shared KV pool, unless another sequence holds one already."""
+        cache = self.prefix_cache
+        if cache is None or not seq.block_hashes:
+            return
+        if self.params.enable_prefix_caching:
+            held = set(seq.held_blocks)
+            own = tuple(h for h in seq.block_hashes if h not in held and not self.shared_refs[h])
+            self._hold(seq, own)  # its own tokens become shared blocks: KV use unchanged
+        cache.insert(seq.block_hashes, pinned=self.shared_refs)
 
     def _preempt(self) -> list[Sequence]:
         """Free KV for this step's new tokens: newest running sequences back to the queue front."""
         preempted: list[Sequence] = []
         while self.running and self.kv_used + len(self.running) > self.params.kv_cache_tokens:
             victim = self.running.pop()
-            self.kv_used -= victim.kv_tokens
-            victim.kv_tokens = 0
+            self._release(victim)
             victim.pending_prefill = 0
             victim.preemptions += 1
             self.waiting.appendleft(victim)

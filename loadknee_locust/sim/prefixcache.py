@@ -11,9 +11,14 @@ yields its first token from a step). When a sequence's prefill completes its blo
 (:meth:`PrefixCache.insert`); the cache holds at most ``capacity_blocks`` blocks
 (``kv_cache_tokens // block_size``: the KV budget) and evicts the least recently used.
 
-Simplification: running sequences are still charged their whole context in the KV accounting
-(a shared block is not counted once, as vLLM's reference counting would), so caching changes the
-prefill cost, never the KV limit.
+Shared blocks count once in the KV budget, as in vLLM's paged KV cache: the scheduler
+(:mod:`.batching`) keeps a reference count per block hash held by running sequences. A sequence
+admitted with ``m`` cached leading blocks holds them by reference (a block no running sequence
+holds yet is charged once, when it leaves the free pool); the rest of its context is its own. When
+its prefill completes its own full prompt blocks join the shared pool (a block another sequence
+computed at the same time stays a private copy, as in vLLM). So with a shared system prompt of
+``S`` cached tokens, ``n`` sequences of context ``L`` hold ``S + n (L − S)`` KV tokens, not
+``n L``. A block still held by a running sequence is never evicted from the cache.
 
 Counters, in tokens as vLLM counts them (``vllm:prefix_cache_queries_total``,
 ``vllm:prefix_cache_hits_total``): every first admission queries its prompt tokens and hits its
@@ -24,7 +29,8 @@ queries still count and hits stay 0: a measured 0 % rather than nothing.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
+from itertools import islice
 
 
 def block_hashes(tokens: Sequence[str], block_size: int) -> tuple[int, ...]:
@@ -53,6 +59,15 @@ class PrefixCache:
     def __len__(self) -> int:
         return len(self._blocks)
 
+    def peek(self, hashes: Sequence[int]) -> int:
+        """How many leading blocks of ``hashes`` are cached, touching none (an admission check)."""
+        found = 0
+        for h in hashes:
+            if h not in self._blocks:
+                break
+            found += 1
+        return found
+
     def match(self, hashes: Sequence[int]) -> int:
         """How many leading blocks of ``hashes`` are cached (each one found is touched)."""
         found = 0
@@ -68,16 +83,20 @@ class PrefixCache:
         self.queries_tokens += prompt_tokens
         self.hits_tokens += cached_tokens
 
-    def insert(self, hashes: Sequence[int]) -> None:
-        """Cache ``hashes`` (most recently used), evicting the least recently used past capacity."""
+    def insert(self, hashes: Sequence[int], pinned: Container[int] = ()) -> None:
+        """Cache ``hashes`` (most recently used), evicting the least recently used past capacity;
+        a block in ``pinned`` (held by a running sequence) is never evicted."""
         for h in hashes:
             if h in self._blocks:
                 self._blocks.move_to_end(h)
             else:
                 self._blocks[h] = None
-        while len(self._blocks) > self.capacity_blocks:
-            self._blocks.popitem(last=False)
-            self.evictions += 1
+        excess = len(self._blocks) - self.capacity_blocks
+        if excess > 0:
+            victims = list(islice((h for h in self._blocks if h not in pinned), excess))
+            for h in victims:
+                del self._blocks[h]
+            self.evictions += len(victims)
 
     def clear(self) -> None:
         """Forget every block (a crash: the GPU memory is gone); the counters stay."""

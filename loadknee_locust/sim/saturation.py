@@ -23,14 +23,18 @@ The running batch cannot exceed three limits; the saturation concurrency ``c*`` 
   far beyond the slot limit.
 
 Accuracy (measured against the simulator itself, ``benchmarks/bench_sim_streams.py`` and
-``tests/test_sim_saturation.py``): within 1–4 % when slots or compute bind. When the KV cache
+``tests/loadknee_locust/sim/test_sim_saturation.py``): within 1–4 % when slots or compute bind. When
+the KV cache
 binds, vLLM-style over-admission plus preemption waste make it an estimate: measured steady state
 was +16 % (``kv-tight``, 128/128) and −4 % (``gpu-like``, 512/256) from :func:`expected_throughput`.
 Identical closed-loop requests move in step, so measure over several request lifetimes.
 
 **Prefix caching** (``enable_prefix_caching``): ``cached_tokens`` of every prompt skip prefill,
-so the prefill term uses ``input_tokens − cached_tokens`` (at least 1); the KV limit still
-counts the whole prompt (:mod:`.prefixcache` charges KV per sequence).
+so the prefill term uses ``input_tokens − cached_tokens`` (at least 1), and the cached blocks
+are shared in the KV cache (counted once, :mod:`.prefixcache`): the KV limit becomes
+``(kv_cache_tokens − S) // (input_tokens + output_tokens − S)`` with ``S`` the cached tokens in
+whole blocks. With ``kv_reserve_max_tokens`` that limit is exact (no preemption); without it, an
+estimate as above.
 
 Beyond ``c*`` extra clients only queue: throughput stays at ``X(min(c, batch limit))`` while the
 tail latency grows with the queue. **Predicted knee stage** (:func:`predicted_knee_level`): the
@@ -60,9 +64,15 @@ def _per_seq_ms(
     return params.decode_per_seq_ms + prefilled * params.prefill_ms_per_token / output_tokens
 
 
-def kv_limit(params: SimParams, input_tokens: int, output_tokens: int) -> int:
-    """Sequences whose whole context fits in the KV cache at once (no preemption)."""
-    return params.kv_cache_tokens // (input_tokens + output_tokens)
+def kv_limit(
+    params: SimParams, input_tokens: int, output_tokens: int, cached_tokens: int = 0
+) -> int:
+    """Sequences whose whole context fits in the KV cache at once (no preemption); with
+    ``cached_tokens`` of every prompt in the prefix cache those blocks are held once, shared."""
+    shared = cached_tokens // params.block_size * params.block_size
+    if shared <= 0:
+        return params.kv_cache_tokens // (input_tokens + output_tokens)
+    return (params.kv_cache_tokens - shared) // (input_tokens + output_tokens - shared)
 
 
 def compute_limit(
@@ -95,7 +105,7 @@ def saturation_concurrency(
     return float(
         min(
             params.max_num_seqs,
-            kv_limit(params, input_tokens, output_tokens),
+            kv_limit(params, input_tokens, output_tokens, cached_tokens),
             compute_limit(
                 params,
                 input_tokens,
@@ -118,7 +128,8 @@ def expected_throughput(
     """Closed-loop output tokens/s at ``concurrency`` clients (see the module docstring)."""
     if concurrency <= 0:
         return 0.0
-    cap = max(1, min(params.max_num_seqs, kv_limit(params, input_tokens, output_tokens)))
+    kv = kv_limit(params, input_tokens, output_tokens, cached_tokens)
+    cap = max(1, min(params.max_num_seqs, kv))
     batch = min(concurrency, cap)
     per_seq = _per_seq_ms(params, input_tokens, output_tokens, cached_tokens)
     step_ms = params.decode_base_ms + per_seq * batch

@@ -369,6 +369,10 @@ class Schedule:
     def closed(self) -> tuple[StageRecord, ...]:
         return tuple(self._closed)
 
+    def stage_start(self) -> float | None:
+        """When the stage in progress began (unix s); None between stages' judgements."""
+        return None if self._open is None else self._open.start
+
     def position(self) -> Position:
         """The position at the last ``advance`` (or ``stop``), without moving time."""
         op = self._open

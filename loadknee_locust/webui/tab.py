@@ -5,8 +5,11 @@ Uses Locust 2.47's extension points (LOCUST-NOTES §5): ``extended_tabs`` / ``ex
 ``/stats/requests`` (the page polls it every ~2 s). The numbers come from the recorder's running
 :class:`~loadknee_locust.record.recorder.StageStats` (stdlib only, no pandas in the Locust process):
 stage, kind, users, requests (all phases), measured, errors, e2e P50/P95, TTFT P50/P95 (measured,
-successful rows; the latest 20 000 per stage), output tokens/s (measured window). These are live
-numbers for watching; the analysis recomputes everything exactly from ``requests.csv``.
+successful rows; the latest 20 000 per stage), output tokens/s (measured window), and where the
+server reports ``cached_tokens`` in its usage the prefix-cache hit % (cached over prompt tokens)
+and the TTFT P50 of hits and of misses (blank otherwise; the report's hit rate is the server's
+counter delta). These are live numbers for watching; the analysis recomputes everything exactly
+from ``requests.csv``.
 
 Above the table, a script served with the page (``/loadknee/ui.js``, injected into Locust's own
 ``index.html``; no CDN) shows the live view of :mod:`~loadknee_locust.webui.liveview` (status,
@@ -44,6 +47,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("ttft_p50_ms", "TTFT P50 (ms)"),
     ("ttft_p95_ms", "TTFT P95 (ms)"),
     ("output_tokens_per_s", "Output tok/s"),
+    ("cache_hit_pct", "Cache hit %"),
+    ("hit_ttft_p50_ms", "TTFT P50 hits (ms)"),
+    ("miss_ttft_p50_ms", "TTFT P50 misses (ms)"),
 )
 
 
@@ -77,6 +83,9 @@ def stage_rows(run: RunLog | None) -> list[dict[str, Any]]:
                 "ttft_p50_ms": _round(percentile(stats.ttft_ms, 50.0)),
                 "ttft_p95_ms": _round(percentile(stats.ttft_ms, 95.0)),
                 "output_tokens_per_s": _round(stats.output_tokens_per_s(plan.users)),
+                "cache_hit_pct": _round(stats.cache_hit_pct()),
+                "hit_ttft_p50_ms": _round(percentile(stats.hit_ttft_ms, 50.0)),
+                "miss_ttft_p50_ms": _round(percentile(stats.miss_ttft_ms, 50.0)),
             }
         )
     return rows

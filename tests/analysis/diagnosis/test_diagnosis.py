@@ -1,0 +1,136 @@
+"""diagnose: one synthetic stage per bottleneck rule of the seeds."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.diagnosis.bottleneck import DiagnosisParams, diagnose
+from analysis.knee.find import find_knee
+from analysis.stages.baseline import compute_baseline
+from tests.support.knee_frames import sweep
+
+LEVELS = [2, 4, 8, 16]
+SCALING = [200, 400, 800, 1600]
+FLAT = [200, 400, 800, 820]
+
+
+def _last(tok_s, p95, **columns):
+    summary = sweep(LEVELS, tok_s, p95, baseline_tok_s=100.0, baseline_p95_ms=100.0, **columns)
+    baseline = compute_baseline(None, summary)
+    result = diagnose(summary, find_knee(summary, baseline), baseline)
+    return result.stages[-1]
+
+
+@pytest.mark.parametrize(
+    ("name", "tok_s", "p95", "columns", "expected", "words"),
+    [
+        ("client-bound", SCALING, [100] * 4, {"client_cpu_peak_pct": [10, 10, 10, 95]},
+         "client", "load-generator CPU"),
+        ("memory full", FLAT, [100, 100, 110, 300], {"kv_cache_peak_pct": [10, 20, 40, 97]},
+         "memory", "swapping"),
+        ("preemptions", FLAT, [100, 100, 110, 300], {"preemptions": [0, 0, 0, 12]},
+         "memory", "12 preemptions"),
+        ("host-side stalls", FLAT, [100, 100, 110, 300],
+         {"gpu_idle_pct": [0, 0, 5, 40], "gpu_util_mean_pct": [50, 60, 60, 50]},
+         "host_side", "host side"),
+        ("queueing / KV contention", FLAT, [100, 100, 110, 300],
+         {"waiting_mean": [0, 0, 1, 9], "sm_util_mean_pct": [20, 25, 30, 35],
+          "kv_cache_peak_pct": [10, 20, 40, 60]}, "queueing", "KV-cache contention"),
+        ("compute-bound", FLAT, [100, 100, 110, 300], {"gpu_util_mean_pct": [60, 80, 95, 99]},
+         "compute", "compute is saturated"),
+        ("throughput stuck, GPU mostly idle", FLAT, [100, 100, 110, 150],
+         {"gpu_util_mean_pct": [20, 25, 30, 30]}, "host_side", "client's ability"),
+        ("no telemetry: queueing inferred", FLAT, [100, 100, 110, 300], {}, "queueing",
+         "no GPU utilisation or server queue data"),
+        ("memory as the leading indicator", SCALING, [100] * 4,
+         {"gpu_mem_peak_pct": [50, 60, 70, 88]}, "memory", "leading indicator"),
+        ("comfortable: nothing to diagnose", SCALING, [100] * 4, {}, "none", ""),
+    ],
+)  # fmt: skip
+def test_each_rule(name, tok_s, p95, columns, expected, words):
+    last = _last(tok_s, p95, **columns)
+    assert last.bottleneck == expected, (name, last.verdict, last.bottleneck_reason)
+    assert words in last.bottleneck_reason
+
+
+def test_prefill_bound_when_ttft_high_and_itl_normal():
+    columns = {"ttft_p95_ms": [20, 20, 30, 200], "itl_p50_ms": [10, 10, 11, 12]}
+    summary = sweep(LEVELS, SCALING, [100, 100, 110, 300], baseline_tok_s=100.0,
+                    baseline_p95_ms=100.0, **columns)  # fmt: skip
+    summary.loc[0, ["ttft_p95_ms", "itl_p50_ms"]] = [20.0, 10.0]  # the baseline stage
+    baseline = compute_baseline(None, summary)
+    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    assert last.bottleneck == "prefill", last.bottleneck_reason
+    assert "chunked prefill" in last.bottleneck_reason
+    summary.loc[4, "itl_p50_ms"] = 40.0  # ITL rose too: not prefill alone
+    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    assert last.bottleneck != "prefill"
+
+
+def test_a_server_queue_is_queueing_not_prefill():
+    """TTFT high with ITL normal looks like prefill, but a waiting queue means slot queueing."""
+    columns = {
+        "ttft_p95_ms": [20, 20, 30, 900],
+        "itl_p50_ms": [10, 10, 11, 12],
+        "waiting_mean": [0, 0, 0, 8],
+        "waiting_max": [0, 0, 0, 8],
+    }
+    summary = sweep(LEVELS, FLAT, [100, 100, 110, 300], baseline_tok_s=100.0,
+                    baseline_p95_ms=100.0, **columns)  # fmt: skip
+    summary.loc[0, ["ttft_p95_ms", "itl_p50_ms", "waiting_mean"]] = [20.0, 10.0, 0.0]
+    baseline = compute_baseline(None, summary)
+    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    assert last.bottleneck == "queueing", last.bottleneck_reason
+    assert "waiting queue held 8 requests" in last.bottleneck_reason
+    summary.loc[4, ["waiting_mean", "waiting_max"]] = [0.0, 0.0]  # no queue: prefill again
+    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    assert last.bottleneck == "prefill", last.bottleneck_reason
+
+
+def test_bursty_chunks_judge_decode_speed_by_tpot_not_itl():
+    """vLLM on CPU flushes chunks in bursts (ITL median ~0): TPOT says decode slowed too."""
+    columns = {
+        "ttft_p95_ms": [20, 20, 30, 200],
+        "itl_p50_ms": [0.01] * 4,
+        "tpot_p50_ms": [10, 10, 20, 40],
+    }
+    summary = sweep(LEVELS, SCALING, [100, 100, 110, 300], baseline_tok_s=100.0,
+                    baseline_p95_ms=100.0, **columns)  # fmt: skip
+    summary.loc[0, ["ttft_p95_ms", "itl_p50_ms", "tpot_p50_ms"]] = [20.0, 0.01, 10.0]
+    baseline = compute_baseline(None, summary)
+    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    assert last.bottleneck != "prefill", last.bottleneck_reason
+    summary.loc[4, "tpot_p50_ms"] = 11.0  # decode as fast as alone: the TTFT rise is prefill
+    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    assert last.bottleneck == "prefill" and "TPOT median" in last.bottleneck_reason
+
+
+def test_an_empty_server_queue_with_a_rising_tail_is_compute_not_queueing():
+    summary = sweep(LEVELS, FLAT, [100, 100, 110, 300], baseline_tok_s=100.0,
+                    baseline_p95_ms=100.0, waiting_mean=[0.0] * 4)  # fmt: skip
+    baseline = compute_baseline(None, summary)
+    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    assert last.bottleneck == "compute", last.bottleneck_reason
+    assert "waiting queue stayed empty" in last.bottleneck_reason
+
+
+def test_interference_from_the_baseline_warning():
+    summary = sweep(LEVELS, SCALING, [100, 100, 110, 160], baseline_tok_s=100.0,
+                    baseline_p95_ms=100.0, gpu_util_mean_pct=[50] * 4)  # fmt: skip
+    summary.loc[0, "e2e_p50_ms"] = 40.0  # baseline P95 2.5× its median
+    summary.loc[4, "success_pct"], summary.loc[4, "errors"] = 99.9, 1  # an early sign only
+    baseline = compute_baseline(None, summary)
+    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    assert last.verdict == "critical"
+    assert last.bottleneck == "interference", last.bottleneck_reason
+
+
+def test_thresholds_are_parameters():
+    columns = {"gpu_util_mean_pct": [60, 80, 85, 85]}
+    summary = sweep(LEVELS, FLAT, [100, 100, 110, 300], baseline_tok_s=100.0,
+                    baseline_p95_ms=100.0, **columns)  # fmt: skip
+    baseline = compute_baseline(None, summary)
+    knee = find_knee(summary, baseline)
+    assert diagnose(summary, knee, baseline).stages[-1].bottleneck == "queueing"
+    lower = DiagnosisParams(compute_util_pct=80.0)
+    assert diagnose(summary, knee, baseline, params=lower).stages[-1].bottleneck == "compute"

@@ -1,0 +1,78 @@
+"""Errors named: each failing stage says which failures (outcome, HTTP status, top messages), and
+the bottleneck follows their kind: rejections are overload, timeouts stalls, the rest server
+errors, never "queueing" (finding 5 of issue 13)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analysis.pipeline import analyze_run
+from analysis.report.table import format_markdown, record_frame
+from tests.support.knee_rundir import request_row, stage_row, write_run
+
+T0 = 1_700_000_000.0
+N = 100  # rows per stage: percentages read as counts
+
+
+def _stage_rows(stage: int, users: int, failures: list[tuple[str, int, str, int]]) -> list[dict]:
+    """``failures``: (outcome, http status, error message, how many); the rest ok and fast."""
+    start = T0 + stage * 12.0
+    rows, n = [], 0
+    for outcome, status, message, count in failures:
+        for _ in range(count):
+            rows.append(
+                request_row(stage * 1000 + n, stage, start + 1.2 + n * 0.09, 6000.0 if
+                            outcome == "timeout" else 150.0, outcome=outcome,
+                            http_status=status, error=message, completion_tokens=None)
+            )  # fmt: skip
+            n += 1
+    while n < N:
+        rows.append(request_row(stage * 1000 + n, stage, start + 1.2 + n * 0.09, 180.0))
+        n += 1
+    return rows
+
+
+def _analyze(tmp_path: Path, failing: list[tuple[str, int, str, int]]):
+    stages = [stage_row(0, 1, T0), stage_row(1, 2, T0 + 12.0)]
+    requests = _stage_rows(0, 1, []) + _stage_rows(1, 2, failing)
+    return analyze_run(write_run(tmp_path / "run", stages=stages, requests=requests))
+
+
+def test_rejections_and_timeouts_are_named_with_shares_and_messages(tmp_path: Path) -> None:
+    analysis = _analyze(
+        tmp_path,
+        [("http_error", 503, "queue full", 22), ("timeout", 0, "read timed out", 3)],
+    )
+    stage = analysis.knee.stages[1]
+    assert stage.failures.startswith("22 % HTTP 503 (22); 3 % timeouts (3)")
+    assert '"queue full" ×22' in stage.failures and '"read timed out" ×3' in stage.failures
+    assert any(r.startswith("failures: 22 % HTTP 503") for r in stage.reasons)
+    assert stage.verdict == "red_line" and stage.bottleneck == "overload"
+    assert "HTTP 429/503" in stage.bottleneck_reason
+    assert analysis.knee.stages[0].failures == ""  # a clean stage names nothing
+    table = format_markdown(record_frame(analysis.summary, analysis.knee))
+    assert "22 % HTTP 503 (22)" in table
+
+
+@pytest.mark.parametrize(
+    ("failing", "bottleneck", "words"),
+    [
+        ([("timeout", 0, "read timed out", 25)], "stalls", "timed out"),
+        ([("incomplete", 200, "stream ended before [DONE]", 12),
+          ("http_error", 500, "internal error", 8), ("connect_error", 0, "reset", 5)],
+         "server_errors", "failed in the server"),
+        ([("http_error", 429, "rate limited", 30)], "overload", "turned away"),
+    ],
+)  # fmt: skip
+def test_the_bottleneck_fits_the_failure(
+    failing: list, bottleneck: str, words: str, tmp_path: Path
+) -> None:
+    stage = _analyze(tmp_path, failing).knee.stages[1]
+    assert stage.verdict == "red_line"
+    assert stage.bottleneck == bottleneck, stage.bottleneck_reason
+    assert words in stage.bottleneck_reason
+    total = sum(f[3] for f in failing)
+    assert sum(int(part.split("(")[1].split(")")[0]) for part in
+               stage.failures.split("; top")[0].split("; ")) == total  # fmt: skip

@@ -1,0 +1,282 @@
+"""The knee with intervals and the server's own word: signals that must clear the noise, stages
+too noisy to judge, the running/waiting saturation rule and the knee's resampled confidence."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.knee.confidence import knee_confidence
+from analysis.knee.find import KneeParams, find_knee
+from analysis.stages.baseline import compute_baseline
+from analysis.stages.intervals import StageBatches
+from tests.support.knee_frames import sweep
+
+
+def _knee(summary, **params):
+    return find_knee(summary, compute_baseline(None, summary), params=KneeParams(**params))
+
+
+def _by_users(result):
+    return {v.target_users: v for v in result.stages}
+
+
+# baseline 100 tok/s, 200 ms; 8 → 16 users adds 80 tok/s = 0.10× per user (flat below 0.15)
+LEVELS, TOK, P95 = [4, 8, 16], [400.0, 780.0, 860.0], [220.0, 260.0, 600.0]
+
+
+@pytest.mark.parametrize(
+    ("hw_pct", "knee_users", "why"),
+    [
+        (1.0, 16, "narrow: at most 0.11× is still below 0.15"),
+        (8.0, None, "±8 % of 780 and 860: the gain could be 0.22× -> not flat"),
+    ],
+)
+def test_flattening_fires_only_when_its_upper_bound_is_below_the_threshold(hw_pct, knee_users, why):
+    summary = sweep(
+        LEVELS, TOK, P95, baseline_tok_s=100.0, baseline_p95_ms=200.0,
+        output_tok_s_hw_pct=[hw_pct] * 3, interval_batches=[10.0] * 3,
+        e2e_p95_low_ms=[p * 0.98 for p in P95],
+    )  # fmt: skip
+    result = _knee(summary)
+    assert result.knee_users == knee_users, why
+    flat = next(s for s in _by_users(result)[16].signals if s.name == "throughput_flattening")
+    assert flat.value == pytest.approx(0.10)  # the point figure is still reported
+    assert "within the noise" in flat.text
+
+
+def test_without_intervals_the_point_figures_decide():
+    summary = sweep(LEVELS, TOK, P95, baseline_tok_s=100.0, baseline_p95_ms=200.0)
+    assert _knee(summary).knee_users == 16
+    summary = sweep(
+        LEVELS, TOK, P95, baseline_tok_s=100.0, baseline_p95_ms=200.0,
+        output_tok_s_hw_pct=[8.0] * 3, interval_batches=[10.0] * 3,
+    )  # fmt: skip
+    assert _knee(summary, noise_aware=False).knee_users == 16  # --knee-ignore-noise
+
+
+def test_tail_departure_needs_its_lower_bound_above_the_threshold():
+    summary = sweep(
+        LEVELS, TOK, [220.0, 260.0, 440.0], baseline_tok_s=100.0, baseline_p95_ms=200.0,
+        output_tok_s_hw_pct=[1.0] * 3, interval_batches=[10.0] * 3,
+        e2e_p95_low_ms=[210.0, 250.0, 380.0],  # 2.2× by the point, 1.9× at the lower bound
+    )  # fmt: skip
+    result = _knee(summary)
+    assert result.knee_users is None
+    tail = next(s for s in _by_users(result)[16].signals if s.name == "tail_departure")
+    assert not tail.fired and tail.value == pytest.approx(2.2)
+    assert "at least 1.90× within the noise" in tail.text
+
+
+@pytest.mark.parametrize(
+    ("p95", "low", "fired", "said"),
+    [
+        (380.0, 370.0, False, None),  # 1.9×: held, nothing to say
+        (440.0, 380.0, False, "is 2.20× the baseline's 200 ms, at least 1.90× within the noise: "
+         "cannot tell whether the tail has departed (departs at 2×)"),
+        (440.0, 420.0, True, "at least 2.10× within the noise: the tail has departed"),
+        (400.0, 300.0, False, "is 2.00×"),  # exactly at the limit by the point: undecided
+    ],
+)  # fmt: skip
+def test_a_tail_past_the_limit_but_not_past_its_noise_says_it_cannot_tell(p95, low, fired, said):
+    """Silence would read as "the tail held"; a CI llama-server run on busy cores had 16 users
+    on 8 slots at P95 2.58× a noisy baseline's, and the stage's reasons said nothing of it."""
+    summary = sweep(
+        LEVELS, TOK, [220.0, 260.0, p95], baseline_tok_s=100.0, baseline_p95_ms=200.0,
+        output_tok_s_hw_pct=[1.0] * 3, interval_batches=[10.0] * 3,
+        e2e_p95_low_ms=[210.0, 250.0, low],
+    )  # fmt: skip
+    stage = _by_users(_knee(summary))[16]
+    tail = next(s for s in stage.signals if s.name == "tail_departure")
+    assert tail.fired is fired
+    reasons = " ".join(stage.reasons)
+    if said is None:
+        assert "P95" not in reasons and "cannot tell" not in tail.text
+    else:
+        assert said in tail.text and said in reasons
+    assert ("cannot tell" in reasons) is (said is not None and not fired)
+
+
+def test_a_departed_tail_and_its_bound_are_shown_to_the_same_precision():
+    """A demo's 2.647× with a bound of 2.646× read "is 2.6×, at least 2.65×"."""
+    summary = sweep(
+        LEVELS, TOK, [220.0, 260.0, 529.4], baseline_tok_s=100.0, baseline_p95_ms=200.0,
+        output_tok_s_hw_pct=[1.0] * 3, interval_batches=[10.0] * 3,
+        e2e_p95_low_ms=[210.0, 250.0, 529.2],
+    )  # fmt: skip
+    tail = next(s for s in _by_users(_knee(summary))[16].signals if s.name == "tail_departure")
+    assert tail.fired
+    assert "is 2.65× the baseline's 200 ms, at least 2.65× within the noise" in tail.text, tail.text
+
+
+def test_a_noisy_or_short_stage_says_so_and_how_long_it_would_need():
+    summary = sweep(
+        LEVELS, TOK, P95, baseline_tok_s=100.0, baseline_p95_ms=200.0,
+        output_tok_s_hw_pct=[2.0, 18.0, float("nan")], interval_batches=[10.0, 10.0, 0.0],
+        window_needed_s=[60.0, 777.0, 19.0], window_s=[60.0, 60.0, 2.0],
+    )  # fmt: skip
+    v = _by_users(_knee(summary))
+    assert not v[4].noisy
+    assert v[8].noisy
+    expected = (
+        "untrusted: throughput ±18 %; a stage would need ~777 s to reach ±5 % (rule: Noisy stage)"
+    )
+    assert expected in v[8].reasons
+    assert v[16].noisy
+    assert any("2 s window is too short for an interval" in r for r in v[16].reasons)
+    assert "too noisy or short to judge (untrusted) stages: [8, 16]" in _knee(summary).summary
+
+
+# llama-server with 8 slots on busy cores: 16 users served less than 8 (a dip by the client's
+# figures), 32 users more; the server said 8 running and 8 waiting at 16 users
+LLAMA = {"levels": [2, 4, 8, 16, 32], "tok": [150.0, 260.0, 420.0, 300.0, 500.0],
+         "p95": [1100.0, 1900.0, 3300.0, 6900.0, 12000.0]}  # fmt: skip
+
+
+def _llama(with_metrics: bool):
+    metrics: dict[str, list[float]] = {}
+    if with_metrics:
+        metrics = {
+            "running_mean": [2.0, 4.0, 7.9, 8.0, 8.0],
+            "running_max": [2.0, 4.0, 8.0, 8.0, 8.0],
+            "waiting_mean": [0.0, 0.0, 0.05, 8.0, 24.0],
+        }
+    return sweep(
+        LLAMA["levels"], LLAMA["tok"], LLAMA["p95"], baseline_tok_s=97.0, baseline_p95_ms=690.0,
+        **metrics,
+    )  # fmt: skip
+
+
+def test_the_servers_queue_makes_the_knee_and_bounds_max_concurrency():
+    client_only = _knee(_llama(False))
+    # 16 served less than 8 and 32 more than 16, but 8 → 32 bought 0.03× of one user's rate per
+    # added user: the plateau held, 16 was no dip; the knee stays at 16, max_concurrency 8
+    assert (client_only.knee_users, client_only.max_concurrency) == (16, 8)
+    assert _by_users(client_only)[16].verdict == "knee"
+    assert "judged from the client side alone" in client_only.summary
+    result = _knee(_llama(True))
+    assert (result.knee_users, result.max_concurrency, result.server_slots) == (16, 8, 8)
+    knee = _by_users(result)[16]
+    assert knee.verdict == "knee"
+    assert knee.reasons[0].startswith("the server ran 8.0 requests on average, 8 at most (its most")
+    assert "8.0 waited" in knee.reasons[0]
+    assert _by_users(result)[8].verdict != "knee"  # 0.05 waiting is not a queue
+    assert "requests waited while it ran 8 at once" in result.summary
+
+
+def test_the_running_maximum_bounds_max_concurrency_between_grid_levels():
+    # 12 slots: 16 users saturate it; the stage before the knee is 12, never above the slots
+    summary = sweep(
+        [8, 16, 24], [800.0, 1150.0, 1160.0], [300.0, 700.0, 1000.0],
+        baseline_tok_s=100.0, baseline_p95_ms=250.0,
+        running_mean=[8.0, 11.5, 12.0], running_max=[8.0, 12.0, 12.0],
+        waiting_mean=[0.0, 4.0, 12.0],
+    )  # fmt: skip
+    result = _knee(summary)
+    assert (result.knee_users, result.max_concurrency) == (16, 8)
+    # with the knee at 24 (16 had no real queue) the stage before it is 16, above the server's
+    # 12 slots: the running maximum caps max_concurrency at 12
+    summary = sweep(
+        [8, 16, 24], [800.0, 1150.0, 1160.0], [300.0, 320.0, 1000.0],
+        baseline_tok_s=100.0, baseline_p95_ms=250.0,
+        running_mean=[8.0, 11.0, 12.0], running_max=[8.0, 12.0, 12.0],
+        waiting_mean=[0.0, 0.5, 12.0],
+    )  # fmt: skip
+    result = _knee(summary)
+    assert (result.knee_users, result.max_concurrency) == (24, 12)
+
+
+def _batches(stage: int, rate: float, spread: float, e2e: float) -> StageBatches:
+    rates = tuple(rate * (1 + spread * (k - 4.5) / 4.5) for k in range(10))
+    groups = tuple(tuple(e2e * (1 + 0.01 * j) for j in range(10)) for _ in range(10))
+    return StageBatches(stage, 60.0, 10, 1.0, rates, groups, None, None, None)
+
+
+def test_knee_confidence_is_high_on_clear_data_and_low_when_the_noise_hides_the_knee():
+    summary = sweep(LEVELS, TOK, P95, baseline_tok_s=100.0, baseline_p95_ms=200.0)
+    baseline = compute_baseline(None, summary)
+    knee = find_knee(summary, baseline)
+    assert knee.max_concurrency == 8
+    e2e = dict(zip(summary["stage"], summary["e2e_p95_ms"], strict=True))
+    tok = dict(zip(summary["stage"], summary["output_tok_s"], strict=True))
+    clear = {s: _batches(s, tok[s], 0.01, e2e[s] / 1.09) for s in summary["stage"]}
+    sure = knee_confidence(summary, baseline, knee, clear, resamples=100)
+    assert sure.confidence_pct == 100.0
+    assert sure.confidence.startswith("max_concurrency 8: the knee stage holds in 100 % of 100")
+    assert "(confident)" in sure.confidence
+    noisy = {s: _batches(s, tok[s], 0.6, e2e[s] / 1.09) for s in summary["stage"]}
+    unsure = knee_confidence(summary, baseline, knee, noisy, resamples=100)
+    assert unsure.confidence_pct is not None and unsure.confidence_pct < 90.0
+    assert "otherwise" in unsure.confidence
+    again = knee_confidence(summary, baseline, knee, noisy, resamples=100)
+    assert again.confidence == unsure.confidence  # seeded
+    assert knee_confidence(summary, baseline, knee, {}).confidence_pct is None
+
+
+# the 40-slot simulator on 2 s windows (too short for any interval): 34 users served less than
+# 32 by the client's figures, while the server said 34 running, 0 waiting; 48 queued 8 behind 40
+SIM40 = {"levels": [32, 34, 36, 40, 48], "tok": [1177.0, 1124.0, 1223.0, 1261.0, 1268.0],
+         "p95": [1755.0, 1841.0, 1893.0, 2030.0, 2842.0]}  # fmt: skip
+
+
+def _sim40(running_48: float, waiting_48: float, hw_pct: float = float("nan")):
+    n = len(SIM40["levels"])
+    return sweep(
+        SIM40["levels"], SIM40["tok"], SIM40["p95"], baseline_tok_s=94.1, baseline_p95_ms=678.0,
+        running_mean=[32.0, 34.0, 36.0, 40.0, running_48],
+        running_max=[32.0, 34.0, 36.0, 40.0, running_48],
+        waiting_mean=[0.0, 0.0, 0.0, 0.0, waiting_48],
+        output_tok_s_hw_pct=[hw_pct] * n, interval_batches=[0.0 if hw_pct != hw_pct else 10.0] * n,
+        window_s=[2.0] * n, window_needed_s=[10.0] * n,
+    )  # fmt: skip
+
+
+def test_an_untrusted_flattening_with_free_slots_yields_to_the_servers_word():
+    result = _knee(_sim40(40.0, 8.0))
+    v = _by_users(result)
+    assert v[34].verdict == "critical"  # flat by a 2 s point figure, but 34 of 40 slots, 0 waiting
+    assert v[34].reasons[0].startswith("the server's own counts: 34.0 requests running")
+    assert "the server's word stands" in v[34].reasons[0]
+    assert v[40].verdict == "critical"  # 40 in flight on 40 slots: all admitted
+    assert (result.knee_users, result.max_concurrency) == (48, 40)
+
+
+def test_free_slots_overrule_nothing_until_a_queue_proved_the_limit():
+    # no stage queued: the running maximum (48) may be only the users offered, not slots
+    result = _knee(_sim40(48.0, 0.0))
+    assert _by_users(result)[34].verdict == "knee"
+    assert result.max_concurrency == 32
+
+
+def test_a_trusted_flattening_keeps_its_verdict_below_the_slots():
+    # narrow intervals: a compute-bound bend below the slot count is still the knee
+    summary = _sim40(40.0, 8.0, hw_pct=0.5)
+    result = _knee(summary)
+    assert _by_users(result)[34].verdict == "knee"
+    assert result.max_concurrency == 32
+
+
+def test_a_queue_with_the_running_gauge_dipping_between_batches_is_saturation():
+    # the 10-slot simulator on 2 s windows: lockstep batches pull the running mean to 6.0 while
+    # it peaked at 10 and 2 requests waited on average; 12 is past the slots, whatever 8 → 12 gained
+    summary = sweep(
+        [8, 12, 16], [554.0, 642.0, 644.0], [1300.0, 1930.0, 1960.0],
+        baseline_tok_s=94.4, baseline_p95_ms=678.0,
+        running_mean=[8.0, 6.0, 8.0], running_max=[8.0, 10.0, 10.0],
+        waiting_mean=[0.0, 2.0, 6.0],
+    )  # fmt: skip
+    result = _knee(summary)
+    assert _by_users(result)[12].verdict == "knee"
+    assert (result.knee_users, result.max_concurrency, result.server_slots) == (12, 8, 10)
+
+
+def test_a_stage_that_out_serves_the_plateau_makes_the_flat_stage_a_dip():
+    """The dip rule still holds where the later stage truly recovers: llama-server's 125 → 144 →
+    237 tok/s at 2 → 4 → 8 users (one user alone 70): 2 → 8 buys 0.27× per user, not flat."""
+    summary = sweep(
+        [2, 4, 8, 16], [125.0, 144.0, 237.0, 240.0], [900.0, 2000.0, 2300.0, 4800.0],
+        baseline_tok_s=70.0, baseline_p95_ms=800.0,
+    )  # fmt: skip
+    result = _knee(summary)
+    assert _by_users(result)[4].verdict == "critical"
+    assert "a dip, not the knee" in _by_users(result)[4].reasons[0]
+    assert (result.knee_users, result.max_concurrency) == (16, 8)

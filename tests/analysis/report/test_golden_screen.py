@@ -1,0 +1,86 @@
+"""Golden output: the terminal text of ``loadknee analyze`` (and ``--explain``) for fixed runs.
+
+The inputs are the closed-form run directories of ``report_fixtures.write_run_dir`` (seeded, so
+every number is the same on every machine); the expected text is in ``tests/support/data/golden/``,
+with
+the run directory's path written as ``<RUN>``. These are the only tests that pin sentences: the
+others check values (a signal's name, value, limit and whether it fired).
+
+When a rendering change is intended, regenerate every golden file with one command and review
+the diff:
+
+    LOADKNEE_UPDATE_GOLDEN=1 python -m pytest -n 0 tests/analysis/report/test_golden_screen.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from analysis.cli import main
+from analysis.report.screen import EXPLAIN_HEADING, WIDTH
+from tests.support.paths import DATA
+from tests.support.report_fixtures import (
+    no_global_figures,  # noqa: F401 (autouse fixture)
+    write_run_dir,
+)
+
+GOLDEN = DATA / "golden"
+UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
+
+#: case → (write_run_dir keywords, analyze flags)
+CASES: dict[str, tuple[dict, list[str]]] = {
+    # 9 stages (baseline + 8 levels), a knee past the 6 slots, server metrics and GPU samples
+    "knee9": ({"levels": (1, 2, 4, 6, 8, 10, 12, 16)}, []),
+    # no telemetry, never saturated: the tested range binds, the fix is to sweep higher
+    "unsaturated": ({"levels": (1, 2, 4), "with_gpu": False, "with_server_metrics": False}, []),
+    # an SLO on the tail beside the knee, no server metrics
+    "slo": (
+        {"levels": (1, 2, 4, 6, 8, 12), "with_server_metrics": False},
+        ["--slo", "e2e_p95_ms=300"],
+    ),
+}
+
+
+def _analyze(tmp_path: Path, case: str, explain: bool, capsys: pytest.CaptureFixture) -> str:
+    kwargs, flags = CASES[case]
+    run = write_run_dir(tmp_path / case, **kwargs)
+    argv = [str(run), "--quiet", *flags, *(["--explain"] if explain else [])]
+    assert main(argv) == 0
+    return capsys.readouterr().out.replace(str(run), "<RUN>")
+
+
+def _check(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.is_file(), f"no golden file {path}: run with LOADKNEE_UPDATE_GOLDEN=1"
+    assert text == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_screen_and_its_explanation(case, tmp_path, capsys) -> None:
+    screen = _analyze(tmp_path, case, False, capsys)
+    _check(f"{case}.txt", screen)
+    explained = _analyze(tmp_path, case, True, capsys)
+    _check(f"{case}.explain.txt", explained)
+    # the explanation comes below the same screen; the screen is one screen, narrow enough
+    assert explained.startswith(screen.rstrip("\n") + "\n\n" + EXPLAIN_HEADING)
+    lines = screen.splitlines()
+    assert len(lines) <= 30 and max(len(line) for line in lines) <= WIDTH
+    assert screen.count("DEPLOY") == 1 and "rule:" not in screen
+    assert max(len(line) for line in explained.splitlines()) <= WIDTH
+
+
+def test_explain_holds_every_reason_of_knee_json(tmp_path, capsys) -> None:
+    explained = _analyze(tmp_path, "knee9", True, capsys)
+    doc = json.loads((tmp_path / "knee9" / "report" / "knee.json").read_text())
+    flat = " ".join(explained.split())  # the explanation wraps long reasons at WIDTH
+    reasons = [r for stage in doc["knee"]["stages"] for r in stage["reasons"]]
+    assert reasons
+    for reason in reasons:
+        assert " ".join(reason.split()) in flat, reason

@@ -1,0 +1,151 @@
+"""Plots: real PNGs, the expected axes and lines, notes instead of crashes for missing telemetry."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.report.plots import (
+    latency_figure,
+    png_bytes,
+    save_png,
+    throughput_figure,
+    timeline_figure,
+)
+from tests.support.report_fixtures import (
+    canonical_server_timeline,
+    no_global_figures,  # noqa: F401 (autouse fixture)
+    seed002_knee,
+    seed002_summary,
+    write_run_dir,
+)
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _labels(ax) -> list[str]:
+    return [line.get_label() for line in ax.get_lines()]
+
+
+def _texts(fig) -> str:
+    return " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+@pytest.fixture(scope="module")
+def run_frames(tmp_path_factory) -> dict[str, pd.DataFrame]:
+    root = write_run_dir(tmp_path_factory.mktemp("run") / "r")
+    frames = {
+        name: pd.read_csv(root / f"{name}.csv")
+        for name in ("stages", "requests", "gpu", "server_metrics")
+    }
+    frames["server"] = canonical_server_timeline(frames.pop("server_metrics"))
+    return frames
+
+
+def test_latency_figure_lines_second_axis_and_knee() -> None:
+    fig = latency_figure(seed002_summary(), seed002_knee())
+    main, ttft, right = fig.axes
+    assert main.get_title() == "Latency percentiles vs concurrency"
+    assert {"e2e P50", "e2e P95", "e2e P99", "knee (32)", "red line (48)"} <= set(_labels(main))
+    assert {"TTFT P50", "TTFT P95"} <= set(_labels(ttft))
+    assert right.get_ylabel().startswith("GPU memory")
+    assert {"GPU memory peak %", "KV cache peak %"} <= set(_labels(right))
+    p50 = next(line for line in main.get_lines() if line.get_label() == "e2e P50")
+    assert list(p50.get_ydata()) == pytest.approx([0.6, 0.9, 1.8, 4.5, 12.0])  # seconds
+    assert list(p50.get_xdata()) == [4, 16, 24, 32, 48]  # step stages only, no baseline
+    assert png_bytes(fig).startswith(PNG_MAGIC)
+
+
+def test_latency_figure_without_telemetry_notes_it() -> None:
+    summary = seed002_summary()
+    summary["gpu_mem_peak_pct"] = math.nan
+    summary["kv_cache_peak_pct"] = math.nan
+    summary["ttft_p50_ms"] = math.nan
+    summary["ttft_p95_ms"] = math.nan
+    fig = latency_figure(summary, None)
+    _, ttft, right = fig.axes
+    assert right.get_lines()[0].get_linestyle() == ":"  # only the 85 % guide is left
+    assert len(right.get_lines()) == 1
+    assert not any(label.startswith("TTFT") for label in _labels(ttft))
+    text = _texts(fig)
+    assert "GPU memory peak %" in text and "no TTFT" in text
+
+
+def test_throughput_figure_ideal_line_from_first_stage() -> None:
+    fig = throughput_figure(seed002_summary(), seed002_knee())
+    (ax,) = fig.axes
+    assert ax.get_title() == "Throughput vs concurrency"
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    ideal = lines["ideal linear scaling from 4 user(s)"]
+    assert list(ideal.get_xdata()) == [4, 48]
+    assert list(ideal.get_ydata()) == pytest.approx([220, 220 * 12])
+    measured = lines["measured"]
+    assert list(measured.get_xdata()) == [4, 16, 24, 32]  # 48 has no tok/s: left out, not 0
+    assert "knee (32)" in lines
+    assert ax.get_ylim()[1] < 220 * 12  # the ideal line does not flatten the measured one
+
+
+def test_throughput_figure_with_nothing_measured() -> None:
+    summary = seed002_summary()
+    summary["output_tok_s"] = math.nan
+    fig = throughput_figure(summary, None)
+    assert "no throughput measured" in _texts(fig)
+    assert png_bytes(fig).startswith(PNG_MAGIC)
+
+
+def test_timeline_has_four_panels_bands_and_all_series(run_frames, tmp_path: Path) -> None:
+    fig = timeline_figure(
+        stages=run_frames["stages"],
+        requests=run_frames["requests"],
+        gpu=run_frames["gpu"],
+        server=run_frames["server"],
+    )
+    lat, gpu, kv, queue = fig.axes
+    assert len(lat.collections) >= 2  # scatter per phase
+    assert len(lat.patches) >= len(run_frames["stages"])  # shaded measured windows
+    assert {"memory %", "utilisation %"} <= set(_labels(gpu))
+    assert "KV cache usage %" in _labels(kv)
+    assert {"running", "waiting"} <= set(_labels(queue))
+    stage_labels = [t.get_text() for t in lat.texts]
+    assert stage_labels[:3] == ["base", "c=1", "c=2"]
+    path = save_png(fig, tmp_path / "timeline.png")
+    assert path.read_bytes().startswith(PNG_MAGIC) and path.stat().st_size > 10_000
+
+
+def test_timeline_without_telemetry_notes_instead_of_crashing(run_frames) -> None:
+    fig = timeline_figure(stages=run_frames["stages"], requests=run_frames["requests"])
+    text = _texts(fig)
+    assert "no GPU telemetry" in text and "no server metrics" in text
+    assert png_bytes(fig).startswith(PNG_MAGIC)
+
+
+def test_timeline_with_empty_everything() -> None:
+    empty = pd.DataFrame(columns=["start_unix_s", "end_unix_s", "outcome", "phase", "e2e_ms"])
+    fig = timeline_figure(stages=pd.DataFrame(), requests=empty)
+    assert "no requests recorded" in _texts(fig)
+    assert png_bytes(fig).startswith(PNG_MAGIC)
+
+
+def test_intervals_are_drawn_as_error_bars_where_a_stage_has_one():
+    from matplotlib.container import ErrorbarContainer
+
+    from tests.support.knee_frames import sweep
+
+    summary = sweep(
+        [4, 8, 16], [400.0, 780.0, 860.0], [220.0, 260.0, 600.0],
+        output_tok_s_low=[390.0, 700.0, math.nan], output_tok_s_high=[410.0, 860.0, math.nan],
+        e2e_p95_low_ms=[200.0, 250.0, 500.0], e2e_p95_high_ms=[240.0, 270.0, 700.0],
+    )  # fmt: skip
+    fig = throughput_figure(summary)
+    bars = [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars) == 1
+    segments = bars[0].lines[2][0].get_segments()
+    assert [tuple(s[:, 1]) for s in segments] == [(390.0, 410.0), (700.0, 860.0)]  # 16: none
+    fig = latency_figure(summary)
+    bars = [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]
+    segments = bars[0].lines[2][0].get_segments()
+    got = [float(v) for s in segments for v in s[:, 1]]
+    assert got == pytest.approx([0.2, 0.24, 0.25, 0.27, 0.5, 0.7])

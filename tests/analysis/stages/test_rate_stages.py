@@ -1,0 +1,148 @@
+"""The rate stages' table and the rate knee, on synthetic rows (numpy as the oracle)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.stages.rate_stages import (
+    RateParams,
+    analyze_rates,
+    planned_rates,
+    rate_knee,
+    rate_signals,
+    rate_table,
+)
+
+WINDOW = (100.0, 110.0)  # each stage's measured window, 10 s
+
+
+def _rows(
+    stage: int, rate: float, e2e_s: float, *, slowdown_s: float = 0.0, wait_ms: float = 0.0
+) -> pd.DataFrame:
+    """Constant arrivals over the window; each lasts ``e2e_s`` plus ``slowdown_s`` per second
+    into the window (a backlog that grows), after ``wait_ms`` for a slot."""
+    start, stop = WINDOW
+    intended = np.arange(start, stop, 1.0 / rate)
+    e2e = e2e_s + slowdown_s * (intended - start)
+    return pd.DataFrame(
+        {
+            "stage": stage,
+            "intended_unix_s": intended,
+            "start_unix_s": intended + wait_ms / 1000.0,
+            "end_unix_s": intended + wait_ms / 1000.0 + e2e,
+            "send_wait_ms": wait_ms,
+            "e2e_intended_ms": wait_ms + e2e * 1000.0,
+        }
+    )
+
+
+def _stages(n: int) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "stage": list(range(n)),
+            "kind": ["step"] * n,
+            "warmup_end_unix_s": [WINDOW[0]] * n,
+            "measure_end_unix_s": [WINDOW[1]] * n,
+        }
+    )
+
+
+def _one(rows: pd.DataFrame, rate: float, served: float, base_p95: float = 500.0) -> pd.Series:
+    summary = pd.DataFrame({"stage": [0], "qps": [served]})
+    table = rate_table(summary, rows, _stages(1), [rate], baseline_e2e_p95_ms=base_p95)
+    return table.iloc[0]
+
+
+def test_a_stage_that_follows() -> None:
+    row = _one(_rows(0, 4.0, 0.4), 4.0, served=4.0)
+    assert row["offered_rps"] == pytest.approx(4.0)
+    assert row["served_pct"] == pytest.approx(100.0)
+    assert row["backlog_mean"] == pytest.approx(1.6, abs=0.2)  # Little: 4/s × 0.4 s
+    assert row["e2e_intended_p95_ms"] == pytest.approx(400.0)
+    assert row["tail_ratio"] == pytest.approx(0.8)
+    assert row["waited_pct"] == 0.0
+    assert row["rate_verdict"] == "follows" and row["rate_reasons"] == ""
+
+
+@pytest.mark.parametrize(
+    ("rows", "served", "base_p95", "reason"),
+    [
+        (_rows(0, 10.0, 0.4), 7.0, 500.0, "served 70 % of the offered rate"),
+        (_rows(0, 10.0, 0.4, slowdown_s=0.2), 10.0, 5000.0, "backlog grew"),
+        (_rows(0, 10.0, 0.4, wait_ms=1100.0), 10.0, 500.0, "P95 from the planned send 3.0x"),
+    ],
+)
+def test_each_signal_alone(rows: pd.DataFrame, served: float, base_p95: float, reason: str) -> None:
+    row = _one(rows, 10.0, served=served, base_p95=base_p95)
+    assert row["rate_verdict"] == "past knee"
+    assert reason in row["rate_reasons"] and ";" not in row["rate_reasons"], row["rate_reasons"]
+
+
+def test_waits_are_counted() -> None:
+    row = _one(_rows(0, 10.0, 0.1, wait_ms=20.0), 10.0, served=10.0, base_p95=100.0)
+    assert row["waited_pct"] == 100.0 and row["send_wait_p95_ms"] == pytest.approx(20.0)
+
+
+def test_signals_missing_inputs_say_nothing() -> None:
+    assert rate_signals({"served_pct": math.nan, "tail_ratio": math.nan}, RateParams()) == []
+
+
+def _sweep(slo: dict[int, bool | None] | None = None) -> tuple[pd.DataFrame, object]:
+    rates = [2.0, 4.0, 8.0, 16.0]
+    rows = pd.concat(
+        [
+            _rows(0, 2.0, 0.4),
+            _rows(1, 4.0, 0.4),
+            _rows(2, 8.0, 0.5),
+            _rows(3, 16.0, 0.6, slowdown_s=0.3),
+        ]
+    )
+    summary = pd.DataFrame({"stage": [0, 1, 2, 3], "qps": [2.0, 4.0, 8.0, 11.0]})
+    table = rate_table(summary, rows, _stages(4), rates, baseline_e2e_p95_ms=400.0)
+    return table, rate_knee(table, slo)
+
+
+def test_the_rate_knee_and_the_rates_below() -> None:
+    table, knee = _sweep()
+    assert list(table["rate_verdict"]) == ["follows"] * 3 + ["past knee"]
+    assert knee.knee_stage == 3 and knee.knee_rate_rps == 16.0  # type: ignore[attr-defined]
+    assert knee.max_rate_rps == 8.0 and knee.slo_max_rate_rps is None  # type: ignore[attr-defined]
+    assert "rate knee at 16 requests/s" in knee.text  # type: ignore[attr-defined]
+
+
+def test_max_rate_within_the_slos() -> None:
+    _, knee = _sweep({0: True, 1: True, 2: False, 3: False})
+    assert knee.slo_max_rate_rps == 4.0  # type: ignore[attr-defined]
+    assert "max 4 requests/s within the SLOs" in knee.text  # type: ignore[attr-defined]
+
+
+def test_no_knee_in_range() -> None:
+    table = pd.DataFrame({"stage": [0, 1], "rate_rps": [1.0, 2.0], "rate_verdict": ["follows"] * 2})
+    knee = rate_knee(table)
+    assert knee.knee_stage is None and knee.max_rate_rps == 2.0
+    assert "no rate knee up to 2 requests/s" in knee.text
+
+
+@pytest.mark.parametrize(
+    ("info", "rates"),
+    [
+        ({"parameters": {"llm_rates": "1,2,4.5"}}, (1.0, 2.0, 4.5)),
+        ({"parameters": {"llm_rates": ""}}, None),
+        ({"parameters": {}}, None),
+        ({}, None),
+        ({"parameters": {"llm_rates": "1,x"}}, None),
+    ],
+)
+def test_planned_rates(info: dict, rates: tuple[float, ...] | None) -> None:
+    assert planned_rates(info) == rates
+
+
+def test_closed_loop_runs_have_no_rate_table() -> None:
+    rows = _rows(0, 1.0, 0.1).drop(columns=["intended_unix_s"])
+    summary = pd.DataFrame({"stage": [0], "qps": [1.0]})
+    info = {"parameters": {"llm_rates": ""}}
+    assert analyze_rates(summary, rows, _stages(1), info, baseline_e2e_p95_ms=1.0) is None

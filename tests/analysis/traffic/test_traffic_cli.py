@@ -1,0 +1,188 @@
+"""``loadknee trace``: each fixture end to end (table, JSON, PNG, no prompt text), and the headroom
+to a run whose capacity is known by construction."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis.traffic import cli
+from tests.support.knee_rundir import request_row, stage_row, write_run
+from tests.support.paths import DATA
+
+DATA = DATA / "traces"
+CAPACITY = 8  # the synthetic server runs 8 requests at once; more users only queue
+E2E_MS = 400.0
+
+
+def saturating_run(run_dir: Path, levels: tuple[int, ...] = (1, 2, 4, 8, 16, 32)) -> Path:
+    """Closed-loop users, no think time; e2e 400 ms up to CAPACITY users, then it grows."""
+    stages, rows, t, n = [], [], 1_000.0, 0
+    for stage, (kind, users) in enumerate([("baseline", 1), *(("step", u) for u in levels)]):
+        stages.append(stage_row(stage, users, t, kind=kind, warmup_s=1.0, measure_s=20.0))
+        e2e = E2E_MS * max(1.0, users / CAPACITY)
+        for u in range(users):
+            s = t + 0.01 * u
+            while s < t + 21.0:
+                phase = "warmup" if s < t + 1.0 else "baseline" if kind == "baseline" else "measure"
+                rows.append(request_row(n, stage, s, e2e, phase=phase, ttft_ms=20.0))
+                n, s = n + 1, s + e2e / 1000.0
+        t += 23.0
+    return write_run(run_dir, stages=stages, requests=rows)
+
+
+def _log(path: Path, intervals: list[tuple[float, float]]) -> Path:
+    t0 = 1_767_603_600.0
+    lines = [
+        json.dumps(
+            {
+                "timestamp": t0 + s,
+                "duration_s": d,
+                "input_tokens": 100,
+                "output_tokens": 10,
+                "prompt": f"SECRET-TEXT {i}",
+            }
+        )
+        for i, (s, d) in enumerate(intervals)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _trace(tmp_path: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    rc = cli.main([*args, "--out", str(tmp_path / "out"), "--tz", "UTC"])
+    return rc, capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "name", ["mooncake.jsonl", "azure.csv", "burstgpt.csv", "log.jsonl", "log.csv"]
+)
+def test_each_fixture_gives_a_table_json_and_plot_without_prompt_text(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, out = _trace(tmp_path, str(DATA / name), capsys=capsys)
+    assert rc == 0
+    assert "arrivals" in out and "in flight" in out and "input tok" in out
+    data = json.loads((tmp_path / "out" / f"{name}.trace.json").read_text())
+    assert data["log"]["used"] == data["shape"]["requests"] + data["shape"]["order"]["left_out"]
+    assert (tmp_path / "out" / f"{name}.trace.png").stat().st_size > 1000
+    for path in (tmp_path / "out").iterdir():
+        assert b"SECRET-TEXT" not in path.read_bytes()
+    assert "SECRET-TEXT" not in out
+
+
+def test_headroom_to_a_run_of_known_capacity(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = saturating_run(tmp_path / "run")
+    # peak 5 in flight: five overlapping requests at 10 s; P95 over time 2
+    intervals = [(float(i), 1.5) for i in range(60)] + [(10.0 + 0.1 * k, 1.0) for k in range(3)]
+    log = _log(tmp_path / "prod.jsonl", intervals)
+    rc, out = _trace(tmp_path, str(log), "--against", str(run), "--no-plot", capsys=capsys)
+    assert rc == 0
+    data = json.loads((tmp_path / "out" / "prod.jsonl.trace.json").read_text())
+    room = data["headroom"]
+    assert data["capacity"]["users"] == CAPACITY and data["capacity"]["kind"] == "knee"
+    assert room["peak"] == 5 and room["allowed"] == CAPACITY
+    assert room["ratio"] == pytest.approx(CAPACITY / 5)
+    assert room["breaking_scale"] == 1.75  # 5 × 1.5 = 7.5 fits in 8, 5 × 1.75 does not
+    assert room["breaks_at_s"] == pytest.approx(1_767_603_610.0)  # the bin of the burst
+    assert "production peaks at 5 in flight (P95 2); the knee allows 8: 1.6× headroom" in out
+    assert "2026-01-05 09:00:10" in out
+
+
+def test_littles_law_uses_the_runs_light_load_latency(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = saturating_run(tmp_path / "run")
+    path = tmp_path / "arrivals.jsonl"  # 20 requests/s for 60 s, no durations
+    path.write_text(
+        "".join(f'{{"time": {i * 0.05:.2f}, "input_tokens": 9}}\n' for i in range(1200))
+    )
+    rc, out = _trace(tmp_path, str(path), "--against", str(run), "--no-plot", capsys=capsys)
+    assert rc == 0
+    shape = json.loads((tmp_path / "out" / "arrivals.jsonl.trace.json").read_text())["shape"]
+    # L = λ·W = 20/s × 0.4 s (the 1-user step's e2e)
+    assert shape["inflight_source"] == "latency" and shape["inflight"]["p50"] == 8
+    assert "Little's law" in out and "at 1 user (light load)" in out
+
+
+def test_a_run_without_a_knee_gives_a_lower_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = saturating_run(tmp_path / "run", levels=(1, 2, 4))
+    log = _log(tmp_path / "prod.jsonl", [(0.0, 2.0), (1.0, 2.0)])
+    rc, out = _trace(tmp_path, str(log), "--against", str(run), "--no-plot", capsys=capsys)
+    assert rc == 0
+    assert "no knee up to 4: it allows at least 4: ≥ 2× headroom" in out
+
+
+def test_an_unreadable_log_is_an_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main([str(tmp_path / "missing.jsonl"), "--out", str(tmp_path)]) == 2
+    assert "loadknee trace:" in capsys.readouterr().err
+
+
+def test_a_run_tested_below_the_peak_cannot_tell_the_headroom(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = saturating_run(tmp_path / "run", levels=(1, 2))
+    log = _log(tmp_path / "prod.jsonl", [(0.0, 2.0), (0.5, 2.0), (1.0, 2.0)])
+    rc, out = _trace(tmp_path, str(log), "--against", str(run), "--no-plot", capsys=capsys)
+    assert rc == 0
+    assert "no knee up to 2: it allows at least 2, below the peak: cannot tell" in out
+    assert "first past it" not in out
+
+
+def test_a_peak_past_the_knee_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = saturating_run(tmp_path / "run")
+    log = _log(tmp_path / "prod.jsonl", [(0.1 * k, 2.0) for k in range(12)])
+    rc, out = _trace(tmp_path, str(log), "--against", str(run), "--no-plot", capsys=capsys)
+    assert rc == 0
+    assert "the knee allows 8: the peak is already past it (0.67×)" in out
+    assert "first past it at 2026-01-05 09:00:00" in out
+
+
+@pytest.mark.parametrize(
+    ("slo", "allowed", "says"),
+    [
+        ("e2e_p95_ms=500", 8, "allow 8: 1.6× headroom"),  # 400 ms up to 8 users, 800 ms at 16
+        ("e2e_p95_ms=1000", 8, "allow 16, the knee 8: the knee binds: 1.6× headroom"),
+        ("e2e_p95_ms=300", None, "cannot tell: no tested level met the SLOs"),
+    ],
+)
+def test_slo_capacity_is_what_the_run_allows_unless_the_knee_comes_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], slo: str, allowed: int | None, says: str
+) -> None:
+    run = saturating_run(tmp_path / "run")
+    log = _log(tmp_path / "prod.jsonl", [(0.1 * k, 2.0) for k in range(5)])  # peak 5
+    rc, out = _trace(
+        tmp_path, str(log), "--against", str(run), "--slo", slo, "--no-plot", capsys=capsys
+    )
+    assert rc == 0
+    data = json.loads((tmp_path / "out" / "prod.jsonl.trace.json").read_text())
+    assert data["capacity"]["users"] == allowed
+    assert says in out
+
+
+def test_a_log_with_no_readable_time_exits_1_and_names_its_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('junk SECRET-TEXT\n{"prompt": "SECRET-TEXT"}\n')
+    rc, out = _trace(tmp_path, str(path), "--no-plot", capsys=capsys)
+    assert rc == 1
+    assert "line 1: not valid JSON" in out and "line 2: no time field" in out
+    assert "no request with a readable time" in out and "SECRET-TEXT" not in out
+
+
+def test_a_byte_order_mark_does_not_cost_the_first_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bom.jsonl"
+    path.write_text('\ufeff{"timestamp": 1, "input_length": 5, "output_length": 2}\n', "utf-8")
+    rc, out = _trace(tmp_path, str(path), "--no-plot", capsys=capsys)
+    assert rc == 0 and "(mooncake): 1 of 1 used" in out

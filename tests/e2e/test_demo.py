@@ -1,0 +1,95 @@
+"""`loadknee demo` end to end (the README's first command), on a shortened sweep: simulator →
+real Locust sweep → analysis; exit 0, the answer on one screen (the knee where the simulator
+predicts it, its interval, the why and the fix, the record table), every reason behind
+``--explain``, and the report on disk."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
+    cmd = [
+        sys.executable, "-m", "loadknee_locust", "demo", "--levels", "2,8,16",
+        "--stage-seconds", "6", "--warmup-seconds", "1.5", "--cooldown-seconds", "1",
+        "--baseline-requests", "5", "--out", str(tmp_path / "runs"),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    assert "expect the knee at 16 users" in out  # the simulator's own prediction (8 slots)
+    assert "[demo] sweep: loadknee run --host " in out  # a command the user has installed
+    assert "Response time percentiles" not in out  # Locust's own tables stay behind --verbose
+    # after the sweep: the answer on one screen
+    screen = out.split("[demo] analysing ", 1)[1].splitlines()[1:-1]  # less the [demo] lines
+    text = "\n".join(screen)
+    paths = [line for line in screen if line.startswith("report: ")]  # a path is not wrapped
+    assert len(screen) <= 30 and max(len(ln) for ln in set(screen) - set(paths)) <= 100, text
+    assert out.count("DEPLOY") == 1
+    answer, interval, why, fix = screen[:4]
+    assert answer == "DEPLOY: 8 concurrent requests, bound by the knee"
+    run_dir = Path(paths[0].removeprefix("report: ")).parents[1]
+    doc = json.loads((run_dir / "report" / "knee.json").read_text())
+    knee = doc["knee"]
+    assert knee["max_concurrency"] == 8 and "max_concurrency 8 in " in interval
+    if knee["capacity"] is not None:  # the fit's interval, in whole users
+        low, high = (str(max(1, int(knee[k] + 0.5))) for k in ("capacity_low", "capacity_high"))
+        assert f"90 % interval {low if low == high else f'{low}–{high}'};" in interval
+    else:
+        assert "no capacity interval" in interval
+    # the grid shows the knee at 16; refinement between 8 and 16 pins it to the first level past
+    # the 8 slots (9 when its three refine stages fit, higher when the budget ran out)
+    at = re.match(r"why: at (\d+) users: ", why)
+    assert at and int(at.group(1)) == knee["knee_users"] and 9 <= knee["knee_users"] <= 16, why
+    assert fix.startswith("fix: --max-num-seqs "), fix  # the simulator names itself vLLM
+    assert re.search(r"^users\s+reqs\s+secs\s+P50 s", out, re.MULTILINE)  # the table
+    assert "rule:" not in text  # the citations are --explain's
+    assert Path(paths[0].removeprefix("report: ")).exists()
+    # --explain on the same run: every reason knee.json has
+    explain = subprocess.run(
+        [sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir), "--explain", "--quiet"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert explain.returncode == 0, explain.stderr[-3000:]
+    assert explain.stdout.count("DEPLOY") == 1
+    reasons = [r for stage in knee["stages"] for r in stage["reasons"]]
+    flat = " ".join(explain.stdout.split())
+    assert reasons and all(" ".join(r.split()) in flat for r in reasons)
+
+
+def test_demo_verbose_reaches_the_sweep() -> None:
+    from loadknee_locust.commands.demo import build_parser, sweep_command
+
+    quiet = sweep_command(build_parser().parse_args([]), "http://127.0.0.1:1")
+    loud = sweep_command(build_parser().parse_args(["--verbose"]), "http://127.0.0.1:1")
+    assert "--verbose" not in quiet and loud == [*quiet, "--verbose"]
+
+
+def test_the_sweeps_progress_reaches_the_terminal_as_it_comes(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The demo passes the sweep's lines through as they are printed, not after it ends."""
+    import io
+    import time
+
+    from loadknee_locust.commands import demo
+
+    seen: list[tuple[float, str]] = []
+
+    class Terminal(io.StringIO):
+        def write(self, text: str) -> int:
+            seen.append((time.monotonic(), text))
+            return len(text)
+
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    child = "import time; print('stage 1', flush=True); time.sleep(1.0); print('run directory: x')"
+    code, output = demo._run_streaming([sys.executable, "-c", child])
+    assert (code, output) == (0, "stage 1\nrun directory: x\n")
+    assert [text for _, text in seen] == ["stage 1\n", "run directory: x\n"]
+    assert seen[1][0] - seen[0][0] >= 0.8  # the first line was shown a second before the end

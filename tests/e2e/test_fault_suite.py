@@ -1,0 +1,95 @@
+"""The fault suite: per fault mode of the simulator, the server's own count of faulted requests
+equals the rows with the right outcome, nothing is doubled or lost, and the analysis names the
+failure (issue 13, item 9).
+
+Each case: ``loadknee sim --fault MODE --fault-share 0.25 --fault-above-in-flight 2``, a short
+sweep of 2 then 4 users through ``loadknee run`` (real Locust over loopback): the fault starts at
+the 4-user stage, so the analysis must put the red line there (for the modes that fail requests)
+and keep the 2-user stage clean; then the rows against ``/sim/log`` by request id.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from analysis.pipeline import analyze_run
+from loadknee_locust.contract import REQUEST_COLUMNS
+from loadknee_locust.sim.faults import EXPECTED_OUTCOME
+from tests.support.run_support import assert_each_served_once, child_env, only_run_dir, read_csv
+
+pytestmark = pytest.mark.slow
+
+#: how the analysis names each failing mode in the stage's failures text
+NAMED = {
+    "http_500": "HTTP 500",
+    "http_503": "HTTP 503",
+    "http_429": "HTTP 429",
+    "reset_before_read": "connection errors/resets",
+    "reset_after_read": "connection errors/resets",
+    "cut_stream": "cut streams",
+    "malformed_sse": "malformed responses",
+    "error_object": "error objects",
+    "stall": "timeouts",
+}
+
+
+def _settled_load(sim, rows: int) -> list[dict]:  # type: ignore[no-untyped-def]
+    """The server's records of the load (probes carry no id), once its handlers finished: a
+    stalled one logs itself only when its sleep ends, after the client gave up on it."""
+    deadline = time.monotonic() + 15
+    while True:
+        served = [r for r in sim.log() if len(r["request_id"]) == 16]
+        if len(served) >= rows or time.monotonic() > deadline:
+            return served
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("mode", sorted(EXPECTED_OUTCOME))
+def test_server_count_equals_rows_with_the_right_outcome(
+    mode: str, sim_server, tmp_path: Path
+) -> None:
+    sim = sim_server("fast", fault=mode, fault_share=0.25, fault_stall_s=3.0,
+                     fault_above_in_flight=2)  # fmt: skip
+    cmd = [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, "--levels", "2,4",
+           "--stage-seconds", "3", "--no-refine", "--warmup-seconds", "0.5",
+           "--cooldown-seconds", "0.5", "--baseline-requests", "0", "--output-tokens", "16",
+           "--out", str(tmp_path),
+           "--stop-timeout", "8", "--llm-request-timeout", "1.5"]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=child_env())
+    assert done.returncode == 0, done.stdout[-3000:]
+    rows = read_csv(only_run_dir(tmp_path) / "requests.csv", REQUEST_COLUMNS)
+    served = _settled_load(sim, sum(r["outcome"] != "cancelled" for r in rows))
+    assert_each_served_once(rows, [r["request_id"] for r in served])  # none doubled or lost
+    faulted = {r["request_id"] for r in served if r["outcome"] == "faulted"}
+    assert all(r["fault"] == mode for r in served if r["outcome"] == "faulted")
+    assert len(faulted) >= 2, f"only {len(faulted)} of {len(served)} faulted"
+    expected = EXPECTED_OUTCOME[mode]
+    with_outcome = {r["request_id"] for r in rows if r["outcome"] == expected}
+    assert not faulted & {r["request_id"] for r in rows if r["stage"] == "0"}, (
+        "the 2-user stage never has more than 2 in flight"
+    )
+    knee = analyze_run(only_run_dir(tmp_path)).knee
+    last = knee.stages[-1]
+    counts = f"{len(served)} | {len(faulted)} | {len(rows)} | {len(with_outcome)} {expected}"
+    said = f"{last.verdict} | {knee.red_line_users} | {last.failures or '-'}"
+    print(f"| {mode} | {counts} | {said} |")  # the closing note's fault table, with -n 0 -s
+    if expected == "ok":
+        assert faulted <= with_outcome
+        assert knee.red_line_users is None, knee.summary
+        return
+    assert with_outcome == faulted, (mode, len(with_outcome), len(faulted))
+    first, stage = knee.stages[0], knee.stages[-1]
+    assert (first.target_users, stage.target_users) == (2, 4)
+    if expected == "length_mismatch":
+        assert "excluded" in " ".join(stage.reasons)
+        assert knee.red_line_users is None, knee.summary
+        return
+    assert NAMED[mode] in stage.failures, stage.failures
+    # the red line where the fault starts, and the stage before it clean
+    assert knee.red_line_users == 4, knee.summary
+    assert first.verdict != "red_line" and not first.failures, first.failures

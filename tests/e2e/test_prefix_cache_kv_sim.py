@@ -1,0 +1,101 @@
+"""The prefix cache raises the KV-bound capacity, as the simulator's parameters say it must.
+
+A simulator that admits a sequence only when every running one's prompt + max_tokens fits its
+KV budget (``kv_reserve_max_tokens``: a hard limit, no preemption) of 5,632 tokens, and 1,280-token
+prompts whose first 1,024 tokens are one shared system prompt (``--llm-shared-prefix-tokens``).
+Without the cache each sequence claims 1,280 + 32 tokens: 5632 // 1312 = 4 fit. With it the 64
+cached blocks are held once by every running sequence (vLLM's paged KV shares them): (5632 −
+1024) // (1312 − 1024) = 16 fit. The truth is :func:`~loadknee_locust.sim.saturation.kv_limit`
+and :func:`~loadknee_locust.sim.saturation.predicted_knee_level` on the simulator's own
+parameters: knee 8 users with the cache off, 24 with it on, over levels 4, 8, 16, 24. Each
+pair runs with the server's ``/metrics`` and without (``loadknee sim --no-metrics``): the knee
+is found from the client's rows either way; only the hit rate needs the counters.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from analysis.pipeline import analyze_run
+from loadknee_locust.sim.launch import SimProcess
+from loadknee_locust.sim.params import preset
+from loadknee_locust.sim.saturation import kv_limit, predicted_knee_level
+
+pytestmark = pytest.mark.slow
+
+LEVELS = (4, 8, 16, 24)
+SIM = {"kv_cache_tokens": 5632, "max_model_len": 2048}
+PREFIX, INPUT, OUTPUT = 1024, 1280, 32
+
+
+def _sweep(out: Path, caching: bool, metrics: bool) -> Path:
+    run_id = f"cache-{'on' if caching else 'off'}-{'metrics' if metrics else 'bare'}"
+    with SimProcess.start("kv-bound", enable_prefix_caching=caching, metrics=metrics, **SIM) as sim:
+        args = [
+            sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
+            "--levels", ",".join(map(str, LEVELS)), "--stage-seconds", "4",
+            "--warmup-seconds", "1", "--cooldown-seconds", "0.5", "--baseline-requests", "6",
+            "--input-tokens", str(INPUT), "--output-tokens", str(OUTPUT),
+            "--llm-shared-prefix-tokens", str(PREFIX), "--out", str(out), "--run-id", run_id,
+            "--no-refine", "--stop-after-knee", "-1",
+        ]  # fmt: skip
+        done = subprocess.run(args, capture_output=True, text=True, timeout=240)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out / run_id
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["metrics", "no-metrics"])
+def runs(request, tmp_path_factory) -> dict[bool, Path]:
+    """The cache-on and cache-off sweeps side by side (the Locust processes mostly wait)."""
+    out = tmp_path_factory.mktemp("prefix-kv")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {c: pool.submit(_sweep, out, c, request.param) for c in (True, False)}
+    return {caching: future.result() for caching, future in futures.items()}
+
+
+def test_the_truth_from_the_simulators_parameters() -> None:
+    params = preset("kv-bound", enable_prefix_caching=True, **SIM)
+    assert kv_limit(params, INPUT, OUTPUT) == 4
+    assert kv_limit(params, INPUT, OUTPUT, cached_tokens=PREFIX) == 16
+    assert predicted_knee_level(params, LEVELS, INPUT, OUTPUT) == 8
+    assert predicted_knee_level(params, LEVELS, INPUT, OUTPUT, cached_tokens=PREFIX) == 24
+
+
+def _with_metrics(request: pytest.FixtureRequest) -> bool:
+    return bool(request.node.callspec.params["runs"])
+
+
+def test_the_kv_bound_knee_moves_as_the_simulator_predicts(runs, request) -> None:
+    params = preset("kv-bound", enable_prefix_caching=True, **SIM)
+    for caching, run_dir in runs.items():
+        analysis = analyze_run(run_dir)
+        cached = PREFIX if caching else 0
+        expected = predicted_knee_level(params, LEVELS, INPUT, OUTPUT, cached_tokens=cached)
+        knee = analysis.knee
+        steps = analysis.summary[analysis.summary["kind"] == "step"].set_index("target_users")
+        assert knee.knee_users == expected, (caching, knee.summary, steps["output_tok_s"])
+        # the most it runs at once is the KV limit: max_concurrency is that limit, from the
+        # server's running gauge (with /metrics) or from the client's rows (without)
+        limit = kv_limit(params, INPUT, OUTPUT, cached_tokens=cached)
+        assert knee.max_concurrency == limit, knee.summary
+        if _with_metrics(request):
+            assert steps["running_max"].max() == limit
+        else:
+            assert steps["running_max"].isna().all()
+        # beyond the limit the added users only queue (the hard reservation keeps it flat)
+        top = steps["output_tok_s"]
+        assert top.at[24] == pytest.approx(top.at[limit], rel=0.1), top
+
+
+def test_the_hit_rate_needs_the_servers_counters(runs, request) -> None:
+    on = analyze_run(runs[True]).summary
+    steps = on[on["kind"] == "step"]["prefix_cache_hit_pct"]
+    if _with_metrics(request):  # 1024 of 1280 prompt tokens are found once the cache is warm
+        assert steps.between(79.0, 81.0).all(), steps
+    else:
+        assert steps.isna().all()

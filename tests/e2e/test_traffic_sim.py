@@ -1,0 +1,70 @@
+"""Headroom against a real simulator run: the capacity ``loadknee trace --against`` reads is the
+one the sim's parameters imply (its saturation concurrency), with and without its /metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis.traffic import cli
+from analysis.traffic.headroom import SCALES, load_capacity
+from loadknee_locust import contract
+from loadknee_locust.sim.launch import SimProcess
+from loadknee_locust.sim.params import preset
+from loadknee_locust.sim.saturation import predicted_knee_level, saturation_concurrency
+from tests.support.knee_simdriver import DriveSpec, drive_sim
+
+pytestmark = pytest.mark.slow
+
+LEVELS = (1, 2, 4, 8, 16)
+SLOTS = 4
+
+
+@pytest.fixture(scope="module")
+def sim_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    spec = DriveSpec(levels=LEVELS, warmup_s=0.4, measure_s=1.5, baseline_requests=6)
+    run_dir = tmp_path_factory.mktemp("sim") / "run"
+    with SimProcess.start("fast", max_num_seqs=SLOTS) as sim:
+        drive_sim(sim.url, spec, run_dir, sim_preset="fast")
+    return run_dir
+
+
+def _truth() -> int:
+    spec = DriveSpec(levels=LEVELS)
+    params = preset("fast", max_num_seqs=SLOTS)
+    c_star = saturation_concurrency(params, spec.input_tokens, spec.output_tokens)
+    knee = predicted_knee_level(params, LEVELS, spec.input_tokens, spec.output_tokens)
+    assert knee is not None
+    before = max(level for level in LEVELS if level < knee)
+    assert before == c_star  # the levels put c* on a tested level
+    return before
+
+
+@pytest.mark.parametrize("metrics", [True, False], ids=["with-metrics", "without-metrics"])
+def test_headroom_uses_the_capacity_the_sim_implies(
+    sim_run: Path, tmp_path: Path, metrics: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = sim_run
+    if not metrics:
+        run_dir = tmp_path / "run"
+        run_dir.mkdir()
+        for name in (contract.RUN_JSON, contract.STAGES_CSV, contract.REQUESTS_CSV):
+            (run_dir / name).write_bytes((sim_run / name).read_bytes())
+    allowed = _truth()
+    assert load_capacity(run_dir).users == allowed
+    t0 = 1_767_603_600.0  # 1 request a second lasting 1.5 s (P95 2), one more at 30 s: peak 3
+    rows = [{"timestamp": t0 + i, "duration_s": 1.5, "input_tokens": 64} for i in range(60)]
+    rows.append({"timestamp": t0 + 30, "duration_s": 1.0, "input_tokens": 64})
+    log = tmp_path / "prod.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    assert cli.main([str(log), "--against", str(run_dir), "--out", str(out), "--no-plot"]) == 0
+    room = json.loads((out / "prod.jsonl.trace.json").read_text())["headroom"]
+    assert (room["peak"], room["allowed"]) == (3, allowed)
+    assert room["ratio"] == pytest.approx(allowed / 3)
+    # the first growth step whose peak passes the capacity: 3 × s > 4 first at s = 1.5
+    assert room["breaking_scale"] == min(s for s in SCALES if 3 * s > allowed)
+    assert room["breaks_at_s"] == pytest.approx(t0 + 30)
+    assert f"the knee allows {allowed}" in capsys.readouterr().out

@@ -1,0 +1,73 @@
+"""End to end on the simulator: each stage's output tok/s matches the server's own token counter,
+and ``loadknee verify`` passes against the same server and fails (exit 1) with half the slots.
+
+One original sweep by ``loadknee run`` (real Locust, loopback) against a simulator with 12 slots;
+then ``loadknee verify`` twice: against the same simulator, and against one restarted with 6.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.pipeline import analyze_run
+from loadknee_locust.sim.launch import SimProcess
+from tests.support.counter_check import stage_counts
+
+pytestmark = pytest.mark.slow
+
+SLOTS = 12
+LEVELS = "2,4,8,12,16,24"
+
+
+def _loadknee(*args: str, timeout_s: float = 300.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "loadknee_locust", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+
+
+@pytest.fixture(scope="module")
+def original(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    out = tmp_path_factory.mktemp("verify")
+    with SimProcess.start("fast", max_num_seqs=SLOTS) as sim:
+        done = _loadknee(
+            "run", "--host", sim.url, "--levels", LEVELS, "--stage-seconds", "6",
+            "--warmup-seconds", "1", "--cooldown-seconds", "0.5", "--baseline-requests", "10",
+            "--out", str(out), "--run-id", "original",
+            "--no-refine", "--stop-after-knee", "-1",  # every planned level, for the counters
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out, out / "original"
+
+
+def test_each_stage_matches_the_servers_generation_token_counter(original) -> None:
+    _, run_dir = original
+    steps = [c for c in stage_counts(run_dir, "vllm:generation_tokens_total") if c.kind == "step"]
+    for c in steps:
+        assert c.output_tok_s == pytest.approx(c.server_tok_s, rel=0.02), c
+    assert len(steps) == len(LEVELS.split(","))
+
+
+def test_verify_passes_on_the_same_server_and_fails_with_half_the_slots(original) -> None:
+    out, run_dir = original
+    before = analyze_run(run_dir)
+    assert before.knee.max_concurrency == SLOTS, before.knee.summary
+    common = ["--stage-seconds", "5", "--warmup-seconds", "1", "--out", str(out)]
+    with SimProcess.start("fast", max_num_seqs=SLOTS) as sim:
+        same = _loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", "same")
+    assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-3000:]
+    assert "verify: PASS (3 of 3 checks passed)" in same.stdout
+    assert (out / "same" / "verify.txt").read_text().startswith("PASS  recommended_level")
+    assert ",refine," not in (out / "same" / "stages.csv").read_text()  # only the named levels
+    with SimProcess.start("fast", max_num_seqs=SLOTS // 2) as sim:
+        half = _loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", "half")
+    assert half.returncode == 1, half.stdout[-3000:] + half.stderr[-3000:]
+    assert "FAIL  recommended_level: max_concurrency 12 is knee" in half.stdout
+    assert "FAIL  throughput" in half.stdout
+    assert "verify: FAIL" in half.stdout

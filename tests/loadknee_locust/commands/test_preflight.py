@@ -1,0 +1,121 @@
+"""``loadknee run`` stops before any load on a wrong target, with exit 2 and no run directory."""
+
+from __future__ import annotations
+
+import csv
+import http.server
+import threading
+from pathlib import Path
+
+import pytest
+
+from loadknee_locust.commands import run as run_cmd
+from loadknee_locust.commands.failures import all_failed_text
+from loadknee_locust.commands.preflight import PreflightError, Target, preflight
+from loadknee_locust.contract import REQUEST_COLUMNS, REQUESTS_CSV
+from tests.support.run_support import free_port
+
+
+def _run(capsys, out: Path, *args: str) -> tuple[int, str]:
+    rc = run_cmd.main([*args, "--out", str(out), "--levels", "1", "--stage-requests", "2"])
+    return rc, capsys.readouterr().err
+
+
+def test_finding_4_dead_host_fails_fast_without_a_run_dir(tmp_path, capsys):
+    """Nothing listening: this exited 0 after 117 refused requests and left a run directory."""
+    out = tmp_path / "runs"
+    rc, err = _run(capsys, out, "--host", f"http://127.0.0.1:{free_port()}")
+    assert rc == 2
+    assert "stopped before any load" in err and "Connection refused" in err and "--host" in err
+    assert not out.exists()
+
+
+def test_missing_and_invalid_prompt_logs_fail_fast(tmp_path, capsys, sim_server):
+    sim = sim_server()
+    out = tmp_path / "runs"
+    rc, err = _run(capsys, out, "--host", sim.url, "--prompt-log", str(tmp_path / "no.jsonl"))
+    assert rc == 2 and "--prompt-log" in err and "no such file" in err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n{\n")
+    rc, err = _run(capsys, out, "--host", sim.url, "--prompt-log", str(bad))
+    assert rc == 2 and "has no valid record" in err
+    assert not out.exists()
+
+
+def test_wrong_model_fails_fast_and_names_the_served_ones(tmp_path, capsys, sim_server):
+    sim = sim_server()
+    out = tmp_path / "runs"
+    rc, err = _run(capsys, out, "--host", sim.url, "--model", "no-such-model")
+    assert rc == 2 and "--model no-such-model is not served" in err
+    served = preflight(Target(sim.url, "", "chat", True, "OPENAI_API_KEY", "", str(out)))
+    assert served in err  # the discovered id is what the error offered instead
+    assert not out.exists()
+
+
+def test_a_stream_without_content_is_caught(tmp_path):
+    class NoContent(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # /v1/models
+            self._send(b'{"data": [{"id": "m"}]}', "application/json")
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self._send(b'data: {"choices": [{"delta": {"role": "assistant"}}]}\n\n'
+                       b"data: [DONE]\n\n", "text/event-stream")  # fmt: skip
+
+        def _send(self, body, kind):
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoContent)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host = f"http://127.0.0.1:{server.server_address[1]}"
+        with pytest.raises(PreflightError, match=r"no content chunk.*--no-stream"):
+            preflight(Target(host, "", "chat", True, "", "", str(tmp_path)))
+        # not streamed, the same server's JSON-less answer is caught too
+        with pytest.raises(PreflightError, match="not JSON"):
+            preflight(Target(host, "m", "chat", False, "", "", str(tmp_path)))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_run_whose_every_request_failed_is_named_with_its_causes(tmp_path):
+    rows = [("timeout", "", "read timed out")] * 2 + [("http_error", "503", "")] * 5
+    rows += [("cancelled", "", "user stopped before the response")]  # the stop's: not counted
+    with (tmp_path / REQUESTS_CSV).open("w", newline="") as f:
+        writer = csv.DictWriter(f, REQUEST_COLUMNS)
+        writer.writeheader()
+        for outcome, status, error in rows:
+            writer.writerow({"outcome": outcome, "http_status": status, "error": error})
+    assert all_failed_text(tmp_path) == (
+        "all 7 requests failed (5 × HTTP 503, 2 × read timed out); nothing to analyse"
+    )
+
+
+def test_finding_8_errors_name_the_flags_typed_and_help_shows_defaults(tmp_path, capsys):
+    """--stage-seconds 4 alone failed naming --llm-warmup-seconds (30), a flag never typed, and
+    then printed a run directory that was never created."""
+    out = tmp_path / "runs"
+    rc = run_cmd.main(["--host", "http://127.0.0.1:9", "--stage-seconds", "4", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 2
+    assert "--stage-seconds 4 must exceed the warm-up (--warmup-seconds, default 30)" in (
+        captured.err
+    )
+    assert "--llm-" not in captured.err and "run directory" not in captured.out
+    assert not out.exists()
+    rc = run_cmd.main(["--host", "http://127.0.0.1:9", "--stage-seconds", "4",
+                       "--warmup-seconds", "5", "--out", str(out)])  # fmt: skip
+    assert rc == 2 and "must exceed the warm-up --warmup-seconds 5:" in capsys.readouterr().err
+    assert run_cmd.main(["--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    for default in ("(default 120;", "(default 30;", "(default 10;", "(default 20;"):
+        assert default in help_text, default

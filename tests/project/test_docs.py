@@ -1,0 +1,190 @@
+"""The guides and the README as a new user meets them: real flags, and the simulator blocks run.
+
+* every flag on a ``loadknee …`` or ``locust …`` command line in a shell block of ``README.md``
+  and ``docs/*.md``, and in the Kubernetes manifests' container commands, exists in the parser
+  that will read it (``loadknee run`` passes unknown options to Locust, so Locust's count there);
+* every shell block whose info string is ``sh sim`` (they target the simulator) runs as
+  written with ``bash -eu -o pipefail`` in an empty folder, ``loadknee`` on PATH, each bounded in
+  time. Where an unprivileged network namespace is available each block gets its own loopback,
+  so the fixed port the guides use cannot meet another process's.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from loadknee_locust.commands.cli import SUBCOMMANDS
+from tests.support.paths import PROGRAMS, REPO
+
+ROOT = REPO
+DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+MANIFESTS = sorted((ROOT / "docs" / "k8s").glob("*.yaml"))
+FLAGS_PROBE = PROGRAMS / "locust_flags_probe.py"
+BLOCK = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```", re.M | re.S)
+BLOCK_TIMEOUT_S = 240.0
+
+
+@functools.cache
+def locust_flags() -> frozenset[str]:
+    out = subprocess.run(
+        [sys.executable, str(FLAGS_PROBE)], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    return frozenset(json.loads(out))
+
+
+def command_flags(name: str) -> frozenset[str]:
+    parser = importlib.import_module(SUBCOMMANDS[name][0]).build_parser()
+    flags = {s for a in parser._actions for s in a.option_strings}
+    return frozenset(flags | (locust_flags() if name == "run" else set()))
+
+
+def shell_blocks(path: Path) -> list[tuple[int, str, str]]:
+    """(line number, info string, body) of each shell code block."""
+    text = path.read_text(encoding="utf-8")
+    return [
+        (text.count("\n", 0, m.start()) + 1, (m.group(1) + m.group(2)).strip(), m.group(3))
+        for m in BLOCK.finditer(text)
+        if m.group(1) in ("sh", "bash")
+    ]
+
+
+def command_lines(body: str) -> list[list[str]]:
+    """Each command of a block as words (continuations joined, comments and placeholders out)."""
+    joined = re.sub(r"\\\n", " ", body)
+    commands = []
+    for line in joined.splitlines():
+        line = line.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        line = re.sub(r"<[^>]*>", "X", line).replace("[", " ").replace("]", " ")
+        for part in re.split(r"&&|\|\||;|\||&(?!\d)", line):
+            try:
+                words = shlex.split(part)
+            except ValueError:
+                continue
+            while words and (words[0] == "!" or ("=" in words[0] and words[0][0] != "-")):
+                words = words[1:]
+            if words:
+                words[0] = os.path.basename(words[0])
+                commands.append(words)
+    return commands
+
+
+def unknown_flags(words: list[str]) -> list[str]:
+    if words[0] == "loadknee" and len(words) > 1 and words[1] in SUBCOMMANDS:
+        known = command_flags(words[1])
+    elif words[0] == "locust":
+        known = locust_flags()
+    else:
+        return []
+    flags = [w.split("=", 1)[0] for w in words if w.startswith("-") and w != "-"]
+    return [f for f in flags if f not in known and f != "--"]
+
+
+DOC_COMMANDS = [
+    pytest.param(words, id=f"{path.name}:{line}:{' '.join(words[:2])}")
+    for path in DOCS
+    for line, _info, body in shell_blocks(path)
+    for words in command_lines(body)
+    if words[0] in ("loadknee", "locust")
+]
+
+
+def test_the_docs_have_commands_to_check() -> None:
+    assert len(DOC_COMMANDS) >= 15
+    assert {p.values[0][1] for p in DOC_COMMANDS if p.values[0][0] == "loadknee"} >= {
+        "run",
+        "analyze",
+        "compare",
+        "sim",
+    }
+
+
+@pytest.mark.parametrize("words", DOC_COMMANDS)
+def test_doc_command_flags_exist(words: list[str]) -> None:
+    assert unknown_flags(words) == [], " ".join(words)
+
+
+def manifest_commands() -> list[list[str]]:
+    commands = []
+    for path in MANIFESTS:
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            spec = (doc or {}).get("spec", {})
+            pod = spec.get("template", {}).get("spec", {})
+            for container in pod.get("containers", []):
+                commands.append([str(w) for w in container.get("command", [])])
+    return commands
+
+
+def test_kubernetes_manifests_use_real_flags() -> None:
+    commands = manifest_commands()
+    assert [c[c.index("--master") if "--master" in c else c.index("--worker")] for c in commands]
+    assert {c[0] for c in commands} == {"locust"}
+    llm = [w for c in commands for w in c if w.startswith("--llm-")]
+    assert len(llm) >= 10
+    for words in commands:
+        assert unknown_flags(words) == [], words
+
+
+def test_a_misspelt_flag_is_caught() -> None:
+    """The checks above can fail: a flag that does not exist is reported."""
+    assert unknown_flags(["loadknee", "run", "--levelz", "1"]) == ["--levelz"]
+    assert unknown_flags(["locust", "--llm-stage-second", "3"]) == ["--llm-stage-second"]
+    assert unknown_flags(["loadknee", "analyze", "r", "--sla-ms", "1"]) == []
+
+
+SIM_BLOCKS = [
+    pytest.param(body, id=f"{path.name}:{line}")
+    for path in DOCS
+    for line, info, body in shell_blocks(path)
+    if info.split()[1:2] == ["sim"]
+]
+
+
+def test_the_runnable_blocks_are_there() -> None:
+    files = {p.id.split(":")[0] for p in SIM_BLOCKS}
+    assert {"README.md", "guide-replay.md", "guide-compare.md"} <= files, files
+
+
+@functools.cache
+def own_network() -> list[str]:
+    """A prefix that runs a command in a fresh network namespace with loopback up, or []."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return []
+    probe = [unshare, "-rn", "sh", "-c", "ip link set lo up"]
+    ok = subprocess.run(probe, capture_output=True, timeout=20).returncode == 0
+    return [unshare, "-rn", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"] if ok else []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("body", SIM_BLOCKS)
+def test_simulator_block_runs_as_written(body: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOCUST_", "LOADKNEE_"))}
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    script = tmp_path / "block.sh"
+    script.write_text(body, encoding="utf-8")
+    cmd = [*own_network(), "bash", "-eu", "-o", "pipefail", str(script)]
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, _ = proc.communicate(timeout=BLOCK_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.communicate()
+    assert proc.returncode == 0, f"exit {proc.returncode}:\n{out[-4000:]}"

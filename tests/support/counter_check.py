@@ -1,0 +1,70 @@
+"""Each stage's token figures beside the server's own token counter, for the real-engine and
+simulator checks (``tests/e2e/test_verify_sim.py``,
+``tests/realengine/test_realengine_llamacpp.py``).
+
+Two servers count differently. vLLM (and the simulator) add to ``vllm:generation_tokens_total``
+as tokens are generated, so the counter interpolated at the stage's window edges is the
+server's rate over that very window. llama-server adds a request's tokens to
+``llamacpp:tokens_predicted_total`` only when its slot is released, in one jump: over a window
+whose end is, by construction, the moment a stage's last counted request finished, the
+interpolated counter misses or halves those jumps. For it the window is widened to the scrape
+samples around it, and what is compared is exact: the completion tokens of the rows that ended
+between those samples against the counter's increase between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from analysis.inputs.load import read_run
+from analysis.pipeline import analyze_run
+from analysis.stages.summary import measured_requests, stage_windows
+
+
+@dataclass(frozen=True)
+class StageCount:
+    stage: int
+    kind: str
+    users: int
+    output_tok_s: float  # the record table's figure
+    server_tok_s: float  # the counter interpolated at the window's edges
+    aligned_s: float  # the window widened to the scrapes around it
+    server_tok_s_aligned: float
+    server_tokens_aligned: float  # the counter's increase between those scrapes
+    row_tokens_aligned: float  # completion tokens of the rows that ended between them
+
+
+def stage_counts(run_dir: Path, metric: str) -> list[StageCount]:
+    run = read_run(run_dir)
+    summary = analyze_run(run_dir).summary.set_index("stage")
+    windows = stage_windows(run, measured_requests(run))
+    samples = run.server_metrics[run.server_metrics["metric"] == metric]
+    samples = samples.dropna(subset=["value"]).sort_values("timestamp_unix_s")
+    assert len(samples) > 20, f"the server's {metric} was not scraped"
+    ts, vs = samples["timestamp_unix_s"].to_numpy(), samples["value"].to_numpy(dtype=float)
+    rows = run.requests
+    out = []
+    for stage, row in summary.iterrows():
+        start, end = (float(x) for x in windows.loc[stage, ["window_start", "window_end"]])
+        before = max(int(np.searchsorted(ts, start, side="right")) - 1, 0)
+        after = min(int(np.searchsorted(ts, end, side="left")), len(ts) - 1)
+        t_a, t_b = float(ts[before]), float(ts[after])
+        ended = rows[(rows["end_unix_s"] > t_a) & (rows["end_unix_s"] <= t_b)]
+        out.append(
+            StageCount(
+                stage=int(stage),
+                kind=str(row["kind"]),
+                users=int(row["target_users"]),
+                output_tok_s=float(row["output_tok_s"]),
+                server_tok_s=float(np.interp(end, ts, vs) - np.interp(start, ts, vs))
+                / (end - start),
+                aligned_s=t_b - t_a,
+                server_tok_s_aligned=float(vs[after] - vs[before]) / (t_b - t_a),
+                server_tokens_aligned=float(vs[after] - vs[before]),
+                row_tokens_aligned=float(ended["completion_tokens"].fillna(0).sum()),
+            )
+        )
+    return out
