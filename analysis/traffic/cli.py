@@ -12,11 +12,14 @@ import argparse
 import json
 import math
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from analysis.inputs.nvsmi import resolve_tz
+from analysis.pipeline import analyze_run
 from analysis.slo.targets import SloParams
-from analysis.traffic.headroom import SCALES, Capacity, Headroom, headroom, load_capacity
+from analysis.traffic.curve_headroom import ReplayBreak, Tracking, replay_break, tracking
+from analysis.traffic.headroom import SCALES, Capacity, Headroom, headroom, run_capacity
 from analysis.traffic.render import text_lines, to_json
 from analysis.traffic.shape import LatencyModel, ShapeParams, traffic_shape
 from loadknee_locust.prompts.traces import TRACE_FORMATS, read_trace
@@ -92,11 +95,16 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     capacity: Capacity | None = None
+    replay: ReplayBreak | None = None
+    followed: Tracking | None = None
     if ns.against:
         from analysis.inputs.load import RunDirError
 
         try:
-            capacity = load_capacity(ns.against, slo_params=slo_params)
+            analysis = analyze_run(ns.against, slo_params=slo_params)
+            capacity = run_capacity(analysis)
+            replay = replay_break(analysis, capacity)
+            followed = tracking(analysis.run)
         except (RunDirError, OSError, ValueError) as exc:
             print(f"loadknee trace: {ns.against}: {exc}", file=sys.stderr)
             return 2
@@ -117,8 +125,13 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     stem = Path(ns.log).name
     json_path = out / f"{stem}.trace.json"
+    doc = to_json(shape, read, room=room, capacity=capacity)
+    if replay is not None:
+        doc["curve_replay"] = asdict(replay)
+    if followed is not None:
+        doc["curve_tracking"] = asdict(followed)
     json_path.write_text(
-        json.dumps(to_json(shape, read, room=room, capacity=capacity), indent=1) + "\n",
+        json.dumps(doc, indent=1) + "\n",
         encoding="utf-8",
     )
     written = [json_path]
@@ -131,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     if not ns.quiet:
         for line in text_lines(shape, read, tz=tz, room=room, capacity=capacity):
             print(line)
+        if followed is not None:
+            print(followed.text)
+        if replay is not None:
+            print(replay.text)
         print("wrote " + ", ".join(str(p) for p in written))
     return 0 if shape.requests else 1
 

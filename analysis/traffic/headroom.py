@@ -4,7 +4,8 @@
    with) their capacity, the highest concurrency meeting every SLO, unless the knee comes first
    (past it throughput is flat, whatever the SLOs allow); otherwise the knee's
    ``max_concurrency``, the users of the stage before the knee. A run with no knee allows at
-   least its highest tested level: the headroom is then a lower bound ("≥").
+   least its highest level judged with confidence (trusted, not noisy): the headroom is then a
+   lower bound ("≥").
 2. **Headroom** (:func:`headroom`): allowed ÷ the log's peak in flight (and ÷ its P95).
 3. **Growth**: the curve scaled by each of ``scales`` (more traffic of the same shape; below the
    knee the latency holds, so by Little's law the in-flight count scales with the rate). The
@@ -93,7 +94,13 @@ def run_capacity(analysis: Analysis) -> Capacity:
         return Capacity(
             knee.max_concurrency, "knee", f"the knee allows {knee.max_concurrency}", run_id, latency
         )
-    tested = [v.target_users for v in knee.stages if v.trusted and v.verdict != "insufficient_data"]
+    # a lower bound only from stages judged with confidence: a noisy stage (too short, too
+    # few requests) could not have shown the knee, so it proves nothing about what is allowed
+    tested = [
+        v.target_users
+        for v in knee.stages
+        if v.trusted and not v.noisy and v.verdict != "insufficient_data"
+    ]
     if not tested:
         return Capacity(None, "tested", "the run has no judged stage", run_id, latency)
     top = max(tested)

@@ -144,7 +144,12 @@ class LLMState:
     def ensure_source(self) -> None:
         if self.source is None and self.source_error is None:
             try:
-                self.source = build_source(self.source_options)
+                if self.options.replay_curve:
+                    from loadknee_locust.curve.replay import build_curve_source
+
+                    self.source = build_curve_source(self.options, self.environment)
+                else:
+                    self.source = build_source(self.source_options)
             except Exception as exc:  # any bad input: one message and the test stops, no hang
                 # said once, by stop_test
                 self.source_error = "cannot build the prompt source: " + (

@@ -94,6 +94,10 @@ LABELS: dict[str, str] = {
     "no_refine": "No refinement",
     "refine_max_stages": "Refine stages (max)",
     "stop_after_knee": "Levels past the knee",
+    "replay_curve": "Replay a log's curve",
+    "curve_scales": "Curve scales",
+    "curve_window_seconds": "Curve window (s)",
+    "curve_latency_seconds": "Curve latency (s)",
     "slo": "SLO targets",
     "rates": "Rates (requests/s)",
     "arrivals": "Arrival process",
@@ -322,6 +326,32 @@ class LlmOptions:
         "(default %(default)s; -1 = run the whole grid).",
         group="shape",
     )
+    replay_curve: str = opt(
+        "",
+        "Replay this log's in-flight curve instead of the levels (closed loop): the users follow "
+        "its requests in flight × --llm-curve-scales, compressed by --llm-time-scale; each user "
+        "sends the lengths of a logged request around the replayed time. A prompt log with "
+        "times, or a Mooncake / Azure / BurstGPT trace.",
+        group="shape",
+    )
+    curve_scales: str = opt(
+        "1",
+        "Replay the curve once at each of these traffic scales, in order (e.g. 1,1.5,2,3: the "
+        "growth the deployment can take; default %(default)s).",
+        group="shape",
+    )
+    curve_window_seconds: float = opt(
+        30.0,
+        "Each stage of a curve replay is a window this many replay seconds long (whole "
+        "seconds; default %(default)s).",
+        group="shape",
+    )
+    curve_latency_seconds: float = opt(
+        0.0,
+        "A request's latency where the replayed log has no end or duration (Little's law; "
+        "0 = use the logged durations only).",
+        group="shape",
+    )
     slo: str = opt(
         "",
         "Latency targets, comma separated (loadknee run --slo may also be repeated), as loadknee "
@@ -367,8 +397,9 @@ class LlmOptions:
     )
     time_scale: float = opt(
         1.0,
-        "Arrival replay: play the log this many times faster (60: an hour in a minute; "
-        "default %(default)s).",
+        "Arrival and curve replay (--llm-arrival-log, --llm-replay-curve): play the log this "
+        "many times faster (60: an hour in a minute, 72: a day in 20 minutes; default "
+        "%(default)s).",
         group="shape",
     )
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 from locust import LoadTestShape
@@ -42,9 +42,14 @@ from loadknee_locust.sweep.judge import JUDGE_TIMEOUT_S, LiveJudge
 from loadknee_locust.sweep.refine import LiveVerdict
 from loadknee_locust.sweep.schedule import PENDING, RedLine, Schedule, SchedulePlan, stage_label
 
+if TYPE_CHECKING:
+    from loadknee_locust.curve.replay import CurveReplay
+
 log = logging.getLogger("loadknee")
 
 PROGRESS_EVERY_S = 10.0
+#: a curve replay's spawn rate: its users change every second, so each change is made at once
+CURVE_SPAWN_RATE = 100.0
 DRAIN_REPORT_WAIT_S = 3.5  # > Locust's WORKER_REPORT_INTERVAL (3 s)
 #: the sweep stops at the red line once this many requests in a row, over this many seconds,
 #: all failed (a dead host, a wrong model, an HTML 404): nothing more can be learned from it
@@ -72,6 +77,10 @@ class SteppedShape(LoadTestShape):
         self._judging_since = 0.0
         self._said_saving = False
         self._judge: LiveJudge | None = None  # one child per adaptive sweep
+        self._curve: CurveReplay | None = None  # --llm-replay-curve
+        self._curve_asked: tuple[int, Any] | None = None  # (scale index, judge greenlet)
+        self._curve_judged = 0  # scales whose judgement was asked for
+        self._curve_delay = 0.0  # with workers: their last rows' report interval
 
     def tick(self) -> tuple[int, float] | None:
         """One step of the sweep; an unexpected error ends the sweep instead of the shape.
@@ -116,7 +125,7 @@ class SteppedShape(LoadTestShape):
         now = time.time()
         try:
             options = llm_options(env)
-            plan = self.plan_from(options)  # checked before any file
+            plan = self._plan(options)  # checked before any file
             if plan.adaptive and _is_master(self.runner):  # judge once worker rows are in
                 plan = replace(plan, judge_delay_s=DRAIN_REPORT_WAIT_S)
             run = lk.begin_run(now)
@@ -128,6 +137,14 @@ class SteppedShape(LoadTestShape):
             return None
         if run is not self._run:
             self._new_run(run)
+            if self._curve is not None:
+                lk.note_run_info("curve", self._curve.loaded.info)
+                run.curve_track = self._curve.track(run.schedule.start_unix_s)
+                self._curve_asked, self._curve_judged = None, 0
+                self._curve_delay = DRAIN_REPORT_WAIT_S if _is_master(self.runner) else 0.5
+                if len(self._curve.plan.scales) > 1 and self._judge is None:
+                    self._judge = LiveJudge()
+                    self._judge.start()  # pandas loads while the first scale runs
         sched = run.schedule
         if sched.plan.adaptive and self._judge is None and not sched.finished:
             self._judge = LiveJudge()
@@ -148,6 +165,8 @@ class SteppedShape(LoadTestShape):
             assert lk.interrupt is not None
             sched.stop(now, "interrupted")  # the running stage is closed as partial
             env.process_exit_code = lk.interrupt.exit_code
+        if self._curve is not None and not sched.finished:
+            self._judge_curve(run, sched, now)
         red = RedLine.from_options(options)
         pos = sched.advance(
             now,
@@ -162,9 +181,59 @@ class SteppedShape(LoadTestShape):
             self._close_judge()
             self._say_saving(sched)
             return None if self._drained(now) else (0, float(max(self._last_users, 1)))
-        rate = float(max(pos.users, self._last_users, 1))
-        self._last_users = pos.users
-        return pos.users, rate
+        users = pos.users
+        if self._curve is not None:  # the log's curve at this replay second
+            opened = self._curve.stage_start(sched.start_unix_s, pos.stage)
+            users = self._curve.users(pos.stage, opened, now)
+        rate = float(max(users, self._last_users, 1))
+        if self._curve is not None:  # reach each second's users at once (a master blocks)
+            rate = CURVE_SPAWN_RATE
+        self._last_users = users
+        return users, rate
+
+    def _plan(self, options: Any) -> SchedulePlan:
+        """The sweep's plan, or with ``--llm-replay-curve`` the replay's windows."""
+        if not options.replay_curve:
+            self._curve = None
+            return self.plan_from(options)
+        from loadknee_locust.curve.replay import CurveReplay
+
+        if self._curve is None or self._curve.options is not options:
+            self._curve = CurveReplay(options)
+        return self._curve.schedule_plan
+
+    def _judge_curve(self, run: RunLog, sched: Schedule, now: float) -> None:
+        """A curve replay at several scales stops once a finished scale is past the knee.
+
+        When a scale's windows have all closed (and, with workers, their last rows had time to
+        arrive), the judge reads the stages so far while the next scale already runs; a knee
+        or red line in its answer stops the replay there (``knee_confirmed``: the scale in
+        progress is closed as partial, the scales after it are not run)."""
+        curve = self._curve
+        assert curve is not None
+        pending = self._curve_asked
+        if pending is not None and pending[1].ready():
+            self._curve_asked = None
+            verdict: LiveVerdict | None = pending[1].value
+            if verdict is not None and (verdict.knee_users or verdict.red_line_users):
+                log.info(
+                    "loadknee curve: scale ×%g is past the knee (knee %s, red line %s): the "
+                    "replay stops",
+                    curve.plan.scales[pending[0]],
+                    verdict.knee_users,
+                    verdict.red_line_users,
+                )
+                sched.stop(now, "knee_confirmed")
+                run.add_stages(sched.pop_closed())
+                return
+        done = curve.scales_done(sched.start_unix_s, now - self._curve_delay)
+        if pending is None and done > self._curve_judged and done < len(curve.plan.scales):
+            self._curve_judged = done
+            run.add_stages(sched.pop_closed())
+            run.flush()
+            judge = self._judge or LiveJudge()
+            self._judge = judge
+            self._curve_asked = (done - 1, gevent.spawn(judge.ask, str(run.run_dir)))
 
     def plan_from(self, options: Any) -> SchedulePlan:
         """The sweep's plan from the options (the open-loop shape plans its own stages)."""
@@ -246,6 +315,8 @@ class SteppedShape(LoadTestShape):
         for 0 users closed the stage on the tick its window ended, users still streaming: the
         judgement missed their rows and the next level started with them in flight.)"""
         assert self.runner is not None
+        if self._curve is not None:  # a replay's windows follow each other without a pause
+            return 0
         return int(self.runner.user_count)
 
     def _close_judge(self) -> None:

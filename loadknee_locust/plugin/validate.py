@@ -108,6 +108,10 @@ def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
         problems.append("--llm-replay-conversations replays --llm-prompt-log: give the log")
     if not options.gap_scale > 0 or not math.isfinite(options.gap_scale):
         problems.append(f"--llm-gap-scale must be > 0, got {options.gap_scale:g}")
+    if options.replay_curve:
+        from loadknee_locust.curve.replay import curve_problems
+
+        problems += curve_problems(options)
     if options.slo.strip():
         from analysis.slo.targets import (
             parse_slo_list,  # stdlib only: the one parser of the SLO forms

@@ -124,6 +124,8 @@ SUMMED_PROMPT_COUNTERS = frozenset(
         "stream_stamps",
         "setup_requests",
         "servers_closing_after_response",
+        "records_sent",  # a curve replay's records, taken by each worker apart
+        "records_reused",
     }
 )
 
@@ -267,6 +269,12 @@ class Loadknee:
             return
         self.run_info["prompt_source"] = {**self.run_info.get("prompt_source", {}), **info}
         rundir.write_run_json(self.run.run_dir, self.run_info)
+
+    def note_run_info(self, key: str, value: Any) -> None:
+        """One more part of run.json (the curve replay's plan, say), written at once."""
+        if self.run is not None:
+            self.run_info[key] = value
+            rundir.write_run_json(self.run.run_dir, self.run_info)
 
     def _run_info(self, run_dir: Any, now: float) -> dict[str, Any]:
         env = self.environment

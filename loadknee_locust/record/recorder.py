@@ -165,6 +165,7 @@ class RunLog:
         self.failures_in_a_row = 0  # rows with an error outcome since the last served one
         self.failing_since: float | None = None  # end of the first of them (unix s)
         self.last_failure = ""  # its short error, for the message that stops the sweep
+        self.curve_track: Any = None  # a curve replay's InflightTrack: fed each row's span
 
     @property
     def closed(self) -> bool:
@@ -176,6 +177,8 @@ class RunLog:
             log.warning("loadknee: a request row arrived after the run was closed; dropped")
             return
         start, end = _number(row.get("start_unix_s")), _number(row.get("end_unix_s"))
+        if self.curve_track is not None and start is not None and end is not None:
+            self.curve_track.add(start, end)
         # a row our own stop cancelled is written and labelled, but counts as no completion
         judged = row.get("outcome") not in NOT_JUDGED_OUTCOMES
         # open loop: a request belongs where it was planned, however late a full cap sent it

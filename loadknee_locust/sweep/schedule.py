@@ -159,6 +159,7 @@ class SchedulePlan:
     min_measure_s: float = 10.0  # auto: the shortest measured window
     max_measure_s: float = 300.0  # auto: the longest measured window
     min_requests_per_user: int = MIN_REQUESTS_PER_USER  # counted windows (rule 7)
+    contiguous: bool = False  # each stage opens where the one before closed (curve replay)
 
     @property
     def adaptive(self) -> bool:
@@ -442,7 +443,7 @@ class Schedule:
             crossed = red_line is not None and red_line(op.plan.index)
             if crossed:
                 op.stop_reason = "red_line"
-            self._close(op, max(now, cooldown_end))
+            self._close(op, op.measure_end if self.plan.contiguous else max(now, cooldown_end))
             self._open = None
             if crossed:
                 self._finish("red_line")
@@ -452,7 +453,8 @@ class Schedule:
             elif op.plan.index + 1 >= len(self.stages):
                 self._finish(op.stop_reason)
             else:
-                self._open = _OpenStage(self.stages[op.plan.index + 1], now)
+                opens = op.measure_end if self.plan.contiguous else now
+                self._open = _OpenStage(self.stages[op.plan.index + 1], opens)
         return self.position()
 
     def _hold_until_precise(self, op: _OpenStage, now: float) -> None:

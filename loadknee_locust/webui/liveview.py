@@ -24,6 +24,7 @@ from loadknee_locust.webui import svgchart
 from loadknee_locust.webui.livetail import TelemetryTail
 
 if TYPE_CHECKING:
+    from loadknee_locust.curve.live import InflightTrack
     from loadknee_locust.sweep.childjobs import FinalReport
     from loadknee_locust.sweep.refine import LiveVerdict
 
@@ -252,6 +253,22 @@ def telemetry_charts(tail: TelemetryTail, start_unix_s: float) -> str:
     return charts
 
 
+def curve_chart(track: InflightTrack) -> str:
+    """A curve replay's chart: the log's curve × scale beside the measured in-flight count."""
+    target, measured = track.points()
+    chart = svgchart.Chart(
+        "curve",
+        "Requests in flight: the log's curve and measured",
+        "seconds of replay",
+        "in flight",
+        (
+            svgchart.Series("log curve × scale", target, dashed=True, color="#9ca3af"),
+            svgchart.Series("measured", measured, color="#3b82f6"),
+        ),
+    )
+    return svgchart.render(chart)
+
+
 #: after a noisy stage's verdict, as ``?`` after it in the record table
 NOISY_MARK = (
     "<span class='lk-noisy' title='too noisy or short to judge: its throughput interval is too "
@@ -353,7 +370,9 @@ class LiveView:
             self._tail.update()
             self._tele_svg = telemetry_charts(self._tail, run.schedule.start_unix_s)
             self._tele_at = now
-        parts.append(f"<div class='lk-charts'>{self._stage_svg}{self._tele_svg}</div>")
+        track = getattr(run, "curve_track", None)  # a curve replay: the log beside measured
+        curve = curve_chart(track) if track is not None else ""
+        parts.append(f"<div class='lk-charts'>{curve}{self._stage_svg}{self._tele_svg}</div>")
         parts.append(
             verdict_table(run, result, final=bool(ended and report and report.state == "done"))
         )
