@@ -1,4 +1,4 @@
-"""The client's running estimate read at the gauge's sample instants (analysis/stages/gauge_agreement).
+"""The client's running estimate read at the gauge's sample instants (stages/gauge_agreement).
 
 A closed loop simulated exactly here (users, FIFO slots, fixed service ± 5 %) gives the client's
 rows and, at each scrape instant, the server's own running and waiting counts: the two agree
@@ -70,7 +70,7 @@ def _scrapes(spans, times, *, running_offset: float = 0.0, gap_at: float | None 
 
 def _run(tmp_path: Path, **scrape_kw):
     t0 = 1_700_000_000.0
-    base_rows, base_spans = _loop(0, 1, 8, t0, 5.0, 1)
+    base_rows, _ = _loop(0, 1, 8, t0, 5.0, 1)
     step_rows, step_spans = _loop(1, 12, 8, t0 + 10.0, 11.0, 2)
     stages = [stage_row(0, 1, t0, kind="baseline", warmup_s=0.0, measure_s=5.0),
               stage_row(1, 12, t0 + 10.0, warmup_s=1.0, measure_s=10.0)]  # fmt: skip

@@ -108,7 +108,7 @@ def gauge_agreement(run: Run, summary: pd.DataFrame) -> list[StageAgreement]:
         out.append(
             StageAgreement(
                 int(stage),
-                int(kinds.at[stage, "target_users"]),
+                int(kinds["target_users"].astype(int)[stage]),
                 int(keep.sum()),
                 int((~keep).sum()),
                 float(inside["requests_running"].to_numpy(dtype=float)[keep].mean()),
