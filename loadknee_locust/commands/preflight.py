@@ -40,6 +40,8 @@ from loadknee_locust.redaction import strip_credentials
 TIMEOUT_S = 60.0
 #: the most of a ``/props`` answer read (llama-server's is ~2-10 kB with its chat template)
 PROPS_BYTES = 1 << 20
+#: seconds allowed for ``/props`` (the server already answered; a gateway may hold unknown paths)
+PROPS_TIMEOUT_S = 5.0
 
 
 #: what a passed pre-flight sent to the server (one ``GET /v1/models``, one short request); the
@@ -84,12 +86,14 @@ def _headers(target: Target) -> dict[str, str]:
     return headers
 
 
-def _open(target: Target, path: str, body: dict[str, Any] | None = None) -> Any:
+def _open(
+    target: Target, path: str, body: dict[str, Any] | None = None, timeout_s: float = TIMEOUT_S
+) -> Any:
     url = _host(target).rstrip("/") + path
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, headers=_headers(target))
     try:
-        return urllib.request.urlopen(request, timeout=TIMEOUT_S)
+        return urllib.request.urlopen(request, timeout=timeout_s)
     except urllib.error.HTTPError as exc:
         detail = exc.read(300).decode("utf-8", "replace").strip()
         raise PreflightError(
@@ -205,9 +209,9 @@ def detect_server(target: Target, seen: dict[str, Any]) -> tuple[dict[str, Any],
     if engine_probe.wants_props(engine):
         sent = 1
         try:
-            with _open(target, "/props") as resp:
+            with _open(target, "/props", timeout_s=PROPS_TIMEOUT_S) as resp:
                 props = json.loads(resp.read(PROPS_BYTES))
-        except (PreflightError, ValueError, OSError):
+        except (PreflightError, ValueError, OSError):  # TimeoutError is an OSError
             props = None
     return engine_probe.server_info(models, headers, props), sent
 
