@@ -10,6 +10,12 @@ fitted capacity and its 90 % interval (``knee.json``: ``capacity``, ``capacity_l
 answer or intervals that cover the spread.
 
     .venv/bin/python benchmarks/bench_knee_interval.py [--slots 12] [--repeats 10] [--hidden]
+
+Measured (issue 25, 2 shared cores at load 6-15, 4 s stages, truth 12): metrics shown, the
+interval covered the truth in 9 of 10 runs (90 %; the miss: 12.85-13.05), every max_concurrency
+12; metrics hidden, 8 of 10 (80 %; one run had no fit, one 13.6-14.0), every max_concurrency 12.
+The answer repeats exactly; the hidden interval sits at or above the truth more often, where
+the client-side throughput past the slots still creeps up.
 """
 
 from __future__ import annotations

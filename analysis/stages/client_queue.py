@@ -110,13 +110,23 @@ def _average(
     return mean, max(0.0, interval.low), interval.high
 
 
-def stage_queue(
-    rows: pd.DataFrame, start: float, end: float, t1_ms: float, *, batches: int = 10
-) -> StageQueue | None:
-    """The queue figures of one stage from its rows (all phases: each counts for the part of it
-    inside the window ``[start, end]``); None without TTFT or a usable window."""
-    if not end > start or rows.empty:
-        return None
+@dataclass(frozen=True)
+class ServiceSpans:
+    """Each served request of one stage seen from the client: ``starts`` (sent),
+    ``served_from`` (sent + its wait for a slot), ``ends`` (unix s), whether it was ``late``
+    (waited a service time), and the ``ok`` rows they come from, in the same order."""
+
+    ok: pd.DataFrame
+    starts: np.ndarray
+    served_from: np.ndarray
+    ends: np.ndarray
+    late: np.ndarray
+    wait_s: np.ndarray
+
+
+def service_spans(rows: pd.DataFrame, t1_ms: float) -> ServiceSpans | None:
+    """The service spans of one stage's ok streamed rows (module docstring: the wait, the
+    floor, late); None with fewer than two such rows."""
     judged = rows[~rows["outcome"].isin(NOT_JUDGED_OUTCOMES)]
     ok = judged[(judged["outcome"] == "ok") & (judged.get("length_ok", 1) != 0)]
     ok = ok[ok["ttft_ms"].notna() & ok["e2e_ms"].notna()]
@@ -137,7 +147,40 @@ def stage_queue(
     floor = float(np.percentile(excess[~late], FLOOR_PCT)) if (~late).any() else 0.5 * itl
     wait_ms = excess - max(0.0, floor)
     wait_s = np.minimum(np.clip(wait_ms, 0, None) / 1000.0, ends - starts)
-    served_from = starts + wait_s
+    return ServiceSpans(ok, starts, starts + wait_s, ends, late, wait_s)
+
+
+def running_at(spans: ServiceSpans, times: np.ndarray) -> np.ndarray:
+    """The client's count of requests in service at each instant of ``times`` (unix s): the
+    same spans as ``client_running``, read where the server's gauge was sampled, so the two can
+    be compared sample for sample (a gauge's mean over a few scrapes is itself a sample)."""
+    t = np.asarray(times, dtype=float)[:, None]
+    return ((spans.served_from[None, :] <= t) & (t < spans.ends[None, :])).sum(axis=1)
+
+
+def in_flight_at(rows: pd.DataFrame, times: np.ndarray) -> np.ndarray:
+    """The client's requests outstanding (sent, not yet ended; every judged outcome) at each
+    instant of ``times``."""
+    judged = rows[~rows["outcome"].isin(NOT_JUDGED_OUTCOMES)]
+    starts = judged["start_unix_s"].to_numpy(dtype=float)[None, :]
+    ends = judged["end_unix_s"].to_numpy(dtype=float)[None, :]
+    t = np.asarray(times, dtype=float)[:, None]
+    return ((starts <= t) & (t < ends)).sum(axis=1)
+
+
+def stage_queue(
+    rows: pd.DataFrame, start: float, end: float, t1_ms: float, *, batches: int = 10
+) -> StageQueue | None:
+    """The queue figures of one stage from its rows (all phases: each counts for the part of it
+    inside the window ``[start, end]``); None without TTFT or a usable window."""
+    if not end > start or rows.empty:
+        return None
+    spans = service_spans(rows, t1_ms)
+    if spans is None:
+        return None
+    ok, starts, served_from, ends = spans.ok, spans.starts, spans.served_from, spans.ends
+    late, wait_s = spans.late, spans.wait_s
+    judged = rows[~rows["outcome"].isin(NOT_JUDGED_OUTCOMES)]
     count = batch_count(start, end, starts_s=list(starts), ends_s=list(ends), batches=batches)
     run, run_lo, run_hi = _average(served_from, ends, start, end, count)
     wait, wait_lo, wait_hi = _average(starts, served_from, start, end, count)

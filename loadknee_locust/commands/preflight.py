@@ -10,7 +10,11 @@ names the flag to fix; nothing is written. The checks, in order:
 3. the endpoint answers ``GET /v1/models``;
 4. the model (``--model``) is among the served ids, or one is discovered there;
 5. one short request to the chosen endpoint completes: streamed, it must carry at least one
-   content chunk and end with ``[DONE]``; not streamed, it must parse.
+   content chunk and end with ``[DONE]``; not streamed, it must parse;
+6. the engine, once (:mod:`.engine_probe`): from the ``/v1/models`` answer already read (its
+   ``owned_by``, its ``Server`` header) and, where that says llama.cpp or nothing, one
+   ``GET /props``; recorded in ``run.json``'s ``server`` object so the advice spells the
+   engine's flags even when the server exports no ``/metrics``.
 
 Stdlib only (urllib): it runs in the wrapper process, before Locust and gevent exist.
 """
@@ -29,10 +33,15 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from loadknee_locust.client.sse import classify
+from loadknee_locust.commands import engine_probe
 from loadknee_locust.redaction import strip_credentials
 
 #: seconds allowed for each pre-flight request (a cold server may need a while for the first)
 TIMEOUT_S = 60.0
+#: the most of a ``/props`` answer read (llama-server's is ~2-10 kB with its chat template)
+PROPS_BYTES = 1 << 20
+#: seconds allowed for ``/props`` (the server already answered; a gateway may hold unknown paths)
+PROPS_TIMEOUT_S = 5.0
 
 
 #: what a passed pre-flight sent to the server (one ``GET /v1/models``, one short request); the
@@ -77,12 +86,14 @@ def _headers(target: Target) -> dict[str, str]:
     return headers
 
 
-def _open(target: Target, path: str, body: dict[str, Any] | None = None) -> Any:
+def _open(
+    target: Target, path: str, body: dict[str, Any] | None = None, timeout_s: float = TIMEOUT_S
+) -> Any:
     url = _host(target).rstrip("/") + path
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, headers=_headers(target))
     try:
-        return urllib.request.urlopen(request, timeout=TIMEOUT_S)
+        return urllib.request.urlopen(request, timeout=timeout_s)
     except urllib.error.HTTPError as exc:
         detail = exc.read(300).decode("utf-8", "replace").strip()
         raise PreflightError(
@@ -126,13 +137,18 @@ def check_prompt_log(path: str) -> None:
         raise PreflightError(f"--prompt-log {path}: {exc}") from None
 
 
-def check_model(target: Target) -> str:
-    """The model to use: the one asked for, if served; else the first served id."""
+def check_model(target: Target, seen: dict[str, Any] | None = None) -> str:
+    """The model to use: the one asked for, if served; else the first served id. ``seen``
+    (when given) receives the answer's parsed body and headers, for :func:`detect_server`."""
     with _open(target, "/v1/models") as resp:
+        headers = dict(resp.headers.items())
         try:
-            ids = [str(m.get("id")) for m in json.load(resp).get("data", [])]
+            payload = json.load(resp)
+            ids = [str(m.get("id")) for m in payload.get("data", [])]
         except (ValueError, AttributeError):
-            ids = []
+            payload, ids = None, []
+    if seen is not None:
+        seen.update(models=payload, headers=headers)
     if target.model:
         if ids and target.model not in ids:
             raise PreflightError(
@@ -183,11 +199,37 @@ def check_request(target: Target, model: str) -> None:
         )
 
 
-def preflight(target: Target) -> str:
-    """Run every check; returns the model to use, or raises :class:`PreflightError`."""
+def detect_server(target: Target, seen: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """``run.json``'s ``server`` object (:mod:`.engine_probe`) from the ``/v1/models`` answer,
+    with one ``GET /props`` where it may be llama-server (a refusal or an error there is
+    ignored: the probe never stops a run); returns it and the requests it sent (0 or 1)."""
+    models, headers = seen.get("models"), seen.get("headers")
+    engine = engine_probe.from_models(models) or engine_probe.from_headers(headers)
+    props, sent = None, 0
+    if engine_probe.wants_props(engine):
+        sent = 1
+        try:
+            with _open(target, "/props", timeout_s=PROPS_TIMEOUT_S) as resp:
+                props = json.loads(resp.read(PROPS_BYTES))
+        except (PreflightError, ValueError, OSError):  # TimeoutError is an OSError
+            props = None
+    return engine_probe.server_info(models, headers, props), sent
+
+
+def preflight_server(target: Target) -> tuple[str, dict[str, Any], int]:
+    """Every check (:func:`preflight`) and the engine detection (:func:`detect_server`): the
+    model, ``run.json``'s ``server`` object, and the probe requests sent beyond
+    :data:`SETUP_REQUESTS`."""
     check_out(target.out)
     if target.prompt_log:
         check_prompt_log(target.prompt_log)
-    model = check_model(target)
+    seen: dict[str, Any] = {}
+    model = check_model(target, seen)
     check_request(target, model)
-    return model
+    server, sent = detect_server(target, seen)
+    return model, server, sent
+
+
+def preflight(target: Target) -> str:
+    """Run every check; returns the model to use, or raises :class:`PreflightError`."""
+    return preflight_server(target)[0]

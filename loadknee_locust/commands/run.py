@@ -30,7 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from loadknee_locust.commands.failures import all_failed_text
-from loadknee_locust.commands.preflight import SETUP_REQUESTS, PreflightError, Target, preflight
+from loadknee_locust.commands.preflight import (
+    SETUP_REQUESTS,
+    PreflightError,
+    Target,
+    preflight_server,
+)
 from loadknee_locust.contract import RUN_JSON
 from loadknee_locust.plugin.lifeline import preexec_die_with
 from loadknee_locust.plugin.options import LlmOptions, OptionSpec, add_arguments, option_specs
@@ -343,9 +348,10 @@ def _show(line: str, verbose: bool) -> str | None:
     return None
 
 
-def _count_preflight(run_dir: str) -> None:
+def _count_preflight(run_dir: str, server: dict[str, Any] | None = None, probes: int = 0) -> None:
     """Add the pre-flight's requests to ``run.json``'s ``setup_requests`` (written by Locust's
-    side, which never saw them), so every request sent is counted in the run directory."""
+    side, which never saw them), so every request sent is counted in the run directory; and
+    the engine it detected as ``run.json``'s ``server`` object (kept where one is there)."""
     path = Path(run_dir) / RUN_JSON
     try:
         info = json.loads(path.read_text(encoding="utf-8"))
@@ -355,8 +361,11 @@ def _count_preflight(run_dir: str) -> None:
     if not isinstance(source, dict):
         return
     setup = source.setdefault("setup_requests", {})
-    for kind, n in SETUP_REQUESTS.items():
-        setup[kind] = int(setup.get(kind, 0)) + n
+    for kind, n in {**SETUP_REQUESTS, "preflight_engine_probe": probes}.items():
+        if n:
+            setup[kind] = int(setup.get(kind, 0)) + n
+    if server and not isinstance(info.get("server"), dict):
+        info["server"] = server
     write_run_json(run_dir, info)
 
 
@@ -380,14 +389,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = args.out or "runs"
     passed = [*unknown, *extra_after]
+    server: dict[str, Any] = {}
+    probes = 0
     if not args.no_preflight:
         try:
-            model = preflight(_target(args, passed))
+            model, server, probes = preflight_server(_target(args, passed))
         except PreflightError as exc:
             print(f"loadknee run: stopped before any load: {exc}", file=sys.stderr)
             return 2
+        engine = f" ({server['engine']})" if server.get("engine") else ""
         print(
-            f"[loadknee] pre-flight ok: {strip_credentials(args.host)} serves {model}", flush=True
+            f"[loadknee] pre-flight ok: {strip_credentials(args.host)} serves {model}{engine}",
+            flush=True,
         )
     args.run_id = _unique_run_id(out, args.run_id)
     cmd = locust_command(args, passed)
@@ -433,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = run_dirs or [os.path.join(out, args.run_id)]
     if not args.no_preflight:
         for path in paths:
-            _count_preflight(path)
+            _count_preflight(path, server, probes)
     for path in paths:
         if os.path.isdir(path):
             print(f"run directory: {path}", flush=True)

@@ -72,7 +72,7 @@ class SimServer:
     # -- small endpoints ------------------------------------------------------------------
     async def _models(self, request: web.Request) -> web.Response:
         p = self.params
-        model = {"id": p.model, "object": "model", "created": 0, "owned_by": "loadknee-sim",
+        model = {"id": p.model, "object": "model", "created": 0, "owned_by": "vllm",
                  "max_model_len": p.max_model_len}  # fmt: skip
         return web.json_response({"object": "list", "data": [model]})
 

@@ -115,9 +115,15 @@ def new_server_log(re_dir: Path, name: str) -> Path:
 
 
 def start_llama_server(
-    re_dir: Path, *, model: str = "model-small", parallel: int = 8, threads: int = 2
+    re_dir: Path,
+    *,
+    model: str = "model-small",
+    parallel: int = 8,
+    threads: int = 2,
+    metrics: bool = True,
 ) -> LlamaServer:
-    """Start llama-server on a free loopback port (``--parallel`` slots, ``--metrics``)."""
+    """Start llama-server on a free loopback port (``--parallel`` slots, ``--metrics`` unless
+    ``metrics`` is False: a server that exports no counters, as by default)."""
     port = free_port()
     log_path = new_server_log(re_dir, str(port))
     cmd = [
@@ -127,7 +133,7 @@ def start_llama_server(
         "--host", "127.0.0.1", "--port", str(port),
         "--parallel", str(parallel), "--ctx-size", str(512 * parallel), "--batch-size", "512",
         "--threads", str(threads), "--threads-batch", str(threads),
-        "--poll", "0", "--metrics", "--no-webui",
+        "--poll", "0", *(["--metrics"] if metrics else []), "--no-webui",
     ]  # fmt: skip
     log = log_path.open("wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)

@@ -1,0 +1,118 @@
+"""The client's running estimate against the server's own running gauge, sample for sample.
+
+:mod:`analysis.stages.client_queue` estimates from the client's rows alone how many requests the
+server had in service at each instant (``client_running`` is its time average over the stage's
+window). Where the server's ``/metrics`` were scraped too, the two can be checked against each
+other. Comparing the time average with the mean of the gauge's few scrapes in the window mixes
+the estimate's error with the gauge's sampling error: a 3 s window at the default 0.5 s interval
+holds ~6 scrapes, and requests that start and end together (a slot-bound server in lockstep) make
+each scrape a coin toss between "all" and "some" — a CI run read 6.07 estimated against 5.50 on
+the gauge from that alone. So the client's count is read at the gauge's own sample instants
+(:func:`~analysis.stages.client_queue.running_at`, the instant recorded for each scrape: the
+midpoint of its request) and averaged over the same samples.
+
+One more thing separates the two views: a request in transit. When a batch of requests ends
+together, the server's gauge drops at once while the client reads each last chunk and sends the
+next request a little later; a scrape in that gap sees requests in neither of the server's
+counts that the client still has outstanding (a 28-slot simulator at 32 users read 10 running
+and 0 waiting with all 32 in flight at the client; the other scrapes read 28 + 4). At such an
+instant neither count is wrong, they count different things. A sample is compared only where
+the server's running + waiting account for the client's requests in flight at that instant
+(within :data:`ACCOUNTED_SHARE`): there the question is the one the estimate answers, how the
+requests outstanding split into running and waiting. The samples left out are counted, so a
+test can insist that most are kept.
+
+:func:`gauge_agreement` gives per step stage both means, the number of samples and the relative
+difference; the tests hold the difference within 10 % on the simulator and on llama-server.
+One endpoint only: with several replicas the client cannot tell which served a request.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.inputs.load import Run
+from analysis.inputs.server_metrics import canonical_timeline
+from analysis.stages.client_queue import (
+    in_flight_at,
+    running_at,
+    service_spans,
+    single_user_ttft_ms,
+)
+from analysis.stages.summary import measured_requests, stage_windows
+
+#: at least this many gauge samples in a window before its mean is compared
+MIN_SAMPLES = 3
+#: a sample counts when the gauge's running + waiting are within this share of the client's
+#: requests in flight at that instant (and within one request)
+ACCOUNTED_SHARE = 0.10
+
+
+@dataclass(frozen=True)
+class StageAgreement:
+    """One stage: the gauge's mean over its samples in the window and the client's count at
+    the same instants."""
+
+    stage: int
+    target_users: int
+    samples: int  # compared: the server's counts accounted for the client's requests
+    in_transit: int  # left out: requests in flight at the client missing from both counts
+    gauge: float
+    client: float
+
+    @property
+    def relative(self) -> float:
+        """|client − gauge| / gauge (NaN when the gauge read 0)."""
+        return abs(self.client - self.gauge) / self.gauge if self.gauge > 0 else math.nan
+
+
+def gauge_agreement(run: Run, summary: pd.DataFrame) -> list[StageAgreement]:
+    """Per step or refine stage with at least :data:`MIN_SAMPLES` gauge samples in its window:
+    the server's running gauge and the client's estimate at the same instants. Empty without a
+    running gauge, without TTFT, or with more than one scraped endpoint."""
+    if run.server_metrics.empty:
+        return []
+    timeline = canonical_timeline(run.server_metrics)
+    timeline = timeline[timeline["requests_running"].notna()]
+    waiting = timeline["requests_waiting"].fillna(0.0)
+    t1 = single_user_ttft_ms(summary)
+    if timeline.empty or timeline["endpoint"].nunique() != 1 or t1 is None:
+        return []
+    if "ttft_ms" not in run.requests:
+        return []
+    windows = stage_windows(run, measured_requests(run))
+    kinds = run.stages.set_index("stage")
+    by_stage = dict(tuple(run.requests.groupby("stage")))
+    out = []
+    for stage, start, end in zip(
+        windows.index, windows["window_start"], windows["window_end"], strict=True
+    ):
+        if kinds.at[stage, "kind"] == "baseline" or stage not in by_stage:
+            continue
+        spans = service_spans(by_stage[stage], t1)
+        stamps = timeline["timestamp_unix_s"]
+        inside = timeline[(stamps >= start) & (stamps <= end)]
+        if spans is None or len(inside) < MIN_SAMPLES:
+            continue
+        times = inside["timestamp_unix_s"].to_numpy(dtype=float)
+        client = running_at(spans, times)
+        in_flight = in_flight_at(by_stage[stage], times)
+        books = inside["requests_running"].to_numpy(dtype=float) + waiting[inside.index].to_numpy()
+        keep = np.abs(books - in_flight) <= np.maximum(1.0, ACCOUNTED_SHARE * in_flight)
+        if keep.sum() < MIN_SAMPLES:
+            continue
+        out.append(
+            StageAgreement(
+                int(stage),
+                int(kinds["target_users"].astype(int)[stage]),
+                int(keep.sum()),
+                int((~keep).sum()),
+                float(inside["requests_running"].to_numpy(dtype=float)[keep].mean()),
+                float(client[keep].mean()),
+            )
+        )
+    return out
