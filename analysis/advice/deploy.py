@@ -16,7 +16,10 @@ no hard limit, whose latency grows steadily with the batch), the answer is inter
 default: the stage before the first departed tail (the source method's rule: the highest level
 whose P95 has not clearly left the baseline), said as "no hard knee up to N users: latency grows
 steadily, the tail doubles at ~M", with the highest tested stage as the offline-batch figure.
-An answer that lands on a stage whose tail already departed says so. When no stage breaks a
+A soft knee (the curve flattened and the tail grew, but nothing queued: neither the server's
+gauge nor the client-side queue) is not a hard limit either: its answer is the same interactive
+one, never above the first departed tail. An answer that lands on a stage whose tail already
+departed says so. When no stage breaks a
 limit at all, the answer is the highest tested stage and the bound is the tested range itself:
 the server was not saturated, and the sweep should go higher. When the very first
 stage breaks one, there is no answer (None) and the text says to test lower.
@@ -60,6 +63,11 @@ def _broken(verdict: StageVerdict) -> list[DeployBound]:
     ):
         out.append("memory")
     return out
+
+
+#: the signals that make a knee a hard limit: requests waited for a slot (the server's own gauge
+#: or the client-side queue); a knee without them is latency growing with the batch
+QUEUE_SIGNALS = frozenset({"server_saturated", "client_saturated"})
 
 
 def _tail_departed(verdict: StageVerdict) -> bool:
@@ -134,6 +142,17 @@ def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:
                 users, capped = cap, f"; max_concurrency {cap} bounds it"
                 if knee.server_slots is not None and knee.server_slots <= previous.target_users:
                     capped += f" (the server ran at most {knee.server_slots:g} at once)"
+            if bound == "knee" and departed is not None and departed.target_users < users:
+                fired = {s.name for s in verdict.signals if s.fired}
+                if not fired & QUEUE_SIGNALS:  # a soft knee: nothing queued, latency just grew
+                    tail = next(s for s in departed.signals if s.name == "tail_departure")
+                    batch, users = users, (interactive or departed).target_users
+                    capped += (
+                        f"; no queue at the knee, and the tail already departed at "
+                        f"{counted(departed.target_users, 'user')} ({tail.text}): {users} for "
+                        f"interactive traffic, the highest level whose tail has not left the "
+                        f"single-user one (offline batch may run at {batch})"
+                    )
             return DeployAnswer(
                 users,
                 bound,

@@ -144,3 +144,30 @@ def test_an_answer_on_a_stage_whose_tail_departed_says_so():
     answer = recs.deploy
     assert answer is not None and answer.bound == "knee" and answer.users == 16
     assert "note: at 16 users the tail has already departed (P95 e2e 1,700 ms" in answer.text
+
+
+@pytest.mark.parametrize(
+    ("queue", "users"),
+    [
+        ({}, 8),  # a soft knee: nothing queued; the level before the first departed tail
+        # a hard knee: the server queued at 32, so the stage before the knee stands
+        ({"running_mean": [4.0, 8.0, 16.0, 24.0, 24.0], "running_max": [4.0, 8.0, 16.0, 24.0, 24.0],
+          "waiting_mean": [0.0, 0.0, 0.0, 0.0, 8.0]}, 24),
+    ],
+)  # fmt: skip
+def test_a_soft_knee_never_deploys_above_the_first_departed_tail(queue, users):
+    """Compute-bound: the tail doubled at 16 users, throughput flattened only at 32 (a knee by
+    the curve, with nothing waiting): the answer to deploy is the level before the tail
+    departed, as with no knee at all. With the server's queue at the knee it is a hard limit and the
+    stage before it
+    stands (its note says the tail had departed)."""
+    summary = sweep(
+        [4, 8, 16, 24, 32], [400.0, 790.0, 1500.0, 2200.0, 2300.0],
+        [900.0, 1000.0, 1700.0, 2400.0, 3600.0], baseline_tok_s=100.0, baseline_p95_ms=800.0,
+        **queue,
+    )  # fmt: skip
+    knee, recs = _recs(summary)
+    assert knee.knee_users == 32, knee
+    answer = recs.deploy
+    assert answer is not None and answer.bound == "knee"
+    assert answer.users == users, answer.text
