@@ -15,11 +15,13 @@ def verdict(
     max_conc: int | None,
     red: int | None = None,
     slo: tuple[int, int] | None = None,
+    fit: tuple[float, float] | None = None,
 ) -> LiveVerdict:
     good, bad = slo if slo is not None else (None, None)
+    lo, hi = fit if fit is not None else (None, None)
     return LiveVerdict(
         knee_users=knee, red_line_users=red, max_concurrency=max_conc, slo_capacity=good,
-        slo_break_users=bad,
+        slo_break_users=bad, capacity_low=lo, capacity_high=hi,
     )  # fmt: skip
 
 
@@ -31,6 +33,9 @@ def verdict(
 def test_bracket_is_resolved_at_one_user_or_ten_percent(low: int, high: int, done: bool) -> None:
     assert resolved(low, high) is done
 
+
+CONFIRMED = NextStep("stop", reason="knee_confirmed")
+RED_LINE = NextStep("stop", reason="red_line")
 
 # (verdict, tested, grid_left, refine_left, stop_after_knee) → next step
 NEXT_TABLE = [
@@ -118,7 +123,35 @@ NEXT_TABLE = [
     (verdict(None, 32, slo=(8, 16)), (1, 2, 4, 8, 16, 32), (64,), 0, 1, NextStep("grid", 64)),
     # judgement failed: the plain grid
     (None, (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("grid", 24)),
+    # the fit over all stages has a plateau (fit=its 90 % interval; loadknee_locust.sweep.narrow).
+    # 8 slots: knee at 16, one level past it, no plateau yet: bisect; with 12 past too the fit
+    # knows 8.0-8.15 and the levels past it confirm the knee: stop (bisection also ran 10, 9)
+    (verdict(16, 8), (1, 2, 4, 8, 16), (24, 32), 4, 1, NextStep("refine", 12)),
+    (verdict(12, 8, fit=(8.0, 8.15)), (1, 2, 4, 8, 16, 12), (24, 32), 3, 1, CONFIRMED),
+    # 12 slots: 12 good, 14 past, interval 11.8-12.3: stop without 13
+    (verdict(14, 12, fit=(11.8, 12.3)), (1, 2, 4, 8, 16, 12, 14), (24, 32), 2, 1, CONFIRMED),
+    # 20 slots: knee at 24 after 16, interval 19-21: aim inside it, then 21 - 20 is within 10 %
+    (verdict(24, 16, fit=(19.0, 21.0)), (4, 8, 16, 24, 32), (48,), 4, 1, NextStep("refine", 20)),
+    (verdict(24, 20, fit=(19.0, 21.0)), (4, 8, 16, 24, 32, 20), (48,), 3, 1, CONFIRMED),
+    # the knee the highest level run, but two levels past the fit's interval: no grid level more
+    (verdict(24, 12, fit=(11.8, 12.3)), (1, 2, 4, 8, 12, 16, 24), (32, 48), 4, 1, CONFIRMED),
+    # the budget spent: the interval adds no stage; early stop off: the grid goes on
+    (verdict(24, 16, fit=(19.0, 21.0)), (16, 24, 32), (48,), 0, 1, CONFIRMED),
+    (verdict(14, 12, fit=(11.8, 12.3)), (8, 16, 12, 14), (24,), 2, -1, NextStep("grid", 24)),
+    # a red line is still never driven further
+    (verdict(None, 8, red=16, fit=(7.6, 8.4)), (4, 8, 16), (24,), 4, 1, RED_LINE),
 ]
+
+
+def test_a_tighter_target_refines_where_the_default_stops() -> None:
+    v = verdict(24, 20, fit=(19.0, 21.6))
+    tested, left = (16, 24, 32, 20), (48,)
+    stop = NextStep("stop", reason="knee_confirmed")
+    assert next_step(v, tested=tested, grid_left=left, refine_left=3, stop_after_knee=1) == stop
+    tight = next_step(
+        v, tested=tested, grid_left=left, refine_left=3, stop_after_knee=1, target_pct=2.0
+    )
+    assert tight == NextStep("refine", 21)
 
 
 @pytest.mark.parametrize(("v", "tested", "left", "budget", "after", "expected"), NEXT_TABLE)

@@ -68,6 +68,7 @@ SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
     ("baseline_requests",),
     ("time_limit",),
     ("refine_max_stages",),
+    ("refine_target_pct",),
     ("stop_after_knee",),
     ("slo",),
     ("input_tokens",),
