@@ -224,6 +224,35 @@ def test_schedule_refines_then_stops_after_the_knee(
     assert sched.position().stop_reason == reason
 
 
+def fitted_capacity_judge(capacity: int, sched: Schedule):  # type: ignore[no-untyped-def]
+    """As :func:`true_capacity_judge`, plus the fit's interval (capacity ± 0.3) once two tested
+    levels lie past it, as the analysis's fit finds its plateau."""
+
+    def decide(stage: int) -> LiveVerdict:
+        tested = sorted(r.target_users for r in sched.closed if r.kind != "baseline")
+        past = [u for u in tested if u > capacity]
+        good = [u for u in tested if u <= capacity]
+        fit = (capacity - 0.3, capacity + 0.3) if len(past) >= 2 else None
+        return verdict(min(past) if past else None, max(good) if good else None, fit=fit)
+
+    return decide
+
+
+@pytest.mark.parametrize(
+    ("capacity", "levels"),
+    [
+        (12, [2, 4, 8, 16, 12, 14]),  # bisection: ... 14, 13
+        (10, [2, 4, 8, 16, 12, 10]),  # bisection: ... 10, 11
+        (20, [2, 4, 8, 16, 24, 20, 22]),  # the same: 20..22 is within 10 % of 20 either way
+    ],
+)
+def test_the_fit_interval_saves_refine_stages(capacity: int, levels: list[int]) -> None:
+    sched = Schedule(plan(), 0.0)
+    run_to_end(sched, fitted_capacity_judge(capacity, sched))
+    assert [r.target_users for r in sched.closed] == levels
+    assert sched.position().stop_reason == "knee_confirmed"
+
+
 def test_refine_budget_and_no_refine() -> None:
     sched = Schedule(plan(refine_max_stages=1), 0.0)
     run_to_end(sched, true_capacity_judge(10, sched))
