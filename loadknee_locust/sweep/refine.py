@@ -177,8 +177,10 @@ def next_step(
         return NextStep("stop", reason="red_line")
     if stop_after_knee < 0 or not left:
         return following
+    # levels past the knee, or past the fit's interval and above the last good level
     top = verdict.interval[1] if verdict.interval is not None else limit
-    above = sum(1 for u in done if u > min(limit, top))
+    floor = min(limit, max(top, low if low is not None else top))
+    above = sum(1 for u in done if u > floor)
     return NextStep("stop", reason="knee_confirmed") if above >= stop_after_knee else following
 
 
