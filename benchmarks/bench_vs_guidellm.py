@@ -100,8 +100,10 @@ def word_tokenizer(bin_dir: Path, folder: Path) -> Path:
     return folder
 
 
-def run_loadknee(url: str, stage_s: float, out: Path, run_id: str) -> tuple[float, int | None, int]:
-    """(wall seconds, max_concurrency, stages run) of one default ``loadknee run`` + analyze."""
+def run_loadknee(
+    url: str, stage_s: float, out: Path, run_id: str
+) -> tuple[float, int | None, list[int]]:
+    """(wall seconds, max_concurrency, levels run) of one default ``loadknee run`` + analyze."""
     timing = ["--stage-seconds", f"{stage_s:g}", "--warmup-seconds", f"{stage_s / 4:g}",
               "--cooldown-seconds", f"{stage_s / 12:g}"]  # fmt: skip
     run_dir = out / run_id
@@ -115,14 +117,16 @@ def run_loadknee(url: str, stage_s: float, out: Path, run_id: str) -> tuple[floa
         subprocess.run(command, check=True, capture_output=True, timeout=3600)
     wall = time.monotonic() - t0
     knee = json.loads((run_dir / "report" / "knee.json").read_text())["knee"]
-    stages = len((run_dir / "stages.csv").read_text().strip().splitlines()) - 1
-    return wall, knee["max_concurrency"], stages
+    rows = (run_dir / "stages.csv").read_text().strip().splitlines()
+    kind, users = (rows[0].split(",").index(name) for name in ("kind", "target_users"))
+    levels = [int(r.split(",")[users]) for r in rows[1:] if r.split(",")[kind] != "baseline"]
+    return wall, knee["max_concurrency"], levels
 
 
 def run_guidellm(
     bin_dir: Path, tokenizer: Path, url: str, stage_s: float, out: Path
-) -> tuple[float, float | None, int]:
-    """(wall seconds, knee streams, points run) of one ``guidellm run --profile kind=knee``."""
+) -> tuple[float, float | None, list[int]]:
+    """(wall seconds, knee streams, streams run) of one ``guidellm run --profile kind=knee``."""
     report = out / "guidellm.json"
     profile = {"kind": "knee", "initial_streams": GUIDELLM_STREAMS, "adaptive": True}
     command = [
@@ -147,7 +151,8 @@ def run_guidellm(
     for conclusion in data.get("conclusions") or ():
         if conclusion.get("kind") == "knee_detection":
             knee = conclusion["final"]["throughput"].get("knee")
-    return wall, knee, len(data.get("benchmarks") or ())
+    streams = [int(b["config"]["strategy"]["streams"]) for b in data.get("benchmarks") or ()]
+    return wall, knee, streams
 
 
 def distance(got: float | None, truth: float) -> str:
@@ -164,7 +169,8 @@ def main() -> int:
     bin_dir = guidellm_venv() if "guidellm" in tools else None
     print(f"stage {args.stage_seconds:g} s; simulator fast preset, /metrics hidden", flush=True)
     print(f"{'slots':>5} {'truth':>5} {'tool':>9} {'answer':>7} {'distance':>8} "
-          f"{'wall s':>7} {'stages':>6}", flush=True)  # fmt: skip
+          f"{'wall s':>7} {'stages':>6}  levels run (loadknee: + a 1-user baseline)",
+          flush=True)  # fmt: skip
     walls: dict[tuple[int, str], float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         tok = word_tokenizer(bin_dir, Path(tmp) / "tokenizer") if bin_dir else None
@@ -175,17 +181,19 @@ def main() -> int:
             for tool in tools:
                 out = Path(tmp) / f"{tool}-{slots}"
                 out.mkdir()
+                got: float | None
                 with SimProcess.start("fast", max_num_seqs=slots, metrics=False) as sim:
                     if tool == "loadknee":
                         wall, got, n = run_loadknee(sim.url, args.stage_seconds, out, "run")
-                        answer = "—" if got is None else f"{got}"
+                        answer = "—" if got is None else f"{got:g}"
                     else:
                         assert bin_dir is not None and tok is not None
-                        wall, knee, n = run_guidellm(bin_dir, tok, sim.url, args.stage_seconds, out)
-                        got, answer = knee, "—" if knee is None else f"{knee:.1f}"
+                        wall, got, n = run_guidellm(bin_dir, tok, sim.url, args.stage_seconds, out)
+                        answer = "—" if got is None else f"{got:.1f}"
                 walls[(slots, tool)] = wall
                 print(f"{slots:>5} {truth:>5g} {tool:>9} {answer:>7} {distance(got, truth):>8} "
-                      f"{wall:>7.1f} {n:>6}", flush=True)  # fmt: skip
+                      f"{wall:>7.1f} {len(n):>6}  {','.join(map(str, n))}",
+                      flush=True)  # fmt: skip
             if len(tools) == 2:
                 ratio = walls[(slots, "loadknee")] / walls[(slots, "guidellm")]
                 print(f"      wall time loadknee / guidellm: {ratio:.2f}", flush=True)
