@@ -138,8 +138,13 @@ NEXT_TABLE = [
     # the budget spent: the interval adds no stage; early stop off: the grid goes on
     (verdict(24, 16, fit=(19.0, 21.0)), (16, 24, 32), (48,), 0, 1, CONFIRMED),
     (verdict(14, 12, fit=(11.8, 12.3)), (8, 16, 12, 14), (24,), 2, -1, NextStep("grid", 24)),
-    # a red line is still never driven further
-    (verdict(None, 8, red=16, fit=(7.6, 8.4)), (4, 8, 16), (24,), 4, 1, RED_LINE),
+    # straight after the grid the interval picks the level but cannot resolve (no refine stage
+    # anchors it yet: one noisy stage moves a breakpoint between 8 and 16 by the whole gap)
+    (verdict(16, 8, fit=(7.6, 8.4)), (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("refine", 9)),
+    (verdict(16, 8, fit=(7.0, 7.9)), (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("refine", 12)),
+    # a red line is refined the same way, then never driven further
+    (verdict(None, 8, red=16, fit=(7.6, 8.4)), (4, 8, 16), (24,), 4, 1, NextStep("refine", 9)),
+    (verdict(None, 8, red=9, fit=(7.6, 8.4)), (4, 8, 16, 9), (24,), 3, 1, RED_LINE),
 ]
 
 
@@ -147,10 +152,9 @@ def test_a_tighter_target_refines_where_the_default_stops() -> None:
     v = verdict(24, 20, fit=(19.0, 21.6))
     tested, left = (16, 24, 32, 20), (48,)
     stop = NextStep("stop", reason="knee_confirmed")
-    assert next_step(v, tested=tested, grid_left=left, refine_left=3, stop_after_knee=1) == stop
-    tight = next_step(
-        v, tested=tested, grid_left=left, refine_left=3, stop_after_knee=1, target_pct=2.0
-    )
+    kw = {"tested": tested, "grid_left": left, "refine_left": 3, "stop_after_knee": 1}
+    assert next_step(v, refined=1, **kw) == stop  # type: ignore[arg-type]
+    tight = next_step(v, refined=1, target_pct=2.0, **kw)  # type: ignore[arg-type]
     assert tight == NextStep("refine", 21)
 
 
@@ -163,7 +167,15 @@ def test_next_step(
     after: int,
     expected: NextStep,
 ) -> None:
-    got = next_step(v, tested=tested, grid_left=left, refine_left=budget, stop_after_knee=after)
+    refined = sum(1 for u in tested if u not in GRID)  # the refine stages run so far
+    got = next_step(
+        v,
+        tested=tested,
+        grid_left=left,
+        refine_left=budget,
+        stop_after_knee=after,
+        refined=refined,
+    )
     assert got == expected
 
 

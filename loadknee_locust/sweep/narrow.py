@@ -7,12 +7,17 @@ capacity ``H``, and, once the analysis's fit over all stages has found a plateau
 ``capacity_low`` and ``capacity_high``).
 
 **Where the capacity can still be**: ``[a, b] = [max(L, lo), min(H, hi)]`` with an interval that
-overlaps the bracket, ``[L, H]`` without one.
+overlaps the bracket, ``[L, H]`` without one. An interval wholly outside the bracket contradicts
+the stage verdicts (a level judged good above it, or one judged past below it) and is ignored.
 
 **Resolved** (:func:`answer_resolved`): ``b − L ≤ max(1 user, target % of L)``. The answer to
 deploy is ``L``; no level left to test could raise it by more than the target. With an interval
 that is usually reached long before the bracket itself is one user wide: an 8-slot server
-bracketed 8 → 16 with the fit's interval 7.6–8.4 needs no refine stage at all.
+bracketed 8 → 12 with the fit's interval 8.0–8.15 needs no 10 and 9. The interval resolves only
+once it is **anchored** by a refine stage (``anchored``): straight after the grid no level lies
+between ``L`` and ``H`` and the breakpoint between them is the fit's extrapolation, which a single
+noisy stage can move by the whole gap (seen on 4 s stages: a 12-slot server's interval put below
+8 after 8 → 16). Until then it only picks the level.
 
 **The next level** (:func:`narrowing_level`): the untested whole level in ``(L, H)`` nearest the
 middle of ``[a, b]`` (the lower one on a tie). Why the middle: a level ``u`` is judged good (the
@@ -43,8 +48,6 @@ def _span(low: int, high: int, interval: tuple[float, float] | None) -> tuple[fl
         a, b = max(float(low), interval[0]), min(float(high), interval[1])
         if a <= b:
             return a, b
-        if interval[1] < low:  # the fit puts the capacity below the last good level
-            return float(low), interval[1]
     return float(low), float(high)
 
 
@@ -66,10 +69,13 @@ def narrowing_level(
     interval: tuple[float, float] | None,
     tested: Iterable[int],
     target_pct: float = TARGET_PCT,
+    *,
+    anchored: bool = True,
 ) -> int | None:
     """The refine level to run next between ``low`` (good) and ``high`` (past the capacity), or
-    None when resolved or every level between them was tested."""
-    if answer_resolved(low, high, interval, target_pct):
+    None when resolved or every level between them was tested; ``anchored`` False: the interval
+    picks the level but cannot resolve (no refine stage has been run yet)."""
+    if answer_resolved(low, high, interval if anchored else None, target_pct):
         return None
     done = set(tested)
     candidates = [u for u in range(low + 1, high) if u not in done]

@@ -145,13 +145,15 @@ def next_step(
     refine_left: int,
     stop_after_knee: int,
     target_pct: float = TARGET_PCT,
+    refined: int = 0,
 ) -> NextStep:
     """The next stage after a finished one (see the module docstring for the rule).
 
     ``verdict`` None means the live judgement failed: the plain grid goes on. ``tested`` are the
     levels already run (grid and refine), ``grid_left`` the grid levels not yet run (ascending),
     ``refine_left`` how many refine stages the budget still allows, ``target_pct`` how closely
-    the capacity must be known (``--llm-refine-target-pct``).
+    the capacity must be known (``--llm-refine-target-pct``), ``refined`` how many refine stages
+    were run (the fit's interval resolves, and confirms the knee, only after one).
     """
     done = set(tested)
     left = sorted(u for u in grid_left if u not in done)
@@ -160,11 +162,14 @@ def next_step(
         return following
     limit = verdict.limit_users
     low = verdict.max_concurrency
+    interval = verdict.interval
+    if interval is not None and low is not None and interval[1] < low:
+        interval = None  # below a level judged good: the stage verdicts say otherwise
     if limit is not None and low is not None and low < limit and refine_left > 0:
         # a tested level between L and the knee that the analysis did not make L is past the
         # capacity too (a level the server's own slot count caps, or a dip): the bracket's top
         high = min((u for u in done if low < u < limit), default=limit)
-        level = narrowing_level(low, high, verdict.interval, done, target_pct)
+        level = narrowing_level(low, high, interval, done, target_pct, anchored=refined > 0)
         if level is not None:
             return NextStep("refine", level)
     slo_mid = _slo_refine_level(verdict, limit, done, target_pct) if refine_left > 0 else None
@@ -178,7 +183,7 @@ def next_step(
     if stop_after_knee < 0 or not left:
         return following
     # levels past the knee, or past the fit's interval and above the last good level
-    top = verdict.interval[1] if verdict.interval is not None else limit
+    top = interval[1] if interval is not None and refined > 0 else limit
     floor = min(limit, max(top, low if low is not None else top))
     above = sum(1 for u in done if u > floor)
     return NextStep("stop", reason="knee_confirmed") if above >= stop_after_knee else following

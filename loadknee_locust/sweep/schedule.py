@@ -487,6 +487,7 @@ class Schedule:
             refine_left=self.plan.refine_max_stages - refined if refine_on else 0,
             stop_after_knee=-1 if self._fallback else self.plan.stop_after_knee,
             target_pct=self.plan.refine_target_pct,
+            refined=refined,
         )
         if step.action == "stop":
             del self.stages[nxt:]
