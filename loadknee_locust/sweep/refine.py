@@ -17,9 +17,10 @@ The rule (:func:`next_step`), after every finished stage:
    plateau that is the midpoint of the bracket ``L … K`` (bisection: the analysis's answer is
    monotone in what it sees, a level is good or past the knee, and each stage halves the
    bracket); once the fit gives its 90 % interval on the capacity, the level nearest the middle
-   of the part of that interval inside the bracket, and the capacity counts as known once the
-   interval's top lies within the target above L (an interval of a user or two inside an 8-user
-   bracket: one stage where bisection took three, often none). The interval never leaves the
+   of the part of that interval inside the bracket, and, after at least one refine stage (before
+   it the breakpoint between two grid levels is an extrapolation), the capacity counts as known
+   once the interval's top lies within the target above L (an interval of a user or two inside
+   an 8-user bracket: one stage where bisection took three). The interval never leaves the
    bracket: a level is still judged good or past by the stage rule, and the verdict is re-read
    after each refine stage, so a level judged good moves L up, one judged past the knee moves K
    down, and a knee that a later stage shows to be a dip (the analysis demotes it) sends the
