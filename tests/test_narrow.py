@@ -22,8 +22,8 @@ RESOLVED_TABLE: list[tuple[int, int, Interval, float, bool]] = [
     (12, 16, (11.8, 12.3), 10.0, True),
     (16, 24, (19.0, 21.0), 10.0, False),
     (20, 24, (19.0, 21.0), 10.0, True),  # 21 − 20 ≤ 2
-    # the fit puts the capacity below a level judged good: it contradicts the verdicts, ignored
-    (12, 16, (9.0, 10.0), 10.0, False),
+    # the fit puts the capacity just below the last good level: nothing left to raise
+    (12, 16, (11.5, 11.99), 10.0, True),
     # an interval above the bracket (the stage rule saw the knee first): the bracket decides
     (8, 12, (13.0, 14.0), 10.0, False),
     # the target is the flag's: 25 % of 16 is 4 users

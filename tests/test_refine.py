@@ -141,7 +141,12 @@ NEXT_TABLE = [
     # straight after the grid the interval picks the level but cannot resolve (no refine stage
     # anchors it yet: one noisy stage moves a breakpoint between 8 and 16 by the whole gap)
     (verdict(16, 8, fit=(7.6, 8.4)), (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("refine", 9)),
-    (verdict(16, 8, fit=(7.0, 7.9)), (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("refine", 12)),
+    (verdict(16, 8, fit=(7.0, 7.9)), (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("refine", 9)),
+    (verdict(16, 8, fit=(5.0, 6.5)), (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("refine", 12)),
+    # after a refine stage: an interval just below the good level resolves, one well below is
+    # contradicted by that level's verdict and ignored (bisection again)
+    (verdict(16, 12, fit=(11.5, 11.99)), (1, 2, 4, 8, 16, 12), (24,), 3, 1, CONFIRMED),
+    (verdict(16, 12, fit=(9.0, 10.0)), (1, 2, 4, 8, 16, 12), (24,), 3, 1, NextStep("refine", 14)),
     # a red line is refined the same way, then never driven further
     (verdict(None, 8, red=16, fit=(7.6, 8.4)), (4, 8, 16), (24,), 4, 1, NextStep("refine", 9)),
     (verdict(None, 8, red=9, fit=(7.6, 8.4)), (4, 8, 16, 9), (24,), 3, 1, RED_LINE),

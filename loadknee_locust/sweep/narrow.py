@@ -7,8 +7,11 @@ capacity ``H``, and, once the analysis's fit over all stages has found a plateau
 ``capacity_low`` and ``capacity_high``).
 
 **Where the capacity can still be**: ``[a, b] = [max(L, lo), min(H, hi)]`` with an interval that
-overlaps the bracket, ``[L, H]`` without one. An interval wholly outside the bracket contradicts
-the stage verdicts (a level judged good above it, or one judged past below it) and is ignored.
+overlaps the bracket, ``[L, H]`` without one. An interval above the bracket contradicts the stage
+verdicts (a level judged past below it) and is ignored; one ending below ``L`` says the capacity
+is ``L`` (nothing left to raise), and the sweep ignores it when it ends more than a user below
+(:data:`MIN_USERS`; :func:`loadknee_locust.sweep.refine.next_step`): a level judged good there
+contradicts it.
 
 **Resolved** (:func:`answer_resolved`): ``b − L ≤ max(1 user, target % of L)``. The answer to
 deploy is ``L``; no level left to test could raise it by more than the target. With an interval
@@ -48,6 +51,8 @@ def _span(low: int, high: int, interval: tuple[float, float] | None) -> tuple[fl
         a, b = max(float(low), interval[0]), min(float(high), interval[1])
         if a <= b:
             return a, b
+        if interval[1] < low:  # at most a user below a level judged good (the caller drops
+            return float(low), interval[1]  # one further below): nothing left to raise
     return float(low), float(high)
 
 

@@ -47,7 +47,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from loadknee_locust.sweep.narrow import TARGET_PCT, answer_resolved, narrowing_level
+from loadknee_locust.sweep.narrow import MIN_USERS, TARGET_PCT, answer_resolved, narrowing_level
 
 
 @dataclass(frozen=True)
@@ -164,8 +164,8 @@ def next_step(
     limit = verdict.limit_users
     low = verdict.max_concurrency
     interval = verdict.interval
-    if interval is not None and low is not None and interval[1] < low:
-        interval = None  # below a level judged good: the stage verdicts say otherwise
+    if interval is not None and low is not None and interval[1] < low - MIN_USERS:
+        interval = None  # well below a level judged good: the stage verdicts say otherwise
     if limit is not None and low is not None and low < limit and refine_left > 0:
         # a tested level between L and the knee that the analysis did not make L is past the
         # capacity too (a level the server's own slot count caps, or a dip): the bracket's top
