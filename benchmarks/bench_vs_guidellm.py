@@ -31,6 +31,21 @@ Loadknee's warm-up and cooldown keep the defaults' proportions to the stage (30 
 120 s: ``--warmup-seconds`` 3, ``--cooldown-seconds`` 1 at 12 s); its 20-request single-user
 baseline is run as by default. Target (issue 27): loadknee within 15 % below the truth and never
 above for each capacity, in less wall time than GuideLLM on the same server and stage length.
+
+Measured (2 shared cores, load average 8-15 from other jobs, 12 s stages, one run each). Before
+issue 27's refinement (fixed bisection):
+
+    slots  loadknee: answer / wall s / levels          guidellm knee: answer / wall s / points
+        8  8 (exact) / 134.7 / 1,2,4,8,16,12,10,9      7.8 (-2 %)  / 333.1 / 16
+       12  12 (exact) / 136.3 / 1,2,4,8,16,12,14,13    10.3 (-15 %) / 434.9 / 14
+       20  20 (exact) / 134.2 / 8 levels               15.9 (-20 %) / 569.4 / 15
+
+With refine levels chosen by the fit's interval (the table ``main`` prints; see the issue note
+for the full run): 8 slots 8 (exact) in 113.3 s over 1,2,4,8,16,12, GuideLLM 7.9 (-1 %) in
+563.4 s over 16 points (1,2,4,8,16,24,32 then 3,5,6,7,9,10,11,12,13): 0.20 of its wall time.
+GuideLLM's knee is a fractional stream count; it answered above the truth nowhere here and 15-20 %
+below on 12 and 20 slots. Its time per point includes its own start (torch, transformers) and a
+statistics pass after each point.
 """
 
 from __future__ import annotations
