@@ -31,6 +31,20 @@ asked when the stage closes (0.5 s beyond the cooldown, the shape's 1 s tick), i
 The fast preset (8 slots) meets the 70 % target. A capacity between grid levels costs the
 refine stages that pin it (12: three; 40, a knee near the top of the grid where the early stop
 saves only the 64 level: four), and every answer is exact where the full grid was 20-33 % low.
+
+With refine levels chosen by the fit's capacity interval (issue 27: the interval resolves after
+one refine stage), one run on 2 cores at load average ~15 from other jobs:
+
+    slots  metrics  full grid: s / stages / answer   default: s / stages / answer   ratio
+        8  shown         72.2 / 10 / 8                    55.6 / 8 / 8                0.77
+        8  hidden        70.8 / 10 / 8                    61.4 / 9 / 8                0.87
+       12  shown         65.0 / 10 / 8 (-33 %)            53.9 / 8 / 12               0.83
+       12  hidden        66.2 / 10 / 8 (-33 %)            46.8 / 7 / 12               0.71
+
+On 4 s stages the interval is often too wide to resolve (every stage "too noisy to judge"), and
+the sweep falls back to bisection's stage count; each default stage also waits for its
+judgement, which runs at nice +10 and slowed on the loaded machine (5.9-6.8 s per default stage
+against 6.5-7.2 s per full-grid stage that waits for none). The 70 % target was not met here.
 """
 
 from __future__ import annotations
