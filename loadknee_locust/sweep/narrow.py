@@ -20,7 +20,8 @@ bracketed 8 → 12 with the fit's interval 8.0–8.15 needs no 10 and 9. The int
 once it is **anchored** by a refine stage (``anchored``): straight after the grid no level lies
 between ``L`` and ``H`` and the breakpoint between them is the fit's extrapolation, which a single
 noisy stage can move by the whole gap (seen on 4 s stages: a 12-slot server's interval put below
-8 after 8 → 16). Until then it only picks the level.
+8 after 8 → 16; a 20-slot server's 3 users low after 16 → 24). Until then the sweep bisects
+(:func:`loadknee_locust.sweep.refine.next_step` passes no interval).
 
 **The next level** (:func:`narrowing_level`): the untested whole level in ``(L, H)`` nearest the
 middle of ``[a, b]`` (the lower one on a tie). Why the middle: a level ``u`` is judged good (the

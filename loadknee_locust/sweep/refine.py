@@ -17,9 +17,9 @@ The rule (:func:`next_step`), after every finished stage:
    plateau that is the midpoint of the bracket ``L … K`` (bisection: the analysis's answer is
    monotone in what it sees, a level is good or past the knee, and each stage halves the
    bracket); once the fit gives its 90 % interval on the capacity, the level nearest the middle
-   of the part of that interval inside the bracket, and, after at least one refine stage (before
-   it the breakpoint between two grid levels is an extrapolation), the capacity counts as known
-   once the interval's top lies within the target above L (an interval of a user or two inside
+   of the part of that interval inside the bracket, and the capacity counts as known once the
+   interval's top lies within the target above L; both only after at least one refine stage
+   (before it the breakpoint between two grid levels is an extrapolation) (an interval of a user or two inside
    an 8-user bracket: one stage where bisection took three). The interval never leaves the
    bracket: a level is still judged good or past by the stage rule, and the verdict is re-read
    after each refine stage, so a level judged good moves L up, one judged past the knee moves K
@@ -170,7 +170,10 @@ def next_step(
         # a tested level between L and the knee that the analysis did not make L is past the
         # capacity too (a level the server's own slot count caps, or a dip): the bracket's top
         high = min((u for u in done if low < u < limit), default=limit)
-        level = narrowing_level(low, high, interval, done, target_pct, anchored=refined > 0)
+        # before a refine stage anchors it the interval is the fit's extrapolation between two
+        # grid levels (seen 3 users low on a 20-slot server): bisect instead
+        aim = interval if refined > 0 else None
+        level = narrowing_level(low, high, aim, done, target_pct)
         if level is not None:
             return NextStep("refine", level)
     slo_mid = _slo_refine_level(verdict, limit, done, target_pct) if refine_left > 0 else None
