@@ -22,10 +22,9 @@ The rule (:func:`next_step`), after every finished stage:
    bracket: one stage where bisection took three); both only after at least one refine stage
    (before it the breakpoint between two grid levels is an extrapolation). The interval never
    leaves the bracket: a level is still judged good or past by the stage rule, and the verdict
-   is re-read
-   after each refine stage, so a level judged good moves L up, one judged past the knee moves K
-   down, and a knee that a later stage shows to be a dip (the analysis demotes it) sends the
-   sweep back to the grid.
+   is re-read after each refine stage, so a level judged good moves L up, one judged past the
+   knee moves K down, and a knee that a later stage shows to be a dip (the analysis demotes it)
+   sends the sweep back to the grid.
 3. **The SLO boundary**, when the sweep was given latency targets (``--slo``): the same bisection
    between the SLO capacity and the lowest stage that breaks the targets, while that bracket is
    wide and at or below the knee (above the knee the knee binds first: pinning the SLO boundary
