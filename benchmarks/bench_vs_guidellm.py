@@ -40,12 +40,22 @@ issue 27's refinement (fixed bisection):
        12  12 (exact) / 136.3 / 1,2,4,8,16,12,14,13    10.3 (-15 %) / 434.9 / 14
        20  20 (exact) / 134.2 / 8 levels               15.9 (-20 %) / 569.4 / 15
 
-With refine levels chosen by the fit's interval (the table ``main`` prints; see the issue note
-for the full run): 8 slots 8 (exact) in 113.3 s over 1,2,4,8,16,12, GuideLLM 7.9 (-1 %) in
-563.4 s over 16 points (1,2,4,8,16,24,32 then 3,5,6,7,9,10,11,12,13): 0.20 of its wall time.
-GuideLLM's knee is a fractional stream count; it answered above the truth nowhere here and 15-20 %
-below on 12 and 20 slots. Its time per point includes its own start (torch, transformers) and a
-statistics pass after each point.
+With refine levels chosen by the fit's interval, one side-by-side run (the build before the
+interval waited for a refine stage to pick levels too):
+
+    slots  loadknee: answer / wall s / levels          guidellm knee: answer / wall s / points
+        8  8 (exact) / 113.3 / 1,2,4,8,16,12          7.9 (-1 %)  / 563.4 / 16
+       12  12 (exact) / 110.5 / 1,2,4,8,16,12         11.4 (-5 %)  / 490.4 / 14
+       20  17 (-15 %) / 119.1 / 1,2,4,8,16,24,17      15.9 (-20 %) / 297.3 / 15
+
+Ratios of wall time loadknee / GuideLLM: 0.20, 0.23, 0.40. On 20 slots that build aimed its first
+refine stage at 17 from the interval the fit extrapolated between 16 and 24 and stopped there;
+the interval now picks levels only after a refine stage. That build, loadknee only, the same
+day: 20 slots 20 (exact) in 133.3 s over 1,2,4,8,16,24,20,22; 8 slots 8 (exact) in 106.0 s over
+1,2,4,8,16,12 (12 slots: the first refine stage is 12 either way). GuideLLM's knee is a
+fractional stream count; it was above the truth nowhere here and 15-20 % below on 12 and 20 slots
+in the first run. Its time per point includes a statistics pass after each point, and its start
+(torch, transformers) once.
 """
 
 from __future__ import annotations
