@@ -45,6 +45,20 @@ The 70 % target is missed on the fast preset now: one stage more than before (9,
 stages 8 → 16 needs) and ~1.2 s more per adaptive stage (59.6 / 9 = 6.6 s against 5.5 s). Not
 profiled inside the sweep; offline on a 12-stage run the judge's work is summarize_stages 0.66 s
 and find_knee 0.16 s (0.03 s without the fit's 200 resamples), a likely part of it.
+With refine levels chosen by the fit's capacity interval (issue 27: the interval resolves after
+one refine stage), one run on 2 cores at load average ~15 from other jobs:
+
+    slots  metrics  full grid: s / stages / answer   default: s / stages / answer   ratio
+        8  shown         72.2 / 10 / 8                    55.6 / 8 / 8                0.77
+        8  hidden        70.8 / 10 / 8                    61.4 / 9 / 8                0.87
+       12  shown         65.0 / 10 / 8 (-33 %)            53.9 / 8 / 12               0.83
+       12  hidden        66.2 / 10 / 8 (-33 %)            46.8 / 7 / 12               0.71
+
+A stage costs about the same either way here (6.7-7.0 s default, 6.5-7.2 s full grid), so the
+ratio is the stage count's: the 70 % target needs 7 stages of the full grid's 10 (baseline
+included). 8 slots needs at least 7 (1, 2, 4, 8, 16 and one refine stage to anchor the interval),
+and on 4 s stages the interval is often too wide to resolve (every stage "too noisy to judge"),
+so the sweep falls back to bisection's stage count. The 70 % target was not met in this run.
 """
 
 from __future__ import annotations

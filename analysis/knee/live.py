@@ -9,12 +9,16 @@ finished stage (the sweep's shape starts the child; the web UI reads the answer 
     {"knee_users": int|null, "red_line_users": int|null, "max_concurrency": int|null,
      "knee_stage": int|null, "summary": str,
      "slo_capacity": int|null, "slo_break_users": int|null,
+     "capacity_low": float|null, "capacity_high": float|null,
      "stages": [{"stage": int, "users": int, "verdict": str, "reasons": [str], "trusted": bool,
                  "noisy": bool}]}
 
 ``stages`` holds the judged (step and refine) stages; the baseline is the yardstick and has none.
 ``slo_capacity`` and ``slo_break_users`` (the first stage that breaks them) come from the SLOs the
 sweep was given (``run.json``), null without any: the sweep refines between them too.
+``capacity_low`` and ``capacity_high`` are the 90 % interval of the fit over all stages
+(:mod:`analysis.knee.fit`, ``knee.json``'s fields), null until it finds a plateau: the sweep
+aims its refine stages inside it and stops refining once it is narrow.
 Why a child process: the Locust process must not import pandas (a pandas call on the gevent hub
 stalls every in-flight stream). A run that cannot be judged yet prints ``{"error": str}``, the
 same reason on stderr, and exits 1; the sweep then goes on as the plain grid.
@@ -63,6 +67,8 @@ def judge(run_dir: str) -> dict[str, Any]:
         "summary": knee.summary,
         "slo_capacity": slo.capacity if slo is not None else None,
         "slo_break_users": min(broken) if broken else None,
+        "capacity_low": knee.capacity_low,
+        "capacity_high": knee.capacity_high,
         "stages": [
             {
                 "stage": v.stage,

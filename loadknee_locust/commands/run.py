@@ -74,6 +74,7 @@ SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
     ("baseline_requests",),
     ("time_limit",),
     ("refine_max_stages",),
+    ("refine_target_pct",),
     ("stop_after_knee",),
     ("red_line_error_pct",),
     ("slo",),

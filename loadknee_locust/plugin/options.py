@@ -92,6 +92,7 @@ LABELS: dict[str, str] = {
     "red_line_error_pct": "Red line: errors (%)",
     "red_line_p95_ms": "Red line: P95 (ms)",
     "no_refine": "No refinement",
+    "refine_target_pct": "Refine target (%)",
     "refine_max_stages": "Refine stages (max)",
     "stop_after_knee": "Levels past the knee",
     "replay_curve": "Replay a log's curve",
@@ -311,7 +312,14 @@ class LlmOptions:
     no_refine: bool = opt(
         False,
         "Do not run extra levels between the last good level and the knee (default: refine "
-        "until the bracket is at most max(1 user, 10 %% of the good level)).",
+        "until the capacity is known within --llm-refine-target-pct).",
+        group="shape",
+    )
+    refine_target_pct: float = opt(
+        10.0,
+        "Refine until the capacity is known within this %% of the last good level, at least "
+        "1 user (default %(default)s): the bracket up to the knee, or the part of the fit's "
+        "90 %% interval above that level once the fit over all stages has one.",
         group="shape",
     )
     refine_max_stages: int = opt(

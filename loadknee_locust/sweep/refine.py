@@ -11,25 +11,32 @@ The rule (:func:`next_step`), after every finished stage:
 
 1. **No limit yet** (no knee, no red line): the next level of the grid, or the end of the grid.
 2. **A limit K after a last good level L** (the analysis's ``max_concurrency``, the level it would
-   recommend): while the bracket ``K − L`` is wider than ``max(1, 10 % of L)`` and refinement
-   stages are left, run the midpoint ``(L + K) // 2`` as a ``refine`` stage. Bisection: the
-   analysis's answer is monotone in what it sees (a level is good or past the knee), each stage
-   halves the bracket, and the default grid's widest bracket (8 → 16, a gap of 8 users) needs 3
-   stages to reach 1 user. A model-based guess (interpolating the throughput curve) could need
-   fewer, but a noisy stage can throw it far outside the bracket; bisection never leaves it.
-   The verdict is re-read after each refine stage, so a midpoint judged good moves L up, one
-   judged past the knee moves K down, and a knee that a later stage shows to be a dip (the
-   analysis demotes it) sends the sweep back to the grid.
+   recommend): while the capacity is not known within ``refine_target_pct`` % of L (at least one
+   user) and refinement stages are left, run the level that narrows it most as a ``refine``
+   stage (:mod:`loadknee_locust.sweep.narrow`). Before the analysis's fit over all stages has a
+   plateau that is the midpoint of the bracket ``L … K`` (bisection: the analysis's answer is
+   monotone in what it sees, a level is good or past the knee, and each stage halves the
+   bracket); once the fit gives its 90 % interval on the capacity, the level nearest the middle
+   of the part of that interval inside the bracket, and the capacity counts as known once the
+   interval's top lies within the target above L (an interval of a user or two inside an 8-user
+   bracket: one stage where bisection took three); both only after at least one refine stage
+   (before it the breakpoint between two grid levels is an extrapolation). The interval never
+   leaves the bracket: a level is still judged good or past by the stage rule, and the verdict
+   is re-read after each refine stage, so a level judged good moves L up, one judged past the
+   knee moves K down, and a knee that a later stage shows to be a dip (the analysis demotes it)
+   sends the sweep back to the grid.
 3. **The SLO boundary**, when the sweep was given latency targets (``--slo``): the same bisection
    between the SLO capacity and the lowest stage that breaks the targets, while that bracket is
    wide and at or below the knee (above the knee the knee binds first: pinning the SLO boundary
    there would not change the answer to deploy). The knee's bracket goes first; both share the
    refinement budget.
-4. **Refined** (bracket narrow, or the refinement budget spent): grid levels go on until
+4. **Refined** (capacity known, or the refinement budget spent): grid levels go on until
    ``stop_after_knee`` tested levels lie above the knee, then the sweep stops
    (``knee_confirmed``). A level above the knee is what confirms it: the analysis demotes a
    "knee" that a later level out-serves (a dip), so one is worth running; the grid level that
-   first showed the knee counts once refinement moved the knee below it.
+   first showed the knee counts once refinement moved the knee below it, and so does every level
+   past the top of the fit's interval (the fit only has a plateau once two levels lie past it,
+   so a confident fit has already seen the levels a grid level more would add).
    A red line is not driven further: the sweep stops there once refined (``red_line``).
    ``stop_after_knee < 0`` never stops early (the full grid, as before).
 """
@@ -40,10 +47,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-#: a bracket this narrow (users) is resolved whatever L is
-MIN_BRACKET_USERS = 1
-#: ... and so is one within this fraction of L
-BRACKET_FRACTION = 0.10
+from loadknee_locust.sweep.narrow import MIN_USERS, TARGET_PCT, answer_resolved, narrowing_level
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,8 @@ class LiveVerdict:
     stages: tuple[StageJudgement, ...] = ()
     slo_capacity: int | None = None  # highest concurrency meeting the sweep's SLOs (--slo)
     slo_break_users: int | None = None  # the lowest stage that breaks them
+    capacity_low: float | None = None  # the fit's 90 % interval on the capacity (a plateau
+    capacity_high: float | None = None  # found), None before it has one
 
     @classmethod
     def from_json(cls, answer: Mapping[str, Any]) -> LiveVerdict:
@@ -99,6 +105,8 @@ class LiveVerdict:
             stages=stages,
             slo_capacity=_opt_int(answer.get("slo_capacity")),
             slo_break_users=_opt_int(answer.get("slo_break_users")),
+            capacity_low=_opt_float(answer.get("capacity_low")),
+            capacity_high=_opt_float(answer.get("capacity_high")),
         )
 
     @property
@@ -106,6 +114,13 @@ class LiveVerdict:
         """The first level past the capacity: the knee, or a lower red line."""
         found = [u for u in (self.knee_users, self.red_line_users) if u is not None]
         return min(found) if found else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The fit's 90 % interval on the capacity, when it has one."""
+        if self.capacity_low is None or self.capacity_high is None:
+            return None
+        return self.capacity_low, self.capacity_high
 
 
 @dataclass(frozen=True)
@@ -117,9 +132,10 @@ class NextStep:
     reason: Literal["knee_confirmed", "red_line", "grid_done"] = "grid_done"
 
 
-def resolved(low: int, high: int) -> bool:
-    """True when the bracket ``low < c ≤ high`` is narrow: ``high − low ≤ max(1, 10 % of low)``."""
-    return high - low <= max(MIN_BRACKET_USERS, BRACKET_FRACTION * low)
+def resolved(low: int, high: int, target_pct: float = TARGET_PCT) -> bool:
+    """True when the bracket ``low < c ≤ high`` is narrow: ``high − low ≤ max(1, 10 % of low)``
+    (``target_pct``)."""
+    return answer_resolved(low, high, None, target_pct)
 
 
 def next_step(
@@ -129,12 +145,16 @@ def next_step(
     grid_left: Iterable[int],
     refine_left: int,
     stop_after_knee: int,
+    target_pct: float = TARGET_PCT,
+    refined: int = 0,
 ) -> NextStep:
     """The next stage after a finished one (see the module docstring for the rule).
 
     ``verdict`` None means the live judgement failed: the plain grid goes on. ``tested`` are the
     levels already run (grid and refine), ``grid_left`` the grid levels not yet run (ascending),
-    ``refine_left`` how many refine stages the budget still allows.
+    ``refine_left`` how many refine stages the budget still allows, ``target_pct`` how closely
+    the capacity must be known (``--llm-refine-target-pct``), ``refined`` how many refine stages
+    were run (the fit's interval resolves, and confirms the knee, only after one).
     """
     done = set(tested)
     left = sorted(u for u in grid_left if u not in done)
@@ -143,14 +163,20 @@ def next_step(
         return following
     limit = verdict.limit_users
     low = verdict.max_concurrency
+    interval = verdict.interval
+    if interval is not None and low is not None and interval[1] < low - MIN_USERS:
+        interval = None  # well below a level judged good: the stage verdicts say otherwise
     if limit is not None and low is not None and low < limit and refine_left > 0:
         # a tested level between L and the knee that the analysis did not make L is past the
         # capacity too (a level the server's own slot count caps, or a dip): the bracket's top
         high = min((u for u in done if low < u < limit), default=limit)
-        mid = (low + high) // 2
-        if not resolved(low, high) and low < mid < high and mid not in done:
-            return NextStep("refine", mid)
-    slo_mid = _slo_refine_level(verdict, limit, done) if refine_left > 0 else None
+        # before a refine stage anchors it the interval is the fit's extrapolation between two
+        # grid levels (seen 3 users low on a 20-slot server): bisect instead
+        aim = interval if refined > 0 else None
+        level = narrowing_level(low, high, aim, done, target_pct)
+        if level is not None:
+            return NextStep("refine", level)
+    slo_mid = _slo_refine_level(verdict, limit, done, target_pct) if refine_left > 0 else None
     if slo_mid is not None:
         return NextStep("refine", slo_mid)
     if limit is None:
@@ -160,11 +186,16 @@ def next_step(
         return NextStep("stop", reason="red_line")
     if stop_after_knee < 0 or not left:
         return following
-    above = sum(1 for u in done if u > limit)
+    # levels past the knee, or past the fit's interval and above the last good level
+    top = interval[1] if interval is not None and refined > 0 else limit
+    floor = min(limit, max(top, low if low is not None else top))
+    above = sum(1 for u in done if u > floor)
     return NextStep("stop", reason="knee_confirmed") if above >= stop_after_knee else following
 
 
-def _slo_refine_level(verdict: LiveVerdict, limit: int | None, done: set[int]) -> int | None:
+def _slo_refine_level(
+    verdict: LiveVerdict, limit: int | None, done: set[int], target_pct: float
+) -> int | None:
     """The level halfway between the SLO capacity and the first stage that breaks the SLOs,
     while that bracket is wide and lies at or below the knee (above it the knee binds first and
     the SLO boundary does not change the answer to deploy); None when there is nothing to pin."""
@@ -172,10 +203,14 @@ def _slo_refine_level(verdict: LiveVerdict, limit: int | None, done: set[int]) -
     if good is None or bad is None or good >= bad or (limit is not None and bad > limit):
         return None
     mid = (good + bad) // 2
-    if resolved(good, bad) or not good < mid < bad or mid in done:
+    if resolved(good, bad, target_pct) or not good < mid < bad or mid in done:
         return None
     return mid
 
 
 def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)

@@ -152,6 +152,7 @@ class SchedulePlan:
     time_limit_s: float = 0.0  # 0 = none
     refine: bool = False  # refine between the last good level and the knee (options: on)
     refine_max_stages: int = 4  # at most this many refine stages per run
+    refine_target_pct: float = 10.0  # refine until the capacity is known within this % of L
     stop_after_knee: int = -1  # stop once this many levels lie above the knee (< 0: never)
     judge_delay_s: float = 0.0  # wait after the window closes before judging (worker rows)
     auto: Literal["off", "seconds", "requests"] = "off"  # stage length "auto" (rule 6)
@@ -175,6 +176,8 @@ class SchedulePlan:
             raise ValueError("request counts and the time limit must be >= 0")
         if self.refine_max_stages < 0 or self.judge_delay_s < 0:
             raise ValueError("--llm-refine-max-stages must be >= 0")
+        if not self.refine_target_pct >= 0:
+            raise ValueError("--llm-refine-target-pct must be >= 0")
         if self.auto != "off" and not 0 < self.min_measure_s <= self.max_measure_s:
             raise ValueError(
                 "--llm-stage-min-seconds must be > 0 and <= --llm-stage-max-seconds "
@@ -218,6 +221,7 @@ class SchedulePlan:
             time_limit_s=options.time_limit,
             refine=not options.no_refine,
             refine_max_stages=options.refine_max_stages,
+            refine_target_pct=options.refine_target_pct,
             stop_after_knee=options.stop_after_knee,
         )
 
@@ -489,6 +493,8 @@ class Schedule:
             grid_left=grid_left,
             refine_left=self.plan.refine_max_stages - refined if refine_on else 0,
             stop_after_knee=-1 if self._fallback else self.plan.stop_after_knee,
+            target_pct=self.plan.refine_target_pct,
+            refined=refined,
         )
         if step.action == "stop":
             del self.stages[nxt:]

@@ -15,11 +15,13 @@ def verdict(
     max_conc: int | None,
     red: int | None = None,
     slo: tuple[int, int] | None = None,
+    fit: tuple[float, float] | None = None,
 ) -> LiveVerdict:
     good, bad = slo if slo is not None else (None, None)
+    lo, hi = fit if fit is not None else (None, None)
     return LiveVerdict(
         knee_users=knee, red_line_users=red, max_concurrency=max_conc, slo_capacity=good,
-        slo_break_users=bad,
+        slo_break_users=bad, capacity_low=lo, capacity_high=hi,
     )  # fmt: skip
 
 
@@ -31,6 +33,9 @@ def verdict(
 def test_bracket_is_resolved_at_one_user_or_ten_percent(low: int, high: int, done: bool) -> None:
     assert resolved(low, high) is done
 
+
+CONFIRMED = NextStep("stop", reason="knee_confirmed")
+RED_LINE = NextStep("stop", reason="red_line")
 
 # (verdict, tested, grid_left, refine_left, stop_after_knee) → next step
 NEXT_TABLE = [
@@ -118,7 +123,44 @@ NEXT_TABLE = [
     (verdict(None, 32, slo=(8, 16)), (1, 2, 4, 8, 16, 32), (64,), 0, 1, NextStep("grid", 64)),
     # judgement failed: the plain grid
     (None, (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("grid", 24)),
+    # the fit over all stages has a plateau (fit=its 90 % interval; loadknee_locust.sweep.narrow).
+    # 8 slots: knee at 16, one level past it, no plateau yet: bisect; with 12 past too the fit
+    # knows 8.0-8.15 and the levels past it confirm the knee: stop (bisection also ran 10, 9)
+    (verdict(16, 8), (1, 2, 4, 8, 16), (24, 32), 4, 1, NextStep("refine", 12)),
+    (verdict(12, 8, fit=(8.0, 8.15)), (1, 2, 4, 8, 16, 12), (24, 32), 3, 1, CONFIRMED),
+    # 12 slots: 12 good, 14 past, interval 11.8-12.3: stop without 13
+    (verdict(14, 12, fit=(11.8, 12.3)), (1, 2, 4, 8, 16, 12, 14), (24, 32), 2, 1, CONFIRMED),
+    # 20 slots: knee at 24 after 16: bisect 20 (no refine stage yet), then 21 - 20 is within 10 %
+    (verdict(24, 16, fit=(19.0, 21.0)), (4, 8, 16, 24, 32), (48,), 4, 1, NextStep("refine", 20)),
+    (verdict(24, 20, fit=(19.0, 21.0)), (4, 8, 16, 24, 32, 20), (48,), 3, 1, CONFIRMED),
+    # the knee the highest level run, but two levels past the fit's interval: no grid level more
+    (verdict(24, 12, fit=(11.8, 12.3)), (1, 2, 4, 8, 12, 16, 24), (32, 48), 4, 1, CONFIRMED),
+    # the budget spent: the interval adds no stage; early stop off: the grid goes on
+    (verdict(24, 16, fit=(19.0, 21.0)), (16, 24, 32), (48,), 0, 1, CONFIRMED),
+    (verdict(14, 12, fit=(11.8, 12.3)), (8, 16, 12, 14), (24,), 2, -1, NextStep("grid", 24)),
+    # straight after the grid the interval neither picks the level nor resolves (no refine stage
+    # anchors it yet: the breakpoint between 8 and 16 is an extrapolation one noisy stage moves
+    # by the whole gap; seen 3 users low on a 20-slot server): bisection
+    (verdict(16, 8, fit=(7.6, 8.4)), (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("refine", 12)),
+    (verdict(24, 16, fit=(16.5, 18.0)), (4, 8, 16, 24), (32,), 4, 1, NextStep("refine", 20)),
+    # after a refine stage: an interval just below the good level resolves, one well below is
+    # contradicted by that level's verdict and ignored (bisection again)
+    (verdict(16, 12, fit=(11.5, 11.99)), (1, 2, 4, 8, 16, 12), (24,), 3, 1, CONFIRMED),
+    (verdict(16, 12, fit=(9.0, 10.0)), (1, 2, 4, 8, 16, 12), (24,), 3, 1, NextStep("refine", 14)),
+    # a red line is refined the same way, then never driven further
+    (verdict(None, 8, red=16, fit=(7.6, 8.4)), (4, 8, 16), (24,), 4, 1, NextStep("refine", 12)),
+    (verdict(None, 8, red=9, fit=(7.6, 8.4)), (4, 8, 16, 9), (24,), 3, 1, RED_LINE),
 ]
+
+
+def test_a_tighter_target_refines_where_the_default_stops() -> None:
+    v = verdict(24, 20, fit=(19.0, 21.6))
+    tested, left = (16, 24, 32, 20), (48,)
+    stop = NextStep("stop", reason="knee_confirmed")
+    kw = {"tested": tested, "grid_left": left, "refine_left": 3, "stop_after_knee": 1}
+    assert next_step(v, refined=1, **kw) == stop  # type: ignore[arg-type]
+    tight = next_step(v, refined=1, target_pct=2.0, **kw)  # type: ignore[arg-type]
+    assert tight == NextStep("refine", 21)
 
 
 @pytest.mark.parametrize(("v", "tested", "left", "budget", "after", "expected"), NEXT_TABLE)
@@ -130,7 +172,15 @@ def test_next_step(
     after: int,
     expected: NextStep,
 ) -> None:
-    got = next_step(v, tested=tested, grid_left=left, refine_left=budget, stop_after_knee=after)
+    refined = sum(1 for u in tested if u not in GRID)  # the refine stages run so far
+    got = next_step(
+        v,
+        tested=tested,
+        grid_left=left,
+        refine_left=budget,
+        stop_after_knee=after,
+        refined=refined,
+    )
     assert got == expected
 
 
@@ -189,6 +239,35 @@ def test_schedule_refines_then_stops_after_the_knee(
     kinds = [r.kind for r in sched.closed]
     assert kinds == ["refine" if u not in (2, 4, 8, 16, 24, 32) else "step" for u in levels]
     assert sched.position().stop_reason == reason
+
+
+def fitted_capacity_judge(capacity: int, sched: Schedule):  # type: ignore[no-untyped-def]
+    """As :func:`true_capacity_judge`, plus the fit's interval (capacity ± 0.3) once two tested
+    levels lie past it, as the analysis's fit finds its plateau."""
+
+    def decide(stage: int) -> LiveVerdict:
+        tested = sorted(r.target_users for r in sched.closed if r.kind != "baseline")
+        past = [u for u in tested if u > capacity]
+        good = [u for u in tested if u <= capacity]
+        fit = (capacity - 0.3, capacity + 0.3) if len(past) >= 2 else None
+        return verdict(min(past) if past else None, max(good) if good else None, fit=fit)
+
+    return decide
+
+
+@pytest.mark.parametrize(
+    ("capacity", "levels"),
+    [
+        (12, [2, 4, 8, 16, 12, 14]),  # bisection: ... 14, 13
+        (10, [2, 4, 8, 16, 12, 10]),  # bisection: ... 10, 11
+        (20, [2, 4, 8, 16, 24, 20, 22]),  # the same: 20..22 is within 10 % of 20 either way
+    ],
+)
+def test_the_fit_interval_saves_refine_stages(capacity: int, levels: list[int]) -> None:
+    sched = Schedule(plan(), 0.0)
+    run_to_end(sched, fitted_capacity_judge(capacity, sched))
+    assert [r.target_users for r in sched.closed] == levels
+    assert sched.position().stop_reason == "knee_confirmed"
 
 
 def test_refine_budget_and_no_refine() -> None:
