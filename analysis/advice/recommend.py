@@ -321,6 +321,13 @@ def _max_num_seqs(
             "re-run the sweep; its "
             f"current value is the limit, not the fix " + rules.cite("max_num_seqs"),
         ), None
+    current = num(_section(run_info, "server").get("slots"))  # what the server said it runs
+    if current is not None and int(current) == cap:
+        return None, (
+            f"{flag} withheld: the server already runs {flag} {cap} (its /props) and the knee "
+            f"is that limit; this run saw no KV figure to say whether raising it fits in memory: "
+            f"keep {cap}, or raise it and re-run the sweep {rules.cite('max_num_seqs')}"
+        )
     return Recommendation(
         CAP_KEYS[engine],
         cap,

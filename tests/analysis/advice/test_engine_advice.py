@@ -78,3 +78,16 @@ def test_an_unknown_engine_gets_the_number_only():
     assert not [i for i in recs.items if "." in i.key]
     assert recs.server_flags == ()
     assert any("cap the server's concurrency at 8" in n for n in recs.withheld), recs.withheld
+
+
+def test_the_servers_own_value_from_props_is_never_printed_as_the_fix():
+    """llama-server without /metrics: /props said --parallel 8 and the knee is that limit; with
+    no KV figure the advice keeps it and says why, instead of "set --parallel 8"."""
+    summary, knee = _knee_table(None)
+    recs = recommend(summary, knee, compute_baseline(None, summary),
+                     run_info={RUN_INFO_KEY: "llama.cpp", "server": {"slots": 8}})  # fmt: skip
+    assert recs.get("llamacpp.parallel") is None and recs.server_flags == ()
+    assert any("already runs --parallel 8" in n for n in recs.withheld), recs.withheld
+    other = recommend(summary, knee, compute_baseline(None, summary),
+                      run_info={RUN_INFO_KEY: "llama.cpp", "server": {"slots": 16}})  # fmt: skip
+    assert other.get("llamacpp.parallel") == 8  # a different current value: 8 is a change
