@@ -91,12 +91,23 @@ class Scheduler:
     prefix_cache: PrefixCache | None = None
     #: shared KV blocks held by running sequences → how many hold each (each counts once)
     shared_refs: Counter[int] = field(default_factory=Counter)
+    #: sequences emitting their last token in the step now computing: already out of
+    #: ``running`` (their KV is released), still in the batch until the step ends
+    finishing: int = 0
 
     def __post_init__(self) -> None:
         if self.prefix_cache is None:  # off: it holds nothing, but still counts the queries
             p = self.params
             blocks = p.kv_cache_tokens // p.block_size if p.enable_prefix_caching else 0
             self.prefix_cache = PrefixCache(blocks, p.block_size)
+
+    @property
+    def in_batch(self) -> int:
+        """Sequences in the batch the engine is computing now: what vLLM's running gauge counts.
+        A sequence that finishes at the end of this step still runs until then, so a scrape
+        taken during the step counts it (``len(running)`` alone read one low at every step where
+        a sequence finished, so the gauge sat below the slots a saturated server filled)."""
+        return len(self.running) + self.finishing
 
     @property
     def has_work(self) -> bool:
@@ -148,6 +159,7 @@ class Scheduler:
     def step(self) -> StepResult | None:
         """Run one engine step (see the module docstring); None when there is nothing to do."""
         p = self.params
+        self.finishing = 0
         preempted = self._preempt()
         decoding = [s for s in self.running if s.pending_prefill == 0]
         emitting = list(decoding)
@@ -208,6 +220,7 @@ class Scheduler:
             for seq in finished:
                 self._release(seq)
             self.running = [s for s in self.running if s.generated < s.stop_at]
+            self.finishing = len(finished)
         return StepResult(
             duration_s=duration_ms / 1000.0,
             batch=computed,

@@ -97,7 +97,7 @@ class EngineCollector(Collector):
             return family
 
         s = e.scheduler
-        yield gauge("vllm:num_requests_running", "Sequences in the running batch.", len(s.running))
+        yield gauge("vllm:num_requests_running", "Sequences in the running batch.", s.in_batch)
         yield gauge("vllm:num_requests_waiting", "Sequences waiting.", len(s.waiting))
         yield gauge("vllm:kv_cache_usage_perc", "KV-cache usage (1 = full).", s.kv_usage)
         yield counter("vllm:num_preemptions", "Preemptions.", s.preemptions_total)
@@ -136,7 +136,7 @@ class EngineCollector(Collector):
             (
                 "DCGM_FI_DEV_POWER_USAGE",
                 "Power draw (W).",
-                power_w(p, len(e.scheduler.running), up=e.up),
+                power_w(p, e.scheduler.in_batch, up=e.up),
             ),
         ):
             family = GaugeMetricFamily(name, doc, labels=list(GPU_LABELS))

@@ -96,7 +96,7 @@ class SimServer:
             "preemptions": e.scheduler.preemptions_total,
             "restarts": e.restarts,
             "up": e.up,
-            "running": len(e.scheduler.running),
+            "running": e.scheduler.in_batch,
             "waiting": len(e.scheduler.waiting),
             "prompt_tokens_total": e.prompt_tokens_total,
             "generation_tokens_total": e.generation_tokens_total,

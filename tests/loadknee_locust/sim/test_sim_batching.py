@@ -38,6 +38,22 @@ def test_fifo_admission_up_to_slots_and_step_cost() -> None:
     assert fourth is not None and fourth.admitted == (seqs[2],)
 
 
+def test_the_running_gauge_counts_a_sequence_until_its_last_step_ends() -> None:
+    """The step that emits a sequence's last token still computes it: a scrape during that step
+    counts it as running (vLLM's gauge counts the scheduled batch), and it is gone after."""
+    sched, seqs = make(preset("fast", max_num_seqs=2), (10, 2), (10, 4), (10, 4))
+    assert sched.in_batch == 0
+    assert sched.step() is not None and sched.in_batch == 2
+    last = sched.step()  # seqs[0] emits its 2nd and last token in this step
+    assert last is not None and last.finished == (seqs[0],)
+    assert len(sched.running) == 1 and sched.in_batch == 2
+    refill = sched.step()  # the next step refills the slot: two in the batch again
+    assert refill is not None and refill.admitted == (seqs[2],) and sched.in_batch == 2
+    while sched.step() is not None:
+        pass
+    assert sched.in_batch == 0  # idle: nothing computing
+
+
 def test_kv_accounting_returns_to_zero() -> None:
     sched, seqs = make(preset("fast"), (100, 5), (50, 2))
     peaks = []
