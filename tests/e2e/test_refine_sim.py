@@ -8,8 +8,8 @@ simulator's true saturation (``saturation_concurrency``) and never above it — 
 ``/metrics`` shown and with them hidden (``--no-metrics``: the answer rests on the client's own
 rows). The client's running estimate against the simulator's gauge is not asserted here: on
 queueing stages it reads above the slots (11.75 running on a 10-slot server at 16 users, against
-the gauge's 10.0), a defect of the estimate left open (the real llama-server test checks the
-agreement on its run).
+the gauge's 10.0), a defect of the estimate left open (on llama-server it read 3.58 at 4 users
+against the gauge's 4.0: short TTFT growth read as waiting).
 
 Stages are short (3 s) so the table fits a few minutes on 2 busy cores; three sweeps at a time.
 CI runs every capacity with metrics and a subset without; ``LOADKNEE_FULL_TABLE=1`` runs the whole

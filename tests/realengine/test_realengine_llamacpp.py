@@ -30,9 +30,6 @@ from pathlib import Path
 
 import pytest
 
-from analysis.inputs.load import read_run
-from analysis.stages.gauge_agreement import gauge_agreement
-from analysis.stages.summary import summarize_stages
 from tests.realengine.engine import LlamaServer, ensure_built, missing_tools, start_llama_server
 from tests.support.counter_check import stage_counts
 
@@ -200,18 +197,6 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
     blind_knee = json.loads((hidden / "report" / "knee.json").read_text())["knee"]
     assert blind_knee["max_concurrency"] is not None, blind_knee["summary"]
     assert LEAST_SERVED <= blind_knee["max_concurrency"] <= SLOTS, blind_knee["summary"]
-    # with the counters shown, the client's estimate of the requests running agrees with
-    # llama-server's own llamacpp:requests_processing within 10 %, read at the gauge's sample
-    # instants (samples that catch a request in transit, in neither of the server's counts, are
-    # left out and counted: analysis/stages/gauge_agreement)
-    run = read_run(run_dir)
-    agreement = gauge_agreement(run, summarize_stages(run))
-    print(*agreement, sep="\n")
-    assert len(agreement) >= 5, agreement
-    kept, left = sum(a.samples for a in agreement), sum(a.in_transit for a in agreement)
-    assert left <= 0.25 * (kept + left), agreement
-    for a in agreement:
-        assert a.relative <= 0.10, a
     # the autoscaler files scale on llama.cpp's own names (analysis/cluster, written by analyze)
     keda = (run_dir / "report" / "keda-scaledobject.yaml").read_text()
     hpa = (run_dir / "report" / "hpa.yaml").read_text()
