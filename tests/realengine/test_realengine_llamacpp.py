@@ -217,13 +217,16 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
     for c in counts:
         print(c)
         assert abs(c.row_tokens_aligned - c.server_tokens_aligned) <= 2 * OUTPUT_TOKENS, c
-    # and the record table's tok/s within 10 % of the counter's rate for the grid's stages (32
-    # requests or more). The table counts each request's share generated inside the window; the
-    # counter counts a request only when it ends, so the requests still running at the window's
-    # end separate the two by up to users × 64 tokens / window: 10 % for a 10-user refine stage
-    # of 24 s, which the exact check above covers instead.
+    # and the record table's tok/s against the counter's rate for the grid's stages. The table
+    # counts each request's share generated inside the window; the counter counts a request only
+    # when it ends, so the requests still running at the window's end separate the two by up to
+    # users × 64 tokens / window (a 4-user stage's 7.5 s window: 34 tok/s, 12 % of its rate):
+    # within 10 % beyond that bound (the exact token check above covers the accounting itself)
     for c in (c for c in counts if c.kind == "step"):
-        assert c.output_tok_s == pytest.approx(c.server_tok_s_aligned, rel=0.10), c
+        in_flight = c.users * OUTPUT_TOKENS / c.aligned_s
+        assert abs(c.output_tok_s - c.server_tok_s_aligned) <= (
+            0.10 * c.server_tok_s_aligned + in_flight
+        ), c
 
     # SLO capacity from the same run directory (no second sweep): a TTFT P95 limit between the
     # 4- and 8-user stages' gives a capacity from 4 up to a refine level below 8 (the sweep may
