@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,60 @@ def sim_server() -> Iterator[Callable[..., SimProcess]]:
     finally:
         for sim in started:
             sim.stop()
+
+
+def _selects_realengine(config: pytest.Config) -> bool:
+    """Whether this run's paths reach ``tests/realengine`` and ``-m`` does not rule it out."""
+    markexpr = config.getoption("markexpr", "") or ""
+    if "not realengine" in markexpr or "not slow" in markexpr:
+        return False
+    engine_dir = (Path(__file__).parent / "realengine").resolve()
+    args = [arg.split("::")[0] for arg in config.args] or [str(Path(__file__).parent)]
+    for arg in args:
+        path = Path(config.invocation_params.dir, arg).resolve()
+        if path == engine_dir or engine_dir in path.parents or path in engine_dir.parents:
+            return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Build llama-server before any test starts, in the controller, before pytest-xdist hands
+    out work: the compile holds both cores for about ten minutes, and run beside the suite it
+    starved timing checks into failing on a fresh machine. Says what it does and how long it took.
+    """
+    config = session.config
+    if (
+        hasattr(config, "workerinput")
+        or config.getoption("collectonly")
+        or not _selects_realengine(config)
+    ):
+        return  # an xdist worker, a listing, or a run that has no real-engine test
+    from tests.realengine.engine import cache_dir, engine_built, ensure_built, missing_tools
+
+    if engine_built() or missing_tools():
+        return  # cached, or no toolchain (those tests skip and say why)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+
+    def say(line: str) -> None:
+        if reporter is not None:
+            reporter.write_line(line)
+        else:
+            print(line, file=sys.stderr)
+
+    say(
+        f"[loadknee tests] building llama.cpp's llama-server once for the real-engine tests, "
+        f"before any test starts (about 10 min on 2 cores; cached in {cache_dir()}; "
+        f"log: {cache_dir() / 'setup.log'})"
+    )
+    started = time.monotonic()
+    try:
+        ensure_built(progress=lambda s: say(f"[loadknee tests] still building: {s:.0f} s"))
+    except Exception as exc:  # the real-engine tests fail themselves, with the log's tail
+        elapsed = time.monotonic() - started
+        say(f"[loadknee tests] the llama-server build failed after {elapsed:.0f} s: {exc}")
+        return
+    say(f"[loadknee tests] llama-server built in {time.monotonic() - started:.0f} s")
 
 
 #: test files that take minutes, collected first. In one process (``-n 0``) they run first; with

@@ -37,23 +37,37 @@ def missing_tools() -> list[str]:
     return [tool for tool in ("cmake", "c++", "make") if shutil.which(tool) is None]
 
 
-def ensure_built(timeout_s: float = 1800) -> Path:
-    """Return the cache dir with llama-server and both models, building what is missing."""
+def _engine_files(re_dir: Path) -> list[Path]:
+    return [
+        re_dir / "build-server" / "bin" / "llama-server",
+        *(re_dir / name / "tiny-llama.gguf" for name in ("model", "model-small")),
+    ]
+
+
+def engine_built() -> bool:
+    """Whether llama-server and both models are already in the cache."""
+    return all(path.exists() for path in _engine_files(cache_dir()))
+
+
+def ensure_built(timeout_s: float = 1800, progress: Callable[[float], None] | None = None) -> Path:
+    """Return the cache dir with llama-server and both models, building what is missing.
+
+    ``progress`` is called with the seconds elapsed about once a minute while the build runs, so
+    a terminal shows it is alive.
+    """
     re_dir = cache_dir()
-    binary = re_dir / "build-server" / "bin" / "llama-server"
-    models = [re_dir / name / "tiny-llama.gguf" for name in ("model", "model-small")]
-
-    def built() -> bool:
-        return binary.exists() and all(model.exists() for model in models)
-
-    if built():
-        return re_dir
-    _run_setup(re_dir, [], timeout_s, done=built)
+    if not engine_built():
+        _run_setup(re_dir, [], timeout_s, done=engine_built, progress=progress)
     return re_dir
 
 
 def _run_setup(
-    re_dir: Path, args: list[str], timeout_s: float, *, done: Callable[[], bool]
+    re_dir: Path,
+    args: list[str],
+    timeout_s: float,
+    *,
+    done: Callable[[], bool],
+    progress: Callable[[float], None] | None = None,
 ) -> None:
     """Run ``setup.sh`` into ``re_dir`` (it skips every step whose output exists), log appended.
 
@@ -65,19 +79,38 @@ def _run_setup(
     with (re_dir / "setup.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or the process dies
         if not done():
-            _run_setup_script(re_dir, args, timeout_s)
+            _run_setup_script(re_dir, args, timeout_s, progress)
 
 
-def _run_setup_script(re_dir: Path, args: list[str], timeout_s: float) -> None:
+def _run_setup_script(
+    re_dir: Path,
+    args: list[str],
+    timeout_s: float,
+    progress: Callable[[float], None] | None = None,
+    every_s: float = 60.0,
+) -> None:
+    started = time.monotonic()
     with (re_dir / "setup.log").open("ab") as out:
-        subprocess.run(
+        proc = subprocess.Popen(
             ["bash", str(HERE / "setup.sh"), *args],
             env={**os.environ, "RE_DIR": str(re_dir), "LCP_VERSION": LCP_VERSION},
             stdout=out,
             stderr=subprocess.STDOUT,
-            check=True,
-            timeout=timeout_s,
         )
+        while True:
+            try:
+                proc.wait(timeout=every_s)
+                break
+            except subprocess.TimeoutExpired:
+                elapsed = time.monotonic() - started
+                if elapsed > timeout_s:
+                    proc.kill()
+                    proc.wait()
+                    raise
+                if progress is not None:
+                    progress(elapsed)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, proc.args)
 
 
 def free_port() -> int:
