@@ -1,10 +1,13 @@
 """``loadknee analyze RUN_DIR``: analyse one run, write its report folder, print table/knee/advice.
 
-Exit codes: 0 analysed; 3 analysed, but no stage had enough usable data to judge (every stage
-"insufficient data": no rows, or most rows excluded); 2 the run directory is missing or
-invalid (one paragraph on stderr listing every problem, no traceback) or the arguments are
-wrong. Progress of the long steps goes to stderr, so stdout holds only the result (pipe-able,
-e.g. ``--format json | jq``).
+Exit codes: 0 analysed (an answer, perhaps from the judged stages only, each stage left out
+named); 3 analysed, but it cannot tell: no stage had enough usable data to judge (no rows, most
+rows excluded, or rows missing from a cut requests.csv), or the lowest judged stage already
+breaks a limit while the stages below it could not be judged: the screen and stderr say "cannot
+tell: …" with what to do, nothing is recommended and no cluster file is written; 2 the run
+directory is missing or invalid (one paragraph on stderr listing every problem, no traceback) or
+the arguments are wrong. Progress of the long steps goes to stderr, so stdout holds only the
+result (pipe-able, e.g. ``--format json | jq``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from analysis.knee.find import KneeParams
 from analysis.pipeline import Analysis, analyze_run
 from analysis.report.knee_json import to_json
 from analysis.report.screen import WIDTH, explain_text, screen_text
+from analysis.report.standing import cannot_tell_text
 from analysis.report.writer import write_report
 from analysis.slo.targets import SloParams
 
@@ -33,7 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Analyse a run directory: record table, knee with reasons, recommended "
         "settings; writes record.csv/.md, knee.json, recommendations.yaml, the PNG plots, "
         "a self-contained report.html and the cluster files (KEDA, HPA, alert rules, latency "
-        "profile, energy, llm-d reports; --emit) into RUN_DIR/report/.",
+        "profile, energy, llm-d reports; --emit) into RUN_DIR/report/. Exit codes: 0 "
+        "analysed; 3 cannot tell (no stage judged, or the stages below the first limit not "
+        "judged: rows missing or unusable; nothing recommended, no cluster file); 2 a missing "
+        "or invalid run directory, or wrong arguments.",
     )
     parser.add_argument(
         "run_dir",
@@ -98,6 +105,7 @@ def render_stdout(
             analysis.recommendations,
             run_id=analysis.run_id,
             slo=analysis.slo,
+            standing=analysis.standing,
         )
     text = screen_text(analysis, paths, width=width, markdown=fmt == "markdown")
     if explain:
@@ -174,11 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         # `analyze --format json | head` closed the pipe early: that is the reader's choice,
         # not an error; point stdout at devnull so the interpreter's final flush stays quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    judged = [v for v in analysis.knee.stages if v.verdict != "insufficient_data"]
-    if not judged:
+    if analysis.standing.cannot_tell:
         print(
-            "loadknee analyze: no stage had enough usable data to judge; nothing is recommended "
-            f"({analysis.knee.summary})",
+            f"loadknee analyze: {cannot_tell_text(analysis.standing, analysis.knee)}; nothing is "
+            "recommended and no cluster file is written",
             file=sys.stderr,
         )
         return 3

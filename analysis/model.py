@@ -185,6 +185,68 @@ class KneeResult:
     capacity_text: str = ""  # the fit in words ("capacity 8 users, 90 % interval 7-8")
     client_slots: int | None = None  # requests run at once while some waited, client-estimated
 
+    @property
+    def judged(self) -> tuple[StageVerdict, ...]:
+        """The stages judged: every one but "insufficient data" (never an answer, nor the top)."""
+        return tuple(v for v in self.stages if v.verdict != "insufficient_data")
+
+
+#: why a level stage's recorded rows cannot be judged as they stand (analysis.stages.coverage):
+#: ``not_measured`` the file's rows end before its window opened (a cut file: past the cut);
+#: ``no_rows`` stages.csv gives it a window but requests.csv has no measured row of it;
+#: ``rows_cut`` the file's rows end inside its window or while its last requests ran, so some of
+#: its rows are lost and its rates would read low; ``empty_window`` its measured window is empty
+RowFault = Literal["not_measured", "no_rows", "rows_cut", "empty_window"]
+
+
+@dataclass(frozen=True)
+class StageFault:
+    """One level stage whose rows disagree with stages.csv: never judged, never an answer."""
+
+    stage: int
+    target_users: int
+    kind: RowFault
+    rows: int  # measured rows recorded for it
+    window_s: float | None  # its measured window per stages.csv (None: not recorded)
+
+
+@dataclass(frozen=True)
+class RowCoverage:
+    """How far the recorded rows cover the stages stages.csv lists."""
+
+    faults: tuple[StageFault, ...] = ()
+    rows_end_unix_s: float | None = None  # the latest end of any recorded request
+    cut_files: tuple[str, ...] = ()  # files whose last line was cut mid-row (dropped)
+    unlisted_stages: tuple[int, ...] = ()  # stages with rows in requests.csv, not in stages.csv
+
+    @property
+    def faulted(self) -> frozenset[int]:
+        return frozenset(f.stage for f in self.faults)
+
+
+#: ``no_judged_stage``: no level stage could be judged at all; ``unjudged_below``: the first
+#: judged stage already breaks a limit while stages below it could not be judged (their rows
+#: are missing or unusable), so "test lower" would be wrong and no level is known safe
+CannotTell = Literal["no_judged_stage", "unjudged_below"]
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Whether the answer stands on the data (:mod:`analysis.advice.standing`).
+
+    ``answer``: every level stage judged; ``partial``: the answer comes only from the judged
+    stages, some were not (``unjudged`` lists their users); ``cannot_tell``: no answer (``reason``
+    says why): exit 3, nothing recommended, no cluster file written."""
+
+    kind: Literal["answer", "partial", "cannot_tell"] = "answer"
+    reason: CannotTell | None = None
+    unjudged: tuple[int, ...] = ()  # users of the level stages not judged
+    coverage: RowCoverage = field(default_factory=RowCoverage)
+
+    @property
+    def cannot_tell(self) -> bool:
+        return self.kind == "cannot_tell"
+
 
 DeployBound = Literal["knee", "sla", "memory", "errors", "tail", "tested_range", "none"]
 

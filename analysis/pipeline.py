@@ -17,6 +17,7 @@ import pandas as pd
 
 from analysis.advice.engine import RUN_INFO_KEY, detect_engine
 from analysis.advice.recommend import RecommendParams, recommend, to_yaml
+from analysis.advice.standing import answer_standing
 from analysis.diagnosis.bottleneck import diagnose
 from analysis.diagnosis.failure_mix import failure_mixes, name_failures
 from analysis.inputs.load import Run, read_run
@@ -25,11 +26,20 @@ from analysis.inputs.server_metrics import canonical_timeline
 from analysis.knee.confidence import knee_confidence
 from analysis.knee.find import find_knee, resolve_tail_metric
 from analysis.knee.params import KneeParams, override_note, run_knee_params
-from analysis.model import Baseline, KneeResult, Recommendations
+from analysis.model import (
+    Baseline,
+    KneeResult,
+    Recommendations,
+    RowCoverage,
+    StageVerdict,
+    Standing,
+)
+from analysis.report.standing import fault_reason, knee_summary, with_yaml_note
 from analysis.slo.advice import with_slo
 from analysis.slo.evaluate import SloResult, evaluate_slos
 from analysis.slo.targets import SloParams, run_slo_params
 from analysis.stages.baseline import compute_baseline
+from analysis.stages.coverage import row_coverage
 from analysis.stages.rate_stages import RateKnee, analyze_rates
 from analysis.stages.run_cut import run_cut
 from analysis.stages.summary import measured_requests, run_batches, summarize_stages
@@ -54,6 +64,8 @@ class Analysis:
     knee_params: KneeParams = field(default_factory=KneeParams)  # the thresholds judged with
     #: the thresholds given on the command line that differ from the run's recorded ones
     knee_params_note: str | None = None
+    #: what the answer stands on: whole, the judged stages only, or "cannot tell" (exit 3)
+    standing: Standing = field(default_factory=Standing)
 
     @property
     def run_id(self) -> str:
@@ -66,6 +78,34 @@ def server_timeline(server_metrics: pd.DataFrame) -> pd.DataFrame | None:
         return None
     timeline = canonical_timeline(server_metrics)
     return None if timeline.empty else timeline
+
+
+def with_unjudged(knee: KneeResult, coverage: RowCoverage, stages: pd.DataFrame) -> KneeResult:
+    """``knee`` (judged without the stages whose rows disagree with stages.csv) with those
+    stages back in as "insufficient data", each with why, and its summary saying so."""
+    if not coverage.faults:
+        return knee
+    opens = dict(
+        zip(
+            stages["stage"].astype(int),
+            stages["warmup_end_unix_s"].fillna(stages["start_unix_s"]).astype(float),
+            strict=True,
+        )
+    )
+    added = [
+        StageVerdict(
+            stage=f.stage,
+            target_users=f.target_users,
+            verdict="insufficient_data",
+            reasons=(fault_reason(f, coverage, opens),),
+            signals=(),
+        )
+        for f in coverage.faults
+    ]
+    verdicts = sorted((*knee.stages, *added), key=lambda v: (v.target_users, v.stage))
+    judged = any(v.verdict != "insufficient_data" for v in verdicts)
+    text = knee_summary(knee.summary, coverage, verdicts[0].reasons[0], judged)
+    return replace(knee, stages=tuple(verdicts), summary=text)
 
 
 def analyze_run(
@@ -102,9 +142,14 @@ def analyze_run(
     recorded = run_knee_params(run.run_info)
     chosen = knee_params or replace(recorded, **(knee_overrides or {}))
     params = resolve_tail_metric(chosen, run.run_info)
-    knee = find_knee(summary, baseline, params=params)
+    # stages whose rows disagree with stages.csv (a cut or incomplete requests.csv) are judged
+    # by nothing: the knee, its fit and its resamples see only the others
+    coverage = row_coverage(run.stages, run.requests, measured, cut_files=run.cut_files)
+    judged = summary[~summary["stage"].isin(coverage.faulted)] if coverage.faults else summary
+    knee = find_knee(judged, baseline, params=params)
     say("resampling the stages' time windows for the knee's confidence")
-    knee = knee_confidence(summary, baseline, knee, batches, params=params)
+    knee = knee_confidence(judged, baseline, knee, batches, params=params)
+    knee = with_unjudged(knee, coverage, run.stages)
     mixes = failure_mixes(measured)
     knee = name_failures(diagnose(summary, knee, baseline, failures=mixes), mixes)
     info = {**run.run_info, RUN_INFO_KEY: detect_engine(run.server_metrics, run.run_info)}
@@ -124,17 +169,22 @@ def analyze_run(
     cut = run_cut(run.run_info, run.stages)
     if cut is not None:
         recs = replace(recs, provisional=cut.text)
+    standing = answer_standing(knee, recs.deploy, coverage)
+    if standing.cannot_tell:  # nothing is recommended from an answer that is not one
+        recs = Recommendations(items=(), server_flags=(), provisional=recs.provisional)
+    recs_yaml = with_yaml_note(to_yaml(recs), standing, knee)
     return Analysis(
         run=run,
         summary=summary,
         baseline=baseline,
         knee=knee,
         recommendations=recs,
-        recommendations_yaml=to_yaml(recs),
+        recommendations_yaml=recs_yaml,
         server_timeline=server_timeline(run.server_metrics),
         slo=slo,
         rate_stages=None if rated is None else rated[0],
         rate_knee=None if rated is None else rated[1],
         knee_params=chosen,
         knee_params_note=None if knee_params else override_note(recorded, chosen),
+        standing=standing,
     )

@@ -64,6 +64,7 @@ RULES: dict[str, str] = {
     "small_stage": "Small stage",
     "total_failure": "Total failure stop",
     "cut_short": "Cut-short run",
+    "missing_rows": "Missing rows",
 }
 
 #: how a rule is cited in a text; the test reads citations back with this prefix

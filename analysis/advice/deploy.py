@@ -20,9 +20,10 @@ A soft knee (the curve flattened and the tail grew, but nothing queued: neither 
 gauge nor the client-side queue) is not a hard limit either: its answer is the same interactive
 one, never above the first departed tail. An answer that lands on a stage whose tail already
 departed says so. When no stage breaks a
-limit at all, the answer is the highest tested stage and the bound is the tested range itself:
+limit at all, the answer is the highest judged stage and the bound is the tested range itself:
 the server was not saturated, and the sweep should go higher. When the very first
-stage breaks one, there is no answer (None) and the text says to test lower.
+stage breaks one, there is no answer (None) and the text says to test lower. A stage that was
+not judged ("insufficient data") counts for none of this: it is neither an answer nor the top.
 """
 
 from __future__ import annotations
@@ -110,7 +111,9 @@ def _knee_why(fired: set[str]) -> str:
 def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:
     """The concurrency to configure, the limit that bound it and why, in one line."""
     del summary  # the verdicts carry every figure the answer needs
-    stages = sorted(knee.stages, key=lambda v: (v.target_users, v.stage))
+    # a stage not judged (no usable rows, or rows that disagree with stages.csv) is never the
+    # answer, nor "the tested range": it was not measured (analysis.advice.standing)
+    stages = sorted(knee.judged, key=lambda v: (v.target_users, v.stage))
     cite = rules.cite("deploy")
     if not stages:
         return DeployAnswer(None, "none", f"no step stage was measured {cite}")

@@ -268,7 +268,7 @@ def _memory_led(knee: KneeResult) -> bool:
 
 def sweep_higher_command(knee: KneeResult, run_info: dict[str, Any]) -> str:
     """The ``loadknee run`` levels that continue a sweep that never saturated the server."""
-    top = max((v.target_users for v in knee.stages), default=1)
+    top = max((v.target_users for v in knee.judged), default=1)
     levels = ",".join(str(top * k) for k in (1, 2, 3, 4))
     host = str(run_info.get("host") or run_info.get("target_url") or "URL")
     return f"loadknee run --host {host} --levels {levels}"
@@ -281,7 +281,7 @@ def _max_num_seqs(
     if knee.max_concurrency is None:
         return None, None
     if knee.knee_stage is None and knee.red_line_stage is None:
-        top = max((v.target_users for v in knee.stages), default=knee.max_concurrency)
+        top = max((v.target_users for v in knee.judged), default=knee.max_concurrency)
         return None, (
             f"--max-num-seqs withheld: not saturated up to {top} users; sweep higher: "
             f"{sweep_higher_command(knee, run_info)} {rules.cite('max_num_seqs')}"

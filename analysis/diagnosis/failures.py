@@ -24,11 +24,14 @@ TOP_CAUSES = 3
 
 
 def small_stage_warnings(summary: pd.DataFrame) -> list[str]:
-    """One line per level stage with too few measured requests or seconds."""
+    """One line per level stage with too few measured requests or seconds (a stage with none
+    is not judged at all, and its verdict says why: holding it longer is not the fix)."""
     out = []
     steps = level_rows(summary)
     for row in steps.to_dict(orient="records"):
         n, secs = num(row.get("requests")), num(row.get("window_s"))
+        if n == 0:  # no request at all: not judged ("insufficient data"), said there
+            continue
         few = n is not None and n < MIN_STAGE_REQUESTS
         short = secs is not None and secs < MIN_STAGE_SECONDS
         if few or short:

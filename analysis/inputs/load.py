@@ -80,6 +80,8 @@ class Run:
     server_metrics: pd.DataFrame
     client: pd.DataFrame
     notes: tuple[str, ...] = field(default=())  # e.g. "merged 3 per-worker request files"
+    #: files whose last line was cut mid-row and dropped (a killed writer, a copy in progress)
+    cut_files: tuple[str, ...] = field(default=())
 
 
 def empty_frame(name: str) -> pd.DataFrame:
@@ -148,13 +150,20 @@ def _complete_part(path: Path) -> bytes | None:
 
 
 def _read_csv(
-    path: Path, name: str, problems: list[str], notes: list[str] | None = None
+    path: Path,
+    name: str,
+    problems: list[str],
+    notes: list[str] | None = None,
+    cut: list[str] | None = None,
 ) -> pd.DataFrame | None:
-    """Read one contract CSV; append its defects to ``problems`` and return None if any."""
+    """Read one contract CSV; append its defects to ``problems`` and return None if any
+    (``cut`` gets the file's name when its partial last line was dropped)."""
     complete = _complete_part(path)
     source: Path | io.BytesIO = path if complete is None else io.BytesIO(complete)
     if complete is not None and notes is not None:
         notes.append(f"{path.name}: dropped a partial last line (the writer was killed mid-row)")
+    if complete is not None and cut is not None:
+        cut.append(path.name)
     try:
         header = _header(path)
     except (pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
@@ -194,7 +203,9 @@ def _read_csv(
     return frame
 
 
-def _read_requests(run_dir: Path, problems: list[str], notes: list[str]) -> pd.DataFrame | None:
+def _read_requests(
+    run_dir: Path, problems: list[str], notes: list[str], cut: list[str] | None = None
+) -> pd.DataFrame | None:
     paths = sorted(run_dir.glob("requests.*.csv"))
     merged = run_dir / contract.REQUESTS_CSV
     if merged.exists():
@@ -202,7 +213,7 @@ def _read_requests(run_dir: Path, problems: list[str], notes: list[str]) -> pd.D
     if not paths:
         problems.append(f"missing file {contract.REQUESTS_CSV} (nor any requests.*.csv)")
         return None
-    frames = [_read_csv(p, contract.REQUESTS_CSV, problems, notes) for p in paths]
+    frames = [_read_csv(p, contract.REQUESTS_CSV, problems, notes, cut) for p in paths]
     good = [f for f in frames if f is not None]
     if len(good) != len(frames):
         return None
@@ -246,14 +257,15 @@ def read_run(
         raise RunDirError(root, [f"no such directory: {root}"])
     problems: list[str] = []
     notes: list[str] = []
+    cut: list[str] = []
     run_info = _read_run_json(root, problems)
     stages_path = root / contract.STAGES_CSV
     stages = None
     if stages_path.exists():
-        stages = _read_csv(stages_path, contract.STAGES_CSV, problems, notes)
+        stages = _read_csv(stages_path, contract.STAGES_CSV, problems, notes, cut)
     else:
         problems.append(f"missing file {contract.STAGES_CSV}")
-    requests = _read_requests(root, problems, notes)
+    requests = _read_requests(root, problems, notes, cut)
     optional: dict[str, pd.DataFrame | None] = {}
     for name in OPTIONAL_FILES:
         path = root / name
@@ -283,6 +295,7 @@ def read_run(
         server_metrics=server_metrics,
         client=client,
         notes=tuple(notes),
+        cut_files=tuple(cut),
     )
 
 

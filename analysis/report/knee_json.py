@@ -14,8 +14,10 @@ Layout (``schema`` 1)::
      "summary": [{column: value, ...}, ...],   # one object per stage, SUMMARY_COLUMNS order
      "slo": SloResult,                         # only when SLOs were given (limits, stages,
                                                # capacity, binding); read back as a plain dict
-     "prefix_cache": {...}, "conversations": {...}, "classes": {...}}
+     "prefix_cache": {...}, "conversations": {...}, "classes": {...},
                                                # only where they apply (analysis.report.workload)
+     "standing": Standing}                     # only when the answer is partial or "cannot
+                                               # tell" (analysis.advice.standing)
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from analysis.model import (
     Recommendations,
     Signal,
     StageVerdict,
+    Standing,
 )
 from analysis.slo.evaluate import SloResult
 
@@ -76,9 +79,11 @@ def to_json(
     rate_stages: pd.DataFrame | None = None,
     rate_knee: Any = None,
     workload: Mapping[str, Any] | None = None,
+    standing: Standing | None = None,
 ) -> str:
     """The knee.json text (indented, strict JSON, a newline at the end); ``workload``: the
-    prefix-cache, conversation and class sections (:mod:`analysis.report.workload`)."""
+    prefix-cache, conversation and class sections (:mod:`analysis.report.workload`);
+    ``standing``: written (as ``"standing"``) only when the answer is not whole."""
     document = {
         "schema": SCHEMA,
         "run_id": run_id,
@@ -93,6 +98,8 @@ def to_json(
     if rate_knee is not None:  # open-loop rate stages: the rate knee and max requests/s
         document["rate_knee"] = jsonable(rate_knee)
         document["rate_stages"] = [] if rate_stages is None else summary_records(rate_stages)
+    if standing is not None and standing.kind != "answer":  # partial, or cannot tell
+        document["standing"] = jsonable(standing)
     document.update(workload or {})
     return json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
 

@@ -40,6 +40,7 @@ from analysis.numeric import (
     fmt_users,
 )
 from analysis.pipeline import Analysis
+from analysis.report.standing import cannot_tell_text, unjudged_text
 from analysis.report.table import (
     fit_columns,
     format_markdown,
@@ -143,7 +144,7 @@ def why_line(analysis: Analysis, *, width: int = WIDTH) -> str:
     if deploy is None:
         return "why: " + uncited(knee.summary)
     if deploy.bound == "tested_range":
-        top = max((v.target_users for v in knee.stages), default=0)
+        top = max((v.target_users for v in knee.judged), default=0)
         return f"why: no limit broken up to {counted(top, 'user')}: the server was not saturated"
     if deploy.bound == "sla" and slo is not None and slo.capacity == deploy.users:
         broken = next(
@@ -202,8 +203,13 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
     knee, recs, slo = analysis.knee, analysis.recommendations, analysis.slo
     if analysis.rate_knee is not None:
         return rate_answer_lines(analysis.rate_knee, width=width)
-    deploy = recs.deploy
+    deploy, standing = recs.deploy, analysis.standing
     lines: list[str] = []
+    if standing.cannot_tell:  # no DEPLOY line: the reason and what to do instead
+        lines += wrapped(uncited(cannot_tell_text(standing, knee)), width=width)
+        if recs.provisional:
+            lines += wrapped(uncited(recs.provisional), first="cut short: ", width=width)
+        return lines
     if deploy is None:
         lines.append("DEPLOY: nothing: no stage could be judged")
     elif deploy.users is None:
@@ -215,7 +221,8 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
         elif deploy.bound == "tail":
             bound = "the tail's departure (no hard knee)"
         elif deploy.bound == "tested_range":
-            bound = "the tested range only"
+            above = [u for u in standing.unjudged if u > (deploy.users or 0)]
+            bound = "the judged stages only" if above else "the tested range only"
         lines.append(f"DEPLOY: {counted(deploy.users, 'concurrent request')}, bound by {bound}")
     interval = []
     if (
@@ -244,6 +251,8 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
     lines += fix_lines(analysis, width=width)
     if recs.provisional:
         lines += wrapped(uncited(recs.provisional), first="cut short: ", width=width)
+    if standing.kind == "partial":
+        lines += wrapped(uncited(unjudged_text(standing)), first="partial: ", width=width)
     return lines
 
 

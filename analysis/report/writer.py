@@ -14,7 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from analysis.advice.recommend import flag_text
-from analysis.cluster.emit import ClusterParams, html_section, write_cluster_files
+from analysis.cluster.emit import (
+    EMITTERS,
+    LLMD_DIR,
+    ClusterParams,
+    html_section,
+    write_cluster_files,
+)
 from analysis.diagnosis.failures import all_failed_warnings, small_stage_warnings
 from analysis.model import Recommendations
 from analysis.numeric import counted
@@ -147,6 +153,15 @@ def record_markdown(analysis: Analysis) -> str:
     )
 
 
+def drop_cluster_files(out: Path) -> None:
+    """Remove the cluster files an earlier analysis wrote into ``out``: beside a "cannot tell"
+    they would read as this run's answer."""
+    for emitter in EMITTERS.values():
+        (out / emitter.file).unlink(missing_ok=True)
+    for report in (out / LLMD_DIR).glob("stage_*_benchmark_report_v0_2.yaml"):
+        report.unlink()
+
+
 def write_report(
     analysis: Analysis,
     out_dir: str | Path | None = None,
@@ -175,6 +190,7 @@ def write_report(
             rate_stages=analysis.rate_stages,
             rate_knee=analysis.rate_knee,
             workload=workload,
+            standing=analysis.standing,
         ),
         "recommendations.yaml": analysis.recommendations_yaml,
     }
@@ -209,6 +225,9 @@ def write_report(
         paths[name] = out / name
         paths[name].write_bytes(images[title])
     say("writing the cluster files")
+    if analysis.standing.cannot_tell:  # no answer: no cluster file, not even an earlier one
+        cluster = ClusterParams(emit=())
+        drop_cluster_files(out)
     cluster_paths = write_cluster_files(analysis, out, cluster or ClusterParams())
     paths.update(cluster_paths)
     page = HtmlReport(

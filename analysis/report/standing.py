@@ -1,0 +1,171 @@
+"""The words for what an answer stands on: a stage's missing rows, "cannot tell", a partial answer.
+
+The facts are :class:`~analysis.model.Standing` (:mod:`analysis.advice.standing`) and
+:class:`~analysis.model.StageFault` (:mod:`analysis.stages.coverage`); this module only says
+them, for the stage reasons, the screen, the stderr line of exit 3, knee.json and the YAML.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable
+
+from analysis import rules
+from analysis.model import KneeResult, RowCoverage, StageFault, Standing
+from analysis.numeric import counted
+from analysis.report import yaml_text
+
+#: the prefix of every "not judged" reason (the knee's summary strips it, as data_check's)
+INSUFFICIENT = "insufficient data: "
+_CITE = rules.cite("missing_rows")
+
+#: what to do about rows that are missing from a cut or incomplete requests.csv
+RECOPY = (
+    "copy the run directory again once the run has ended (or free the disk), or re-run the "
+    "levels concerned"
+)
+
+
+def _s(value: float) -> str:
+    return f"{value:.1f} s"
+
+
+def fault_reason(fault: StageFault, coverage: RowCoverage, opens: dict[int, float]) -> str:
+    """Why the stage is not judged, with its figures (a stage reason, cited); ``opens``: each
+    stage's measured window opening, unix s."""
+    window = "no" if fault.window_s is None else _s(fault.window_s)
+    end, opened = coverage.rows_end_unix_s, opens.get(fault.stage)
+    if fault.kind == "empty_window":
+        text = f"empty measured window: stages.csv gives this stage {window} of measured time"
+    elif fault.kind == "not_measured":
+        early = (
+            f" {_s(opened - end)} before" if end is not None and opened is not None else " before"
+        )
+        text = (
+            f"not measured: requests.csv ends{early} this stage's measured window opened "
+            f"(the file was cut: a killed sweep, a full disk or a copy in progress)"
+        )
+    elif fault.kind == "no_rows":
+        text = (
+            f"no rows: stages.csv gives this stage a {window} measured window, yet requests.csv "
+            "holds no measured request of it while its rows go on past it (rows lost or deleted)"
+        )
+    else:
+        into = ""
+        if end is not None and opened is not None and fault.window_s is not None:
+            into = f" {_s(end - opened)} into its {window} window or just after it"
+        text = (
+            f"rows cut: requests.csv ends{into}, while its requests still ran: its "
+            f"{counted(fault.rows, 'measured request')} undercount it and its rates would "
+            "read low"
+        )
+    return f"{INSUFFICIENT}{text} {_CITE}"
+
+
+def knee_summary(summary: str, coverage: RowCoverage, first_reason: str, judged: bool) -> str:
+    """The knee's summary with the stages whose rows are missing named (or, when no stage was
+    judged, the first reason instead of "no step stage")."""
+    if not judged:
+        detail = first_reason.removeprefix(INSUFFICIENT)
+        return f"no stage had enough usable data to judge: {detail}."
+    if not coverage.faults:
+        return summary
+    users = sorted(f.target_users for f in coverage.faults)
+    return f"{summary} not judged (rows missing from requests.csv): {users} users."
+
+
+def _users(users: Iterable[int]) -> str:
+    return ", ".join(str(u) for u in users)
+
+
+def _file_notes(coverage: RowCoverage) -> list[str]:
+    notes = []
+    if coverage.cut_files:
+        notes.append(f"{', '.join(coverage.cut_files)} ended mid-row")
+    if coverage.unlisted_stages:
+        notes.append(
+            f"requests.csv holds rows of stage(s) {_users(coverage.unlisted_stages)} that "
+            "stages.csv does not list (stages.csv was cut): they are not judged"
+        )
+    return notes
+
+
+#: each kind of missing rows in a few words, for a list of stages
+_KIND_WORDS = {
+    "not_measured": "requests.csv ends before them",
+    "no_rows": "their rows are missing",
+    "rows_cut": "requests.csv ends inside them",
+    "empty_window": "an empty measured window",
+}
+
+
+def _and(users: list[int]) -> str:
+    words = [str(u) for u in users]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def unjudged_text(standing: Standing) -> str:
+    """The stages left out of a partial answer, why, and what to do to judge them."""
+    faults = standing.coverage.faults
+    parts = []
+    for kind, words in _KIND_WORDS.items():
+        users = sorted(f.target_users for f in faults if f.kind == kind)
+        if users:
+            parts.append(f"{_and(users)} users: {words}")
+    faulted = {f.target_users for f in faults}
+    other = [u for u in standing.unjudged if u not in faulted]
+    if other:
+        parts.append(f"{_and(other)} users: too few usable requests (--explain says why)")
+    parts += _file_notes(standing.coverage)
+    text = "the answer comes from the judged stages only; not judged: " + "; ".join(parts)
+    if faulted:
+        levels = ",".join(str(u) for u in sorted(faulted))
+        text += f". To judge them, {RECOPY} (--levels {levels})"
+    return f"{text} {_CITE}"
+
+
+def first_unjudged(knee: KneeResult) -> str:
+    """The reason of the lowest stage not judged ("" when every stage was)."""
+    return next((v.reasons[0] for v in knee.stages if v.verdict == "insufficient_data"), "")
+
+
+def cannot_tell_text(standing: Standing, knee: KneeResult) -> str:
+    """The "cannot tell: …" line: the reason and what to do (the first line on screen; exit 3)."""
+    faults = standing.coverage.faults
+    if standing.reason == "unjudged_below":
+        below = _users(standing.unjudged)
+        text = (
+            f"the lowest judged level already breaks a limit, and the levels below it ({below} "
+            f"users) were not judged, so no level is known to be safe; {RECOPY} "
+            f"(--levels {below.replace(', ', ',')})"
+        )
+    else:
+        detail = first_unjudged(knee).removeprefix(INSUFFICIENT)
+        detail = detail.split(" (" + rules.CITE_PREFIX, 1)[0]
+        text = "no stage had enough usable data to judge" + (f": {detail}" if detail else "")
+        if faults:
+            text += f"; {RECOPY}"
+    notes = _file_notes(standing.coverage)
+    return "cannot tell: " + "; ".join([text, *notes]) + f" {_CITE}"
+
+
+def yaml_note(standing: Standing, knee: KneeResult) -> list[str]:
+    """Comment lines for the top of recommendations.yaml ([] when the answer is whole)."""
+    if standing.kind == "answer":
+        return []
+    if standing.cannot_tell:
+        head, text = "CANNOT TELL", cannot_tell_text(standing, knee)
+        text = text.removeprefix("cannot tell: ")
+    else:
+        head, text = "PARTIAL", unjudged_text(standing)
+    lines = textwrap.wrap(f"{head}: {yaml_text.comment(text)}", 94)
+    return [f"# {lines[0]}", *(f"#   {line}" for line in lines[1:])]
+
+
+def with_yaml_note(yaml: str, standing: Standing, knee: KneeResult) -> str:
+    """``yaml`` (recommendations.yaml's text) with :func:`yaml_note` below its first line."""
+    note = yaml_note(standing, knee)
+    if not note:
+        return yaml
+    head, _, rest = yaml.partition("\n")
+    return "\n".join([head, *note]) + "\n" + rest
