@@ -21,11 +21,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from loadknee_locust.sim.launch import SimProcess
+
+if TYPE_CHECKING:
+    from tests.support.recorded_runs import RecordedRun
 
 
 @pytest.fixture(autouse=True)
@@ -56,6 +59,16 @@ def sim_server() -> Iterator[Callable[..., SimProcess]]:
     finally:
         for sim in started:
             sim.stop()
+
+
+@pytest.fixture(scope="session")
+def recorded_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], RecordedRun]:
+    """``recorded_run(kind)``: a run directory of ``kind`` (tests/support/recorded_runs.py),
+    recorded once per test run, by whichever process asks first, and shared by every file."""
+    from tests.support.recorded_runs import recorded, shared_root  # aiohttp: only when asked
+
+    root = shared_root(tmp_path_factory)
+    return lambda kind: recorded(root, kind)
 
 
 def _selects_realengine(config: pytest.Config) -> bool:

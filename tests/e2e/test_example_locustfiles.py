@@ -1,17 +1,23 @@
 """The example locustfiles, run with plain ``locust -f … --headless`` as the README shows them,
 write the same run directory as ``loadknee run``: every file of the contract, every request the
-simulator served exactly once, nothing but ok rows."""
+simulator served exactly once, nothing but ok rows. Only a real Locust run shows a locustfile
+working; the three run side by side from one fixture, each against its own simulator (short
+sweeps of one and two users that mostly wait)."""
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from loadknee_locust.contract import CSV_COLUMNS, RUN_JSON
+from loadknee_locust.sim.launch import SimProcess
 from tests.support.paths import REPO
 from tests.support.run_support import (
+    RunDir,
     check_run,
     child_env,
     locust_cmd,
@@ -32,32 +38,47 @@ def _write_log(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize(
-    ("locustfile", "extra", "batch"),
-    [
-        ("fixed_length.py", ["--llm-input-tokens", "48", "--llm-output-tokens", "8"], "1"),
-        ("log_replay.py", ["--llm-prompt-log", "LOG"], "1"),
-        ("batch.py", ["--llm-batch-size", "3", "--llm-output-tokens", "8"], "3"),
-    ],
-)
+CASES = {
+    "fixed_length.py": (["--llm-input-tokens", "48", "--llm-output-tokens", "8"], "1"),
+    "log_replay.py": (["--llm-prompt-log", "LOG"], "1"),
+    "batch.py": (["--llm-batch-size", "3", "--llm-output-tokens", "8"], "3"),
+}
+
+
+def _sweep(locustfile: str, folder: Path) -> tuple[RunDir, list[dict[str, Any]]]:
+    """One example's sweep: its run directory and the simulator's log."""
+    out = folder / "runs"
+    log = str(_write_log(folder / "prod.jsonl"))
+    extra = [log if a == "LOG" else a for a in CASES[locustfile][0]]
+    with SimProcess.start("fast") as sim:
+        cmd = locust_cmd(
+            "--headless", "--host", sim.url, "--stop-timeout", "30", "--llm-run-id", "ex",
+            *sweep_args(out), *extra, locustfile=str(EXAMPLES / locustfile),
+        )  # fmt: skip
+        run(cmd, env=child_env())
+        return read_run_dir(out / "ex"), sim.log()
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Future[Any]]:
+    with ThreadPoolExecutor(max_workers=len(CASES)) as pool:
+        return {
+            name: pool.submit(_sweep, name, tmp_path_factory.mktemp(name.removesuffix(".py")))
+            for name in CASES
+        }
+
+
+@pytest.mark.parametrize("locustfile", list(CASES))
 def test_example_locustfile_writes_the_run_directory(
-    sim_server, tmp_path: Path, locustfile: str, extra: list[str], batch: str
+    locustfile: str, sweeps: dict[str, Future[Any]]
 ) -> None:
-    sim = sim_server(preset="fast")
-    out = tmp_path / "runs"
-    log = str(_write_log(tmp_path / "prod.jsonl"))
-    extra = [log if a == "LOG" else a for a in extra]
-    cmd = locust_cmd(
-        "--headless", "--host", sim.url, "--stop-timeout", "30", "--llm-run-id", "ex",
-        *sweep_args(out), *extra, locustfile=str(EXAMPLES / locustfile),
-    )  # fmt: skip
-    run(cmd, env=child_env())
-    rd = read_run_dir(out / "ex")
+    rd, sim_log = sweeps[locustfile].result()
+    batch = CASES[locustfile][1]
     for name in (RUN_JSON, *CSV_COLUMNS):
         assert (rd.path / name).exists(), name
     check_run(rd, levels=[1, 2], baseline=3)
     # every row was served once, and every served request is a row or a calibration probe
-    served = [str(rec["request_id"]) for rec in sim.log()]
+    served = [str(rec["request_id"]) for rec in sim_log]
     rows = [r["request_id"] for r in rd.requests]
     assert len(set(served)) == len(served) and len(set(rows)) == len(rows)
     assert set(rows) <= set(served)

@@ -5,7 +5,9 @@ failure (issue 13, item 9).
 Each case: ``loadknee sim --fault MODE --fault-share 0.25 --fault-above-in-flight 2``, a short
 sweep of 2 then 4 users through ``loadknee run`` (real Locust over loopback): the fault starts at
 the 4-user stage, so the analysis must put the red line there (for the modes that fail requests)
-and keep the 2-user stage clean; then the rows against ``/sim/log`` by request id.
+and keep the 2-user stage clean; then the rows against ``/sim/log`` by request id. Only a real
+run shows what the client makes of each fault; the sweeps (a few users each, mostly waiting on
+the simulator) run four at a time from one fixture, each against its own simulator.
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from analysis.pipeline import analyze_run
 from loadknee_locust.contract import REQUEST_COLUMNS
 from loadknee_locust.sim.faults import EXPECTED_OUTCOME
+from loadknee_locust.sim.launch import SimProcess
 from tests.support.run_support import assert_each_served_once, child_env, only_run_dir, read_csv
 
 pytestmark = pytest.mark.slow
@@ -38,7 +43,11 @@ NAMED = {
 }
 
 
-def _settled_load(sim, rows: int) -> list[dict]:  # type: ignore[no-untyped-def]
+#: sweeps at once: each holds 2 then 4 users, so the machine stays far from busy
+AT_ONCE = 4
+
+
+def _settled_load(sim: SimProcess, rows: int) -> list[dict]:
     """The server's records of the load (probes carry no id), once its handlers finished: a
     stalled one logs itself only when its sleep ends, after the client gave up on it."""
     deadline = time.monotonic() + 15
@@ -49,21 +58,37 @@ def _settled_load(sim, rows: int) -> list[dict]:  # type: ignore[no-untyped-def]
         time.sleep(0.2)
 
 
+def _sweep(mode: str, out: Path) -> tuple[Path, list[dict[str, str]], list[dict]]:
+    """One fault mode's sweep: its run directory, its rows, and the server's records of them."""
+    with SimProcess.start("fast", fault=mode, fault_share=0.25, fault_stall_s=3.0,
+                          fault_above_in_flight=2) as sim:  # fmt: skip
+        cmd = [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
+               "--levels", "2,4", "--stage-seconds", "3", "--no-refine",
+               "--warmup-seconds", "0.5", "--cooldown-seconds", "0.5",
+               "--baseline-requests", "0", "--output-tokens", "16", "--out", str(out),
+               "--stop-timeout", "8", "--llm-request-timeout", "1.5"]  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=child_env())
+        assert done.returncode == 0, done.stdout[-3000:]
+        rows = read_csv(only_run_dir(out) / "requests.csv", REQUEST_COLUMNS)
+        served = _settled_load(sim, sum(r["outcome"] != "cancelled" for r in rows))
+    return only_run_dir(out), rows, served
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Future[Any]]:
+    """Every mode's sweep, ``AT_ONCE`` at a time; a mode's failure is raised in its own test."""
+    with ThreadPoolExecutor(max_workers=AT_ONCE) as pool:
+        return {
+            mode: pool.submit(_sweep, mode, tmp_path_factory.mktemp(mode))
+            for mode in sorted(EXPECTED_OUTCOME)
+        }
+
+
 @pytest.mark.parametrize("mode", sorted(EXPECTED_OUTCOME))
 def test_server_count_equals_rows_with_the_right_outcome(
-    mode: str, sim_server, tmp_path: Path
+    mode: str, sweeps: dict[str, Future[Any]]
 ) -> None:
-    sim = sim_server("fast", fault=mode, fault_share=0.25, fault_stall_s=3.0,
-                     fault_above_in_flight=2)  # fmt: skip
-    cmd = [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, "--levels", "2,4",
-           "--stage-seconds", "3", "--no-refine", "--warmup-seconds", "0.5",
-           "--cooldown-seconds", "0.5", "--baseline-requests", "0", "--output-tokens", "16",
-           "--out", str(tmp_path),
-           "--stop-timeout", "8", "--llm-request-timeout", "1.5"]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=child_env())
-    assert done.returncode == 0, done.stdout[-3000:]
-    rows = read_csv(only_run_dir(tmp_path) / "requests.csv", REQUEST_COLUMNS)
-    served = _settled_load(sim, sum(r["outcome"] != "cancelled" for r in rows))
+    run_dir, rows, served = sweeps[mode].result()
     assert_each_served_once(rows, [r["request_id"] for r in served])  # none doubled or lost
     faulted = {r["request_id"] for r in served if r["outcome"] == "faulted"}
     assert all(r["fault"] == mode for r in served if r["outcome"] == "faulted")
@@ -73,7 +98,7 @@ def test_server_count_equals_rows_with_the_right_outcome(
     assert not faulted & {r["request_id"] for r in rows if r["stage"] == "0"}, (
         "the 2-user stage never has more than 2 in flight"
     )
-    knee = analyze_run(only_run_dir(tmp_path)).knee
+    knee = analyze_run(run_dir).knee
     last = knee.stages[-1]
     counts = f"{len(served)} | {len(faulted)} | {len(rows)} | {len(with_outcome)} {expected}"
     said = f"{last.verdict} | {knee.red_line_users} | {last.failures or '-'}"

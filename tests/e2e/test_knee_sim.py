@@ -7,11 +7,15 @@ recommendations). Levels are chosen so that ``c*`` sits on a tested level: when 
 midway between two levels the throughput still grows part of the way into the next one, and the
 analysis (like the vLLM source's record table, where such a stage is "critical") puts the knee
 one level later.
+
+Each case is a real run: only a sweep of the simulator shows where its knee falls. The
+``slots-4`` sweep is recorded once for the test run (tests/support/recorded_runs.py) and shared
+with tests/e2e/test_traffic_sim.py.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -28,6 +32,7 @@ from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import predicted_knee_level
 from tests.support.knee_simdriver import DriveSpec, drive_sim
+from tests.support.recorded_runs import SLOTS4_LEVELS, SLOTS4_SPEC
 
 pytestmark = pytest.mark.slow
 
@@ -39,6 +44,11 @@ def _analyse(sim: SimProcess, run_dir: Path, name: str, overrides: dict[str, Any
     """Drive one sim through ``levels``, analyse the run dir; (summary, knee, recs, predicted)."""
     spec = DriveSpec(levels=levels, **SPEC)
     drive_sim(sim.url, spec, run_dir, sim_preset=name)
+    return _judge(run_dir, name, overrides, levels)
+
+
+def _judge(run_dir: Path, name: str, overrides: dict[str, Any], levels: tuple[int, ...]):
+    spec = DriveSpec(levels=levels, **SPEC)
     run = read_run(run_dir)
     summary = summarize_stages(run)
     baseline = compute_baseline(run, summary)
@@ -67,11 +77,23 @@ NO_KNEE = ("fast", {"max_num_seqs": 64}, (1, 2, 4, 8))
 OOM = ("oom", {"kv_mib_per_token": 4, "restart_s": 5.0}, (1, 2, 4, 8, 16))
 
 
+#: the case whose sweep is recorded once for the test run (tests/support/recorded_runs.py):
+#: tests/e2e/test_traffic_sim.py reads the capacity of the same run
+RECORDED = {"slots-4": "slots4-drive"}
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """The five sweeps, three at a time: every sim is started (and warm) before any sweep begins, so
-    one's start-up CPU burst cannot disturb another's baseline; the drivers mostly wait."""
-    cases = {key: case[:3] for key, case in KNEE_CASES.items()}
+def runs(tmp_path_factory, recorded_run):
+    """The sweeps, three at a time: every sim is started (and warm) before any sweep begins, so
+    one's start-up CPU burst cannot disturb another's baseline; the drivers mostly wait. The
+    recorded case is recorded (or found) first, on its own."""
+    done: dict[str, Future[Any]] = {}
+    for key, kind in RECORDED.items():
+        assert KNEE_CASES[key][2] == SLOTS4_LEVELS and KNEE_CASES[key][1] == {"max_num_seqs": 4}
+        assert DriveSpec(levels=SLOTS4_LEVELS, **SPEC) == SLOTS4_SPEC
+        done[key] = Future()
+        done[key].set_result(_judge(recorded_run(kind).path, *KNEE_CASES[key][:3]))
+    cases = {key: case[:3] for key, case in KNEE_CASES.items() if key not in RECORDED}
     cases.update({"no-knee": NO_KNEE, "oom": OOM})
     with ExitStack() as stack:
         sims = {
@@ -82,7 +104,7 @@ def runs(tmp_path_factory):
                 key: pool.submit(_analyse, sims[key], tmp_path_factory.mktemp(key) / "run", *case)
                 for key, case in cases.items()
             }
-        return futures
+        return {**done, **futures}
 
 
 @pytest.mark.parametrize("case", list(KNEE_CASES))

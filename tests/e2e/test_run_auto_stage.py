@@ -1,37 +1,33 @@
 """``--stage-seconds auto`` end to end: real Locust against the simulator over loopback; each
 level holds until its throughput interval is precise (or its maximum), and the analysis, which
-computes the interval the same way after the run, agrees that the stage can be trusted."""
+computes the interval the same way after the run, agrees that the stage can be trusted.
+
+Only a real run shows when the live shape ended each stage: the sweep is the recorded
+``auto-local`` run (tests/support/recorded_runs.py; tests/e2e/test_accounting.py reconciles the
+server's count on it).
+"""
 
 from __future__ import annotations
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.run_support import run
+from tests.support.recorded_runs import AUTO_MAX_S as MAX_S
+from tests.support.recorded_runs import AUTO_MIN_S as MIN_S
 
 pytestmark = pytest.mark.slow
 
-MIN_S, MAX_S = 3.0, 15.0
 TICK_S = 1.5  # the shape decides once a second; a late tick on a busy machine adds a little
 
 
-def test_auto_stages_hold_until_precise_between_their_bounds(sim_server, tmp_path: Path) -> None:
-    sim = sim_server(preset="fast")
-    out = tmp_path / "runs"
-    cmd = [
-        sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
-        "--levels", "2,8", "--stage-seconds", "auto", "--stage-min-seconds", f"{MIN_S:g}",
-        "--stage-max-seconds", f"{MAX_S:g}", "--warmup-seconds", "1", "--cooldown-seconds", "0.5",
-        "--baseline-requests", "3", "--input-tokens", "32", "--output-tokens", "16",
-        "--no-refine", "--stop-after-knee", "-1", "--out", str(out), "--run-id", "auto",
-    ]  # fmt: skip
-    run(cmd, timeout=180)
-    run_dir = out / "auto"
+def test_auto_stages_hold_until_precise_between_their_bounds(recorded_run, tmp_path: Path) -> None:
+    run_dir = shutil.copytree(recorded_run("auto-local").path, tmp_path / "auto")  # analyze writes
     with (run_dir / "stages.csv").open() as f:
         steps = [r for r in csv.DictReader(f) if r["kind"] == "step"]
     assert [int(r["target_users"]) for r in steps] == [2, 8]

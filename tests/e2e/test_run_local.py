@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 from loadknee_locust.client.streamread import KERNEL_STAMPS, kernel_stamps_work
 from loadknee_locust.contract import REQUEST_COLUMNS
+from tests.support.recorded_runs import SECRET
 from tests.support.run_support import (
     assert_matches_sim,
     check_run,
@@ -25,8 +25,6 @@ from tests.support.run_support import (
     run,
     sweep_args,
 )
-
-SECRET = "sk-loadknee-test-DO-NOT-WRITE-0123456789"
 
 pytestmark = pytest.mark.slow
 
@@ -55,20 +53,13 @@ def test_plain_locust_headless_records_every_request(sim_server, tmp_path: Path)
     assert SECRET not in _files_text(rd.path)
 
 
-def test_loadknee_run_wrapper_two_workers_count_mode_default_users(
-    sim_server, tmp_path: Path
-) -> None:
-    """The wrapper end to end: B's users, two worker processes, 12 requests per level."""
-    sim = sim_server(preset="fast")
-    out = tmp_path / "runs"
-    cmd = [
-        sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, "--workers", "2",
-        "--levels", "1,2", "--stage-requests", "12", "--warmup-seconds", "0.3",
-        "--cooldown-seconds", "0.5", "--baseline-requests", "2",
-        "--input-tokens", "32", "--output-tokens", "12", "--out", str(out),
-        "--llm-api-key-env", "LOADKNEE_TEST_KEY",  # passed through to Locust unchanged
-    ]  # fmt: skip
-    text = run(cmd, env=child_env(LOADKNEE_TEST_KEY=SECRET))
+def test_loadknee_run_wrapper_two_workers_count_mode_default_users(recorded_run) -> None:
+    """The wrapper end to end: B's users, two worker processes, 12 requests per level. Only a
+    real run shows the progress lines, the workers' rows and the stamps; the sweep is the
+    recorded ``count-two-workers`` run (tests/support/recorded_runs.py), which
+    tests/e2e/test_accounting.py also reconciles with the server's count."""
+    recording = recorded_run("count-two-workers")
+    out, text = recording.path.parent, recording.output
     lines = text.strip().splitlines()
     assert lines[-2].startswith("run directory: ")
     run_dir = Path(lines[-2].split(": ", 1)[1])
@@ -85,7 +76,7 @@ def test_loadknee_run_wrapper_two_workers_count_mode_default_users(
     measured = Counter(r["stage"] for r in rd.requests if r["phase"] == "measure")
     assert measured["1"] >= 12 and measured["2"] >= 12
     assert {r["worker"] for r in rd.requests} <= {"0", "1"}
-    served = {str(rec["request_id"]) for rec in sim.log()}
+    served = {str(rec["request_id"]) for rec in recording.sim_log}
     assert {r["request_id"] for r in rd.requests} <= served  # calibration probes are not rows
     assert {r["outcome"] for r in rd.requests} == {"ok"}
     assert rd.info["prompt_source"]["kind"] == "fixed"

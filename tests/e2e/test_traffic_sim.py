@@ -1,5 +1,9 @@
 """Headroom against a real simulator run: the capacity ``loadknee trace --against`` reads is the
-one the sim's parameters imply (its saturation concurrency), with and without its /metrics."""
+one the sim's parameters imply (its saturation concurrency), with and without its /metrics.
+
+The run is the recorded ``slots4-drive`` sweep (tests/support/recorded_runs.py), the one
+tests/e2e/test_knee_sim.py judges as its ``slots-4`` case: only a real run shows that the
+capacity read back is the simulator's; recording it once serves both files."""
 
 from __future__ import annotations
 
@@ -11,28 +15,23 @@ import pytest
 from analysis.traffic import cli
 from analysis.traffic.headroom import SCALES, load_capacity
 from loadknee_locust import contract
-from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import predicted_knee_level, saturation_concurrency
-from tests.support.knee_simdriver import DriveSpec, drive_sim
+from tests.support.recorded_runs import SLOTS4_LEVELS as LEVELS
+from tests.support.recorded_runs import SLOTS4_SPEC
 
 pytestmark = pytest.mark.slow
 
-LEVELS = (1, 2, 4, 8, 16)
 SLOTS = 4
 
 
 @pytest.fixture(scope="module")
-def sim_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    spec = DriveSpec(levels=LEVELS, warmup_s=0.4, measure_s=1.5, baseline_requests=6)
-    run_dir = tmp_path_factory.mktemp("sim") / "run"
-    with SimProcess.start("fast", max_num_seqs=SLOTS) as sim:
-        drive_sim(sim.url, spec, run_dir, sim_preset="fast")
-    return run_dir
+def sim_run(recorded_run) -> Path:
+    return Path(recorded_run("slots4-drive").path)
 
 
 def _truth() -> int:
-    spec = DriveSpec(levels=LEVELS)
+    spec = SLOTS4_SPEC
     params = preset("fast", max_num_seqs=SLOTS)
     c_star = saturation_concurrency(params, spec.input_tokens, spec.output_tokens)
     knee = predicted_knee_level(params, LEVELS, spec.input_tokens, spec.output_tokens)

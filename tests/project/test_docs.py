@@ -6,7 +6,9 @@
 * every shell block whose info string is ``sh sim`` (they target the simulator) runs as
   written with ``bash -eu -o pipefail`` in an empty folder, ``loadknee`` on PATH, each bounded in
   time. Where an unprivileged network namespace is available each block gets its own loopback,
-  so the fixed port the guides use cannot meet another process's.
+  so the fixed port the guides use cannot meet another process's, and all blocks run at once
+  from one fixture (their sweeps mostly wait on the simulator: the file then takes about as
+  long as its longest block, not the sum); without one they run one after the other.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -169,22 +172,63 @@ def own_network() -> list[str]:
     return [unshare, "-rn", "sh", "-c", 'ip link set lo up && exec "$@"', "sh"] if ok else []
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("body", SIM_BLOCKS)
-def test_simulator_block_runs_as_written(body: str, tmp_path: Path) -> None:
+def _start_block(body: str, folder: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOCUST_", "LOADKNEE_"))}
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    script = tmp_path / "block.sh"
+    script = folder / "block.sh"
     script.write_text(body, encoding="utf-8")
     cmd = [*own_network(), "bash", "-eu", "-o", "pipefail", str(script)]
-    proc = subprocess.Popen(
-        cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    return subprocess.Popen(
+        cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,
     )  # fmt: skip
+
+
+def _finish_block(proc: subprocess.Popen[str], deadline: float) -> tuple[int | None, str]:
+    """(exit status, output); the status is None when the block outlived its time."""
     try:
-        out, _ = proc.communicate(timeout=BLOCK_TIMEOUT_S)
+        out, _ = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        out, _ = proc.communicate()
+        return None, out
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, 9)
             proc.communicate()
-    assert proc.returncode == 0, f"exit {proc.returncode}:\n{out[-4000:]}"
+    return proc.returncode, out
+
+
+@pytest.fixture(scope="module")
+def block_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int | None, str]]:
+    """Each block's (exit status, output), by body. Each block has its own network namespace
+    where one is available, so all start at once; otherwise their fixed port makes them run one
+    after the other. Each is bounded by ``BLOCK_TIMEOUT_S`` from its start."""
+    bodies = [p.values[0] for p in SIM_BLOCKS]
+    at_once = bool(own_network())
+    results: dict[str, tuple[int | None, str]] = {}
+    running: list[tuple[str, subprocess.Popen[str], float]] = []
+    try:
+        for body in bodies:
+            proc = _start_block(body, tmp_path_factory.mktemp("block"))
+            running.append((body, proc, time.monotonic() + BLOCK_TIMEOUT_S))
+            if not at_once:
+                results[body] = _finish_block(*running.pop()[1:])
+        for body, proc, deadline in running:
+            results[body] = _finish_block(proc, deadline)
+    finally:
+        for _body, proc, _deadline in running:
+            if proc.poll() is None:
+                os.killpg(proc.pid, 9)
+                proc.communicate()
+    return results
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("body", SIM_BLOCKS)
+def test_simulator_block_runs_as_written(
+    body: str, block_results: dict[str, tuple[int | None, str]]
+) -> None:
+    code, out = block_results[body]
+    assert code is not None, f"still running after {BLOCK_TIMEOUT_S:g} s:\n{out[-4000:]}"
+    assert code == 0, f"exit {code}:\n{out[-4000:]}"
