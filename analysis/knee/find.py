@@ -126,15 +126,60 @@ def resolve_tail_metric(params: KneeParams, run_info: Mapping[str, Any]) -> Knee
     return replace(params, tail_metric="s_per_1k" if kind in LOG_SOURCE_KINDS else "e2e")
 
 
-def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> StageVerdict:
-    """All signals of one stage and the verdict they add up to."""
+@dataclass(frozen=True)
+class StageFacts:
+    """A stage's signals that no throughput or tail figure changes (memory, errors, the client,
+    the queues, the noise): the knee's confidence reads them once per stage, not per resample."""
+
+    pressure: Signal
+    risk: Signal
+    oom: Signal
+    some_errors: Signal
+    error_rate: Signal
+    client: Signal
+    saturated: Signal
+    queued: Signal
+    starving: Signal
+    noisy: Signal
+    disagree: str | None  # the server's gauges against the client's estimate, when both exist
+    note: str | None  # the rows excluded for missing their lengths
+
+
+def stage_facts(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> StageFacts | str:
+    """The stage's :class:`StageFacts`, or why it has too little data to judge."""
     lacking = insufficient_reason(row)
-    if lacking is not None:  # no signal can be read from it: never "comfortable"
+    if lacking is not None:
+        return lacking
+    saturated = saturation_signal(row, ctx)
+    queued = client_saturation_signal(row, ctx)
+    return StageFacts(
+        *memory_signals(row, prev, ctx),
+        *error_signals(row, ctx),
+        client_signal(row, ctx),
+        saturated,
+        queued,
+        starved(row),
+        noise_signal(row, ctx),
+        cross_check(row, saturated, queued) if saturated.value is not None else None,
+        excluded_note(row),
+    )
+
+
+def evaluate_stage(
+    row: pd.Series,
+    prev: pd.Series | None,
+    ctx: StageContext,
+    facts: StageFacts | str | None = None,
+) -> StageVerdict:
+    """All signals of one stage and the verdict they add up to; ``facts`` are
+    :func:`stage_facts` of the same row, previous stage and context when already known."""
+    facts = stage_facts(row, prev, ctx) if facts is None else facts
+    if isinstance(facts, str):  # no signal can be read from it: never "comfortable"
         return StageVerdict(
             stage=int(row["stage"]),
             target_users=int(row["target_users"]),
             verdict="insufficient_data",
-            reasons=(lacking,),
+            reasons=(facts,),
             signals=(),
             trusted=True,
         )
@@ -144,13 +189,9 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
     if not flat.fired and fit is not None and fit.flat and users > fit.high:
         flat = replace(flat, fired=True, text=on_plateau_text(fit, users))
     departed, sla = tail_signals(row, ctx)
-    pressure, risk, oom = memory_signals(row, prev, ctx)
-    some_errors, error_rate = error_signals(row, ctx)
-    client = client_signal(row, ctx)
-    saturated = saturation_signal(row, ctx)
-    queued = client_saturation_signal(row, ctx)
-    starving = starved(row)
-    noisy = noise_signal(row, ctx)
+    pressure, risk, oom = facts.pressure, facts.risk, facts.oom
+    some_errors, error_rate, client = facts.some_errors, facts.error_rate, facts.client
+    saturated, queued, starving, noisy = facts.saturated, facts.queued, facts.starving, facts.noisy
     signals = [flat, narrowing, departed, pressure, risk, some_errors, error_rate, oom, client]
     if sla is not None:
         signals.insert(3, sla)
@@ -181,16 +222,16 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
         reasons.append(client.text + ": untrusted, the client may be the limit")
     if starving.fired:
         reasons.append(starving.text)
-    if gauged and (disagree := cross_check(row, saturated, queued)) is not None:
-        reasons.append(disagree)
+    if facts.disagree is not None:
+        reasons.append(facts.disagree)
     if verdict == "comfortable":
         reasons.append("no signal fired")
     if tail_undecided(departed):  # past the limit, but not past the noise: say so
         reasons.append(departed.text)
     if noisy.fired:
         reasons.append(noisy.text)
-    if (note := excluded_note(row)) is not None:
-        reasons.append(note)
+    if facts.note is not None:
+        reasons.append(facts.note)
     return StageVerdict(
         stage=int(row["stage"]),
         target_users=int(row["target_users"]),
@@ -210,6 +251,8 @@ def _rows(frame: pd.DataFrame) -> list[Any]:
     return [dict(zip(columns, values, strict=True)) for values in frame.values]
 
 
+#: the columns the knee's confidence resamples: no :class:`StageFacts` reads them
+RESAMPLED_COLUMNS = frozenset({"output_tok_s", "total_tok_s", "qps", "e2e_p95_ms", "e2e_p99_ms"})
 #: the columns :class:`KneeInputs` reads once; :meth:`KneeInputs.with_columns` may not replace them
 FIXED_COLUMNS = frozenset(
     {
@@ -280,6 +323,8 @@ class KneeInputs:
         self.server_slots = float(running.max()) if len(running) and running.max() > 0 else None
         self.client_slots = client_slots(steps)
         self.levels = Levels(summary, params.throughput_column)
+        #: per (stage, previous stage) position, its :func:`stage_facts`
+        self.facts: dict[tuple[int, int | None], StageFacts | str] = {}
 
     def with_columns(self, values: Mapping[str, Sequence[float]]) -> KneeInputs:
         """The same table with these columns' figures (one per stage, in the table's order)
@@ -287,6 +332,8 @@ class KneeInputs:
         if fixed := FIXED_COLUMNS.intersection(values):
             raise ValueError(f"columns read once cannot be replaced: {sorted(fixed)}")
         out = copy(self)
+        if not RESAMPLED_COLUMNS.issuperset(values):
+            out.facts = {}  # a column the facts may read changed: read them again
         names = list(values)
         columns = [list(values[name]) for name in names]
         out.records = [
@@ -413,14 +460,16 @@ def _judged(inputs: KneeInputs) -> _Judged:
     params, baseline = inputs.params, inputs.baseline
     rows = inputs.rows()
     ctx = inputs.context(rows)
-    prev: Any = None
-    if baseline.source == "baseline" and inputs.base_at is not None:
-        prev = inputs.records[inputs.base_at]
+    prev_at = inputs.base_at if baseline.source == "baseline" else None
     verdicts = []
-    for row in rows:
-        verdicts.append(evaluate_stage(row, prev, ctx))
+    for at, row in zip(inputs.order, rows, strict=True):
+        prev = None if prev_at is None else inputs.records[prev_at]
+        facts = inputs.facts.get((at, prev_at))
+        if facts is None:
+            facts = inputs.facts[at, prev_at] = stage_facts(row, prev, ctx)
+        verdicts.append(evaluate_stage(row, prev, ctx, facts))
         if int(row["ok"]) > 0 and not pd.isna(row[params.throughput_column]):
-            prev = row
+            prev_at = at
     verdicts = _demote_unsaturated(rows, verdicts, ctx)
     verdicts = _demote_dips(rows, verdicts, params, ctx.x1)
     red = next((v for v in verdicts if v.verdict == "red_line"), None)
