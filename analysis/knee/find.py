@@ -50,6 +50,11 @@ the
    highest stage, below the first knee or red line, with 100 % success, memory at or below
    ``memory_pressure_pct``, the tail within ``sla_ms`` when one is given, and a trusted client.
 
+The rule reads the table through :class:`KneeInputs` (taken from the frame once) and
+:func:`judge`; the knee's confidence (:mod:`analysis.knee.confidence`) judges 200 resampled
+throughput and tail columns on one ``KneeInputs`` (:meth:`KneeInputs.with_columns`), reading each
+stage's other signals (:class:`StageFacts`) once: one rule for the answer and its confidence.
+
 Parameters (:class:`~analysis.knee.params.KneeParams`, each with its ``--knee-*`` flag) and
 defaults:
 
