@@ -4,8 +4,9 @@ Each resample draws, for every stage with per-window data (:class:`~analysis.sta
 StageBatches`), its windows again with replacement: the stage's throughput becomes the mean of
 the drawn windows' rates and its e2e P95/P99 the percentiles of the drawn windows' requests (the
 same block bootstrap as the intervals, so time-correlated requests stay together). The knee
-rule (:func:`analysis.knee.find.find_knee`, the one implementation) runs on each resampled record
-table with the interval columns cleared, so the resample itself is the noise. The share of
+rule (:func:`analysis.knee.find.find_knee`'s, the one implementation) runs on each resampled
+record table with the interval columns cleared, so the resample itself is the noise: the table
+is taken apart once and each resample swaps in its columns (:func:`resampled_answers`). The share of
 resamples giving the same ``max_concurrency`` is the knee's confidence, said in words with the
 number of resamples and the other answers seen ("max_concurrency 12: the knee stage holds in
 97 % of 200 resamples").
@@ -25,9 +26,9 @@ from dataclasses import replace
 import pandas as pd
 
 from analysis import rules
-from analysis.knee.find import KneeParams, find_knee
+from analysis.knee.find import KneeInputs, KneeParams, judged_max_concurrency
 from analysis.model import Baseline, KneeResult
-from analysis.stages.array_intervals import resampled_tables
+from analysis.stages.array_intervals import cleared, resampled_columns
 from analysis.stages.intervals import StageBatches
 
 #: resamples by default: a 95 % share is then known to about ±1.5 points
@@ -51,11 +52,9 @@ def knee_confidence(
     params = params or KneeParams()
     if knee.max_concurrency is None or not any(b.rates for b in batches.values()):
         return replace(knee, confidence="no confidence figure: no stage had per-window data")
-    rng = random.Random(seed)
-    answers: Counter[int | None] = Counter()
-    params = replace(params, fit_resamples=0)  # the resampling here is the fit's noise too
-    for table in resampled_tables(summary, batches, rng, params.throughput_column, resamples):
-        answers[find_knee(table, baseline, params=params).max_concurrency] += 1
+    answers = Counter(
+        resampled_answers(summary, baseline, batches, random.Random(seed), params, resamples)
+    )
     same = answers[knee.max_concurrency] / resamples * 100.0
     what = "the knee stage" if knee.knee_users is not None else "the answer"
     others = ", ".join(
@@ -76,3 +75,28 @@ def knee_confidence(
         + f" {rules.cite('noisy')}"
     )
     return replace(knee, confidence_pct=same, confidence=text)
+
+
+def resampled_answers(
+    summary: pd.DataFrame,
+    baseline: Baseline,
+    batches: Mapping[int, StageBatches],
+    rng: random.Random,
+    params: KneeParams,
+    resamples: int,
+) -> list[int | None]:
+    """Per resample, the ``max_concurrency`` the knee rule gives for its table.
+
+    The table is taken apart once (:class:`~analysis.knee.find.KneeInputs` of the table with its
+    intervals cleared); each resample only swaps in its throughput and tail columns
+    (:func:`~analysis.stages.array_intervals.resampled_columns`) and runs the rule again: what
+    :func:`~analysis.knee.find.find_knee` would answer on the resampled table, without
+    rebuilding the rest from a frame 200 times."""
+    params = replace(params, fit_resamples=0)  # the resampling here is the fit's noise too
+    inputs = KneeInputs(cleared(summary), baseline, params)
+    columns = resampled_columns(summary, batches, rng, params.throughput_column, resamples)
+    rows = {name: values.tolist() for name, values in columns.items()}
+    return [
+        judged_max_concurrency(inputs.with_columns({name: v[r] for name, v in rows.items()}))
+        for r in range(resamples)
+    ]

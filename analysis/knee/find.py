@@ -50,6 +50,11 @@ the
    highest stage, below the first knee or red line, with 100 % success, memory at or below
    ``memory_pressure_pct``, the tail within ``sla_ms`` when one is given, and a trusted client.
 
+The rule reads the table through :class:`KneeInputs` (taken from the frame once) and
+:func:`judge`; the knee's confidence (:mod:`analysis.knee.confidence`) judges 200 resampled
+throughput and tail columns on one ``KneeInputs`` (:meth:`KneeInputs.with_columns`), reading each
+stage's other signals (:class:`StageFacts`) once: one rule for the answer and its confidence.
+
 Parameters (:class:`~analysis.knee.params.KneeParams`, each with its ``--knee-*`` flag) and
 defaults:
 
@@ -74,8 +79,9 @@ defaults:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, replace
+from collections.abc import Mapping, Sequence
+from copy import copy
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -89,7 +95,7 @@ from analysis.knee.client_signals import (
     cross_check,
     starved,
 )
-from analysis.knee.fit import capacity_words, fit_knee, on_plateau_text
+from analysis.knee.fit import Levels, capacity_words, on_plateau_text
 from analysis.knee.params import KneeParams
 from analysis.knee.signals import (
     StageContext,
@@ -125,15 +131,60 @@ def resolve_tail_metric(params: KneeParams, run_info: Mapping[str, Any]) -> Knee
     return replace(params, tail_metric="s_per_1k" if kind in LOG_SOURCE_KINDS else "e2e")
 
 
-def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> StageVerdict:
-    """All signals of one stage and the verdict they add up to."""
+@dataclass(frozen=True)
+class StageFacts:
+    """A stage's signals that no throughput or tail figure changes (memory, errors, the client,
+    the queues, the noise): the knee's confidence reads them once per stage, not per resample."""
+
+    pressure: Signal
+    risk: Signal
+    oom: Signal
+    some_errors: Signal
+    error_rate: Signal
+    client: Signal
+    saturated: Signal
+    queued: Signal
+    starving: Signal
+    noisy: Signal
+    disagree: str | None  # the server's gauges against the client's estimate, when both exist
+    note: str | None  # the rows excluded for missing their lengths
+
+
+def stage_facts(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> StageFacts | str:
+    """The stage's :class:`StageFacts`, or why it has too little data to judge."""
     lacking = insufficient_reason(row)
-    if lacking is not None:  # no signal can be read from it: never "comfortable"
+    if lacking is not None:
+        return lacking
+    saturated = saturation_signal(row, ctx)
+    queued = client_saturation_signal(row, ctx)
+    return StageFacts(
+        *memory_signals(row, prev, ctx),
+        *error_signals(row, ctx),
+        client_signal(row, ctx),
+        saturated,
+        queued,
+        starved(row),
+        noise_signal(row, ctx),
+        cross_check(row, saturated, queued) if saturated.value is not None else None,
+        excluded_note(row),
+    )
+
+
+def evaluate_stage(
+    row: pd.Series,
+    prev: pd.Series | None,
+    ctx: StageContext,
+    facts: StageFacts | str | None = None,
+) -> StageVerdict:
+    """All signals of one stage and the verdict they add up to; ``facts`` are
+    :func:`stage_facts` of the same row, previous stage and context when already known."""
+    facts = stage_facts(row, prev, ctx) if facts is None else facts
+    if isinstance(facts, str):  # no signal can be read from it: never "comfortable"
         return StageVerdict(
             stage=int(row["stage"]),
             target_users=int(row["target_users"]),
             verdict="insufficient_data",
-            reasons=(lacking,),
+            reasons=(facts,),
             signals=(),
             trusted=True,
         )
@@ -143,13 +194,9 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
     if not flat.fired and fit is not None and fit.flat and users > fit.high:
         flat = replace(flat, fired=True, text=on_plateau_text(fit, users))
     departed, sla = tail_signals(row, ctx)
-    pressure, risk, oom = memory_signals(row, prev, ctx)
-    some_errors, error_rate = error_signals(row, ctx)
-    client = client_signal(row, ctx)
-    saturated = saturation_signal(row, ctx)
-    queued = client_saturation_signal(row, ctx)
-    starving = starved(row)
-    noisy = noise_signal(row, ctx)
+    pressure, risk, oom = facts.pressure, facts.risk, facts.oom
+    some_errors, error_rate, client = facts.some_errors, facts.error_rate, facts.client
+    saturated, queued, starving, noisy = facts.saturated, facts.queued, facts.starving, facts.noisy
     signals = [flat, narrowing, departed, pressure, risk, some_errors, error_rate, oom, client]
     if sla is not None:
         signals.insert(3, sla)
@@ -180,16 +227,16 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
         reasons.append(client.text + ": untrusted, the client may be the limit")
     if starving.fired:
         reasons.append(starving.text)
-    if gauged and (disagree := cross_check(row, saturated, queued)) is not None:
-        reasons.append(disagree)
+    if facts.disagree is not None:
+        reasons.append(facts.disagree)
     if verdict == "comfortable":
         reasons.append("no signal fired")
     if tail_undecided(departed):  # past the limit, but not past the noise: say so
         reasons.append(departed.text)
     if noisy.fired:
         reasons.append(noisy.text)
-    if (note := excluded_note(row)) is not None:
-        reasons.append(note)
+    if facts.note is not None:
+        reasons.append(facts.note)
     return StageVerdict(
         stage=int(row["stage"]),
         target_users=int(row["target_users"]),
@@ -201,15 +248,6 @@ def evaluate_stage(row: pd.Series, prev: pd.Series | None, ctx: StageContext) ->
     )
 
 
-def _level_stages(summary: pd.DataFrame) -> pd.DataFrame:
-    """The level stages sorted by users, then stage (NaN last, ties kept in order): what
-    ``summary[kind in LEVEL_KINDS].sort_values(["target_users", "stage"])`` gives, in one take."""
-    level = summary["kind"].isin(LEVEL_KINDS).to_numpy()
-    users = summary["target_users"].to_numpy(dtype=float, na_value=np.nan)[level]
-    stage = summary["stage"].to_numpy(dtype=float, na_value=np.nan)[level]
-    return summary.iloc[np.flatnonzero(level)[np.lexsort((stage, users))]]
-
-
 def _rows(frame: pd.DataFrame) -> list[Any]:
     """``frame.iterrows()``'s rows (the same values) as dicts: the signals read a row only by
     ``row[...]`` and ``row.get(...)``, and a dict's lookups are ~50× a Series' (the knee's
@@ -218,68 +256,136 @@ def _rows(frame: pd.DataFrame) -> list[Any]:
     return [dict(zip(columns, values, strict=True)) for values in frame.values]
 
 
-def _context(
-    summary: pd.DataFrame,
-    baseline: Baseline,
-    params: KneeParams,
-    *,
-    steps: pd.DataFrame,
-    rows: list[Any],
-) -> StageContext:
-    """What every stage is judged against; ``steps`` are the summary's level stages (in any
-    order) and ``rows`` the same as :func:`_rows`."""
-    x1 = None
-    if baseline.stage is not None and baseline.target_users:
-        # numpy, not frame filters: this rule runs ~200 times per analysis (its confidence)
-        hit = np.flatnonzero(summary["stage"].to_numpy() == baseline.stage)
-        if len(hit):
-            x = num(summary[params.throughput_column].to_numpy()[hit[0]])
+#: the columns the knee's confidence resamples: no :class:`StageFacts` reads them
+RESAMPLED_COLUMNS = frozenset({"output_tok_s", "total_tok_s", "qps", "e2e_p95_ms", "e2e_p99_ms"})
+#: the columns :class:`KneeInputs` reads once; :meth:`KneeInputs.with_columns` may not replace them
+FIXED_COLUMNS = frozenset(
+    {
+        "kind",
+        "stage",
+        "target_users",
+        "ok",
+        "gpu_mem_peak_pct",
+        "running_max",
+        "client_running",
+        "output_tok_s_hw_pct",
+    }
+)
+
+
+class KneeInputs:
+    """A record table as the knee rule reads it, taken from the frame once: every stage as a
+    dict, the level stages' order, and what the stages are judged against that no throughput or
+    tail figure changes (GPU memory flatness, the server's and the client's slots, the fit's
+    levels). :func:`find_knee` judges one; the knee's confidence
+    (:mod:`analysis.knee.confidence`) takes one and judges it again with 200 resampled
+    throughput and tail columns (:meth:`with_columns`) — the same rule, without rebuilding
+    the rest from a frame each time."""
+
+    def __init__(self, summary: pd.DataFrame, baseline: Baseline, params: KneeParams) -> None:
+        self.baseline, self.params = baseline, params
+        self.columns = frozenset(summary.columns)
+        #: every stage (the baseline stage is the first one compared with), as :func:`_rows`
+        self.records = _rows(summary)
+        self.values = {
+            params.throughput_column: summary[params.throughput_column].to_numpy(
+                dtype=float, na_value=np.nan
+            )
+        }
+        level = summary["kind"].isin(LEVEL_KINDS).to_numpy()
+        users = summary["target_users"].to_numpy(dtype=float, na_value=np.nan)[level]
+        stage = summary["stage"].to_numpy(dtype=float, na_value=np.nan)[level]
+        #: the level stages sorted by users, then stage (NaN last, ties kept in order)
+        self.order = np.flatnonzero(level)[np.lexsort((stage, users))].tolist()
+        self.base_at: int | None = None
+        if baseline.stage is not None:
+            hit = np.flatnonzero(summary["stage"].to_numpy() == baseline.stage)
+            self.base_at = int(hit[0]) if len(hit) else None
+        steps = summary.iloc[self.order]
+        if params.tail_metric == "s_per_1k":
+            tails = {"p95": baseline.s_per_1k_total_p95, "p99": baseline.s_per_1k_total_p99}
+        else:
+            tails = {"p95": baseline.e2e_p95_ms, "p99": baseline.e2e_p99_ms}
+        used = params.tail_percentile
+        if tails[used] is None:  # e.g. a typed-in record table with P99 only
+            used = "p99" if used == "p95" else "p95"
+            used = used if tails[used] is not None else params.tail_percentile
+        self.tail_used, self.base_tail = used, tails[used]
+        peaks = steps["gpu_mem_peak_pct"].to_numpy(dtype=float, na_value=np.nan)
+        peaks = peaks[peaks > 0]  # 0 = the process was down (restart), not pre-allocation; no NaN
+        self.gpu_flat = len(peaks) > 0 and float(peaks.max() - peaks.min()) < FLAT_GPU_SPREAD_PCT
+        all_peaks = steps["gpu_mem_peak_pct"].to_numpy(dtype=float, na_value=np.nan)
+        with_peaks = steps["target_users"].to_numpy(dtype=float)[all_peaks > 0]
+        self.gpu_preallocated = (
+            self.gpu_flat
+            and len(peaks) >= 3
+            and float(with_peaks.max()) >= 4 * max(1.0, float(with_peaks.min()))
+        )
+        running = np.array([])
+        if "running_max" in steps:
+            running = steps["running_max"].to_numpy(dtype=float, na_value=np.nan)
+            running = running[~np.isnan(running)]
+        self.server_slots = float(running.max()) if len(running) and running.max() > 0 else None
+        self.client_slots = client_slots(steps)
+        self.levels = Levels(summary, params.throughput_column)
+        #: per (stage, previous stage) position, its :func:`stage_facts`
+        self.facts: dict[tuple[int, int | None], StageFacts | str] = {}
+
+    def with_columns(self, values: Mapping[str, Sequence[float]]) -> KneeInputs:
+        """The same table with these columns' figures (one per stage, in the table's order)
+        in place of its own; the fixed parts are shared."""
+        if fixed := FIXED_COLUMNS.intersection(values):
+            raise ValueError(f"columns read once cannot be replaced: {sorted(fixed)}")
+        out = copy(self)
+        if not RESAMPLED_COLUMNS.issuperset(values):
+            out.facts = {}  # a column the facts may read changed: read them again
+        names = list(values)
+        columns = [list(values[name]) for name in names]
+        out.records = [
+            {**record, **dict(zip(names, figures, strict=True))}
+            for record, *figures in zip(self.records, *columns, strict=True)
+        ]
+        out.values = {**self.values}
+        for name in names:
+            if name in out.values:
+                out.values[name] = np.asarray(values[name], dtype=float)
+        return out
+
+    def rows(self) -> list[Any]:
+        """The level stages' records, sorted by users."""
+        return [self.records[i] for i in self.order]
+
+    def context(self, rows: list[Any]) -> StageContext:
+        """What every stage is judged against; ``rows`` are :meth:`rows`."""
+        params, baseline = self.params, self.baseline
+        x1 = None
+        if self.base_at is not None and baseline.target_users:
+            x = num(self.values[params.throughput_column][self.base_at])
             x1 = None if x is None else x / baseline.target_users
-    if params.tail_metric == "s_per_1k":
-        tails = {"p95": baseline.s_per_1k_total_p95, "p99": baseline.s_per_1k_total_p99}
-    else:
-        tails = {"p95": baseline.e2e_p95_ms, "p99": baseline.e2e_p99_ms}
-    used = params.tail_percentile
-    if tails[used] is None:  # e.g. a typed-in record table with P99 only
-        used = "p99" if used == "p95" else "p95"
-        used = used if tails[used] is not None else params.tail_percentile
-    base_tail, tail_source = _tail_yardstick(steps, rows, baseline, tails[used], used, params)
-    peaks = steps["gpu_mem_peak_pct"].to_numpy(dtype=float, na_value=np.nan)
-    peaks = peaks[peaks > 0]  # 0 = the process was down (restart), not pre-allocation; no NaN
-    flat = len(peaks) > 0 and float(peaks.max() - peaks.min()) < FLAT_GPU_SPREAD_PCT
-    all_peaks = steps["gpu_mem_peak_pct"].to_numpy(dtype=float, na_value=np.nan)
-    with_peaks = steps["target_users"].to_numpy(dtype=float)[all_peaks > 0]
-    prealloc = (
-        flat
-        and len(peaks) >= 3
-        and float(with_peaks.max()) >= 4 * max(1.0, float(with_peaks.min()))
-    )
-    running = np.array([])
-    if "running_max" in steps:
-        running = steps["running_max"].to_numpy(dtype=float, na_value=np.nan)
-        running = running[~np.isnan(running)]
-    return StageContext(
-        x1=x1 or None,
-        base_tail_ms=base_tail,
-        tail_percentile=used,
-        tail_source=tail_source,
-        gpu_flat=flat,
-        gpu_preallocated=prealloc,
-        params=params,
-        server_slots=float(running.max()) if len(running) and running.max() > 0 else None,
-        client_slots=client_slots(steps),
-        fit=fit_knee(
-            steps,
-            x1,
-            column=params.throughput_column,
-            flat_gain_ratio=params.flat_gain_ratio,
-            resamples=params.fit_resamples,
-        ),
-    )
+        base_tail, tail_source = _tail_yardstick(
+            self.columns, rows, baseline, self.base_tail, self.tail_used, params
+        )
+        return StageContext(
+            x1=x1 or None,
+            base_tail_ms=base_tail,
+            tail_percentile=self.tail_used,
+            tail_source=tail_source,
+            gpu_flat=self.gpu_flat,
+            gpu_preallocated=self.gpu_preallocated,
+            params=params,
+            server_slots=self.server_slots,
+            client_slots=self.client_slots,
+            fit=self.levels.fit(
+                self.values[params.throughput_column],
+                x1,
+                flat_gain_ratio=params.flat_gain_ratio,
+                resamples=params.fit_resamples,
+            ),
+        )
 
 
 def _tail_yardstick(
-    steps: pd.DataFrame,
+    columns: frozenset[str],
     rows: list[Any],
     baseline: Baseline,
     base_tail: float | None,
@@ -299,7 +405,7 @@ def _tail_yardstick(
     if baseline.source != "baseline" or base_tail is None:
         return base_tail, "the baseline's"
     column = f"s_per_1k_total_{used}" if params.tail_metric == "s_per_1k" else f"e2e_{used}_ms"
-    if column not in steps:
+    if column not in columns:
         return base_tail, "the baseline's"
     best, source = base_tail, "the baseline's"
     for row in (r for r in rows if r["target_users"] == 1):
@@ -336,19 +442,39 @@ def find_knee(
     summary: pd.DataFrame, baseline: Baseline, *, params: KneeParams | None = None
 ) -> KneeResult:
     """Verdicts for every step stage of ``summary`` and the knee they point at (pure)."""
-    params = params or KneeParams()
-    steps = _level_stages(summary)
-    rows = _rows(steps)
-    ctx = _context(summary, baseline, params, steps=steps, rows=rows)
-    prev: pd.Series | None = None
-    if baseline.source == "baseline" and baseline.stage is not None:
-        hit = np.flatnonzero(summary["stage"].to_numpy() == baseline.stage)
-        prev = summary.iloc[hit[0]] if len(hit) else None
+    return judge(KneeInputs(summary, baseline, params or KneeParams()))
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """The knee rule's answer before it is written up."""
+
+    rows: list[Any]
+    verdicts: list[StageVerdict]
+    ctx: StageContext
+    knee: StageVerdict | None
+    red: StageVerdict | None
+    limit: StageVerdict | None
+    max_concurrency: int | None
+    slots: int | None
+    seen: int | None
+
+
+def _judged(inputs: KneeInputs) -> _Judged:
+    """The knee rule over ``inputs``: every stage's verdict, the knee and ``max_concurrency``."""
+    params, baseline = inputs.params, inputs.baseline
+    rows = inputs.rows()
+    ctx = inputs.context(rows)
+    prev_at = inputs.base_at if baseline.source == "baseline" else None
     verdicts = []
-    for row in rows:
-        verdicts.append(evaluate_stage(row, prev, ctx))
+    for at, row in zip(inputs.order, rows, strict=True):
+        prev = None if prev_at is None else inputs.records[prev_at]
+        facts = inputs.facts.get((at, prev_at))
+        if facts is None:
+            facts = inputs.facts[at, prev_at] = stage_facts(row, prev, ctx)
+        verdicts.append(evaluate_stage(row, prev, ctx, facts))
         if int(row["ok"]) > 0 and not pd.isna(row[params.throughput_column]):
-            prev = row
+            prev_at = at
     verdicts = _demote_unsaturated(rows, verdicts, ctx)
     verdicts = _demote_dips(rows, verdicts, params, ctx.x1)
     red = next((v for v in verdicts if v.verdict == "red_line"), None)
@@ -369,23 +495,35 @@ def find_knee(
     seen = _client_seen_slots(rows, verdicts) if slots is None else None
     if seen is not None and max_conc is not None and max_conc > seen:
         max_conc = seen  # the same bound, from the client's own estimate
-    base = _base_capacity(rows, verdicts, limit.stage if limit else -1, params)
+    return _Judged(rows, verdicts, ctx, knee, red, limit, max_conc, slots, seen)
+
+
+def judged_max_concurrency(inputs: KneeInputs) -> int | None:
+    """The ``max_concurrency`` :func:`judge` gives, without writing the answer up."""
+    return _judged(inputs).max_concurrency
+
+
+def judge(inputs: KneeInputs) -> KneeResult:
+    """The knee rule over ``inputs`` (what :func:`find_knee` gives for their table)."""
+    j, params = _judged(inputs), inputs.params
+    knee, red, ctx, fit = j.knee, j.red, j.ctx, j.ctx.fit
+    base = _base_capacity(j.rows, j.verdicts, j.limit.stage if j.limit else -1, params)
     return KneeResult(
-        stages=tuple(verdicts),
+        stages=tuple(j.verdicts),
         knee_stage=knee.stage if knee else None,
         knee_users=knee.target_users if knee else None,
         red_line_stage=red.stage if red else None,
         red_line_users=red.target_users if red else None,
-        max_concurrency=max_conc,
+        max_concurrency=j.max_concurrency,
         base_capacity=base,
-        summary=_summary_text(verdicts, knee, red, max_conc, slots, ctx, seen),
+        summary=_summary_text(j.verdicts, knee, red, j.max_concurrency, j.slots, ctx, j.seen),
         params=asdict(params),
-        server_slots=slots,
-        capacity=None if ctx.fit is None or not ctx.fit.flat else round(ctx.fit.capacity, 2),
-        capacity_low=None if ctx.fit is None or not ctx.fit.flat else round(ctx.fit.low, 2),
-        capacity_high=None if ctx.fit is None or not ctx.fit.flat else round(ctx.fit.high, 2),
-        capacity_text="" if ctx.fit is None else ctx.fit.text,
-        client_slots=seen,
+        server_slots=j.slots,
+        capacity=None if fit is None or not fit.flat else round(fit.capacity, 2),
+        capacity_low=None if fit is None or not fit.flat else round(fit.low, 2),
+        capacity_high=None if fit is None or not fit.flat else round(fit.high, 2),
+        capacity_text="" if fit is None else fit.text,
+        client_slots=j.seen,
     )
 
 

@@ -350,14 +350,24 @@ def stage_batches(
     return out
 
 
-def resampled_tables(
+def cleared(summary: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` with its interval columns cleared: the table every resample starts from, so
+    the resample itself is the noise."""
+    base = summary.copy()
+    base.loc[:, list(INTERVAL_COLUMNS)] = np.nan
+    return base
+
+
+def resampled_columns(
     summary: pd.DataFrame,
     batches: Mapping[int, StageBatches],
     rng: random.Random,
     column: str,
     resamples: int,
-) -> Iterator[pd.DataFrame]:
-    """The knee's resampled record tables (:mod:`analysis.knee.confidence`), in its order.
+) -> dict[str, FloatArray]:
+    """The knee's resampled columns (:mod:`analysis.knee.confidence`): per column, a
+    ``resamples × stages`` array whose row ``r`` is resample ``r``'s figure per stage of
+    ``summary`` (in its order); the rest of each resampled table is :func:`cleared`'s.
 
     Every stage with window rates gets, per resample, the mean of drawn window rates as its
     output tok/s (``column`` moves with it) and the percentiles of the drawn windows' e2e values
@@ -386,14 +396,12 @@ def resampled_tables(
             rate_draws[j].append(sum(drawn) / len(drawn))
             if pool is not None:
                 pool_draws[j].append(rng.choices(range(pool.groups), k=pool.groups))
-    base = summary.copy()
-    base.loc[:, list(INTERVAL_COLUMNS)] = np.nan
-    tok0 = base["output_tok_s"].to_numpy(dtype=float).copy()
-    other0 = base[column].to_numpy(dtype=float).copy()
+    tok0 = summary["output_tok_s"].to_numpy(dtype=float).copy()
+    other0 = summary[column].to_numpy(dtype=float).copy()
     tok = np.tile(tok0, (resamples, 1))
     other = np.tile(other0, (resamples, 1))
-    p95 = np.tile(base["e2e_p95_ms"].to_numpy(dtype=float), (resamples, 1))
-    p99 = np.tile(base["e2e_p99_ms"].to_numpy(dtype=float), (resamples, 1))
+    p95 = np.tile(summary["e2e_p95_ms"].to_numpy(dtype=float), (resamples, 1))
+    p99 = np.tile(summary["e2e_p99_ms"].to_numpy(dtype=float), (resamples, 1))
     for j, (i, _b, pool) in enumerate(plan):
         rate = np.array(rate_draws[j], dtype=float)
         if tok0[i] > 0:
@@ -404,10 +412,22 @@ def resampled_tables(
             weights = np.zeros((resamples, pool.groups), dtype=np.int64)
             np.add.at(weights, (np.repeat(np.arange(resamples), pool.groups), picks.ravel()), 1)
             p95[:, i], p99[:, i] = pool.quantiles(weights, 0.95), pool.quantiles(weights, 0.99)
+    out = {column: other} if column != "output_tok_s" else {}
+    return {**out, "output_tok_s": tok, "e2e_p95_ms": p95, "e2e_p99_ms": p99}
+
+
+def resampled_tables(
+    summary: pd.DataFrame,
+    batches: Mapping[int, StageBatches],
+    rng: random.Random,
+    column: str,
+    resamples: int,
+) -> Iterator[pd.DataFrame]:
+    """:func:`resampled_columns` as whole record tables, one per resample."""
+    base = cleared(summary)
+    columns = resampled_columns(summary, batches, rng, column, resamples)
     for r in range(resamples):
         out = base.copy()
-        if column != "output_tok_s":
-            out[column] = other[r]
-        out["output_tok_s"] = tok[r]
-        out["e2e_p95_ms"], out["e2e_p99_ms"] = p95[r], p99[r]
+        for name, values in columns.items():
+            out[name] = values[r]
         yield out
