@@ -97,7 +97,14 @@ def analyze_run(
     say(f"summarising {len(run.stages)} stages, {len(run.requests):,} requests")
     measured = measured_requests(run)
     batches = run_batches(run, measured=measured)
-    summary = summarize_stages(run, measured=measured, batches=batches)
+    # the server's gauges once: the record table's figures and the report's timeline
+    timeline = server_timeline(run.server_metrics)
+    summary = summarize_stages(
+        run,
+        measured=measured,
+        batches=batches,
+        timeline=None if timeline is None else (lambda _metrics: timeline),
+    )
     baseline = compute_baseline(run, summary, measured=measured)
     recorded = run_knee_params(run.run_info)
     chosen = knee_params or replace(recorded, **(knee_overrides or {}))
@@ -133,7 +140,7 @@ def analyze_run(
         knee=knee,
         recommendations=recs,
         recommendations_yaml=to_yaml(recs),
-        server_timeline=server_timeline(run.server_metrics),
+        server_timeline=timeline,
         slo=slo,
         rate_stages=None if rated is None else rated[0],
         rate_knee=None if rated is None else rated[1],
