@@ -113,7 +113,7 @@ def analyze_run(
     say("resampling the stages' time windows for the knee's confidence")
     knee = knee_confidence(summary, baseline, knee, batches, params=params)
     # a step of its own, or the benchmark (and CI's slowest step) would book it as resampling
-    say("diagnosing and advising: failures, bottleneck, SLOs, rate stages")
+    say("diagnosing and advising: failures, bottlenecks, SLOs, rates")
     mixes = failure_mixes(measured)
     knee = name_failures(diagnose(summary, knee, baseline, failures=mixes), mixes)
     info = {**run.run_info, RUN_INFO_KEY: detect_engine(run.server_metrics, run.run_info)}
