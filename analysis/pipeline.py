@@ -137,7 +137,14 @@ def analyze_run(
     say(f"summarising {len(run.stages)} stages, {len(run.requests):,} requests")
     measured = measured_requests(run)
     batches = run_batches(run, measured=measured)
-    summary = summarize_stages(run, measured=measured, batches=batches)
+    # the server's gauges once: the record table's figures and the report's timeline
+    timeline = server_timeline(run.server_metrics)
+    summary = summarize_stages(
+        run,
+        measured=measured,
+        batches=batches,
+        timeline=None if timeline is None else (lambda _metrics: timeline),
+    )
     baseline = compute_baseline(run, summary, measured=measured)
     recorded = run_knee_params(run.run_info)
     chosen = knee_params or replace(recorded, **(knee_overrides or {}))
@@ -150,6 +157,8 @@ def analyze_run(
     say("resampling the stages' time windows for the knee's confidence")
     knee = knee_confidence(judged, baseline, knee, batches, params=params)
     knee = with_unjudged(knee, coverage, run.stages)
+    # a step of its own, or the benchmark (and CI's slowest step) would book it as resampling
+    say("diagnosing and advising: failures, bottlenecks, SLOs, rates")
     mixes = failure_mixes(measured)
     knee = name_failures(diagnose(summary, knee, baseline, failures=mixes), mixes)
     info = {**run.run_info, RUN_INFO_KEY: detect_engine(run.server_metrics, run.run_info)}
@@ -180,7 +189,7 @@ def analyze_run(
         knee=knee,
         recommendations=recs,
         recommendations_yaml=recs_yaml,
-        server_timeline=server_timeline(run.server_metrics),
+        server_timeline=timeline,
         slo=slo,
         rate_stages=None if rated is None else rated[0],
         rate_knee=None if rated is None else rated[1],

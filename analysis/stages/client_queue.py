@@ -20,7 +20,9 @@ from the rows alone (pure; needs TTFT, so a streamed run):
   is from its start plus its wait to its end), and the same for the waits. Over a steady window
   this is served requests/s × mean time in service, without estimating either. The interval is
   the same batch means over up to 10 consecutive time windows as the stage's throughput
-  (:mod:`loadknee_locust.sweep.confidence`): a Student-t 95 % interval, none below 5 windows.
+  (:mod:`loadknee_locust.sweep.confidence`, computed on arrays by
+  :mod:`analysis.stages.array_intervals`: its stdlib loop over rows took 1.5 s of a 200k-row
+  analysis): a Student-t 95 % interval, none below 5 windows.
 * **in flight**: the same average over whole requests (start to end, failed ones included). A
   closed-loop client whose users always have a request outstanding keeps it at the stage's users;
   clearly fewer means the client did not drive the load it claims (client starvation, coordinated
@@ -36,13 +38,15 @@ same standing as the server's own running/waiting gauges.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from analysis.stages.array_intervals import batch_count, batch_rates, outcome_flags
 from loadknee_locust.contract import NOT_JUDGED_OUTCOMES
-from loadknee_locust.sweep.confidence import batch_count, batch_rates, mean_interval
+from loadknee_locust.sweep.confidence import mean_interval
 
 #: the record-table columns this module fills (NaN where they cannot be computed)
 CLIENT_QUEUE_COLUMNS: tuple[str, ...] = (
@@ -101,9 +105,7 @@ def _average(
     length = end - start
     overlap = np.clip(np.minimum(ends, end) - np.maximum(begins, start), 0.0, None)
     mean = float(overlap.sum() / length)
-    rates = batch_rates(
-        list(ends), list(ends - begins), start, end, starts_s=list(begins), batches=count
-    )
+    rates = batch_rates(ends, ends - begins, start, end, starts=begins, batches=count)
     interval = mean_interval(rates, n=len(ends)) if rates else None
     if interval is None:
         return mean, math.nan, math.nan
@@ -111,12 +113,70 @@ def _average(
 
 
 @dataclass(frozen=True)
+class QueueRows:
+    """The columns the queue figures read, as arrays over some rows in row order: read from a
+    frame once (:meth:`of`), then cut per stage (:meth:`take`) with no pandas per stage."""
+
+    judged: np.ndarray  # outcome not in NOT_JUDGED_OUTCOMES (cancelled: says nothing)
+    ok: np.ndarray  # judged, ok, its length not mismatched, TTFT and e2e known
+    measured: np.ndarray  # phase measure or baseline (all False without a phase column)
+    starts: np.ndarray  # unix s
+    ends: np.ndarray
+    ttft_ms: np.ndarray
+    e2e_ms: np.ndarray
+    itl_p50_ms: np.ndarray | None  # None without the column
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame) -> QueueRows:
+        """The arrays of ``rows`` (a run's requests or one stage's)."""
+        cancelled, is_ok = outcome_flags(rows["outcome"], NOT_JUDGED_OUTCOMES, ("ok",))
+        ttft, e2e = rows["ttft_ms"].to_numpy(dtype=float), rows["e2e_ms"].to_numpy(dtype=float)
+        ok = ~cancelled & is_ok & ~np.isnan(ttft) & ~np.isnan(e2e)
+        if "length_ok" in rows:
+            ok &= rows["length_ok"].to_numpy() != 0
+        measured = (
+            rows["phase"].isin(("measure", "baseline")).to_numpy()
+            if "phase" in rows
+            else np.zeros(len(rows), dtype=bool)
+        )
+        itl = rows["itl_p50_ms"].to_numpy(dtype=float) if "itl_p50_ms" in rows else None
+        return cls(
+            ~cancelled,
+            ok,
+            measured,
+            rows["start_unix_s"].to_numpy(dtype=float),
+            rows["end_unix_s"].to_numpy(dtype=float),
+            ttft,
+            e2e,
+            itl,
+        )
+
+    def take(self, index: np.ndarray) -> QueueRows:
+        """The rows at ``index`` (positions), in that order."""
+        return QueueRows(
+            self.judged[index],
+            self.ok[index],
+            self.measured[index],
+            self.starts[index],
+            self.ends[index],
+            self.ttft_ms[index],
+            self.e2e_ms[index],
+            None if self.itl_p50_ms is None else self.itl_p50_ms[index],
+        )
+
+
+def _rows(rows: pd.DataFrame | QueueRows) -> QueueRows:
+    return rows if isinstance(rows, QueueRows) else QueueRows.of(rows)
+
+
+@dataclass(frozen=True)
 class ServiceSpans:
     """Each served request of one stage seen from the client: ``starts`` (sent),
     ``served_from`` (sent + its wait for a slot), ``ends`` (unix s), whether it was ``late``
-    (waited a service time), and the ``ok`` rows they come from, in the same order."""
+    (waited a service time), its ``wait_s``, and whether its row is ``measured`` (phase measure
+    or baseline), in the same order."""
 
-    ok: pd.DataFrame
+    measured: np.ndarray
     starts: np.ndarray
     served_from: np.ndarray
     ends: np.ndarray
@@ -124,22 +184,25 @@ class ServiceSpans:
     wait_s: np.ndarray
 
 
-def service_spans(rows: pd.DataFrame, t1_ms: float) -> ServiceSpans | None:
+def _median(values: np.ndarray) -> float:
+    """pandas' ``Series.median``: of the non-NaN values, NaN when there are none."""
+    known = values[~np.isnan(values)]
+    return float(np.median(known)) if len(known) else math.nan
+
+
+def service_spans(rows: pd.DataFrame | QueueRows, t1_ms: float) -> ServiceSpans | None:
     """The service spans of one stage's ok streamed rows (module docstring: the wait, the
     floor, late); None with fewer than two such rows."""
-    judged = rows[~rows["outcome"].isin(NOT_JUDGED_OUTCOMES)]
-    ok = judged[(judged["outcome"] == "ok") & (judged.get("length_ok", 1) != 0)]
-    ok = ok[ok["ttft_ms"].notna() & ok["e2e_ms"].notna()]
-    if len(ok) < 2:
+    q = _rows(rows)
+    ok = q.ok
+    if np.count_nonzero(ok) < 2:
         return None
-    itl = ok["itl_p50_ms"].median() if "itl_p50_ms" in ok else math.nan
-    itl = 0.0 if pd.isna(itl) else float(itl)
-    starts = ok["start_unix_s"].to_numpy(dtype=float)
-    ends = ok["end_unix_s"].to_numpy(dtype=float)
-    ttft = ok["ttft_ms"].to_numpy(dtype=float)
+    itl = math.nan if q.itl_p50_ms is None else _median(q.itl_p50_ms[ok])
+    itl = 0.0 if math.isnan(itl) else itl
+    starts, ends, ttft = q.starts[ok], q.ends[ok], q.ttft_ms[ok]
     excess = ttft - t1_ms
     # a service time: the decode (first token to end) plus the single-user TTFT (the prefill)
-    service_ms = float(np.median(ok["e2e_ms"].to_numpy(dtype=float) - ttft)) + t1_ms
+    service_ms = float(np.median(q.e2e_ms[ok] - ttft)) + t1_ms
     late_ms = max(ADMISSION_STEPS * itl, LATE_SHARE * service_ms)
     late = excess >= late_ms
     # the stage's own unqueued excess (admission at a step boundary, a slower first step, a
@@ -147,57 +210,69 @@ def service_spans(rows: pd.DataFrame, t1_ms: float) -> ServiceSpans | None:
     floor = float(np.percentile(excess[~late], FLOOR_PCT)) if (~late).any() else 0.5 * itl
     wait_ms = excess - max(0.0, floor)
     wait_s = np.minimum(np.clip(wait_ms, 0, None) / 1000.0, ends - starts)
-    return ServiceSpans(ok, starts, starts + wait_s, ends, late, wait_s)
+    return ServiceSpans(q.measured[ok], starts, starts + wait_s, ends, late, wait_s)
+
+
+def _open_at(begins: np.ndarray, ends: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """At each of ``times``, how many ``[begin, end)`` hold it: those begun by then less those
+    ended by then (a begin past its end counts as its end: such a span holds no instant), by
+    two sorted searches instead of a times × spans table."""
+    known = ~np.isnan(begins) & ~np.isnan(ends)
+    ends = ends[known]
+    begun = np.sort(np.minimum(begins[known], ends))
+    t = np.asarray(times, dtype=float)
+    counts = np.searchsorted(begun, t, side="right") - np.searchsorted(np.sort(ends), t, "right")
+    return counts.astype(np.int64)
 
 
 def running_at(spans: ServiceSpans, times: np.ndarray) -> np.ndarray:
     """The client's count of requests in service at each instant of ``times`` (unix s): the
     same spans as ``client_running``, read where the server's gauge was sampled, so the two can
     be compared sample for sample (a gauge's mean over a few scrapes is itself a sample)."""
-    t = np.asarray(times, dtype=float)[:, None]
-    return ((spans.served_from[None, :] <= t) & (t < spans.ends[None, :])).sum(axis=1)
+    return _open_at(spans.served_from, spans.ends, times)
 
 
-def in_flight_at(rows: pd.DataFrame, times: np.ndarray) -> np.ndarray:
+def in_flight_at(rows: pd.DataFrame | QueueRows, times: np.ndarray) -> np.ndarray:
     """The client's requests outstanding (sent, not yet ended; every judged outcome) at each
     instant of ``times``."""
-    judged = rows[~rows["outcome"].isin(NOT_JUDGED_OUTCOMES)]
-    starts = judged["start_unix_s"].to_numpy(dtype=float)[None, :]
-    ends = judged["end_unix_s"].to_numpy(dtype=float)[None, :]
-    t = np.asarray(times, dtype=float)[:, None]
-    return ((starts <= t) & (t < ends)).sum(axis=1)
+    q = _rows(rows)
+    return _open_at(q.starts[q.judged], q.ends[q.judged], times)
 
 
 def stage_queue(
-    rows: pd.DataFrame, start: float, end: float, t1_ms: float, *, batches: int = 10
+    rows: pd.DataFrame | QueueRows, start: float, end: float, t1_ms: float, *, batches: int = 10
 ) -> StageQueue | None:
     """The queue figures of one stage from its rows (all phases: each counts for the part of it
     inside the window ``[start, end]``); None without TTFT or a usable window."""
-    if not end > start or rows.empty:
+    q = _rows(rows)
+    if not end > start or len(q.starts) == 0:
         return None
-    spans = service_spans(rows, t1_ms)
+    spans = service_spans(q, t1_ms)
     if spans is None:
         return None
-    ok, starts, served_from, ends = spans.ok, spans.starts, spans.served_from, spans.ends
+    starts, served_from, ends = spans.starts, spans.served_from, spans.ends
     late, wait_s = spans.late, spans.wait_s
-    judged = rows[~rows["outcome"].isin(NOT_JUDGED_OUTCOMES)]
-    count = batch_count(start, end, starts_s=list(starts), ends_s=list(ends), batches=batches)
+    count = batch_count(start, end, starts=starts, ends=ends, batches=batches)
     run, run_lo, run_hi = _average(served_from, ends, start, end, count)
     wait, wait_lo, wait_hi = _average(starts, served_from, start, end, count)
-    all_starts = judged["start_unix_s"].to_numpy(dtype=float)
-    all_ends = judged["end_unix_s"].to_numpy(dtype=float)
+    all_starts, all_ends = q.starts[q.judged], q.ends[q.judged]
     keep = ~np.isnan(all_starts) & ~np.isnan(all_ends)
     overlap = np.clip(
         np.minimum(all_ends[keep], end) - np.maximum(all_starts[keep], start), 0.0, None
     )
     in_flight = float(overlap.sum() / (end - start))
-    measured = ok["phase"].isin(("measure", "baseline")).to_numpy()
-    pick = measured if measured.any() else np.ones(len(ok), dtype=bool)
+    pick = spans.measured if spans.measured.any() else np.ones(len(late), dtype=bool)
     share = float(late[pick].mean() * 100.0)
     wait_ms_late = (
         float(np.median(wait_s[pick & late]) * 1000.0) if (pick & late).any() else math.nan
     )
     return StageQueue(run, run_lo, run_hi, wait, wait_lo, wait_hi, in_flight, share, wait_ms_late)
+
+
+def stage_positions(requests: pd.DataFrame) -> dict[Hashable, np.ndarray]:
+    """Each stage's row positions in ``requests``, in row order (rows without a stage left out):
+    one grouping of the whole frame, no per-stage copy of its columns."""
+    return {stage: np.asarray(rows) for stage, rows in requests.groupby("stage").indices.items()}
 
 
 def client_queue_columns(
@@ -206,22 +281,25 @@ def client_queue_columns(
     """The :data:`CLIENT_QUEUE_COLUMNS` per stage (index: stage; NaN where unknown).
 
     ``windows`` holds each stage's ``window_start``/``window_end``; ``summary`` is the record
-    table so far (its TTFT medians give the single-user TTFT)."""
+    table so far (its TTFT medians give the single-user TTFT). The columns are read into arrays
+    once (:class:`QueueRows`); each stage's figures are a few array operations on its rows."""
     out = pd.DataFrame(np.nan, index=windows.index, columns=list(CLIENT_QUEUE_COLUMNS))
     t1 = single_user_ttft_ms(summary)
     if t1 is None or "ttft_ms" not in requests or requests["ttft_ms"].notna().sum() == 0:
         return out
-    by_stage = dict(tuple(requests.groupby("stage")))
-    for stage, start, end in zip(
-        windows.index, windows["window_start"], windows["window_end"], strict=True
+    every = QueueRows.of(requests)
+    positions = stage_positions(requests)
+    figures: dict[int, list[float]] = {}  # by the stage's place in ``windows``
+    for place, (stage, start, end) in enumerate(
+        zip(windows.index, windows["window_start"], windows["window_end"], strict=True)
     ):
-        rows = by_stage.get(stage)
-        if rows is None or pd.isna(start) or pd.isna(end):
+        index = positions.get(stage)
+        if index is None or pd.isna(start) or pd.isna(end):
             continue
-        q = stage_queue(rows, float(start), float(end), t1)
+        q = stage_queue(every.take(index), float(start), float(end), t1)
         if q is None:
             continue
-        out.loc[stage] = [
+        figures[place] = [
             q.running,
             q.running_low,
             q.running_high,
@@ -232,4 +310,6 @@ def client_queue_columns(
             q.wait_share_pct,
             q.wait_ms,
         ]
+    if figures:
+        out.iloc[list(figures)] = np.array(list(figures.values()), dtype=float)
     return out

@@ -38,10 +38,12 @@ import pandas as pd
 from analysis.inputs.load import Run
 from analysis.inputs.server_metrics import canonical_timeline
 from analysis.stages.client_queue import (
+    QueueRows,
     in_flight_at,
     running_at,
     service_spans,
     single_user_ttft_ms,
+    stage_positions,
 )
 from analysis.stages.summary import measured_requests, stage_windows
 
@@ -86,21 +88,22 @@ def gauge_agreement(run: Run, summary: pd.DataFrame) -> list[StageAgreement]:
         return []
     windows = stage_windows(run, measured_requests(run))
     kinds = run.stages.set_index("stage")
-    by_stage = dict(tuple(run.requests.groupby("stage")))
+    every, positions = QueueRows.of(run.requests), stage_positions(run.requests)
     out = []
     for stage, start, end in zip(
         windows.index, windows["window_start"], windows["window_end"], strict=True
     ):
-        if kinds.at[stage, "kind"] == "baseline" or stage not in by_stage:
+        if kinds.at[stage, "kind"] == "baseline" or stage not in positions:
             continue
-        spans = service_spans(by_stage[stage], t1)
+        rows = every.take(positions[stage])
+        spans = service_spans(rows, t1)
         stamps = timeline["timestamp_unix_s"]
         inside = timeline[(stamps >= start) & (stamps <= end)]
         if spans is None or len(inside) < MIN_SAMPLES:
             continue
         times = inside["timestamp_unix_s"].to_numpy(dtype=float)
         client = running_at(spans, times)
-        in_flight = in_flight_at(by_stage[stage], times)
+        in_flight = in_flight_at(rows, times)
         books = inside["requests_running"].to_numpy(dtype=float) + waiting[inside.index].to_numpy()
         keep = np.abs(books - in_flight) <= np.maximum(1.0, ACCOUNTED_SHARE * in_flight)
         if keep.sum() < MIN_SAMPLES:

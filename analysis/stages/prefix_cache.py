@@ -108,28 +108,41 @@ def _increase(series: pd.Series, start: float, end: float) -> float:
     return float(np.where(steps < 0, vs[1:], steps).sum())
 
 
-def window_counts(
-    server_metrics: pd.DataFrame, start: float, end: float, pair: CacheCounters | None = None
+def _counts(
+    queries: dict[str, pd.Series], hits: dict[str, pd.Series], start: float, end: float
 ) -> dict[str, float]:
-    """Queries, hits (tokens) and hit % over ``[start, end]``, summed over endpoints."""
+    """:func:`window_counts` from the counters' :func:`_series`."""
     nan = float("nan")
-    pair = pair if pair is not None else counters_found(server_metrics)
-    if pair is None:
-        return dict.fromkeys(PREFIX_CACHE_COLUMNS, nan)
-    queries = [_increase(s, start, end) for s in _series(server_metrics, pair.queries).values()]
-    hits = [_increase(s, start, end) for s in _series(server_metrics, pair.hits).values()]
-    q = float(np.sum(queries)) if queries and not np.isnan(queries).any() else nan
-    h = float(np.sum(hits)) if hits and not np.isnan(hits).any() else nan
+    q_parts = [_increase(s, start, end) for s in queries.values()]
+    h_parts = [_increase(s, start, end) for s in hits.values()]
+    q = float(np.sum(q_parts)) if q_parts and not np.isnan(q_parts).any() else nan
+    h = float(np.sum(h_parts)) if h_parts and not np.isnan(h_parts).any() else nan
     pct = h / q * 100.0 if q == q and h == h and q > 0 else nan
     return {"prefix_cache_queries": q, "prefix_cache_hits": h, "prefix_cache_hit_pct": pct}
 
 
+def window_counts(
+    server_metrics: pd.DataFrame, start: float, end: float, pair: CacheCounters | None = None
+) -> dict[str, float]:
+    """Queries, hits (tokens) and hit % over ``[start, end]``, summed over endpoints."""
+    pair = pair if pair is not None else counters_found(server_metrics)
+    if pair is None:
+        return dict.fromkeys(PREFIX_CACHE_COLUMNS, float("nan"))
+    return _counts(
+        _series(server_metrics, pair.queries), _series(server_metrics, pair.hits), start, end
+    )
+
+
 def stage_prefix_cache(server_metrics: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
     """Per stage (``windows``' index; ``window_start``/``window_end`` columns) the
-    :data:`PREFIX_CACHE_COLUMNS`; all NaN when the server exposes no prefix-cache counters."""
+    :data:`PREFIX_CACHE_COLUMNS`; all NaN when the server exposes no prefix-cache counters.
+    Each counter's series is cut from the long-form metrics once, not once per stage."""
     pair = counters_found(server_metrics)
+    nan = dict.fromkeys(PREFIX_CACHE_COLUMNS, float("nan"))
+    if pair is not None:
+        queries, hits = _series(server_metrics, pair.queries), _series(server_metrics, pair.hits)
     rows = {
-        stage: window_counts(server_metrics, float(start), float(end), pair)
+        stage: nan if pair is None else _counts(queries, hits, float(start), float(end))
         for stage, start, end in zip(
             windows.index, windows["window_start"], windows["window_end"], strict=True
         )

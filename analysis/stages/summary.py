@@ -33,6 +33,7 @@ IDLE_UTIL_PCT = 5.0
 
 
 _CLASSES = np.array(["cancelled", "ok", "length_mismatch", "error"], dtype=object)
+_OK_CODE = list(_CLASSES).index("ok")
 _CLASS_DTYPE = pd.Series(_CLASSES).dtype  # pandas' own for strings (str, or object before 3.0)
 
 
@@ -43,18 +44,23 @@ def level_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["kind"].isin(LEVEL_KINDS)] if "kind" in frame else frame
 
 
-def classify_outcomes(requests: pd.DataFrame) -> pd.Series:
-    """``ok`` / ``length_mismatch`` / ``error`` / ``cancelled`` per row (a length_ok of 0 is a
-    mismatch). ``cancelled`` rows (the load generator stopped the user mid-request) say nothing
-    about the server: no statistic, count or error rate includes them."""
+def _class_codes(requests: pd.DataFrame) -> np.ndarray:
+    """Per row, its place in ``_CLASSES`` (:func:`classify_outcomes`)."""
     cancelled, ok, mismatch = outcome_flags(
         requests["outcome"], NOT_JUDGED_OUTCOMES, ("ok",), ("length_mismatch",)
     )
     mismatch = mismatch | (requests["length_ok"] == 0).to_numpy()
     ok = ok & ~mismatch
+    return np.select([cancelled, ok, mismatch], [0, 1, 2], 3)
+
+
+def classify_outcomes(requests: pd.DataFrame) -> pd.Series:
+    """``ok`` / ``length_mismatch`` / ``error`` / ``cancelled`` per row (a length_ok of 0 is a
+    mismatch). ``cancelled`` rows (the load generator stopped the user mid-request) say nothing
+    about the server: no statistic, count or error rate includes them."""
     # codes into an object array of the four names: a Series from numpy's fixed-width strings
     # costs ~10× as much to build (0.1 s a million rows), for the same str values
-    code = np.select([cancelled, ok, mismatch], [0, 1, 2], 3)
+    code = _class_codes(requests)
     return pd.Series(_CLASSES[code], index=requests.index, dtype=_CLASS_DTYPE)
 
 
@@ -152,7 +158,7 @@ def window_rates(requests: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
     requests that started in it; over a short one it is free of the quantisation that batches
     finishing together cause (one batch more or less in a 2 s window is ±30 %).
     """
-    cls = classify_outcomes(requests)
+    ok_rows = _class_codes(requests) == _OK_CODE  # the codes: no column of names to compare
     wanted = [
         "stage",
         "start_unix_s",
@@ -161,7 +167,7 @@ def window_rates(requests: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
         "prompt_tokens",
         "completion_tokens",
     ]
-    ok = requests.loc[(cls == "ok") & requests["stage"].isin(windows.index), wanted]
+    ok = requests.loc[ok_rows & requests["stage"].isin(windows.index).to_numpy(), wanted]
     win = windows.reindex(ok["stage"].to_numpy())
     w_start, w_end = win["window_start"].to_numpy(), win["window_end"].to_numpy()
     start = ok["start_unix_s"].to_numpy() + np.nan_to_num(ok["ttft_ms"].to_numpy()) / 1000.0

@@ -44,6 +44,7 @@ The half-width shrinks as 1/√T (the window rates' variance falls with their le
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import statistics
@@ -68,8 +69,11 @@ class Interval:
     batches: int  # time windows it was computed from
 
 
+@functools.lru_cache(maxsize=256)
 def t_quantile(p: float, df: int) -> float:
-    """The Student-t quantile ``t(p, df)`` (``0 < p < 1``), by bisection on the exact CDF."""
+    """The Student-t quantile ``t(p, df)`` (``0 < p < 1``), by bisection on the exact CDF.
+    Remembered: every interval asks for the same few (0.975 at 4…9 degrees of freedom), and the
+    bisection costs ~1 ms (30 intervals were 24 ms of summarising a 200k-row run)."""
     if not 0.0 < p < 1.0 or df < 1:
         raise ValueError(f"t_quantile needs 0 < p < 1 and df >= 1, got p={p}, df={df}")
     if p < 0.5:

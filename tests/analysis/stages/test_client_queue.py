@@ -13,7 +13,12 @@ from analysis.knee.client_signals import starved
 from analysis.knee.find import KneeParams, find_knee
 from analysis.knee.fit import capacity_words, fit_knee
 from analysis.stages.baseline import compute_baseline
-from analysis.stages.client_queue import stage_queue
+from analysis.stages.client_queue import (
+    ServiceSpans,
+    in_flight_at,
+    running_at,
+    stage_queue,
+)
 from tests.support.knee_frames import sweep
 
 T1_MS, ITL_MS, TOKENS = 20.0, 10.0, 60  # prefill, step, output tokens: service ≈ 0.61 s
@@ -176,3 +181,32 @@ def test_a_stage_with_failures_is_not_called_starved_for_its_back_off():
     row = pd.Series({"client_in_flight": 4.0, "target_users": 8, "batch_size": 1, "errors": 3})
     assert not starved(row).fired
     assert starved(row.drop("errors")).fired
+
+
+def test_the_counts_at_instants_are_the_spans_that_hold_them():
+    """running_at / in_flight_at count by two sorted searches; the definition is the table of
+    instants × spans: a span [begin, end) holds t when begin <= t < end. Instants on the spans'
+    own edges, a begin past its end (no instant) and unknown times (none) included."""
+    rng = np.random.default_rng(7)
+    n = 400
+    starts = np.round(rng.uniform(0.0, 20.0, n), 1)  # coarse: many shared edges
+    ends = starts + np.round(rng.uniform(0.0, 3.0, n), 1)
+    served = np.minimum(starts + np.round(rng.uniform(0.0, 1.0, n), 1), ends)
+    served[::37] = ends[::37] + 0.1  # a begin past its end
+    ends[5], starts[11], served[13] = np.nan, np.nan, np.nan
+    outcome = np.where(rng.uniform(size=n) < 0.1, "cancelled", "ok")
+    times = np.concatenate([np.arange(-1.0, 24.0, 0.1), starts[:50], ends[:50], served[:50]])
+    times = times[~np.isnan(times)]
+
+    def table(begins: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        t = times[:, None]
+        return ((begins[None, :] <= t) & (t < stops[None, :])).sum(axis=1)
+
+    none = np.zeros(n, dtype=bool)
+    spans = ServiceSpans(none, starts, served, ends, none, none.astype(float))
+    assert np.array_equal(running_at(spans, times), table(served, ends))
+    rows = pd.DataFrame({"outcome": outcome, "start_unix_s": starts, "end_unix_s": ends,
+                         "ttft_ms": 1.0, "e2e_ms": 1.0})  # fmt: skip
+    judged = outcome != "cancelled"
+    assert np.array_equal(in_flight_at(rows, times), table(starts[judged], ends[judged]))
+    assert table(served, ends).max() > 5  # the instants do catch overlapping spans
