@@ -1,5 +1,8 @@
 """``loadknee analyze RUN_DIR``: analyse one run, write its report folder, print table/knee/advice.
 
+The answer is printed first, then the report files are written (the plots and the page take
+longer than the analysis); the answer says where they go.
+
 Exit codes: 0 analysed (an answer, perhaps from the judged stages only, each stage left out
 named); 3 analysed, but it cannot tell: no stage had enough usable data to judge (no rows, most
 rows excluded, or rows missing from a cut requests.csv), or the lowest judged stage already
@@ -27,7 +30,7 @@ from analysis.pipeline import Analysis, analyze_run
 from analysis.report.knee_json import to_json
 from analysis.report.screen import WIDTH, explain_text, screen_text
 from analysis.report.standing import cannot_tell_text
-from analysis.report.writer import write_report
+from analysis.report.writer import report_paths, write_report
 from analysis.slo.targets import SloParams
 
 
@@ -171,8 +174,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if analysis.knee_params_note is not None:  # the run was judged otherwise while it ran
         print(f"loadknee analyze: {analysis.knee_params_note}", file=sys.stderr)
-    progress("writing report files")
-    paths = write_report(analysis, ns.out, progress=progress, cluster=cluster)
+    # the answer first, then the files: drawing the plots and the page takes longer than the
+    # analysis itself, and the answer needs only where the report will be
+    paths = report_paths(analysis, ns.out, cluster)
     try:
         print(
             render_stdout(analysis, ns.format, width=ns.width, paths=paths, explain=ns.explain),
@@ -182,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         # `analyze --format json | head` closed the pipe early: that is the reader's choice,
         # not an error; point stdout at devnull so the interpreter's final flush stays quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    progress("writing report files")
+    write_report(analysis, ns.out, progress=progress, cluster=cluster)
     if analysis.standing.cannot_tell:
         print(
             f"loadknee analyze: {cannot_tell_text(analysis.standing, analysis.knee)}; nothing is "

@@ -114,6 +114,17 @@ def parse_emit(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(words))
 
 
+def planned_files(analysis: Analysis, params: ClusterParams) -> list[str]:
+    """The names :func:`write_cluster_files` writes (relative to the folder), before it runs."""
+    names: list[str] = []
+    for name in params.emit:
+        if name == LLMD:
+            names += [f"{LLMD_DIR}/{llmd.report_name(s)}" for s in llmd.report_stages(analysis)]
+        else:
+            names.append(EMITTERS[name].file)
+    return names
+
+
 def write_cluster_files(analysis: Analysis, out: Path, params: ClusterParams) -> dict[str, Path]:
     """Write the chosen files under ``out``; returns name (relative to ``out``) → path."""
     paths: dict[str, Path] = {}

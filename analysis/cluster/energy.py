@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.cluster.stages import records
+from analysis.cluster.memo import per_analysis
+from analysis.cluster.stages import measured_windows, records
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.inputs.server_metrics import gpu_from_dcgm
 from analysis.pipeline import Analysis
-from analysis.stages.summary import measured_requests, stage_windows
 
 COLUMNS = ("stage", "users", "power_mean_w", "output_tok_s", "output_tokens_per_j", "samples")
 
@@ -59,10 +59,11 @@ def power_samples(analysis: Analysis) -> tuple[pd.DataFrame, str]:
     return pd.DataFrame({"timestamp_unix_s": [], "power_w": []}), ""
 
 
+@per_analysis
 def energy(analysis: Analysis) -> Energy:
     """The energy table of one analysed run (see the module docstring)."""
     samples, source = power_samples(analysis)
-    windows = stage_windows(analysis.run, measured_requests(analysis.run))
+    windows = measured_windows(analysis)[1]
     rows = []
     for row in records(analysis.summary):
         stage = int(row.stage)

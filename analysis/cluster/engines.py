@@ -82,7 +82,7 @@ def detect_engine(server_metrics: pd.DataFrame) -> Engine | None:
     """The engine whose running/waiting gauges the run scraped; None without server metrics."""
     if server_metrics.empty or "metric" not in server_metrics:
         return None
-    names = set(server_metrics["metric"].dropna().astype(str))
+    names = {str(name) for name in server_metrics["metric"].dropna().unique()}
     for engine in ENGINES:
         if engine.running in names or engine.waiting in names:
             if engine.name == "vllm" and engine.kv_usage not in names and VLLM_OLD_KV in names:

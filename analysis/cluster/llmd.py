@@ -46,13 +46,13 @@ import pandas as pd
 
 import loadknee_locust
 from analysis.cluster.engines import detect_engine
+from analysis.cluster.stages import measured_windows
 from analysis.cluster.yamlblock import dump
 from analysis.knee.find import find_knee
 from analysis.model import SUMMARY_COLUMNS, KneeResult
 from analysis.pipeline import Analysis
 from analysis.report.table import record_frame
 from analysis.stages.baseline import compute_baseline
-from analysis.stages.summary import measured_requests, stage_windows
 
 VERSION = "0.2"
 #: the units the format allows (its ``Units`` enumeration)
@@ -145,10 +145,9 @@ def stage_report(analysis: Analysis, stage: int) -> dict[str, Any]:
     """One stage as a BR v0.2 document (a plain dict; :func:`export_reports` writes it)."""
     summary = analysis.summary.set_index("stage")
     row = summary.loc[stage]
-    measured = measured_requests(analysis.run)
+    measured, windows = measured_windows(analysis)
     rows = measured[measured["stage"] == stage]
     ok = rows[rows["cls"] == "ok"]
-    windows = stage_windows(analysis.run, measured)
     start = _num(windows.loc[stage, "window_start"]) if stage in windows.index else None
     end = _num(windows.loc[stage, "window_end"]) if stage in windows.index else None
 
@@ -244,10 +243,15 @@ def report_name(stage: int) -> str:
     return f"stage_{stage}_benchmark_report_v0_2.yaml"
 
 
+def report_stages(analysis: Analysis) -> list[int]:
+    """The stages :func:`export_reports` writes a report of: every one, baseline included."""
+    return sorted(int(s) for s in analysis.summary["stage"])
+
+
 def export_reports(analysis: Analysis) -> dict[str, str]:
     """File name → YAML text, one report per stage (baseline included), in stage order."""
     out = {}
-    for stage in sorted(int(s) for s in analysis.summary["stage"]):
+    for stage in report_stages(analysis):
         doc = stage_report(analysis, stage)
         header = [f"llm-d benchmark report v0.2, written by loadknee: run {analysis.run_id}"]
         out[report_name(stage)] = dump(doc, header=header)

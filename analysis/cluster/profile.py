@@ -27,10 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.cluster.stages import records, stage_gauges
+from analysis.cluster.stages import measured_windows, records, stage_gauges
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.pipeline import Analysis
-from analysis.stages.summary import measured_requests
 
 #: two-sided 95 % Student t quantiles, df 1..30 (beyond: 1.96)
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -129,7 +128,7 @@ def decode_points(analysis: Analysis) -> tuple[pd.DataFrame, str]:
 
 
 def _prefill(analysis: Analysis) -> tuple[LineFit, float | None]:
-    measured = measured_requests(analysis.run)
+    measured = measured_windows(analysis)[0]
     knee_users = analysis.knee.knee_users or analysis.knee.red_line_users
     stages = [
         v.stage

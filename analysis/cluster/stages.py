@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.cluster.memo import per_analysis
 from analysis.pipeline import Analysis
 from analysis.stages.summary import measured_requests, stage_windows
 
@@ -67,9 +68,18 @@ def _float(value: object) -> float:
     return number
 
 
+@per_analysis
+def measured_windows(analysis: Analysis) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The measured request rows (with ``cls``) and each stage's measured window
+    (``window_start``/``window_end``, indexed by stage): what every cluster file reads."""
+    measured = measured_requests(analysis.run)
+    return measured, stage_windows(analysis.run, measured)
+
+
+@per_analysis
 def stage_gauges(analysis: Analysis) -> dict[int, StageGauges]:
     """Every stage's gauges, keyed by stage index."""
-    windows = stage_windows(analysis.run, measured_requests(analysis.run))
+    windows = measured_windows(analysis)[1]
     timeline = analysis.server_timeline
     out: dict[int, StageGauges] = {}
     for row in records(analysis.summary):
@@ -101,6 +111,7 @@ def stage_gauges(analysis: Analysis) -> dict[int, StageGauges]:
     return out
 
 
+@per_analysis
 def anchors(analysis: Analysis) -> Anchors:
     """The watermark's and the knee's stages of one analysed run (see the module docstring)."""
     gauges = stage_gauges(analysis)

@@ -36,7 +36,7 @@ from analysis.model import (
     StageVerdict,
 )
 from analysis.numeric import counted, is_missing
-from analysis.report.plots import VERDICT_COLOURS
+from analysis.report.colours import VERDICT_COLOURS
 from analysis.report.table import fmt_magnitude, fmt_text, record_columns
 from analysis.slo.evaluate import SloResult
 from loadknee_locust.redaction import is_secret_name

@@ -48,7 +48,7 @@ from analysis.report.table import (
     record_columns,
     record_frame,
 )
-from analysis.report.writer import collect_warnings, recommendations_text, slo_text
+from analysis.report.texts import collect_warnings, recommendations_text, slo_text
 from analysis.rules import CITE_PREFIX
 from analysis.stages.rate_stages import RateKnee
 

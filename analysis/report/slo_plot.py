@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis.numeric import counted
-from analysis.report.plots import new_figure, note
+from analysis.report.plots import Margins, new_figure, note
 from analysis.slo.evaluate import SloResult
 
 MET, BROKEN, UNJUDGED = "#2e7d32", "#c62828", "#424242"
@@ -35,7 +35,7 @@ def interactivity(steps: pd.DataFrame) -> tuple[pd.Series, str]:
 def interactivity_figure(summary: pd.DataFrame, slo: SloResult | None = None) -> Figure:
     """Tokens/s per user against total output tok/s, one labelled point per judged stage (grid
     and refine levels; the baseline is the yardstick)."""
-    fig = new_figure(9, 5.5)
+    fig = new_figure(9, 5.5, Margins(top=0.45 if slo is None else 0.65))  # the limits: 2nd line
     ax = fig.add_subplot()
     steps = summary[summary["kind"].isin(("step", "refine"))].sort_values("target_users")
     y, label = interactivity(steps)

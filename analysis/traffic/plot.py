@@ -12,7 +12,7 @@ from analysis.traffic.shape import TrafficShape
 def traffic_figure(shape: TrafficShape, *, room: Headroom | None = None, title: str = "") -> Figure:
     """Two panels sharing the time axis (from the first start): the arrival rate per bin,
     and the in-flight count (mean and maximum per bin, its P95, and what the run allows)."""
-    fig = new_figure(9.0, 5.5)
+    fig = new_figure(9.0, 5.5, rows=2)
     top, bottom = fig.subplots(2, 1, sharex=True)
     unit, per = (("s", 1.0) if shape.span_s < 300 else ("minutes", 60.0) if shape.span_s < 3 * 3600
                  else ("hours", 3600.0))  # fmt: skip

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+import analysis.cli
 from analysis.cli import main
 from analysis.cluster.emit import CLUSTER_ENTRIES
 from analysis.pipeline import analyze_run
 from analysis.report.knee_json import from_json
-from analysis.report.writer import REPORT_FILES, collect_warnings
+from analysis.report.writer import REPORT_FILES, collect_warnings, report_paths, write_report
 from tests.support.paths import PROGRAMS
 from tests.support.report_fixtures import (
     SECRET,
@@ -107,6 +108,37 @@ def test_invalid_run_dir_lists_problems(tmp_path, capsys) -> None:
     assert main([str(root)]) == 2
     err = capsys.readouterr().err
     assert "requests.csv" in err and "e2e_ms" in err
+
+
+def test_the_answer_is_printed_before_the_report_files_are_written(
+    run_dir, tmp_path, capsys, monkeypatch
+) -> None:
+    """The plots and the page take longer than the analysis: the answer does not wait on them,
+    and the report line it prints names the files that are then written."""
+    seen: dict[str, str] = {}
+
+    def writing(*args, **kwargs):
+        seen["stdout"] = capsys.readouterr().out  # what the terminal had when the files began
+        return write_report(*args, **kwargs)
+
+    monkeypatch.setattr(analysis.cli, "write_report", writing)
+    out = tmp_path / "report"
+    assert main([str(run_dir), "--out", str(out), "--quiet", "--explain"]) == 0
+    assert seen["stdout"].startswith("DEPLOY: ") and "files in " in seen["stdout"]
+    assert f"report: {out / 'report.html'}" in seen["stdout"].splitlines()
+    assert capsys.readouterr().out == ""  # nothing after the answer on stdout
+    written = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert written == sorted(report_paths(analyze_run(run_dir), out))
+
+
+def test_the_answer_does_not_import_matplotlib() -> None:
+    """matplotlib takes about as long to import as pandas: only drawing the PNGs loads it."""
+    modules = "analysis.cli,analysis.report.screen,analysis.report.writer,analysis.compare.cli"
+    proc = subprocess.run(
+        [sys.executable, str(KEPT_OUT), modules, "matplotlib"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_analysis_never_imports_locust_or_gevent() -> None:

@@ -200,3 +200,32 @@ def test_promtool_unit_tests_fire_each_load_rule_above_its_limit_only(tmp_path) 
     done = subprocess.run(["promtool", "test", "rules", str(spec)], capture_output=True,
                           text=True, timeout=60, check=False, cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_shared_figures_are_computed_once_per_analysis(tmp_path) -> None:
+    """The files share one analysis's gauges and anchors; another analysis gets its own, and
+    the memo keeps no analysis alive."""
+    import dataclasses
+    import gc
+    import weakref
+
+    from analysis.cluster.memo import per_analysis
+    from analysis.cluster.stages import anchors, measured_windows, stage_gauges
+
+    analysis = analyze_run(write_run_dir(tmp_path / "run", levels=(1, 2, 4, 8, 16)))
+    gauges = stage_gauges(analysis)
+    assert stage_gauges(analysis) is gauges and anchors(analysis) is anchors(analysis)
+    assert measured_windows(analysis) is measured_windows(analysis)
+    fewer = dataclasses.replace(analysis, summary=analysis.summary.iloc[:3])
+    assert sorted(stage_gauges(fewer)) == sorted(gauges)[:3]  # not the first one's
+    assert sorted(stage_gauges(analysis)) == sorted(gauges)
+
+    calls = []
+    counted_stages = per_analysis(lambda a: calls.append(a) or len(a.summary))
+    assert [counted_stages(fewer), counted_stages(fewer), counted_stages(analysis)] == [3, 3, 6]
+    assert len(calls) == 2
+    calls.clear()
+    gone = weakref.ref(fewer)
+    del fewer
+    gc.collect()
+    assert gone() is None

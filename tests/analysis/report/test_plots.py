@@ -149,3 +149,56 @@ def test_intervals_are_drawn_as_error_bars_where_a_stage_has_one():
     segments = bars[0].lines[2][0].get_segments()
     got = [float(v) for s in segments for v in s[:, 1]]
     assert got == pytest.approx([0.2, 0.24, 0.25, 0.27, 0.5, 0.7])
+
+
+def _misplaced(fig) -> list[str]:
+    """What a figure's fixed margins failed to hold: an axes' labels and ticks, a legend or a
+    title outside the figure, or over another panel (a twin axes shares its panel)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox.padded(1)  # a pixel of antialiasing
+    boxes = {f"axes {i} ({ax.get_title() or ax.get_ylabel()})": (ax, ax.get_tightbbox(renderer))
+             for i, ax in enumerate(fig.axes)}  # fmt: skip
+    texts = [*fig.legends, *(t for t in fig.texts if t.get_text())]
+    found = []
+    for name, (ax, box) in boxes.items():
+        if not (page.contains(box.x0, box.y0) and page.contains(box.x1, box.y1)):
+            found.append(f"{name} leaves the figure: {box} not in {fig.bbox}")
+        for other_name, (other, other_box) in boxes.items():
+            shared = other.get_position().bounds == ax.get_position().bounds
+            if other is not ax and not shared and box.overlaps(other_box):
+                found.append(f"{name} overlaps {other_name}")
+        found += [
+            f"{t} overlaps {name}" for t in texts if t.get_window_extent(renderer).overlaps(box)
+        ]
+    for text in texts:
+        box = text.get_window_extent(renderer)
+        if not (page.contains(box.x0, box.y0) and page.contains(box.x1, box.y1)):
+            found.append(f"{text} leaves the figure")
+    return found
+
+
+def test_the_fixed_margins_hold_every_label_legend_and_title(run_frames, tmp_path) -> None:
+    from analysis.cli import build_parser
+    from analysis.pipeline import analyze_run
+    from analysis.report.slo_plot import interactivity_figure
+    from analysis.slo.targets import SloParams
+
+    ns = build_parser().parse_args(["run", "--slo", "tpot_p95_ms=20,ttft_p95_ms=500"])
+    slo = SloParams.from_cli_args(ns, sla_ms=None, tail="p95")
+    analysis = analyze_run(write_run_dir(tmp_path / "run"), slo_params=slo)
+    assert analysis.slo is not None
+    wide = seed002_summary().assign(output_tok_s=lambda f: f["output_tok_s"] * 1000)  # 6 digits
+    figures = {
+        "latency": latency_figure(seed002_summary(), seed002_knee()),
+        "throughput": throughput_figure(wide, seed002_knee()),
+        "timeline": timeline_figure(
+            stages=run_frames["stages"],
+            requests=run_frames["requests"],
+            gpu=run_frames["gpu"],
+            server=run_frames["server"],
+        ),
+        "interactivity": interactivity_figure(analysis.summary, None),
+        "interactivity with its SLO line": interactivity_figure(analysis.summary, analysis.slo),
+    }
+    assert {name: _misplaced(fig) for name, fig in figures.items()} == {n: [] for n in figures}
