@@ -176,7 +176,13 @@ class Loadknee:
         events = environment.events
         events.request.add_listener(self.recorder.on_request)
         if self.role == "worker":
+            from locust import argument_parser
+
+            from loadknee_locust.plugin.spawncost import cache_default_args
             from loadknee_locust.telemetry.client import register_worker_usage
+
+            # a spawn message no longer stalls this worker's users (spawncost.py says why)
+            cache_default_args(argument_parser)
 
             events.report_to_master.add_listener(self.recorder.on_report_to_master)
             events.report_to_master.add_listener(self._ship_clock)

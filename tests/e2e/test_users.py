@@ -169,9 +169,10 @@ def test_api_key_goes_out_as_bearer_and_nowhere_else(tmp_path: Path) -> None:
     secret = "sk-test-5ecret-value"
     with FakeLLMServer(prompt_tokens=50, completion_tokens=5) as srv:
         extra = ["--llm-no-calibrate", "--llm-api-key-env", "MY_KEY", "--llm-temperature", "0"]
-        result = run_locust(
-            tmp_path, srv.url, ["Chat"], seconds=1, extra=extra, env={"MY_KEY": secret}
-        )
+        # until the first request's event, not for 1 s: Locust's -t counts from a clock its
+        # start-up left stale, and a loaded machine ended a 1-second run before any request
+        result = run_locust(tmp_path, srv.url, ["Chat"], seconds=30, extra=extra,
+                            env={"MY_KEY": secret}, stop_after_events=1)  # fmt: skip
         seen = list(srv.headers_seen)
     assert result.events and seen
     assert {h.get("authorization") for h in seen} == {f"Bearer {secret}"}

@@ -37,7 +37,10 @@ def run_locust(
     env: dict[str, str] | None = None,
     timeout_s: float = 90.0,
     locustfile: Path = LOCUSTFILE,
+    stop_after_events: int = 0,
 ) -> LocustResult:
+    """``stop_after_events``: quit once that many request events were written (``seconds``
+    is then only a backstop), for a test that needs requests rather than a length of run."""
     rows, info = tmp / "rows.jsonl", tmp / "info.json"
     rows.unlink(missing_ok=True)
     argv = [
@@ -45,7 +48,8 @@ def run_locust(
         "-u", str(users), "-r", str(users), "-t", f"{int(seconds)}s", "--stop-timeout", "10",
         "-H", host, "--only-summary", *user_classes, *(extra or []),
     ]  # fmt: skip
-    full_env = {**os.environ, "LK_ROWS": str(rows), "LK_INFO": str(info), **(env or {})}
+    full_env = {**os.environ, "LK_ROWS": str(rows), "LK_INFO": str(info),
+                "LK_STOP_AFTER": str(stop_after_events), **(env or {})}  # fmt: skip
     proc = subprocess.run(
         argv, env=full_env, capture_output=True, text=True, timeout=timeout_s, cwd=tmp
     )

@@ -2,6 +2,10 @@
 
 Rows go to the file named by ``LK_ROWS`` (one JSON object per request event: Locust's own fields
 plus ``context["loadknee"]``), so tests can check exactly what the recorder would receive.
+With ``LK_STOP_AFTER=N`` the run quits once N events were written (``-t`` is then a backstop):
+a test that needs a request waits for one instead of a clock. Locust's ``-t`` timer starts from
+gevent's cached loop time, which its start-up leaves stale (0.2 s unloaded, over a second on a
+loaded machine), so a 1-second run could end before its user sent anything.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import json
 import os
 from typing import Any
 
+import gevent
 from locust import events
 
 from loadknee_locust.client.users import (
@@ -27,6 +32,15 @@ def _options(parser: Any, **_kw: Any) -> None:
 
 
 _sink = open(os.environ["LK_ROWS"], "a", encoding="utf-8")  # noqa: SIM115 - closed at quit
+_stop_after = int(os.environ.get("LK_STOP_AFTER") or 0)
+_written = 0
+_environment: Any = None
+
+
+@events.init.add_listener
+def _keep_environment(environment: Any, **_kw: Any) -> None:
+    global _environment
+    _environment = environment
 
 
 @events.request.add_listener
@@ -49,6 +63,10 @@ def _row(
     }
     _sink.write(json.dumps(record) + "\n")
     _sink.flush()
+    global _written
+    _written += 1
+    if _written == _stop_after and _environment is not None and _environment.runner is not None:
+        gevent.spawn(_environment.runner.quit)  # as -t ends a headless run
 
 
 @events.quitting.add_listener

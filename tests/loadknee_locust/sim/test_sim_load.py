@@ -9,7 +9,8 @@ from typing import Any
 
 import aiohttp
 
-from loadknee_locust.sim.probe import prompt_of, stream_request
+from loadknee_locust.sim.engine import MAX_LAG_S
+from loadknee_locust.sim.probe import content_of, prompt_of, stream_request
 
 
 def gauge(metrics_text: str, name: str) -> float:
@@ -19,7 +20,8 @@ def gauge(metrics_text: str, name: str) -> float:
 
 
 async def many(url: str, n: int, body: dict[str, Any], **kwargs: Any) -> list[Any]:
-    async with aiohttp.ClientSession() as session:
+    # no connection cap: aiohttp's default of 100 would hold any stream past the 100th back
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
         return await asyncio.gather(
             *(stream_request(session, url, body, **kwargs) for _ in range(n)),
             return_exceptions=True,
@@ -185,17 +187,69 @@ def test_client_disconnect_frees_the_slot(sim_server) -> None:
 
 
 def test_holds_128_concurrent_streams(sim_server) -> None:
-    sim = sim_server(max_num_seqs=128, decode_base_ms=5.0, decode_per_seq_ms=0.05)
+    long = 4000  # tokens: streams that provably outlast the admission of all 128 (see below)
+    sim = sim_server(max_num_seqs=128, decode_base_ms=5.0, decode_per_seq_ms=0.05,
+                     kv_cache_tokens=128 * (16 + long))  # fmt: skip  # all fit: none preempted
     body = {"prompt": prompt_of(16), "max_tokens": 20, "ignore_eos": True,
             "stream_options": {"include_usage": True}}  # fmt: skip
-
-    async def scenario() -> tuple[list[Any], list[tuple[float, float]]]:
-        load = asyncio.create_task(many(sim.url, 128, body))
-        samples = await poll_metrics(sim, 0.3)
-        return await load, samples
-
-    results, samples = asyncio.run(scenario())
+    results = asyncio.run(many(sim.url, 128, body))
     assert all(r.status == 200 and r.done and len(r.content_chunks) == 20 for r in results)
-    assert max(run for run, _ in samples) > 64  # most of them decode in the same batch
     log = sim.log()
     assert len(log) == 128 and {r["outcome"] for r in log} == {"ok"}
+
+    long_body = {**body, "max_tokens": long}
+    running, waiting = asyncio.run(gauges_with_all_in_the_batch(sim, 128, long_body))
+    assert (running, waiting) == (128, 0)  # every stream decodes in the same batch
+    deadline = time.monotonic() + 10  # the server notices each hang-up at its next token
+    while len(log := sim.log()) < 256 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [r["outcome"] for r in log[128:]] == ["aborted"] * 128
+
+
+async def gauges_with_all_in_the_batch(
+    sim: Any, n: int, body: dict[str, Any]
+) -> tuple[float, float]:
+    """The running and waiting gauges, read while all ``n`` streams of ``body`` are provably in
+    the engine's batch; then every stream is hung up.
+
+    Why not sample for a while after sending, as this test once did: on a loaded machine the
+    streams had not reached the server within the 0.3 s sampled, and every sample read 0. Here
+    the read waits for the proof instead of a clock:
+
+    * admitted: the first token of every stream reached the client before the scrape was sent;
+    * not finished: a sequence gains one token per engine step, a step lasts at least
+      ``decode_base_ms``, and the engine runs at most ``MAX_LAG_S`` behind its grid, so no
+      stream can finish within ``max_tokens × decode_base_ms − MAX_LAG_S`` of the first one
+      being sent; the scrape's answer came back within that (asserted, not assumed).
+    """
+    params = sim.stats()["params"]
+    lasts_s = body["max_tokens"] * params["decode_base_ms"] / 1000.0 - MAX_LAG_S
+    first_tokens: set[int] = set()
+    all_admitted = asyncio.Event()
+
+    def note(i: int) -> Any:
+        def on_chunk(chunk: dict[str, Any], _at: float) -> None:
+            if content_of(chunk):
+                first_tokens.add(i)
+                if len(first_tokens) == n:
+                    all_admitted.set()
+
+        return on_chunk
+
+    sent = time.monotonic()
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        streams = [asyncio.create_task(stream_request(session, sim.url, body, on_chunk=note(i)))
+                   for i in range(n)]  # fmt: skip
+        try:
+            admitted = await asyncio.wait_for(all_admitted.wait(), timeout=lasts_s)
+            text = await asyncio.to_thread(sim.metrics_text)
+            answered = time.monotonic() - sent
+        except TimeoutError:
+            admitted = False
+        finally:
+            for stream in streams:
+                stream.cancel()
+            await asyncio.gather(*streams, return_exceptions=True)
+    assert admitted is not False, f"{len(first_tokens)} of {n} streams began within {lasts_s} s"
+    assert answered < lasts_s, f"read {answered:.1f} s after sending: past the proof's {lasts_s} s"
+    return gauge(text, "vllm:num_requests_running"), gauge(text, "vllm:num_requests_waiting")
