@@ -1,15 +1,18 @@
 """The default ``loadknee run`` pins max_concurrency between grid levels (issues 12 and 25).
 
-For simulator capacities that are not grid levels (``--max-num-seqs`` 6, 10, 12, 20, 28, 40) and
-the KV-bound preset (21 streams of 128 + 64 fit its KV budget), real Locust drives the simulator
-over loopback with the default sweep (refinement and early stop on), ``loadknee analyze`` reads
-the run directory, and the recommended ``max_concurrency`` must lie within 15 % below the
-simulator's true saturation (``saturation_concurrency``) and never above it — with the server's
-``/metrics`` shown and with them hidden (``--no-metrics``: the answer rests on the client's own
-rows). The client's running estimate against the simulator's gauge is not asserted here: on
-queueing stages it reads above the slots (11.75 running on a 10-slot server at 16 users, against
-the gauge's 10.0), a defect of the estimate left open (on llama-server it read 3.58 at 4 users
-against the gauge's 4.0: short TTFT growth read as waiting).
+For simulator capacities that are not grid levels (``--max-num-seqs`` 6, 10, 12, 20, 28, 40) and the
+KV-bound preset (21 streams of 128 + 64 fit its KV budget), real Locust drives the simulator over
+loopback with the default sweep (refinement and early stop on), the analysis that ``loadknee
+analyze`` runs (:func:`analysis.pipeline.analyze_run`, in the test's process: the report's PNGs,
+HTML and cluster files are other tests' business) reads the run directory, and the recommended
+``max_concurrency`` must lie within 15 % below the simulator's true saturation
+(``saturation_concurrency``) and never above it — with the server's ``/metrics`` shown and with them
+hidden (a simulator without ``/metrics``: the sweep's own refine choices and the answer rest on the
+client's own rows, so these are sweeps of their own, not the shown runs re-analysed). The client's
+running estimate against the simulator's gauge is not asserted here: on queueing stages it reads
+above the slots (11.75 running on a 10-slot server at 16 users, against the gauge's 10.0), a defect
+of the estimate left open (on llama-server it read 3.58 at 4 users against the gauge's 4.0: short
+TTFT growth read as waiting).
 
 Stages are short (3 s) so the table fits a few minutes on 2 busy cores; three sweeps at a time.
 CI runs every capacity with metrics and a subset without; ``LOADKNEE_FULL_TABLE=1`` runs the whole
@@ -19,7 +22,6 @@ in CI).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -28,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.pipeline import analyze_run
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import saturation_concurrency
@@ -47,8 +50,8 @@ def _params(case: int | str):  # type: ignore[no-untyped-def]
     return preset("kv-bound") if case == "kv" else preset("fast", max_num_seqs=case)
 
 
-def sweep(case: int | str, metrics: bool, out: Path) -> tuple[dict[str, object], str, Path]:
-    """One default ``loadknee run`` against a sim; (knee.json, stages.csv, run dir)."""
+def sweep(case: int | str, metrics: bool, out: Path) -> tuple[str, Path]:
+    """One default ``loadknee run`` against a sim; (stages.csv, run dir)."""
     name = f"{'kv' if case == 'kv' else f'slots-{case}'}-{'metrics' if metrics else 'hidden'}"
     overrides = {} if case == "kv" else {"max_num_seqs": case}
     with SimProcess.start(
@@ -61,29 +64,29 @@ def sweep(case: int | str, metrics: bool, out: Path) -> tuple[dict[str, object],
         )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     run_dir = out / name
-    analyze = subprocess.run(
-        [sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert analyze.returncode == 0, analyze.stderr[-3000:]
-    knee = json.loads((run_dir / "report" / "knee.json").read_text())
-    return knee, (run_dir / "stages.csv").read_text(), run_dir
+    return (run_dir / "stages.csv").read_text(), run_dir
 
 
 @pytest.fixture(scope="module")
 def sweeps(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """Every case's sweep, three at a time, handed out as they are submitted: a test analyses its
+    run (in this process) while the later sweeps still run."""
     out = tmp_path_factory.mktemp("runs")
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        return {(c, m): pool.submit(sweep, c, m, out) for c, m in CASES}
+    pool = ThreadPoolExecutor(max_workers=3)
+    try:
+        yield {(c, m): pool.submit(sweep, c, m, out) for c, m in CASES}
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 @pytest.mark.parametrize(("case", "metrics"), CASES, ids=[f"{c}-{m}" for c, m in CASES])
 def test_max_concurrency_within_15_pct_below_the_truth(sweeps, case, metrics: bool) -> None:
-    knee, stages, _ = sweeps[(case, metrics)].result()
+    stages, run_dir = sweeps[(case, metrics)].result()
+    knee = analyze_run(run_dir).knee  # what `loadknee analyze` writes into knee.json
     truth = saturation_concurrency(_params(case), INPUT_TOKENS, OUTPUT_TOKENS)
-    got = knee["knee"]["max_concurrency"]  # type: ignore[index]
+    got = knee.max_concurrency
     assert got is not None, stages
-    summary = knee["knee"]["summary"]  # type: ignore[index]
+    summary = knee.summary
     assert 0.85 * truth <= got <= truth, f"truth {truth:g}, max_concurrency {got}\n{summary}"
     grid = (1, 2, 4, 8, 16, 24, 32, 48, 64)
     assert ",refine," in stages or case in grid, stages

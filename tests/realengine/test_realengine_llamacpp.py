@@ -1,18 +1,23 @@
 """A real loadknee sweep against llama.cpp's llama-server: calibration, zero loss, the slot knee.
 
 llama-server is built once from the llama.cpp sources in the llama-cpp-python sdist (cached outside
-the repo, see ``tests/realengine/engine.py``) and serves a 98.6M-parameter random-weight model
-made locally, with ``--parallel 8`` slots and ``--metrics``. With 8 slots, requests past the 8th
-wait in the server's queue (``llamacpp:requests_deferred``): TTFT and the tail jump while
-throughput stops growing, so the knee must land between 8 and 16 users (the grid's levels, or a
-refine stage between them) with a reason naming the queue, the tail must have departed at twice
-the slots, and the recommended max_concurrency must be at most 8. ``--stop-after-knee -1`` keeps
-the 32-user level, whose queue the server's own counts must show.
+the repo, see ``tests/realengine/engine.py``; ``tests/conftest.py`` builds it before any test
+starts) and serves a 98.6M-parameter random-weight model made locally, with ``--parallel 8`` slots
+and ``--metrics``. With 8 slots, requests past the 8th wait in the server's queue
+(``llamacpp:requests_deferred``): TTFT and the tail jump while throughput stops growing, so the
+knee must land between 8 and 16 users (the grid's levels, or a refine stage between them) with a
+reason naming the queue, the tail must have departed at twice the slots, and the recommended
+max_concurrency must be at most 8. ``--stop-after-knee -1`` keeps the 32-user level, whose queue
+the server's own counts must show.
 
-A second, short test runs a fixed-length sweep on its own 4-slot server and checks every row is
-ok and exactly on target (words chosen with the server's /tokenize). Both live in this one file so
-pytest-xdist (``--dist loadfile``) runs them one after the other: two llama-servers on two busy
-cores slow each other down tenfold, and the short test would run past its guard.
+ONE sweep (one server, the module's ``sweep`` fixture) serves every test here; each test asserts
+on its run directory what only a real engine can show: rows that are all ok and exactly on target
+(llama-server closes each connection after its answer and counts tokens with its own tokenizer),
+nothing lost against the server's own log, the slot knee from its queue, the answer without its
+counters, its metric names in the autoscaler files and the record columns, its token counter
+against the rows, and an SLO capacity. (A second, short sweep on its own 4-slot server used to
+check the fixed-length rows; this sweep's rows are fixed-length too, from the same tokenizer, so
+its checks now run on them.)
 
 The tests are skipped (with the reason) only where no C++ toolchain exists to build the server.
 """
@@ -26,31 +31,38 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.realengine.engine import LlamaServer, ensure_built, missing_tools, start_llama_server
+from tests.realengine.engine import ensure_built, missing_tools, start_llama_server
 from tests.support.counter_check import stage_counts
 
 pytestmark = [pytest.mark.slow, pytest.mark.realengine]
 
 LEVELS = "1,2,4,8,16,32"
-SLOTS = 8  # the knee test's server: --parallel 8
+SLOTS = 8  # the server: --parallel 8
 LEAST_SERVED = 6  # the lowest answer that still uses what the 8 slots serve (see the knee test)
 OUTPUT_TOKENS = 64
 INPUT_TOKENS = 64
 RELEASE_LINE = re.compile(r"slot\s+release:")
+# A guard against a hung run, not a speed target (about 2 min alone; a busy box is much slower)
+SWEEP_GUARD_S = 2400
 
 
-@pytest.fixture(scope="module")
-def llama_server() -> LlamaServer:
-    _require_toolchain()
-    server = start_llama_server(ensure_built(), model="model-small", parallel=SLOTS)
-    try:
-        yield server
-    finally:
-        server.stop()
+@dataclass(frozen=True)
+class Sweep:
+    """The one sweep's run directory and what was read off the server around it."""
+
+    url: str
+    tmp: Path  # a folder of this module's own, for the copies and reports made from the run
+    run_dir: Path
+    rows: list[dict[str, str]]
+    info: dict[str, Any]
+    served: int  # generation tasks the server finished during the sweep (its own log)
+    knee: dict[str, Any]  # report/knee.json, as `loadknee analyze` wrote it
 
 
 def _require_toolchain() -> None:
@@ -65,102 +77,101 @@ def _served_tasks(log_path: Path) -> int:
                if RELEASE_LINE.search(line))  # fmt: skip
 
 
-# A guard against a hung run, not a speed target (about 20 s alone, beside a CPU hog).
-SHORT_RUN_GUARD_S = 300
-
-
-def test_fixed_length_run_on_llama_server_is_all_ok(tmp_path: Path) -> None:
-    """No stale-connection failures, and every fixed-length row exactly on target.
-
-    It runs before the slot-knee test, so that test's module-scoped 8-slot server is not up yet.
-    ``--no-refine``: this test checks rows and lengths, not the knee (the test below does).
-    """
-    _require_toolchain()
-    server = start_llama_server(ensure_built(), model="model", parallel=4)
-    cmd = [
-        sys.executable, "-m", "loadknee_locust", "run", "--host", server.url,
-        "--levels", "1,4", "--no-refine", "--stage-requests", "16", "--warmup-seconds", "0",
-        "--cooldown-seconds", "0.5", "--baseline-requests", "4",
-        "--input-tokens", "48", "--output-tokens", "24", "--out", str(tmp_path),
-    ]  # fmt: skip
+def _loadknee(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "loadknee_locust", *args]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=SHORT_RUN_GUARD_S)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired as exc:  # say where it hung, not just "timeout"
         out = "".join(
             x.decode(errors="replace") if isinstance(x, bytes) else x or ""
             for x in (exc.stdout, exc.stderr)
         )
-        pytest.fail(f"loadknee run did not finish in {SHORT_RUN_GUARD_S} s:\n{out[-3000:]}")
+        pytest.fail(f"loadknee {args[0]} did not finish in {timeout_s:g} s:\n{out[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
+    """One default sweep (refinement on) over 1..32 users against the 8-slot server, analysed."""
+    _require_toolchain()
+    tmp = tmp_path_factory.mktemp("llama")
+    server = start_llama_server(ensure_built(), model="model-small", parallel=SLOTS)
+    try:
+        before = _served_tasks(server.log_path)
+        run = _loadknee(
+            "run", "--host", server.url, "--model", "tiny",
+            "--levels", LEVELS, "--stage-requests", "32",
+            "--warmup-seconds", "0", "--cooldown-seconds", "1",
+            "--baseline-requests", "10", "--stop-after-knee", "-1",
+            "--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS),
+            "--out", str(tmp / "runs"), "--run-id", "llama",
+            timeout_s=SWEEP_GUARD_S,
+        )  # fmt: skip
+        served = _served_tasks(server.log_path) - before
     finally:
         server.stop()
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    run_dir = next(p for p in tmp_path.iterdir() if (p / "requests.csv").exists())
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    run_dir = tmp / "runs" / "llama"
     with (run_dir / "requests.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
+    info = json.loads((run_dir / "run.json").read_text())
+    # the analysis, as `loadknee analyze` runs it
+    analyze = _loadknee("analyze", str(run_dir), "--format", "json")
+    assert analyze.returncode == 0, analyze.stderr[-3000:]
+    print((run_dir / "report" / "record.md").read_text())  # the record table, for the CI log
+    knee = json.loads((run_dir / "report" / "knee.json").read_text())
+    return Sweep(server.url, tmp, run_dir, rows, info, served, knee)
+
+
+def test_every_row_is_ok_and_exactly_on_target(sweep: Sweep) -> None:
+    """No stale-connection failures, and every fixed-length row exactly on target.
+
+    llama-server closes each connection right after its streamed answer (while advertising
+    Keep-Alive): loadknee learns that from the first streamed response, before any socket is
+    reused, and never reuses a socket to it (``servers_closing_after_response``). The prompt's
+    words are chosen with the server's /tokenize (``vocabulary.kind`` "tokenizer"), so every
+    prompt costs exactly the asked tokens on the server's own count, and ``length_ok`` says so.
+    """
+    rows = sweep.rows
     outcomes = Counter(r["outcome"] for r in rows)
     errors = Counter((r["outcome"], r["error"], r["prompt_tokens"]) for r in rows)
-    # the random-weight model now and then streams 24 tokens that render as no text at all
-    # (about 1 row in 250, seen with usage exact): an honest empty_response, not a client fault
+    # a random-weight model now and then streams tokens that render as no text at all (about 1
+    # row in 250 when the short check ran the tiny "model" with 24-token answers, seen with usage
+    # exact): an honest empty_response, not a client fault
     odd = outcomes - Counter(ok=outcomes["ok"], empty_response=min(outcomes["empty_response"], 1))
-    assert len(rows) >= 20 and not odd, (errors, proc.stderr[-2000:])
+    assert len(rows) >= 20 and not odd, errors
     assert {r["length_ok"] for r in rows if r["outcome"] == "ok"} == {"1"}
-    assert {(r["prompt_tokens"], r["completion_tokens"]) for r in rows} == {("48", "24")}
-    source = json.loads((run_dir / "run.json").read_text())["prompt_source"]
-    assert source["vocabulary"]["kind"] == "tokenizer", source
-
-
-def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, tmp_path: Path):
-    before = _served_tasks(llama_server.log_path)
-    cmd = [
-        sys.executable, "-m", "loadknee_locust", "run",
-        "--host", llama_server.url, "--model", "tiny",
-        "--levels", LEVELS, "--stage-requests", "32",
-        "--warmup-seconds", "0", "--cooldown-seconds", "1",
-        "--baseline-requests", "10", "--stop-after-knee", "-1",
-        "--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS),
-        "--out", str(tmp_path / "runs"), "--run-id", "llama",
-    ]  # fmt: skip
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=2400)  # a busy box
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    run_dir = tmp_path / "runs" / "llama"
-    rows = list(csv.DictReader((run_dir / "requests.csv").open()))
-    info = json.loads((run_dir / "run.json").read_text())
-
-    # nothing lost: every generation the server finished is a row (or a calibration probe)
-    probes = sum(
-        int(c.get("probes", 0)) for c in info["prompt_source"].get("calibration", {}).values()
-    )
-    served = _served_tasks(llama_server.log_path) - before
-    reached = [r for r in rows if r["http_status"]]
-    # the pre-flight's one short generation request is a setup request too (run.json counts it)
-    probes += int(info["prompt_source"].get("setup_requests", {}).get("preflight_requests", 0))
-    assert served == len(reached) + probes, (served, len(reached), probes)
-    outcomes = {r["outcome"] for r in rows}
-    # llama-server closes each connection right after its streamed answer (while advertising
-    # Keep-Alive). loadknee learns that from the first close and then never reuses a socket to
-    # it; at most the one request that raced the first close is lost, reported (never resent:
-    # it may have been read) with no HTTP status, and the count above proves it unserved.
-    dropped = [r for r in rows if r["outcome"] == "connect_error" and not r["http_status"]]
-    assert outcomes <= {"ok", "connect_error"}, sorted(outcomes)
-    assert len(dropped) <= 1, (len(dropped), len(rows))
-    assert info["prompt_source"]["servers_closing_after_response"] == [
-        llama_server.url.removeprefix("http://")
+    assert sweep.info["prompt_source"]["servers_closing_after_response"] == [
+        sweep.url.removeprefix("http://")
     ]
-
     # exact lengths from the server's usage, calibrated against its tokenizer
     assert {r["completion_tokens"] for r in rows} == {str(OUTPUT_TOKENS)}
     assert {r["prompt_tokens"] for r in rows} == {str(INPUT_TOKENS)}
     assert {r["usage_source"] for r in rows} == {"server"}
+    source = sweep.info["prompt_source"]
+    assert source["vocabulary"]["kind"] == "tokenizer", source
 
-    # the analysis, as `loadknee analyze` runs it
-    analyze = subprocess.run(
-        [sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir), "--format", "json"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert analyze.returncode == 0, analyze.stderr[-3000:]
-    knee = json.loads((run_dir / "report" / "knee.json").read_text())
-    print((run_dir / "report" / "record.md").read_text())  # the record table, for the CI log
-    result = knee["knee"]
+
+def test_every_generation_the_server_finished_is_a_row(sweep: Sweep) -> None:
+    """Nothing lost: the server's own log counts each finished generation once."""
+    rows, info = sweep.rows, sweep.info
+    # every generation the server finished is a row (or a calibration probe)
+    probes = sum(
+        int(c.get("probes", 0)) for c in info["prompt_source"].get("calibration", {}).values()
+    )
+    reached = [r for r in rows if r["http_status"]]
+    # the pre-flight's one short generation request is a setup request too (run.json counts it)
+    probes += int(info["prompt_source"].get("setup_requests", {}).get("preflight_requests", 0))
+    assert sweep.served == len(reached) + probes, (sweep.served, len(reached), probes)
+    outcomes = {r["outcome"] for r in rows}
+    # at most the one request that raced the first close is lost, reported (never resent: it
+    # may have been read) with no HTTP status, and the count above proves it unserved
+    dropped = [r for r in rows if r["outcome"] == "connect_error" and not r["http_status"]]
+    assert outcomes <= {"ok", "connect_error"}, sorted(outcomes)
+    assert len(dropped) <= 1, (len(dropped), len(rows))
+
+
+def test_sweep_finds_the_slot_knee_from_the_servers_queue(sweep: Sweep) -> None:
+    result = sweep.knee["knee"]
     assert 8 <= result["knee_users"] <= 16, result["summary"]
     knee_stage = next(s for s in result["stages"] if s["stage"] == result["knee_stage"])
     words = " ".join(knee_stage["reasons"]) + " " + knee_stage["bottleneck_reason"]
@@ -185,35 +196,41 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
     assert result["max_concurrency"] is not None
     assert LEAST_SERVED <= result["max_concurrency"] <= SLOTS, result["summary"]
 
-    # the same run directory without its server_metrics.csv (no second sweep): the answer rests
-    # on the client's own rows, and lands within the same bounds as with the server's counters
-    hidden = tmp_path / "hidden"
-    shutil.copytree(run_dir, hidden, ignore=shutil.ignore_patterns("report", "server_metrics.csv"))
-    blind = subprocess.run(
-        [sys.executable, "-m", "loadknee_locust", "analyze", str(hidden), "--quiet"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+
+def test_without_server_metrics_the_answer_stays_within_the_same_bounds(sweep: Sweep) -> None:
+    """The same run directory without its server_metrics.csv (no second sweep): the answer rests
+    on the client's own rows, and lands within the same bounds as with the server's counters."""
+    hidden = sweep.tmp / "hidden"
+    shutil.copytree(
+        sweep.run_dir, hidden, ignore=shutil.ignore_patterns("report", "server_metrics.csv")
+    )
+    blind = _loadknee("analyze", str(hidden), "--quiet")
     assert blind.returncode == 0, blind.stderr[-3000:]
     blind_knee = json.loads((hidden / "report" / "knee.json").read_text())["knee"]
     assert blind_knee["max_concurrency"] is not None, blind_knee["summary"]
     assert LEAST_SERVED <= blind_knee["max_concurrency"] <= SLOTS, blind_knee["summary"]
+
+
+def test_llamacpp_metric_names_reach_the_record_and_the_autoscaler_files(sweep: Sweep) -> None:
+    report = sweep.run_dir / "report"
     # the autoscaler files scale on llama.cpp's own names (analysis/cluster, written by analyze)
-    keda = (run_dir / "report" / "keda-scaledobject.yaml").read_text()
-    hpa = (run_dir / "report" / "hpa.yaml").read_text()
+    keda = (report / "keda-scaledobject.yaml").read_text()
+    hpa = (report / "hpa.yaml").read_text()
     assert "# Engine: llama.cpp" in keda and "vllm:" not in keda + hpa, keda
     assert "llamacpp:requests_processing" in keda and "llamacpp:requests_processing" in hpa
-
     # llama.cpp's metric names reached the canonical running / waiting columns
-    summary = {row["target_users"]: row for row in knee["summary"]}
+    summary = {row["target_users"]: row for row in sweep.knee["summary"]}
     assert summary[32]["waiting_max"] >= 8, summary[32]
     assert summary[32]["running_max"] == 8, summary[32]
 
-    # every stage's tokens against llama-server's own counter, exactly: over the scrape samples
-    # around each window, the completion tokens of the rows that ended between them equal the
-    # counter's increase (it jumps by a request's tokens at its slot release; a row ending
-    # within a scrape of the edge may fall on either side)
-    counts = stage_counts(run_dir, "llamacpp:tokens_predicted_total")
-    assert len(counts) == len(knee["summary"])  # the baseline, the step and refine stages
+
+def test_each_stage_matches_the_servers_token_counter(sweep: Sweep) -> None:
+    """Every stage's tokens against llama-server's own counter, exactly: over the scrape samples
+    around each window, the completion tokens of the rows that ended between them equal the
+    counter's increase (it jumps by a request's tokens at its slot release; a row ending within a
+    scrape of the edge may fall on either side)."""
+    counts = stage_counts(sweep.run_dir, "llamacpp:tokens_predicted_total")
+    assert len(counts) == len(sweep.knee["summary"])  # the baseline, the step and refine stages
     for c in counts:
         print(c)
         assert abs(c.row_tokens_aligned - c.server_tokens_aligned) <= 2 * OUTPUT_TOKENS, c
@@ -228,28 +245,30 @@ def test_sweep_finds_the_slot_knee_with_nothing_lost(llama_server: LlamaServer, 
             0.10 * c.server_tok_s_aligned + in_flight
         ), c
 
-    # SLO capacity from the same run directory (no second sweep): a TTFT P95 limit between the
-    # 4- and 8-user stages' gives a capacity from 4 up to a refine level below 8 (the sweep may
-    # refine between 4 and 8, and a 6-user refine stage under the limit is then the answer),
-    # below the knee's answer: latency-bound. On a busy machine a stage of ~35 requests can put
-    # 4's P95 above 8's (one slow request is its P95), or 2's above the limit: then the capacity is
-    # still what the rule gives (the unbroken run of passing stages from the lowest, grid and
-    # refine levels alike, computed here by hand) and the product must say it cannot tell, since
-    # a stage above the break passes again
-    ttft = {row["target_users"]: row["ttft_p95_ms"] for row in knee["summary"]
+
+def test_slo_capacity_from_the_same_run_is_latency_bound(sweep: Sweep) -> None:
+    """SLO capacity from the same run directory (no second sweep): a TTFT P95 limit between the
+    4- and 8-user stages' gives a capacity from 4 up to a refine level below 8 (the sweep may
+    refine between 4 and 8, and a 6-user refine stage under the limit is then the answer), below
+    the knee's answer: latency-bound. On a busy machine a stage of ~35 requests can put 4's P95
+    above 8's (one slow request is its P95), or 2's above the limit: then the capacity is still
+    what the rule gives (the unbroken run of passing stages from the lowest, grid and refine
+    levels alike, computed here by hand) and the product must say it cannot tell, since a stage
+    above the break passes again."""
+    ttft = {row["target_users"]: row["ttft_p95_ms"] for row in sweep.knee["summary"]
             if row["kind"] in ("step", "refine")}  # fmt: skip
     limit = float(f"{(ttft[4] * ttft[8]) ** 0.5:.1f}")  # as given on the command line
     passing = [users for users in sorted(ttft) if ttft[users] <= limit]
     by_rule = next((u for u in sorted(ttft) if u not in passing), None)
     expected = max((u for u in passing if by_rule is None or u < by_rule), default=None)
-    slo_run = subprocess.run(
-        [sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir), "--quiet",
-         "--out", str(tmp_path / "report-slo"), "--slo", f"ttft_p95_ms={limit}"],
-        capture_output=True, text=True, timeout=300,
+    report = sweep.tmp / "report-slo"
+    slo_run = _loadknee(
+        "analyze", str(sweep.run_dir), "--quiet", "--out", str(report),
+        "--slo", f"ttft_p95_ms={limit}",
     )  # fmt: skip
     assert slo_run.returncode == 0, slo_run.stderr[-3000:]
     print(slo_run.stdout)
-    slo = json.loads((tmp_path / "report-slo" / "knee.json").read_text())["slo"]
+    slo = json.loads((report / "knee.json").read_text())["slo"]
     assert (slo["capacity"], slo["binding"]) == (expected, "latency"), (slo["summary"], ttft)
     assert "Latency-bound" in slo_run.stdout or "latency-bound" in slo_run.stdout
     passes_again = by_rule is not None and any(users > by_rule for users in passing)
