@@ -2,7 +2,8 @@
 and ``loadknee verify`` passes against the same server and fails (exit 1) with half the slots.
 
 One original sweep by ``loadknee run`` (real Locust, loopback) against a simulator with 12 slots;
-then ``loadknee verify`` twice: against the same simulator, and against one restarted with 6.
+then ``loadknee verify`` twice: against the same simulator, and against one restarted with 6,
+each with 5 s levels, 1 s warm-up and the original's 0.5 s cooldown.
 """
 
 from __future__ import annotations
@@ -58,7 +59,12 @@ def test_verify_passes_on_the_same_server_and_fails_with_half_the_slots(original
     out, run_dir = original
     before = analyze_run(run_dir)
     assert before.knee.max_concurrency == SLOTS, before.knee.summary
+    # the original's 0.5 s cooldown, through verify's pass-through to ``loadknee run``: the
+    # default 10 s after each re-run level was most of this test's time (each re-run level, twice)
+    # and drains nothing the stop at each level's end has not (the next level waits for the
+    # users to stop, then discards its first second as warm-up)
     common = ["--stage-seconds", "5", "--warmup-seconds", "1", "--out", str(out)]
+    common += ["--cooldown-seconds", "0.5"]
     with SimProcess.start("fast", max_num_seqs=SLOTS) as sim:
         same = _loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", "same")
     assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-3000:]
