@@ -126,10 +126,14 @@ def test_wheel_installs_in_a_fresh_venv_and_runs_the_demo_outside_the_repo(tmp_p
     assert (elsewhere / "proj" / "locustfile.py").read_text() == (
         ROOT / "locustfiles" / "fixed_length.py"
     ).read_text()
+    # a short demo: tests/e2e/test_demo.py checks the whole demo's answer; this one proves the
+    # installed wheel runs a sweep and writes its report. Short requests (8 output tokens, about
+    # 0.1 s on the `fast` simulator against 0.7 s at the demo's 64) give each 2 s stage tens of
+    # rows, so every stage is judged; no check here times anything
     out = loadknee(
-        "demo", "--levels", "1,2", "--stage-seconds", "3", "--warmup-seconds", "1",
-        "--cooldown-seconds", "0.5", "--baseline-requests", "3", "--out", "runs",
-        timeout=240,
+        "demo", "--levels", "1,2", "--stage-seconds", "2", "--warmup-seconds", "0.5",
+        "--cooldown-seconds", "0.5", "--baseline-requests", "3", "--input-tokens", "32",
+        "--output-tokens", "8", "--out", "runs", timeout=240,
     )  # fmt: skip
     assert "max_concurrency" in out
     (run_dir,) = (elsewhere / "runs").iterdir()
