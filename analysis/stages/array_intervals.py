@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stages.intervals import INTERVAL_COLUMNS, IntervalParams, StageBatches
+from analysis.stages.row_classes import MEASURED_PHASES, RowClasses
 from loadknee_locust.sweep.confidence import (
     MIN_BATCHES,
     MIN_TAIL_VALUES,
@@ -253,14 +254,6 @@ def pool_intervals(
     return out
 
 
-def outcome_flags(outcome: pd.Series, *name_sets: Sequence[str]) -> list[FloatArray]:
-    """Per set of names, ``outcome.isin(names)`` as a bool array (missing: False), comparing
-    each distinct outcome once instead of every row (a million string comparisons each)."""
-    codes, distinct = pd.factorize(outcome)  # a missing outcome gets code -1
-    index = pd.Index(distinct)
-    return [np.append(index.isin(names), False)[codes] for names in name_sets]
-
-
 def _min(values: FloatArray) -> float:
     """Python's ``min`` of the values (NaN only when the first is NaN)."""
     return float(values[0]) if math.isnan(values[0]) else float(np.nanmin(values))
@@ -270,15 +263,16 @@ def stage_batches(
     requests: pd.DataFrame,
     windows: pd.DataFrame,
     *,
-    measured_phases: tuple[str, ...] = ("measure", "baseline"),
+    measured_phases: tuple[str, ...] = MEASURED_PHASES,
     params: IntervalParams | None = None,
+    classes: RowClasses | None = None,
 ) -> dict[int, StageBatches]:
-    """:func:`analysis.stages.intervals.stage_batches` on arrays (its ``e2e_groups`` are arrays)."""
+    """:func:`analysis.stages.intervals.stage_batches` on arrays (its ``e2e_groups`` are arrays;
+    ``classes``: the rows' :class:`~analysis.stages.row_classes.RowClasses` for
+    ``measured_phases``, when already known)."""
     p = params or IntervalParams()
-    ok, mismatch = outcome_flags(requests["outcome"], ("ok",), ("length_mismatch",))
-    ok &= ~(
-        mismatch | (requests["length_ok"] == 0).to_numpy()
-    )  # the rows of analysis.stages.intervals
+    classes = classes or RowClasses.of(requests, measured_phases)
+    ok = classes.ok  # the rows of analysis.stages.intervals
     stage_of = requests["stage"].to_numpy()[ok]
     by_stage = np.argsort(stage_of, kind="stable")  # each stage's rows together, in row order
     order, sorted_stage = np.flatnonzero(ok)[by_stage], stage_of[by_stage]
@@ -289,7 +283,7 @@ def stage_batches(
         name: requests[name].to_numpy(dtype=float)[order]
         for name in ("end_unix_s", "start_unix_s", "ttft_ms", "completion_tokens", "e2e_ms")
     }
-    phase = requests["phase"].isin(measured_phases).to_numpy()[order]
+    phase = classes.measured[order]
     out: dict[int, StageBatches] = {}
     for i, (stage, w_start, w_end) in enumerate(
         zip(windows.index, windows["window_start"], windows["window_end"], strict=True)

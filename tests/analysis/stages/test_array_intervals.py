@@ -261,20 +261,3 @@ def test_the_pools_kept_from_the_tails_resample_as_the_windows_do() -> None:
     got = array_intervals.resampled_tables(summary, batches, random.Random(4), "output_tok_s", 20)
     for a, b in zip(want, got, strict=True):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
-
-
-@pytest.mark.parametrize(
-    "values",
-    [
-        ["ok", "timeout", "ok", None, "cancelled", np.nan, "length_mismatch", "http_error"],
-        ["ok"] * 5,
-        [],
-        [None, None],
-    ],
-)
-def test_outcome_flags_are_isin(values: list) -> None:
-    outcome = pd.Series(values, dtype=object)
-    sets = (("ok",), ("cancelled", "timeout"), ("length_mismatch",), ())
-    got = array_intervals.outcome_flags(outcome, *sets)
-    for names, flags in zip(sets, got, strict=True):
-        assert flags.tolist() == outcome.isin(names).tolist()
