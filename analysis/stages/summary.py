@@ -13,7 +13,7 @@ request in proportion to the part of it inside the window (see :func:`window_rat
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -62,12 +62,17 @@ def classify_outcomes(requests: pd.DataFrame) -> pd.Series:
     return class_names(class_codes(requests["outcome"], requests["length_ok"]), requests.index)
 
 
-def measured_requests(run: Run) -> pd.DataFrame:
+def measured_requests(run: Run, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Rows of the measured windows, with a ``cls`` column (:data:`CLASS_DTYPE`: the names of
     :func:`classify_outcomes`) from the run's :func:`~analysis.stages.row_classes.run_classes`:
-    one boolean mask over the rows, no text compared again."""
+    one boolean mask over the rows, no text compared again. ``columns``: only these of the
+    run's columns (those it has), for a caller that reads no others: copying a million rows'
+    every column is most of the cost."""
     classes = run_classes(run)
-    rows = run.requests[classes.measured]
+    requests = run.requests
+    if columns is not None:
+        requests = requests[[c for c in dict.fromkeys(columns) if c in requests]]
+    rows = requests[classes.measured]
     cls = pd.Categorical.from_codes(classes.code[classes.measured], dtype=CLASS_DTYPE)
     return rows.assign(cls=pd.Series(cls, index=rows.index))
 
@@ -88,10 +93,14 @@ def measured_codes(measured: pd.DataFrame) -> np.ndarray:
 def stage_windows(run: Run, measured: pd.DataFrame) -> pd.DataFrame:
     """Per stage: ``window_start``/``window_end`` unix s (from stages.csv, else the rows' span)."""
     stages = run.stages.set_index("stage")
-    span = measured.groupby("stage").agg(first=("start_unix_s", "min"), last=("end_unix_s", "max"))
     start = stages["warmup_end_unix_s"].fillna(stages["start_unix_s"])
-    start = start.fillna(span["first"].reindex(stages.index))
-    end = stages["measure_end_unix_s"].fillna(span["last"].reindex(stages.index))
+    end = stages["measure_end_unix_s"]
+    if start.isna().any() or end.isna().any():  # a window never closed: the rows' own span
+        span = measured.groupby("stage").agg(
+            first=("start_unix_s", "min"), last=("end_unix_s", "max")
+        )
+        start = start.fillna(span["first"].reindex(stages.index))
+        end = end.fillna(span["last"].reindex(stages.index))
     return pd.DataFrame({"window_start": start, "window_end": end})
 
 
