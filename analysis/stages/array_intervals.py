@@ -190,12 +190,26 @@ def window_pool(
     its non-empty groups."""
     win = window_of(ends, start_s, end_s, batches=batches)
     win[np.isnan(values)] = -1
+    return pool_of(values, win, batches)
+
+
+def pool_of(values: FloatArray, win: FloatArray, batches: int) -> WindowPool | None:
+    """:func:`window_pool` from each value's window (``win``; -1: none, NaN values' too)."""
     used = win >= 0
     if not used.any():
         return None
     held = np.bincount(win[used], minlength=batches) > 0
     dense = np.cumsum(held) - 1  # window number -> its place among the non-empty ones
     return WindowPool(values[used], dense[win[used]])
+
+
+def window_groups(values: FloatArray, win: FloatArray, batches: int) -> tuple[FloatArray, ...]:
+    """Per window ``0…batches-1``, its values in row order (``win``: each value's window, -1
+    for none): one stable sort by window, not a pass over the values per window."""
+    order = np.argsort(win, kind="stable")
+    cuts = np.searchsorted(win[order], np.arange(batches + 1), side="left")
+    ordered = values[order]
+    return tuple(ordered[cuts[g] : cuts[g + 1]] for g in range(batches))
 
 
 def draw_counts(rng: random.Random, groups: int, resamples: int) -> FloatArray:
@@ -322,9 +336,9 @@ def stage_batches(
         if valid:
             win = window_of(m_ends, tail_start, tail_end, batches=tail_count)
             win[np.isnan(e2e)] = -1
-            groups = tuple(e2e[win == g] for g in range(tail_count))
+            groups = window_groups(e2e, win, tail_count)
         if valid and tail_count:
-            pool = window_pool(m_ends, e2e, tail_start, tail_end, batches=tail_count)
+            pool = pool_of(e2e, win, tail_count)  # the same windows, not found again
             tails = pool_intervals(
                 pool, qs=(0.95, 0.99), level=p.level, resamples=p.resamples, seed=p.seed
             )

@@ -179,6 +179,18 @@ def _client_peak(client: pd.DataFrame, start: float, end: float) -> float:
     return float(rows["cpu_pct"].max())
 
 
+def window_places(stages: pd.Index, stage: np.ndarray) -> np.ndarray:
+    """Per row (its ``stage``), the place of its stage in ``stages`` (unique stage numbers),
+    -1 for a stage not there: a search among the few stages, not a hash of every row."""
+    labels = stages.to_numpy()
+    if len(labels) == 0:
+        return np.full(len(stage), -1, dtype=np.int64)
+    sorter = np.argsort(labels, kind="stable")
+    found = np.minimum(np.searchsorted(labels, stage, sorter=sorter), len(labels) - 1)
+    place = sorter[found]
+    return np.where(labels[place] == stage, place, -1)
+
+
 def window_rates(
     requests: pd.DataFrame, windows: pd.DataFrame, classes: RowClasses | None = None
 ) -> pd.DataFrame:
@@ -191,33 +203,30 @@ def window_rates(
     finishing together cause (one batch more or less in a 2 s window is ±30 %). ``classes``:
     the rows' :class:`~analysis.stages.row_classes.RowClasses` when already known.
     """
-    ok_rows = (classes or RowClasses.of(requests)).ok
-    wanted = [
-        "stage",
-        "start_unix_s",
-        "ttft_ms",
-        "end_unix_s",
-        "prompt_tokens",
-        "completion_tokens",
-    ]
-    ok = requests.loc[ok_rows & requests["stage"].isin(windows.index).to_numpy(), wanted]
-    win = windows.reindex(ok["stage"].to_numpy())
-    w_start, w_end = win["window_start"].to_numpy(), win["window_end"].to_numpy()
-    start = ok["start_unix_s"].to_numpy() + np.nan_to_num(ok["ttft_ms"].to_numpy()) / 1000.0
-    end = ok["end_unix_s"].to_numpy()
+    place = window_places(windows.index, requests["stage"].to_numpy())
+    take = (classes or RowClasses.of(requests)).ok & (place >= 0)
+    place = place[take]
+
+    def ok(column: str) -> np.ndarray:
+        return requests[column].to_numpy()[take]
+
+    w_start = windows["window_start"].to_numpy()[place]
+    w_end = windows["window_end"].to_numpy()[place]
+    start = ok("start_unix_s") + np.nan_to_num(ok("ttft_ms")) / 1000.0
+    end = ok("end_unix_s")
     start = np.minimum(start, end)
     overlap = np.clip(np.minimum(end, w_end) - np.maximum(start, w_start), 0.0, None)
     length = end - start
     inside = (start >= w_start) & (end <= w_end)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(length > 0, overlap / length, inside.astype(float))
-    completion = ok["completion_tokens"].to_numpy()
+    completion = ok("completion_tokens")
     parts = pd.DataFrame(
         {
-            "stage": ok["stage"].to_numpy(),
+            "stage": ok("stage"),
             "served": share,
             "completion": share * completion,
-            "total": share * (ok["prompt_tokens"].to_numpy() + completion),
+            "total": share * (ok("prompt_tokens") + completion),
         }
     )
     sums = parts.groupby("stage").sum(min_count=1).reindex(windows.index)

@@ -16,6 +16,7 @@ from analysis.stages.summary import (
     measured_codes,
     measured_requests,
     summarize_stages,
+    window_places,
     window_rates,
 )
 from tests.support.knee_rundir import request_row, stage_row, write_run
@@ -242,3 +243,19 @@ def test_measured_rows_with_only_the_columns_asked_for(tmp_path):
         summarize_stages(run, measured=full),
         check_exact=True,
     )
+
+
+@pytest.mark.parametrize(
+    ("stages", "rows", "places"),
+    [
+        ([0, 1, 2], [2.0, 0.0, 1.0, 3.0, np.nan], [2, 0, 1, -1, -1]),
+        ([5.0, 1.0, 3.0], [1, 3, 5, 4, 0, 6], [1, 2, 0, -1, -1, -1]),  # stages unsorted
+        ([], [1.0, 2.0], [-1, -1]),
+        ([7], [], []),
+    ],
+)
+def test_window_places_find_each_rows_stage(stages, rows, places):
+    got = window_places(pd.Index(stages), np.array(rows, dtype=float))
+    assert got.tolist() == places
+    known = pd.Index(stages).get_indexer(pd.Index(rows, dtype=float))  # the hash it replaces
+    assert got.tolist() == known.tolist()
