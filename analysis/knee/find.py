@@ -87,7 +87,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import rules
 from analysis.knee.client_signals import (
     CLIENT_SATURATED_WAITING,
     client_saturation_signal,
@@ -95,7 +94,15 @@ from analysis.knee.client_signals import (
     cross_check,
     starved,
 )
-from analysis.knee.fit import Levels, capacity_words, on_plateau_text
+from analysis.knee.facts import (
+    ClientUnqueuedFact,
+    GaugeCheckFact,
+    PlateauFact,
+    ResumedFact,
+    ServerQueueFact,
+    TailSource,
+)
+from analysis.knee.fit import Levels, capacity_words
 from analysis.knee.params import KneeParams
 from analysis.knee.signals import (
     StageContext,
@@ -110,7 +117,8 @@ from analysis.knee.signals import (
     throughput_signals,
 )
 from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
-from analysis.numeric import counted, fmt, num
+from analysis.numeric import counted, num
+from analysis.report.knee_words import TAIL_SOURCES, fact_text
 from analysis.stages.data_check import excluded_note, insufficient_reason
 from loadknee_locust.contract import LEVEL_KINDS
 
@@ -146,7 +154,7 @@ class StageFacts:
     queued: Signal
     starving: Signal
     noisy: Signal
-    disagree: str | None  # the server's gauges against the client's estimate, when both exist
+    disagree: GaugeCheckFact | None  # the server's gauges against the client's estimate
     note: str | None  # the rows excluded for missing their lengths
 
 
@@ -192,7 +200,8 @@ def evaluate_stage(
     fit = ctx.fit
     users = float(row["target_users"])
     if not flat.fired and fit is not None and fit.flat and users > fit.high:
-        flat = replace(flat, fired=True, text=on_plateau_text(fit, users))
+        plateau = PlateauFact("on_plateau", users, fit.capacity, fit.low, fit.high, fit.plateau)
+        flat = replace(flat, fired=True, fact=plateau)
     departed, sla = tail_signals(row, ctx)
     pressure, risk, oom = facts.pressure, facts.risk, facts.oom
     some_errors, error_rate, client = facts.some_errors, facts.error_rate, facts.client
@@ -228,7 +237,7 @@ def evaluate_stage(
     if starving.fired:
         reasons.append(starving.text)
     if facts.disagree is not None:
-        reasons.append(facts.disagree)
+        reasons.append(fact_text(facts.disagree))
     if verdict == "comfortable":
         reasons.append("no signal fired")
     if tail_undecided(departed):  # past the limit, but not past the noise: say so
@@ -391,7 +400,7 @@ def _tail_yardstick(
     base_tail: float | None,
     used: str,
     params: KneeParams,
-) -> tuple[float | None, str]:
+) -> tuple[float | None, TailSource]:
     """The single-user tail every stage's tail is compared against, and whose it is.
 
     The baseline's, unless a 1-user level measured at least as many requests and found a lower
@@ -403,15 +412,16 @@ def _tail_yardstick(
     an 8-slot server, half its requests queued, would read as "tail not departed".
     """
     if baseline.source != "baseline" or base_tail is None:
-        return base_tail, "the baseline's"
+        return base_tail, "baseline"
     column = f"s_per_1k_total_{used}" if params.tail_metric == "s_per_1k" else f"e2e_{used}_ms"
     if column not in columns:
-        return base_tail, "the baseline's"
-    best, source = base_tail, "the baseline's"
+        return base_tail, "baseline"
+    best: float = base_tail
+    source: TailSource = "baseline"
     for row in (r for r in rows if r["target_users"] == 1):
         tail = num(row[column])
         if tail is not None and int(row["ok"]) >= baseline.requests and 0 < tail < best:
-            best, source = tail, "the 1-user level's"
+            best, source = tail, "one_user_level"
     return best, source
 
 
@@ -580,14 +590,14 @@ def _demote_unsaturated(
         if any(s.name == "server_saturated" and s.fired for s in verdict.signals):
             continue
         free = free_slots_signal(row, ctx)
-        if not free.fired:
+        if not free.fired or not isinstance(free.fact, ServerQueueFact):
             continue
-        text = f"{free.text}; the client's figure is untrusted, the server's word stands"
+        free = replace(free, fact=replace(free.fact, overrules_client=True))
         out[i] = replace(
             verdict,
             verdict="critical",
-            reasons=(text, *verdict.reasons),
-            signals=(*verdict.signals, replace(free, text=text)),
+            reasons=(free.text, *verdict.reasons),
+            signals=(*verdict.signals, free),
         )
     return out
 
@@ -627,16 +637,12 @@ def _demote_unqueued(verdicts: list[StageVerdict]) -> list[StageVerdict]:
             continue
         if queue.value >= CLIENT_SATURATED_WAITING:
             continue  # something waited, only not enough to call it saturated
-        text = (
-            f"seen from the client: {queue.value:.1f} requests waited on average, no queue; the "
-            "client's throughput figure is untrusted, the queue estimate's word stands "
-            + rules.cite("client_queue")
-        )
-        signal = Signal("client_unqueued", True, queue.value, CLIENT_SATURATED_WAITING, text)
+        fact = ClientUnqueuedFact("client_unqueued", queue.value, CLIENT_SATURATED_WAITING)
+        signal = Signal("client_unqueued", True, queue.value, CLIENT_SATURATED_WAITING, fact=fact)
         out[i] = replace(
             verdict,
             verdict="critical",
-            reasons=(text, *verdict.reasons),
+            reasons=(signal.text, *verdict.reasons),
             signals=(*verdict.signals, signal),
         )
     return out
@@ -687,15 +693,14 @@ def _demote_dips(
                 best = (later_rate, later.target_users)
         if best is None:
             continue
-        more = (best[0] / rate - 1) * 100
         dip = Signal(
             "throughput_resumed",
             True,
             best[0] / rate,
             1 + params.resume_gain_pct / 100,
-            f"throughput grew again: {best[1]} users served {fmt(best[0])} {col}, {more:.0f} % "
-            f"more than {fmt(rate)} here (a dip, not the knee; {params.resume_gain_pct:g} % "
-            "or more counts)",
+            fact=ResumedFact(
+                "throughput_resumed", col, best[1], best[0], rate, params.resume_gain_pct
+            ),
         )
         out[i] = replace(
             verdict,
@@ -758,9 +763,10 @@ def _summary_text(
         parts.append(f"too noisy or short to judge (untrusted) stages: {noisy}.")
     if lacking:
         parts.append(f"not judged (insufficient data): {lacking} users.")
-    if ctx is not None and ctx.tail_source != "the baseline's":
+    if ctx is not None and ctx.tail_source != "baseline":
         parts.append(
-            f"tails are compared with {ctx.tail_source} {ctx.tail_percentile.upper()}, lower "
+            f"tails are compared with {TAIL_SOURCES[ctx.tail_source]} "
+            f"{ctx.tail_percentile.upper()}, lower "
             f"than the baseline's (interference only adds latency)."
         )
     return " ".join(parts)

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import rules
+from analysis.report import knee_words
 from loadknee_locust.contract import LEVEL_KINDS
 
 #: resamples for the breakpoint's interval
@@ -248,10 +249,7 @@ def whole(value: float) -> int:
 
 def capacity_words(fit: KneeFit) -> str:
     """``capacity 8 users, 90 % interval 7–8`` (one number when the interval is one user)."""
-    lo, hi, mid = whole(fit.low), whole(fit.high), whole(fit.capacity)
-    lo, hi = min(lo, mid), max(hi, mid)
-    span = f"{lo}" if lo == hi else f"{lo}–{hi}"
-    return f"capacity {mid} users, 90 % interval {span}"
+    return knee_words.capacity_words(fit.low, fit.high, fit.capacity)
 
 
 def _text(
@@ -276,13 +274,4 @@ def _text(
     return (
         f"{head}: no plateau (flat below {ratio:g}×), so no hard knee in the tested range "
         f"{rules.cite('knee_fit')}"
-    )
-
-
-def on_plateau_text(fit: KneeFit, users: float) -> str:
-    """Why a stage at ``users`` counts as flat by the fit."""
-    return (
-        f"{users:g} users lie past the breakpoint of the fit over all stages "
-        f"({capacity_words(fit)}): throughput has flattened ({fit.plateau:.2f}× one user's rate "
-        f"per added user after it) {rules.cite('knee_fit')}"
     )
