@@ -238,6 +238,45 @@ class GaugeCheckFact:
     rule: str = "client_queue"
 
 
+@dataclass(frozen=True)
+class KneeSummaryFact:
+    """What the knee's one-paragraph summary says: where the knee and the red line are (with the
+    first two reasons of each stage), the answer, what bounds it, the fit, and which stages were
+    untrusted or not judged. Users are whole concurrencies; empty tuples say "none"."""
+
+    stages: int  # level stages judged or not
+    top_users: int | None  # the highest level tested
+    lacking_users: tuple[int, ...]  # stages with insufficient data
+    first_lacking: Any  # when no stage could be judged: the first one's RowsFact (or None)
+    knee: Any  # the knee's StageVerdict, or None
+    red_line: Any  # the red line's StageVerdict, or None
+    max_concurrency: int | None
+    server_slots: int | None  # the server ran this many at once while requests waited
+    client_slots: int | None  # the same seen from the client (no server gauges)
+    server_reports_queue: bool  # False: judged from the client side alone
+    fit_flat: bool | None  # None: no fit over all stages; False: no plateau
+    capacity: tuple[float, float, float] | None  # the fit's low, high and breakpoint (users)
+    untrusted_users: tuple[int, ...]  # client-bound stages
+    noisy_users: tuple[int, ...]  # too noisy or short to judge
+    tail_source: TailSource
+    tail_percentile: str
+
+
+@dataclass(frozen=True)
+class ConfidenceFact:
+    """How often the answer held when the stages' time windows were resampled
+    (:mod:`analysis.knee.confidence`); ``same_pct`` None: no stage had per-window data."""
+
+    max_concurrency: int | None
+    knee_found: bool  # the answer is the stage before a knee (else the tested range's top)
+    same_pct: float | None  # resamples giving the same max_concurrency, %
+    resamples: int
+    others: tuple[tuple[int | None, float], ...]  # the other answers and their share, %
+    confident_pct: float  # at or above: confident
+    unsure_pct: float  # below: unsure
+    rule: str = "noisy"
+
+
 SignalFact = (
     GainFact
     | PlateauFact

@@ -97,12 +97,13 @@ from analysis.knee.client_signals import (
 from analysis.knee.facts import (
     ClientUnqueuedFact,
     GaugeCheckFact,
+    KneeSummaryFact,
     PlateauFact,
     ResumedFact,
     ServerQueueFact,
     TailSource,
 )
-from analysis.knee.fit import Levels, capacity_words
+from analysis.knee.fit import Levels
 from analysis.knee.params import KneeParams
 from analysis.knee.signals import (
     StageContext,
@@ -117,9 +118,15 @@ from analysis.knee.signals import (
     throughput_signals,
 )
 from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
-from analysis.numeric import counted, num
-from analysis.report.knee_words import TAIL_SOURCES, fact_text
-from analysis.stages.data_check import excluded_note, insufficient_reason
+from analysis.numeric import num
+from analysis.report.knee_words import (
+    NO_SIGNAL,
+    fact_text,
+    rows_text,
+    summary_text,
+    untrusted_client_text,
+)
+from analysis.stages.data_check import RowsFact, excluded_rows, insufficient_rows
 from loadknee_locust.contract import LEVEL_KINDS
 
 #: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
@@ -155,12 +162,12 @@ class StageFacts:
     starving: Signal
     noisy: Signal
     disagree: GaugeCheckFact | None  # the server's gauges against the client's estimate
-    note: str | None  # the rows excluded for missing their lengths
+    note: RowsFact | None  # the rows excluded for missing their lengths
 
 
-def stage_facts(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> StageFacts | str:
+def stage_facts(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> StageFacts | RowsFact:
     """The stage's :class:`StageFacts`, or why it has too little data to judge."""
-    lacking = insufficient_reason(row)
+    lacking = insufficient_rows(row)
     if lacking is not None:
         return lacking
     saturated = saturation_signal(row, ctx)
@@ -174,7 +181,7 @@ def stage_facts(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> St
         starved(row),
         noise_signal(row, ctx),
         cross_check(row, saturated, queued) if saturated.value is not None else None,
-        excluded_note(row),
+        excluded_rows(row),
     )
 
 
@@ -182,17 +189,17 @@ def evaluate_stage(
     row: pd.Series,
     prev: pd.Series | None,
     ctx: StageContext,
-    facts: StageFacts | str | None = None,
+    facts: StageFacts | RowsFact | None = None,
 ) -> StageVerdict:
     """All signals of one stage and the verdict they add up to; ``facts`` are
     :func:`stage_facts` of the same row, previous stage and context when already known."""
     facts = stage_facts(row, prev, ctx) if facts is None else facts
-    if isinstance(facts, str):  # no signal can be read from it: never "comfortable"
+    if isinstance(facts, RowsFact):  # no signal can be read from it: never "comfortable"
         return StageVerdict(
             stage=int(row["stage"]),
             target_users=int(row["target_users"]),
             verdict="insufficient_data",
-            reasons=(facts,),
+            reasons=(rows_text(facts),),
             signals=(),
             trusted=True,
         )
@@ -233,19 +240,19 @@ def evaluate_stage(
         hidden.add(id(some_errors))  # the red-line text already counts the failures
     reasons += [s.text for s in extra if id(s) not in hidden]
     if client.fired:
-        reasons.append(client.text + ": untrusted, the client may be the limit")
+        reasons.append(untrusted_client_text(client))
     if starving.fired:
         reasons.append(starving.text)
     if facts.disagree is not None:
         reasons.append(fact_text(facts.disagree))
     if verdict == "comfortable":
-        reasons.append("no signal fired")
+        reasons.append(NO_SIGNAL)
     if tail_undecided(departed):  # past the limit, but not past the noise: say so
         reasons.append(departed.text)
     if noisy.fired:
         reasons.append(noisy.text)
     if facts.note is not None:
-        reasons.append(facts.note)
+        reasons.append(rows_text(facts.note))
     return StageVerdict(
         stage=int(row["stage"]),
         target_users=int(row["target_users"]),
@@ -338,7 +345,7 @@ class KneeInputs:
         self.client_slots = client_slots(steps)
         self.levels = Levels(summary, params.throughput_column)
         #: per (stage, previous stage) position, its :func:`stage_facts`
-        self.facts: dict[tuple[int, int | None], StageFacts | str] = {}
+        self.facts: dict[tuple[int, int | None], StageFacts | RowsFact] = {}
 
     def with_columns(self, values: Mapping[str, Sequence[float]]) -> KneeInputs:
         """The same table with these columns' figures (one per stage, in the table's order)
@@ -516,7 +523,7 @@ def judged_max_concurrency(inputs: KneeInputs) -> int | None:
 def judge(inputs: KneeInputs) -> KneeResult:
     """The knee rule over ``inputs`` (what :func:`find_knee` gives for their table)."""
     j, params = _judged(inputs), inputs.params
-    knee, red, ctx, fit = j.knee, j.red, j.ctx, j.ctx.fit
+    knee, red, fit = j.knee, j.red, j.ctx.fit
     base = _base_capacity(j.rows, j.verdicts, j.limit.stage if j.limit else -1, params)
     return KneeResult(
         stages=tuple(j.verdicts),
@@ -526,7 +533,7 @@ def judge(inputs: KneeInputs) -> KneeResult:
         red_line_users=red.target_users if red else None,
         max_concurrency=j.max_concurrency,
         base_capacity=base,
-        summary=_summary_text(j.verdicts, knee, red, j.max_concurrency, j.slots, ctx, j.seen),
+        summary=summary_text(_summary(j)),
         params=asdict(params),
         server_slots=j.slots,
         capacity=None if fit is None or not fit.flat else round(fit.capacity, 2),
@@ -711,62 +718,25 @@ def _demote_dips(
     return out
 
 
-def _summary_text(
-    verdicts: list[StageVerdict],
-    knee: StageVerdict | None,
-    red: StageVerdict | None,
-    max_conc: int | None,
-    slots: int | None = None,
-    ctx: StageContext | None = None,
-    seen: int | None = None,
-) -> str:
-    if not verdicts:
-        return "no step stage to analyse"
-    lacking = [v.target_users for v in verdicts if v.verdict == "insufficient_data"]
-    if len(lacking) == len(verdicts):
-        first = verdicts[0].reasons[0].removeprefix("insufficient data: ")
-        return f"no stage had enough usable data to judge: {first}."
-    top = verdicts[-1].target_users
-    parts = []
-    if knee is not None:
-        at = counted(knee.target_users, "user")
-        parts.append(f"knee at {at}: " + "; ".join(knee.reasons[:2]) + ".")
-    else:
-        parts.append(f"no knee within the tested range (up to {counted(top, 'user')}).")
-    if red is not None:
-        at = counted(red.target_users, "user")
-        parts.append(f"red line at {at}: " + "; ".join(red.reasons[:2]) + ".")
-    if max_conc is not None:
-        parts.append(f"max_concurrency {max_conc}.")
-    if slots is not None:
-        parts.append(
-            f"the server's own metrics: requests waited while it ran {slots} at once, "
-            f"so max_concurrency is at most {slots}."
-        )
-    elif seen is not None:
-        parts.append(
-            f"seen from the client: requests waited while the server ran about {seen} at once, "
-            f"so max_concurrency is at most {seen} (the server reports no running/waiting)."
-        )
-    elif ctx is not None and ctx.server_slots is None:
-        parts.append("judged from the client side alone (the server reports no running/waiting).")
-    if ctx is not None and ctx.fit is not None:
-        if ctx.fit.flat:
-            parts.append(f"the fit over all stages: {capacity_words(ctx.fit)}.")
-        else:
-            parts.append("the fit over all stages finds no plateau: no hard knee in range.")
-    untrusted = [v.target_users for v in verdicts if not v.trusted]
-    if untrusted:
-        parts.append(f"client-bound (untrusted) stages: {untrusted}.")
-    noisy = [v.target_users for v in verdicts if v.noisy]
-    if noisy:
-        parts.append(f"too noisy or short to judge (untrusted) stages: {noisy}.")
-    if lacking:
-        parts.append(f"not judged (insufficient data): {lacking} users.")
-    if ctx is not None and ctx.tail_source != "baseline":
-        parts.append(
-            f"tails are compared with {TAIL_SOURCES[ctx.tail_source]} "
-            f"{ctx.tail_percentile.upper()}, lower "
-            f"than the baseline's (interference only adds latency)."
-        )
-    return " ".join(parts)
+def _summary(j: _Judged) -> KneeSummaryFact:
+    """What the summary says, from the rule's answer."""
+    verdicts, ctx, fit = j.verdicts, j.ctx, j.ctx.fit
+    lacking = tuple(v.target_users for v in verdicts if v.verdict == "insufficient_data")
+    return KneeSummaryFact(
+        stages=len(verdicts),
+        top_users=verdicts[-1].target_users if verdicts else None,
+        lacking_users=lacking,
+        first_lacking=insufficient_rows(j.rows[0]) if verdicts else None,
+        knee=j.knee,
+        red_line=j.red,
+        max_concurrency=j.max_concurrency,
+        server_slots=j.slots,
+        client_slots=j.seen,
+        server_reports_queue=ctx.server_slots is not None,
+        fit_flat=None if fit is None else fit.flat,
+        capacity=None if fit is None else (fit.low, fit.high, fit.capacity),
+        untrusted_users=tuple(v.target_users for v in verdicts if not v.trusted),
+        noisy_users=tuple(v.target_users for v in verdicts if v.noisy),
+        tail_source=ctx.tail_source,
+        tail_percentile=ctx.tail_percentile,
+    )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the judgement packages held to the ratchet, and the most f-strings with words each may keep
-LIMIT = {"analysis/knee": 20}
+LIMIT = {"analysis/knee": 3}
 WORD = re.compile(r"[A-Za-z]{2,}")
 IDENTIFIER = re.compile(r"^\w*$")
 
