@@ -195,12 +195,9 @@ def test_knee_confidence_is_high_on_clear_data_and_low_when_the_noise_hides_the_
     clear = {s: _batches(s, tok[s], 0.01, e2e[s] / 1.09) for s in summary["stage"]}
     sure = knee_confidence(summary, baseline, knee, clear, resamples=100)
     assert sure.confidence_pct == 100.0
-    assert sure.confidence.startswith("max_concurrency 8: the knee stage holds in 100 % of 100")
-    assert "(confident)" in sure.confidence
     noisy = {s: _batches(s, tok[s], 0.6, e2e[s] / 1.09) for s in summary["stage"]}
     unsure = knee_confidence(summary, baseline, knee, noisy, resamples=100)
     assert unsure.confidence_pct is not None and unsure.confidence_pct < 90.0
-    assert "otherwise" in unsure.confidence
     again = knee_confidence(summary, baseline, knee, noisy, resamples=100)
     assert again.confidence == unsure.confidence  # seeded
     assert knee_confidence(summary, baseline, knee, {}).confidence_pct is None

@@ -9,6 +9,7 @@ is intended, regenerate it with the other golden files and review the diff:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from analysis.knee.facts import (
@@ -16,10 +17,12 @@ from analysis.knee.facts import (
     ClientCpuFact,
     ClientQueueFact,
     ClientUnqueuedFact,
+    ConfidenceFact,
     ErrorsFact,
     GainFact,
     GaugeCheckFact,
     InFlightFact,
+    KneeSummaryFact,
     MemoryFact,
     NoiseFact,
     OomFact,
@@ -29,8 +32,19 @@ from analysis.knee.facts import (
     SlaFact,
     TailFact,
 )
-from analysis.model import Signal
-from analysis.report.knee_words import fact_text, signal_text
+from analysis.knee.fit import KneeFit
+from analysis.model import Signal, StageVerdict
+from analysis.report.knee_words import (
+    NO_SIGNAL,
+    confidence_text,
+    fact_text,
+    fit_text,
+    rows_text,
+    signal_text,
+    summary_text,
+    untrusted_client_text,
+)
+from analysis.stages.data_check import RowsFact
 from tests.support.paths import DATA
 
 GOLDEN = DATA / "golden" / "knee_words.txt"
@@ -114,10 +128,62 @@ CASES = {
 }
 
 
+_KNEE = StageVerdict(5, 32, "knee", ("first reason", "second reason", "third reason"), ())
+_RED = StageVerdict(6, 48, "red_line", ("the red line's reason",), ())
+_SUMMARY = KneeSummaryFact(
+    stages=6, top_users=48, lacking_users=(), first_lacking=None, knee=_KNEE, red_line=_RED,
+    max_concurrency=24, server_slots=None, client_slots=None, server_reports_queue=True,
+    fit_flat=None, capacity=None, untrusted_users=(), noisy_users=(), tail_source="baseline",
+    tail_percentile="p95",
+)  # fmt: skip
+#: case → the summary's fact
+SUMMARIES = {
+    "knee and red line": _SUMMARY,
+    "no stage": dataclasses.replace(_SUMMARY, stages=0),
+    "no stage judged": dataclasses.replace(
+        _SUMMARY, lacking_users=(1, 2, 4, 8, 16, 32), first_lacking=RowsFact("no_requests", 0, 0)
+    ),
+    "no knee, one user, client side alone": dataclasses.replace(
+        _SUMMARY, knee=None, red_line=None, top_users=1, max_concurrency=None,
+        server_reports_queue=False),
+    "server slots, fit flat, untrusted, noisy, lacking, 1-user tail": dataclasses.replace(
+        _SUMMARY, server_slots=8, fit_flat=True, capacity=(7.4, 8.6, 8.2), untrusted_users=(32,),
+        noisy_users=(8, 16), lacking_users=(2,), tail_source="one_user_level",
+        tail_percentile="p99"),
+    "client slots, no plateau": dataclasses.replace(
+        _SUMMARY, client_slots=9, fit_flat=False, capacity=(1.0, 3.0, 2.0)),
+}  # fmt: skip
+_FIT = KneeFit(8.2, 7.4, 8.6, 0.91, 0.031, 0.06, True, 7, 0.15)
+#: case → the fit over all stages
+FITS = {"flat": _FIT, "no plateau": dataclasses.replace(_FIT, flat=False, plateau_high=0.3)}
+_SURE = ConfidenceFact(8, True, 100.0, 200, (), 90.0, 60.0)
+#: case → the knee's confidence
+CONFIDENCES = {
+    "no per-window data": dataclasses.replace(_SURE, same_pct=None),
+    "confident": _SURE,
+    "fairly sure, the answer": dataclasses.replace(
+        _SURE, knee_found=False, same_pct=72.5, others=((None, 20.0), (12, 7.5))),
+    "unsure": dataclasses.replace(_SURE, same_pct=41.0, others=((16, 59.0),)),
+}  # fmt: skip
+#: case → a stage's rows
+ROWS = {
+    "no requests": RowsFact("no_requests", 0, 0),
+    "lengths missed": RowsFact("lengths_missed", 20, 15),
+    "none usable": RowsFact("none_usable", 4, 0),
+    "some excluded": RowsFact("some_excluded", 20, 5),
+}
+
+
 def _text() -> str:
     lines = [f"{case}: {fact_text(fact)}" for case, fact in CASES.items()]
     said = Signal("memory_pressure", True, 90.0, 85.0, "GPU memory peak 90 % (schema 1)")
     lines.append(f"a signal read from schema 1: {signal_text(said)}")
+    cpu = Signal("client_bound", True, 97.0, 90.0, fact=CASES["client cpu"])
+    lines += [f"client untrusted: {untrusted_client_text(cpu)}", f"no signal: {NO_SIGNAL}"]
+    lines += [f"rows, {case}: {rows_text(fact)}" for case, fact in ROWS.items()]
+    lines += [f"fit, {case}: {fit_text(fit)}" for case, fit in FITS.items()]
+    lines += [f"confidence, {case}: {confidence_text(f)}" for case, f in CONFIDENCES.items()]
+    lines += [f"summary, {case}: {summary_text(fact)}" for case, fact in SUMMARIES.items()]
     return "\n".join(lines) + "\n"
 
 
