@@ -50,6 +50,10 @@ the
    highest stage, below the first knee or red line, with 100 % success, memory at or below
    ``memory_pressure_pct``, the tail within ``sla_ms`` when one is given, and a trusted client.
 
+No number is formatted here: each signal carries its fact (:mod:`analysis.knee.facts`), the
+summary is a :class:`~analysis.knee.facts.KneeSummaryFact`, and their words (a stage's reasons,
+the summary) come from :mod:`analysis.report.knee_words`.
+
 The rule reads the table through :class:`KneeInputs` (taken from the frame once) and
 :func:`judge`; the knee's confidence (:mod:`analysis.knee.confidence`) judges 200 resampled
 throughput and tail columns on one ``KneeInputs`` (:meth:`KneeInputs.with_columns`), reading each
