@@ -194,16 +194,19 @@ def evaluate_stage(
     prev: pd.Series | None,
     ctx: StageContext,
     facts: StageFacts | RowsFact | None = None,
+    *,
+    words: bool = True,
 ) -> StageVerdict:
     """All signals of one stage and the verdict they add up to; ``facts`` are
-    :func:`stage_facts` of the same row, previous stage and context when already known."""
+    :func:`stage_facts` of the same row, previous stage and context when already known.
+    ``words=False`` leaves the reasons empty (the knee's confidence needs only the answer)."""
     facts = stage_facts(row, prev, ctx) if facts is None else facts
     if isinstance(facts, RowsFact):  # no signal can be read from it: never "comfortable"
         return StageVerdict(
             stage=int(row["stage"]),
             target_users=int(row["target_users"]),
             verdict="insufficient_data",
-            reasons=(rows_text(facts),),
+            reasons=(rows_text(facts),) if words else (),
             signals=(),
             trusted=True,
         )
@@ -237,35 +240,48 @@ def evaluate_stage(
         early = [flat if flat.fired else narrowing, departed, pressure, risk, some_errors, sla]
         fired = [s for s in early if s is not None and s.fired]
         verdict = "critical" if fired else "comfortable"
+    return StageVerdict(
+        stage=int(row["stage"]),
+        target_users=int(row["target_users"]),
+        verdict=verdict,
+        reasons=_reasons(verdict, fired, departed, sla, facts) if words else (),
+        signals=tuple(signals),
+        trusted=not untrusted,
+        noisy=noisy.fired,
+    )
+
+
+def _reasons(
+    verdict: Verdict,
+    fired: list[Signal],
+    departed: Signal,
+    sla: Signal | None,
+    facts: StageFacts,
+) -> tuple[str, ...]:
+    """The stage's reasons in words: the signals behind its verdict first, then the early
+    signs, the client's and the noise's caveats (each said once)."""
+    risk, pressure, some_errors = facts.risk, facts.pressure, facts.some_errors
     reasons = [s.text for s in fired]
     extra = [s for s in (risk, pressure, some_errors, sla) if s and s.fired and s not in fired]
     hidden = {id(pressure)} if risk.fired else set()  # "risks OOM" already says "pressure"
-    if error_rate.fired:
+    if facts.error_rate.fired:
         hidden.add(id(some_errors))  # the red-line text already counts the failures
     reasons += [s.text for s in extra if id(s) not in hidden]
-    if client.fired:
-        reasons.append(untrusted_client_text(client))
-    if starving.fired:
-        reasons.append(starving.text)
+    if facts.client.fired:
+        reasons.append(untrusted_client_text(facts.client))
+    if facts.starving.fired:
+        reasons.append(facts.starving.text)
     if facts.disagree is not None:
         reasons.append(fact_text(facts.disagree))
     if verdict == "comfortable":
         reasons.append(NO_SIGNAL)
     if tail_undecided(departed):  # past the limit, but not past the noise: say so
         reasons.append(departed.text)
-    if noisy.fired:
-        reasons.append(noisy.text)
+    if facts.noisy.fired:
+        reasons.append(facts.noisy.text)
     if facts.note is not None:
         reasons.append(rows_text(facts.note))
-    return StageVerdict(
-        stage=int(row["stage"]),
-        target_users=int(row["target_users"]),
-        verdict=verdict,
-        reasons=tuple(dict.fromkeys(reasons)),
-        signals=tuple(signals),
-        trusted=not untrusted,
-        noisy=noisy.fired,
-    )
+    return tuple(dict.fromkeys(reasons))
 
 
 def _rows(frame: pd.DataFrame) -> list[Any]:
@@ -481,8 +497,9 @@ class _Judged:
     seen: int | None
 
 
-def _judged(inputs: KneeInputs) -> _Judged:
-    """The knee rule over ``inputs``: every stage's verdict, the knee and ``max_concurrency``."""
+def _judged(inputs: KneeInputs, *, words: bool = True) -> _Judged:
+    """The knee rule over ``inputs``: every stage's verdict, the knee and ``max_concurrency``
+    (``words=False``: without the stages' reasons, which no decision reads)."""
     params, baseline = inputs.params, inputs.baseline
     rows = inputs.rows()
     ctx = inputs.context(rows)
@@ -493,11 +510,13 @@ def _judged(inputs: KneeInputs) -> _Judged:
         facts = inputs.facts.get((at, prev_at))
         if facts is None:
             facts = inputs.facts[at, prev_at] = stage_facts(row, prev, ctx)
-        verdicts.append(evaluate_stage(row, prev, ctx, facts))
+        verdicts.append(evaluate_stage(row, prev, ctx, facts, words=words))
         if int(row["ok"]) > 0 and not pd.isna(row[params.throughput_column]):
             prev_at = at
     verdicts = _demote_unsaturated(rows, verdicts, ctx)
     verdicts = _demote_dips(rows, verdicts, params, ctx.x1)
+    if not words:  # the demotions put their signal's words first
+        verdicts = [replace(v, reasons=()) for v in verdicts]
     red = next((v for v in verdicts if v.verdict == "red_line"), None)
     knee = next((v for v in verdicts if v.verdict == "knee"), None)
     if knee is not None and red is not None and red.target_users < knee.target_users:
@@ -521,7 +540,7 @@ def _judged(inputs: KneeInputs) -> _Judged:
 
 def judged_max_concurrency(inputs: KneeInputs) -> int | None:
     """The ``max_concurrency`` :func:`judge` gives, without writing the answer up."""
-    return _judged(inputs).max_concurrency
+    return _judged(inputs, words=False).max_concurrency
 
 
 def judge(inputs: KneeInputs) -> KneeResult:
