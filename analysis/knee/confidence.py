@@ -28,7 +28,7 @@ import pandas as pd
 from analysis.knee.facts import ConfidenceFact
 from analysis.knee.find import KneeInputs, KneeParams, judged_max_concurrency
 from analysis.model import Baseline, KneeResult
-from analysis.report.knee_words import confidence_text
+from analysis.report.knee_summary import confidence_text
 from analysis.stages.array_intervals import cleared, resampled_columns
 from analysis.stages.intervals import StageBatches
 

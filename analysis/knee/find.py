@@ -52,7 +52,8 @@ the
 
 No number is formatted here: each signal carries its fact (:mod:`analysis.knee.facts`), the
 summary is a :class:`~analysis.knee.facts.KneeSummaryFact`, and their words (a stage's reasons,
-the summary) come from :mod:`analysis.report.knee_words`.
+the summary) come from :mod:`analysis.report.knee_words` and
+:mod:`analysis.report.knee_summary`.
 
 The rule reads the table through :class:`KneeInputs` (taken from the frame once) and
 :func:`judge`; the knee's confidence (:mod:`analysis.knee.confidence`) judges 200 resampled
@@ -123,13 +124,8 @@ from analysis.knee.signals import (
 )
 from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
 from analysis.numeric import num
-from analysis.report.knee_words import (
-    NO_SIGNAL,
-    fact_text,
-    rows_text,
-    summary_text,
-    untrusted_client_text,
-)
+from analysis.report.knee_summary import rows_text, summary_text
+from analysis.report.knee_words import NO_SIGNAL, fact_text, untrusted_client_text
 from analysis.stages.data_check import RowsFact, excluded_rows, insufficient_rows
 from loadknee_locust.contract import LEVEL_KINDS
 

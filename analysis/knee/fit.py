@@ -65,8 +65,8 @@ class KneeFit:
 
     @property
     def text(self) -> str:
-        """The fit in words (:func:`analysis.report.knee_words.fit_text`)."""
-        from analysis.report.knee_words import fit_text  # the one layer that words facts
+        """The fit in words (:func:`analysis.report.knee_summary.fit_text`)."""
+        from analysis.report.knee_summary import fit_text  # the one layer that words facts
 
         return fit_text(self)
 

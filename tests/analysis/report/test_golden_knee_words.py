@@ -1,4 +1,5 @@
-"""Golden output: the words of every kind of knee fact (:mod:`analysis.report.knee_words`).
+"""Golden output: the words of every kind of knee fact (:mod:`analysis.report.knee_words`,
+:mod:`analysis.report.knee_summary`).
 
 The judgement's tests assert on the facts; this file pins what each fact says, branch by branch,
 in ``tests/support/data/golden/knee_words.txt`` (one ``case: words`` line each). When a rewording
@@ -34,16 +35,8 @@ from analysis.knee.facts import (
 )
 from analysis.knee.fit import KneeFit
 from analysis.model import Signal, StageVerdict
-from analysis.report.knee_words import (
-    NO_SIGNAL,
-    confidence_text,
-    fact_text,
-    fit_text,
-    rows_text,
-    signal_text,
-    summary_text,
-    untrusted_client_text,
-)
+from analysis.report.knee_summary import confidence_text, fit_text, rows_text, summary_text
+from analysis.report.knee_words import NO_SIGNAL, fact_text, signal_text, untrusted_client_text
 from analysis.stages.data_check import RowsFact
 from tests.support.paths import DATA
 
