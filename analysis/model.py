@@ -12,7 +12,10 @@ in :data:`SUMMARY_COLUMNS`, each with its unit in the name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from analysis.knee.facts import SignalFact
 
 Verdict = Literal["comfortable", "critical", "knee", "red_line", "insufficient_data"]
 VERDICTS: tuple[str, ...] = ("comfortable", "critical", "knee", "red_line", "insufficient_data")
@@ -140,13 +143,25 @@ class Baseline:
 
 @dataclass(frozen=True)
 class Signal:
-    """One rule evaluated on one stage: whether it fired, and the numbers behind it in words."""
+    """One rule evaluated on one stage: whether it fired, and the numbers behind it.
+
+    ``fact`` (:mod:`analysis.knee.facts`) is what the rule measured; :attr:`text` is that in words,
+    written by :mod:`analysis.report.knee_words`. ``said`` holds the words of a signal that has no
+    fact (one read from a schema-1 knee.json, or made by hand)."""
 
     name: str  # throughput_flattening | tail_departure | memory_pressure | errors | sla | ...
     fired: bool
     value: float | None
     threshold: float | None
-    text: str  # e.g. "P95 e2e 812 ms is 3.1× the baseline's 262 ms (threshold 2.0×)"
+    said: str = ""
+    fact: SignalFact | None = None
+
+    @property
+    def text(self) -> str:
+        """The signal in words, e.g. "P95 e2e 812 ms is 3.1× the baseline's 262 ms (...)"."""
+        from analysis.report.knee_words import signal_text  # the one layer that words facts
+
+        return signal_text(self)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """The knee: where throughput stops growing while the tail leaves the baseline.
 
+- :mod:`.facts` — what each rule measured, as typed records (worded by
+  :mod:`analysis.report.knee_words`);
 - :mod:`.signals` — each rule evaluated on one stage, with its numbers and threshold;
   :mod:`.client_signals` — the client-side queue's signals;
 - :mod:`.fit` — the knee judged on all stages at once: a rise-then-plateau fit with an interval;

@@ -4,7 +4,7 @@
   more users than the server ran at once, with requests waiting for a slot. Where the server
   exports no running/waiting gauges it carries the same weight as they would.
 * :func:`cross_check` — where both exist, the client's running count against the server's gauge
-  and the two saturation verdicts against each other; a disagreement is said with both figures.
+  and the two saturation verdicts against each other; a disagreement is kept with both figures.
 * :func:`starved` — stage validity: the requests the client kept in flight against its users.
 """
 
@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from analysis import rules
+from analysis.knee.facts import (
+    AbsentFact,
+    ClientQueueFact,
+    GaugeCheckFact,
+    InFlightFact,
+)
 from analysis.model import Signal
 from analysis.numeric import num
 
@@ -48,9 +53,7 @@ def client_saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     running, waiting = num(row.get("client_running")), num(row.get("client_waiting"))
     slots = ctx.client_slots
     if running is None or waiting is None or not slots:
-        return Signal(
-            "client_saturated", False, None, None, "no client-side queue estimate (needs TTFT)"
-        )
+        return Signal("client_saturated", False, None, None, fact=AbsentFact("no_client_queue"))
     low = num(row.get("client_waiting_low"))
     decisive = waiting if low is None else low
     batch = num(row.get("batch_size")) or 1.0
@@ -60,45 +63,35 @@ def client_saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     # must add up to a whole request waiting on average
     needed = CLIENT_SATURATED_WAITING if share else 2 * CLIENT_SATURATED_WAITING
     fired = users > running + 0.5 and running >= RUNNING_SHARE * slots and decisive >= needed
-    late = ""
-    if share is not None and share > 0 and wait_ms is not None:
-        late = f"; {share:.0f} % of requests waited ~{wait_ms:,.0f} ms for their first token"
-    r_lo, r_hi = num(row.get("client_running_low")), num(row.get("client_running_high"))
-    band = f" (95 %: {r_lo:.1f}–{r_hi:.1f})" if r_lo is not None and r_hi is not None else ""
-    bound = f", at least {low:.1f}" if low is not None else ""
-    return Signal(
+    fact = ClientQueueFact(
         "client_saturated",
-        fired,
+        running,
+        num(row.get("client_running_low")),
+        num(row.get("client_running_high")),
+        slots,
         waiting,
-        CLIENT_SATURATED_WAITING,
-        f"seen from the client: the server ran about {running:.1f} at once{band} "
-        f"(its most in any stage: {slots:.1f}) while {waiting:.1f} waited{bound}, "
-        f"{users:g} in flight{late} (saturated: more users than it ran, "
-        f"{needed:g} or more waiting) {rules.cite('client_queue')}",
+        low,
+        users,
+        share,
+        wait_ms,
+        needed,
     )
+    return Signal("client_saturated", fired, waiting, CLIENT_SATURATED_WAITING, fact=fact)
 
 
-def cross_check(row: pd.Series, server: Signal, client: Signal) -> str | None:
-    """Where the server's gauges and the client's estimate both exist: a sentence when they
-    disagree (running counts more than ``DISAGREE_SHARE`` apart, or opposite verdicts)."""
+def cross_check(row: pd.Series, server: Signal, client: Signal) -> GaugeCheckFact | None:
+    """Where the server's gauges and the client's estimate both exist: what they disagree on
+    (running counts more than ``DISAGREE_SHARE`` apart, or opposite verdicts), or None."""
     gauge, estimate = num(row.get("running_mean")), num(row.get("client_running"))
     if gauge is None or estimate is None or server.value is None or client.value is None:
         return None
-    parts = []
-    if gauge > 0 and abs(estimate - gauge) > DISAGREE_SHARE * gauge:
-        parts.append(
-            f"the client's estimate of requests running ({estimate:.1f}) is "
-            f"{abs(estimate / gauge - 1) * 100:.0f} % off the server's gauge ({gauge:.1f})"
-        )
-    if server.fired != client.fired:
-        said = "saturated" if server.fired else "not saturated"
-        parts.append(
-            f"the server's counts call the stage {said}, the client's queue estimate does not "
-            "(the server's word decides)"
-        )
-    if not parts:
+    running_off = gauge > 0 and abs(estimate - gauge) > DISAGREE_SHARE * gauge
+    differ = server.fired != client.fired
+    if not running_off and not differ:
         return None
-    return "; ".join(parts) + f" {rules.cite('client_queue')}"
+    return GaugeCheckFact(
+        "gauges_disagree", estimate, gauge, running_off, server.fired if differ else None
+    )
 
 
 def starved(row: pd.Series) -> Signal:
@@ -112,28 +105,12 @@ def starved(row: pd.Series) -> Signal:
     batch = num(row.get("batch_size")) or 1.0
     users = float(row["target_users"]) * batch
     if in_flight is None or users <= 0:
-        return Signal("client_starved", False, None, IN_FLIGHT_SHARE, "no in-flight estimate")
+        return Signal(
+            "client_starved", False, None, IN_FLIGHT_SHARE, fact=AbsentFact("no_in_flight")
+        )
     share = in_flight / users
     if int(row.get("errors", 0) or 0) > 0:  # users back off after failures: gaps by design
-        return Signal(
-            "client_starved",
-            False,
-            share,
-            IN_FLIGHT_SHARE,
-            f"the client kept {in_flight:.1f} requests in flight on average for {users:g} users "
-            "(requests failed: the users' back-off leaves gaps by design)",
-        )
-    return Signal(
-        "client_starved",
-        share < IN_FLIGHT_SHARE,
-        share,
-        IN_FLIGHT_SHARE,
-        f"the client kept {in_flight:.1f} requests in flight on average for {users:g} users "
-        f"({share * 100:.0f} %; served/s × mean e2e)"
-        + (
-            f": client-starved, untrusted (below {IN_FLIGHT_SHARE * 100:.0f} %) "
-            f"{rules.cite('stage_validity')}"
-            if share < IN_FLIGHT_SHARE
-            else ""
-        ),
-    )
+        fact = InFlightFact("in_flight_after_errors", in_flight, users, share, IN_FLIGHT_SHARE)
+        return Signal("client_starved", False, share, IN_FLIGHT_SHARE, fact=fact)
+    fact = InFlightFact("in_flight", in_flight, users, share, IN_FLIGHT_SHARE)
+    return Signal("client_starved", share < IN_FLIGHT_SHARE, share, IN_FLIGHT_SHARE, fact=fact)

@@ -25,9 +25,10 @@ from dataclasses import replace
 
 import pandas as pd
 
-from analysis import rules
+from analysis.knee.facts import ConfidenceFact
 from analysis.knee.find import KneeInputs, KneeParams, judged_max_concurrency
 from analysis.model import Baseline, KneeResult
+from analysis.report.knee_summary import confidence_text
 from analysis.stages.array_intervals import cleared, resampled_columns
 from analysis.stages.intervals import StageBatches
 
@@ -51,30 +52,27 @@ def knee_confidence(
     """``knee`` with ``confidence_pct`` and ``confidence`` filled in (pure; seeded)."""
     params = params or KneeParams()
     if knee.max_concurrency is None or not any(b.rates for b in batches.values()):
-        return replace(knee, confidence="no confidence figure: no stage had per-window data")
+        fact = ConfidenceFact(knee.max_concurrency, False, None, 0, (), CONFIDENT_PCT, UNSURE_PCT)
+        return replace(knee, confidence=confidence_text(fact))
     answers = Counter(
         resampled_answers(summary, baseline, batches, random.Random(seed), params, resamples)
     )
     same = answers[knee.max_concurrency] / resamples * 100.0
-    what = "the knee stage" if knee.knee_users is not None else "the answer"
-    others = ", ".join(
-        f"{'none' if users is None else users} in {count / resamples * 100:.0f} %"
+    others = tuple(
+        (users, count / resamples * 100)
         for users, count in answers.most_common()
         if users != knee.max_concurrency
     )
-    if same >= CONFIDENT_PCT:
-        word = "confident"
-    elif same >= UNSURE_PCT:
-        word = "fairly sure"
-    else:
-        word = "unsure: the data cannot tell, measure longer stages"
-    text = (
-        f"max_concurrency {knee.max_concurrency}: {what} holds in {same:.0f} % of {resamples} "
-        f"resamples of the stages' time windows ({word})"
-        + (f"; otherwise {others}" if others else "")
-        + f" {rules.cite('noisy')}"
+    fact = ConfidenceFact(
+        knee.max_concurrency,
+        knee.knee_users is not None,
+        same,
+        resamples,
+        others,
+        CONFIDENT_PCT,
+        UNSURE_PCT,
     )
-    return replace(knee, confidence_pct=same, confidence=text)
+    return replace(knee, confidence_pct=same, confidence=confidence_text(fact))
 
 
 def resampled_answers(

@@ -50,6 +50,11 @@ the
    highest stage, below the first knee or red line, with 100 % success, memory at or below
    ``memory_pressure_pct``, the tail within ``sla_ms`` when one is given, and a trusted client.
 
+No number is formatted here: each signal carries its fact (:mod:`analysis.knee.facts`), the
+summary is a :class:`~analysis.knee.facts.KneeSummaryFact`, and their words (a stage's reasons,
+the summary) come from :mod:`analysis.report.knee_words` and
+:mod:`analysis.report.knee_summary`.
+
 The rule reads the table through :class:`KneeInputs` (taken from the frame once) and
 :func:`judge`; the knee's confidence (:mod:`analysis.knee.confidence`) judges 200 resampled
 throughput and tail columns on one ``KneeInputs`` (:meth:`KneeInputs.with_columns`), reading each
@@ -87,7 +92,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import rules
 from analysis.knee.client_signals import (
     CLIENT_SATURATED_WAITING,
     client_saturation_signal,
@@ -95,7 +99,16 @@ from analysis.knee.client_signals import (
     cross_check,
     starved,
 )
-from analysis.knee.fit import Levels, capacity_words, on_plateau_text
+from analysis.knee.facts import (
+    ClientUnqueuedFact,
+    GaugeCheckFact,
+    KneeSummaryFact,
+    PlateauFact,
+    ResumedFact,
+    ServerQueueFact,
+    TailSource,
+)
+from analysis.knee.fit import Levels
 from analysis.knee.params import KneeParams
 from analysis.knee.signals import (
     StageContext,
@@ -110,8 +123,10 @@ from analysis.knee.signals import (
     throughput_signals,
 )
 from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
-from analysis.numeric import counted, fmt, num
-from analysis.stages.data_check import excluded_note, insufficient_reason
+from analysis.numeric import num
+from analysis.report.knee_summary import rows_text, summary_text
+from analysis.report.knee_words import NO_SIGNAL, fact_text, untrusted_client_text
+from analysis.stages.data_check import RowsFact, excluded_rows, insufficient_rows
 from loadknee_locust.contract import LEVEL_KINDS
 
 #: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
@@ -146,13 +161,13 @@ class StageFacts:
     queued: Signal
     starving: Signal
     noisy: Signal
-    disagree: str | None  # the server's gauges against the client's estimate, when both exist
-    note: str | None  # the rows excluded for missing their lengths
+    disagree: GaugeCheckFact | None  # the server's gauges against the client's estimate
+    note: RowsFact | None  # the rows excluded for missing their lengths
 
 
-def stage_facts(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> StageFacts | str:
+def stage_facts(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> StageFacts | RowsFact:
     """The stage's :class:`StageFacts`, or why it has too little data to judge."""
-    lacking = insufficient_reason(row)
+    lacking = insufficient_rows(row)
     if lacking is not None:
         return lacking
     saturated = saturation_signal(row, ctx)
@@ -166,7 +181,7 @@ def stage_facts(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> St
         starved(row),
         noise_signal(row, ctx),
         cross_check(row, saturated, queued) if saturated.value is not None else None,
-        excluded_note(row),
+        excluded_rows(row),
     )
 
 
@@ -174,17 +189,20 @@ def evaluate_stage(
     row: pd.Series,
     prev: pd.Series | None,
     ctx: StageContext,
-    facts: StageFacts | str | None = None,
+    facts: StageFacts | RowsFact | None = None,
+    *,
+    words: bool = True,
 ) -> StageVerdict:
     """All signals of one stage and the verdict they add up to; ``facts`` are
-    :func:`stage_facts` of the same row, previous stage and context when already known."""
+    :func:`stage_facts` of the same row, previous stage and context when already known.
+    ``words=False`` leaves the reasons empty (the knee's confidence needs only the answer)."""
     facts = stage_facts(row, prev, ctx) if facts is None else facts
-    if isinstance(facts, str):  # no signal can be read from it: never "comfortable"
+    if isinstance(facts, RowsFact):  # no signal can be read from it: never "comfortable"
         return StageVerdict(
             stage=int(row["stage"]),
             target_users=int(row["target_users"]),
             verdict="insufficient_data",
-            reasons=(facts,),
+            reasons=(rows_text(facts),) if words else (),
             signals=(),
             trusted=True,
         )
@@ -192,7 +210,8 @@ def evaluate_stage(
     fit = ctx.fit
     users = float(row["target_users"])
     if not flat.fired and fit is not None and fit.flat and users > fit.high:
-        flat = replace(flat, fired=True, text=on_plateau_text(fit, users))
+        plateau = PlateauFact("on_plateau", users, fit.capacity, fit.low, fit.high, fit.plateau)
+        flat = replace(flat, fired=True, fact=plateau)
     departed, sla = tail_signals(row, ctx)
     pressure, risk, oom = facts.pressure, facts.risk, facts.oom
     some_errors, error_rate, client = facts.some_errors, facts.error_rate, facts.client
@@ -217,35 +236,48 @@ def evaluate_stage(
         early = [flat if flat.fired else narrowing, departed, pressure, risk, some_errors, sla]
         fired = [s for s in early if s is not None and s.fired]
         verdict = "critical" if fired else "comfortable"
-    reasons = [s.text for s in fired]
-    extra = [s for s in (risk, pressure, some_errors, sla) if s and s.fired and s not in fired]
-    hidden = {id(pressure)} if risk.fired else set()  # "risks OOM" already says "pressure"
-    if error_rate.fired:
-        hidden.add(id(some_errors))  # the red-line text already counts the failures
-    reasons += [s.text for s in extra if id(s) not in hidden]
-    if client.fired:
-        reasons.append(client.text + ": untrusted, the client may be the limit")
-    if starving.fired:
-        reasons.append(starving.text)
-    if facts.disagree is not None:
-        reasons.append(facts.disagree)
-    if verdict == "comfortable":
-        reasons.append("no signal fired")
-    if tail_undecided(departed):  # past the limit, but not past the noise: say so
-        reasons.append(departed.text)
-    if noisy.fired:
-        reasons.append(noisy.text)
-    if facts.note is not None:
-        reasons.append(facts.note)
     return StageVerdict(
         stage=int(row["stage"]),
         target_users=int(row["target_users"]),
         verdict=verdict,
-        reasons=tuple(dict.fromkeys(reasons)),
+        reasons=_reasons(verdict, fired, departed, sla, facts) if words else (),
         signals=tuple(signals),
         trusted=not untrusted,
         noisy=noisy.fired,
     )
+
+
+def _reasons(
+    verdict: Verdict,
+    fired: list[Signal],
+    departed: Signal,
+    sla: Signal | None,
+    facts: StageFacts,
+) -> tuple[str, ...]:
+    """The stage's reasons in words: the signals behind its verdict first, then the early
+    signs, the client's and the noise's caveats (each said once)."""
+    risk, pressure, some_errors = facts.risk, facts.pressure, facts.some_errors
+    reasons = [s.text for s in fired]
+    extra = [s for s in (risk, pressure, some_errors, sla) if s and s.fired and s not in fired]
+    hidden = {id(pressure)} if risk.fired else set()  # "risks OOM" already says "pressure"
+    if facts.error_rate.fired:
+        hidden.add(id(some_errors))  # the red-line text already counts the failures
+    reasons += [s.text for s in extra if id(s) not in hidden]
+    if facts.client.fired:
+        reasons.append(untrusted_client_text(facts.client))
+    if facts.starving.fired:
+        reasons.append(facts.starving.text)
+    if facts.disagree is not None:
+        reasons.append(fact_text(facts.disagree))
+    if verdict == "comfortable":
+        reasons.append(NO_SIGNAL)
+    if tail_undecided(departed):  # past the limit, but not past the noise: say so
+        reasons.append(departed.text)
+    if facts.noisy.fired:
+        reasons.append(facts.noisy.text)
+    if facts.note is not None:
+        reasons.append(rows_text(facts.note))
+    return tuple(dict.fromkeys(reasons))
 
 
 def _rows(frame: pd.DataFrame) -> list[Any]:
@@ -329,7 +361,7 @@ class KneeInputs:
         self.client_slots = client_slots(steps)
         self.levels = Levels(summary, params.throughput_column)
         #: per (stage, previous stage) position, its :func:`stage_facts`
-        self.facts: dict[tuple[int, int | None], StageFacts | str] = {}
+        self.facts: dict[tuple[int, int | None], StageFacts | RowsFact] = {}
 
     def with_columns(self, values: Mapping[str, Sequence[float]]) -> KneeInputs:
         """The same table with these columns' figures (one per stage, in the table's order)
@@ -391,7 +423,7 @@ def _tail_yardstick(
     base_tail: float | None,
     used: str,
     params: KneeParams,
-) -> tuple[float | None, str]:
+) -> tuple[float | None, TailSource]:
     """The single-user tail every stage's tail is compared against, and whose it is.
 
     The baseline's, unless a 1-user level measured at least as many requests and found a lower
@@ -403,15 +435,16 @@ def _tail_yardstick(
     an 8-slot server, half its requests queued, would read as "tail not departed".
     """
     if baseline.source != "baseline" or base_tail is None:
-        return base_tail, "the baseline's"
+        return base_tail, "baseline"
     column = f"s_per_1k_total_{used}" if params.tail_metric == "s_per_1k" else f"e2e_{used}_ms"
     if column not in columns:
-        return base_tail, "the baseline's"
-    best, source = base_tail, "the baseline's"
+        return base_tail, "baseline"
+    best: float = base_tail
+    source: TailSource = "baseline"
     for row in (r for r in rows if r["target_users"] == 1):
         tail = num(row[column])
         if tail is not None and int(row["ok"]) >= baseline.requests and 0 < tail < best:
-            best, source = tail, "the 1-user level's"
+            best, source = tail, "one_user_level"
     return best, source
 
 
@@ -460,8 +493,9 @@ class _Judged:
     seen: int | None
 
 
-def _judged(inputs: KneeInputs) -> _Judged:
-    """The knee rule over ``inputs``: every stage's verdict, the knee and ``max_concurrency``."""
+def _judged(inputs: KneeInputs, *, words: bool = True) -> _Judged:
+    """The knee rule over ``inputs``: every stage's verdict, the knee and ``max_concurrency``
+    (``words=False``: without the stages' reasons, which no decision reads)."""
     params, baseline = inputs.params, inputs.baseline
     rows = inputs.rows()
     ctx = inputs.context(rows)
@@ -472,11 +506,13 @@ def _judged(inputs: KneeInputs) -> _Judged:
         facts = inputs.facts.get((at, prev_at))
         if facts is None:
             facts = inputs.facts[at, prev_at] = stage_facts(row, prev, ctx)
-        verdicts.append(evaluate_stage(row, prev, ctx, facts))
+        verdicts.append(evaluate_stage(row, prev, ctx, facts, words=words))
         if int(row["ok"]) > 0 and not pd.isna(row[params.throughput_column]):
             prev_at = at
     verdicts = _demote_unsaturated(rows, verdicts, ctx)
     verdicts = _demote_dips(rows, verdicts, params, ctx.x1)
+    if not words:  # the demotions put their signal's words first
+        verdicts = [replace(v, reasons=()) for v in verdicts]
     red = next((v for v in verdicts if v.verdict == "red_line"), None)
     knee = next((v for v in verdicts if v.verdict == "knee"), None)
     if knee is not None and red is not None and red.target_users < knee.target_users:
@@ -500,13 +536,13 @@ def _judged(inputs: KneeInputs) -> _Judged:
 
 def judged_max_concurrency(inputs: KneeInputs) -> int | None:
     """The ``max_concurrency`` :func:`judge` gives, without writing the answer up."""
-    return _judged(inputs).max_concurrency
+    return _judged(inputs, words=False).max_concurrency
 
 
 def judge(inputs: KneeInputs) -> KneeResult:
     """The knee rule over ``inputs`` (what :func:`find_knee` gives for their table)."""
     j, params = _judged(inputs), inputs.params
-    knee, red, ctx, fit = j.knee, j.red, j.ctx, j.ctx.fit
+    knee, red, fit = j.knee, j.red, j.ctx.fit
     base = _base_capacity(j.rows, j.verdicts, j.limit.stage if j.limit else -1, params)
     return KneeResult(
         stages=tuple(j.verdicts),
@@ -516,7 +552,7 @@ def judge(inputs: KneeInputs) -> KneeResult:
         red_line_users=red.target_users if red else None,
         max_concurrency=j.max_concurrency,
         base_capacity=base,
-        summary=_summary_text(j.verdicts, knee, red, j.max_concurrency, j.slots, ctx, j.seen),
+        summary=summary_text(_summary(j)),
         params=asdict(params),
         server_slots=j.slots,
         capacity=None if fit is None or not fit.flat else round(fit.capacity, 2),
@@ -580,14 +616,14 @@ def _demote_unsaturated(
         if any(s.name == "server_saturated" and s.fired for s in verdict.signals):
             continue
         free = free_slots_signal(row, ctx)
-        if not free.fired:
+        if not free.fired or not isinstance(free.fact, ServerQueueFact):
             continue
-        text = f"{free.text}; the client's figure is untrusted, the server's word stands"
+        free = replace(free, fact=replace(free.fact, overrules_client=True))
         out[i] = replace(
             verdict,
             verdict="critical",
-            reasons=(text, *verdict.reasons),
-            signals=(*verdict.signals, replace(free, text=text)),
+            reasons=(free.text, *verdict.reasons),
+            signals=(*verdict.signals, free),
         )
     return out
 
@@ -627,16 +663,12 @@ def _demote_unqueued(verdicts: list[StageVerdict]) -> list[StageVerdict]:
             continue
         if queue.value >= CLIENT_SATURATED_WAITING:
             continue  # something waited, only not enough to call it saturated
-        text = (
-            f"seen from the client: {queue.value:.1f} requests waited on average, no queue; the "
-            "client's throughput figure is untrusted, the queue estimate's word stands "
-            + rules.cite("client_queue")
-        )
-        signal = Signal("client_unqueued", True, queue.value, CLIENT_SATURATED_WAITING, text)
+        fact = ClientUnqueuedFact("client_unqueued", queue.value, CLIENT_SATURATED_WAITING)
+        signal = Signal("client_unqueued", True, queue.value, CLIENT_SATURATED_WAITING, fact=fact)
         out[i] = replace(
             verdict,
             verdict="critical",
-            reasons=(text, *verdict.reasons),
+            reasons=(signal.text, *verdict.reasons),
             signals=(*verdict.signals, signal),
         )
     return out
@@ -687,15 +719,14 @@ def _demote_dips(
                 best = (later_rate, later.target_users)
         if best is None:
             continue
-        more = (best[0] / rate - 1) * 100
         dip = Signal(
             "throughput_resumed",
             True,
             best[0] / rate,
             1 + params.resume_gain_pct / 100,
-            f"throughput grew again: {best[1]} users served {fmt(best[0])} {col}, {more:.0f} % "
-            f"more than {fmt(rate)} here (a dip, not the knee; {params.resume_gain_pct:g} % "
-            "or more counts)",
+            fact=ResumedFact(
+                "throughput_resumed", col, best[1], best[0], rate, params.resume_gain_pct
+            ),
         )
         out[i] = replace(
             verdict,
@@ -706,61 +737,25 @@ def _demote_dips(
     return out
 
 
-def _summary_text(
-    verdicts: list[StageVerdict],
-    knee: StageVerdict | None,
-    red: StageVerdict | None,
-    max_conc: int | None,
-    slots: int | None = None,
-    ctx: StageContext | None = None,
-    seen: int | None = None,
-) -> str:
-    if not verdicts:
-        return "no step stage to analyse"
-    lacking = [v.target_users for v in verdicts if v.verdict == "insufficient_data"]
-    if len(lacking) == len(verdicts):
-        first = verdicts[0].reasons[0].removeprefix("insufficient data: ")
-        return f"no stage had enough usable data to judge: {first}."
-    top = verdicts[-1].target_users
-    parts = []
-    if knee is not None:
-        at = counted(knee.target_users, "user")
-        parts.append(f"knee at {at}: " + "; ".join(knee.reasons[:2]) + ".")
-    else:
-        parts.append(f"no knee within the tested range (up to {counted(top, 'user')}).")
-    if red is not None:
-        at = counted(red.target_users, "user")
-        parts.append(f"red line at {at}: " + "; ".join(red.reasons[:2]) + ".")
-    if max_conc is not None:
-        parts.append(f"max_concurrency {max_conc}.")
-    if slots is not None:
-        parts.append(
-            f"the server's own metrics: requests waited while it ran {slots} at once, "
-            f"so max_concurrency is at most {slots}."
-        )
-    elif seen is not None:
-        parts.append(
-            f"seen from the client: requests waited while the server ran about {seen} at once, "
-            f"so max_concurrency is at most {seen} (the server reports no running/waiting)."
-        )
-    elif ctx is not None and ctx.server_slots is None:
-        parts.append("judged from the client side alone (the server reports no running/waiting).")
-    if ctx is not None and ctx.fit is not None:
-        if ctx.fit.flat:
-            parts.append(f"the fit over all stages: {capacity_words(ctx.fit)}.")
-        else:
-            parts.append("the fit over all stages finds no plateau: no hard knee in range.")
-    untrusted = [v.target_users for v in verdicts if not v.trusted]
-    if untrusted:
-        parts.append(f"client-bound (untrusted) stages: {untrusted}.")
-    noisy = [v.target_users for v in verdicts if v.noisy]
-    if noisy:
-        parts.append(f"too noisy or short to judge (untrusted) stages: {noisy}.")
-    if lacking:
-        parts.append(f"not judged (insufficient data): {lacking} users.")
-    if ctx is not None and ctx.tail_source != "the baseline's":
-        parts.append(
-            f"tails are compared with {ctx.tail_source} {ctx.tail_percentile.upper()}, lower "
-            f"than the baseline's (interference only adds latency)."
-        )
-    return " ".join(parts)
+def _summary(j: _Judged) -> KneeSummaryFact:
+    """What the summary says, from the rule's answer."""
+    verdicts, ctx, fit = j.verdicts, j.ctx, j.ctx.fit
+    lacking = tuple(v.target_users for v in verdicts if v.verdict == "insufficient_data")
+    return KneeSummaryFact(
+        stages=len(verdicts),
+        top_users=verdicts[-1].target_users if verdicts else None,
+        lacking_users=lacking,
+        first_lacking=insufficient_rows(j.rows[0]) if verdicts else None,
+        knee=j.knee,
+        red_line=j.red,
+        max_concurrency=j.max_concurrency,
+        server_slots=j.slots,
+        client_slots=j.seen,
+        server_reports_queue=ctx.server_slots is not None,
+        fit_flat=None if fit is None else fit.flat,
+        capacity=None if fit is None else (fit.low, fit.high, fit.capacity),
+        untrusted_users=tuple(v.target_users for v in verdicts if not v.trusted),
+        noisy_users=tuple(v.target_users for v in verdicts if v.noisy),
+        tail_source=ctx.tail_source,
+        tail_percentile=ctx.tail_percentile,
+    )

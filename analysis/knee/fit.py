@@ -35,7 +35,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis import rules
 from loadknee_locust.contract import LEVEL_KINDS
 
 #: resamples for the breakpoint's interval
@@ -62,7 +61,14 @@ class KneeFit:
     plateau_high: float  # 95th percentile of d / x1 over the resamples
     flat: bool  # the plateau is flat: a knee
     levels: int  # stages in the fit
-    text: str
+    flat_gain_ratio: float  # the plateau is flat below this gain per user (× one user's rate)
+
+    @property
+    def text(self) -> str:
+        """The fit in words (:func:`analysis.report.knee_summary.fit_text`)."""
+        from analysis.report.knee_summary import fit_text  # the one layer that words facts
+
+        return fit_text(self)
 
 
 class Levels:
@@ -178,7 +184,7 @@ class Levels:
             plateau_high=plateau_high,
             flat=flat,
             levels=len(c),
-            text=_text(k, low, high, rise, plateau, plateau_high, flat, len(c), flat_gain_ratio),
+            flat_gain_ratio=flat_gain_ratio,
         )
 
     def _fit(self, xs: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -244,45 +250,3 @@ def fit_knee(
 def whole(value: float) -> int:
     """A breakpoint in whole users (nearest, at least 1)."""
     return max(1, math.floor(value + 0.5))
-
-
-def capacity_words(fit: KneeFit) -> str:
-    """``capacity 8 users, 90 % interval 7–8`` (one number when the interval is one user)."""
-    lo, hi, mid = whole(fit.low), whole(fit.high), whole(fit.capacity)
-    lo, hi = min(lo, mid), max(hi, mid)
-    span = f"{lo}" if lo == hi else f"{lo}–{hi}"
-    return f"capacity {mid} users, 90 % interval {span}"
-
-
-def _text(
-    k: float,
-    low: float,
-    high: float,
-    rise: float,
-    plateau: float,
-    plateau_high: float,
-    flat: bool,
-    levels: int,
-    ratio: float,
-) -> str:
-    head = (
-        f"throughput over all {levels} levels rises {rise:.2f}× one user's rate per user up to "
-        f"~{k:.1f} users and {plateau:.2f}× after (at most {plateau_high:.2f}× in 90 % of "
-        "resamples)"
-    )
-    fit = KneeFit(k, low, high, rise, plateau, plateau_high, flat, levels, "")
-    if flat:
-        return f"{head}: {capacity_words(fit)} {rules.cite('knee_fit')}"
-    return (
-        f"{head}: no plateau (flat below {ratio:g}×), so no hard knee in the tested range "
-        f"{rules.cite('knee_fit')}"
-    )
-
-
-def on_plateau_text(fit: KneeFit, users: float) -> str:
-    """Why a stage at ``users`` counts as flat by the fit."""
-    return (
-        f"{users:g} users lie past the breakpoint of the fit over all stages "
-        f"({capacity_words(fit)}): throughput has flattened ({fit.plateau:.2f}× one user's rate "
-        f"per added user after it) {rules.cite('knee_fit')}"
-    )

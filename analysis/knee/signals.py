@@ -3,9 +3,9 @@ numbers.
 
 Each function takes one summary row (and the previous served stage where the rule compares two)
 plus the :class:`StageContext` every stage is compared against, and returns
-:class:`~analysis.model.Signal` objects whose ``text`` says, in words and numbers, what was
-measured against which threshold. :func:`analysis.knee.find.evaluate_stage` turns them into a
-verdict.
+:class:`~analysis.model.Signal` objects whose ``fact`` (:mod:`analysis.knee.facts`) records what
+was measured against which threshold; :mod:`analysis.report.knee_words` says it in words.
+:func:`analysis.knee.find.evaluate_stage` turns them into a verdict.
 """
 
 from __future__ import annotations
@@ -16,9 +16,22 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from analysis import rules
+from analysis.knee.facts import (
+    AbsentFact,
+    ClientCpuFact,
+    ErrorsFact,
+    GainFact,
+    MemoryFact,
+    MemorySource,
+    NoiseFact,
+    OomFact,
+    ServerQueueFact,
+    SlaFact,
+    TailFact,
+    TailSource,
+)
 from analysis.model import Signal
-from analysis.numeric import fmt, num
+from analysis.numeric import num
 
 if TYPE_CHECKING:
     from analysis.knee.find import KneeParams
@@ -35,33 +48,26 @@ class StageContext:
     gpu_flat: bool  # GPU memory the same at every stage: pre-allocated, says nothing
     params: KneeParams
     server_slots: float | None = None  # the highest running count the server reported
-    tail_source: str = "the baseline's"  # whose tail base_tail_ms is, as the reasons say it
+    tail_source: TailSource = "baseline"  # whose tail base_tail_ms is
     client_slots: float | None = None  # the most requests running at once, client-estimated
     fit: KneeFit | None = None  # the rise-then-plateau fit over all stages (analysis.knee.fit)
     gpu_preallocated: bool = False  # flat across 3 or more stages that doubled the users or more
 
 
-def _memory_pct(row: pd.Series, ctx: StageContext) -> tuple[float | None, str]:
+def _memory_pct(row: pd.Series, ctx: StageContext) -> tuple[float | None, MemorySource]:
     kv, gpu = num(row.get("kv_cache_peak_pct")), num(row.get("gpu_mem_peak_pct"))
     source = ctx.params.memory_source
     if source == "kv_cache":
-        return kv, "KV-cache"
+        return kv, "kv_cache"
     if source == "gpu":
-        return gpu, "GPU memory"
+        return gpu, "gpu"
     if kv is None:
         # no KV gauge (no /metrics): GPU memory flat across the stages is a pre-allocated pool
         # (vLLM behind a gateway) and says nothing; read as pressure it made every stage unsafe
-        return (
-            (None, "GPU memory (flat across stages: pre-allocated)")
-            if ctx.gpu_preallocated
-            else (
-                gpu,
-                "GPU memory",
-            )
-        )
+        return (None, "gpu_preallocated") if ctx.gpu_preallocated else (gpu, "gpu")
     if gpu is None or ctx.gpu_flat:
-        return kv, "KV-cache"
-    return (kv, "KV-cache") if kv >= gpu else (gpu, "GPU memory")
+        return kv, "kv_cache"
+    return (kv, "kv_cache") if kv >= gpu else (gpu, "gpu")
 
 
 def half_width(row: pd.Series, column: str) -> float | None:
@@ -72,23 +78,6 @@ def half_width(row: pd.Series, column: str) -> float | None:
     return abs(x) * pct / 100.0
 
 
-#: how a throughput column is named in a sentence
-RATE_UNITS = {"output_tok_s": "tok/s", "total_tok_s": "total tok/s", "qps": "req/s"}
-
-
-def _rate(value: float) -> str:
-    """A rate the way a person reads it: 2 decimals under 10, whole numbers above."""
-    return f"{value:,.2f}" if abs(value) < 10 else f"{value:,.0f}"
-
-
-def _times(ratio: float, bound: float | None = None) -> str:
-    """2.753 → "2.8", 9.0 → "9": one decimal is all a ratio needs, unless its noise bound is shown
-    beside it (to two decimals): then two, or "is 2.6×, at least 2.65×" reads as a contradiction."""
-    if bound is not None:
-        return f"{ratio:.2f}"
-    return f"{ratio:.1f}".rstrip("0").rstrip(".")
-
-
 def throughput_signals(
     row: pd.Series, prev: pd.Series | None, ctx: StageContext
 ) -> tuple[Signal, Signal]:
@@ -96,51 +85,43 @@ def throughput_signals(
     95 % intervals, independent, added in quadrature) is below ``flat_gain_ratio``. Without
     intervals (a typed-in table) the point figure decides."""
     p, col = ctx.params, ctx.params.throughput_column
-    unit = RATE_UNITS.get(col, col)
+    figures: dict[str, float | None] = {}
     gain: float | None = None
     upper: float | None = None
-    text = "no earlier stage to compare with"
     if prev is not None and ctx.x1:
         x, x_prev = num(row[col]), num(prev[col])
         dc = float(row["target_users"]) - float(prev["target_users"])
         if x is not None and x_prev is not None and dc > 0:
             gain = (x - x_prev) / dc / ctx.x1
-            share = round(gain * 100) or 0  # never "-0 %"
-            more = "added" if x >= x_prev else "lost"
-            text = (
-                f"{int(prev['target_users'])} → {int(row['target_users'])} users {more} "
-                f"{_rate(abs(x - x_prev))} {unit} in all ({_rate(x_prev)} → {_rate(x)}), "
-                f"{_rate((x - x_prev) / dc)} {unit} per added user = {share} % of the "
-                f"{_rate(ctx.x1)} {unit} one user gets alone"
-            )
             hw, hw_prev = half_width(row, col), half_width(prev, col)
             if p.noise_aware and hw is not None and hw_prev is not None:
                 upper = gain + math.hypot(hw, hw_prev) / dc / ctx.x1
-                text += f", at most {upper:.2f}× within the noise"
+            figures = {
+                "prev_users": float(prev["target_users"]),
+                "users": float(row["target_users"]),
+                "prev_rate": x_prev,
+                "rate": x,
+                "single_user_rate": ctx.x1,
+                "added_per_user": (x - x_prev) / dc,
+                "gain_ratio": gain,
+                "gain_upper_ratio": upper,
+            }
     decisive = upper if upper is not None else gain
     flat = Signal(
         "throughput_flattening",
         decisive is not None and decisive < p.flat_gain_ratio,
         gain,
         p.flat_gain_ratio,
-        f"{text}: throughput has flattened (flat below {p.flat_gain_ratio * 100:g} %)"
-        if gain is not None and gain < p.flat_gain_ratio
-        else f"{text} (flat below {p.flat_gain_ratio * 100:g} %)",
+        fact=GainFact("flattening", col, p.flat_gain_ratio, **figures),
     )
     narrowing = Signal(
         "gain_narrowing",
         gain is not None and gain < p.narrowing_gain_ratio,
         gain,
         p.narrowing_gain_ratio,
-        f"{text}: the gain is narrowing (below {p.narrowing_gain_ratio * 100:g} %)"
-        if gain is not None and gain < p.narrowing_gain_ratio
-        else f"{text} (narrowing below {p.narrowing_gain_ratio * 100:g} %)",
+        fact=GainFact("narrowing", col, p.narrowing_gain_ratio, **figures),
     )
     return flat, narrowing
-
-
-#: what a stage says when its tail's point figure is past the limit but its noise reaches below
-TAIL_UNDECIDED = "cannot tell whether the tail has departed"
 
 
 def tail_undecided(tail: Signal) -> bool:
@@ -163,12 +144,10 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
     resampling time windows) is at or above ``tail_ratio`` × the baseline's tail; without an
     interval the point figure decides."""
     p = ctx.params
-    name = ctx.tail_percentile.upper()
     if p.tail_metric == "s_per_1k":
         tail = num(row.get(f"s_per_1k_total_{ctx.tail_percentile}"))
-        what, unit = "seconds per 1k tokens", " s"
     else:
-        tail, what, unit = num(row[f"e2e_{ctx.tail_percentile}_ms"]), "e2e", " ms"
+        tail = num(row[f"e2e_{ctx.tail_percentile}_ms"])
     ratio = tail / ctx.base_tail_ms if tail is not None and ctx.base_tail_ms else None
     e2e = num(row.get(f"e2e_{ctx.tail_percentile}_ms"))
     e2e_low = num(row.get(f"e2e_{ctx.tail_percentile}_low_ms"))
@@ -176,24 +155,21 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
     if p.noise_aware and ratio is not None and e2e and e2e_low is not None:
         lower = ratio * e2e_low / e2e  # the e2e interval's relative width, on either metric
     decisive = lower if lower is not None else ratio
-    bound = f", at least {lower:.2f}× within the noise" if lower is not None else ""
     fired = decisive is not None and decisive >= p.tail_ratio
     undecided = _undecided(fired, ratio, p.tail_ratio)
-    times = _times(ratio, lower) if ratio is not None and (fired or undecided) else fmt(ratio)
-    if fired:
-        verdict = f": the tail has departed (at {p.tail_ratio:g}× or more)"
-    elif undecided:
-        verdict = f": {TAIL_UNDECIDED} (departs at {p.tail_ratio:g}×)"
-    else:
-        verdict = f" (departs at {p.tail_ratio:g}×)"
-    departed = Signal(
-        "tail_departure",
-        fired,
+    fact = TailFact(
+        "tail",
+        ctx.tail_percentile,
+        "s_per_1k" if p.tail_metric == "s_per_1k" else "e2e",
+        tail,
+        ctx.base_tail_ms,
+        ctx.tail_source,
         ratio,
+        lower,
         p.tail_ratio,
-        f"{name} {what} {fmt(tail, unit)} is {times}× {ctx.tail_source} "
-        f"{fmt(ctx.base_tail_ms, unit)}{bound}{verdict}",
+        "departed" if fired else "undecided" if undecided else "held",
     )
+    departed = Signal("tail_departure", fired, ratio, p.tail_ratio, fact=fact)
     tail = num(row[f"e2e_{ctx.tail_percentile}_ms"])  # the SLA is on latency
     sla = None
     if p.sla_ms is not None:
@@ -202,7 +178,7 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
             tail is not None and tail > p.sla_ms,
             tail,
             p.sla_ms,
-            f"{name} e2e {fmt(tail, ' ms')} against the SLA of {p.sla_ms:g} ms",
+            fact=SlaFact("sla", ctx.tail_percentile, tail, p.sla_ms),
         )
     return departed, sla
 
@@ -211,48 +187,41 @@ def memory_signals(
     row: pd.Series, prev: pd.Series | None, ctx: StageContext
 ) -> tuple[Signal, Signal, Signal]:
     p = ctx.params
-    mem, what = _memory_pct(row, ctx)
+    mem, source = _memory_pct(row, ctx)
     gpu = num(row.get("gpu_mem_peak_pct"))
-    text = f"{what} peak {fmt(mem, ' %')}"
     pressure = Signal(
         "memory_pressure",
         mem is not None and mem >= p.memory_pressure_pct,
         mem,
         p.memory_pressure_pct,
-        f"{text} (pressure at {p.memory_pressure_pct:g} %)",
+        fact=MemoryFact("memory_pressure", source, mem, p.memory_pressure_pct),
     )
     risk = Signal(
         "oom_risk",
         mem is not None and mem >= p.oom_risk_pct,
         mem,
         p.oom_risk_pct,
-        f"{text}: at or above {p.oom_risk_pct:g} % the next stage risks OOM",
+        fact=MemoryFact("oom_risk", source, mem, p.oom_risk_pct),
     )
-    failing = int(row["errors"]) > 0
+    failed = int(row["errors"])
     oom = Signal(
         "oom",
-        gpu is not None and gpu >= p.oom_pct and failing,
+        gpu is not None and gpu >= p.oom_pct and failed > 0,
         gpu,
         p.oom_pct,
-        f"GPU memory peak {fmt(gpu, ' %')} with {int(row['errors'])} failed requests "
-        f"(OOM at {p.oom_pct:g} % with failures)",
+        fact=OomFact("oom", gpu, failed, p.oom_pct),
     )
     before = num(prev.get("gpu_mem_peak_pct")) if prev is not None else None
     if (
         not oom.fired
-        and failing
+        and failed > 0
         and gpu is not None
         and before is not None
         and before >= p.memory_pressure_pct
         and gpu < before / 2
     ):
         oom = Signal(
-            "oom",
-            True,
-            gpu,
-            p.oom_pct,
-            f"GPU memory fell from {fmt(before, ' %')} to a peak of {fmt(gpu, ' %')} while "
-            f"{int(row['errors'])} requests failed: the server process died (OOM crash?)",
+            "oom", True, gpu, p.oom_pct, fact=OomFact("oom_crash", gpu, failed, p.oom_pct, before)
         )
     return pressure, risk, oom
 
@@ -262,14 +231,19 @@ def error_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal]:
     success = num(row["success_pct"])
     error_pct = None if success is None else 100.0 - success
     errors, served = int(row["errors"]), int(row["ok"]) + int(row["errors"])
-    text = f"success {fmt(success, ' %')} ({errors} of {served} failed)"
-    some = Signal("errors", int(row["errors"]) > 0, error_pct, 0.0, text)
+    some = Signal(
+        "errors",
+        errors > 0,
+        error_pct,
+        0.0,
+        fact=ErrorsFact("errors", success, errors, served, 0.0),
+    )
     red = Signal(
         "error_rate",
         error_pct is not None and error_pct > p.red_line_error_pct,
         error_pct,
         p.red_line_error_pct,
-        f"{text}; red line above {p.red_line_error_pct:g} % errors",
+        fact=ErrorsFact("error_rate", success, errors, served, p.red_line_error_pct),
     )
     return some, red
 
@@ -282,7 +256,7 @@ def client_signal(row: pd.Series, ctx: StageContext) -> Signal:
         cpu is not None and cpu >= limit,
         cpu,
         limit,
-        f"load-generator CPU peak {fmt(cpu, ' %')} of a core (client-bound at {limit:g} %)",
+        fact=ClientCpuFact("client_cpu", cpu, limit),
     )
 
 
@@ -306,7 +280,7 @@ def saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     running, waiting = num(row.get("running_mean")), num(row.get("waiting_mean"))
     slots = ctx.server_slots
     if running is None or waiting is None or not slots:
-        return Signal("server_saturated", False, None, None, "the server reports no queue")
+        return Signal("server_saturated", False, None, None, fact=AbsentFact("no_server_queue"))
     peak = num(row.get("running_max"))
     peak = running if peak is None else max(peak, running)
     batch = num(row.get("batch_size")) or 1.0
@@ -323,11 +297,16 @@ def saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
         fired,
         waiting,
         p.saturated_waiting,
-        f"the server ran {running:.1f} requests on average, {peak:g} at most (its most in "
-        f"any stage: {slots:g}) while "
-        f"{waiting:.1f} waited with {in_flight:g} in flight (saturated: more in flight than its "
-        f"most, {p.saturated_waiting:g} or more waiting, "
-        f"{p.saturated_running_share * 100:.0f} % of the most reached) {rules.cite('saturation')}",
+        fact=ServerQueueFact(
+            "server_saturated",
+            running,
+            slots,
+            waiting,
+            in_flight,
+            p.saturated_waiting,
+            running_peak=peak,
+            running_share=p.saturated_running_share,
+        ),
     )
 
 
@@ -344,7 +323,7 @@ def free_slots_signal(row: pd.Series, ctx: StageContext) -> Signal:
     running, waiting = num(row.get("running_mean")), num(row.get("waiting_mean"))
     slots = ctx.server_slots
     if running is None or waiting is None or not slots:
-        return Signal("server_free_slots", False, None, None, "the server reports no queue")
+        return Signal("server_free_slots", False, None, None, fact=AbsentFact("no_server_queue"))
     batch = num(row.get("batch_size")) or 1.0
     in_flight = float(row["target_users"]) * batch
     fired = in_flight <= slots and waiting < p.saturated_waiting
@@ -353,9 +332,9 @@ def free_slots_signal(row: pd.Series, ctx: StageContext) -> Signal:
         fired,
         waiting,
         p.saturated_waiting,
-        f"the server's own counts: {running:.1f} requests running on average of the "
-        f"{slots:g} it ran at most, {waiting:.1f} waiting, with {in_flight:g} in flight: "
-        "every request was admitted at once, not saturated",
+        fact=ServerQueueFact(
+            "server_free_slots", running, slots, waiting, in_flight, p.saturated_waiting
+        ),
     )
 
 
@@ -365,28 +344,12 @@ def noise_signal(row: pd.Series, ctx: StageContext) -> Signal:
     p = ctx.params
     batches, pct = num(row.get("interval_batches")), num(row.get("output_tok_s_hw_pct"))
     need = num(row.get("window_needed_s"))
-    target = p.target_interval_pct
-    need_text = (
-        f"; a stage would need ~{need:,.0f} s to reach ±{target:g} %" if need is not None else ""
-    )
+    limit, target = p.max_interval_pct, p.target_interval_pct
     if batches is None:  # no raw rows behind this table: nothing to judge the noise by
-        return Signal("noisy", False, None, p.max_interval_pct, "no interval computed")
+        return Signal("noisy", False, None, limit, fact=AbsentFact("no_interval"))
     if batches == 0 or pct is None:
         window = num(row.get("window_s"))
-        return Signal(
-            "noisy",
-            int(row["ok"]) > 0,
-            None,
-            p.max_interval_pct,
-            f"untrusted: the {fmt(window, ' s')} window is too short for an interval "
-            f"(fewer than 5 time windows one request long){need_text} {rules.cite('noisy')}",
-        )
-    return Signal(
-        "noisy",
-        pct > p.max_interval_pct,
-        pct,
-        p.max_interval_pct,
-        f"untrusted: throughput ±{pct:.0f} %{need_text} {rules.cite('noisy')}"
-        if pct > p.max_interval_pct
-        else f"throughput ±{pct:.1f} % (95 %, {int(batches)} time windows)",
-    )
+        fact = NoiseFact("window_too_short", limit, target, need, window_s=window)
+        return Signal("noisy", int(row["ok"]) > 0, None, limit, fact=fact)
+    fact = NoiseFact("interval", limit, target, need, width_pct=pct, windows=batches)
+    return Signal("noisy", fact.too_wide, pct, limit, fact=fact)

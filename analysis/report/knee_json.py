@@ -5,10 +5,12 @@ missing number, never 0), numpy scalars become Python numbers, tuples become lis
 :func:`from_json`, rebuilds the frozen objects and the summary frame, so ``loadknee compare`` can
 read a report written earlier and tests can round-trip it.
 
-Layout (``schema`` 1)::
+Layout (``schema`` 2)::
 
-    {"schema": 1, "run_id": ..., "percentile_method": ...,
-     "knee": KneeResult, "baseline": Baseline | null,
+    {"schema": 2, "run_id": ..., "percentile_method": ...,
+     "knee": KneeResult, "baseline": Baseline | null,   # each signal: name, fired, value,
+                                               # threshold, text (its words) and fact (what it
+                                               # measured: {"kind": ..., figures}, or null)
      "recommendations": {"items": [...], "server_flags": [...], "withheld": [...],
                          "deploy": DeployAnswer | null, "provisional": ""} | null,
      "summary": [{column: value, ...}, ...],   # one object per stage, SUMMARY_COLUMNS order
@@ -18,6 +20,9 @@ Layout (``schema`` 1)::
                                                # only where they apply (analysis.report.workload)
      "standing": Standing}                     # only when the answer is partial or "cannot
                                                # tell" (analysis.advice.standing)
+
+Schema 1 is the same without the signals' ``fact``; it is still read (its signals keep their
+words).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.knee.facts import fact_from_dict
 from analysis.model import (
     PERCENTILE_METHOD,
     Baseline,
@@ -44,11 +50,22 @@ from analysis.model import (
 )
 from analysis.slo.evaluate import SloResult
 
-SCHEMA = 1
+SCHEMA = 2
+#: the schemas :func:`from_json` reads
+READABLE_SCHEMAS = (1, 2)
 
 
 def jsonable(value: Any) -> Any:
     """``value`` with NaN/inf → None, numpy → Python, tuples → lists, dataclasses → dicts."""
+    if isinstance(value, Signal):  # its words as schema 1 wrote them, then what it measured
+        return {
+            "name": value.name,
+            "fired": value.fired,
+            "value": jsonable(value.value),
+            "threshold": jsonable(value.threshold),
+            "text": value.text,
+            "fact": jsonable(value.fact),
+        }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
@@ -128,12 +145,25 @@ def _knee(data: dict[str, Any] | None) -> KneeResult | None:
             **{
                 **s,
                 "reasons": tuple(s["reasons"]),
-                "signals": tuple(Signal(**sig) for sig in s["signals"]),
+                "signals": tuple(_signal(sig) for sig in s["signals"]),
             }
         )
         for s in data["stages"]
     )
     return KneeResult(**{**data, "stages": stages})
+
+
+def _signal(data: dict[str, Any]) -> Signal:
+    """A signal read back: its fact where the file has one (schema 2), else its words."""
+    fact = data.get("fact")
+    return Signal(
+        data["name"],
+        data["fired"],
+        data["value"],
+        data["threshold"],
+        said="" if fact else data.get("text", ""),
+        fact=fact_from_dict(fact) if fact else None,
+    )
 
 
 def _baseline(data: dict[str, Any] | None) -> Baseline | None:
@@ -158,8 +188,10 @@ def _recommendations(data: dict[str, Any] | None) -> Recommendations | None:
 def from_json(text: str) -> KneeDocument:
     """Rebuild the objects from knee.json text (null numbers in the summary come back as NaN)."""
     data = json.loads(text)
-    if data.get("schema") != SCHEMA:
-        raise ValueError(f"knee.json schema {data.get('schema')!r} is not {SCHEMA}")
+    if data.get("schema") not in READABLE_SCHEMAS:
+        raise ValueError(
+            f"knee.json schema {data.get('schema')!r} is not one of {READABLE_SCHEMAS}"
+        )
     rows = [{k: _nan(v) for k, v in row.items()} for row in data["summary"]]
     return KneeDocument(
         run_id=data.get("run_id", ""),

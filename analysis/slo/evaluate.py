@@ -206,6 +206,7 @@ def capacity_doubt(stages: tuple[StageSlo, ...], knee: KneeResult) -> str:
     """
     ordered = sorted(stages, key=lambda s: s.target_users)
     doubtful = {v.stage for v in knee.stages if v.noisy or not v.trusted}
+    red = {v.stage for v in knee.stages if v.verdict == "red_line"}  # broken for sure
     first_bad = next((i for i, s in enumerate(ordered) if not s.met), None)
     if first_bad is None:
         last_good = ordered[-1] if ordered else None
@@ -214,7 +215,7 @@ def capacity_doubt(stages: tuple[StageSlo, ...], knee: KneeResult) -> str:
     parts = []
     if first_bad is not None:
         broken = ordered[first_bad]
-        if broken.stage in doubtful and not any(b.startswith("red line") for b in broken.breaks):
+        if broken.stage in doubtful and broken.stage not in red:
             parts.append(
                 f"the {broken.target_users}-user stage that breaks it is too noisy "
                 "or short to judge, so the capacity may be higher"

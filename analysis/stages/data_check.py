@@ -1,4 +1,4 @@
-"""Whether a stage has enough usable rows to be judged at all, and if not, why in words.
+"""Whether a stage has enough usable rows to be judged at all, and if not, why (as a fact).
 
 Why: every signal compares numbers computed from a stage's ``ok`` rows; with none (an empty
 ``requests.csv``, a stage cut before any request finished) or with most rows left out because
@@ -15,27 +15,32 @@ Rules, for one summary row (measured window only):
 * no ``ok`` row and no error either → insufficient.
 
 A stage whose rows all failed is *not* insufficient: the failures are the data (red line).
+The answer is a :class:`RowsFact`; :mod:`analysis.report.knee_words` says it in words.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import pandas as pd
 
-from analysis import rules
 from analysis.numeric import num
 
 #: more than this share of a stage's rows excluded as length mismatches: too few left to judge
 MAX_EXCLUDED_SHARE = 0.5
 
-LENGTH_ADVICE = (
-    "the server ignores the requested lengths (it stops at its own end-of-sequence or caps "
-    "max_tokens, or counts the prompt differently): let it honour ignore_eos/min_tokens (vLLM, "
-    "SGLang and llama.cpp do), raise its max_tokens / context cap, or replay a prompt log "
-    "(--llm-prompt-log) where lengths are not pinned"
-)
 
+@dataclass(frozen=True)
+class RowsFact:
+    """How many of a stage's rows could be used: why it cannot be judged (``no_requests``,
+    ``lengths_missed``: most rows missed the requested lengths, ``none_usable``), or the rows a
+    judged stage left out (``some_excluded``)."""
 
-_CITE = rules.cite("insufficient_data")
+    kind: Literal["no_requests", "lengths_missed", "none_usable", "some_excluded"]
+    requests: int  # rows in the measured window
+    excluded: int  # rows left out for missing the requested token lengths
+    rule: str = "insufficient_data"
 
 
 def _count(row: pd.Series, column: str) -> int:
@@ -43,30 +48,23 @@ def _count(row: pd.Series, column: str) -> int:
     return 0 if value is None else int(value)
 
 
-def insufficient_reason(row: pd.Series) -> str | None:
+def insufficient_rows(row: pd.Series) -> RowsFact | None:
     """Why the stage cannot be judged, or None when it can."""
     requests = _count(row, "requests")
     excluded = _count(row, "length_mismatch")
     ok, errors = _count(row, "ok"), _count(row, "errors")
     if requests == 0:
-        return f"insufficient data: no requests were measured in this stage {_CITE}"
+        return RowsFact("no_requests", requests, excluded)
     if excluded > MAX_EXCLUDED_SHARE * requests:
-        return (
-            f"insufficient data: {excluded} of {requests} requests "
-            f"({100.0 * excluded / requests:.0f} %) missed the requested token lengths and were "
-            f"excluded; {LENGTH_ADVICE} {_CITE}"
-        )
+        return RowsFact("lengths_missed", requests, excluded)
     if ok == 0 and errors == 0:
-        return f"insufficient data: no request of this stage was usable {_CITE}"
+        return RowsFact("none_usable", requests, excluded)
     return None
 
 
-def excluded_note(row: pd.Series) -> str | None:
-    """A reason line for a judged stage that still excluded some rows (so it is never silent)."""
+def excluded_rows(row: pd.Series) -> RowsFact | None:
+    """The rows a judged stage still excluded (a reason line, so it is never silent)."""
     requests, excluded = _count(row, "requests"), _count(row, "length_mismatch")
     if excluded == 0 or requests == 0:
         return None
-    return (
-        f"{excluded} of {requests} requests ({100.0 * excluded / requests:.0f} %) excluded: "
-        "their token counts missed the requested lengths"
-    )
+    return RowsFact("some_excluded", requests, excluded)

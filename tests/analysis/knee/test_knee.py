@@ -23,6 +23,10 @@ def _verdicts(result):
     return [v.verdict for v in result.stages]
 
 
+def _signal(verdict, name):
+    return next(s for s in verdict.signals if s.name == name)
+
+
 def test_seed_002_table_gives_its_verdicts_and_watermark():
     summary = seed_002_summary()
     result = _knee(summary)
@@ -38,13 +42,25 @@ def test_seed_002_table_gives_its_verdicts_and_watermark():
 def test_seed_002_reasons_carry_the_numbers():
     result = _knee(seed_002_summary())
     critical, knee, red = result.stages[2], result.stages[3], result.stages[4]
-    assert any("= 27 % of the" in r and "the gain is narrowing" in r for r in critical.reasons)
-    assert any("2.8×" in r for r in critical.reasons)
-    flat = next(r for r in knee.reasons if "flattened" in r)
-    assert "24 → 32 users added" in flat and "= 7 % of the" in flat
-    assert any("9× the baseline's" in r for r in knee.reasons)
-    assert any("80 %" in r for r in red.reasons)
-    assert "knee at 32 users" in result.summary and "red line at 48 users" in result.summary
+    narrowing = _signal(critical, "gain_narrowing")
+    assert narrowing.fired and narrowing.fact.kind == "narrowing" and narrowing.fact.below
+    assert round(narrowing.fact.gain_ratio * 100) == 27 and narrowing.fact.threshold_ratio == 0.5
+    tail = _signal(critical, "tail_departure")
+    assert tail.fired and round(tail.fact.ratio, 1) == 2.8 and tail.fact.outcome == "departed"
+    assert narrowing.text in critical.reasons and tail.text in critical.reasons
+    flat = _signal(knee, "throughput_flattening")
+    assert (flat.fact.prev_users, flat.fact.users) == (24, 32)
+    assert flat.fact.rate > flat.fact.prev_rate
+    assert round(flat.fact.gain_ratio * 100) == 7 and flat.fact.below
+    tail = _signal(knee, "tail_departure")
+    assert tail.fact.ratio == pytest.approx(9.0) and tail.fact.source == "baseline"
+    assert knee.reasons[:2] == (flat.text, tail.text)
+    rate = _signal(red, "error_rate")
+    assert rate.fired and rate.fact.success_pct == pytest.approx(80.0) and rate.threshold == 5.0
+    oom = _signal(red, "oom")
+    assert oom.fired and (oom.fact.kind, oom.fact.failed) == ("oom", 200)
+    assert red.reasons[:2] == (oom.text, rate.text)  # the red line's causes, most severe first
+    assert (result.knee_users, result.red_line_users) == (32, 48)
 
 
 def test_marginal_gain_separates_stages_that_scaling_efficiency_cannot():
@@ -115,7 +131,6 @@ def test_no_knee_in_range_says_so():
     )
     result = _knee(summary)
     assert result.knee_stage is None and result.red_line_stage is None
-    assert "no knee within the tested range (up to 16 users)" in result.summary
     assert result.max_concurrency == 16 and result.base_capacity == 16
 
 
@@ -165,8 +180,9 @@ def test_client_bound_stage_is_untrusted_and_not_the_knee():
     result = _knee(summary)
     last = result.stages[-1]
     assert not last.trusted and last.verdict == "critical"
-    assert any("untrusted" in r for r in last.reasons)
-    assert result.knee_stage is None and "client-bound" in result.summary
+    client = _signal(last, "client_bound")
+    assert client.fired and client.fact.cpu_peak_pct == 97 and client.fact.threshold_pct == 90
+    assert result.knee_stage is None and [v.trusted for v in result.stages] == [True] * 3 + [False]
 
 
 def test_first_stage_stands_in_for_missing_baseline():
@@ -209,9 +225,9 @@ def test_tail_on_seconds_per_1k_tokens_ignores_longer_outputs():
     assert _verdicts(_knee(summary))[-1] == "knee"
     per_1k = _knee(summary, tail_metric="s_per_1k")
     assert _verdicts(per_1k)[-1] == "critical"
-    tail = next(s for s in per_1k.stages[-1].signals if s.name == "tail_departure")
+    tail = _signal(per_1k.stages[-1], "tail_departure")
     assert not tail.fired and tail.value == pytest.approx(1.2)
-    assert "P95 seconds per 1k tokens 1.2 s" in tail.text
+    assert (tail.fact.metric, tail.fact.percentile, tail.fact.tail) == ("s_per_1k", "p95", 1.2)
 
 
 @pytest.mark.parametrize(
@@ -253,8 +269,11 @@ def test_a_flat_stage_that_later_stages_out_serve_is_a_dip_not_the_knee(
     assert _verdicts(result) == expected_verdicts
     dip = next((v for v in result.stages if v.target_users == 4), None)
     if expected_knee != 4:
-        assert dip is not None and "throughput grew again: 8 users served 237" in dip.reasons[0]
-        assert any(s.name == "throughput_resumed" and s.fired for s in dip.signals)
+        assert dip is not None
+        resumed = _signal(dip, "throughput_resumed")
+        assert resumed.fired and dip.reasons[0] == resumed.text
+        assert (resumed.fact.later_users, resumed.fact.later_rate) == (8, 237)
+        assert (resumed.fact.rate, resumed.fact.threshold_pct) == (144, 15.0)
 
 
 def test_the_dip_threshold_is_a_parameter():
@@ -282,9 +301,9 @@ def _noisy_baseline_sweep(level_ok: int, level_p95_ms: float) -> object:
 @pytest.mark.parametrize(
     ("level_ok", "level_p95_ms", "yardstick", "source"),
     [
-        (32, 4420.0, 4420.0, "the 1-user level's"),  # longer and lower: the level's tail
-        (32, 10500.0, 9890.0, "the baseline's"),  # the baseline is the lower: it stays
-        (8, 4420.0, 9890.0, "the baseline's"),  # fewer requests than the baseline: not surer
+        (32, 4420.0, 4420.0, "one_user_level"),  # longer and lower: the level's tail
+        (32, 10500.0, 9890.0, "baseline"),  # the baseline is the lower: it stays
+        (8, 4420.0, 9890.0, "baseline"),  # fewer requests than the baseline: not surer
     ],
 )
 def test_the_tail_yardstick_is_the_lower_single_user_tail(
@@ -294,10 +313,10 @@ def test_the_tail_yardstick_is_the_lower_single_user_tail(
     at_16 = next(v for v in result.stages if v.target_users == 16)
     tail = next(s for s in at_16.signals if s.name == "tail_departure")
     assert tail.value == pytest.approx(21600.0 / yardstick)
-    assert f"× {source} {yardstick:,.0f} ms" in tail.text, tail.text
+    assert (tail.fact.source, tail.fact.base_tail) == (source, yardstick)
     assert tail.fired == (21600.0 / yardstick >= 2.0)
-    said = "tails are compared with the 1-user level's P95" in result.summary
-    assert said == (source == "the 1-user level's"), result.summary
+    # every stage is held against the same yardstick (the summary names it when not the baseline)
+    assert {_signal(v, "tail_departure").fact.source for v in result.stages} == {source}
 
 
 def test_the_tail_yardstick_follows_the_tail_metric() -> None:
@@ -305,5 +324,6 @@ def test_the_tail_yardstick_follows_the_tail_metric() -> None:
     summary = _noisy_baseline_sweep(32, 4420.0)
     summary["s_per_1k_total_p95"] = [400.0, 150.0, 380.0, 700.0]
     result = _knee(summary, tail_metric="s_per_1k")
-    tail = next(s for s in result.stages[-1].signals if s.name == "tail_departure")
-    assert tail.value == pytest.approx(700.0 / 150.0) and "the 1-user level's" in tail.text
+    tail = _signal(result.stages[-1], "tail_departure")
+    assert tail.value == pytest.approx(700.0 / 150.0) and tail.fact.source == "one_user_level"
+    assert (tail.fact.metric, tail.fact.base_tail) == ("s_per_1k", 150.0)

@@ -59,3 +59,36 @@ def test_round_trip_without_knee_or_recommendations() -> None:
     doc = from_json(to_json(seed002_summary(), None, None, None))
     assert doc.knee is None and doc.baseline is None and doc.recommendations is None
     assert len(doc.summary) == 6
+
+
+def test_the_signals_facts_round_trip_and_their_words_are_kept_beside_them() -> None:
+    from analysis.knee.find import find_knee
+    from analysis.stages.baseline import compute_baseline
+    from tests.support.knee_frames import seed_002_summary
+
+    summary = seed_002_summary()
+    knee = find_knee(summary, compute_baseline(None, summary))
+    data = json.loads(to_json(summary, knee, None, None))
+    assert data["schema"] == 2
+    signal = data["knee"]["stages"][3]["signals"][0]
+    assert list(signal) == ["name", "fired", "value", "threshold", "text", "fact"]
+    assert (
+        signal["fact"]["kind"] == "flattening" and signal["text"] == knee.stages[3].signals[0].text
+    )
+    back = from_json(to_json(summary, knee, None, None)).knee
+    assert back is not None and back.stages == knee.stages  # facts and all
+
+
+def test_a_schema_1_knee_json_is_still_read_with_its_words() -> None:
+    summary, knee = seed002_summary(), seed002_knee()
+    data = json.loads(to_json(summary, knee, None, None))
+    data["schema"] = 1
+    for stage in data["knee"]["stages"]:
+        for signal in stage["signals"]:
+            del signal["fact"]
+            signal["text"] = "as schema 1 wrote it"
+    back = from_json(json.dumps(data)).knee
+    assert back is not None
+    signals = [s for v in back.stages for s in v.signals]
+    assert signals and all(s.fact is None and s.text == "as schema 1 wrote it" for s in signals)
+    assert [s.value for s in signals] == [s.value for v in knee.stages for s in v.signals]

@@ -260,3 +260,28 @@ def test_a_break_by_a_fraction_of_a_percent_does_not_read_as_none() -> None:
         "e2e P95 761.8 ms > 760 ms (+0.2 %)"
     )
     assert _break_text(_check(parse_slo("e2e_p95_ms=500"), 856.0)).endswith("(+71 %)")
+
+
+def test_a_red_line_break_leaves_no_doubt_even_on_a_noisy_stage():
+    """The knee's red-line verdict, not the words of a break, says the break is certain."""
+    import dataclasses
+
+    from analysis.slo.evaluate import StageSlo, capacity_doubt
+
+    summary = seed_002_summary()
+    knee = find_knee(summary, compute_baseline(None, summary))
+    first = knee.stages[0]
+    red = next(v for v in knee.stages if v.verdict == "red_line")
+    plain = next(v for v in knee.stages if v.verdict == "critical")
+    noisy = {red.stage, plain.stage}
+    knee = dataclasses.replace(
+        knee, stages=tuple(dataclasses.replace(v, noisy=v.stage in noisy) for v in knee.stages)
+    )
+
+    def judged(verdict, met: bool) -> StageSlo:
+        breaks = () if met else ("over a limit",)
+        return StageSlo(verdict.stage, verdict.target_users, met, (), breaks,
+                        None, None, None, None, None)  # fmt: skip
+
+    assert capacity_doubt((judged(first, True), judged(red, False)), knee) == ""
+    assert capacity_doubt((judged(first, True), judged(plain, False)), knee) != ""
