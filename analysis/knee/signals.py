@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from analysis import rules
+from analysis.knee.red_line import crosses_red_line
 from analysis.model import Signal
 from analysis.numeric import fmt, num
 
@@ -266,7 +267,7 @@ def error_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal]:
     some = Signal("errors", int(row["errors"]) > 0, error_pct, 0.0, text)
     red = Signal(
         "error_rate",
-        error_pct is not None and error_pct > p.red_line_error_pct,
+        crosses_red_line(requests=served, errors=errors, limit_pct=p.red_line_error_pct),
         error_pct,
         p.red_line_error_pct,
         f"{text}; red line above {p.red_line_error_pct:g} % errors",

@@ -68,6 +68,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from analysis.knee.red_line import crosses_red_line  # stdlib only: the analysis's red line
 from loadknee_locust.contract import RED_LINE_ERROR_PCT, Phase, StageKind, StopReason
 from loadknee_locust.sweep.confidence import throughput_interval
 from loadknee_locust.sweep.refine import LiveVerdict, next_step
@@ -703,9 +704,10 @@ class RedLine:
         return self.error_pct < 100 or self.p95_ms > 0
 
     def crossed(self, *, requests: int, errors: int, p95_ms: float | None) -> bool:
-        """True when the error share or the P95 e2e latency passed its threshold."""
+        """True when the error share or the P95 e2e latency passed its threshold; the error
+        share by :func:`analysis.knee.red_line.crosses_red_line`, the analysis's own rule."""
         if requests <= 0:
             return False
-        if self.error_pct < 100 and 100.0 * errors / requests > self.error_pct:
+        if crosses_red_line(requests=requests, errors=errors, limit_pct=self.error_pct):
             return True
         return self.p95_ms > 0 and p95_ms is not None and p95_ms > self.p95_ms

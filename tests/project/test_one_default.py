@@ -3,6 +3,7 @@ SLO targets and the memory threshold, listed for both sides and checked to agree
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -22,6 +23,10 @@ from loadknee_locust.contract import RED_LINE_ERROR_PCT
 from loadknee_locust.plugin.options import LlmOptions, add_arguments
 from loadknee_locust.sweep.schedule import RedLine
 from tests.support.knee_rundir import saturating_run
+from tests.support.paths import REPO
+
+#: the one home of the red line's error comparison
+RED_LINE_HOME = REPO / "analysis" / "knee" / "red_line.py"
 
 
 def _sweep_parser() -> configargparse.ArgumentParser:
@@ -59,6 +64,41 @@ def test_the_red_line_means_the_same_to_the_sweep_and_the_analysis(
     ctx = cast(StageContext, SimpleNamespace(params=KneeParams(red_line_error_pct=limit)))
     _some, red = error_signals(row, ctx)
     assert stops == red.fired, (limit, served, failed)
+
+
+def _error_share_comparisons(path: Path) -> list[int]:
+    """Lines of ``path`` that order a ``*error_pct`` value against something other than a literal
+    (how a copy of the red line's rule reads: ``share > red_line_error_pct``)."""
+
+    def named(node: ast.expr) -> bool:
+        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+        return name.endswith("error_pct")
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare) and any(
+            isinstance(op, ast.Gt | ast.GtE | ast.Lt | ast.LtE) for op in node.ops
+        ):
+            sides = [node.left, *node.comparators]
+            if any(
+                named(side) and not all(isinstance(o, ast.Constant) for o in sides if o is not side)
+                for side in sides
+            ):
+                found.append(node.lineno)
+    return found
+
+
+def test_the_red_line_rule_has_one_home() -> None:
+    """Only :mod:`analysis.knee.red_line` holds an error share against the limit (``RedLine.
+    enabled``'s "< 100" asks whether the rule is on, not whether it fired: left out)."""
+    copies = {
+        f"{path.relative_to(REPO)}:{line}"
+        for package in ("analysis", "loadknee_locust")
+        for path in sorted((REPO / package).rglob("*.py"))
+        if path != RED_LINE_HOME
+        for line in _error_share_comparisons(path)
+    }
+    assert copies == set(), copies
 
 
 def test_loadknee_run_and_analyze_take_the_red_line_under_one_name() -> None:
