@@ -45,7 +45,7 @@ from analysis.knee.find import LOG_SOURCE_KINDS
 from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
 from analysis.numeric import num
 from analysis.report import yaml_text
-from analysis.stages.summary import level_rows
+from analysis.stages.levels import level_rows
 
 #: vLLM's default --gpu-memory-utilization, assumed when the run does not say
 VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
@@ -346,7 +346,7 @@ def _own_limit(summary: pd.DataFrame, knee: KneeResult) -> tuple[int, float, int
     slots = knee.server_slots
     if slots is None or knee.knee_stage is None or "kv_cache_peak_pct" not in summary:
         return None
-    steps = summary[summary["kind"] != "baseline"]
+    steps = level_rows(summary)
     kv = num(steps["kv_cache_peak_pct"].max())
     pressure = memory_pressure_pct(knee)
     if kv is None or kv <= 0 or kv >= 0.85 * pressure:

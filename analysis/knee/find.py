@@ -112,7 +112,7 @@ from analysis.knee.signals import (
 from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
 from analysis.numeric import counted, fmt, num
 from analysis.stages.data_check import excluded_note, insufficient_reason
-from loadknee_locust.contract import LEVEL_KINDS
+from analysis.stages.levels import level_mask
 
 #: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
 FLAT_GPU_SPREAD_PCT = 2.0
@@ -292,7 +292,7 @@ class KneeInputs:
                 dtype=float, na_value=np.nan
             )
         }
-        level = summary["kind"].isin(LEVEL_KINDS).to_numpy()
+        level = level_mask(summary)
         users = summary["target_users"].to_numpy(dtype=float, na_value=np.nan)[level]
         stage = summary["stage"].to_numpy(dtype=float, na_value=np.nan)[level]
         #: the level stages sorted by users, then stage (NaN last, ties kept in order)

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import rules
-from loadknee_locust.contract import LEVEL_KINDS
+from analysis.stages.levels import level_rows
 
 #: resamples for the breakpoint's interval
 RESAMPLES = 200
@@ -215,7 +215,8 @@ def _residual(c: np.ndarray, x: np.ndarray, k: float) -> float:
 
 
 def _levels(summary: pd.DataFrame, column: str) -> pd.DataFrame:
-    steps = summary[summary["kind"].isin(LEVEL_KINDS) & (summary["ok"] > 0)]
+    steps = level_rows(summary)
+    steps = steps[steps["ok"] > 0]
     steps = steps[steps[column].notna() & steps["target_users"].notna()]
     return steps.sort_values("target_users")
 

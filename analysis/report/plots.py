@@ -31,7 +31,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from analysis.model import KneeResult
 from analysis.report.colours import VERDICT_COLOURS
-from loadknee_locust.contract import LEVEL_KINDS
+from analysis.stages.levels import level_rows
 
 PHASE_COLOURS = {
     "baseline": "#7b1fa2",
@@ -113,8 +113,7 @@ def note(ax: Axes, text: str, *, y: float = 0.5) -> None:
 
 
 def _steps(summary: pd.DataFrame) -> pd.DataFrame:
-    steps = summary[summary["kind"].isin(LEVEL_KINDS)] if "kind" in summary else summary
-    return steps.sort_values("target_users")
+    return level_rows(summary).sort_values("target_users")
 
 
 def _has(frame: pd.DataFrame, column: str) -> bool:

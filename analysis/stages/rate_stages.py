@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.stages.levels import level_rows
+
 WAITED_MS = 5.0  # a send later than this past its planned time waited (not timer jitter)
 RATE_COLUMNS: tuple[str, ...] = (
     "stage",
@@ -147,7 +149,7 @@ def rate_table(
 ) -> pd.DataFrame:
     """One row per rate stage (:data:`RATE_COLUMNS`), its verdict from the knee rule."""
     p = params or RateParams()
-    steps = stages[stages["kind"] != "baseline"].sort_values("stage")
+    steps = level_rows(stages).sort_values("stage")
     served = summary.set_index("stage")["qps"] if len(summary) else pd.Series(dtype=float)
     rows: list[dict[str, Any]] = []
     by_stage = dict(tuple(requests.groupby("stage"))) if len(requests) else {}
