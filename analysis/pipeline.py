@@ -62,6 +62,8 @@ class Analysis:
     rate_stages: pd.DataFrame | None = None  # open-loop rate stages (analysis.stages.rate_stages)
     rate_knee: RateKnee | None = None
     knee_params: KneeParams = field(default_factory=KneeParams)  # the thresholds judged with
+    #: the margins the settings were given with (the watermark's shares, ...)
+    recommend_params: RecommendParams = field(default_factory=RecommendParams)
     #: the thresholds given on the command line that differ from the run's recorded ones
     knee_params_note: str | None = None
     #: what the answer stands on: whole, the judged stages only, or "cannot tell" (exit 3)
@@ -194,6 +196,7 @@ def analyze_run(
         rate_stages=None if rated is None else rated[0],
         rate_knee=None if rated is None else rated[1],
         knee_params=chosen,
+        recommend_params=recommend_params or RecommendParams(),
         knee_params_note=None if knee_params else override_note(recorded, chosen),
         standing=standing,
     )
