@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import rules
+from analysis.knee.params import DEFAULTS
 from analysis.stages.levels import level_rows
 
 #: resamples for the breakpoint's interval
@@ -132,7 +133,7 @@ class Levels:
         values: np.ndarray,
         x1: float | None,
         *,
-        flat_gain_ratio: float = 0.15,
+        flat_gain_ratio: float = DEFAULTS.flat_gain_ratio,
         resamples: int = RESAMPLES,
         seed: int = 0,
     ) -> KneeFit | None:
@@ -226,7 +227,7 @@ def fit_knee(
     x1: float | None,
     *,
     column: str = "output_tok_s",
-    flat_gain_ratio: float = 0.15,
+    flat_gain_ratio: float = DEFAULTS.flat_gain_ratio,
     resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> KneeFit | None:

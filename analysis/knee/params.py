@@ -147,6 +147,12 @@ class KneeParams:
         return given_values(ns, cls, prefix=PREFIX)
 
 
+#: every threshold at its default: the one home of a default that a function taking one threshold
+#: alone (the fit's flat gain, the rate knee's tail ratio, the simulator's predicted knee, the
+#: intervals' target) falls back to
+DEFAULTS = KneeParams()
+
+
 def run_knee_params(run_info: Mapping[str, Any]) -> KneeParams:
     """The thresholds the sweep judged the run with, from ``run.json`` (defaults where absent).
 

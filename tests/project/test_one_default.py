@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+from dataclasses import fields
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -24,9 +25,15 @@ from loadknee_locust.plugin.options import LlmOptions, add_arguments
 from loadknee_locust.sweep.schedule import RedLine
 from tests.support.knee_rundir import saturating_run
 from tests.support.paths import REPO
+from tests.support.report_fixtures import write_run_dir
 
 #: the one home of the red line's error comparison
 RED_LINE_HOME = REPO / "analysis" / "knee" / "red_line.py"
+#: the homes of the shared thresholds' defaults: the knee's parameters, the run-directory contract
+THRESHOLD_HOMES = (
+    REPO / "analysis" / "knee" / "params.py",
+    REPO / "loadknee_locust" / "contract.py",
+)
 
 
 def _sweep_parser() -> configargparse.ArgumentParser:
@@ -152,3 +159,64 @@ def test_the_memory_threshold_in_the_advice_is_the_one_judged_with(tmp_path: Pat
     assert analysis.knee.params["memory_pressure_pct"] == 70.0
     base = next(r for r in analysis.recommendations.items if r.key == "base_capacity")
     assert "70 %" in base.reason and "85" not in base.reason, base.reason  # the number judged
+
+
+def _literal_threshold_defaults(path: Path, names: set[str]) -> list[str]:
+    """Where ``path`` gives one of the knee's thresholds (by its field name, or that name upper
+    case as a constant) a number of its own: a parameter default, a field, a constant."""
+
+    def number(node: ast.expr | None) -> bool:
+        return (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, int | float)
+            and not isinstance(node.value, bool)
+        )
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            a = node.args
+            positional = [*a.posonlyargs, *a.args]
+            pairs = [
+                *zip(positional[len(positional) - len(a.defaults) :], a.defaults, strict=True),
+                *zip(a.kwonlyargs, a.kw_defaults, strict=True),
+            ]
+            found += [f"{node.lineno} {x.arg}" for x, d in pairs if x.arg in names and number(d)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            if node.target.id.lower() in names and number(node.value):
+                found.append(f"{node.lineno} {node.target.id}")
+        elif isinstance(node, ast.Assign) and number(node.value):
+            found += [
+                f"{node.lineno} {t.id}"
+                for t in node.targets
+                if isinstance(t, ast.Name) and t.id.lower() in names
+            ]
+    return found
+
+
+def test_no_knee_threshold_has_a_second_default() -> None:
+    """The fit's flat gain, the rate knee's tail ratio, the simulator's predicted knee: each takes
+    the knee's default (:data:`analysis.knee.params.DEFAULTS`), never a number of its own."""
+    names = {f.name for f in fields(KneeParams)}
+    copies = {
+        f"{path.relative_to(REPO)}:{where}"
+        for package in ("analysis", "loadknee_locust")
+        for path in sorted((REPO / package).rglob("*.py"))
+        if path not in THRESHOLD_HOMES
+        for where in _literal_threshold_defaults(path, names)
+    }
+    assert copies == set(), copies
+
+
+def test_the_record_table_needs_the_window_of_the_knee_interval_target(tmp_path: Path) -> None:
+    """``window_needed_s`` is the window for the knee's ±``target_interval_pct``: half the
+    target, four times the window (1/√T), wherever the stage was wider than either."""
+    run_dir = write_run_dir(tmp_path / "run")
+    default = analyze_run(run_dir).summary
+    halved = analyze_run(run_dir, knee_params=KneeParams(target_interval_pct=2.5)).summary
+    target = KneeParams().target_interval_pct
+    wide = default["output_tok_s_hw_pct"] > target
+    assert wide.sum() >= 3
+    assert list(halved["window_needed_s"][wide]) == pytest.approx(
+        list(4 * default["window_needed_s"][wide])
+    )
