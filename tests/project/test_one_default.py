@@ -19,10 +19,11 @@ from analysis.knee.params import KneeParams
 from analysis.knee.signals import StageContext, error_signals
 from analysis.pipeline import analyze_run
 from analysis.slo.targets import SloParams, run_slo_params
+from analysis.stages.intervals import IntervalParams
 from loadknee_locust.commands import run as run_cmd
-from loadknee_locust.contract import RED_LINE_ERROR_PCT
+from loadknee_locust.contract import INTERVAL_TARGET_PCT, RED_LINE_ERROR_PCT
 from loadknee_locust.plugin.options import LlmOptions, add_arguments
-from loadknee_locust.sweep.schedule import RedLine
+from loadknee_locust.sweep.schedule import RedLine, SchedulePlan
 from tests.support.knee_rundir import saturating_run
 from tests.support.paths import REPO
 from tests.support.report_fixtures import write_run_dir
@@ -57,6 +58,21 @@ def test_the_red_line_has_one_default() -> None:
     assert set(sweep.values()) == set(analysis.values()) == {RED_LINE_ERROR_PCT}, (sweep, analysis)
     # analyze has no default of its own: the run's recorded value, else the shared one
     assert not hasattr(analyze_parser().parse_args(["run"]), "knee_red_line_error_pct")
+
+
+def test_the_interval_target_has_one_default() -> None:
+    """The ±% an ``auto`` stage is held to and the one the analysis says a stage would need."""
+    plan = {f.name: f.default for f in fields(SchedulePlan)}
+    sweep = {
+        "LlmOptions": LlmOptions().stage_precision_pct,
+        "SchedulePlan": plan["precision_pct"],
+        "--llm-stage-precision-pct": _sweep_values([])["llm_stage_precision_pct"],
+    }
+    analysis = {
+        "KneeParams": KneeParams().target_interval_pct,
+        "IntervalParams": IntervalParams().target_pct,
+    }
+    assert set(sweep.values()) == set(analysis.values()) == {INTERVAL_TARGET_PCT}, (sweep, analysis)
 
 
 @pytest.mark.parametrize("limit", [0.0, 5.0, 20.0, 100.0])
