@@ -164,6 +164,10 @@ def write_report(
         warnings=collect_warnings(analysis),
         slo=analysis.slo,
         cluster_html=html_section(analysis, cluster_paths),
+        watermark_share=(
+            analysis.recommend_params.watermark_low,
+            analysis.recommend_params.watermark_high,
+        ),
         workload_html=workload_html(workload),
     )
     paths["report.html"] = out / "report.html"

@@ -25,7 +25,7 @@ from analysis.stages.array_intervals import outcome_flags, stage_batches
 from analysis.stages.client_queue import CLIENT_QUEUE_COLUMNS, client_queue_columns
 from analysis.stages.intervals import IntervalParams, StageBatches, interval_columns
 from analysis.stages.prefix_cache import stage_prefix_cache
-from loadknee_locust.contract import LEVEL_KINDS, NOT_JUDGED_OUTCOMES
+from loadknee_locust.contract import NOT_JUDGED_OUTCOMES
 
 MEASURED_PHASES = ("measure", "baseline")
 #: a GPU sample at or below this utilisation counts as idle ("utilisation drops to 0")
@@ -35,13 +35,6 @@ IDLE_UTIL_PCT = 5.0
 _CLASSES = np.array(["cancelled", "ok", "length_mismatch", "error"], dtype=object)
 _OK_CODE = list(_CLASSES).index("ok")
 _CLASS_DTYPE = pd.Series(_CLASSES).dtype  # pandas' own for strings (str, or object before 3.0)
-
-
-def level_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a stages or record table that are a concurrency level of the sweep (a grid
-    ``step`` or a ``refine`` between two; :data:`~loadknee_locust.contract.LEVEL_KINDS`): not
-    the baseline. A frame without a ``kind`` column is all levels."""
-    return frame[frame["kind"].isin(LEVEL_KINDS)] if "kind" in frame else frame
 
 
 def _class_codes(requests: pd.DataFrame) -> np.ndarray:
