@@ -31,8 +31,8 @@ from analysis.inputs.load import RunDirError
 from analysis.knee.find import KneeParams
 from analysis.pipeline import Analysis, analyze_run
 from analysis.report.knee_json import to_json
-from analysis.report.painter import Painter
-from analysis.report.paths import report_paths
+from analysis.report.painter import Painter, PlotInputs
+from analysis.report.paths import report_dir, report_paths
 from analysis.report.screen import WIDTH, explain_text, screen_text
 from analysis.report.standing import cannot_tell_text
 from analysis.slo.targets import SloParams
@@ -203,9 +203,12 @@ def answer_and_report(
         # not an error; point stdout at devnull so the interpreter's final flush stays quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     progress("writing report files")
+    out = report_dir(analysis, ns.out)
+    out.mkdir(parents=True, exist_ok=True)
+    painter.draw(PlotInputs.of(analysis), out)  # the child draws while the modules below load
     from analysis.report import writer  # the page, the cluster files: not needed for the answer
 
-    writer.write_report(analysis, ns.out, progress=progress, cluster=cluster, painter=painter)
+    writer.write_report(analysis, out, progress=progress, cluster=cluster, painter=painter)
     if analysis.standing.cannot_tell:
         print(
             f"loadknee analyze: {cannot_tell_text(analysis.standing, analysis.knee)}; nothing is "

@@ -86,14 +86,16 @@ def write_report(
 
     ``cluster``: which cluster files to write beside them (default: all of them). ``painter``:
     what draws the PNGs (default: this process, before the other files); given one started
-    earlier (:meth:`Painter.start`), its child draws them while this writes the rest, and an
-    error of the child's is raised here (:class:`~analysis.report.painter.PaintError`)."""
+    earlier (:meth:`Painter.start`), its child draws them while this writes the rest (sent the
+    plots here, unless the caller did already), and an error of the child's is raised here
+    (:class:`~analysis.report.painter.PaintError`)."""
     say = progress or (lambda _msg: None)
     out = report_dir(analysis, out_dir)
     out.mkdir(parents=True, exist_ok=True)
     say("drawing plots")
     painter = painter or Painter()
-    painter.draw(PlotInputs.of(analysis), out)
+    if not painter.has_job:  # else the caller handed it the plots already (loadknee analyze)
+        painter.draw(PlotInputs.of(analysis), out)
     record = record_frame(analysis.summary, analysis.knee, analysis.slo, analysis.rate_stages)
     workload = workload_sections(analysis)
     texts = {

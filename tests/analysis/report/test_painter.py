@@ -5,6 +5,7 @@ of the command, not a report with its plots missing."""
 from __future__ import annotations
 
 import base64
+import gc
 import os
 import signal
 import struct
@@ -53,6 +54,7 @@ def test_the_child_writes_every_png_and_the_page_embeds_them(run_dir, tmp_path, 
         assert f"data:image/png;base64,{base64.b64encode(png).decode()}" in page, name
     assert page.count("data:image/png;base64,") == len(PNGS)
     assert capsys.readouterr().out.startswith("DEPLOY: ")  # the child wrote nothing there
+    assert gc.get_freeze_count() == 0  # frozen for the fork only: collected again once reaped
 
 
 @forks
@@ -101,15 +103,30 @@ def test_a_child_that_dies_is_an_error_of_the_command(run_dir, tmp_path, monkeyp
 def test_a_child_whose_report_is_not_written_is_stopped_and_reaped() -> None:
     with Painter.start() as painter:
         pid = painter._pid
-        assert pid > 0
+        assert pid > 0 and gc.get_freeze_count() > 0  # not copied by collections meanwhile
     with pytest.raises(ChildProcessError):  # reaped: no such child left
         os.waitpid(pid, os.WNOHANG)
+    assert gc.get_freeze_count() == 0
 
 
 def test_without_fork_the_pngs_are_drawn_in_line(run_dir, tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(painter_module, "FORKS", False)
     with Painter.start() as painter:
         assert painter._pid == 0
+    out = tmp_path / "report"
+    assert _analyze(run_dir, out) == 0
+    assert all(_size((out / name).read_bytes()) for name in PNGS)
+
+
+def test_when_no_process_can_be_forked_the_pngs_are_drawn_in_line(
+    run_dir, tmp_path, monkeypatch
+) -> None:
+    def no_fork() -> int:
+        raise BlockingIOError("fork: Resource temporarily unavailable")
+
+    monkeypatch.setattr(painter_module.os, "fork", no_fork)
+    with Painter.start() as painter:
+        assert painter._pid == 0 and gc.get_freeze_count() == 0
     out = tmp_path / "report"
     assert _analyze(run_dir, out) == 0
     assert all(_size((out / name).read_bytes()) for name in PNGS)
