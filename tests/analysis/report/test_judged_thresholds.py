@@ -18,6 +18,7 @@ from analysis.knee.params import KneeParams
 from analysis.model import Recommendations
 from analysis.pipeline import Analysis, analyze_run
 from analysis.report.figures import figures
+from analysis.report.painter import PlotInputs
 from analysis.report.plots import latency_figure
 from tests.support.report_fixtures import (
     no_global_figures,  # noqa: F401 (autouse fixture)
@@ -57,7 +58,10 @@ def _threshold_lines(fig: Figure) -> dict[int, list[float]]:
 
 def test_the_plots_mark_the_memory_threshold_judged_with(flagged: Analysis) -> None:
     assert flagged.knee.params["memory_pressure_pct"] == 70.0
-    drawn = {name: _threshold_lines(fig) for name, (_title, fig) in figures(flagged).items()}
+    drawn = {
+        name: _threshold_lines(fig)
+        for name, (_title, fig) in figures(PlotInputs.of(flagged)).items()
+    }
     assert drawn["latency.png"] == {2: [70.0]}  # the memory / KV-cache axis
     assert drawn["timeline.png"] == {1: [70.0], 2: [70.0]}  # the GPU and KV-cache panels
 
