@@ -22,9 +22,11 @@ from __future__ import annotations
 import gc
 import os
 import pickle
+import select
 import signal
 import sys
 import threading
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,9 @@ from analysis.slo.evaluate import SloResult
 
 #: whether :meth:`Painter.start` forks (tests switch it off to check the in-process path)
 FORKS = sys.platform.startswith("linux")
+#: how long :meth:`Painter.result` waits for the child's answer before it stops the child: a
+#: guard against a child hung in a library (drawing a million-row run takes seconds, not this)
+ANSWER_TIMEOUT_S = 600.0
 _CHUNK = 1 << 16
 
 
@@ -164,8 +169,15 @@ class Painter:
             return self._titles
         if self._sender is None:
             raise PaintError("no PNG was drawn: result() before draw()")
+        try:
+            reply = _read_all(self._replies, timeout_s=ANSWER_TIMEOUT_S)
+        except TimeoutError:
+            self.close()
+            raise PaintError(
+                f"the process drawing the report's PNGs gave no answer in "
+                f"{ANSWER_TIMEOUT_S:g} s and was stopped"
+            ) from None
         self._sender.join()
-        reply = _read_all(self._replies)
         os.close(self._replies)
         self._replies = -1
         _, status = os.waitpid(self._pid, 0)
@@ -239,11 +251,19 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view[:_CHUNK]) :]
 
 
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, _CHUNK):
+def _read_all(fd: int, timeout_s: float | None = None) -> bytes:
+    """Everything until the writer closes its end; TimeoutError past ``timeout_s`` in all."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    chunks: list[bytes] = []
+    while True:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+        chunk = os.read(fd, _CHUNK)
+        if not chunk:
+            return b"".join(chunks)
         chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _ended(status: int) -> str:

@@ -9,6 +9,7 @@ import gc
 import os
 import signal
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,24 @@ def test_a_child_that_dies_is_an_error_of_the_command(run_dir, tmp_path, monkeyp
     monkeypatch.setattr(analysis.report.figures, "draw_pngs", dying)
     with pytest.raises(PaintError, match=r"was killed by signal 9 \(SIGKILL\)"):
         _analyze(run_dir, tmp_path / "report")
+
+
+@forks
+def test_a_child_that_hangs_is_stopped_and_is_an_error(run_dir, tmp_path, monkeypatch) -> None:
+    parent = os.getpid()
+
+    def hanging(_inputs):
+        if os.getpid() == parent:
+            raise AssertionError("drawn in the parent: the painter did not fork")
+        time.sleep(60)
+
+    monkeypatch.setattr(analysis.report.figures, "draw_pngs", hanging)
+    monkeypatch.setattr(painter_module, "ANSWER_TIMEOUT_S", 1.0)
+    started = time.monotonic()
+    with pytest.raises(PaintError, match=r"gave no answer in 1 s and was stopped"):
+        _analyze(run_dir, tmp_path / "report")
+    assert time.monotonic() - started < 30  # stopped, not waited out
+    assert not (tmp_path / "report" / "report.html").exists()
 
 
 @forks
