@@ -1,7 +1,9 @@
 """``loadknee analyze RUN_DIR``: analyse one run, write its report folder, print table/knee/advice.
 
 The answer is printed first, then the report files are written (the plots and the page take
-longer than the analysis); the answer says where they go.
+longer than the analysis); the answer says where they go. The PNGs are drawn by a child process
+started before the analysis (:mod:`analysis.report.painter`: it imports matplotlib meanwhile),
+and the modules that write the other files are imported only once the answer is printed.
 
 Exit codes: 0 analysed (an answer, perhaps from the judged stages only, each stage left out
 named); 3 analysed, but it cannot tell: no stage had enough usable data to judge (no rows, most
@@ -18,19 +20,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from analysis.advice.recommend import RecommendParams
-from analysis.cluster.emit import ClusterParams
+from analysis.cluster.plan import ClusterParams
 from analysis.importers.cli import add_source_args, describe, import_files
 from analysis.importers.model import ImportFormatError
 from analysis.inputs.load import RunDirError
 from analysis.knee.find import KneeParams
 from analysis.pipeline import Analysis, analyze_run
 from analysis.report.knee_json import to_json
+from analysis.report.painter import Painter, PlotInputs
+from analysis.report.paths import report_dir, report_paths
 from analysis.report.screen import WIDTH, explain_text, screen_text
 from analysis.report.standing import cannot_tell_text
-from analysis.report.writer import report_paths, write_report
 from analysis.slo.targets import SloParams
 
 
@@ -154,24 +158,36 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("one RUN_DIR (several files only with --from)")
     else:
         ns.run_dir = ns.run_dir[0]
-    try:
-        analysis = analyze_run(
-            ns.run_dir,
-            nvidia_smi_csv=ns.nvidia_smi_csv,
-            nvidia_smi_tz=ns.nvidia_smi_tz,
-            knee_overrides=knee_overrides,
-            recommend_params=rec_params,
-            slo_params=slo_params,
-            progress=progress,
-        )
-    except RunDirError as exc:
-        print(f"loadknee analyze: {exc}", file=sys.stderr)
-        print(
-            "A run directory is what `loadknee run` (or a locustfile using loadknee_locust) "
-            "writes under runs/<run_id>/: run.json, stages.csv and requests.csv at least.",
-            file=sys.stderr,
-        )
-        return 2
+    with Painter.start() as painter:  # imports matplotlib while this process analyses
+        try:
+            analysis = analyze_run(
+                ns.run_dir,
+                nvidia_smi_csv=ns.nvidia_smi_csv,
+                nvidia_smi_tz=ns.nvidia_smi_tz,
+                knee_overrides=knee_overrides,
+                recommend_params=rec_params,
+                slo_params=slo_params,
+                progress=progress,
+            )
+        except RunDirError as exc:
+            print(f"loadknee analyze: {exc}", file=sys.stderr)
+            print(
+                "A run directory is what `loadknee run` (or a locustfile using loadknee_locust) "
+                "writes under runs/<run_id>/: run.json, stages.csv and requests.csv at least.",
+                file=sys.stderr,
+            )
+            return 2
+        return answer_and_report(analysis, ns, cluster, painter, progress)
+
+
+def answer_and_report(
+    analysis: Analysis,
+    ns: argparse.Namespace,
+    cluster: ClusterParams,
+    painter: Painter,
+    progress: Callable[[str], None],
+) -> int:
+    """Print the answer, then write the report (its PNGs drawn by ``painter``); the exit code."""
     if analysis.knee_params_note is not None:  # the run was judged otherwise while it ran
         print(f"loadknee analyze: {analysis.knee_params_note}", file=sys.stderr)
     # the answer first, then the files: drawing the plots and the page takes longer than the
@@ -187,7 +203,12 @@ def main(argv: list[str] | None = None) -> int:
         # not an error; point stdout at devnull so the interpreter's final flush stays quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     progress("writing report files")
-    write_report(analysis, ns.out, progress=progress, cluster=cluster)
+    out = report_dir(analysis, ns.out)
+    out.mkdir(parents=True, exist_ok=True)
+    painter.draw(PlotInputs.of(analysis), out)  # the child draws while the modules below load
+    from analysis.report import writer  # the page, the cluster files: not needed for the answer
+
+    writer.write_report(analysis, out, progress=progress, cluster=cluster, painter=painter)
     if analysis.standing.cannot_tell:
         print(
             f"loadknee analyze: {cannot_tell_text(analysis.standing, analysis.knee)}; nothing is "

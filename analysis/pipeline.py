@@ -40,7 +40,8 @@ from analysis.slo.evaluate import SloResult, evaluate_slos
 from analysis.slo.targets import METRIC_COLUMNS, SloParams, run_slo_params
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.coverage import row_coverage
-from analysis.stages.rate_stages import RateKnee, analyze_rates
+from analysis.stages.intervals import IntervalParams
+from analysis.stages.rate_stages import RateKnee, RateParams, analyze_rates
 from analysis.stages.run_cut import run_cut
 from analysis.stages.summary import measured_requests, run_batches, summarize_stages
 
@@ -82,6 +83,8 @@ class Analysis:
     rate_stages: pd.DataFrame | None = None  # open-loop rate stages (analysis.stages.rate_stages)
     rate_knee: RateKnee | None = None
     knee_params: KneeParams = field(default_factory=KneeParams)  # the thresholds judged with
+    #: the margins the settings were given with (the watermark's shares, ...)
+    recommend_params: RecommendParams = field(default_factory=RecommendParams)
     #: the thresholds given on the command line that differ from the run's recorded ones
     knee_params_note: str | None = None
     #: what the answer stands on: whole, the judged stages only, or "cannot tell" (exit 3)
@@ -159,15 +162,17 @@ def analyze_run(
     batches = run_batches(run, measured=measured)
     # the server's gauges once: the record table's figures and the report's timeline
     timeline = server_timeline(run.server_metrics)
+    recorded = run_knee_params(run.run_info)
+    chosen = knee_params or replace(recorded, **(knee_overrides or {}))
     summary = summarize_stages(
         run,
         measured=measured,
         batches=batches,
         timeline=None if timeline is None else (lambda _metrics: timeline),
+        # the window a stage would need for the knee's interval target
+        intervals=IntervalParams(target_pct=chosen.target_interval_pct),
     )
     baseline = compute_baseline(run, summary, measured=measured)
-    recorded = run_knee_params(run.run_info)
-    chosen = knee_params or replace(recorded, **(knee_overrides or {}))
     params = resolve_tail_metric(chosen, run.run_info)
     # stages whose rows disagree with stages.csv (a cut or incomplete requests.csv) are judged
     # by nothing: the knee, its fit and its resamples see only the others
@@ -194,6 +199,7 @@ def analyze_run(
         run.run_info,
         baseline_e2e_p95_ms=baseline.e2e_p95_ms,
         slo_met=None if slo is None else {s.stage: s.met for s in slo.stages},
+        params=RateParams.judged_with(params),
     )
     cut = run_cut(run.run_info, run.stages)
     if cut is not None:
@@ -214,6 +220,7 @@ def analyze_run(
         rate_stages=None if rated is None else rated[0],
         rate_knee=None if rated is None else rated[1],
         knee_params=chosen,
+        recommend_params=recommend_params or RecommendParams(),
         knee_params_note=None if knee_params else override_note(recorded, chosen),
         standing=standing,
     )

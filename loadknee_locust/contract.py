@@ -98,6 +98,11 @@ STAGE_KINDS: Final[tuple[str, ...]] = (
 #: (``--llm-red-line-error-pct``) and the analysis names it so (``--red-line-error-pct``); 0 makes
 #: any error the red line, 100 none (no share is above 100 %). run.json records the value used.
 RED_LINE_ERROR_PCT: Final[float] = 5.0
+#: The half-width (±%) wanted of a stage's output-throughput interval, one setting for the sweep
+#: and the analysis: an ``auto``-length stage is held until its interval is this narrow
+#: (``--llm-stage-precision-pct``), and the analysis says how long a stage would need to reach it
+#: (the record table's ``window_needed_s``, the knee's ``target_interval_pct``).
+INTERVAL_TARGET_PCT: Final[float] = 5.0
 
 #: Stage kinds that are a concurrency level of the sweep (what the knee is looked for in).
 LEVEL_KINDS: Final[tuple[str, ...]] = ("step", "refine")

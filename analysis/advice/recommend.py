@@ -45,7 +45,7 @@ from analysis.knee.find import LOG_SOURCE_KINDS
 from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
 from analysis.numeric import num
 from analysis.report import yaml_text
-from analysis.stages.summary import level_rows
+from analysis.stages.levels import level_rows
 
 #: vLLM's default --gpu-memory-utilization, assumed when the run does not say
 VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
@@ -123,8 +123,10 @@ def _users_row(summary: pd.DataFrame, users: int | None) -> pd.Series | None:
     return match.iloc[0] if len(match) else None
 
 
-def _watermark(base: int, p: RecommendParams) -> tuple[int, int]:
-    return max(1, math.floor(base * p.watermark_low)), max(1, math.floor(base * p.watermark_high))
+def watermark_band(users: int, p: RecommendParams) -> tuple[int, int]:
+    """The production watermark's users, ``watermark_low``–``watermark_high`` of ``users`` (the
+    base capacity; the cluster files' stand-in passes ``max_concurrency``), at least 1 each."""
+    return max(1, math.floor(users * p.watermark_low)), max(1, math.floor(users * p.watermark_high))
 
 
 def _capacity_items(knee: KneeResult, p: RecommendParams) -> list[Recommendation]:
@@ -154,7 +156,7 @@ def _capacity_items(knee: KneeResult, p: RecommendParams) -> list[Recommendation
         )
     )
     if base is not None:
-        low, high = _watermark(base, p)
+        low, high = watermark_band(base, p)
         items.append(
             Recommendation(
                 "production_watermark",
@@ -346,7 +348,7 @@ def _own_limit(summary: pd.DataFrame, knee: KneeResult) -> tuple[int, float, int
     slots = knee.server_slots
     if slots is None or knee.knee_stage is None or "kv_cache_peak_pct" not in summary:
         return None
-    steps = summary[summary["kind"] != "baseline"]
+    steps = level_rows(summary)
     kv = num(steps["kv_cache_peak_pct"].max())
     pressure = memory_pressure_pct(knee)
     if kv is None or kv <= 0 or kv >= 0.85 * pressure:
@@ -424,7 +426,7 @@ def _vllm_items(
 def _replicas(knee: KneeResult, p: RecommendParams) -> Recommendation | None:
     if p.target_concurrency is None or knee.base_capacity is None:
         return None
-    per_replica = _watermark(knee.base_capacity, p)[1]
+    per_replica = watermark_band(knee.base_capacity, p)[1]
     efficiency = p.replica_efficiency or 1.0
     count = max(1, math.ceil(p.target_concurrency / (per_replica * efficiency)))
     measured = "measured" if p.replica_efficiency else "assumed linear; measure N replicas"

@@ -30,19 +30,11 @@ from typing import Any
 
 from analysis.cluster.autoscale import GATEWAY_METRIC, _num
 from analysis.cluster.engines import detect_engine, served_model
+from analysis.cluster.plan import AlertParams
 from analysis.cluster.stages import StageGauges, anchors, stage_gauges
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.numeric import counted
 from analysis.pipeline import Analysis
-
-
-@dataclass(frozen=True)
-class AlertParams:
-    """How the rules average and wait (Prometheus durations)."""
-
-    window: str = "1m"  # averaging window of the gauges and of the latency rate
-    hold: str = "2m"  # the rules' ``for:``
-    quantile: float = 0.95
 
 
 @dataclass(frozen=True)

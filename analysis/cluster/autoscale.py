@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.cluster.engines import Engine, detect_engine, served_model
+from analysis.cluster.plan import ScaleParams
 from analysis.cluster.stages import Anchors, StageGauges, anchors
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.numeric import counted
@@ -36,19 +37,6 @@ from analysis.pipeline import Analysis
 
 #: the placeholder metric a gateway must export when the server exports none
 GATEWAY_METRIC = "gateway_requests_in_flight"
-
-
-@dataclass(frozen=True)
-class ScaleParams:
-    """Names of the cluster the files are written for (placeholders by default)."""
-
-    deployment: str = ""  # default: the served model's name, DNS-safe
-    namespace: str = "default"
-    prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"
-    min_replicas: int = 1
-    max_replicas: int | None = None  # default: the recommended replicas, else 4
-    polling_s: int = 15
-    cooldown_s: int = 300
 
 
 @dataclass(frozen=True)

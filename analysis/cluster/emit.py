@@ -4,24 +4,34 @@
 ``hpa`` → ``hpa.yaml``, ``alerts`` → ``alerts.rules.yaml``, ``profile`` →
 ``latency-profile.yaml``, ``energy`` → ``energy.yaml``, ``llmd`` → ``llm-d/`` (one
 ``stage_<n>_benchmark_report_v0_2.yaml`` per stage). :func:`html_section` is what
-``report.html`` shows of them: a link to each file and the energy table.
+``report.html`` shows of them: a link to each file and the energy table. The names and the
+``--emit`` flags are in :mod:`analysis.cluster.plan`, which the answer needs before these
+renderers.
 """
 
 from __future__ import annotations
 
-import argparse
 import html
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from analysis.cluster import alerts, autoscale, energy, llmd, profile
+from analysis.cluster.plan import (  # noqa: F401 (the names' old import path)
+    CLUSTER_ENTRIES,
+    FILES,
+    LLMD,
+    LLMD_DIR,
+    NAMES,
+    ClusterParams,
+    listed,
+    parse_emit,
+    planned_files,
+)
 from analysis.cluster.stages import records
 from analysis.pipeline import Analysis
-
-LLMD_DIR: Final = "llm-d"
 
 
 @dataclass(frozen=True)
@@ -31,98 +41,25 @@ class Emitter:
     render: Callable[[Analysis, ClusterParams], str]
 
 
-@dataclass(frozen=True)
-class ClusterParams:
-    """Which files to write, and the cluster names the manifests carry."""
-
-    emit: tuple[str, ...] = ("keda", "hpa", "alerts", "profile", "energy", "llmd")
-    scale: autoscale.ScaleParams = field(default_factory=autoscale.ScaleParams)
-    alerts: alerts.AlertParams = field(default_factory=alerts.AlertParams)
-
-    @staticmethod
-    def add_cli_args(parser: argparse.ArgumentParser) -> None:
-        g = parser.add_argument_group("cluster files (report/)")
-        g.add_argument(
-            "--emit",
-            default="all",
-            metavar="LIST",
-            help="cluster files to write into the report folder, comma-separated from "
-            f"{','.join(NAMES)}; 'all' (default) or 'none'",
-        )
-        g.add_argument(
-            "--k8s-deployment",
-            default="",
-            metavar="NAME",
-            help="Deployment the KEDA/HPA files scale (default: the served model's name)",
-        )
-        g.add_argument("--k8s-namespace", default="default", metavar="NS", help="their namespace")
-        g.add_argument(
-            "--prometheus-url",
-            default=autoscale.ScaleParams().prometheus_url,
-            metavar="URL",
-            help="the Prometheus that KEDA queries (default %(default)s)",
-        )
-
-    @staticmethod
-    def from_cli_args(ns: argparse.Namespace) -> ClusterParams:
-        return ClusterParams(
-            emit=parse_emit(ns.emit),
-            scale=autoscale.ScaleParams(
-                deployment=ns.k8s_deployment,
-                namespace=ns.k8s_namespace,
-                prometheus_url=ns.prometheus_url,
-            ),
-        )
-
-
 EMITTERS: Final[dict[str, Emitter]] = {
     "keda": Emitter(
-        "keda-scaledobject.yaml",
-        "KEDA ScaledObject",
-        lambda a, p: autoscale.scaled_object(a, p.scale),
+        FILES["keda"], "KEDA ScaledObject", lambda a, p: autoscale.scaled_object(a, p.scale)
     ),
     "hpa": Emitter(
-        "hpa.yaml", "Kubernetes HPA (autoscaling/v2)", lambda a, p: autoscale.hpa(a, p.scale)
+        FILES["hpa"], "Kubernetes HPA (autoscaling/v2)", lambda a, p: autoscale.hpa(a, p.scale)
     ),
     "alerts": Emitter(
-        "alerts.rules.yaml",
+        FILES["alerts"],
         "Prometheus alerting rules",
         lambda a, p: alerts.rules_yaml(a, p.alerts),
     ),
     "profile": Emitter(
-        "latency-profile.yaml",
+        FILES["profile"],
         "Latency profile (ITL = α + β × batch)",
         lambda a, p: profile.profile_yaml(a),
     ),
-    "energy": Emitter("energy.yaml", "Energy per stage", lambda a, p: energy.energy_yaml(a)),
+    "energy": Emitter(FILES["energy"], "Energy per stage", lambda a, p: energy.energy_yaml(a)),
 }
-#: the one name that writes a folder
-LLMD = "llmd"
-NAMES: Final[tuple[str, ...]] = (*EMITTERS, LLMD)
-
-
-def parse_emit(text: str) -> tuple[str, ...]:
-    """``keda,hpa`` → ("keda", "hpa"); ``all`` / ``none``; unknown names raise ValueError."""
-    words = [w.strip().lower() for w in text.split(",") if w.strip()]
-    if words in (["all"], []):
-        return NAMES if words else ()
-    if words == ["none"]:
-        return ()
-    unknown = [w for w in words if w not in NAMES]
-    if unknown:
-        raise ValueError(f"--emit: unknown {', '.join(unknown)}; choose from {', '.join(NAMES)}")
-    return tuple(dict.fromkeys(words))
-
-
-def planned_files(analysis: Analysis, params: ClusterParams) -> list[str]:
-    """The names :func:`write_cluster_files` writes (relative to the folder), before it runs."""
-    names: list[str] = []
-    for name in params.emit:
-        if name == LLMD:
-            names += [f"{LLMD_DIR}/{llmd.report_name(s)}" for s in llmd.report_stages(analysis)]
-        else:
-            names.append(EMITTERS[name].file)
-    return names
 
 
 def write_cluster_files(analysis: Analysis, out: Path, params: ClusterParams) -> dict[str, Path]:
@@ -187,17 +124,3 @@ def html_section(analysis: Analysis, files: Iterable[str]) -> str:
         else:
             parts.append(f"<p>Energy: {html.escape(e.why)}.</p>")
     return "\n".join(parts)
-
-
-def listed(names: Iterable[str]) -> list[str]:
-    """The report files for the terminal's file line: the llm-d reports as one folder entry."""
-    names = sorted(names)
-    reports = [n for n in names if n.startswith(LLMD_DIR + "/")]
-    out = [n for n in names if not n.startswith(LLMD_DIR + "/")]
-    if reports:
-        out.append(f"{LLMD_DIR}/ ({len(reports)} stage reports)")
-    return out
-
-
-#: what ``--emit all`` adds to the report folder (the llm-d reports in one folder)
-CLUSTER_ENTRIES: Final[tuple[str, ...]] = (*(e.file for e in EMITTERS.values()), LLMD_DIR)

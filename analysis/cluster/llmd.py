@@ -46,6 +46,7 @@ import pandas as pd
 
 import loadknee_locust
 from analysis.cluster.engines import detect_engine
+from analysis.cluster.plan import report_name, report_stages
 from analysis.cluster.stages import measured_windows
 from analysis.cluster.yamlblock import dump
 from analysis.knee.find import find_knee
@@ -237,15 +238,6 @@ def stage_report(analysis: Analysis, stage: int) -> dict[str, Any]:
         },
     }
     return _drop_none(doc)
-
-
-def report_name(stage: int) -> str:
-    return f"stage_{stage}_benchmark_report_v0_2.yaml"
-
-
-def report_stages(analysis: Analysis) -> list[int]:
-    """The stages :func:`export_reports` writes a report of: every one, baseline included."""
-    return sorted(int(s) for s in analysis.summary["stage"])
 
 
 def export_reports(analysis: Analysis) -> dict[str, str]:

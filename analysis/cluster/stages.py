@@ -1,10 +1,12 @@
 """The two stages a cluster file is built from — the watermark's and the knee's — and their gauges.
 
 * **watermark stage**: the highest trusted step stage below the knee and at or below the
-  production watermark's high end (``production_watermark`` of the recommendations, 70–80 % of
-  the base capacity); without a base capacity (memory above 85 % everywhere, say), 80 % of
-  ``max_concurrency`` stands in, and :attr:`Anchors.watermark_basis` says so; the lowest step
-  stage when every one lies above it;
+  production watermark's high end (``production_watermark`` of the recommendations,
+  ``--watermark-low``–``--watermark-high`` of the base capacity, 70–80 % by default); without a
+  base capacity (memory above the pressure threshold everywhere, say), the same shares of
+  ``max_concurrency`` stand in (:func:`analysis.advice.recommend.watermark_band` with the shares
+  the analysis used), and :attr:`Anchors.watermark_basis` says so; the lowest step stage when
+  every one lies above it;
 * **knee stage**: the knee's stage; else the red line's; else none (the tested range never
   saturated, and each file says so).
 
@@ -22,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.advice.recommend import watermark_band
 from analysis.cluster.memo import per_analysis
 from analysis.pipeline import Analysis
 from analysis.stages.summary import measured_requests, stage_windows
@@ -128,9 +131,10 @@ def anchors(analysis: Analysis) -> Anchors:
     )
     basis = "production_watermark"
     if band is None and knee.max_concurrency:
-        high = max(1, int(knee.max_concurrency * 0.8))
-        band = (max(1, int(knee.max_concurrency * 0.7)), high)
-        basis = f"no base capacity: 70-80 % of max_concurrency {knee.max_concurrency} stands in"
+        p = analysis.recommend_params
+        band = watermark_band(knee.max_concurrency, p)
+        shares = f"{p.watermark_low * 100:g}-{p.watermark_high * 100:g} %"
+        basis = f"no base capacity: {shares} of max_concurrency {knee.max_concurrency} stands in"
     knee_stage, kind = knee.knee_stage, "knee"
     if knee_stage is None:
         knee_stage, kind = knee.red_line_stage, "red line"

@@ -43,7 +43,7 @@ from analysis.compare.prefix_cache import prefix_cache_change
 from analysis.model import VERDICT_LABELS
 from analysis.numeric import is_missing, num
 from analysis.report.table import fmt_magnitude
-from analysis.stages.summary import level_rows
+from analysis.stages.levels import level_rows
 
 __all__ = ["KINDS", "Comparison", "RunSide", "batch_size", "compare_runs", "detect_kind", "lookup"]
 

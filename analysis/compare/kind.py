@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis.inputs.load import Run
 from analysis.model import KneeResult
-from analysis.stages.summary import level_rows
+from analysis.stages.levels import level_rows
 
 CompareKind = Literal["auto", "benchmark-vs-replay", "config", "replicas", "batch", "prefix-cache"]
 KINDS: tuple[str, ...] = (

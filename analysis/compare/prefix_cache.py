@@ -27,7 +27,8 @@ import pandas as pd
 
 from analysis.compare.kind import RunSide
 from analysis.numeric import num
-from analysis.stages.summary import level_rows, measured_requests, stage_windows
+from analysis.stages.levels import level_rows
+from analysis.stages.summary import measured_requests, stage_windows
 from loadknee_locust.sweep.confidence import tail_interval
 
 

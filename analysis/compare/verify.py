@@ -28,7 +28,7 @@ import pandas as pd
 
 from analysis.model import KneeResult
 from analysis.numeric import num, sig4
-from analysis.stages.summary import level_rows
+from analysis.stages.levels import level_rows
 
 #: the floor of the throughput check's band, in % of the original
 TOLERANCE_PCT = 10.0

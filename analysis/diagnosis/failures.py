@@ -13,7 +13,7 @@ import pandas as pd
 
 from analysis import rules
 from analysis.numeric import counted, num
-from analysis.stages.summary import level_rows
+from analysis.stages.levels import level_rows
 from loadknee_locust.contract import all_failed_summary, failure_causes
 
 #: below these, a stage's percentiles rest on too few samples (docs/method.md: Small stage)

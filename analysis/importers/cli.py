@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from analysis.importers import SOURCES, ImportedRun, ImportFormatError, reader
-from analysis.importers.writer import write_run_dir
 
 
 def add_source_args(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -34,6 +33,10 @@ def import_files(source: str, paths: list[Path], out: Path) -> tuple[ImportedRun
     missing = [p for p in paths if not p.exists()]
     if missing:
         raise ImportFormatError(missing[0], f"a {source} result file or folder", "no such path")
+    # the writer here, not at the top: `loadknee analyze` builds its parser from this module,
+    # and the answer of a run directory should not wait on importing what writes one
+    from analysis.importers.writer import write_run_dir
+
     imported = reader(source)(paths)
     return imported, write_run_dir(imported, out)
 

@@ -127,7 +127,7 @@ from analysis.numeric import num
 from analysis.report.knee_summary import rows_text, summary_text
 from analysis.report.knee_words import NO_SIGNAL, fact_text, untrusted_client_text
 from analysis.stages.data_check import RowsFact, excluded_rows, insufficient_rows
-from loadknee_locust.contract import LEVEL_KINDS
+from analysis.stages.levels import level_mask
 
 #: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
 FLAT_GPU_SPREAD_PCT = 2.0
@@ -324,7 +324,7 @@ class KneeInputs:
                 dtype=float, na_value=np.nan
             )
         }
-        level = summary["kind"].isin(LEVEL_KINDS).to_numpy()
+        level = level_mask(summary)
         users = summary["target_users"].to_numpy(dtype=float, na_value=np.nan)[level]
         stage = summary["stage"].to_numpy(dtype=float, na_value=np.nan)[level]
         #: the level stages sorted by users, then stage (NaN last, ties kept in order)

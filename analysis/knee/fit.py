@@ -35,7 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from loadknee_locust.contract import LEVEL_KINDS
+from analysis.knee.params import DEFAULTS
+from analysis.stages.levels import level_rows
 
 #: resamples for the breakpoint's interval
 RESAMPLES = 200
@@ -138,7 +139,7 @@ class Levels:
         values: np.ndarray,
         x1: float | None,
         *,
-        flat_gain_ratio: float = 0.15,
+        flat_gain_ratio: float = DEFAULTS.flat_gain_ratio,
         resamples: int = RESAMPLES,
         seed: int = 0,
     ) -> KneeFit | None:
@@ -221,7 +222,8 @@ def _residual(c: np.ndarray, x: np.ndarray, k: float) -> float:
 
 
 def _levels(summary: pd.DataFrame, column: str) -> pd.DataFrame:
-    steps = summary[summary["kind"].isin(LEVEL_KINDS) & (summary["ok"] > 0)]
+    steps = level_rows(summary)
+    steps = steps[steps["ok"] > 0]
     steps = steps[steps[column].notna() & steps["target_users"].notna()]
     return steps.sort_values("target_users")
 
@@ -231,7 +233,7 @@ def fit_knee(
     x1: float | None,
     *,
     column: str = "output_tok_s",
-    flat_gain_ratio: float = 0.15,
+    flat_gain_ratio: float = DEFAULTS.flat_gain_ratio,
     resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> KneeFit | None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from analysis.flags import add_flags, flag, flag_specs, given_values
-from loadknee_locust.contract import RED_LINE_ERROR_PCT
+from loadknee_locust.contract import INTERVAL_TARGET_PCT, RED_LINE_ERROR_PCT
 
 #: the namespace and run.json prefix of every knee threshold
 PREFIX = "knee_"
@@ -121,7 +121,7 @@ class KneeParams:
         "(default %(default)s)",
         spelling="--knee-max-interval-pct",
     )
-    target_interval_pct: float = 5.0
+    target_interval_pct: float = INTERVAL_TARGET_PCT
     saturated_waiting: float = flag(
         1.0,
         "mean waiting requests (server metrics) that, with the running count at its most, mean "
@@ -145,6 +145,12 @@ class KneeParams:
     def given(cls, ns: argparse.Namespace) -> dict[str, Any]:
         """``{field: value}`` of the flags the namespace holds (typed ones, with ``given_only``)."""
         return given_values(ns, cls, prefix=PREFIX)
+
+
+#: every threshold at its default: the one home of a default that a function taking one threshold
+#: alone (the fit's flat gain, the rate knee's tail ratio, the simulator's predicted knee, the
+#: intervals' target) falls back to
+DEFAULTS = KneeParams()
 
 
 def run_knee_params(run_info: Mapping[str, Any]) -> KneeParams:

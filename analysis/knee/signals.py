@@ -30,6 +30,7 @@ from analysis.knee.facts import (
     TailFact,
     TailSource,
 )
+from analysis.knee.red_line import crosses_red_line
 from analysis.model import Signal
 from analysis.numeric import num
 
@@ -240,7 +241,7 @@ def error_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal]:
     )
     red = Signal(
         "error_rate",
-        error_pct is not None and error_pct > p.red_line_error_pct,
+        crosses_red_line(requests=served, errors=errors, limit_pct=p.red_line_error_pct),
         error_pct,
         p.red_line_error_pct,
         fact=ErrorsFact("error_rate", success, errors, served, p.red_line_error_pct),

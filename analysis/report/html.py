@@ -111,6 +111,8 @@ class HtmlReport:
     warnings: tuple[str, ...] = ()
     slo: SloResult | None = None  # SLO verdicts and capacity, when SLOs were given
     cluster_html: str = ""  # links to the cluster files and the energy table (analysis.cluster)
+    #: the production watermark's shares of the base capacity used (``--watermark-low/-high``)
+    watermark_share: tuple[float, float] | None = None
     workload_html: str = ""  # prefix cache, conversations, classes (analysis.report.workload)
 
 
@@ -190,6 +192,14 @@ def _value(value: Any) -> str:
     return esc(fmt_text(value))
 
 
+def _watermark_hint(report: HtmlReport) -> str:
+    """``70–80 % of base capacity``, the shares the watermark was computed with."""
+    if report.watermark_share is None:
+        return "a share of base capacity"
+    low, high = report.watermark_share
+    return f"{low * 100:g}–{high * 100:g} % of base capacity"
+
+
 def _headline(report: HtmlReport) -> str:
     knee, recs = report.knee, report.recommendations
     cards = [
@@ -201,7 +211,7 @@ def _headline(report: HtmlReport) -> str:
     if recs is not None:
         for key, value in ((i.key, i.value) for i in recs.items):
             if "watermark" in key:
-                cards.append(("production watermark", value, "70–80 % of base capacity"))
+                cards.append(("production watermark", value, _watermark_hint(report)))
                 break
     html_cards = "".join(
         f'<div class="card"><span>{esc(title)}</span><b>'

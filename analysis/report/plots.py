@@ -12,6 +12,9 @@ of failing.
   the first step stage (X_1 × c / c_1), points coloured by verdict, knee marked;
 * :func:`timeline_figure` — per-request e2e latency, GPU memory/utilisation, KV-cache %, and
   running/waiting requests over time, each stage's warm-up and measured window shaded.
+
+The dotted line on the memory and KV-cache axes is the memory-pressure threshold the knee was
+judged with (``--knee-memory-pct``, from the knee's ``params``), drawn only where one is known.
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
+from analysis.advice.deploy import memory_pressure_pct
 from analysis.model import KneeResult
 from analysis.report.colours import VERDICT_COLOURS
-from loadknee_locust.contract import LEVEL_KINDS
+from analysis.stages.levels import level_rows
 
 PHASE_COLOURS = {
     "baseline": "#7b1fa2",
@@ -113,8 +117,7 @@ def note(ax: Axes, text: str, *, y: float = 0.5) -> None:
 
 
 def _steps(summary: pd.DataFrame) -> pd.DataFrame:
-    steps = summary[summary["kind"].isin(LEVEL_KINDS)] if "kind" in summary else summary
-    return steps.sort_values("target_users")
+    return level_rows(summary).sort_values("target_users")
 
 
 def _has(frame: pd.DataFrame, column: str) -> bool:
@@ -236,7 +239,7 @@ def latency_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> Fig
             right.plot(users, steps[column], color=colour, linestyle="--", marker="x", label=label)
         else:
             missing.append(label)
-    right.axhline(85, color="#9e9e9e", linewidth=0.8, linestyle=":")
+    _pressure_line(right, None if knee is None else memory_pressure_pct(knee))
     if missing:
         note(ax, "no data: " + ", ".join(missing), y=0.95)
     handles, labels = [], []
@@ -361,7 +364,13 @@ def _latency_panel(ax: Axes, requests: pd.DataFrame, t0: float) -> None:
     ax.legend(loc="upper left", fontsize=7, markerscale=2, ncols=5)
 
 
-def _gpu_panel(ax: Axes, gpu: pd.DataFrame | None, t0: float) -> None:
+def _pressure_line(ax: Axes, pct: float | None) -> None:
+    """The memory-pressure threshold as a dotted line (none when no threshold is known)."""
+    if pct is not None:
+        ax.axhline(pct, color="#9e9e9e", linewidth=0.8, linestyle=":")
+
+
+def _gpu_panel(ax: Axes, gpu: pd.DataFrame | None, t0: float, pressure: float | None) -> None:
     ax.set_ylabel("GPU (%)")
     ax.set_ylim(0, 105)
     if gpu is None or gpu.empty or not (_has(gpu, "memory_used_mib") or _has(gpu, "gpu_util_pct")):
@@ -391,11 +400,13 @@ def _gpu_panel(ax: Axes, gpu: pd.DataFrame | None, t0: float) -> None:
                 linestyle=":",
                 label="SM active %" + suffix,
             )
-    ax.axhline(85, color="#9e9e9e", linewidth=0.8, linestyle=":")
+    _pressure_line(ax, pressure)
     ax.legend(loc="upper left", fontsize=7, ncols=3)
 
 
-def _server_panels(ax_kv: Axes, ax_queue: Axes, server: pd.DataFrame | None, t0: float) -> None:
+def _server_panels(
+    ax_kv: Axes, ax_queue: Axes, server: pd.DataFrame | None, t0: float, pressure: float | None
+) -> None:
     ax_kv.set_ylabel("KV cache (%)")
     ax_kv.set_ylim(0, 105)
     ax_queue.set_ylabel("requests")
@@ -412,7 +423,7 @@ def _server_panels(ax_kv: Axes, ax_queue: Axes, server: pd.DataFrame | None, t0:
     x = by_time.index.to_numpy(dtype=float) - t0
     if by_time["kv"].notna().any():
         ax_kv.plot(x, by_time["kv"], color="#00838f", lw=1.2, label="KV cache usage %")
-        ax_kv.axhline(85, color="#9e9e9e", linewidth=0.8, linestyle=":")
+        _pressure_line(ax_kv, pressure)
         ax_kv.legend(loc="upper left", fontsize=7)
     else:
         note(ax_kv, "the server exports no KV-cache gauge")
@@ -435,8 +446,10 @@ def timeline_figure(
     requests: pd.DataFrame,
     gpu: pd.DataFrame | None = None,
     server: pd.DataFrame | None = None,
+    memory_pressure_pct: float | None = None,
 ) -> Figure:
-    """The run over time: latency, GPU, KV cache, queue; stage windows shaded (warm-up hatched).
+    """The run over time: latency, GPU, KV cache, queue; stage windows shaded (warm-up hatched);
+    ``memory_pressure_pct`` (the knee's threshold) marked on the GPU and KV-cache panels.
 
     ``server`` is the canonical server timeline
     (``analysis.inputs.server_metrics.canonical_timeline``): ``timestamp_unix_s``,
@@ -452,8 +465,8 @@ def timeline_figure(
     if not stages.empty:
         _shade_stages(axes, stages, t0)
     _latency_panel(axes[0], requests, t0)
-    _gpu_panel(axes[1], gpu, t0)
-    _server_panels(axes[2], axes[3], server, t0)
+    _gpu_panel(axes[1], gpu, t0, memory_pressure_pct)
+    _server_panels(axes[2], axes[3], server, t0, memory_pressure_pct)
     for ax in axes:
         ax.grid(True, alpha=0.3)
     axes[-1].set_xlabel("seconds since run start (shaded: measured window; hatched: warm-up)")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from analysis.advice.deploy import BOUND_WORDS, binding_stage, context_lines
 from analysis.advice.recommend import ENGINE_SECTIONS, flag_text
-from analysis.cluster.emit import listed
+from analysis.cluster.plan import listed
 from analysis.model import KneeResult, Signal, StageVerdict
 from analysis.numeric import (
     counted,

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from analysis.numeric import counted
 from analysis.report.plots import Margins, new_figure, note
 from analysis.slo.evaluate import SloResult
+from analysis.stages.levels import level_rows
 
 MET, BROKEN, UNJUDGED = "#2e7d32", "#c62828", "#424242"
 
@@ -37,7 +38,7 @@ def interactivity_figure(summary: pd.DataFrame, slo: SloResult | None = None) ->
     and refine levels; the baseline is the yardstick)."""
     fig = new_figure(9, 5.5, Margins(top=0.45 if slo is None else 0.65))  # the limits: 2nd line
     ax = fig.add_subplot()
-    steps = summary[summary["kind"].isin(("step", "refine"))].sort_values("target_users")
+    steps = level_rows(summary).sort_values("target_users")
     y, label = interactivity(steps)
     x = pd.to_numeric(steps["output_tok_s"], errors="coerce")
     ax.set_xlabel("total output tok/s (throughput)")

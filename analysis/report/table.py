@@ -228,20 +228,23 @@ def fit_columns(
 
     Drops the least important column (highest priority number, rightmost first) until the table
     fits; priority-0 columns are never dropped, so a very narrow width still gets the core set.
+    The cells are formatted once (dropping a column changes no other cell), not once per try:
+    the terminal's table drops about ten columns, and each try read the frame row by row again.
     """
-    kept = list(columns)
+    cells = _cells(frame, columns)
+    kept = list(range(len(columns)))  # positions in ``columns``
     dropped: list[Column] = []
     while True:
-        lines = _render(kept, _cells(frame, kept))
+        lines = _render([columns[i] for i in kept], [[row[i] for i in kept] for row in cells])
         if max(len(x) for x in lines) <= width:
             break
-        candidates = [c for c in kept if c.priority > 0]
+        candidates = [i for i in kept if columns[i].priority > 0]
         if not candidates:
             break
-        worst = max(candidates, key=lambda c: (c.priority, kept.index(c)))
+        worst = max(candidates, key=lambda i: (columns[i].priority, kept.index(i)))
         kept.remove(worst)
-        dropped.append(worst)
-    return kept, dropped
+        dropped.append(columns[worst])
+    return [columns[i] for i in kept], dropped
 
 
 def has_untrusted(frame: pd.DataFrame) -> bool:

@@ -2,15 +2,18 @@
 
 Files (:data:`REPORT_FILES`): ``record.csv``, ``record.md``, ``knee.json``,
 ``recommendations.yaml``, ``latency.png``, ``throughput.png``, ``timeline.png`` and the
-self-contained ``report.html`` that embeds the three PNGs; then the cluster files chosen with
-``--emit`` (:mod:`analysis.cluster.emit`), linked from the page. :func:`report_paths` names
-them before they are written, so the terminal can show the answer (and where the report will be)
-first. The texts shared with the terminal are in :mod:`analysis.report.texts`.
+self-contained ``report.html`` that embeds the PNGs; then the cluster files chosen with
+``--emit`` (:mod:`analysis.cluster.emit`), linked from the page. :func:`report_paths`
+(:mod:`analysis.report.paths`) names them before they are written, so the terminal can show the
+answer (and where the report will be) first. The PNGs are drawn by a
+:class:`~analysis.report.painter.Painter` (``loadknee analyze``'s: a child process) while the
+other files are written. The texts shared with the terminal are in :mod:`analysis.report.texts`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from analysis.cluster.emit import (
@@ -18,12 +21,18 @@ from analysis.cluster.emit import (
     LLMD_DIR,
     ClusterParams,
     html_section,
-    planned_files,
     write_cluster_files,
 )
 from analysis.pipeline import Analysis
 from analysis.report.html import HtmlReport, redact, render_html
 from analysis.report.knee_json import to_json
+from analysis.report.painter import Painter, PlotInputs
+from analysis.report.paths import (  # noqa: F401 (report_paths: its old import path)
+    REPORT_FILES,
+    cluster_params,
+    report_dir,
+    report_paths,
+)
 from analysis.report.table import format_csv, format_markdown, record_frame
 from analysis.report.texts import (  # noqa: F401 (collect_warnings: its old import path)
     collect_warnings,
@@ -34,18 +43,6 @@ from analysis.report.workload import workload_html, workload_sections
 from analysis.slo.classes import analyze_classes
 from analysis.stages.conversations import planned_turns, turn_lines
 from analysis.stages.prefix_cache import hit_miss_line, report_note
-
-REPORT_FILES: tuple[str, ...] = (
-    "record.csv",
-    "record.md",
-    "knee.json",
-    "recommendations.yaml",
-    "latency.png",
-    "throughput.png",
-    "timeline.png",
-    "interactivity.png",
-    "report.html",
-)
 
 
 def record_markdown(analysis: Analysis) -> str:
@@ -77,45 +74,28 @@ def drop_cluster_files(out: Path) -> None:
         report.unlink()
 
 
-def report_dir(analysis: Analysis, out_dir: str | Path | None = None) -> Path:
-    """The report folder: ``out_dir``, else the run directory's ``report/``."""
-    return Path(out_dir) if out_dir is not None else analysis.run.path / "report"
-
-
-def report_paths(
-    analysis: Analysis, out_dir: str | Path | None = None, cluster: ClusterParams | None = None
-) -> dict[str, Path]:
-    """File name → path of every file :func:`write_report` writes, known before it writes one:
-    ``loadknee analyze`` prints the answer, which says where the report is, before the files."""
-    out = report_dir(analysis, out_dir)
-    names = [
-        *(n for n in REPORT_FILES if n != "report.html"),
-        *planned_files(analysis, _cluster_params(analysis, cluster)),
-        "report.html",
-    ]
-    return {name: out / name for name in names}
-
-
-def _cluster_params(analysis: Analysis, cluster: ClusterParams | None) -> ClusterParams:
-    """The cluster files to write: none beside a "cannot tell" (they would read as an answer)."""
-    if analysis.standing.cannot_tell:
-        return ClusterParams(emit=())
-    return cluster or ClusterParams()
-
-
 def write_report(
     analysis: Analysis,
     out_dir: str | Path | None = None,
     *,
     progress: Callable[[str], None] | None = None,
     cluster: ClusterParams | None = None,
+    painter: Painter | None = None,
 ) -> dict[str, Path]:
     """Write all report files; returns file name → path. ``out_dir`` defaults to run/report.
 
-    ``cluster``: which cluster files to write beside them (default: all of them)."""
+    ``cluster``: which cluster files to write beside them (default: all of them). ``painter``:
+    what draws the PNGs (default: this process, before the other files); given one started
+    earlier (:meth:`Painter.start`), its child draws them while this writes the rest (sent the
+    plots here, unless the caller did already), and an error of the child's is raised here
+    (:class:`~analysis.report.painter.PaintError`)."""
     say = progress or (lambda _msg: None)
     out = report_dir(analysis, out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    say("drawing plots")
+    painter = painter or Painter()
+    if not painter.has_job:  # else the caller handed it the plots already (loadknee analyze)
+        painter.draw(PlotInputs.of(analysis), out)
     record = record_frame(analysis.summary, analysis.knee, analysis.slo, analysis.rate_stages)
     workload = workload_sections(analysis)
     texts = {
@@ -139,19 +119,10 @@ def write_report(
     for name, text in texts.items():
         paths[name] = out / name
         paths[name].write_text(text, encoding="utf-8")
-    say("drawing plots")
-    from analysis.report.figures import draw_pngs  # matplotlib: loaded only to draw
-
-    images = {}
-    for name, (title, png) in draw_pngs(analysis).items():
-        images[title] = png
-        paths[name] = out / name
-        paths[name].write_bytes(png)
     say("writing the cluster files")
     if analysis.standing.cannot_tell:  # no answer: no cluster file, not even an earlier one
         drop_cluster_files(out)
-    cluster_paths = write_cluster_files(analysis, out, _cluster_params(analysis, cluster))
-    paths.update(cluster_paths)
+    cluster_paths = write_cluster_files(analysis, out, cluster_params(analysis, cluster))
     page = HtmlReport(
         run_id=analysis.run_id,
         record=record,
@@ -160,12 +131,22 @@ def write_report(
         recommendations=analysis.recommendations,
         recommendations_yaml=analysis.recommendations_yaml,
         run_info=redact(analysis.run.run_info),
-        images=images,
+        images={},
         warnings=collect_warnings(analysis),
         slo=analysis.slo,
         cluster_html=html_section(analysis, cluster_paths),
+        watermark_share=(
+            analysis.recommend_params.watermark_low,
+            analysis.recommend_params.watermark_high,
+        ),
         workload_html=workload_html(workload),
     )
+    images = {}
+    for name, title in painter.result().items():  # the page embeds them: wait for them
+        paths[name] = out / name
+        images[title] = paths[name].read_bytes()
+    paths.update(cluster_paths)
+    page = replace(page, images=images)
     paths["report.html"] = out / "report.html"
     paths["report.html"].write_text(render_html(page), encoding="utf-8")
     return paths

@@ -19,7 +19,7 @@ import dataclasses
 import math
 
 from analysis import rules
-from analysis.advice.recommend import RecommendParams
+from analysis.advice.recommend import RecommendParams, watermark_band
 from analysis.model import DeployAnswer, KneeResult, Recommendation, Recommendations
 from analysis.slo.evaluate import SloResult
 
@@ -35,7 +35,7 @@ def _replace(items: list[Recommendation], item: Recommendation) -> None:
 def _per_replica(knee: KneeResult, p: RecommendParams) -> int | None:
     if knee.base_capacity is None:
         return None
-    return max(1, math.floor(knee.base_capacity * p.watermark_high))
+    return watermark_band(knee.base_capacity, p)[1]
 
 
 def with_slo(

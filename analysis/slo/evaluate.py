@@ -37,6 +37,7 @@ import pandas as pd
 from analysis.model import KneeResult
 from analysis.numeric import NA, counted, num, sig4
 from analysis.slo.targets import METRIC_COLUMNS, Slo, SloParams
+from analysis.stages.levels import level_rows
 
 Binding = Literal["latency", "throughput", "none"]
 
@@ -279,8 +280,7 @@ def evaluate_slos(
     if not params.given:
         return None
     red = {v.stage for v in knee.stages if v.verdict == "red_line"}
-    judged_kinds = summary["kind"].isin(("step", "refine"))  # the baseline is the yardstick
-    steps = summary[judged_kinds].sort_values(["target_users", "stage"])
+    steps = level_rows(summary).sort_values(["target_users", "stage"])  # baseline: the yardstick
     by_stage = dict(tuple(measured.groupby("stage"))) if measured is not None else {}
     stages = []
     for _, row in steps.iterrows():

@@ -17,8 +17,8 @@ from analysis import rules
 from analysis.inputs.load import Run
 from analysis.model import Baseline
 from analysis.numeric import num, sig4
+from analysis.stages.levels import level_rows
 from analysis.stages.summary import measured_requests
-from loadknee_locust.contract import LEVEL_KINDS
 
 #: default limit on P95 / median before the baseline is called noisy (method: Baseline spread)
 SPREAD_LIMIT = 1.5
@@ -31,7 +31,7 @@ def _pick_row(summary: pd.DataFrame) -> tuple[pd.Series | None, str]:
     base = served[served["kind"] == "baseline"]
     if len(base):
         return base.iloc[0], "baseline"
-    steps = served[served["kind"].isin(LEVEL_KINDS)].sort_values("stage")
+    steps = level_rows(served).sort_values("stage")
     if len(steps):
         return steps.iloc[0], "first_stage"
     return None, "none"

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.model import RowCoverage, RowFault, StageFault
-from loadknee_locust.contract import LEVEL_KINDS
+from analysis.stages.levels import level_mask
 
 #: writers flush whole rows at least once a second: a row can lag its request's end this much
 FLUSH_S = 1.0
@@ -93,12 +93,11 @@ def row_coverage(
     opens = np.where(np.isnan(opens), starts, opens)
     closes = _floats(stages, "measure_end_unix_s")
     numbers, users = _floats(stages, "stage"), _floats(stages, "target_users")
-    kinds = stages["kind"].tolist() if "kind" in stages else [None] * len(stages)
+    # without a kind column no stage is known to be a level, so none is checked
+    levels = level_mask(stages) if "kind" in stages else np.zeros(len(stages), dtype=bool)
     stops = stages["stop_reason"].tolist() if "stop_reason" in stages else [None] * len(stages)
     faults: list[StageFault] = []
-    for i, kind in enumerate(kinds):
-        if kind not in LEVEL_KINDS:
-            continue
+    for i in np.flatnonzero(levels).tolist():
         stage = int(numbers[i])
         w0, w1 = float(opens[i]), float(closes[i])
         window = None if np.isnan(w0) or np.isnan(w1) else w1 - w0

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.knee.params import DEFAULTS
 from loadknee_locust.sweep.confidence import (
     MIN_BATCHES,
     Interval,
@@ -55,11 +56,12 @@ INTERVAL_COLUMNS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class IntervalParams:
-    """How the intervals are computed (defaults: 10 windows, 95 %, ±5 % wanted)."""
+    """How the intervals are computed (defaults: 10 windows, 95 %, the knee's interval target
+    wanted: :attr:`~analysis.knee.params.KneeParams.target_interval_pct`, ±5 %)."""
 
     batches: int = 10
     level: float = 0.95
-    target_pct: float = 5.0
+    target_pct: float = DEFAULTS.target_interval_pct
     resamples: int = 400  # bootstrap draws per tail interval
     seed: int = 0
 

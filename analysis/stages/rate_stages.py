@@ -21,7 +21,8 @@ The **rate knee** (docs/method.md, "The rate knee") is the first stage, by rate,
 1. the served rate stops following the offered one: ``served_pct`` < ``follow_pct`` (90), or
 2. the backlog grows within the window: ``backlog_last`` > ``backlog_growth`` (1.5) ×
    ``backlog_first`` and by at least ``backlog_min`` (2) requests, or
-3. the tail leaves the baseline: ``tail_ratio`` > ``tail_ratio`` (2.0, the knee's own rule).
+3. the tail leaves the baseline: ``tail_ratio`` > ``tail_ratio`` (the knee's own rule and
+   setting, :attr:`analysis.knee.params.KneeParams.tail_ratio`, ``--knee-tail-ratio``: 2.0).
 
 The highest rate below the knee is ``max_rate_rps``, the sustainable rate; with SLOs, the
 highest rate below the knee whose stage meets them is ``slo_max_rate_rps``, the answer to "how
@@ -37,6 +38,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from analysis.knee.params import DEFAULTS, KneeParams
+from analysis.stages.levels import level_rows
 
 WAITED_MS = 5.0  # a send later than this past its planned time waited (not timer jitter)
 RATE_COLUMNS: tuple[str, ...] = (
@@ -59,12 +63,17 @@ RATE_COLUMNS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class RateParams:
-    """The rate knee's thresholds (module docstring)."""
+    """The rate knee's thresholds (module docstring); ``tail_ratio`` is the knee's."""
 
     follow_pct: float = 90.0
     backlog_growth: float = 1.5
     backlog_min: float = 2.0
-    tail_ratio: float = 2.0
+    tail_ratio: float = DEFAULTS.tail_ratio
+
+    @classmethod
+    def judged_with(cls, knee: KneeParams) -> RateParams:
+        """The rate knee's thresholds for a run whose knee is judged with ``knee``."""
+        return cls(tail_ratio=knee.tail_ratio)
 
 
 @dataclass(frozen=True)
@@ -147,7 +156,7 @@ def rate_table(
 ) -> pd.DataFrame:
     """One row per rate stage (:data:`RATE_COLUMNS`), its verdict from the knee rule."""
     p = params or RateParams()
-    steps = stages[stages["kind"] != "baseline"].sort_values("stage")
+    steps = level_rows(stages).sort_values("stage")
     served = summary.set_index("stage")["qps"] if len(summary) else pd.Series(dtype=float)
     rows: list[dict[str, Any]] = []
     by_stage = dict(tuple(requests.groupby("stage"))) if len(requests) else {}

@@ -21,7 +21,7 @@ import pandas as pd
 
 from analysis import rules
 from analysis.numeric import counted
-from analysis.stages.summary import level_rows
+from analysis.stages.levels import level_rows
 
 CUT_REASONS = frozenset({"interrupted", "stopped"})
 

@@ -38,7 +38,6 @@ from analysis.stages.row_classes import (
     class_names,
     run_classes,
 )
-from loadknee_locust.contract import LEVEL_KINDS
 
 #: a GPU sample at or below this utilisation counts as idle ("utilisation drops to 0")
 IDLE_UTIL_PCT = 5.0
@@ -47,11 +46,6 @@ IDLE_UTIL_PCT = 5.0
 CLASS_DTYPE = pd.CategoricalDtype(list(CLASSES))
 
 
-def level_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a stages or record table that are a concurrency level of the sweep (a grid
-    ``step`` or a ``refine`` between two; :data:`~loadknee_locust.contract.LEVEL_KINDS`): not
-    the baseline. A frame without a ``kind`` column is all levels."""
-    return frame[frame["kind"].isin(LEVEL_KINDS)] if "kind" in frame else frame
 
 
 def classify_outcomes(requests: pd.DataFrame) -> pd.Series:

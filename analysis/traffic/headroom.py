@@ -27,7 +27,7 @@ import pandas as pd
 
 from analysis.numeric import cell
 from analysis.pipeline import Analysis
-from analysis.stages.summary import level_rows
+from analysis.stages.levels import level_rows
 from analysis.traffic.shape import LatencyModel, TrafficShape
 
 CapacityKind = Literal["knee", "slo", "tested"]

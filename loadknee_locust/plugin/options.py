@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from loadknee_locust.arrivals.plan import ArrivalProcess
-from loadknee_locust.contract import RED_LINE_ERROR_PCT
+from loadknee_locust.contract import INTERVAL_TARGET_PCT, RED_LINE_ERROR_PCT
 from loadknee_locust.prompts.logentry import LogFormat
 from loadknee_locust.prompts.model import Endpoint
 
@@ -262,7 +262,7 @@ class LlmOptions:
         group="shape",
     )
     stage_precision_pct: float = opt(
-        5.0,
+        INTERVAL_TARGET_PCT,
         "With a stage length of 'auto': hold each level until its output throughput's 95 %% "
         "interval is within +/- this %% (default %(default)s).",
         group="shape",

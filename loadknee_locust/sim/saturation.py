@@ -39,7 +39,8 @@ estimate as above.
 Beyond ``c*`` extra clients only queue: throughput stays at ``X(min(c, batch limit))`` while the
 tail latency grows with the queue. **Predicted knee stage** (:func:`predicted_knee_level`): the
 analysis's own flattening rule applied to this curve — the first tested level whose added users
-each bring less than 0.15 of one lone user's rate. It is the first level beyond ``c*`` only when
+each bring less than ``flat_gain_ratio`` (the analysis's default, 0.15) of one lone user's rate.
+It is the first level beyond ``c*`` only when
 the level before it already reaches ``c*``: with ``c* = 44`` and levels 32, 48, 64 the step to 48
 still gains 0.20 per user (the model; 0.21 measured), so the knee is 64, not 48.
 """
@@ -49,12 +50,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from analysis.knee.params import DEFAULTS  # stdlib only: the analysis's own default
 from loadknee_locust.sim.params import SimParams
 
 FLAT_FRACTION = 0.1
-#: the analysis's default "throughput flat" threshold
-#: (``analysis.knee.find.KneeParams.flat_gain_ratio``)
-FLAT_GAIN_RATIO = 0.15
 
 
 def _per_seq_ms(
@@ -157,7 +156,7 @@ def predicted_knee_level(
     input_tokens: int,
     output_tokens: int,
     *,
-    flat_gain_ratio: float = FLAT_GAIN_RATIO,
+    flat_gain_ratio: float = DEFAULTS.flat_gain_ratio,
     cached_tokens: int = 0,
 ) -> float | None:
     """The first tested level at which each added user brings less than ``flat_gain_ratio`` of

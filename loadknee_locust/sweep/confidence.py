@@ -284,7 +284,7 @@ def tail_interval(
     )
 
 
-def seconds_needed(interval: Interval, window_s: float, *, target_pct: float = 5.0) -> float:
+def seconds_needed(interval: Interval, window_s: float, *, target_pct: float) -> float:
     """Window length at which ``interval``'s half-width would reach ``target_pct`` (1/√T)."""
     if interval.half_width_pct <= target_pct:
         return window_s

@@ -68,7 +68,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from loadknee_locust.contract import RED_LINE_ERROR_PCT, Phase, StageKind, StopReason
+from analysis.knee.red_line import crosses_red_line  # stdlib only: the analysis's red line
+from loadknee_locust.contract import (
+    INTERVAL_TARGET_PCT,
+    RED_LINE_ERROR_PCT,
+    Phase,
+    StageKind,
+    StopReason,
+)
 from loadknee_locust.sweep.confidence import throughput_interval
 from loadknee_locust.sweep.refine import LiveVerdict, next_step
 
@@ -156,7 +163,7 @@ class SchedulePlan:
     stop_after_knee: int = -1  # stop once this many levels lie above the knee (< 0: never)
     judge_delay_s: float = 0.0  # wait after the window closes before judging (worker rows)
     auto: Literal["off", "seconds", "requests"] = "off"  # stage length "auto" (rule 6)
-    precision_pct: float = 5.0  # auto: the throughput interval's half-width target
+    precision_pct: float = INTERVAL_TARGET_PCT  # auto: the throughput interval's half-width target
     min_measure_s: float = 10.0  # auto: the shortest measured window
     max_measure_s: float = 300.0  # auto: the longest measured window
     min_requests_per_user: int = MIN_REQUESTS_PER_USER  # counted windows (rule 7)
@@ -703,9 +710,10 @@ class RedLine:
         return self.error_pct < 100 or self.p95_ms > 0
 
     def crossed(self, *, requests: int, errors: int, p95_ms: float | None) -> bool:
-        """True when the error share or the P95 e2e latency passed its threshold."""
+        """True when the error share or the P95 e2e latency passed its threshold; the error
+        share by :func:`analysis.knee.red_line.crosses_red_line`, the analysis's own rule."""
         if requests <= 0:
             return False
-        if self.error_pct < 100 and 100.0 * errors / requests > self.error_pct:
+        if crosses_red_line(requests=requests, errors=errors, limit_pct=self.error_pct):
             return True
         return self.p95_ms > 0 and p95_ms is not None and p95_ms > self.p95_ms

@@ -6,7 +6,9 @@ test runs and ``analysis`` uses it to read the ``labels`` column of ``server_met
 Why ``prometheus_client.parser`` rather than a regex: escaping in label values, ``NaN``/``+Inf``,
 ``# TYPE``/``# HELP`` lines and exemplars are all handled by the reference parser, and a body
 that is not Prometheus text (an HTML error page, JSON) raises ``ValueError`` instead of yielding
-nonsense rows.
+nonsense rows. It is imported where a body is parsed, not with this module: with
+``prometheus_client`` come ``http.server``, ``ssl`` and ``email``, and ``analysis`` (which
+only reads label sets back) would pay that import before every answer.
 """
 
 from __future__ import annotations
@@ -14,8 +16,6 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-
-from prometheus_client.parser import text_fd_to_metric_families
 
 from loadknee_locust.redaction import strip_credentials
 
@@ -49,6 +49,8 @@ def parse_text(text: str) -> Parsed:
 def parse_lines(lines: Iterable[str]) -> Parsed:
     """:func:`parse_text` of a body given as its lines (each with its ``\\n``), read lazily:
     the scrape process hands them over at its own pace."""
+    from prometheus_client.parser import text_fd_to_metric_families  # see the module's docstring
+
     samples: list[Sample] = []
     try:
         for family in text_fd_to_metric_families(lines):  # type: ignore[arg-type]  # iterates only

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from analysis.advice.deploy import memory_pressure_pct
 from analysis.report.plots import (
     latency_figure,
     png_bytes,
@@ -65,10 +66,13 @@ def test_latency_figure_without_telemetry_notes_it() -> None:
     summary["kv_cache_peak_pct"] = math.nan
     summary["ttft_p50_ms"] = math.nan
     summary["ttft_p95_ms"] = math.nan
-    fig = latency_figure(summary, None)
+    knee = seed002_knee()
+    fig = latency_figure(summary, knee)
     _, ttft, right = fig.axes
-    assert right.get_lines()[0].get_linestyle() == ":"  # only the 85 % guide is left
-    assert len(right.get_lines()) == 1
+    assert len(right.get_lines()) == 1  # only the memory-pressure guide is left
+    guide = right.get_lines()[0]
+    assert guide.get_linestyle() == ":"
+    assert list(guide.get_ydata()) == [memory_pressure_pct(knee)] * 2
     assert not any(label.startswith("TTFT") for label in _labels(ttft))
     text = _texts(fig)
     assert "GPU memory peak %" in text and "no TTFT" in text

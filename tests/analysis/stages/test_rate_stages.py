@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.knee.params import KneeParams
+from analysis.pipeline import analyze_run
 from analysis.stages.rate_stages import (
     RateParams,
     analyze_rates,
@@ -16,6 +19,7 @@ from analysis.stages.rate_stages import (
     rate_signals,
     rate_table,
 )
+from tests.support.knee_rundir import request_row, stage_row, write_run
 
 WINDOW = (100.0, 110.0)  # each stage's measured window, 10 s
 
@@ -146,3 +150,37 @@ def test_closed_loop_runs_have_no_rate_table() -> None:
     summary = pd.DataFrame({"stage": [0], "qps": [1.0]})
     info = {"parameters": {"llm_rates": ""}}
     assert analyze_rates(summary, rows, _stages(1), info, baseline_e2e_p95_ms=1.0) is None
+
+
+def test_the_tail_rule_is_the_knees() -> None:
+    """The rate knee's tail ratio is the knee's setting: its default and a value given."""
+    row = {"served_pct": 100.0, "tail_ratio": 2.5}
+    assert RateParams().tail_ratio == KneeParams().tail_ratio
+    assert rate_signals(row, RateParams.judged_with(KneeParams())) != []
+    assert rate_signals(row, RateParams.judged_with(KneeParams(tail_ratio=3.0))) == []
+
+
+def _rate_run(run_dir: Path) -> Path:
+    """A baseline, then two open-loop rates: 2/s at the baseline's tail, 4/s at 2.5 × it."""
+    stages, rows, t, n = [], [], 1_000.0, 0
+    plan = [("baseline", None, 400.0), ("step", 2.0, 400.0), ("step", 4.0, 1000.0)]
+    for stage, (kind, rate, e2e) in enumerate(plan):
+        users = 1 if rate is None else int(rate)
+        stages.append(stage_row(stage, users, t, kind=kind, warmup_s=1.0, measure_s=20.0))
+        s = t
+        while s < t + 21.0:
+            phase = "warmup" if s < t + 1.0 else "baseline" if kind == "baseline" else "measure"
+            sent = {} if rate is None else {"intended_unix_s": s, "e2e_intended_ms": e2e}
+            rows.append(request_row(n, stage, s, e2e, phase=phase, ttft_ms=20.0, **sent))
+            n, s = n + 1, s + (e2e / 1000.0 if rate is None else 1.0 / rate)
+        t += 23.0
+    info = {"run_id": "rates", "parameters": {"llm_rates": "2,4"}}
+    return write_run(run_dir, stages=stages, requests=rows, run_info=info)
+
+
+def test_the_rate_knee_follows_the_knee_tail_ratio_flag(tmp_path: Path) -> None:
+    run_dir = _rate_run(tmp_path / "run")
+    default = analyze_run(run_dir).rate_knee
+    assert default is not None and default.knee_rate_rps == 4.0  # 2.5 × the baseline's tail
+    typed = analyze_run(run_dir, knee_overrides={"tail_ratio": 3.0}).rate_knee
+    assert typed is not None and typed.knee_stage is None and typed.max_rate_rps == 4.0

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 
 import pytest
 
+from analysis.knee.params import KneeParams
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.probe import closed_loop
 from loadknee_locust.sim.saturation import (
-    FLAT_GAIN_RATIO,
     compute_limit,
     expected_throughput,
     kv_limit,
@@ -84,9 +85,12 @@ def test_predicted_knee_level(params, io, levels, knee) -> None:
 
 
 def test_the_flat_threshold_is_the_analysis_default() -> None:
-    from analysis.knee.find import KneeParams
-
-    assert KneeParams().flat_gain_ratio == FLAT_GAIN_RATIO
+    """The prediction's default is the analysis's own, and the setting is honoured."""
+    default = inspect.signature(predicted_knee_level).parameters["flat_gain_ratio"].default
+    assert default == KneeParams().flat_gain_ratio
+    p, levels = preset("fast"), (1, 2, 4, 8, 16, 24, 32, 48, 64)
+    strict = predicted_knee_level(p, levels, 128, 64, flat_gain_ratio=0.9)
+    assert strict is not None and strict < (predicted_knee_level(p, levels, 128, 64) or math.inf)
 
 
 def test_oom_concurrency() -> None:
