@@ -46,8 +46,6 @@ IDLE_UTIL_PCT = 5.0
 CLASS_DTYPE = pd.CategoricalDtype(list(CLASSES))
 
 
-
-
 def classify_outcomes(requests: pd.DataFrame) -> pd.Series:
     """``ok`` / ``length_mismatch`` / ``error`` / ``cancelled`` per row (a length_ok of 0 is a
     mismatch; :mod:`analysis.stages.row_classes`). ``cancelled`` rows (the load generator
