@@ -62,7 +62,7 @@ def _sweep(mode: str, out: Path) -> tuple[Path, list[dict[str, str]], list[dict]
     """One fault mode's sweep: its run directory, its rows, and the server's records of them."""
     with SimProcess.start("fast", fault=mode, fault_share=0.25, fault_stall_s=3.0,
                           fault_above_in_flight=2) as sim:  # fmt: skip
-        cmd = [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
+        cmd = [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
                "--levels", "2,4", "--stage-seconds", "3", "--no-refine",
                "--warmup-seconds", "0.5", "--cooldown-seconds", "0.5",
                "--baseline-requests", "0", "--output-tokens", "16", "--out", str(out),

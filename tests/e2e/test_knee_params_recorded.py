@@ -107,7 +107,7 @@ def test_a_knee_flag_given_to_run_changes_the_live_decision_and_is_recorded(
              "--client-cpu-limit", "1000", "--knee-resume-pct", "1000"]  # fmt: skip
     with SimProcess.start("fast", max_num_seqs=64) as sim:
         done = subprocess.run(
-            [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
+            [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
              "--levels", "2,4,8,16", "--stage-seconds", "2.5", "--warmup-seconds", "0.5",
              "--cooldown-seconds", "0.5", "--baseline-requests", "3", "--output-tokens", "16",
              "--out", str(tmp_path), *flags],

@@ -58,7 +58,8 @@ def sweep(case: int | str, metrics: bool, out: Path) -> tuple[str, Path]:
         "kv-bound" if case == "kv" else "fast", metrics=metrics, **overrides
     ) as sim:
         run = subprocess.run(
-            [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, *SHORT,
+            [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze",
+             "--host", sim.url, *SHORT,
              "--out", str(out), "--run-id", name],
             capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip
