@@ -28,6 +28,7 @@ from analysis.inputs.load import RunDirError
 from analysis.knee.find import KneeParams
 from analysis.pipeline import Analysis, analyze_run
 from analysis.report.knee_json import to_json
+from analysis.report.knee_summary import override_note
 from analysis.report.screen import WIDTH, explain_text, screen_text
 from analysis.report.standing import cannot_tell_text
 from analysis.report.writer import report_paths, write_report
@@ -172,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    if analysis.knee_params_note is not None:  # the run was judged otherwise while it ran
-        print(f"loadknee analyze: {analysis.knee_params_note}", file=sys.stderr)
+    if note := override_note(analysis.knee_overrides):  # the run was judged otherwise while it ran
+        print(f"loadknee analyze: {note}", file=sys.stderr)
     # the answer first, then the files: drawing the plots and the page takes longer than the
     # analysis itself, and the answer needs only where the report will be
     paths = report_paths(analysis, ns.out, cluster)

@@ -34,6 +34,7 @@ from analysis import rules
 from analysis.knee.params import KneeParams
 from analysis.model import DeployAnswer, DeployBound, KneeResult, StageVerdict
 from analysis.numeric import counted
+from analysis.report.stage_reasons import reasons_text
 
 #: bound → the words used in "bound by ..."; order breaks ties at one stage
 BOUND_WORDS: dict[DeployBound, str] = {
@@ -90,7 +91,7 @@ def _why(bound: str, verdict: StageVerdict) -> str:
         return sig[name].text
     if bound == "knee":
         return _knee_why({name for name, s in sig.items() if s.fired})
-    return "; ".join(verdict.reasons[:1])
+    return "; ".join(reasons_text(verdict)[:1])
 
 
 def _knee_why(fired: set[str]) -> str:
