@@ -205,7 +205,7 @@ class KneeOverride:
 
 def overrides(recorded: KneeParams, used: KneeParams) -> tuple[KneeOverride, ...]:
     """The thresholds ``used`` that differ from the run's ``recorded`` ones, in field order
-    (worded by :func:`analysis.report.texts.override_note`)."""
+    (worded by :func:`analysis.report.knee_summary.override_note`)."""
     spelled = {s.name: s.spelling for s in flag_specs(KneeParams, prefix=PREFIX)}
     return tuple(
         KneeOverride(spelled.get(f.name, f.name), getattr(used, f.name), getattr(recorded, f.name))
