@@ -156,9 +156,9 @@ class Baseline:
 class Signal:
     """One rule evaluated on one stage: whether it fired, and the numbers behind it.
 
-    ``fact`` (:mod:`analysis.knee.facts`) is what the rule measured; :attr:`text` is that in words,
-    written by :mod:`analysis.report.knee_words`. ``said`` holds the words of a signal that has no
-    fact (one read from a schema-1 knee.json, or made by hand)."""
+    ``fact`` (:mod:`analysis.knee.facts`) is what the rule measured; its words are written by
+    :func:`analysis.report.knee_words.signal_text`. ``said`` holds the words of a signal that has
+    no fact (one read from a schema-1 knee.json, or made by hand)."""
 
     name: str  # throughput_flattening | tail_departure | memory_pressure | errors | sla | ...
     fired: bool
@@ -166,13 +166,6 @@ class Signal:
     threshold: float | None
     said: str = ""
     fact: SignalFact | None = None
-
-    @property
-    def text(self) -> str:
-        """The signal in words, e.g. "P95 e2e 812 ms is 3.1× the baseline's 262 ms (...)"."""
-        from analysis.report.knee_words import signal_text  # the one layer that words facts
-
-        return signal_text(self)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from analysis.model import (
 from analysis.numeric import counted, is_missing
 from analysis.report.colours import VERDICT_COLOURS
 from analysis.report.knee_summary import summary_words
+from analysis.report.knee_words import signal_text
 from analysis.report.stage_reasons import reasons_text
 from analysis.report.table import fmt_magnitude, fmt_text, record_columns
 from analysis.slo.evaluate import SloResult
@@ -276,7 +277,7 @@ def _reasons(knee: KneeResult | None) -> str:
                     else '<span class="quiet">no</span>',
                     fmt_magnitude(s.value),
                     fmt_magnitude(s.threshold),
-                    esc(s.text),
+                    esc(signal_text(s)),
                 )
                 for s in sv.signals
             ),

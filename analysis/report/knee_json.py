@@ -49,6 +49,7 @@ from analysis.model import (
     Standing,
 )
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
+from analysis.report.knee_words import signal_text
 from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import SloResult
 
@@ -65,7 +66,7 @@ def jsonable(value: Any) -> Any:
             "fired": value.fired,
             "value": jsonable(value.value),
             "threshold": jsonable(value.threshold),
-            "text": value.text,
+            "text": signal_text(value),
             "fact": jsonable(value.fact),
         }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

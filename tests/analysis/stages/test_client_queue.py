@@ -10,7 +10,13 @@ import pandas as pd
 import pytest
 
 from analysis.knee.client_signals import starved
-from analysis.knee.facts import ClientQueueFact, GaugeCheckFact, KneeSummaryFact, ServerQueueFact
+from analysis.knee.facts import (
+    ClientQueueFact,
+    GaugeCheckFact,
+    InFlightFact,
+    KneeSummaryFact,
+    ServerQueueFact,
+)
 from analysis.knee.find import KneeParams, find_knee
 from analysis.knee.fit import fit_knee, whole
 from analysis.model import Signal
@@ -73,7 +79,9 @@ def test_a_client_that_leaves_gaps_is_flagged_as_starved():
     assert q is not None and q.in_flight < 0.9 * 8
     row = pd.Series({"client_in_flight": q.in_flight, "target_users": 8, "batch_size": 1})
     signal = starved(row)
-    assert signal.fired and "client-starved" in signal.text
+    fact = signal.fact  # fewer in flight than the users would keep: the client starved
+    assert signal.fired and isinstance(fact, InFlightFact) and fact.kind == "in_flight"
+    assert fact.share < fact.threshold_share and fact.in_flight == q.in_flight
     fine = stage_queue(closed_loop(8, 16), 5.0, 25.0, T1_MS)
     assert fine is not None
     assert not starved(row.copy().replace({q.in_flight: fine.in_flight})).fired
