@@ -22,7 +22,9 @@ Layout (``schema`` 2)::
                                                # tell" (analysis.advice.standing)
 
 Schema 1 is the same without the signals' ``fact``; it is still read (its signals keep their
-words).
+words). A stage's ``reasons`` and the knee's ``summary``, ``confidence`` and ``capacity_text`` are
+records in memory (:data:`analysis.model.Reason`, the summary, confidence and fit facts); the file
+keeps them in words, written here by the report layer, and reads them back as those words.
 """
 
 from __future__ import annotations
