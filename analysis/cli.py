@@ -31,6 +31,7 @@ from analysis.inputs.load import RunDirError
 from analysis.knee.find import KneeParams
 from analysis.pipeline import Analysis, analyze_run
 from analysis.report.knee_json import to_json
+from analysis.report.knee_summary import override_note
 from analysis.report.painter import Painter, PlotInputs
 from analysis.report.paths import report_dir, report_paths
 from analysis.report.screen import WIDTH, explain_text, screen_text
@@ -188,8 +189,8 @@ def answer_and_report(
     progress: Callable[[str], None],
 ) -> int:
     """Print the answer, then write the report (its PNGs drawn by ``painter``); the exit code."""
-    if analysis.knee_params_note is not None:  # the run was judged otherwise while it ran
-        print(f"loadknee analyze: {analysis.knee_params_note}", file=sys.stderr)
+    if note := override_note(analysis.knee_overrides):  # the run was judged otherwise while it ran
+        print(f"loadknee analyze: {note}", file=sys.stderr)
     # the answer first, then the files: drawing the plots and the page takes longer than the
     # analysis itself, and the answer needs only where the report will be
     paths = report_paths(analysis, ns.out, cluster)

@@ -12,10 +12,21 @@ in :data:`SUMMARY_COLUMNS`, each with its unit in the name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
-    from analysis.knee.facts import SignalFact
+    from analysis.diagnosis.failure_mix import FailureMix
+    from analysis.knee.facts import (
+        ClientBoundFact,
+        ConfidenceFact,
+        GaugeCheckFact,
+        KneeSummaryFact,
+        NoSignalFact,
+        SignalFact,
+    )
+    from analysis.knee.fit import KneeFit
+    from analysis.stages.data_check import RowsFact
+
 
 Verdict = Literal["comfortable", "critical", "knee", "red_line", "insufficient_data"]
 VERDICTS: tuple[str, ...] = ("comfortable", "critical", "knee", "red_line", "insufficient_data")
@@ -145,9 +156,9 @@ class Baseline:
 class Signal:
     """One rule evaluated on one stage: whether it fired, and the numbers behind it.
 
-    ``fact`` (:mod:`analysis.knee.facts`) is what the rule measured; :attr:`text` is that in words,
-    written by :mod:`analysis.report.knee_words`. ``said`` holds the words of a signal that has no
-    fact (one read from a schema-1 knee.json, or made by hand)."""
+    ``fact`` (:mod:`analysis.knee.facts`) is what the rule measured; its words are written by
+    :func:`analysis.report.knee_words.signal_text`. ``said`` holds the words of a signal that has
+    no fact (one read from a schema-1 knee.json, or made by hand)."""
 
     name: str  # throughput_flattening | tail_departure | memory_pressure | errors | sla | ...
     fired: bool
@@ -156,20 +167,13 @@ class Signal:
     said: str = ""
     fact: SignalFact | None = None
 
-    @property
-    def text(self) -> str:
-        """The signal in words, e.g. "P95 e2e 812 ms is 3.1× the baseline's 262 ms (...)"."""
-        from analysis.report.knee_words import signal_text  # the one layer that words facts
-
-        return signal_text(self)
-
 
 @dataclass(frozen=True)
 class StageVerdict:
     stage: int
     target_users: int
     verdict: Verdict
-    reasons: tuple[str, ...]  # the rules that fired, in words with the numbers
+    reasons: tuple[Reason, ...]  # the rules that fired, as records (their words: report layer)
     signals: tuple[Signal, ...]
     trusted: bool = True  # False when the load generator was the limit (client-bound)
     bottleneck: Bottleneck = "none"
@@ -189,15 +193,17 @@ class KneeResult:
     red_line_users: int | None
     max_concurrency: int | None  # users of the stage before the knee
     base_capacity: int | None  # highest stage with tail in SLA, memory <= 85 %, 100 % success
-    summary: str  # one or two sentences: where the knee is and why, or "no knee within ..."
+    #: what the summary says (worded by analysis.report.knee_summary); a str: its words as read
+    #: back from knee.json
+    summary: KneeSummaryFact | str
     params: dict[str, Any] = field(default_factory=dict)  # thresholds used, for the report
     server_slots: int | None = None  # running maximum while requests waited (server metrics)
     confidence_pct: float | None = None  # share of resamples giving the same max_concurrency
-    confidence: str = ""  # the same in words, with the number of resamples
+    confidence: ConfidenceFact | str = ""  # the same as a fact ("": not resampled; str: read back)
     capacity: float | None = None  # breakpoint of the rise-then-plateau fit (analysis.knee.fit)
     capacity_low: float | None = None  # its 90 % interval (5th-95th percentile of resamples)
     capacity_high: float | None = None
-    capacity_text: str = ""  # the fit in words ("capacity 8 users, 90 % interval 7-8")
+    capacity_text: KneeFit | str = ""  # the fit over all stages ("": none; str: read back)
     client_slots: int | None = None  # requests run at once while some waited, client-estimated
 
     @property
@@ -223,6 +229,16 @@ class StageFault:
     kind: RowFault
     rows: int  # measured rows recorded for it
     window_s: float | None  # its measured window per stages.csv (None: not recorded)
+
+
+@dataclass(frozen=True)
+class FaultReason:
+    """Why a stage whose rows disagree with stages.csv was not judged (its reason): the fault,
+    where requests.csv's rows end and where the stage's measured window opened (unix s)."""
+
+    fault: StageFault
+    rows_end_unix_s: float | None
+    opened_unix_s: float | None
 
 
 @dataclass(frozen=True)
@@ -296,3 +312,21 @@ class Recommendations:
             if item.key == key:
                 return item.value
         return None
+
+
+if TYPE_CHECKING:
+    #: one reason of a stage's verdict, as judged: a signal that fired (or an undecided tail), the
+    #: stage's rows, the client's caveat, the gauges' disagreement, "no signal", why the stage's
+    #: rows could not be judged, the stage's failures (:mod:`analysis.diagnosis.failure_mix`); a
+    #: ``str`` is words already written (read back from knee.json). Worded by
+    #: :mod:`analysis.report.stage_reasons`.
+    Reason: TypeAlias = (
+        Signal
+        | RowsFact
+        | ClientBoundFact
+        | GaugeCheckFact
+        | NoSignalFact
+        | FaultReason
+        | FailureMix
+        | str
+    )

@@ -25,16 +25,17 @@ from analysis.inputs.nvsmi import read_nvidia_smi_csv
 from analysis.inputs.server_metrics import canonical_timeline
 from analysis.knee.confidence import knee_confidence
 from analysis.knee.find import find_knee, resolve_tail_metric
-from analysis.knee.params import KneeParams, override_note, run_knee_params
+from analysis.knee.params import KneeOverride, KneeParams, overrides, run_knee_params
 from analysis.model import (
     Baseline,
+    FaultReason,
     KneeResult,
     Recommendations,
     RowCoverage,
     StageVerdict,
     Standing,
 )
-from analysis.report.standing import fault_reason, knee_summary, with_yaml_note
+from analysis.report.standing import with_yaml_note
 from analysis.slo.advice import with_slo
 from analysis.slo.evaluate import SloResult, evaluate_slos
 from analysis.slo.targets import METRIC_COLUMNS, SloParams, run_slo_params
@@ -86,7 +87,7 @@ class Analysis:
     #: the margins the settings were given with (the watermark's shares, ...)
     recommend_params: RecommendParams = field(default_factory=RecommendParams)
     #: the thresholds given on the command line that differ from the run's recorded ones
-    knee_params_note: str | None = None
+    knee_overrides: tuple[KneeOverride, ...] = ()
     #: what the answer stands on: whole, the judged stages only, or "cannot tell" (exit 3)
     standing: Standing = field(default_factory=Standing)
 
@@ -115,20 +116,33 @@ def with_unjudged(knee: KneeResult, coverage: RowCoverage, stages: pd.DataFrame)
             strict=True,
         )
     )
+    end = coverage.rows_end_unix_s
     added = [
         StageVerdict(
             stage=f.stage,
             target_users=f.target_users,
             verdict="insufficient_data",
-            reasons=(fault_reason(f, coverage, opens),),
+            reasons=(FaultReason(f, end, opens.get(f.stage)),),
             signals=(),
         )
         for f in coverage.faults
     ]
     verdicts = sorted((*knee.stages, *added), key=lambda v: (v.target_users, v.stage))
-    judged = any(v.verdict != "insufficient_data" for v in verdicts)
-    text = knee_summary(knee.summary, coverage, verdicts[0].reasons[0], judged)
-    return replace(knee, stages=tuple(verdicts), summary=text)
+    summary = knee.summary
+    if isinstance(summary, str):
+        pass  # words already written (never from find_knee)
+    elif any(v.verdict != "insufficient_data" for v in verdicts):  # the summary names them
+        summary = replace(
+            summary, missing_rows_users=tuple(sorted(f.target_users for f in coverage.faults))
+        )
+    else:  # no stage judged: the summary gives the lowest stage's reason
+        summary = replace(
+            summary,
+            stages=len(verdicts),
+            lacking_users=tuple(v.target_users for v in verdicts),
+            first_lacking=verdicts[0].reasons[0] if verdicts[0].reasons else None,
+        )
+    return replace(knee, stages=tuple(verdicts), summary=summary)
 
 
 def analyze_run(
@@ -148,7 +162,7 @@ def analyze_run(
     carry none; default: this machine's zone; see :mod:`analysis.inputs.nvsmi`).
     The knee's thresholds: ``knee_params`` when given, else the ones the run recorded
     (:func:`~analysis.knee.params.run_knee_params`) with ``knee_overrides`` (``{field: value}``,
-    the flags typed) on top; ``Analysis.knee_params_note`` names the overrides that differ.
+    the flags typed) on top; ``Analysis.knee_overrides`` are the overrides that differ.
     """
     say = progress or (lambda _msg: None)
     say(f"reading {run_dir}")
@@ -221,6 +235,6 @@ def analyze_run(
         rate_knee=None if rated is None else rated[1],
         knee_params=chosen,
         recommend_params=recommend_params or RecommendParams(),
-        knee_params_note=None if knee_params else override_note(recorded, chosen),
+        knee_overrides=() if knee_params else overrides(recorded, chosen),
         standing=standing,
     )

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.pipeline import Analysis, analyze_run
+from analysis.report.knee_summary import summary_words
 from loadknee_locust import contract
 
 LEVELS = (1, 2, 4, 8, 16, 24, 32, 48, 64)
@@ -186,7 +187,7 @@ def main() -> None:
             f"{'analysis peak (tracemalloc)':<64} {peak / 2**20:7.0f} MiB  = "
             f"{peak / frame_bytes:.2f}× the frame"
         )
-    print(f"knee: {analysis.knee.summary}")
+    print(f"knee: {summary_words(analysis.knee)}")
     print(slowest_step(steps, total))
 
 

@@ -20,7 +20,7 @@ full grid 70.9 s / 10 stages, default 56.3 s / 9 stages, both max_concurrency 8:
 importing pandas and resampling the knee 200 times (1.5-2.5 s), first asked after the cooldown:
 every adaptive stage waited 2.5-3.5 s beyond its cooldown.
 
-With one judge child per sweep (``analysis.knee.live_judge``: pandas loaded once, no resampling),
+With one judge child per sweep (``analysis.live.judge``: pandas loaded once, no resampling),
 asked when the stage closes (0.5 s beyond the cooldown, the shape's 1 s tick), in one run:
 
     slots truth  full grid: s / stages / answer   default: s / stages / answer   ratio

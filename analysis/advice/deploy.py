@@ -34,6 +34,8 @@ from analysis import rules
 from analysis.knee.params import KneeParams
 from analysis.model import DeployAnswer, DeployBound, KneeResult, StageVerdict
 from analysis.numeric import counted
+from analysis.report.knee_words import signal_text
+from analysis.report.stage_reasons import reasons_text
 
 #: bound → the words used in "bound by ..."; order breaks ties at one stage
 BOUND_WORDS: dict[DeployBound, str] = {
@@ -80,17 +82,19 @@ def _tail_note(previous: StageVerdict, users: int) -> str:
     if previous.target_users != users or not _tail_departed(previous):
         return ""
     tail = next(s for s in previous.signals if s.name == "tail_departure")
-    return f"; note: at {counted(users, 'user')} the tail has already departed ({tail.text})"
+    return (
+        f"; note: at {counted(users, 'user')} the tail has already departed ({signal_text(tail)})"
+    )
 
 
 def _why(bound: str, verdict: StageVerdict) -> str:
     sig = {s.name: s for s in verdict.signals}
     if bound in ("sla", "memory") or (bound == "errors" and "errors" in sig):
         name = {"sla": "sla", "memory": "memory_pressure", "errors": "errors"}[bound]
-        return sig[name].text
+        return signal_text(sig[name])
     if bound == "knee":
         return _knee_why({name for name, s in sig.items() if s.fired})
-    return "; ".join(verdict.reasons[:1])
+    return "; ".join(reasons_text(verdict)[:1])
 
 
 def _knee_why(fired: set[str]) -> str:
@@ -152,7 +156,8 @@ def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:
                     batch, users = users, (interactive or departed).target_users
                     capped += (
                         f"; no queue at the knee, and the tail already departed at "
-                        f"{counted(departed.target_users, 'user')} ({tail.text}): {users} for "
+                        f"{counted(departed.target_users, 'user')} ({signal_text(tail)}): "
+                        f"{users} for "
                         f"interactive traffic, the highest level whose tail has not left the "
                         f"single-user one (offline batch may run at {batch})"
                     )
@@ -169,7 +174,7 @@ def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:
     top = stages[-1].target_users
     if departed is not None:
         tail = next(s for s in departed.signals if s.name == "tail_departure")
-        first = f"{counted(departed.target_users, 'user')} ({tail.text})"
+        first = f"{counted(departed.target_users, 'user')} ({signal_text(tail)})"
         if interactive is None:
             return DeployAnswer(
                 None,

@@ -52,6 +52,7 @@ from analysis.cluster.yamlblock import dump
 from analysis.knee.find import find_knee
 from analysis.model import SUMMARY_COLUMNS, KneeResult
 from analysis.pipeline import Analysis
+from analysis.report.knee_summary import summary_words
 from analysis.report.table import record_frame
 from analysis.stages.baseline import compute_baseline
 
@@ -346,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"llmd: {exc}", file=sys.stderr)
         return 2
     print(format_text(record).rstrip("\n"))
-    print("knee: " + knee.summary)
+    print("knee: " + summary_words(knee))
     return 0
 
 

@@ -28,6 +28,7 @@ import pandas as pd
 
 from analysis.model import KneeResult
 from analysis.numeric import num, sig4
+from analysis.report.stage_reasons import reasons_text
 from analysis.stages.levels import level_rows
 
 #: the floor of the throughput check's band, in % of the original
@@ -73,7 +74,7 @@ def _recommended(before: KneeResult, after: KneeResult) -> Check:
     if verdict is None:
         return Check("recommended_level", False, f"{users} users were not measured again")
     ok = verdict.verdict in ("comfortable", "critical")
-    why = "; ".join(verdict.reasons[:2])
+    why = "; ".join(reasons_text(verdict)[:2])
     return Check(
         "recommended_level",
         ok,

@@ -136,13 +136,13 @@ def failure_mixes(measured: pd.DataFrame) -> dict[int, FailureMix]:
 
 
 def name_failures(knee: KneeResult, mixes: Mapping[int, FailureMix]) -> KneeResult:
-    """``knee`` with each failing stage's mix in ``failures`` and as its last reason."""
+    """``knee`` with each failing stage's mix in ``failures`` and as its last reason (the mix
+    itself: :mod:`analysis.report.stage_reasons` words it)."""
     stages = []
     for verdict in knee.stages:
         mix = mixes.get(verdict.stage)
         if mix is None:
             stages.append(verdict)
             continue
-        reason = f"failures: {mix.text}"
-        stages.append(replace(verdict, failures=mix.text, reasons=(*verdict.reasons, reason)))
+        stages.append(replace(verdict, failures=mix.text, reasons=(*verdict.reasons, mix)))
     return replace(knee, stages=tuple(stages))

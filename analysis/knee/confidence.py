@@ -28,7 +28,6 @@ import pandas as pd
 from analysis.knee.facts import ConfidenceFact
 from analysis.knee.find import KneeInputs, KneeParams, judged_max_concurrency
 from analysis.model import Baseline, KneeResult
-from analysis.report.knee_summary import confidence_text
 from analysis.stages.array_intervals import cleared, resampled_columns
 from analysis.stages.intervals import StageBatches
 
@@ -53,7 +52,7 @@ def knee_confidence(
     params = params or KneeParams()
     if knee.max_concurrency is None or not any(b.rates for b in batches.values()):
         fact = ConfidenceFact(knee.max_concurrency, False, None, 0, (), CONFIDENT_PCT, UNSURE_PCT)
-        return replace(knee, confidence=confidence_text(fact))
+        return replace(knee, confidence=fact)
     answers = Counter(
         resampled_answers(summary, baseline, batches, random.Random(seed), params, resamples)
     )
@@ -72,7 +71,7 @@ def knee_confidence(
         CONFIDENT_PCT,
         UNSURE_PCT,
     )
-    return replace(knee, confidence_pct=same, confidence=confidence_text(fact))
+    return replace(knee, confidence_pct=same, confidence=fact)
 
 
 def resampled_answers(

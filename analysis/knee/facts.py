@@ -239,6 +239,23 @@ class GaugeCheckFact:
 
 
 @dataclass(frozen=True)
+class NoSignalFact:
+    """A comfortable stage's one reason: no rule fired."""
+
+    kind: Literal["no_signal"] = "no_signal"
+
+
+@dataclass(frozen=True)
+class ClientBoundFact:
+    """A client-bound stage's caveat: the client's CPU signal (``client``, an
+    :class:`analysis.model.Signal`) fired, so the stage is untrusted and cannot be the knee."""
+
+    client: Any
+    kind: Literal["client_bound"] = "client_bound"
+    rule: str = "client"
+
+
+@dataclass(frozen=True)
 class KneeSummaryFact:
     """What the knee's one-paragraph summary says: where the knee and the red line are (with the
     first two reasons of each stage), the answer, what bounds it, the fit, and which stages were
@@ -247,7 +264,8 @@ class KneeSummaryFact:
     stages: int  # level stages judged or not
     top_users: int | None  # the highest level tested
     lacking_users: tuple[int, ...]  # stages with insufficient data
-    first_lacking: Any  # when no stage could be judged: the first one's RowsFact (or None)
+    #: when no stage could be judged: the first one's reason (a RowsFact or FaultReason, or None)
+    first_lacking: Any
     knee: Any  # the knee's StageVerdict, or None
     red_line: Any  # the red line's StageVerdict, or None
     max_concurrency: int | None
@@ -260,6 +278,8 @@ class KneeSummaryFact:
     noisy_users: tuple[int, ...]  # too noisy or short to judge
     tail_source: TailSource
     tail_percentile: str
+    #: stages left out because their rows disagree with stages.csv (analysis.stages.coverage)
+    missing_rows_users: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -50,10 +50,11 @@ the
    highest stage, below the first knee or red line, with 100 % success, memory at or below
    ``memory_pressure_pct``, the tail within ``sla_ms`` when one is given, and a trusted client.
 
-No number is formatted here: each signal carries its fact (:mod:`analysis.knee.facts`), the
-summary is a :class:`~analysis.knee.facts.KneeSummaryFact`, and their words (a stage's reasons,
-the summary) come from :mod:`analysis.report.knee_words` and
-:mod:`analysis.report.knee_summary`.
+No number is formatted and no sentence built here: each signal carries its fact
+(:mod:`analysis.knee.facts`), a stage's reasons are records (signals and facts, see
+:data:`analysis.model.Reason`), the summary is a :class:`~analysis.knee.facts.KneeSummaryFact`
+and the fit a :class:`~analysis.knee.fit.KneeFit`; the report layer words them
+(:mod:`analysis.report.stage_reasons`, :mod:`analysis.report.knee_summary`).
 
 The rule reads the table through :class:`KneeInputs` (taken from the frame once) and
 :func:`judge`; the knee's confidence (:mod:`analysis.knee.confidence`) judges 200 resampled
@@ -87,7 +88,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from copy import copy
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -100,9 +101,11 @@ from analysis.knee.client_signals import (
     starved,
 )
 from analysis.knee.facts import (
+    ClientBoundFact,
     ClientUnqueuedFact,
     GaugeCheckFact,
     KneeSummaryFact,
+    NoSignalFact,
     PlateauFact,
     ResumedFact,
     ServerQueueFact,
@@ -124,10 +127,11 @@ from analysis.knee.signals import (
 )
 from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
 from analysis.numeric import num
-from analysis.report.knee_summary import rows_text, summary_text
-from analysis.report.knee_words import NO_SIGNAL, fact_text, untrusted_client_text
 from analysis.stages.data_check import RowsFact, excluded_rows, insufficient_rows
 from analysis.stages.levels import level_mask
+
+if TYPE_CHECKING:
+    from analysis.model import Reason
 
 #: GPU memory peaks closer than this (points) across stages are pre-allocation, not load
 FLAT_GPU_SPREAD_PCT = 2.0
@@ -195,14 +199,14 @@ def evaluate_stage(
 ) -> StageVerdict:
     """All signals of one stage and the verdict they add up to; ``facts`` are
     :func:`stage_facts` of the same row, previous stage and context when already known.
-    ``words=False`` leaves the reasons empty (the knee's confidence needs only the answer)."""
+    ``words=False`` leaves the reasons out (the knee's confidence needs only the answer)."""
     facts = stage_facts(row, prev, ctx) if facts is None else facts
     if isinstance(facts, RowsFact):  # no signal can be read from it: never "comfortable"
         return StageVerdict(
             stage=int(row["stage"]),
             target_users=int(row["target_users"]),
             verdict="insufficient_data",
-            reasons=(rows_text(facts),) if words else (),
+            reasons=(facts,) if words else (),
             signals=(),
             trusted=True,
         )
@@ -253,31 +257,31 @@ def _reasons(
     departed: Signal,
     sla: Signal | None,
     facts: StageFacts,
-) -> tuple[str, ...]:
-    """The stage's reasons in words: the signals behind its verdict first, then the early
-    signs, the client's and the noise's caveats (each said once)."""
+) -> tuple[Reason, ...]:
+    """The stage's reasons: the signals behind its verdict first, then the early signs, the
+    client's and the noise's caveats (each once)."""
     risk, pressure, some_errors = facts.risk, facts.pressure, facts.some_errors
-    reasons = [s.text for s in fired]
+    reasons: list[Reason] = list(fired)
     extra = [s for s in (risk, pressure, some_errors, sla) if s and s.fired and s not in fired]
     hidden = {id(pressure)} if risk.fired else set()  # "risks OOM" already says "pressure"
     if facts.error_rate.fired:
-        hidden.add(id(some_errors))  # the red-line text already counts the failures
-    reasons += [s.text for s in extra if id(s) not in hidden]
+        hidden.add(id(some_errors))  # the red-line fact already counts the failures
+    reasons += [s for s in extra if id(s) not in hidden]
     if facts.client.fired:
-        reasons.append(untrusted_client_text(facts.client))
+        reasons.append(ClientBoundFact(facts.client))
     if facts.starving.fired:
-        reasons.append(facts.starving.text)
+        reasons.append(facts.starving)
     if facts.disagree is not None:
-        reasons.append(fact_text(facts.disagree))
+        reasons.append(facts.disagree)
     if verdict == "comfortable":
-        reasons.append(NO_SIGNAL)
+        reasons.append(NoSignalFact())
     if tail_undecided(departed):  # past the limit, but not past the noise: say so
-        reasons.append(departed.text)
+        reasons.append(departed)
     if facts.noisy.fired:
-        reasons.append(facts.noisy.text)
+        reasons.append(facts.noisy)
     if facts.note is not None:
-        reasons.append(rows_text(facts.note))
-    return tuple(dict.fromkeys(reasons))
+        reasons.append(facts.note)
+    return tuple({id(r): r for r in reasons}.values())
 
 
 def _rows(frame: pd.DataFrame) -> list[Any]:
@@ -552,13 +556,13 @@ def judge(inputs: KneeInputs) -> KneeResult:
         red_line_users=red.target_users if red else None,
         max_concurrency=j.max_concurrency,
         base_capacity=base,
-        summary=summary_text(_summary(j)),
+        summary=_summary(j),
         params=asdict(params),
         server_slots=j.slots,
         capacity=None if fit is None or not fit.flat else round(fit.capacity, 2),
         capacity_low=None if fit is None or not fit.flat else round(fit.low, 2),
         capacity_high=None if fit is None or not fit.flat else round(fit.high, 2),
-        capacity_text="" if fit is None else fit.text,
+        capacity_text="" if fit is None else fit,
         client_slots=j.seen,
     )
 
@@ -622,7 +626,7 @@ def _demote_unsaturated(
         out[i] = replace(
             verdict,
             verdict="critical",
-            reasons=(free.text, *verdict.reasons),
+            reasons=(free, *verdict.reasons),
             signals=(*verdict.signals, free),
         )
     return out
@@ -668,7 +672,7 @@ def _demote_unqueued(verdicts: list[StageVerdict]) -> list[StageVerdict]:
         out[i] = replace(
             verdict,
             verdict="critical",
-            reasons=(signal.text, *verdict.reasons),
+            reasons=(signal, *verdict.reasons),
             signals=(*verdict.signals, signal),
         )
     return out
@@ -731,7 +735,7 @@ def _demote_dips(
         out[i] = replace(
             verdict,
             verdict="critical",
-            reasons=(dip.text, *verdict.reasons),
+            reasons=(dip, *verdict.reasons),
             signals=(*verdict.signals, dip),
         )
     return out

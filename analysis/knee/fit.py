@@ -64,13 +64,6 @@ class KneeFit:
     levels: int  # stages in the fit
     flat_gain_ratio: float  # the plateau is flat below this gain per user (× one user's rate)
 
-    @property
-    def text(self) -> str:
-        """The fit in words (:func:`analysis.report.knee_summary.fit_text`)."""
-        from analysis.report.knee_summary import fit_text  # the one layer that words facts
-
-        return fit_text(self)
-
 
 class Levels:
     """The levels a fit runs over, taken once from a record table: which rows, in which order,

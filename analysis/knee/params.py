@@ -7,7 +7,7 @@ judges with them. The red line is one setting for the sweep and the analysis:
 ``--llm-red-line-error-pct`` (``loadknee run --red-line-error-pct``) stops the sweep at the stage
 the analysis calls the red line, so the run records it once, under that name
 (:data:`RUN_RED_LINE_PARAMETER`). ``loadknee analyze`` judges a run with its recorded values
-unless a flag overrides one (:func:`override_note` says which).
+unless a flag overrides one (:func:`overrides` says which).
 
 Stdlib only: the Locust side imports it without pandas.
 """
@@ -200,13 +200,21 @@ def as_flags(params: KneeParams) -> list[str]:
     return argv
 
 
-def override_note(recorded: KneeParams, used: KneeParams) -> str | None:
-    """The thresholds given on the command line that differ from the run's, in flag words."""
+@dataclass(frozen=True)
+class KneeOverride:
+    """A threshold given on the command line that differs from the one the run recorded."""
+
+    flag: str  # its --knee-* spelling
+    used: Any
+    recorded: Any
+
+
+def overrides(recorded: KneeParams, used: KneeParams) -> tuple[KneeOverride, ...]:
+    """The thresholds ``used`` that differ from the run's ``recorded`` ones, in field order
+    (worded by :func:`analysis.report.knee_summary.override_note`)."""
     spelled = {s.name: s.spelling for s in flag_specs(KneeParams, prefix=PREFIX)}
-    changed = [
-        f"{spelled.get(f.name, f.name)} {getattr(used, f.name)} "
-        f"(the run's: {getattr(recorded, f.name)})"
+    return tuple(
+        KneeOverride(spelled.get(f.name, f.name), getattr(used, f.name), getattr(recorded, f.name))
         for f in dataclasses.fields(KneeParams)
         if getattr(used, f.name) != getattr(recorded, f.name)
-    ]
-    return "judged with " + ", ".join(changed) if changed else None
+    )

@@ -37,6 +37,9 @@ from analysis.model import (
 )
 from analysis.numeric import counted, is_missing
 from analysis.report.colours import VERDICT_COLOURS
+from analysis.report.knee_summary import summary_words
+from analysis.report.knee_words import signal_text
+from analysis.report.stage_reasons import reasons_text
 from analysis.report.table import fmt_magnitude, fmt_text, record_columns
 from analysis.slo.evaluate import SloResult
 from loadknee_locust.redaction import is_secret_name
@@ -141,7 +144,7 @@ def _verdict_key(label: Any) -> str:
 def _why_row(row: Mapping[Any, Any], verdict: StageVerdict | None, span: int) -> str:
     """The stage's reasons (and what broke its SLO) in a row of their own under its figures,
     folded: a column of sentences squeezed the table and made every row a screen tall."""
-    reasons = [] if verdict is None else list(verdict.reasons)
+    reasons = [] if verdict is None else list(reasons_text(verdict))
     if verdict is not None and verdict.bottleneck != "none":
         why = f": {verdict.bottleneck_reason}" if verdict.bottleneck_reason else ""
         reasons.append(f"bottleneck {verdict.bottleneck}{why}")
@@ -218,7 +221,7 @@ def _headline(report: HtmlReport) -> str:
         f"{'none' if value is None else _value(value)}</b><span>{esc(hint)}</span></div>"
         for title, value, hint in cards
     )
-    summary = "" if knee is None else f"<p>{esc(knee.summary)}</p>"
+    summary = "" if knee is None else f"<p>{esc(summary_words(knee))}</p>"
     deploy = ""
     if recs is not None and recs.deploy is not None:
         deploy = f'<p class="deploy"><b>Deploy:</b> {esc(recs.deploy.text)}</p>'
@@ -271,7 +274,9 @@ def _reasons(knee: KneeResult | None) -> str:
     for sv in knee.stages:
         colour = VERDICT_COLOURS.get(sv.verdict, "#424242")
         trust = "" if sv.trusted else " — <b>untrusted: client-bound</b>"
-        reasons = "".join(f"<li>{esc(r)}</li>" for r in sv.reasons) or "<li>no rule fired</li>"
+        reasons = (
+            "".join(f"<li>{esc(r)}</li>" for r in reasons_text(sv)) or "<li>no rule fired</li>"
+        )
         signals = _table(
             ("signal", "fired", "value", "threshold", "in words"),
             (
@@ -282,7 +287,7 @@ def _reasons(knee: KneeResult | None) -> str:
                     else '<span class="quiet">no</span>',
                     fmt_magnitude(s.value),
                     fmt_magnitude(s.threshold),
-                    esc(s.text),
+                    esc(signal_text(s)),
                 )
                 for s in sv.signals
             ),

@@ -22,7 +22,9 @@ Layout (``schema`` 2)::
                                                # tell" (analysis.advice.standing)
 
 Schema 1 is the same without the signals' ``fact``; it is still read (its signals keep their
-words).
+words). A stage's ``reasons`` and the knee's ``summary``, ``confidence`` and ``capacity_text`` are
+records in memory (:data:`analysis.model.Reason`, the summary, confidence and fit facts); the file
+keeps them in words, written here by the report layer, and reads them back as those words.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ from analysis.model import (
     StageVerdict,
     Standing,
 )
+from analysis.report.knee_summary import confidence_words, fit_words, summary_words
+from analysis.report.knee_words import signal_text
+from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import SloResult
 
 SCHEMA = 2
@@ -63,11 +68,15 @@ def jsonable(value: Any) -> Any:
             "fired": value.fired,
             "value": jsonable(value.value),
             "threshold": jsonable(value.threshold),
-            "text": value.text,
+            "text": signal_text(value),
             "fact": jsonable(value.fact),
         }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        words = _words(value)  # what the file keeps in words, written now from the facts
+        return {
+            f.name: words[f.name] if f.name in words else jsonable(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+        }
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | np.ndarray):
@@ -79,6 +88,20 @@ def jsonable(value: Any) -> Any:
     if value is pd.NA or value is pd.NaT:
         return None
     return value
+
+
+def _words(value: Any) -> dict[str, Any]:
+    """The fields knee.json writes in words (schema 1 and 2 alike): a stage's reasons, the
+    knee's summary, confidence and fit."""
+    if isinstance(value, StageVerdict):
+        return {"reasons": list(reasons_text(value))}
+    if isinstance(value, KneeResult):
+        return {
+            "summary": summary_words(value),
+            "confidence": confidence_words(value),
+            "capacity_text": fit_words(value),
+        }
+    return {}
 
 
 def summary_records(summary: pd.DataFrame) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
-"""The knee's answer in words: its summary, the fit over all stages, its confidence and why a
-stage's rows could not be judged, each written from its fact (:mod:`analysis.knee.facts`,
-:class:`analysis.stages.data_check.RowsFact`); the signals' words are
-:mod:`analysis.report.knee_words`'.
+"""The knee's answer in words: its summary, the fit over all stages and its confidence, each
+written from its fact (:mod:`analysis.knee.facts`, :class:`analysis.knee.fit.KneeFit`); the
+signals' words are :mod:`analysis.report.knee_words`', a stage's reasons
+:mod:`analysis.report.stage_reasons`'. A ``str`` in their place is words read back from knee.json.
 """
 
 from __future__ import annotations
@@ -9,43 +9,11 @@ from __future__ import annotations
 from analysis import rules
 from analysis.knee.facts import ConfidenceFact, KneeSummaryFact
 from analysis.knee.fit import KneeFit
+from analysis.knee.params import KneeOverride
+from analysis.model import KneeResult
 from analysis.numeric import counted
 from analysis.report.knee_words import TAIL_SOURCES, capacity_words
-from analysis.stages.data_check import RowsFact
-
-#: what a stage whose rows mostly missed the requested lengths should change
-LENGTH_ADVICE = (
-    "the server ignores the requested lengths (it stops at its own end-of-sequence or caps "
-    "max_tokens, or counts the prompt differently): let it honour ignore_eos/min_tokens (vLLM, "
-    "SGLang and llama.cpp do), raise its max_tokens / context cap, or replay a prompt log "
-    "(--llm-prompt-log) where lengths are not pinned"
-)
-
-
-def rows_detail(fact: RowsFact) -> str:
-    """Why a stage's rows cannot be judged, without the "insufficient data: " head."""
-    cite = rules.cite(fact.rule)
-    share = f"{100.0 * fact.excluded / fact.requests:.0f} %" if fact.requests else ""
-    if fact.kind == "no_requests":
-        return f"no requests were measured in this stage {cite}"
-    if fact.kind == "lengths_missed":
-        return (
-            f"{fact.excluded} of {fact.requests} requests ({share}) missed the requested token "
-            f"lengths and were excluded; {LENGTH_ADVICE} {cite}"
-        )
-    if fact.kind == "none_usable":
-        return f"no request of this stage was usable {cite}"
-    return (
-        f"{fact.excluded} of {fact.requests} requests ({share}) excluded: "
-        "their token counts missed the requested lengths"
-    )
-
-
-def rows_text(fact: RowsFact) -> str:
-    """The stage reason for its rows: "insufficient data: …", or the rows it excluded."""
-    if fact.kind == "some_excluded":
-        return rows_detail(fact)
-    return f"insufficient data: {rows_detail(fact)}"
+from analysis.report.stage_reasons import reasons_text, unjudged_detail
 
 
 def summary_text(fact: KneeSummaryFact) -> str:
@@ -53,18 +21,17 @@ def summary_text(fact: KneeSummaryFact) -> str:
     if not fact.stages:
         return "no step stage to analyse"
     if len(fact.lacking_users) == fact.stages:
-        first = "" if fact.first_lacking is None else rows_detail(fact.first_lacking)
-        return f"no stage had enough usable data to judge: {first}."
+        return f"no stage had enough usable data to judge: {unjudged_detail(fact.first_lacking)}."
     parts = []
     if fact.knee is not None:
         at = counted(fact.knee.target_users, "user")
-        parts.append(f"knee at {at}: " + "; ".join(fact.knee.reasons[:2]) + ".")
+        parts.append(f"knee at {at}: " + "; ".join(reasons_text(fact.knee)[:2]) + ".")
     else:
         top = counted(fact.top_users or 0, "user")
         parts.append(f"no knee within the tested range (up to {top}).")
     if fact.red_line is not None:
         at = counted(fact.red_line.target_users, "user")
-        parts.append(f"red line at {at}: " + "; ".join(fact.red_line.reasons[:2]) + ".")
+        parts.append(f"red line at {at}: " + "; ".join(reasons_text(fact.red_line)[:2]) + ".")
     if fact.max_concurrency is not None:
         parts.append(f"max_concurrency {fact.max_concurrency}.")
     if fact.server_slots is not None:
@@ -97,7 +64,12 @@ def summary_text(fact: KneeSummaryFact) -> str:
             f"{fact.tail_percentile.upper()}, lower than the baseline's (interference only adds "
             "latency)."
         )
-    return " ".join(parts)
+    text = " ".join(parts)
+    if fact.missing_rows_users:
+        text += (
+            f" not judged (rows missing from requests.csv): {list(fact.missing_rows_users)} users."
+        )
+    return text
 
 
 def fit_text(fit: KneeFit) -> str:
@@ -136,3 +108,29 @@ def confidence_text(fact: ConfidenceFact) -> str:
         + (f"; otherwise {others}" if others else "")
         + f" {rules.cite(fact.rule)}"
     )
+
+
+def override_note(overrides: tuple[KneeOverride, ...]) -> str | None:
+    """The thresholds given on the command line that differ from the run's, in flag words
+    (None when none does)."""
+    if not overrides:
+        return None
+    changed = [f"{o.flag} {o.used} (the run's: {o.recorded})" for o in overrides]
+    return "judged with " + ", ".join(changed)
+
+
+def summary_words(knee: KneeResult) -> str:
+    """The knee's summary (its words as read back, or written from its fact)."""
+    return knee.summary if isinstance(knee.summary, str) else summary_text(knee.summary)
+
+
+def confidence_words(knee: KneeResult) -> str:
+    """The knee's confidence in words ("" when it was not resampled)."""
+    fact = knee.confidence
+    return fact if isinstance(fact, str) else confidence_text(fact)
+
+
+def fit_words(knee: KneeResult) -> str:
+    """The fit over all stages in words ("" when there was no fit)."""
+    fit = knee.capacity_text
+    return fit if isinstance(fit, str) else fit_text(fit)

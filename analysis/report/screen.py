@@ -40,6 +40,8 @@ from analysis.numeric import (
     fmt_users,
 )
 from analysis.pipeline import Analysis
+from analysis.report.knee_summary import confidence_words, fit_words, summary_words
+from analysis.report.stage_reasons import reasons_text
 from analysis.report.standing import cannot_tell_text, unjudged_text
 from analysis.report.table import (
     fit_columns,
@@ -142,7 +144,7 @@ def why_line(analysis: Analysis, *, width: int = WIDTH) -> str:
     """One line: the figures of the stage that bound the answer, against their limits."""
     knee, deploy, slo = analysis.knee, analysis.recommendations.deploy, analysis.slo
     if deploy is None:
-        return "why: " + uncited(knee.summary)
+        return "why: " + uncited(summary_words(knee))
     if deploy.bound == "tested_range":
         top = max((v.target_users for v in knee.judged), default=0)
         return f"why: no limit broken up to {counted(top, 'user')}: the server was not saturated"
@@ -293,7 +295,7 @@ def _stage_lines(sv: StageVerdict, width: int) -> list[str]:
     trust = "" if sv.trusted else " (untrusted: client-bound)"
     trust += " (untrusted: noisy)" if sv.noisy else ""
     lines = [f"  {counted(sv.target_users, 'user')}: {sv.verdict.replace('_', ' ')}{trust}"]
-    for reason in sv.reasons:
+    for reason in reasons_text(sv):
         lines += wrapped(reason, first="    - ", rest="      ", width=width)
     if sv.bottleneck != "none":
         why = f": {sv.bottleneck_reason}" if sv.bottleneck_reason else ""
@@ -310,11 +312,11 @@ def explain_text(analysis: Analysis, paths: Mapping[str, Path], *, width: int = 
     lines = [EXPLAIN_HEADING, ""]
     if recs.deploy is not None:
         lines += wrapped(recs.deploy.text, first="the answer: ", width=width)
-    lines += wrapped(knee.summary, first="knee: ", width=width)
-    if knee.confidence:
-        lines += wrapped(knee.confidence + ".", first="confidence: ", width=width)
-    if knee.capacity_text:
-        lines += wrapped(knee.capacity_text, first="fit: ", width=width)
+    lines += wrapped(summary_words(knee), first="knee: ", width=width)
+    if confidence := confidence_words(knee):
+        lines += wrapped(confidence + ".", first="confidence: ", width=width)
+    if fit := fit_words(knee):
+        lines += wrapped(fit, first="fit: ", width=width)
     lines.append("stages:")
     for sv in sorted(knee.stages, key=lambda v: (v.target_users, v.stage)):
         lines += _stage_lines(sv, width)

@@ -1,22 +1,25 @@
 """The words for what an answer stands on: a stage's missing rows, "cannot tell", a partial answer.
 
-The facts are :class:`~analysis.model.Standing` (:mod:`analysis.advice.standing`) and
-:class:`~analysis.model.StageFault` (:mod:`analysis.stages.coverage`); this module only says
-them, for the stage reasons, the screen, the stderr line of exit 3, knee.json and the YAML.
+The facts are :class:`~analysis.model.Standing` (:mod:`analysis.advice.standing`) and the
+not-judged stages' reasons (:class:`~analysis.model.FaultReason`, worded by
+:mod:`analysis.report.stage_reasons`); this module only says them, for the screen, the stderr
+line of exit 3, knee.json and the YAML.
 """
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from analysis import rules
-from analysis.model import KneeResult, RowCoverage, StageFault, Standing
-from analysis.numeric import counted
+from analysis.model import KneeResult, RowCoverage, Standing
 from analysis.report import yaml_text
+from analysis.report.stage_reasons import unjudged_detail
 
-#: the prefix of every "not judged" reason (the knee's summary strips it, as data_check's)
-INSUFFICIENT = "insufficient data: "
+if TYPE_CHECKING:
+    from analysis.model import Reason
+
 _CITE = rules.cite("missing_rows")
 
 #: what to do about rows that are missing from a cut or incomplete requests.csv
@@ -24,54 +27,6 @@ RECOPY = (
     "copy the run directory again once the run has ended (or free the disk), or re-run the "
     "levels concerned"
 )
-
-
-def _s(value: float) -> str:
-    return f"{value:.1f} s"
-
-
-def fault_reason(fault: StageFault, coverage: RowCoverage, opens: dict[int, float]) -> str:
-    """Why the stage is not judged, with its figures (a stage reason, cited); ``opens``: each
-    stage's measured window opening, unix s."""
-    window = "no" if fault.window_s is None else _s(fault.window_s)
-    end, opened = coverage.rows_end_unix_s, opens.get(fault.stage)
-    if fault.kind == "empty_window":
-        text = f"empty measured window: stages.csv gives this stage {window} of measured time"
-    elif fault.kind == "not_measured":
-        early = (
-            f" {_s(opened - end)} before" if end is not None and opened is not None else " before"
-        )
-        text = (
-            f"not measured: requests.csv ends{early} this stage's measured window opened "
-            f"(the file was cut: a killed sweep, a full disk or a copy in progress)"
-        )
-    elif fault.kind == "no_rows":
-        text = (
-            f"no rows: stages.csv gives this stage a {window} measured window, yet requests.csv "
-            "holds no measured request of it while its rows go on past it (rows lost or deleted)"
-        )
-    else:
-        into = ""
-        if end is not None and opened is not None and fault.window_s is not None:
-            into = f" {_s(end - opened)} into its {window} window or just after it"
-        text = (
-            f"rows cut: requests.csv ends{into}, while its requests still ran: its "
-            f"{counted(fault.rows, 'measured request')} undercount it and its rates would "
-            "read low"
-        )
-    return f"{INSUFFICIENT}{text} {_CITE}"
-
-
-def knee_summary(summary: str, coverage: RowCoverage, first_reason: str, judged: bool) -> str:
-    """The knee's summary with the stages whose rows are missing named (or, when no stage was
-    judged, the first reason instead of "no step stage")."""
-    if not judged:
-        detail = first_reason.removeprefix(INSUFFICIENT)
-        return f"no stage had enough usable data to judge: {detail}."
-    if not coverage.faults:
-        return summary
-    users = sorted(f.target_users for f in coverage.faults)
-    return f"{summary} not judged (rows missing from requests.csv): {users} users."
 
 
 def _users(users: Iterable[int]) -> str:
@@ -124,9 +79,10 @@ def unjudged_text(standing: Standing) -> str:
     return f"{text} {_CITE}"
 
 
-def first_unjudged(knee: KneeResult) -> str:
-    """The reason of the lowest stage not judged ("" when every stage was)."""
-    return next((v.reasons[0] for v in knee.stages if v.verdict == "insufficient_data"), "")
+def first_unjudged(knee: KneeResult) -> Reason | None:
+    """The reason of the lowest stage not judged (None when every stage was)."""
+    lacking = (v for v in knee.stages if v.verdict == "insufficient_data" and v.reasons)
+    return next((v.reasons[0] for v in lacking), None)
 
 
 def cannot_tell_text(standing: Standing, knee: KneeResult) -> str:
@@ -140,8 +96,7 @@ def cannot_tell_text(standing: Standing, knee: KneeResult) -> str:
             f"(--levels {below.replace(', ', ',')})"
         )
     else:
-        detail = first_unjudged(knee).removeprefix(INSUFFICIENT)
-        detail = detail.split(" (" + rules.CITE_PREFIX, 1)[0]
+        detail = unjudged_detail(first_unjudged(knee), cite=False)
         text = "no stage had enough usable data to judge" + (f": {detail}" if detail else "")
         if faults:
             text += f"; {RECOPY}"

@@ -26,6 +26,7 @@ import pandas as pd
 
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
 from analysis.numeric import NA, fmt_int, fmt_magnitude, fmt_pct, is_missing
+from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import SloResult
 
 #: Columns the record frame adds to the summary columns.
@@ -159,7 +160,7 @@ def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
         "bottleneck": verdict.bottleneck if verdict.bottleneck != "none" else "",
         "bottleneck_reason": verdict.bottleneck_reason,
         "failures": verdict.failures,
-        "reasons": "; ".join(verdict.reasons),
+        "reasons": "; ".join(reasons_text(verdict)),
     }
 
 

@@ -26,6 +26,7 @@ from analysis.cluster.emit import (
 from analysis.pipeline import Analysis
 from analysis.report.html import HtmlReport, redact, render_html
 from analysis.report.knee_json import to_json
+from analysis.report.knee_summary import summary_words
 from analysis.report.painter import Painter, PlotInputs
 from analysis.report.paths import (  # noqa: F401 (report_paths: its old import path)
     REPORT_FILES,
@@ -60,7 +61,7 @@ def record_markdown(analysis: Analysis) -> str:
     classes = analyze_classes(analysis.run, analysis.knee)
     slo += classes.text.replace("\n", "  \n") + "\n\n" if classes else ""
     return (
-        f"# Record table — {analysis.run_id}\n\n{analysis.knee.summary}\n\n{slo}"
+        f"# Record table — {analysis.run_id}\n\n{summary_words(analysis.knee)}\n\n{slo}"
         + format_markdown(record)
     )
 

@@ -1,8 +1,9 @@
 """``loadknee demo``: the whole job on the embedded simulator — sweep, analysis, table, knee.
 
 Starts ``loadknee sim`` on a free loopback port, runs a short stepped sweep against it with
-``loadknee run`` (real Locust, in a subprocess), then analyses the run directory with
-``loadknee analyze`` and prints the record table, the knee and the recommendations. The
+``loadknee run`` (real Locust, in a subprocess), which ends by analysing the run directory as
+``loadknee analyze`` does and printing the answer, the record table, the knee and the
+recommendations. The
 simulator's own saturation model says where the knee should be; the demo prints that prediction
 beside the measured answer, so a user can see the method find a knee that is known in advance.
 
@@ -19,7 +20,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 LISTEN_RE = re.compile(r"listening on (http://\S+)")
 RUN_DIR_RE = re.compile(r"^run directory: (.+)$", re.MULTILINE)
@@ -122,6 +122,7 @@ def sweep_command(args: argparse.Namespace, url: str) -> list[str]:
         "--output-tokens", str(args.output_tokens),
         "--out", args.out,
         *(["--verbose"] if args.verbose else []),
+        *(["--explain"] if args.explain else []),
     ]  # fmt: skip
 
 
@@ -154,24 +155,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         run_cmd = sweep_command(args, url)
         print("[demo] sweep: loadknee " + " ".join(run_cmd[3:]), flush=True)
-        returncode, output = _run_streaming(run_cmd)
-        match = RUN_DIR_RE.search(output)
-        if returncode != 0 or not match:
+        returncode, output = _run_streaming(run_cmd)  # the sweep, then its answer
+        if returncode not in (0, 3) or not RUN_DIR_RE.search(output):  # 3: cannot tell
             print(f"[demo] the sweep failed (exit {returncode})", file=sys.stderr)
             return 1
-        run_dir = Path(match.group(1).strip())
     finally:
         sim.send_signal(signal.SIGTERM)
         try:
             sim.wait(timeout=10)
         except subprocess.TimeoutExpired:
             sim.kill()
-    print(f"[demo] analysing {run_dir} ...", flush=True)
-    analyze = subprocess.run(
-        [
-            sys.executable, "-m", "loadknee_locust", "analyze", str(run_dir),
-            *(["--explain"] if args.explain else []),
-        ]
-    )  # fmt: skip
     print(f"[demo] done in {time.monotonic() - started:.0f} s", flush=True)
-    return analyze.returncode
+    return returncode

@@ -8,9 +8,11 @@ long enough for in-flight requests, and ``--exit-code-on-error 0`` (failed reque
 Locust runs in a child process, which keeps gevent out of this one.
 
 While it runs, the plugin's per-stage progress lines (stage, users, requests, errors, time left)
-and Locust's warnings, errors and final summary are shown; the last line printed is
-``run directory: <path>`` (one line per run in web mode). ``loadknee run --help`` lists the
-plugin's ``--llm-*`` options too (``locust --help`` cannot: it prints before the locustfile loads).
+and Locust's warnings, errors and final summary are shown, then ``run directory: <path>`` (one
+line per run in web mode) and the answer: each run directory analysed as ``loadknee analyze``
+does it, in a child process (``--no-analyze`` prints the command instead). ``loadknee run
+--help`` lists the plugin's ``--llm-*`` options too (``locust --help`` cannot: it prints before
+the locustfile loads).
 """
 
 from __future__ import annotations
@@ -160,7 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--explain",
         action="store_true",
-        help="the analysis command printed at the end shows every reason below the answer",
+        help="below the answer, every reason with the rule it follows (as loadknee analyze "
+        "--explain)",
+    )
+    p.add_argument(
+        "--no-analyze",
+        action="store_true",
+        help="end with the run directory and the command that analyses it, not the answer",
     )
     p.add_argument(
         "--no-preflight",
@@ -451,13 +459,31 @@ def main(argv: list[str] | None = None) -> int:
     for path in paths:
         if os.path.isdir(path):
             print(f"run directory: {path}", flush=True)
-    for path in paths:
-        if os.path.isdir(path):
-            print(f"next: {analyze_command(path, explain=args.explain)}", flush=True)
+    failed_runs = set()
     if rc in (0, 3):  # 3: the sweep stopped itself on a total failure; name the causes too
         for path in paths:
             failed = all_failed_text(path)
             if failed:
                 print(f"loadknee run: {failed}", file=sys.stderr)
+                failed_runs.add(path)
                 rc = 3
+    answered = rc == 0 and not args.no_analyze
+    for path in paths:
+        if not os.path.isdir(path):
+            continue
+        if answered and path not in failed_runs:
+            rc = max(rc, _analyze(path, explain=args.explain))
+        else:
+            print(f"next: {analyze_command(path, explain=args.explain)}", flush=True)
     return rc
+
+
+def _analyze(run_dir: str, *, explain: bool) -> int:
+    """The run's answer, as ``loadknee analyze`` prints it (in a child: pandas stays out of this
+    process, gevent out of the analysis); its exit status (3: it cannot tell, docs/method.md)."""
+    print(f"[loadknee] analysing {run_dir} …", flush=True)
+    cmd = [sys.executable, "-m", "loadknee_locust", "analyze", run_dir]
+    done = subprocess.run([*cmd, *(["--explain"] if explain else [])], check=False)
+    if done.returncode not in (0, 3):
+        print(f"next: {analyze_command(run_dir, explain=explain)}", flush=True)
+    return done.returncode

@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     say(f"re-running levels {list(levels)} against {ns.host} into {Path(out) / run_id}")
     params = before.knee_params  # the re-run is judged as the original was, live and after
     rerun_args = [*run_arguments(info, levels, ns, run_id, out), *as_flags(params)]
-    rc = run_command.main([*rerun_args, *passthrough])
+    rc = run_command.main([*rerun_args, "--no-analyze", *passthrough])  # verify judges it
     rerun = Path(out) / run_id
     if rc != 0 or not (rerun / "requests.csv").exists():
         print(f"loadknee verify: the re-run failed (exit {rc})", file=sys.stderr)

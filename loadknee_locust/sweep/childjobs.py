@@ -5,7 +5,7 @@ every in-flight stream for seconds), and the knee has one implementation, in ``a
 job runs through ``gevent.subprocess`` under a timeout, so the hub only waits on a pipe.
 
 Every live judgement goes through :class:`~loadknee_locust.sweep.judge.LiveJudge`, the one
-protocol with ``python -m analysis.knee.live_judge``. The adaptive sweep's shape asks its own
+protocol with ``python -m analysis.live.judge``. The adaptive sweep's shape asks its own
 after every stage and keeps the answer in its schedule (``Schedule.verdicts``);
 :class:`ProvisionalVerdicts` gives the web UI that same answer (a stage is never judged twice)
 and asks a judge of its own only for a plain grid sweep, where the shape asks nothing.

@@ -2,7 +2,7 @@
 
 The adaptive sweep (:mod:`loadknee_locust.sweep.refine`) needs the analysis's knee over the stages
 so
-far after every stage. The answer comes from ``python -m analysis.knee.live_judge``, started when
+far after every stage. The answer comes from ``python -m analysis.live.judge``, started when
 the
 sweep starts so its pandas import overlaps the first stages instead of a cooldown; each
 :meth:`LiveJudge.ask` writes one request line and reads one answer line through
@@ -12,7 +12,7 @@ pandas never enters this process.
 A child that fails, answers nonsense or passes ``timeout_s`` is killed and the answer is None
 (the sweep goes on as the plain grid); the next ask starts a fresh one. :meth:`close` ends it
 (end of input); the child also ends by itself when this process dies (see
-:mod:`analysis.knee.live_judge`).
+:mod:`analysis.live.judge`).
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ log = logging.getLogger("loadknee")
 #: the live judgement reads a few thousand rows; a minute means something is wrong
 JUDGE_TIMEOUT_S = 60.0
 
-JUDGE_MODULE = "analysis.knee.live_judge"
+JUDGE_MODULE = "analysis.live.judge"
 
 
 class LiveJudge:
-    """One ``python -m analysis.knee.live_judge`` child; :meth:`ask` from a greenlet."""
+    """One ``python -m analysis.live.judge`` child; :meth:`ask` from a greenlet."""
 
     def __init__(self, timeout_s: float = JUDGE_TIMEOUT_S) -> None:
         self.timeout_s = timeout_s

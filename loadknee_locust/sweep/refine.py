@@ -2,7 +2,7 @@
 
 Pure (no clock, no locust, no pandas). The judgement itself is not made here: it comes from the
 analysis package's own knee rules, run over the stages finished so far (``python -m
-analysis.knee.live``, the one entry point for live judgements: the web UI shows the same object's
+analysis.live.answer``, the one entry point for live judgements: the web UI shows the same object's
 per-stage verdicts), and reaches this module as a :class:`LiveVerdict`. One implementation of the
 knee serves the live sweep and ``loadknee analyze``; this module only turns its answer into the
 next level.
@@ -64,7 +64,7 @@ class StageJudgement:
 
 @dataclass(frozen=True)
 class LiveVerdict:
-    """The analysis's answer over the stages so far (from ``python -m analysis.knee.live``).
+    """The analysis's answer over the stages so far (from ``python -m analysis.live.answer``).
 
     The sweep reads the first three fields; the web UI shows ``stages`` (provisional verdicts),
     ``knee_stage`` and ``summary``: one judgement per finished stage serves both.
@@ -83,7 +83,7 @@ class LiveVerdict:
 
     @classmethod
     def from_json(cls, answer: Mapping[str, Any]) -> LiveVerdict:
-        """From ``analysis.knee.live``'s JSON object (ValueError, TypeError or KeyError if
+        """From ``analysis.live.answer``'s JSON object (ValueError, TypeError or KeyError if
         malformed)."""
         stages = tuple(
             StageJudgement(

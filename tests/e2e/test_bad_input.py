@@ -52,7 +52,8 @@ def test_bad_input_ends_before_load_with_one_message(
         extra = ["--prompt-log", str(_write_cr_only(tmp_path / "log.csv"))]
     if "BIN" in extra:
         extra = ["--prompt-log", str(_write_binary(tmp_path / "log.csv"))]
-    cmd = [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, *SWEEP,
+    cmd = [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze",
+           "--host", sim.url, *SWEEP,
            "--out", str(tmp_path / "runs"), "--stop-timeout", "5", *extra]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=90, env=child_env())
     output = done.stdout + done.stderr
@@ -101,7 +102,8 @@ def test_a_target_failing_every_request_is_backed_off_then_the_sweep_stops(
     off instead of spinning, and the sweep stops at the red line with exit code 3."""
     sim = sim_server("fast", restart_s=600.0)
     out = tmp_path / "runs"
-    cmd = [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, "--levels", "4",
+    cmd = [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze",
+           "--host", sim.url, "--levels", "4",
            "--stage-seconds", "120", "--warmup-seconds", "0.5", "--cooldown-seconds", "0.5",
            "--baseline-requests", "0", "--out", str(out), "--stop-timeout", "5"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

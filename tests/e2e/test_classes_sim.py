@@ -38,7 +38,7 @@ def run_dir(request, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("classes")
     with SimProcess.start("fast", max_num_seqs=8, decode_per_seq_ms=2.0) as sim:
         args = [
-            sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
+            sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
             "--levels", ",".join(map(str, LEVELS)), "--stage-seconds", "6",
             "--warmup-seconds", "0.5", "--cooldown-seconds", "0.5", "--baseline-requests", "6",
             "--llm-classes", CLASSES, "--out", str(out), "--run-id", "mix",

@@ -34,7 +34,7 @@ TEMPLATE = 3  # the sim's tokens per message and per request (chat_tokens_per_me
 def _run(out: Path, workers: int) -> tuple[Path, pd.DataFrame]:
     with SimProcess.start("fast", enable_prefix_caching=True) as sim:
         args = [
-            sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
+            sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
             "--levels", "3", "--stage-seconds", "7", "--warmup-seconds", "0.5",
             "--cooldown-seconds", "0.5", "--baseline-requests", "2",
             "--input-tokens", str(INPUT), "--output-tokens", str(OUTPUT),

@@ -63,7 +63,7 @@ def replayed(tmp_path_factory) -> tuple[Path, pd.DataFrame, dict[str, list[int]]
     lengths = _log(out / "chats.jsonl")
     with SimProcess.start("fast", enable_prefix_caching=True) as sim:
         args = [
-            sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
+            sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
             "--levels", "2", "--stage-seconds", "6", "--warmup-seconds", "0.5",
             "--cooldown-seconds", "0.5", "--baseline-requests", "2",
             "--prompt-log", str(out / "chats.jsonl"), "--llm-replay-conversations",

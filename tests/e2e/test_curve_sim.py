@@ -76,7 +76,7 @@ def test_measured_in_flight_follows_the_logs_curve(
     common = [*CURVE, "--llm-replay-curve", str(log), "--llm-out", str(out),
               "--llm-run-id", "curve"]  # fmt: skip
     if workers:
-        cmd = [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
+        cmd = [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
                "--workers", str(workers), "--no-preflight", "--", *common]  # fmt: skip
     else:
         cmd = locust_cmd("--headless", "--host", sim.url, "--stop-timeout", "30", *common,

@@ -29,7 +29,8 @@ def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
     assert "[demo] sweep: loadknee run --host " in out  # a command the user has installed
     assert "Response time percentiles" not in out  # Locust's own tables stay behind --verbose
     # after the sweep: the answer on one screen
-    screen = out.split("[demo] analysing ", 1)[1].splitlines()[1:-1]  # less the [demo] lines
+    # `loadknee run` ends with the answer (less its "analysing" line and the demo's last line)
+    screen = out.split("[loadknee] analysing ", 1)[1].splitlines()[1:-1]
     text = "\n".join(screen)
     paths = [line for line in screen if line.startswith("report: ")]  # a path is not wrapped
     assert len(screen) <= 30 and max(len(ln) for ln in set(screen) - set(paths)) <= 100, text

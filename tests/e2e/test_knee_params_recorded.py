@@ -13,9 +13,10 @@ import configargparse
 import pytest
 
 from analysis.cli import main as analyze_main
-from analysis.knee import live
-from analysis.knee.params import KneeParams, override_note, run_knee_params
+from analysis.knee.params import KneeParams, overrides, run_knee_params
+from analysis.live import answer as live
 from analysis.pipeline import analyze_run
+from analysis.report.knee_summary import override_note
 from loadknee_locust.plugin.options import add_arguments
 from loadknee_locust.sim.launch import SimProcess
 from tests.support.knee_rundir import saturating_run
@@ -35,11 +36,13 @@ def test_the_live_judge_and_analyze_judge_with_the_recorded_thresholds(tmp_path:
     judged = live.judge(str(run_dir))
     assert (judged["knee_users"], judged["max_concurrency"]) == (None, 16)
     analysis = analyze_run(run_dir)
-    assert analysis.knee_params.tail_ratio == 100.0 and analysis.knee_params_note is None
+    assert analysis.knee_params.tail_ratio == 100.0 and analysis.knee_overrides == ()
     assert (analysis.knee.knee_users, analysis.knee.max_concurrency) == (None, 16)
     overridden = analyze_run(run_dir, knee_overrides={"tail_ratio": 2.0})
     assert overridden.knee.knee_users == 8
-    assert overridden.knee_params_note == "judged with --knee-tail-ratio 2.0 (the run's: 100.0)"
+    assert override_note(overridden.knee_overrides) == (
+        "judged with --knee-tail-ratio 2.0 (the run's: 100.0)"
+    )
 
 
 def test_analyze_says_an_override_on_stderr(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -83,7 +86,8 @@ def test_as_flags_gives_the_same_thresholds_back(params: KneeParams) -> None:
 
 
 def test_no_note_when_nothing_differs() -> None:
-    assert override_note(KneeParams(), KneeParams()) is None
+    assert overrides(KneeParams(), KneeParams()) == ()
+    assert override_note(()) is None
 
 
 def test_the_sweep_parser_takes_the_knee_flags_and_the_red_line_once() -> None:
@@ -107,7 +111,7 @@ def test_a_knee_flag_given_to_run_changes_the_live_decision_and_is_recorded(
              "--client-cpu-limit", "1000", "--knee-resume-pct", "1000"]  # fmt: skip
     with SimProcess.start("fast", max_num_seqs=64) as sim:
         done = subprocess.run(
-            [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
+            [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
              "--levels", "2,4,8,16", "--stage-seconds", "2.5", "--warmup-seconds", "0.5",
              "--cooldown-seconds", "0.5", "--baseline-requests", "3", "--output-tokens", "16",
              "--out", str(tmp_path), *flags],

@@ -25,6 +25,7 @@ import pytest
 from analysis.advice.recommend import recommend
 from analysis.diagnosis.bottleneck import diagnose
 from analysis.inputs.load import read_run
+from analysis.knee.facts import KneeSummaryFact
 from analysis.knee.find import find_knee
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.summary import summarize_stages
@@ -131,7 +132,8 @@ def test_no_knee_within_the_tested_range(runs):
     summary, knee, _recs, predicted = runs["no-knee"].result()
     assert predicted is None
     assert knee.knee_stage is None and knee.red_line_stage is None, _explain(summary, knee)
-    assert "no knee within the tested range (up to 8 users)" in knee.summary
+    assert isinstance(knee.summary, KneeSummaryFact) and knee.summary.knee is None
+    assert knee.summary.top_users == 8  # "no knee within the tested range (up to 8 users)"
     assert knee.max_concurrency == 8
 
 

@@ -37,7 +37,7 @@ def _sweep(out: Path, caching: bool, metrics: bool) -> Path:
     run_id = f"cache-{'on' if caching else 'off'}-{'metrics' if metrics else 'bare'}"
     with SimProcess.start("kv-bound", enable_prefix_caching=caching, metrics=metrics, **SIM) as sim:
         args = [
-            sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
+            sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
             "--levels", ",".join(map(str, LEVELS)), "--stage-seconds", "4",
             "--warmup-seconds", "1", "--cooldown-seconds", "0.5", "--baseline-requests", "6",
             "--input-tokens", str(INPUT), "--output-tokens", str(OUTPUT),

@@ -50,7 +50,7 @@ def _loadknee(*args: str, timeout_s: float = 300.0) -> subprocess.CompletedProce
 def _sweep(out: Path, run_id: str, caching: bool) -> tuple[Path, list[dict]]:
     with SimProcess.start("fast", enable_prefix_caching=caching, **SIM) as sim:
         done = _loadknee(
-            "run", "--host", sim.url, "--levels", ",".join(map(str, LEVELS)),
+            "run", "--no-analyze", "--host", sim.url, "--levels", ",".join(map(str, LEVELS)),
             "--stage-seconds", "8", "--warmup-seconds", "1", "--cooldown-seconds", "0.5",
             "--baseline-requests", "8", "--input-tokens", str(INPUT),
             "--output-tokens", str(OUTPUT), "--llm-shared-prefix-tokens", str(PREFIX),

@@ -35,7 +35,7 @@ def run(tmp_path_factory) -> tuple[Path, list[dict]]:
     out = tmp_path_factory.mktemp("prefix-workers")
     with SimProcess.start("kv-bound", enable_prefix_caching=True, **SIM) as sim:
         args = [
-            sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
+            sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
             "--levels", ",".join(map(str, LEVELS)), "--stage-seconds", "4",
             "--warmup-seconds", "1", "--cooldown-seconds", "0.5", "--baseline-requests", "6",
             "--input-tokens", str(INPUT), "--output-tokens", str(OUTPUT),

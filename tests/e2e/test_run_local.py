@@ -61,10 +61,14 @@ def test_loadknee_run_wrapper_two_workers_count_mode_default_users(recorded_run)
     recording = recorded_run("count-two-workers")
     out, text = recording.path.parent, recording.output
     lines = text.strip().splitlines()
-    assert lines[-2].startswith("run directory: ")
-    run_dir = Path(lines[-2].split(": ", 1)[1])
+    at = next(i for i, line in enumerate(lines) if line.startswith("run directory: "))
+    run_dir = Path(lines[at].split(": ", 1)[1])
     assert run_dir.parent == out.resolve()
-    assert lines[-1].startswith("next: ") and lines[-1].endswith(f" analyze {run_dir}")
+    # then the answer, as `loadknee analyze` prints it, and no "next:" command to type
+    assert lines[at + 1] == f"[loadknee] analysing {run_dir} …"
+    assert lines[at + 2].startswith("DEPLOY: "), lines[at:]
+    assert (run_dir / "report" / "knee.json").exists()
+    assert not any(line.startswith("next: ") for line in lines)
     assert any(line.startswith("[loadknee] stage 2/2 (2 users) measure") for line in lines)
     assert any(line.startswith("[loadknee] baseline (1 user) ") for line in lines)
     assert any("/12 requests of this stage; time left unknown" in line for line in lines)

@@ -45,7 +45,7 @@ def _locust_child(wrapper: psutil.Process, deadline: float) -> psutil.Process:
 
 def test_memory_and_open_files_stay_flat_over_a_held_level(sim_server, tmp_path: Path) -> None:
     sim = sim_server("fast")
-    cmd = [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url,
+    cmd = [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
            "--levels", str(USERS), "--stage-seconds", str(SOAK_S), "--warmup-seconds", "1",
            "--cooldown-seconds", "0.5", "--baseline-requests", "0", "--no-refine",
            "--output-tokens", "16", "--input-tokens", "32", "--out", str(tmp_path)]  # fmt: skip

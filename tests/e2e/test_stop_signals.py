@@ -36,7 +36,8 @@ SWEEP += ["--cooldown-seconds", "0.5", "--baseline-requests", "0", "--output-tok
 
 
 def _wrapper(sim: SimProcess, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, *SWEEP,
+    return [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze",
+            "--host", sim.url, *SWEEP,
             "--out", str(out), "--stop-timeout", "20", *extra]  # fmt: skip
 
 

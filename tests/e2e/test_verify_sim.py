@@ -38,7 +38,7 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     out = tmp_path_factory.mktemp("verify")
     with SimProcess.start("fast", max_num_seqs=SLOTS) as sim:
         done = _loadknee(
-            "run", "--host", sim.url, "--levels", LEVELS, "--stage-seconds", "6",
+            "run", "--no-analyze", "--host", sim.url, "--levels", LEVELS, "--stage-seconds", "6",
             "--warmup-seconds", "1", "--cooldown-seconds", "0.5", "--baseline-requests", "10",
             "--out", str(out), "--run-id", "original",
             "--no-refine", "--stop-after-knee", "-1",  # every planned level, for the counters

@@ -1,4 +1,5 @@
-"""A ratchet on prose inside the judgement: f-strings with words in ``analysis/knee``.
+"""A ratchet on prose inside the judgement: f-strings with words in ``analysis/knee`` and
+``analysis/advice``.
 
 The knee's judgement returns facts (:mod:`analysis.knee.facts`); its words are written by
 :mod:`analysis.report.knee_words`. Every f-string whose literal parts hold a word (two letters
@@ -14,7 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the judgement packages held to the ratchet, and the most f-strings with words each may keep
-LIMIT = {"analysis/knee": 3}
+#: (analysis/knee's last one is an exception's message: KneeInputs.with_columns misused)
+LIMIT = {"analysis/knee": 1, "analysis/advice": 42}
 WORD = re.compile(r"[A-Za-z]{2,}")
 IDENTIFIER = re.compile(r"^\w*$")
 

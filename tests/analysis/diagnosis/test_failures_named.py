@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.diagnosis.failure_mix import FailureMix
 from analysis.pipeline import analyze_run
 from analysis.report.table import format_markdown, record_frame
 from tests.support.knee_rundir import request_row, stage_row, write_run
@@ -48,7 +49,8 @@ def test_rejections_and_timeouts_are_named_with_shares_and_messages(tmp_path: Pa
     stage = analysis.knee.stages[1]
     assert stage.failures.startswith("22 % HTTP 503 (22); 3 % timeouts (3)")
     assert '"queue full" ×22' in stage.failures and '"read timed out" ×3' in stage.failures
-    assert any(r.startswith("failures: 22 % HTTP 503") for r in stage.reasons)
+    mix = stage.reasons[-1]  # the failures named, last
+    assert isinstance(mix, FailureMix) and (mix.requests, mix.overload, mix.stalls) == (100, 22, 3)
     assert stage.verdict == "red_line" and stage.bottleneck == "overload"
     assert "HTTP 429/503" in stage.bottleneck_reason
     assert analysis.knee.stages[0].failures == ""  # a clean stage names nothing

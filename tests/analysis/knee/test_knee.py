@@ -47,19 +47,19 @@ def test_seed_002_reasons_carry_the_numbers():
     assert round(narrowing.fact.gain_ratio * 100) == 27 and narrowing.fact.threshold_ratio == 0.5
     tail = _signal(critical, "tail_departure")
     assert tail.fired and round(tail.fact.ratio, 1) == 2.8 and tail.fact.outcome == "departed"
-    assert narrowing.text in critical.reasons and tail.text in critical.reasons
+    assert narrowing in critical.reasons and tail in critical.reasons
     flat = _signal(knee, "throughput_flattening")
     assert (flat.fact.prev_users, flat.fact.users) == (24, 32)
     assert flat.fact.rate > flat.fact.prev_rate
     assert round(flat.fact.gain_ratio * 100) == 7 and flat.fact.below
     tail = _signal(knee, "tail_departure")
     assert tail.fact.ratio == pytest.approx(9.0) and tail.fact.source == "baseline"
-    assert knee.reasons[:2] == (flat.text, tail.text)
+    assert knee.reasons[:2] == (flat, tail)
     rate = _signal(red, "error_rate")
     assert rate.fired and rate.fact.success_pct == pytest.approx(80.0) and rate.threshold == 5.0
     oom = _signal(red, "oom")
     assert oom.fired and (oom.fact.kind, oom.fact.failed) == ("oom", 200)
-    assert red.reasons[:2] == (oom.text, rate.text)  # the red line's causes, most severe first
+    assert red.reasons[:2] == (oom, rate)  # the red line's causes, most severe first
     assert (result.knee_users, result.red_line_users) == (32, 48)
 
 
@@ -271,7 +271,7 @@ def test_a_flat_stage_that_later_stages_out_serve_is_a_dip_not_the_knee(
     if expected_knee != 4:
         assert dip is not None
         resumed = _signal(dip, "throughput_resumed")
-        assert resumed.fired and dip.reasons[0] == resumed.text
+        assert resumed.fired and dip.reasons[0] == resumed
         assert (resumed.fact.later_users, resumed.fact.later_rate) == (8, 237)
         assert (resumed.fact.rate, resumed.fact.threshold_pct) == (144, 15.0)
 

@@ -94,7 +94,7 @@ def test_a_tail_past_the_limit_but_not_past_its_noise_says_it_cannot_tell(p95, l
     assert tail.fired is (outcome == "departed")
     assert (tail.fact.outcome, tail.fact.ratio) == (outcome, pytest.approx(p95 / 200.0))
     assert tail.fact.lower_ratio == pytest.approx(lower) and tail.fact.threshold_ratio == 2.0
-    assert (tail.text in stage.reasons) is (outcome != "held")  # said unless it held
+    assert (tail in stage.reasons) is (outcome != "held")  # said unless it held
 
 
 def test_a_noisy_or_short_stage_says_so_and_how_long_it_would_need():
@@ -109,11 +109,11 @@ def test_a_noisy_or_short_stage_says_so_and_how_long_it_would_need():
     noisy = _signal(v[8], "noisy")
     assert (noisy.fact.kind, noisy.fact.width_pct, noisy.fact.max_pct) == ("interval", 18.0, 10.0)
     assert (noisy.fact.window_needed_s, noisy.fact.target_pct) == (777.0, 5.0)
-    assert noisy.text in v[8].reasons
+    assert noisy in v[8].reasons
     assert v[16].noisy
     short = _signal(v[16], "noisy")
     assert (short.fact.kind, short.fact.window_s) == ("window_too_short", 2.0)
-    assert short.text in v[16].reasons
+    assert short in v[16].reasons
     assert [v.target_users for v in _knee(summary).stages if v.noisy] == [8, 16]
 
 
@@ -150,7 +150,7 @@ def test_the_servers_queue_makes_the_knee_and_bounds_max_concurrency():
     knee = _by_users(result)[16]
     assert knee.verdict == "knee"
     saturated = _signal(knee, "server_saturated")
-    assert knee.reasons[0] == saturated.text
+    assert knee.reasons[0] == saturated
     fact = saturated.fact
     assert (fact.running_mean, fact.running_peak, fact.slots, fact.waiting_mean) == (8, 8, 8, 8)
     assert (fact.in_flight, fact.threshold_waiting, fact.running_share) == (16, 1.0, 0.9)
@@ -226,7 +226,7 @@ def test_an_untrusted_flattening_with_free_slots_yields_to_the_servers_word():
     v = _by_users(result)
     assert v[34].verdict == "critical"  # flat by a 2 s point figure, but 34 of 40 slots, 0 waiting
     free = _signal(v[34], "server_free_slots")
-    assert free.fact.overrules_client and v[34].reasons[0] == free.text
+    assert free.fact.overrules_client and v[34].reasons[0] == free
     assert (free.fact.running_mean, free.fact.slots, free.fact.waiting_mean) == (34, 40, 0)
     assert v[40].verdict == "critical"  # 40 in flight on 40 slots: all admitted
     assert (result.knee_users, result.max_concurrency) == (48, 40)
@@ -271,6 +271,6 @@ def test_a_stage_that_out_serves_the_plateau_makes_the_flat_stage_a_dip():
     result = _knee(summary)
     assert _by_users(result)[4].verdict == "critical"
     dip = _signal(_by_users(result)[4], "throughput_resumed")
-    assert dip.fired and _by_users(result)[4].reasons[0] == dip.text
+    assert dip.fired and _by_users(result)[4].reasons[0] == dip
     assert (dip.fact.later_users, dip.fact.later_rate, dip.fact.rate) == (8, 237.0, 144.0)
     assert (result.knee_users, result.max_concurrency) == (16, 8)

@@ -1,4 +1,4 @@
-"""The long-lived live judge: the same answer as ``analysis.knee.live``, many answers from one
+"""The long-lived live judge: the same answer as ``analysis.live.answer``, many answers from one
 child,
 errors answered (not fatal), the child dies with its parent, and the Locust-side client asks it
 from a greenlet."""
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.knee import live, live_judge
+from analysis.live import answer as live
+from analysis.live import judge as live_judge
 from analysis.pipeline import analyze_run
 from loadknee_locust.sweep.refine import LiveVerdict
 from tests.support.knee_rundir import saturating_run as knee_saturating_run

@@ -1,5 +1,5 @@
 """Golden output: the words of every kind of knee fact (:mod:`analysis.report.knee_words`,
-:mod:`analysis.report.knee_summary`).
+:mod:`analysis.report.knee_summary`, :mod:`analysis.report.stage_reasons`).
 
 The judgement's tests assert on the facts; this file pins what each fact says, branch by branch,
 in ``tests/support/data/golden/knee_words.txt`` (one ``case: words`` line each). When a rewording
@@ -15,6 +15,7 @@ import os
 
 from analysis.knee.facts import (
     AbsentFact,
+    ClientBoundFact,
     ClientCpuFact,
     ClientQueueFact,
     ClientUnqueuedFact,
@@ -26,6 +27,7 @@ from analysis.knee.facts import (
     KneeSummaryFact,
     MemoryFact,
     NoiseFact,
+    NoSignalFact,
     OomFact,
     PlateauFact,
     ResumedFact,
@@ -34,9 +36,10 @@ from analysis.knee.facts import (
     TailFact,
 )
 from analysis.knee.fit import KneeFit
-from analysis.model import Signal, StageVerdict
-from analysis.report.knee_summary import confidence_text, fit_text, rows_text, summary_text
-from analysis.report.knee_words import NO_SIGNAL, fact_text, signal_text, untrusted_client_text
+from analysis.model import FaultReason, Signal, StageFault, StageVerdict
+from analysis.report.knee_summary import confidence_text, fit_text, summary_text
+from analysis.report.knee_words import fact_text, signal_text
+from analysis.report.stage_reasons import reason_text, rows_text
 from analysis.stages.data_check import RowsFact
 from tests.support.paths import DATA
 
@@ -145,6 +148,10 @@ SUMMARIES = {
         tail_percentile="p99"),
     "client slots, no plateau": dataclasses.replace(
         _SUMMARY, client_slots=9, fit_flat=False, capacity=(1.0, 3.0, 2.0)),
+    "rows missing": dataclasses.replace(_SUMMARY, missing_rows_users=(16, 32)),
+    "no stage judged, rows missing": dataclasses.replace(
+        _SUMMARY, lacking_users=(1, 2, 4, 8, 16, 32),
+        first_lacking=FaultReason(StageFault(1, 1, "not_measured", 0, 10.0), 100.0, 112.5)),
 }  # fmt: skip
 _FIT = KneeFit(8.2, 7.4, 8.6, 0.91, 0.031, 0.06, True, 7, 0.15)
 #: case → the fit over all stages
@@ -165,6 +172,16 @@ ROWS = {
     "none usable": RowsFact("none_usable", 4, 0),
     "some excluded": RowsFact("some_excluded", 20, 5),
 }
+#: case → why a stage whose rows disagree with stages.csv was not judged
+FAULTS = {
+    "not measured": FaultReason(StageFault(3, 4, "not_measured", 0, 10.0), 100.0, 112.5),
+    "not measured, no times": FaultReason(StageFault(3, 4, "not_measured", 0, 10.0), None, None),
+    "no rows": FaultReason(StageFault(3, 4, "no_rows", 0, 10.0), 200.0, 112.5),
+    "no rows, no window": FaultReason(StageFault(3, 4, "no_rows", 0, None), 200.0, 112.5),
+    "rows cut": FaultReason(StageFault(3, 4, "rows_cut", 7, 10.0), 118.0, 112.5),
+    "rows cut, no times": FaultReason(StageFault(3, 4, "rows_cut", 1, 10.0), None, 112.5),
+    "empty window": FaultReason(StageFault(3, 4, "empty_window", 0, 0.0), 200.0, 112.5),
+}
 
 
 def _text() -> str:
@@ -172,8 +189,10 @@ def _text() -> str:
     said = Signal("memory_pressure", True, 90.0, 85.0, "GPU memory peak 90 % (schema 1)")
     lines.append(f"a signal read from schema 1: {signal_text(said)}")
     cpu = Signal("client_bound", True, 97.0, 90.0, fact=CASES["client cpu"])
-    lines += [f"client untrusted: {untrusted_client_text(cpu)}", f"no signal: {NO_SIGNAL}"]
+    client, none = reason_text(ClientBoundFact(cpu)), reason_text(NoSignalFact())
+    lines += [f"client untrusted: {client}", f"no signal: {none}"]
     lines += [f"rows, {case}: {rows_text(fact)}" for case, fact in ROWS.items()]
+    lines += [f"rows missing, {case}: {reason_text(fact)}" for case, fact in FAULTS.items()]
     lines += [f"fit, {case}: {fit_text(fit)}" for case, fit in FITS.items()]
     lines += [f"confidence, {case}: {confidence_text(f)}" for case, f in CONFIDENCES.items()]
     lines += [f"summary, {case}: {summary_text(fact)}" for case, fact in SUMMARIES.items()]

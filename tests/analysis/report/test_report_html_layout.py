@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from analysis.pipeline import Analysis, analyze_run
+from analysis.report.stage_reasons import reasons_text
 from analysis.report.writer import write_report
 from tests.support.browser_support import open_browser, screenshot
 from tests.support.report_fixtures import (
@@ -90,4 +91,5 @@ def test_every_stages_reasons_open_under_its_row(analysed, browser) -> None:
         """
     )
     for verdict in analysis.knee.stages:
-        assert shown[str(verdict.stage)][: len(verdict.reasons)] == list(verdict.reasons)
+        said = list(reasons_text(verdict))
+        assert shown[str(verdict.stage)][: len(said)] == said

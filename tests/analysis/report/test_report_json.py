@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -9,6 +10,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.report.knee_json import from_json, jsonable, to_json
+from analysis.report.knee_summary import fit_words, summary_words
+from analysis.report.knee_words import signal_text
+from analysis.report.stage_reasons import reasons_text
 from tests.support.report_fixtures import (
     seed002_baseline,
     seed002_knee,
@@ -72,11 +76,17 @@ def test_the_signals_facts_round_trip_and_their_words_are_kept_beside_them() -> 
     assert data["schema"] == 2
     signal = data["knee"]["stages"][3]["signals"][0]
     assert list(signal) == ["name", "fired", "value", "threshold", "text", "fact"]
-    assert (
-        signal["fact"]["kind"] == "flattening" and signal["text"] == knee.stages[3].signals[0].text
+    assert signal["fact"]["kind"] == "flattening" and signal["text"] == signal_text(
+        knee.stages[3].signals[0]
     )
     back = from_json(to_json(summary, knee, None, None)).knee
-    assert back is not None and back.stages == knee.stages  # facts and all
+    assert back is not None
+    unsaid = [dataclasses.replace(v, reasons=()) for v in back.stages]
+    assert unsaid == [dataclasses.replace(v, reasons=()) for v in knee.stages]  # facts and all
+    # a stage's reasons are kept as the words they were written in (the file carries no reason
+    # facts: its bytes stay those of the reports before them)
+    assert [v.reasons for v in back.stages] == [reasons_text(v) for v in knee.stages]
+    assert back.summary == summary_words(knee) and back.capacity_text == fit_words(knee)
 
 
 def test_a_schema_1_knee_json_is_still_read_with_its_words() -> None:
@@ -90,5 +100,7 @@ def test_a_schema_1_knee_json_is_still_read_with_its_words() -> None:
     back = from_json(json.dumps(data)).knee
     assert back is not None
     signals = [s for v in back.stages for s in v.signals]
-    assert signals and all(s.fact is None and s.text == "as schema 1 wrote it" for s in signals)
+    assert signals and all(
+        s.fact is None and signal_text(s) == "as schema 1 wrote it" for s in signals
+    )
     assert [s.value for s in signals] == [s.value for v in knee.stages for s in v.signals]

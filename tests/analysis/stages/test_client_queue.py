@@ -10,8 +10,16 @@ import pandas as pd
 import pytest
 
 from analysis.knee.client_signals import starved
+from analysis.knee.facts import (
+    ClientQueueFact,
+    GaugeCheckFact,
+    InFlightFact,
+    KneeSummaryFact,
+    ServerQueueFact,
+)
 from analysis.knee.find import KneeParams, find_knee
 from analysis.knee.fit import fit_knee, whole
+from analysis.model import Signal
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.client_queue import (
     ServiceSpans,
@@ -71,7 +79,9 @@ def test_a_client_that_leaves_gaps_is_flagged_as_starved():
     assert q is not None and q.in_flight < 0.9 * 8
     row = pd.Series({"client_in_flight": q.in_flight, "target_users": 8, "batch_size": 1})
     signal = starved(row)
-    assert signal.fired and "client-starved" in signal.text
+    fact = signal.fact  # fewer in flight than the users would keep: the client starved
+    assert signal.fired and isinstance(fact, InFlightFact) and fact.kind == "in_flight"
+    assert fact.share < fact.threshold_share and fact.in_flight == q.in_flight
     fine = stage_queue(closed_loop(8, 16), 5.0, 25.0, T1_MS)
     assert fine is not None
     assert not starved(row.copy().replace({q.in_flight: fine.in_flight})).fired
@@ -104,13 +114,15 @@ def test_the_client_side_queue_makes_the_knee_where_the_tail_is_a_coin_toss(hide
     result = find_knee(summary, compute_baseline(None, summary))
     assert (result.knee_users, result.max_concurrency) == (10, 8)
     knee = next(v for v in result.stages if v.target_users == 10)
-    first = "seen from the client: the server ran about 8." if hide else "the server ran 8.0"
-    assert knee.reasons[0].startswith(first), knee.reasons
+    first = knee.reasons[0]  # the queue that made the knee, seen by the client or the server
+    assert isinstance(first, Signal) and first.fired, knee.reasons
     if hide:
+        assert isinstance(first.fact, ClientQueueFact) and round(first.fact.running) == 8
         assert result.client_slots == 8
-        assert "seen from the client: requests waited while the server ran about 8" in (
-            result.summary
-        )
+        assert isinstance(result.summary, KneeSummaryFact) and result.summary.client_slots == 8
+    else:
+        assert isinstance(first.fact, ServerQueueFact) and first.fact.kind == "server_saturated"
+        assert first.fact.running_mean == 8.0
 
 
 def test_the_client_estimate_bounds_max_concurrency_between_grid_levels():
@@ -128,7 +140,8 @@ def test_a_disagreement_with_the_servers_gauge_is_said():
     summary.loc[summary["target_users"] == 12, "client_running"] = 6.0
     result = find_knee(summary, compute_baseline(None, summary))
     stage = next(v for v in result.stages if v.target_users == 12)
-    assert any("25 % off the server's gauge (8.0)" in r for r in stage.reasons), stage.reasons
+    said = [r for r in stage.reasons if isinstance(r, GaugeCheckFact)]
+    assert [(r.estimate, r.gauge, r.running_off) for r in said] == [(6.0, 8.0, True)], said
 
 
 def test_the_fit_over_all_stages_carries_an_interval_that_covers_the_slots():

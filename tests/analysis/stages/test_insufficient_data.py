@@ -11,6 +11,7 @@ import pytest
 
 from analysis.pipeline import analyze_run
 from analysis.report.table import format_text, record_frame
+from analysis.stages.data_check import RowsFact
 from tests.support.knee_rundir import request_row, stage_row, write_run
 
 T0 = 1_700_000_000.0
@@ -69,9 +70,8 @@ def test_no_usable_stage_exits_non_zero_with_no_settings(case: str, tmp_path: Pa
     assert not keys & {"max_concurrency", "base_capacity", "vllm.max_num_seqs"}, keys
     assert analysis.recommendations.server_flags == ()
     if case.startswith("all"):
-        reason = analysis.knee.stages[0].reasons[0]
-        assert "20 of 20 requests" in reason and "ignores the requested lengths" in reason
-        assert "ignore_eos" in reason  # what to change
+        # every row missed its lengths (the words, with what to change: the knee_words golden)
+        assert analysis.knee.stages[0].reasons[0] == RowsFact("lengths_missed", 20, 20)
     done = _analyze_cli(run_dir, tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "comfortable" not in done.stdout
@@ -83,7 +83,7 @@ def test_a_mostly_excluded_stage_is_not_judged_and_not_recommended(tmp_path: Pat
     analysis = analyze_run(_write(tmp_path / "run", {2: 0.75}))
     verdicts = {v.target_users: v for v in analysis.knee.stages}
     assert verdicts[4].verdict == "insufficient_data"
-    assert "15 of 20 requests (75 %)" in verdicts[4].reasons[0]
+    assert verdicts[4].reasons[0] == RowsFact("lengths_missed", 20, 15)
     assert verdicts[1].verdict != "insufficient_data"
     assert analysis.knee.max_concurrency == 2  # the highest judged stage, not 4
 
@@ -92,7 +92,7 @@ def test_a_minority_of_excluded_rows_is_counted_and_named(tmp_path: Path) -> Non
     analysis = analyze_run(_write(tmp_path / "run", {1: 0.25}))
     stage = next(v for v in analysis.knee.stages if v.target_users == 2)
     assert stage.verdict != "insufficient_data"
-    assert any("5 of 20 requests (25 %) excluded" in r for r in stage.reasons), stage.reasons
+    assert RowsFact("some_excluded", 20, 5) in stage.reasons, stage.reasons
     record = record_frame(analysis.summary, analysis.knee)
     text = format_text(record, width=200)
     lines = text.splitlines()

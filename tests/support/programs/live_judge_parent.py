@@ -1,4 +1,4 @@
-"""Start a live judge child (``python -m analysis.knee.live_judge``), print its pid, then wait.
+"""Start a live judge child (``python -m analysis.live.judge``), print its pid, then wait.
 
 Run in a child process by the test, which kills this parent with SIGKILL (no cleanup code runs
 here) and checks that the judge child dies with it.
@@ -11,7 +11,7 @@ import sys
 import time
 
 child = subprocess.Popen(
-    [sys.executable, "-m", "analysis.knee.live_judge"],
+    [sys.executable, "-m", "analysis.live.judge"],
     stdin=subprocess.PIPE,
     stdout=subprocess.PIPE,
 )

@@ -1,6 +1,6 @@
 """Judge a run still being written: the knee and each finished stage's verdict, as JSON.
 
-``python -m analysis.knee.live RUN_DIR`` prints one JSON object from
+``python -m analysis.live.answer RUN_DIR`` prints one JSON object from
 :func:`judge`, the same rules as ``loadknee analyze``, so the levels the
 adaptive sweep refines, the provisional verdicts the web UI shows and the final report all come
 from one implementation of the knee. Both Locust-side callers read the same object, once per
@@ -34,6 +34,8 @@ from typing import Any
 from analysis.inputs.load import read_run
 from analysis.knee.find import find_knee, resolve_tail_metric
 from analysis.knee.params import run_knee_params
+from analysis.report.knee_summary import summary_words
+from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import evaluate_slos
 from analysis.slo.targets import run_slo_params
 from analysis.stages.baseline import compute_baseline
@@ -64,7 +66,7 @@ def judge(run_dir: str) -> dict[str, Any]:
         "red_line_users": knee.red_line_users,
         "max_concurrency": knee.max_concurrency,
         "knee_stage": knee.knee_stage,
-        "summary": knee.summary,
+        "summary": summary_words(knee),
         "slo_capacity": slo.capacity if slo is not None else None,
         "slo_break_users": min(broken) if broken else None,
         "capacity_low": knee.capacity_low,
@@ -74,7 +76,7 @@ def judge(run_dir: str) -> dict[str, Any]:
                 "stage": v.stage,
                 "users": v.target_users,
                 "verdict": v.verdict,
-                "reasons": list(v.reasons),
+                "reasons": list(reasons_text(v)),
                 "trusted": v.trusted,
                 "noisy": v.noisy,
             }
@@ -84,7 +86,7 @@ def judge(run_dir: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.knee.live", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m analysis.live.answer", description=__doc__)
     parser.add_argument("run_dir")
     parser.add_argument("--json", action="store_true", help="accepted; JSON is the only format")
     args = parser.parse_args(argv)
@@ -92,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         answer = judge(args.run_dir)
     except Exception as exc:  # a run still being written: say why, never a traceback
         reason = f"{type(exc).__name__}: {exc}"
-        print(f"analysis.knee.live: {reason}", file=sys.stderr)
+        print(f"analysis.live.answer: {reason}", file=sys.stderr)
         print(json.dumps({"error": reason}))
         return 1
     print(json.dumps(answer))

@@ -1,17 +1,16 @@
 """A long-lived live judge: one child per sweep answers "the knee so far" per finished stage.
 
-``python -m analysis.knee.live_judge`` reads one JSON request a line on stdin (``{"run_dir":
-PATH}``)
-and answers each with one JSON line on stdout: ``{"knee_users", "red_line_users",
-"max_concurrency", "stages"}`` as :mod:`analysis.knee.live` prints them, or ``{"error": TEXT}``.
+``python -m analysis.live.judge`` reads one JSON request a line on stdin (``{"run_dir":
+PATH}``) and answers each with one JSON line on stdout: ``{"knee_users", "red_line_users",
+"max_concurrency", "stages"}`` as :mod:`analysis.live.answer` prints them, or
+``{"error": TEXT}``.
 
-Why a server and not ``python -m analysis.knee.live`` per stage: that child paid a Python start and
-the pandas import (1.5–2.5 s on 2 busy cores) plus the knee's confidence resampling (200 reruns
-of the knee rule, ~95 % of a judgement's time and no part of the answer) after every stage, longer
-than a short cooldown, so the sweep waited. Here pandas is imported once, while the first stages
-run, and each answer is :func:`analysis.knee.live.judge`'s, the same object ``python -m
-analysis.knee.live``
-prints.
+Why a server and not ``python -m analysis.live.answer`` per stage: that child paid a Python
+start and the pandas import (1.5–2.5 s on 2 busy cores) plus the knee's confidence resampling
+(200 reruns of the knee rule, ~95 % of a judgement's time and no part of the answer) after every
+stage, longer than a short cooldown, so the sweep waited. Here pandas is imported once, while the
+first stages run, and each answer is :func:`analysis.live.answer.judge`'s, the same object
+``python -m analysis.live.answer`` prints.
 
 It runs at a lower CPU priority (``nice`` +10): the load generator and the server come first.
 It dies with its parent: end of input (the parent closed the pipe or died) ends it, and on
@@ -27,7 +26,7 @@ import signal
 import sys
 from typing import Any, TextIO
 
-from analysis.knee.live import judge
+from analysis.live.answer import judge
 
 #: how much lower than the load generator the judge runs
 NICENESS = 10
