@@ -50,6 +50,8 @@ def is_missing(value: Any) -> bool:
 
 def num(value: Any) -> float | None:
     """``value`` as a float, or None when it is missing (None, NaN, pd.NA) rather than 0."""
+    if isinstance(value, float):  # float and numpy's float64, the common case: no pd.isna
+        return None if math.isnan(value) else float(value)
     if is_missing(value):
         return None
     number = float(value)

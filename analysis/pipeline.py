@@ -38,7 +38,7 @@ from analysis.model import (
 from analysis.report.standing import with_yaml_note
 from analysis.slo.advice import with_slo
 from analysis.slo.evaluate import SloResult, evaluate_slos
-from analysis.slo.targets import SloParams, run_slo_params
+from analysis.slo.targets import METRIC_COLUMNS, SloParams, run_slo_params
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.coverage import row_coverage
 from analysis.stages.intervals import IntervalParams
@@ -47,6 +47,26 @@ from analysis.stages.run_cut import run_cut
 from analysis.stages.summary import measured_requests, run_batches, summarize_stages
 
 Progress = Callable[[str], None]
+
+#: the request columns read from the measured rows here (the summary and its windows, the
+#: baseline, the coverage, the failure mixes, the SLOs): only these are copied with the rows
+MEASURED_COLUMNS: tuple[str, ...] = (
+    "stage",
+    "start_unix_s",
+    "end_unix_s",
+    "e2e_ms",
+    "ttft_ms",
+    "tpot_ms",
+    "itl_p50_ms",
+    "itl_p95_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "resent",
+    "outcome",
+    "http_status",
+    "error",
+    *METRIC_COLUMNS.values(),
+)
 
 
 @dataclass(frozen=True)
@@ -152,7 +172,7 @@ def analyze_run(
         read_nvidia_smi=partial(read_nvidia_smi_csv, tz=nvidia_smi_tz),
     )
     say(f"summarising {len(run.stages)} stages, {len(run.requests):,} requests")
-    measured = measured_requests(run)
+    measured = measured_requests(run, MEASURED_COLUMNS)
     batches = run_batches(run, measured=measured)
     # the server's gauges once: the record table's figures and the report's timeline
     timeline = server_timeline(run.server_metrics)

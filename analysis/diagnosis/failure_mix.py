@@ -116,17 +116,16 @@ def failure_mixes(measured: pd.DataFrame) -> dict[int, FailureMix]:
     out: dict[int, FailureMix] = {}
     if measured.empty:
         return out
-    for stage, rows in measured.groupby("stage"):
-        failed = rows[rows["cls"] == "error"]
-        if failed.empty:
-            continue
+    # the failed rows cut out once, then grouped: not every stage's rows copied to find them
+    sizes = measured.groupby("stage").size()
+    for stage, failed in measured[measured["cls"] == "error"].groupby("stage"):
         pairs = list(zip(failed["outcome"].astype(str), failed["http_status"], strict=True))
         kinds = Counter(_kind(o, s) for o, s in pairs)
         families = Counter(_family(o, s) for o, s in pairs)
         errors = failed["error"] if "error" in failed else pd.Series([], dtype=object)
         messages = Counter(m for m in (_short(e) for e in errors) if m)
         out[int(float(str(stage)))] = FailureMix(
-            requests=len(rows),
+            requests=int(sizes[stage]),
             kinds=tuple(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
             messages=tuple(messages.most_common(TOP_MESSAGES)),
             overload=families["overload"],

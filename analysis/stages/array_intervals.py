@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stages.intervals import INTERVAL_COLUMNS, IntervalParams, StageBatches
+from analysis.stages.row_classes import MEASURED_PHASES, RowClasses
 from loadknee_locust.sweep.confidence import (
     MIN_BATCHES,
     MIN_TAIL_VALUES,
@@ -189,12 +190,26 @@ def window_pool(
     its non-empty groups."""
     win = window_of(ends, start_s, end_s, batches=batches)
     win[np.isnan(values)] = -1
+    return pool_of(values, win, batches)
+
+
+def pool_of(values: FloatArray, win: FloatArray, batches: int) -> WindowPool | None:
+    """:func:`window_pool` from each value's window (``win``; -1: none, NaN values' too)."""
     used = win >= 0
     if not used.any():
         return None
     held = np.bincount(win[used], minlength=batches) > 0
     dense = np.cumsum(held) - 1  # window number -> its place among the non-empty ones
     return WindowPool(values[used], dense[win[used]])
+
+
+def window_groups(values: FloatArray, win: FloatArray, batches: int) -> tuple[FloatArray, ...]:
+    """Per window ``0…batches-1``, its values in row order (``win``: each value's window, -1
+    for none): one stable sort by window, not a pass over the values per window."""
+    order = np.argsort(win, kind="stable")
+    cuts = np.searchsorted(win[order], np.arange(batches + 1), side="left")
+    ordered = values[order]
+    return tuple(ordered[cuts[g] : cuts[g + 1]] for g in range(batches))
 
 
 def draw_counts(rng: random.Random, groups: int, resamples: int) -> FloatArray:
@@ -253,14 +268,6 @@ def pool_intervals(
     return out
 
 
-def outcome_flags(outcome: pd.Series, *name_sets: Sequence[str]) -> list[FloatArray]:
-    """Per set of names, ``outcome.isin(names)`` as a bool array (missing: False), comparing
-    each distinct outcome once instead of every row (a million string comparisons each)."""
-    codes, distinct = pd.factorize(outcome)  # a missing outcome gets code -1
-    index = pd.Index(distinct)
-    return [np.append(index.isin(names), False)[codes] for names in name_sets]
-
-
 def _min(values: FloatArray) -> float:
     """Python's ``min`` of the values (NaN only when the first is NaN)."""
     return float(values[0]) if math.isnan(values[0]) else float(np.nanmin(values))
@@ -270,15 +277,16 @@ def stage_batches(
     requests: pd.DataFrame,
     windows: pd.DataFrame,
     *,
-    measured_phases: tuple[str, ...] = ("measure", "baseline"),
+    measured_phases: tuple[str, ...] = MEASURED_PHASES,
     params: IntervalParams | None = None,
+    classes: RowClasses | None = None,
 ) -> dict[int, StageBatches]:
-    """:func:`analysis.stages.intervals.stage_batches` on arrays (its ``e2e_groups`` are arrays)."""
+    """:func:`analysis.stages.intervals.stage_batches` on arrays (its ``e2e_groups`` are arrays;
+    ``classes``: the rows' :class:`~analysis.stages.row_classes.RowClasses` for
+    ``measured_phases``, when already known)."""
     p = params or IntervalParams()
-    ok, mismatch = outcome_flags(requests["outcome"], ("ok",), ("length_mismatch",))
-    ok &= ~(
-        mismatch | (requests["length_ok"] == 0).to_numpy()
-    )  # the rows of analysis.stages.intervals
+    classes = classes or RowClasses.of(requests, measured_phases)
+    ok = classes.ok  # the rows of analysis.stages.intervals
     stage_of = requests["stage"].to_numpy()[ok]
     by_stage = np.argsort(stage_of, kind="stable")  # each stage's rows together, in row order
     order, sorted_stage = np.flatnonzero(ok)[by_stage], stage_of[by_stage]
@@ -289,7 +297,7 @@ def stage_batches(
         name: requests[name].to_numpy(dtype=float)[order]
         for name in ("end_unix_s", "start_unix_s", "ttft_ms", "completion_tokens", "e2e_ms")
     }
-    phase = requests["phase"].isin(measured_phases).to_numpy()[order]
+    phase = classes.measured[order]
     out: dict[int, StageBatches] = {}
     for i, (stage, w_start, w_end) in enumerate(
         zip(windows.index, windows["window_start"], windows["window_end"], strict=True)
@@ -328,9 +336,9 @@ def stage_batches(
         if valid:
             win = window_of(m_ends, tail_start, tail_end, batches=tail_count)
             win[np.isnan(e2e)] = -1
-            groups = tuple(e2e[win == g] for g in range(tail_count))
+            groups = window_groups(e2e, win, tail_count)
         if valid and tail_count:
-            pool = window_pool(m_ends, e2e, tail_start, tail_end, batches=tail_count)
+            pool = pool_of(e2e, win, tail_count)  # the same windows, not found again
             tails = pool_intervals(
                 pool, qs=(0.95, 0.99), level=p.level, resamples=p.resamples, seed=p.seed
             )

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.stages.array_intervals import batch_count, batch_rates, outcome_flags
-from loadknee_locust.contract import NOT_JUDGED_OUTCOMES
+from analysis.stages.array_intervals import batch_count, batch_rates
+from analysis.stages.row_classes import RowClasses
 from loadknee_locust.sweep.confidence import mean_interval
 
 #: the record-table columns this module fills (NaN where they cannot be computed)
@@ -117,7 +117,7 @@ class QueueRows:
     """The columns the queue figures read, as arrays over some rows in row order: read from a
     frame once (:meth:`of`), then cut per stage (:meth:`take`) with no pandas per stage."""
 
-    judged: np.ndarray  # outcome not in NOT_JUDGED_OUTCOMES (cancelled: says nothing)
+    judged: np.ndarray  # not cancelled (a cancelled request says nothing of the server)
     ok: np.ndarray  # judged, ok, its length not mismatched, TTFT and e2e known
     measured: np.ndarray  # phase measure or baseline (all False without a phase column)
     starts: np.ndarray  # unix s
@@ -127,21 +127,16 @@ class QueueRows:
     itl_p50_ms: np.ndarray | None  # None without the column
 
     @classmethod
-    def of(cls, rows: pd.DataFrame) -> QueueRows:
-        """The arrays of ``rows`` (a run's requests or one stage's)."""
-        cancelled, is_ok = outcome_flags(rows["outcome"], NOT_JUDGED_OUTCOMES, ("ok",))
+    def of(cls, rows: pd.DataFrame, classes: RowClasses | None = None) -> QueueRows:
+        """The arrays of ``rows`` (a run's requests or one stage's; ``classes``: their
+        :class:`~analysis.stages.row_classes.RowClasses`, when already known)."""
+        classes = classes or RowClasses.of(rows)
         ttft, e2e = rows["ttft_ms"].to_numpy(dtype=float), rows["e2e_ms"].to_numpy(dtype=float)
-        ok = ~cancelled & is_ok & ~np.isnan(ttft) & ~np.isnan(e2e)
-        if "length_ok" in rows:
-            ok &= rows["length_ok"].to_numpy() != 0
-        measured = (
-            rows["phase"].isin(("measure", "baseline")).to_numpy()
-            if "phase" in rows
-            else np.zeros(len(rows), dtype=bool)
-        )
+        ok = classes.ok & ~np.isnan(ttft) & ~np.isnan(e2e)
+        measured = classes.measured
         itl = rows["itl_p50_ms"].to_numpy(dtype=float) if "itl_p50_ms" in rows else None
         return cls(
-            ~cancelled,
+            classes.judged,
             ok,
             measured,
             rows["start_unix_s"].to_numpy(dtype=float),
@@ -276,18 +271,23 @@ def stage_positions(requests: pd.DataFrame) -> dict[Hashable, np.ndarray]:
 
 
 def client_queue_columns(
-    requests: pd.DataFrame, windows: pd.DataFrame, summary: pd.DataFrame
+    requests: pd.DataFrame,
+    windows: pd.DataFrame,
+    summary: pd.DataFrame,
+    *,
+    classes: RowClasses | None = None,
 ) -> pd.DataFrame:
     """The :data:`CLIENT_QUEUE_COLUMNS` per stage (index: stage; NaN where unknown).
 
     ``windows`` holds each stage's ``window_start``/``window_end``; ``summary`` is the record
     table so far (its TTFT medians give the single-user TTFT). The columns are read into arrays
-    once (:class:`QueueRows`); each stage's figures are a few array operations on its rows."""
+    once (:class:`QueueRows`; ``classes``: the rows' classes, when already known); each stage's
+    figures are a few array operations on its rows."""
     out = pd.DataFrame(np.nan, index=windows.index, columns=list(CLIENT_QUEUE_COLUMNS))
     t1 = single_user_ttft_ms(summary)
     if t1 is None or "ttft_ms" not in requests or requests["ttft_ms"].notna().sum() == 0:
         return out
-    every = QueueRows.of(requests)
+    every = QueueRows.of(requests, classes)
     positions = stage_positions(requests)
     figures: dict[int, list[float]] = {}  # by the stage's place in ``windows``
     for place, (stage, start, end) in enumerate(

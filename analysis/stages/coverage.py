@@ -84,7 +84,8 @@ def row_coverage(
     longest_s = _per_stage_max(req_stage, _floats(requests, "e2e_ms") / 1000.0)
     counts = measured["stage"].dropna().astype(int).value_counts().to_dict()
     listed = {int(s) for s in stages["stage"].dropna()}
-    unlisted = tuple(sorted({int(s) for s in req_stage[~np.isnan(req_stage)]} - listed))
+    recorded = {int(s) for s in np.unique(req_stage[~np.isnan(req_stage)])}  # not per row
+    unlisted = tuple(sorted(recorded - listed))
     in_flight = _in_flight(stages, requests)
     starts = _floats(stages, "start_unix_s")
     last_start = float(np.nanmax(starts)) if len(starts) and not np.isnan(starts).all() else None

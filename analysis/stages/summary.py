@@ -13,7 +13,7 @@ request in proportion to the part of it inside the window (see :func:`window_rat
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -21,55 +21,78 @@ import pandas as pd
 from analysis.inputs.load import Run
 from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
 from analysis.model import SUMMARY_COLUMNS
-from analysis.stages.array_intervals import outcome_flags, stage_batches
+from analysis.stages.array_intervals import stage_batches
 from analysis.stages.client_queue import CLIENT_QUEUE_COLUMNS, client_queue_columns
+from analysis.stages.groups import StageGroups
 from analysis.stages.intervals import IntervalParams, StageBatches, interval_columns
 from analysis.stages.prefix_cache import stage_prefix_cache
-from loadknee_locust.contract import NOT_JUDGED_OUTCOMES
+from analysis.stages.row_classes import (
+    CANCELLED,
+    CLASSES,
+    ERROR,
+    MEASURED_PHASES,
+    MISMATCH,
+    OK,
+    RowClasses,
+    class_codes,
+    class_names,
+    run_classes,
+)
 
-MEASURED_PHASES = ("measure", "baseline")
 #: a GPU sample at or below this utilisation counts as idle ("utilisation drops to 0")
 IDLE_UTIL_PCT = 5.0
-
-
-_CLASSES = np.array(["cancelled", "ok", "length_mismatch", "error"], dtype=object)
-_OK_CODE = list(_CLASSES).index("ok")
-_CLASS_DTYPE = pd.Series(_CLASSES).dtype  # pandas' own for strings (str, or object before 3.0)
-
-
-def _class_codes(requests: pd.DataFrame) -> np.ndarray:
-    """Per row, its place in ``_CLASSES`` (:func:`classify_outcomes`)."""
-    cancelled, ok, mismatch = outcome_flags(
-        requests["outcome"], NOT_JUDGED_OUTCOMES, ("ok",), ("length_mismatch",)
-    )
-    mismatch = mismatch | (requests["length_ok"] == 0).to_numpy()
-    ok = ok & ~mismatch
-    return np.select([cancelled, ok, mismatch], [0, 1, 2], 3)
+#: the ``cls`` column's type: the four class names as categories, so comparing a million rows
+#: to "ok" compares small integer codes, and the codes come back without classifying again
+CLASS_DTYPE = pd.CategoricalDtype(list(CLASSES))
 
 
 def classify_outcomes(requests: pd.DataFrame) -> pd.Series:
     """``ok`` / ``length_mismatch`` / ``error`` / ``cancelled`` per row (a length_ok of 0 is a
-    mismatch). ``cancelled`` rows (the load generator stopped the user mid-request) say nothing
-    about the server: no statistic, count or error rate includes them."""
-    # codes into an object array of the four names: a Series from numpy's fixed-width strings
-    # costs ~10× as much to build (0.1 s a million rows), for the same str values
-    code = _class_codes(requests)
-    return pd.Series(_CLASSES[code], index=requests.index, dtype=_CLASS_DTYPE)
+    mismatch; :mod:`analysis.stages.row_classes`). ``cancelled`` rows (the load generator
+    stopped the user mid-request) say nothing about the server: no statistic, count or error
+    rate includes them."""
+    return class_names(class_codes(requests["outcome"], requests["length_ok"]), requests.index)
 
 
-def measured_requests(run: Run) -> pd.DataFrame:
-    """Rows of the measured windows, with a ``cls`` column from :func:`classify_outcomes`."""
-    rows = run.requests[run.requests["phase"].isin(MEASURED_PHASES)]
-    return rows.assign(cls=classify_outcomes(rows))
+def measured_requests(run: Run, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """Rows of the measured windows, with a ``cls`` column (:data:`CLASS_DTYPE`: the names of
+    :func:`classify_outcomes`) from the run's :func:`~analysis.stages.row_classes.run_classes`:
+    one boolean mask over the rows, no text compared again. ``columns``: only these of the
+    run's columns (those it has), for a caller that reads no others: copying a million rows'
+    every column is most of the cost."""
+    classes = run_classes(run)
+    requests = run.requests
+    if columns is not None:
+        requests = requests[[c for c in dict.fromkeys(columns) if c in requests]]
+    rows = requests[classes.measured]
+    cls = pd.Categorical.from_codes(classes.code[classes.measured], dtype=CLASS_DTYPE)
+    return rows.assign(cls=pd.Series(cls, index=rows.index))
+
+
+def measured_codes(measured: pd.DataFrame) -> np.ndarray:
+    """The class codes (:data:`~analysis.stages.row_classes.CLASSES`) of
+    :func:`measured_requests`' rows: its categorical ``cls`` column's own codes. Any other
+    ``cls`` column is read by name; a missing name or one that is no class reads as
+    ``cancelled``: counted nowhere."""
+    cls = measured["cls"]
+    if isinstance(cls.dtype, pd.CategoricalDtype) and list(cls.dtype.categories) == list(CLASSES):
+        code = cls.cat.codes.to_numpy()
+    else:
+        code = pd.Index(CLASSES).get_indexer(pd.Index(cls))
+    return np.where(code < 0, CANCELLED, code).astype(np.int8)
 
 
 def stage_windows(run: Run, measured: pd.DataFrame) -> pd.DataFrame:
     """Per stage: ``window_start``/``window_end`` unix s (from stages.csv, else the rows' span)."""
     stages = run.stages.set_index("stage")
-    span = measured.groupby("stage").agg(first=("start_unix_s", "min"), last=("end_unix_s", "max"))
     start = stages["warmup_end_unix_s"].fillna(stages["start_unix_s"])
-    start = start.fillna(span["first"].reindex(stages.index))
-    end = stages["measure_end_unix_s"].fillna(span["last"].reindex(stages.index))
+    end = stages["measure_end_unix_s"]
+    if start.isna().any() or end.isna().any():  # a window never closed: the rows' own span
+        span = measured.groupby("stage").agg(
+            first=("start_unix_s", "min"), last=("end_unix_s", "max")
+        )
+        start = start.fillna(span["first"].reindex(stages.index))
+        end = end.fillna(span["last"].reindex(stages.index))
     return pd.DataFrame({"window_start": start, "window_end": end})
 
 
@@ -80,7 +103,13 @@ def run_batches(
     resampling
     (``measured``: :func:`measured_requests` of ``run`` when the caller already has them)."""
     windows = stage_windows(run, measured_requests(run) if measured is None else measured)
-    return stage_batches(run.requests, windows, measured_phases=MEASURED_PHASES, params=params)
+    return stage_batches(
+        run.requests,
+        windows,
+        measured_phases=MEASURED_PHASES,
+        params=params,
+        classes=run_classes(run),
+    )
 
 
 def _window_mask(ts: pd.Series, start: float, end: float) -> pd.Series:
@@ -142,42 +171,54 @@ def _client_peak(client: pd.DataFrame, start: float, end: float) -> float:
     return float(rows["cpu_pct"].max())
 
 
-def window_rates(requests: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
+def window_places(stages: pd.Index, stage: np.ndarray) -> np.ndarray:
+    """Per row (its ``stage``), the place of its stage in ``stages`` (unique stage numbers),
+    -1 for a stage not there: a search among the few stages, not a hash of every row."""
+    labels = stages.to_numpy()
+    if len(labels) == 0:
+        return np.full(len(stage), -1, dtype=np.int64)
+    sorter = np.argsort(labels, kind="stable")
+    found = np.minimum(np.searchsorted(labels, stage, sorter=sorter), len(labels) - 1)
+    place = sorter[found]
+    return np.where(labels[place] == stage, place, -1)
+
+
+def window_rates(
+    requests: pd.DataFrame, windows: pd.DataFrame, classes: RowClasses | None = None
+) -> pd.DataFrame:
     """Served requests, completion and total tokens per second of each stage's window.
 
     Each ok request of the stage (any phase) counts in proportion to the part of its generation
     (from its first token when TTFT is known, else from its start, to its end) that lies inside
     the window: a request half inside counts half. Over a long window this equals counting the
     requests that started in it; over a short one it is free of the quantisation that batches
-    finishing together cause (one batch more or less in a 2 s window is ±30 %).
+    finishing together cause (one batch more or less in a 2 s window is ±30 %). ``classes``:
+    the rows' :class:`~analysis.stages.row_classes.RowClasses` when already known.
     """
-    ok_rows = _class_codes(requests) == _OK_CODE  # the codes: no column of names to compare
-    wanted = [
-        "stage",
-        "start_unix_s",
-        "ttft_ms",
-        "end_unix_s",
-        "prompt_tokens",
-        "completion_tokens",
-    ]
-    ok = requests.loc[ok_rows & requests["stage"].isin(windows.index).to_numpy(), wanted]
-    win = windows.reindex(ok["stage"].to_numpy())
-    w_start, w_end = win["window_start"].to_numpy(), win["window_end"].to_numpy()
-    start = ok["start_unix_s"].to_numpy() + np.nan_to_num(ok["ttft_ms"].to_numpy()) / 1000.0
-    end = ok["end_unix_s"].to_numpy()
+    place = window_places(windows.index, requests["stage"].to_numpy())
+    take = (classes or RowClasses.of(requests)).ok & (place >= 0)
+    place = place[take]
+
+    def ok(column: str) -> np.ndarray:
+        return requests[column].to_numpy()[take]
+
+    w_start = windows["window_start"].to_numpy()[place]
+    w_end = windows["window_end"].to_numpy()[place]
+    start = ok("start_unix_s") + np.nan_to_num(ok("ttft_ms")) / 1000.0
+    end = ok("end_unix_s")
     start = np.minimum(start, end)
     overlap = np.clip(np.minimum(end, w_end) - np.maximum(start, w_start), 0.0, None)
     length = end - start
     inside = (start >= w_start) & (end <= w_end)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(length > 0, overlap / length, inside.astype(float))
-    completion = ok["completion_tokens"].to_numpy()
+    completion = ok("completion_tokens")
     parts = pd.DataFrame(
         {
-            "stage": ok["stage"].to_numpy(),
+            "stage": ok("stage"),
             "served": share,
             "completion": share * completion,
-            "total": share * (ok["prompt_tokens"].to_numpy() + completion),
+            "total": share * (ok("prompt_tokens") + completion),
         }
     )
     sums = parts.groupby("stage").sum(min_count=1).reindex(windows.index)
@@ -191,56 +232,77 @@ def window_rates(requests: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+#: per column of the ok rows, the percentiles the record table takes and their column names
+QUANTILES: dict[str, tuple[tuple[float, str], ...]] = {
+    "e2e_ms": ((0.5, "e2e_p50_ms"), (0.95, "e2e_p95_ms"), (0.99, "e2e_p99_ms")),
+    "ttft_ms": ((0.5, "ttft_p50_ms"), (0.95, "ttft_p95_ms"), (0.99, "ttft_p99_ms")),
+    "itl_p50_ms": ((0.5, "itl_p50_ms"),),
+    "itl_p95_ms": ((0.95, "itl_p95_ms"),),
+    "tpot_ms": ((0.5, "tpot_p50_ms"), (0.95, "tpot_p95_ms")),
+    "s_per_1k_total": (
+        (0.5, "s_per_1k_total_tokens"),
+        (0.95, "s_per_1k_total_p95"),
+        (0.99, "s_per_1k_total_p99"),
+    ),
+    "s_per_1k_completion": ((0.5, "s_per_1k_completion_tokens"),),
+}
+
+
+def _floats(frame: pd.DataFrame, column: str, rows: np.ndarray) -> np.ndarray:
+    return frame[column].to_numpy(dtype=float)[rows]
+
+
+def _per_token(e2e_ms: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """Seconds per 1000 tokens (ms per token); NaN where no token was counted."""
+    return e2e_ms / np.where(tokens > 0, tokens, np.nan)
+
+
 def _request_stats(measured: pd.DataFrame) -> pd.DataFrame:
-    """Counts, rates' numerators and exact percentiles per stage from the raw rows."""
-    # what pd.crosstab(stage, cls) gives, at 2/3 of its cost on a million rows
-    counts = (
-        measured.groupby(["stage", "cls"])
-        .size()
-        .unstack(fill_value=0)
-        .reindex(columns=["ok", "length_mismatch", "error"], fill_value=0)
-    )
-    columns = ["stage", "e2e_ms", "ttft_ms", "tpot_ms", "itl_p50_ms", "itl_p95_ms"]
-    ok = measured.loc[measured["cls"] == "ok", [*columns, "prompt_tokens", "completion_tokens"]]
-    total_tokens = ok["prompt_tokens"] + ok["completion_tokens"]
-    ok = ok.assign(
-        total_tokens=total_tokens,
-        s_per_1k_total=ok["e2e_ms"] / total_tokens.where(total_tokens > 0),
-        s_per_1k_completion=ok["e2e_ms"]
-        / ok["completion_tokens"].where(ok["completion_tokens"] > 0),
-    )
-    g = ok.groupby("stage")
+    """Counts, rates' numerators and exact percentiles per stage from the raw rows (index: the
+    stages with measured rows), on arrays: the class codes of the ``cls`` column, the rows put
+    in stage order once (:class:`~analysis.stages.groups.StageGroups`)."""
+    code = measured_codes(measured)
+    stage = measured["stage"].to_numpy(dtype=float)
+    every = StageGroups(stage)
+    counts = every.counts(code, len(CLASSES))
     out = pd.DataFrame(
         {
-            "requests": counts.sum(axis=1),
-            "ok": counts["ok"],
-            "errors": counts["error"],
-            "length_mismatch": counts["length_mismatch"],
-        }
+            "requests": counts[:, [OK, MISMATCH, ERROR]].sum(axis=1),
+            "ok": counts[:, OK],
+            "errors": counts[:, ERROR],
+            "length_mismatch": counts[:, MISMATCH],
+        },
+        index=pd.Index(every.labels, name="stage"),
     )
     # NaN where the rows predate the column (or come from another tool): unknown, not zero
     resent = measured["resent"] if "resent" in measured else pd.Series(np.nan, measured.index)
     out["resent"] = resent.groupby(measured["stage"]).sum(min_count=1)
-    out["e2e_mean_ms"] = g["e2e_ms"].mean()
-    out["prompt_tokens_max"] = g["prompt_tokens"].max()
-    out["completion_tokens_max"] = g["completion_tokens"].max()
-    quantiles = {
-        "e2e_ms": ((0.5, "e2e_p50_ms"), (0.95, "e2e_p95_ms"), (0.99, "e2e_p99_ms")),
-        "ttft_ms": ((0.5, "ttft_p50_ms"), (0.95, "ttft_p95_ms"), (0.99, "ttft_p99_ms")),
-        "itl_p50_ms": ((0.5, "itl_p50_ms"),),
-        "itl_p95_ms": ((0.95, "itl_p95_ms"),),
-        "tpot_ms": ((0.5, "tpot_p50_ms"), (0.95, "tpot_p95_ms")),
-        "s_per_1k_total": (
-            (0.5, "s_per_1k_total_tokens"),
-            (0.95, "s_per_1k_total_p95"),
-            (0.99, "s_per_1k_total_p99"),
-        ),
-        "s_per_1k_completion": ((0.5, "s_per_1k_completion_tokens"),),
+    ok = code == OK
+    e2e = _floats(measured, "e2e_ms", ok)
+    prompt = _floats(measured, "prompt_tokens", ok)
+    completion = _floats(measured, "completion_tokens", ok)
+    ok_stage = stage[ok]
+    by_stage = pd.DataFrame(
+        {"e2e_ms": e2e, "prompt_tokens": prompt, "completion_tokens": completion}
+    ).groupby(ok_stage)
+    out["e2e_mean_ms"] = by_stage["e2e_ms"].mean()
+    out["prompt_tokens_max"] = by_stage["prompt_tokens"].max()
+    out["completion_tokens_max"] = by_stage["completion_tokens"].max()
+    values = {
+        "e2e_ms": e2e,
+        "ttft_ms": _floats(measured, "ttft_ms", ok),
+        "itl_p50_ms": _floats(measured, "itl_p50_ms", ok),
+        "itl_p95_ms": _floats(measured, "itl_p95_ms", ok),
+        "tpot_ms": _floats(measured, "tpot_ms", ok),
+        "s_per_1k_total": _per_token(e2e, prompt + completion),
+        "s_per_1k_completion": _per_token(e2e, completion),
     }
-    for column, wanted in quantiles.items():
-        qs = g[column].quantile(np.array([q for q, _ in wanted])).unstack()
-        for q, name in wanted:
-            out[name] = qs[q] if len(qs) else np.nan
+    served = StageGroups(ok_stage)
+    index = pd.Index(served.labels)
+    for column, wanted in QUANTILES.items():
+        qs = served.quantiles(values[column], [q for q, _ in wanted])
+        for j, (_q, name) in enumerate(wanted):
+            out[name] = pd.Series(qs[:, j], index=index)
     return out
 
 
@@ -265,10 +327,15 @@ def summarize_stages(
     measured = measured_requests(run) if measured is None else measured
     windows = stage_windows(run, measured)
     stats = _request_stats(measured).reindex(windows.index)
-    rates = window_rates(run.requests, windows).to_dict("index")
+    classes = run_classes(run)
+    rates = window_rates(run.requests, windows, classes).to_dict("index")
     if batches is None:
         batches = stage_batches(
-            run.requests, windows, measured_phases=MEASURED_PHASES, params=intervals
+            run.requests,
+            windows,
+            measured_phases=MEASURED_PHASES,
+            params=intervals,
+            classes=classes,
         )
     bands = interval_columns(batches, params=intervals).to_dict("index")
     canon, gpu = None, run.gpu
@@ -316,7 +383,8 @@ def summarize_stages(
             frame[name] = frame[name].astype("float64")
     if frame["target_users"].notna().all():
         frame["target_users"] = frame["target_users"].astype("int64")
-    queue = client_queue_columns(run.requests, windows, frame).reindex(frame["stage"])
+    queue = client_queue_columns(run.requests, windows, frame, classes=classes)
+    queue = queue.reindex(frame["stage"])
     for name in CLIENT_QUEUE_COLUMNS:
         frame[name] = queue[name].to_numpy(dtype=float)
     return frame

@@ -264,17 +264,20 @@ def test_the_pools_kept_from_the_tails_resample_as_the_windows_do() -> None:
 
 
 @pytest.mark.parametrize(
-    "values",
+    ("win", "batches"),
     [
-        ["ok", "timeout", "ok", None, "cancelled", np.nan, "length_mismatch", "http_error"],
-        ["ok"] * 5,
-        [],
-        [None, None],
+        ([0, 1, 0, -1, 2, 1, 0], 3),
+        ([-1, -1], 2),  # no value in any window: every group empty
+        ([], 4),
+        ([1, 1, 1], 3),  # windows 0 and 2 empty, kept as empty groups
+        ([0, 2, 1], 0),  # no windows at all
     ],
 )
-def test_outcome_flags_are_isin(values: list) -> None:
-    outcome = pd.Series(values, dtype=object)
-    sets = (("ok",), ("cancelled", "timeout"), ("length_mismatch",), ())
-    got = array_intervals.outcome_flags(outcome, *sets)
-    for names, flags in zip(sets, got, strict=True):
-        assert flags.tolist() == outcome.isin(names).tolist()
+def test_window_groups_are_one_pass_per_window(win: list[int], batches: int) -> None:
+    values = np.arange(len(win), dtype=float) * 1.5
+    w = np.array(win, dtype=np.int64)
+    got = array_intervals.window_groups(values, w, batches)
+    want = tuple(values[w == g] for g in range(batches))
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        assert a.tolist() == b.tolist()  # the same values, in row order

@@ -10,7 +10,15 @@ import pytest
 
 from analysis.inputs.load import read_run
 from analysis.model import SUMMARY_COLUMNS
-from analysis.stages.summary import summarize_stages, window_rates
+from analysis.pipeline import MEASURED_COLUMNS
+from analysis.stages.summary import (
+    classify_outcomes,
+    measured_codes,
+    measured_requests,
+    summarize_stages,
+    window_places,
+    window_rates,
+)
 from tests.support.knee_rundir import request_row, stage_row, write_run
 
 T0 = 1_700_000_000.0
@@ -205,3 +213,49 @@ def test_resent_requests_are_counted_per_stage_and_shown_in_the_table(tmp_path):
     frame.to_csv(old / "requests.csv", index=False)
     before = summarize_stages(read_run(old))
     assert before["resent"].isna().all() and before["ok"].tolist() == [10, 10]
+
+
+def test_measured_rows_are_the_measured_phases_with_their_class(tmp_path):
+    run = _run(tmp_path)
+    measured = measured_requests(run)
+    want = run.requests[run.requests["phase"].isin(("measure", "baseline"))]
+    assert measured.index.tolist() == want.index.tolist()
+    assert measured["cls"].astype(str).tolist() == classify_outcomes(want).tolist()
+    assert (measured["cls"] == "cancelled").sum() == 1
+    assert (measured["cls"] == "error").sum() == 5  # http_error, timeout, 3 connect_error
+    # the codes come back from the column, not from classifying the rows again
+    assert [measured["cls"].cat.categories[c] for c in measured_codes(measured)] == measured[
+        "cls"
+    ].astype(str).tolist()
+    plain = measured.assign(cls=measured["cls"].astype(str))  # a cls column of names
+    np.testing.assert_array_equal(measured_codes(plain), measured_codes(measured))
+
+
+def test_measured_rows_with_only_the_columns_asked_for(tmp_path):
+    run = _run(tmp_path)
+    full = measured_requests(run)
+    some = measured_requests(run, ("stage", "e2e_ms", "stage", "not_a_column"))
+    assert list(some.columns) == ["stage", "e2e_ms", "cls"]  # once each, absent ones left out
+    pd.testing.assert_frame_equal(some, full[["stage", "e2e_ms", "cls"]])
+    # the analysis' own selection gives the record table every column would
+    pd.testing.assert_frame_equal(
+        summarize_stages(run, measured=measured_requests(run, MEASURED_COLUMNS)),
+        summarize_stages(run, measured=full),
+        check_exact=True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("stages", "rows", "places"),
+    [
+        ([0, 1, 2], [2.0, 0.0, 1.0, 3.0, np.nan], [2, 0, 1, -1, -1]),
+        ([5.0, 1.0, 3.0], [1, 3, 5, 4, 0, 6], [1, 2, 0, -1, -1, -1]),  # stages unsorted
+        ([], [1.0, 2.0], [-1, -1]),
+        ([7], [], []),
+    ],
+)
+def test_window_places_find_each_rows_stage(stages, rows, places):
+    got = window_places(pd.Index(stages), np.array(rows, dtype=float))
+    assert got.tolist() == places
+    known = pd.Index(stages).get_indexer(pd.Index(rows, dtype=float))  # the hash it replaces
+    assert got.tolist() == known.tolist()
