@@ -56,7 +56,11 @@ def test_every_failure_kind_is_a_row(tmp_path: Path, stream: bool, expected: dic
         extra += ["--llm-input-tokens", "50", "--llm-output-tokens", "5"]
         if not stream:
             extra.append("--llm-no-stream")
-        result = run_locust(tmp_path, srv.url, ["Chat"], seconds=4, extra=extra)
+        # one sequential user, one request per behaviour of the server's cycle: the run waits
+        # for those requests, not a clock (a loaded machine's 4-s run served only 8 of the 10)
+        result = run_locust(
+            tmp_path, srv.url, ["Chat"], seconds=60, extra=extra, stop_after_events=len(BEHAVIOURS)
+        )
         served = dict(srv.served)
     _check_event_contract(result)
     seen: dict[str, set[str]] = {}
