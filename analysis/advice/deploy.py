@@ -32,6 +32,7 @@ import pandas as pd
 
 from analysis import rules
 from analysis.knee.params import KneeParams
+from analysis.knee.refusal_signal import REFUSALS
 from analysis.model import DeployAnswer, DeployBound, KneeResult, StageVerdict
 from analysis.numeric import counted
 
@@ -39,6 +40,7 @@ from analysis.numeric import counted
 BOUND_WORDS: dict[DeployBound, str] = {
     "knee": "the knee",
     "sla": "the latency SLA",
+    "refusals": "the server's refusals",
     "errors": "errors",
     "memory": "memory pressure",
 }
@@ -52,7 +54,9 @@ def _broken(verdict: StageVerdict) -> list[DeployBound]:
         out.append("knee")
     if "sla" in fired:
         out.append("sla")
-    if fired & {"errors", "error_rate", "oom"}:
+    if REFUSALS in fired:  # turned away at once: the server's own limit, not a breakdown
+        out.append("refusals")
+    elif fired & {"errors", "error_rate", "oom"}:
         out.append("errors")
     pressure = next((s for s in verdict.signals if s.name == "memory_pressure"), None)
     # strictly above: the base capacity allows memory at the threshold, and so does this answer
@@ -88,6 +92,8 @@ def _why(bound: str, verdict: StageVerdict) -> str:
     if bound in ("sla", "memory") or (bound == "errors" and "errors" in sig):
         name = {"sla": "sla", "memory": "memory_pressure", "errors": "errors"}[bound]
         return sig[name].text
+    if bound == "refusals":
+        return sig[REFUSALS].text
     if bound == "knee":
         return _knee_why({name for name, s in sig.items() if s.fired})
     return "; ".join(verdict.reasons[:1])

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from analysis import rules
+from analysis.knee.refusal_signal import refusal_signal
 from analysis.model import Signal
 from analysis.numeric import fmt, num
+from loadknee_locust.sweep.refusals import stage_refuses
 
 if TYPE_CHECKING:
     from analysis.knee.find import KneeParams
@@ -264,6 +266,9 @@ def error_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal]:
     errors, served = int(row["errors"]), int(row["ok"]) + int(row["errors"])
     text = f"success {fmt(success, ' %')} ({errors} of {served} failed)"
     some = Signal("errors", int(row["errors"]) > 0, error_pct, 0.0, text)
+    if stage_refuses(int(num(row.get("refused")) or 0), errors):
+        # the server's admission limit: past the capacity at any share (refusals.py)
+        return some, refusal_signal(errors, served, error_pct)
     red = Signal(
         "error_rate",
         error_pct is not None and error_pct > p.red_line_error_pct,

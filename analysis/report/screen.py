@@ -40,6 +40,7 @@ from analysis.numeric import (
     fmt_users,
 )
 from analysis.pipeline import Analysis
+from analysis.report.refusal_text import refusal_line
 from analysis.report.standing import cannot_tell_text, unjudged_text
 from analysis.report.table import (
     fit_columns,
@@ -110,6 +111,7 @@ _PHRASES: dict[str, Callable[[Signal, KneeResult], str]] = {
     "error_rate": lambda s, k: (
         f"{fmt_share(s.value)} errors (red line above {fmt_share(s.threshold)})"
     ),
+    "refusals": lambda s, k: f"{fmt_share(s.value)} of requests refused at once",
     "errors": lambda s, k: f"{fmt_share(s.value)} of requests failed",
 }
 #: a fired signal left out of the why line when the first one fired too (it says the same)
@@ -125,6 +127,8 @@ def _phrases(verdict: StageVerdict, knee: KneeResult) -> list[str]:
     for name, same in _SAME_AS.items():
         if same in fired:
             fired.pop(name, None)
+    if "refusals" in fired:  # the refusal phrase already counts the failures
+        fired.pop("errors", None)
     return [make(fired[name], knee) for name, make in _PHRASES.items() if name in fired]
 
 
@@ -247,6 +251,9 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
         interval.append(f"SLO capacity {cap} ({slo.limits}), {slo.binding}-bound")
     if interval:
         lines += wrapped("; ".join(interval), width=width)
+    refused = refusal_line(analysis)
+    if refused is not None:
+        lines += wrapped(refused, first="refused: ", width=width)
     lines.append(why_line(analysis, width=width))
     lines += fix_lines(analysis, width=width)
     if recs.provisional:

@@ -25,6 +25,7 @@ from analysis.stages.array_intervals import outcome_flags, stage_batches
 from analysis.stages.client_queue import CLIENT_QUEUE_COLUMNS, client_queue_columns
 from analysis.stages.intervals import IntervalParams, StageBatches, interval_columns
 from analysis.stages.prefix_cache import stage_prefix_cache
+from analysis.stages.refusals import stage_refusals
 from loadknee_locust.contract import LEVEL_KINDS, NOT_JUDGED_OUTCOMES
 
 MEASURED_PHASES = ("measure", "baseline")
@@ -285,6 +286,7 @@ def summarize_stages(
             gpu = gpu_from_dcgm(run.server_metrics)
     stages = run.stages.set_index("stage")
     prefix_cache = stage_prefix_cache(run.server_metrics, windows)
+    refusals = stage_refusals(measured)
     rows = []
     for stage, start, end in zip(
         windows.index, windows["window_start"], windows["window_end"], strict=True
@@ -313,6 +315,8 @@ def summarize_stages(
         row.update(_server_stats(canon, start, end))
         row["client_cpu_peak_pct"] = _client_peak(run.client, start, end)
         row.update(prefix_cache.loc[stage].to_dict())
+        refused = refusals.get(int(stage))
+        row["refused"] = 0 if refused is None else refused.refused
         row.update({str(k): v for k, v in bands.get(stage, {}).items()})
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
