@@ -266,7 +266,7 @@ def error_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal]:
     errors, served = int(row["errors"]), int(row["ok"]) + int(row["errors"])
     text = f"success {fmt(success, ' %')} ({errors} of {served} failed)"
     some = Signal("errors", int(row["errors"]) > 0, error_pct, 0.0, text)
-    if stage_refuses(int(num(row.get("refused")) or 0), errors):
+    if stage_refuses(int(num(row.get("refused")) or 0), errors, int(row["ok"])):
         # the server's admission limit: past the capacity at any share (refusals.py)
         return some, refusal_signal(errors, served, error_pct)
     red = Signal(

@@ -92,6 +92,8 @@ def _tail_name(knee: KneeResult) -> str:
 #: signal name → its figures in a few words, against their limit; in the order the why line
 #: lists them (the knee's own two first), as many as fit
 _PHRASES: dict[str, Callable[[Signal, KneeResult], str]] = {
+    # first: a refusal is what ended the capacity, whatever else the stage shows
+    "refusals": lambda s, k: f"{fmt_share(s.value)} of requests refused at once",
     "throughput_flattening": lambda s, k: (
         f"gain per user {fmt_share(_pct(s.value))} of one user's "
         f"(flat < {fmt_share(_pct(s.threshold))})"
@@ -111,7 +113,6 @@ _PHRASES: dict[str, Callable[[Signal, KneeResult], str]] = {
     "error_rate": lambda s, k: (
         f"{fmt_share(s.value)} errors (red line above {fmt_share(s.threshold)})"
     ),
-    "refusals": lambda s, k: f"{fmt_share(s.value)} of requests refused at once",
     "errors": lambda s, k: f"{fmt_share(s.value)} of requests failed",
 }
 #: a fired signal left out of the why line when the first one fired too (it says the same)

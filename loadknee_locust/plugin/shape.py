@@ -396,7 +396,7 @@ def _red_line_check(run: RunLog, red: RedLine) -> Any:
     def crossed(stage: int) -> bool:
         stats = run.stage_stats(stage)
         p95 = percentile(stats.e2e_ms, 95.0)
-        if refusing_stage(stats.failures, percentile(stats.e2e_ms, 50.0)):
+        if refusing_stage(stats.failures, stats.e2e_ms):
             # the server's own admission limit: a capacity the sweep refines below, as below a
             # knee (the live judgement decides what comes next), not a breakdown to stop at
             log.info("loadknee: stage %d: %d requests refused at once", stage, stats.errors)

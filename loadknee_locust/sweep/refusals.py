@@ -13,13 +13,14 @@ Pure and stdlib-only, so the sweep (inside Locust) and the analysis (pandas) sha
   its HTTP status is 429 or 503 and its message reads as overload (:data:`OVERLOAD_WORDS`), or it
   came back in at most :data:`FAST_SHARE` (20 %) of the stage's median served e2e (far shorter
   than a served request). A timeout, a cut stream or an error object is never one;
-* a stage **refuses** (:func:`stage_refuses`) when it has failures and every one is a refusal.
+* a stage **refuses** (:func:`stage_refuses`) when it has failures, every one is a refusal, and
+  it served some requests too (a server that turns away everything is down, not full).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 #: statuses servers and gateways use to turn a request away
@@ -82,12 +83,14 @@ def refused_count(failures: Iterable[Failure], served_p50_ms: float | None) -> t
     return refused, failed
 
 
-def stage_refuses(refused: int, errors: int) -> bool:
-    """True when a stage's failures are all refusals (and it has some): the server's admission
-    limit, not a breakdown."""
-    return errors > 0 and refused >= errors
+def stage_refuses(refused: int, errors: int, served: int) -> bool:
+    """True when a stage's failures are all refusals (and it has some) while it served
+    ``served`` > 0 others: the server's admission limit, not a breakdown."""
+    return errors > 0 and refused >= errors and served > 0
 
 
-def refusing_stage(failures: Iterable[Failure], served_p50_ms: float | None) -> bool:
-    """:func:`stage_refuses` over a stage's failures."""
-    return stage_refuses(*refused_count(failures, served_p50_ms))
+def refusing_stage(failures: Iterable[Failure], served_e2e_ms: Sequence[float]) -> bool:
+    """:func:`stage_refuses` over a stage's failures and its served requests' e2e."""
+    ordered = sorted(served_e2e_ms)
+    p50 = ordered[len(ordered) // 2] if ordered else None
+    return stage_refuses(*refused_count(failures, p50), len(ordered))

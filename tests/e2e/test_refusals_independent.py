@@ -70,6 +70,7 @@ def test_the_answer_is_the_refusal_limit(sweeps, limit: int, metrics: bool) -> N
     screen = "\n".join(answer_lines(analysis, width=200))
     assert f"the server refuses above ~{got}: HTTP 429 'Model is overloaded'" in screen, screen
     assert "bound by the server's refusals" in screen, screen
+    assert "of requests refused at once" in screen, screen  # the why line says it too
     assert "cap the server's concurrency" not in screen, screen
     caps = [i.value for i in analysis.recommendations.items if i.key.endswith("max_num_seqs")]
     assert all(v is None or v >= limit for v in caps), caps

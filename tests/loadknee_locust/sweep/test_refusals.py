@@ -11,6 +11,7 @@ from loadknee_locust.sweep.refusals import (
     is_refusal,
     overload_message,
     refused_count,
+    refusing_stage,
     stage_refuses,
 )
 
@@ -65,6 +66,14 @@ def test_a_stage_refuses_only_when_every_failure_is_a_refusal() -> None:
     slow = Failure("timeout", None, "timed out", 60_000.0)
     assert refused_count([refused, refused], SERVED_P50_MS) == (2, 2)
     assert refused_count([refused, slow], SERVED_P50_MS) == (1, 2)
-    assert stage_refuses(2, 2) is True
-    assert stage_refuses(1, 2) is False  # a slow failure among them: the red line
-    assert stage_refuses(0, 0) is False  # no failure: nothing refused
+    assert stage_refuses(2, 2, 10) is True
+    assert stage_refuses(1, 2, 10) is False  # a slow failure among them: the red line
+    assert stage_refuses(0, 0, 10) is False  # no failure: nothing refused
+    assert stage_refuses(5, 5, 0) is False  # everything turned away: down, not full
+
+
+def test_refusing_stage_compares_with_the_served_median() -> None:
+    fast = Failure("http_error", 500, "internal error", 50.0)
+    assert refusing_stage([fast], [400.0, 390.0, 410.0]) is True
+    assert refusing_stage([fast], [200.0, 240.0, 260.0]) is False  # 50 ms > 20 % of 240 ms
+    assert refusing_stage([fast], []) is False
