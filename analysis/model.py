@@ -121,6 +121,8 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "prefix_cache_queries",
     "prefix_cache_hits",
     "prefix_cache_hit_pct",  # hits / queries × 100; NaN: the server exposes no such counters
+    # failures the server turned away at once (analysis.stages.refusals): its admission limit
+    "refused",  # of ``errors``; NaN: not counted (frames built elsewhere)
 )
 
 #: Percentile method used everywhere (numpy/pandas "linear" interpolation on raw rows).
@@ -279,7 +281,7 @@ class Standing:
         return self.kind == "cannot_tell"
 
 
-DeployBound = Literal["knee", "sla", "memory", "errors", "tail", "tested_range", "none"]
+DeployBound = Literal["knee", "sla", "memory", "refusals", "errors", "tail", "tested_range", "none"]
 
 
 @dataclass(frozen=True)

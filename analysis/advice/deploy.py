@@ -32,6 +32,7 @@ import pandas as pd
 
 from analysis import rules
 from analysis.knee.params import KneeParams
+from analysis.knee.refusal_signal import REFUSALS
 from analysis.model import DeployAnswer, DeployBound, KneeResult, StageVerdict
 from analysis.numeric import counted
 from analysis.report.knee_words import signal_text
@@ -41,6 +42,7 @@ from analysis.report.stage_reasons import reasons_text
 BOUND_WORDS: dict[DeployBound, str] = {
     "knee": "the knee",
     "sla": "the latency SLA",
+    "refusals": "the server's refusals",
     "errors": "errors",
     "memory": "memory pressure",
 }
@@ -54,7 +56,9 @@ def _broken(verdict: StageVerdict) -> list[DeployBound]:
         out.append("knee")
     if "sla" in fired:
         out.append("sla")
-    if fired & {"errors", "error_rate", "oom"}:
+    if REFUSALS in fired:  # turned away at once: the server's own limit, not a breakdown
+        out.append("refusals")
+    elif fired & {"errors", "error_rate", "oom"}:
         out.append("errors")
     pressure = next((s for s in verdict.signals if s.name == "memory_pressure"), None)
     # strictly above: the base capacity allows memory at the threshold, and so does this answer
@@ -92,6 +96,8 @@ def _why(bound: str, verdict: StageVerdict) -> str:
     if bound in ("sla", "memory") or (bound == "errors" and "errors" in sig):
         name = {"sla": "sla", "memory": "memory_pressure", "errors": "errors"}[bound]
         return signal_text(sig[name])
+    if bound == "refusals":
+        return signal_text(sig[REFUSALS])
     if bound == "knee":
         return _knee_why({name for name, s in sig.items() if s.fired})
     return "; ".join(reasons_text(verdict)[:1])

@@ -42,6 +42,7 @@ from analysis.advice.deploy import base_capacity_terms, deploy_answer, memory_pr
 from analysis.advice.engine import CAP_FLAGS, CAP_KEYS, RUN_INFO_KEY
 from analysis.flags import add_flags, flag, given_values
 from analysis.knee.find import LOG_SOURCE_KINDS
+from analysis.knee.refusal_signal import refusal_limit
 from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
 from analysis.numeric import num
 from analysis.report import yaml_text
@@ -282,6 +283,14 @@ def _max_num_seqs(
     """The cap, only from evidence: a knee or red line inside the tested range."""
     if knee.max_concurrency is None:
         return None, None
+    if refusal_limit(knee) is not None:
+        # the server turns requests away past its own limit: a lower cap only gives capacity away
+        return None, (
+            f"no concurrency flag to set: the server already refuses above ~"
+            f"{knee.max_concurrency} (its own admission limit: TGI --max-concurrent-requests, "
+            "a gateway's in-flight limit); keep that setting, or raise it and re-run to measure "
+            f"{rules.cite('max_num_seqs')}"
+        )
     if knee.knee_stage is None and knee.red_line_stage is None:
         top = max((v.target_users for v in knee.judged), default=knee.max_concurrency)
         return None, (

@@ -14,6 +14,7 @@ import pandas as pd
 
 from analysis import rules
 from analysis.diagnosis.failure_mix import FailureMix
+from analysis.knee.refusal_signal import REFUSALS
 from analysis.model import Baseline, StageVerdict
 from analysis.numeric import cell, fmt
 
@@ -128,7 +129,7 @@ def failing(s: StageFacts) -> str | None:
     mix = s.failures
     if mix is None or not mix.failed:
         return None
-    red = _fired(s.verdict, "error_rate")
+    red = _fired(s.verdict, "error_rate") or _fired(s.verdict, REFUSALS)  # the red line's slot
     if not red and (s.departed or s.flat):
         return None  # a knee that also dropped a few requests: the capacity rules explain it
     family = mix.family

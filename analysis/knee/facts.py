@@ -123,6 +123,18 @@ class ErrorsFact:
 
 
 @dataclass(frozen=True)
+class RefusalsFact:
+    """Requests the server turned away at once (its own admission limit), of those sent: a
+    stage past the capacity at any share (:mod:`analysis.knee.refusal_signal`)."""
+
+    kind: Literal["refusals"]
+    refused: int
+    served: int  # ok + failed
+    error_pct: float | None
+    rule: str = "errors"
+
+
+@dataclass(frozen=True)
 class ClientCpuFact:
     kind: Literal["client_cpu"]
     cpu_peak_pct: float | None  # of one core
@@ -305,6 +317,7 @@ SignalFact = (
     | MemoryFact
     | OomFact
     | ErrorsFact
+    | RefusalsFact
     | ClientCpuFact
     | AbsentFact
     | ServerQueueFact
@@ -324,6 +337,7 @@ for _cls in (
     MemoryFact,
     OomFact,
     ErrorsFact,
+    RefusalsFact,
     ClientCpuFact,
     AbsentFact,
     ServerQueueFact,

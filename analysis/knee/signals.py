@@ -31,8 +31,10 @@ from analysis.knee.facts import (
     TailSource,
 )
 from analysis.knee.red_line import crosses_red_line
+from analysis.knee.refusal_signal import refusal_signal
 from analysis.model import Signal
 from analysis.numeric import num
+from loadknee_locust.sweep.refusals import stage_refuses
 
 if TYPE_CHECKING:
     from analysis.knee.find import KneeParams
@@ -239,6 +241,9 @@ def error_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal]:
         0.0,
         fact=ErrorsFact("errors", success, errors, served, 0.0),
     )
+    if stage_refuses(int(num(row.get("refused")) or 0), errors, int(row["ok"])):
+        # the server's admission limit: past the capacity at any share (refusals.py)
+        return some, refusal_signal(errors, served, error_pct)
     red = Signal(
         "error_rate",
         crosses_red_line(requests=served, errors=errors, limit_pct=p.red_line_error_pct),

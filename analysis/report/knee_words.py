@@ -24,6 +24,7 @@ from analysis.knee.facts import (
     NoiseFact,
     OomFact,
     PlateauFact,
+    RefusalsFact,
     ResumedFact,
     ServerQueueFact,
     SlaFact,
@@ -96,6 +97,11 @@ def fact_text(fact: SignalFact | GaugeCheckFact) -> str:
             if fact.kind == "errors":
                 return text
             return f"{text}; red line above {fact.threshold_pct:g} % errors"
+        case RefusalsFact():
+            return (
+                f"{fact.refused} of {fact.served} requests refused at once "
+                f"({fmt(fact.error_pct, ' %')})"
+            )
         case ClientCpuFact():
             return (
                 f"load-generator CPU peak {fmt(fact.cpu_peak_pct, ' %')} of a core "

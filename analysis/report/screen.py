@@ -41,6 +41,7 @@ from analysis.numeric import (
 )
 from analysis.pipeline import Analysis
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
+from analysis.report.refusal_text import refusal_line
 from analysis.report.stage_reasons import reasons_text
 from analysis.report.standing import cannot_tell_text, unjudged_text
 from analysis.report.table import (
@@ -93,6 +94,8 @@ def _tail_name(knee: KneeResult) -> str:
 #: signal name → its figures in a few words, against their limit; in the order the why line
 #: lists them (the knee's own two first), as many as fit
 _PHRASES: dict[str, Callable[[Signal, KneeResult], str]] = {
+    # first: a refusal is what ended the capacity, whatever else the stage shows
+    "refusals": lambda s, k: f"{fmt_share(s.value)} of requests refused at once",
     "throughput_flattening": lambda s, k: (
         f"gain per user {fmt_share(_pct(s.value))} of one user's "
         f"(flat < {fmt_share(_pct(s.threshold))})"
@@ -127,6 +130,8 @@ def _phrases(verdict: StageVerdict, knee: KneeResult) -> list[str]:
     for name, same in _SAME_AS.items():
         if same in fired:
             fired.pop(name, None)
+    if "refusals" in fired:  # the refusal phrase already counts the failures
+        fired.pop("errors", None)
     return [make(fired[name], knee) for name, make in _PHRASES.items() if name in fired]
 
 
@@ -249,6 +254,9 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
         interval.append(f"SLO capacity {cap} ({slo.limits}), {slo.binding}-bound")
     if interval:
         lines += wrapped("; ".join(interval), width=width)
+    refused = refusal_line(analysis)
+    if refused is not None:
+        lines += wrapped(refused, first="refused: ", width=width)
     lines.append(why_line(analysis, width=width))
     lines += fix_lines(analysis, width=width)
     if recs.provisional:

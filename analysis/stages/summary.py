@@ -26,6 +26,7 @@ from analysis.stages.client_queue import CLIENT_QUEUE_COLUMNS, client_queue_colu
 from analysis.stages.groups import StageGroups
 from analysis.stages.intervals import IntervalParams, StageBatches, interval_columns
 from analysis.stages.prefix_cache import stage_prefix_cache
+from analysis.stages.refusals import stage_refusals
 from analysis.stages.row_classes import (
     CANCELLED,
     CLASSES,
@@ -345,6 +346,7 @@ def summarize_stages(
             gpu = gpu_from_dcgm(run.server_metrics)
     stages = run.stages.set_index("stage")
     prefix_cache = stage_prefix_cache(run.server_metrics, windows)
+    refusals = stage_refusals(measured)
     rows = []
     for stage, start, end in zip(
         windows.index, windows["window_start"], windows["window_end"], strict=True
@@ -373,6 +375,8 @@ def summarize_stages(
         row.update(_server_stats(canon, start, end))
         row["client_cpu_peak_pct"] = _client_peak(run.client, start, end)
         row.update(prefix_cache.loc[stage].to_dict())
+        refused = refusals.get(int(stage))
+        row["refused"] = 0 if refused is None else refused.refused
         row.update({str(k): v for k, v in bands.get(stage, {}).items()})
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))

@@ -40,6 +40,7 @@ from loadknee_locust.plugin.wiring import Loadknee, loadknee_of, register
 from loadknee_locust.record.recorder import RunLog, percentile
 from loadknee_locust.sweep.judge import JUDGE_TIMEOUT_S, LiveJudge
 from loadknee_locust.sweep.refine import LiveVerdict
+from loadknee_locust.sweep.refusals import refusing_stage
 from loadknee_locust.sweep.schedule import PENDING, RedLine, Schedule, SchedulePlan, stage_label
 
 if TYPE_CHECKING:
@@ -395,6 +396,11 @@ def _red_line_check(run: RunLog, red: RedLine) -> Any:
     def crossed(stage: int) -> bool:
         stats = run.stage_stats(stage)
         p95 = percentile(stats.e2e_ms, 95.0)
+        if refusing_stage(stats.failures, stats.e2e_ms):
+            # the server's own admission limit: a capacity the sweep refines below, as below a
+            # knee (the live judgement decides what comes next), not a breakdown to stop at
+            log.info("loadknee: stage %d: %d requests refused at once", stage, stats.errors)
+            return False
         hit = red.crossed(requests=stats.measured, errors=stats.errors, p95_ms=p95)
         if hit:
             log.warning(

@@ -43,6 +43,7 @@ from loadknee_locust.contract import (
 )
 from loadknee_locust.record.clocksync import REPORT_CLOCK_KEY, WorkerClocks
 from loadknee_locust.record.csvsink import CsvSink
+from loadknee_locust.sweep.refusals import Failure
 from loadknee_locust.sweep.schedule import Schedule, StageRecord
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,8 @@ class StageStats:
         self.measured = 0  # phase measure/baseline
         self.errors = 0  # measured rows whose outcome is an error
         self.e2e_ms: deque[float] = deque(maxlen=LATENCY_CAP)  # measured, not errors
+        #: measured failures, for the sweep's refusal check (loadknee_locust.sweep.refusals)
+        self.failures: deque[Failure] = deque(maxlen=LATENCY_CAP)
         self.ttft_ms: deque[float] = deque(maxlen=LATENCY_CAP)
         self.completion_tokens = 0.0
         self.busy_s = 0.0  # summed e2e of the measured ok requests
@@ -112,6 +115,15 @@ class StageStats:
         self.measured += 1
         if row.get("outcome") not in NOT_ERRORS:
             self.errors += 1
+            status = _number(row.get("http_status"))
+            self.failures.append(
+                Failure(
+                    str(row.get("outcome") or ""),
+                    None if status is None else int(status),
+                    str(row.get("error") or ""),
+                    _number(row.get("e2e_ms")),
+                )
+            )
             return
         for key, into in (("e2e_ms", self.e2e_ms), ("ttft_ms", self.ttft_ms)):
             value = _number(row.get(key))

@@ -149,3 +149,18 @@ def test_rows_before_the_run_opens_are_kept_for_it(tmp_path: Path) -> None:
     run.close()
     with open(tmp_path / "requests.csv", newline="") as f:
         assert [r["request_id"] for r in csv.DictReader(f)] == ["early", "bad"]
+
+
+def test_stage_stats_keep_each_measured_failure_for_the_refusal_check() -> None:
+    """The sweep's red line skips a stage whose failures were all refused at once (issue 39)."""
+    from loadknee_locust.sweep.refusals import Failure, refusing_stage
+
+    st = StageStats(3)
+    st.add({"phase": "measure", "outcome": "ok", "e2e_ms": 400.0})
+    refused = {"phase": "measure", "outcome": "http_error", "http_status": "429", "e2e_ms": 3.0}
+    st.add({**refused, "error": "HTTP 429 Model is overloaded"})
+    st.add({"phase": "warmup", "outcome": "timeout", "e2e_ms": 60_000.0})  # not measured
+    assert list(st.failures) == [Failure("http_error", 429, "HTTP 429 Model is overloaded", 3.0)]
+    assert refusing_stage(st.failures, st.e2e_ms) is True
+    st.add({"phase": "measure", "outcome": "timeout", "e2e_ms": 60_000.0, "error": "timed out"})
+    assert refusing_stage(st.failures, st.e2e_ms) is False  # a slow failure: the red line again

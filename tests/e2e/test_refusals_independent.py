@@ -1,0 +1,76 @@
+"""A server that refuses past its limit is measured at that limit (issue 39, item 3).
+
+An independent server (:mod:`tests.support.refusing_server`, not the simulator) answers HTTP 429
+"Model is overloaded" at once while ``N`` requests are in it. For N = 6, 10 and 20, none a grid
+level, the default ``loadknee run`` (refinement and early stop on; short stages) must refine below
+the first refusing level instead of stopping there at the red line, and the analysis must answer
+``max_concurrency`` N or N − 1, never above N; the screen names the refusal ("the server refuses
+above ~N: HTTP 429 'Model is overloaded'") and asks for no cap below the server's own. With and
+without a simulator-style ``/metrics`` (running/waiting gauges): separate sweeps, since the
+sweep's refine choices rest on what the judgement sees.
+
+The six sweeps run three at a time (nothing here is timed); each server runs on its own event
+loop in this process, each sweep in its own Locust process. About 100 s in all on two shared cores.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from analysis.pipeline import analyze_run
+from analysis.report.screen import answer_lines
+from tests.support.refusing_server import RefusingServer
+
+pytestmark = pytest.mark.slow
+
+LIMITS = (6, 10, 20)
+CASES = [(n, metrics) for n in LIMITS for metrics in (False, True)]
+SHORT = ["--stage-seconds", "3", "--warmup-seconds", "1", "--cooldown-seconds", "0.5",
+         "--baseline-requests", "5"]  # fmt: skip
+
+
+def sweep(limit: int, metrics: bool, out: Path) -> tuple[str, Path, int]:
+    """One default ``loadknee run`` against a refusing server; (stages.csv, run dir, peak)."""
+    name = f"refuse-{limit}-{'metrics' if metrics else 'hidden'}"
+    with RefusingServer(limit=limit, metrics=metrics) as server:
+        run = subprocess.run(
+            [sys.executable, "-m", "loadknee_locust", "run", "--host", server.url, *SHORT,
+             "--out", str(out), "--run-id", name],
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        peak, refused = server.peak, server.refused
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert refused > 0 and peak <= limit, (refused, peak)
+    return (out / name / "stages.csv").read_text(), out / name, peak
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory):  # type: ignore[no-untyped-def]
+    out = tmp_path_factory.mktemp("runs")
+    pool = ThreadPoolExecutor(max_workers=3)
+    try:
+        yield {(n, m): pool.submit(sweep, n, m, out) for n, m in CASES}
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.mark.parametrize(("limit", "metrics"), CASES, ids=[f"{n}-{m}" for n, m in CASES])
+def test_the_answer_is_the_refusal_limit(sweeps, limit: int, metrics: bool) -> None:
+    stages, run_dir, _ = sweeps[(limit, metrics)].result()
+    analysis = analyze_run(run_dir)
+    knee = analysis.knee
+    got = knee.max_concurrency
+    assert got is not None and limit - 1 <= got <= limit, f"limit {limit}: {got}\n{stages}"
+    assert ",refine," in stages, stages  # refined below the first refusing level
+    screen = "\n".join(answer_lines(analysis, width=200))
+    assert f"the server refuses above ~{got}: HTTP 429 'Model is overloaded'" in screen, screen
+    assert "bound by the server's refusals" in screen, screen
+    assert "of requests refused at once" in screen, screen  # the why line says it too
+    assert "cap the server's concurrency" not in screen, screen
+    caps = [i.value for i in analysis.recommendations.items if i.key.endswith("max_num_seqs")]
+    assert all(v is None or v >= limit for v in caps), caps
