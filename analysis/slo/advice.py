@@ -100,7 +100,7 @@ def with_slo(
         )
     deploy = _deploy_within_slo(recs.deploy, slo)
     if deploy is not recs.deploy and deploy is not None:
-        _replace(items, Recommendation("deploy_concurrency", deploy.users, deploy.text))
+        _replace(items, Recommendation("deploy_concurrency", deploy.users, deploy.fact))
     return dataclasses.replace(recs, items=tuple(items), deploy=deploy)
 
 
