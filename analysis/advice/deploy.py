@@ -39,13 +39,10 @@ from analysis.model import DeployAnswer, DeployBound, KneeResult, Signal, StageV
 if TYPE_CHECKING:
     from analysis.advice.facts import DeployWhy
 
-#: the limits a stage can break, in the order that breaks ties at one stage (their words:
-#: analysis.report.advice_words.BOUND_WORDS)
-BOUND_ORDER: tuple[DeployBound, ...] = ("knee", "sla", "errors", "memory")
-
 
 def _broken(verdict: StageVerdict) -> list[DeployBound]:
-    """The limits this stage breaks, in :data:`BOUND_ORDER`."""
+    """The limits this stage breaks; the order (knee, SLA, errors, memory) breaks ties at one
+    stage (their words: :data:`analysis.report.advice_words.BOUND_WORDS`)."""
     fired = {s.name for s in verdict.signals if s.fired}
     out: list[DeployBound] = []
     if verdict.verdict == "knee":

@@ -1,4 +1,4 @@
-"""Turn the verdicts into deployment settings, each with its reason in words and numbers.
+"""Turn the verdicts into deployment settings, each with its reason as a typed fact.
 
 Rules (each a heading of docs/method.md, cited in its reason through :mod:`analysis.rules`):
 
@@ -24,7 +24,10 @@ Rules (each a heading of docs/method.md, cited in its reason through :mod:`analy
   more, else withheld with the reason (a short limit answers longer requests with HTTP 400);
 * ``replicas`` — ``ceil(target_concurrency / (watermark_high_users × replica_efficiency))``.
 
-Nothing at all when no stage could be judged (every one "insufficient data").
+Nothing at all when no stage could be judged (every one "insufficient data"). Each reason and
+each setting withheld is a record of :mod:`analysis.advice.facts`, worded by
+:mod:`analysis.report.advice_words`; recommendations.yaml is written by
+:mod:`analysis.report.advice_yaml`.
 """
 
 from __future__ import annotations
