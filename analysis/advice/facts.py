@@ -42,11 +42,20 @@ class DeployFact:
     Kinds: ``no_stage`` (nothing measured), ``none_safe`` (the first trusted stage breaks a
     limit), ``configure`` (the stage before the first limit-breaking stage), ``no_hard_knee``
     (the stage before the first departed tail), ``no_hard_knee_low`` (the first stage's tail
-    already departed), ``tested_range`` (no limit broken up to ``top_users``).
+    already departed), ``tested_range`` (no limit broken up to ``top_users``); with SLOs
+    (:mod:`analysis.slo.advice`): ``slo_none`` (no tested stage meets ``slo_limits``),
+    ``slo_bound`` (the SLO capacity, below the knee's answer ``batch_users``).
     """
 
     kind: Literal[
-        "no_stage", "none_safe", "configure", "no_hard_knee", "no_hard_knee_low", "tested_range"
+        "no_stage",
+        "none_safe",
+        "configure",
+        "no_hard_knee",
+        "no_hard_knee_low",
+        "tested_range",
+        "slo_none",
+        "slo_bound",
     ]
     users: int | None = None  # the concurrency to configure
     at_users: int | None = None  # the stage that broke the limits
@@ -59,6 +68,7 @@ class DeployFact:
     batch_users: int | None = None  # offline batch's figure (soft knee: the stage before it)
     tail_note: Signal | None = None  # the answer's own stage's tail, already departed
     top_users: int | None = None  # the highest judged stage
+    slo_limits: str = ""  # the SLOs as the user gave them (analysis.slo.evaluate.SloResult)
     rule: str = "deploy"
 
 

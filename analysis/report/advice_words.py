@@ -108,6 +108,14 @@ def deploy_fact_text(fact: DeployFact) -> str:
             f"configure {fact.users} concurrent requests, bound by {_bounds(fact.bounds)}: at "
             f"{_users(fact.at_users)} {_why(fact.why)}{capped}{note} {cite}"
         )
+    if fact.kind == "slo_none":
+        return f"no tested concurrency meets the SLOs ({fact.slo_limits}); test lower {cite}"
+    if fact.kind == "slo_bound":
+        return (
+            f"configure {fact.users} concurrent requests, bound by the SLOs ({fact.slo_limits}): "
+            f"the highest tested concurrency that meets every one (the knee alone would allow "
+            f"{fact.batch_users}) {cite}"
+        )
     top = _users(fact.top_users)
     if fact.kind == "no_hard_knee_low":
         return (

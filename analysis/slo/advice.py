@@ -19,6 +19,7 @@ import dataclasses
 import math
 
 from analysis import rules
+from analysis.advice.facts import DeployFact
 from analysis.advice.recommend import RecommendParams, watermark_band
 from analysis.model import DeployAnswer, KneeResult, Recommendation, Recommendations
 from analysis.slo.evaluate import SloResult
@@ -109,15 +110,7 @@ def _deploy_within_slo(answer: DeployAnswer | None, slo: SloResult) -> DeployAns
     cap = slo.capacity
     if answer is None or (answer.users is not None and cap is not None and answer.users <= cap):
         return answer
-    cite = rules.cite("deploy")
     if cap is None:
-        return DeployAnswer(
-            None, "sla", f"no tested concurrency meets the SLOs ({slo.limits}); test lower {cite}"
-        )
-    return DeployAnswer(
-        cap,
-        "sla",
-        f"configure {cap} concurrent requests, bound by the SLOs ({slo.limits}): the highest "
-        f"tested concurrency that meets every one (the knee alone would allow "
-        f"{answer.users}) {cite}",
-    )
+        return DeployAnswer(None, "sla", DeployFact("slo_none", slo_limits=slo.limits))
+    fact = DeployFact("slo_bound", users=cap, batch_users=answer.users, slo_limits=slo.limits)
+    return DeployAnswer(cap, "sla", fact)

@@ -124,6 +124,10 @@ DEPLOY = {
     ),
     "tested range": DeployFact("tested_range", top_users=16),
     "tested range, one user": DeployFact("tested_range", top_users=1),
+    "slo, none meets them": DeployFact("slo_none", slo_limits="ttft P95 ≤ 500 ms"),
+    "slo, bound": DeployFact(
+        "slo_bound", users=6, batch_users=8, slo_limits="e2e P95 ≤ 300 ms, ttft P95 ≤ 500 ms"
+    ),
 }
 #: case → a setting's reason: every kind, and each branch of its words
 REASONS = {

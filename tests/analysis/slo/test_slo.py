@@ -166,8 +166,8 @@ def test_replicas_follow_the_binding_constraint():
 def test_the_answer_to_deploy_never_breaks_an_slo(
     deploy_users: int, capacity: int | None, expected: int | None, bound: str
 ) -> None:
+    from analysis.advice.facts import DeployFact
     from analysis.model import DeployAnswer
-    from analysis.report.advice_words import deploy_text
     from analysis.slo.advice import _deploy_within_slo
     from analysis.slo.evaluate import SloResult
 
@@ -177,8 +177,12 @@ def test_the_answer_to_deploy_never_breaks_an_slo(
     assert got is not None
     assert (got.users, got.bound) == (expected, bound)
     if bound == "sla":
-        words = deploy_text(got)  # the SLO step still words its own answer (a str fact)
-        assert "ttft P95 ≤ 500 ms" in words and "(rule: The answer to deploy)" in words
+        assert got.fact == DeployFact(
+            "slo_bound" if expected is not None else "slo_none",
+            users=expected,
+            batch_users=deploy_users if expected is not None else None,
+            slo_limits="ttft P95 ≤ 500 ms",
+        )
 
 
 @pytest.mark.parametrize(
