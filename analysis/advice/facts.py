@@ -197,6 +197,29 @@ class ReplicasFact:
 
 
 @dataclass(frozen=True)
+class SloAdviceFact:
+    """A setting the SLOs decide (:mod:`analysis.slo.advice`).
+
+    Kinds: ``slo_capacity`` (the highest concurrency meeting every SLO in ``slo_limits``, with the
+    SLO step's ``doubt``; ``capacity`` None: none met them), ``binding`` (which binds first:
+    ``binding`` latency / throughput / none, from ``capacity`` against ``max_concurrency``),
+    ``interactive`` (the SLO capacity caps interactive traffic), ``replicas`` (``target`` /
+    (``per_replica`` from the SLO capacity or the watermark × ``efficiency``))."""
+
+    kind: Literal["slo_capacity", "binding", "interactive", "replicas"]
+    slo_limits: str = ""  # the SLOs as the user gave them (analysis.slo.evaluate.SloResult)
+    capacity: int | None = None
+    doubt: str = ""  # the SLO step's doubt about the capacity, in its words ("": none)
+    binding: str = ""
+    max_concurrency: int | None = None
+    target: int | None = None
+    per_replica: int | None = None
+    from_slo: bool = False  # per_replica is the SLO capacity (else the watermark)
+    efficiency: float | None = None
+    rule: str = "slo_capacity"
+
+
+@dataclass(frozen=True)
 class WithheldFact:
     """A setting not given, with what to do instead.
 
@@ -232,4 +255,5 @@ AdviceFact: TypeAlias = (
     | ModelLenFact
     | ReplicasFact
     | DeployFact
+    | SloAdviceFact
 )

@@ -26,6 +26,7 @@ from analysis.advice.facts import (
     QueueTimeoutFact,
     ReplicasFact,
     RequestTimeoutFact,
+    SloAdviceFact,
     WatermarkFact,
     WithheldFact,
 )
@@ -282,6 +283,37 @@ def _replicas(fact: ReplicasFact) -> str:
     )
 
 
+def _slo(fact: SloAdviceFact) -> str:
+    if fact.kind == "slo_capacity":
+        if fact.capacity is None:
+            return f"no tested stage met the SLOs ({fact.slo_limits}): test lower concurrency"
+        doubt = f"; {fact.doubt}" if fact.doubt else ""
+        return (
+            f"highest concurrency meeting every SLO ({fact.slo_limits}) {rules.cite(fact.rule)}"
+            + doubt
+        )
+    if fact.kind == "binding":
+        if fact.binding == "latency":
+            return (
+                f"the SLO capacity {fact.capacity} is at or below the knee's max_concurrency "
+                f"{fact.max_concurrency}: latency binds first; fewer users per replica, more "
+                "replicas"
+            )
+        if fact.binding == "throughput":
+            return (
+                f"the knee's max_concurrency {fact.max_concurrency} is below the SLO capacity "
+                f"{fact.capacity}: throughput binds first, the SLOs have headroom"
+            )
+        return "no knee figure to compare the SLO capacity with"
+    if fact.kind == "interactive":
+        return f"the SLO capacity: interactive traffic is what the SLOs ({fact.slo_limits}) protect"
+    source = "SLO capacity" if fact.from_slo else "watermark"
+    return (
+        f"target {fact.target} concurrent users / ({fact.per_replica} per replica from the "
+        f"{source} × replica efficiency {fact.efficiency or 0.0:.2f}); {fact.binding}-bound"
+    )
+
+
 def reason_words(reason: AdviceFact | str) -> str:
     """A recommendation's reason in words."""
     if isinstance(reason, str):
@@ -308,6 +340,8 @@ def reason_words(reason: AdviceFact | str) -> str:
         return _gpu_memory(reason)
     if isinstance(reason, ModelLenFact):
         return _model_len(reason)
+    if isinstance(reason, SloAdviceFact):
+        return _slo(reason)
     return _replicas(reason)
 
 

@@ -25,6 +25,7 @@ from analysis.advice.facts import (
     QueueTimeoutFact,
     ReplicasFact,
     RequestTimeoutFact,
+    SloAdviceFact,
     WatermarkFact,
     WithheldFact,
 )
@@ -157,6 +158,23 @@ REASONS = {
     "max_model_len": ModelLenFact(3500.0, 5000.0, 1.25),
     "replicas, measured": ReplicasFact(100, 25, 0.65, True),
     "replicas, assumed": ReplicasFact(100, 25, 1.0, False),
+    "slo_capacity": SloAdviceFact("slo_capacity", slo_limits="e2e P95 ≤ 300 ms", capacity=6),
+    "slo_capacity, in doubt": SloAdviceFact(
+        "slo_capacity", slo_limits="e2e P95 ≤ 300 ms", capacity=6, doubt="(the SLO step's doubt)"
+    ),
+    "slo_capacity, none": SloAdviceFact("slo_capacity", slo_limits="e2e P95 ≤ 300 ms"),
+    "binding, latency": SloAdviceFact("binding", capacity=6, binding="latency", max_concurrency=8),
+    "binding, throughput": SloAdviceFact(
+        "binding", capacity=16, binding="throughput", max_concurrency=8
+    ),
+    "binding, none": SloAdviceFact("binding", binding="none"),
+    "interactive, the slo": SloAdviceFact("interactive", slo_limits="e2e P95 ≤ 300 ms", capacity=6),
+    "replicas, the slo": SloAdviceFact(
+        "replicas", binding="latency", target=100, per_replica=6, from_slo=True, efficiency=1.0
+    ),
+    "replicas, the watermark": SloAdviceFact(
+        "replicas", binding="throughput", target=100, per_replica=5, efficiency=0.65
+    ),
 }
 #: case → a setting withheld: every kind, and each branch of its words
 WITHHELD = {
