@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
+    from analysis.advice.facts import AdviceFact, DeployFact, WithheldFact
     from analysis.diagnosis.failure_mix import FailureMix
     from analysis.knee.facts import (
         ClientBoundFact,
@@ -291,21 +292,26 @@ class DeployAnswer:
 
     users: int | None  # None: no tested stage was safe
     bound: DeployBound
-    text: str  # the whole answer in one line, with the rule cited
+    #: what bound it, as judged (its words: analysis.report.advice_words.deploy_text); a str is
+    #: words already written (knee.json read back, the SLO step)
+    fact: DeployFact | str
 
 
 @dataclass(frozen=True)
 class Recommendation:
     key: str  # e.g. max_concurrency, queue_timeout_ms, vllm.max_num_seqs
     value: Any
-    reason: str
+    #: why this value, as judged (its words: analysis.report.advice_words.reason_text); a str
+    #: is words already written (knee.json read back, the SLO step)
+    reason: AdviceFact | str
 
 
 @dataclass(frozen=True)
 class Recommendations:
     items: tuple[Recommendation, ...]
     server_flags: tuple[str, ...]  # e.g. ("--max-num-seqs 24", "--gpu-memory-utilization 0.85")
-    withheld: tuple[str, ...] = ()  # settings not given, each with why and what to do instead
+    #: settings not given, each with why and what to do instead (words: advice_words)
+    withheld: tuple[WithheldFact | str, ...] = ()
     deploy: DeployAnswer | None = None  # the one answer, printed first
     provisional: str = ""  # why these settings cannot be trusted yet (a cut run); "" when final
 

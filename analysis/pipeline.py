@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.advice.engine import RUN_INFO_KEY, detect_engine
-from analysis.advice.recommend import RecommendParams, recommend, to_yaml
+from analysis.advice.recommend import RecommendParams, recommend
 from analysis.advice.standing import answer_standing
 from analysis.diagnosis.bottleneck import diagnose
 from analysis.diagnosis.failure_mix import failure_mixes, name_failures
@@ -35,6 +35,7 @@ from analysis.model import (
     StageVerdict,
     Standing,
 )
+from analysis.report.advice_yaml import to_yaml
 from analysis.report.standing import with_yaml_note
 from analysis.slo.advice import with_slo
 from analysis.slo.evaluate import SloResult, evaluate_slos

@@ -28,28 +28,22 @@ not judged ("insufficient data") counts for none of this: it is neither an answe
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal
+
 import pandas as pd
 
-from analysis import rules
+from analysis.advice.facts import DeployFact, KneeWhyFact
 from analysis.knee.params import KneeParams
 from analysis.knee.refusal_signal import REFUSALS
-from analysis.model import DeployAnswer, DeployBound, KneeResult, StageVerdict
-from analysis.numeric import counted
-from analysis.report.knee_words import signal_text
-from analysis.report.stage_reasons import reasons_text
+from analysis.model import DeployAnswer, DeployBound, KneeResult, Signal, StageVerdict
 
-#: bound → the words used in "bound by ..."; order breaks ties at one stage
-BOUND_WORDS: dict[DeployBound, str] = {
-    "knee": "the knee",
-    "sla": "the latency SLA",
-    "refusals": "the server's refusals",
-    "errors": "errors",
-    "memory": "memory pressure",
-}
+if TYPE_CHECKING:
+    from analysis.advice.facts import DeployWhy
 
 
 def _broken(verdict: StageVerdict) -> list[DeployBound]:
-    """The limits this stage breaks, in :data:`BOUND_WORDS` order."""
+    """The limits this stage breaks; the order (knee, SLA, errors, memory) breaks ties at one
+    stage (their words: :data:`analysis.report.advice_words.BOUND_WORDS`)."""
     fired = {s.name for s in verdict.signals if s.fired}
     out: list[DeployBound] = []
     if verdict.verdict == "knee":
@@ -81,52 +75,50 @@ def _tail_departed(verdict: StageVerdict) -> bool:
     return any(s.name == "tail_departure" and s.fired for s in verdict.signals)
 
 
-def _tail_note(previous: StageVerdict, users: int) -> str:
-    """Said when the answer lands on a stage whose tail has already departed."""
+def _tail(verdict: StageVerdict) -> Signal:
+    return next(s for s in verdict.signals if s.name == "tail_departure")
+
+
+def _tail_note(previous: StageVerdict, users: int) -> Signal | None:
+    """The answer's stage's tail signal, when the answer lands on a stage whose tail has
+    already departed."""
     if previous.target_users != users or not _tail_departed(previous):
-        return ""
-    tail = next(s for s in previous.signals if s.name == "tail_departure")
-    return (
-        f"; note: at {counted(users, 'user')} the tail has already departed ({signal_text(tail)})"
-    )
+        return None
+    return _tail(previous)
 
 
-def _why(bound: str, verdict: StageVerdict) -> str:
+def _why(bound: str, verdict: StageVerdict) -> DeployWhy:
     sig = {s.name: s for s in verdict.signals}
     if bound in ("sla", "memory") or (bound == "errors" and "errors" in sig):
         name = {"sla": "sla", "memory": "memory_pressure", "errors": "errors"}[bound]
-        return signal_text(sig[name])
+        return sig[name]
     if bound == "refusals":
-        return signal_text(sig[REFUSALS])
+        return sig[REFUSALS]
     if bound == "knee":
         return _knee_why({name for name, s in sig.items() if s.fired})
-    return "; ".join(reasons_text(verdict)[:1])
+    return verdict.reasons[0] if verdict.reasons else None
 
 
-def _knee_why(fired: set[str]) -> str:
-    """Why the knee stage is the knee, in the words of the signals that made it one."""
-    curve = "throughput stopped growing while the tail departed"
+def _knee_why(fired: set[str]) -> KneeWhyFact:
+    """Why the knee stage is the knee: the signals that made it one."""
     if "server_saturated" in fired:
-        queue = "the server queued requests with every slot busy"
+        queue: Literal["server", "client", "none"] = "server"
     elif "client_saturated" in fired:
-        queue = (
-            "requests waited for a slot while the server ran all it would (seen from the client)"
-        )
+        queue = "client"
     else:
-        return curve
+        return KneeWhyFact("none", curve=True)
     both = "throughput_flattening" in fired and "tail_departure" in fired
-    return f"{queue}, and {curve}" if both else queue
+    return KneeWhyFact(queue, curve=both)
 
 
 def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:
-    """The concurrency to configure, the limit that bound it and why, in one line."""
+    """The concurrency to configure, the limit that bound it and why (pure)."""
     del summary  # the verdicts carry every figure the answer needs
     # a stage not judged (no usable rows, or rows that disagree with stages.csv) is never the
     # answer, nor "the tested range": it was not measured (analysis.advice.standing)
     stages = sorted(knee.judged, key=lambda v: (v.target_users, v.stage))
-    cite = rules.cite("deploy")
     if not stages:
-        return DeployAnswer(None, "none", f"no step stage was measured {cite}")
+        return DeployAnswer(None, "none", DeployFact("no_stage"))
     previous: StageVerdict | None = None
     departed: StageVerdict | None = None  # the first trusted stage whose tail departed
     interactive: StageVerdict | None = None  # the stage before it
@@ -136,100 +128,66 @@ def deploy_answer(summary: pd.DataFrame, knee: KneeResult) -> DeployAnswer:
         broken = _broken(verdict)
         if broken:
             bound = broken[0]
-            names = [BOUND_WORDS[b] for b in broken]
-            words = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
             why = _why(bound, verdict)
+            at = verdict.target_users
             if previous is None:
-                return DeployAnswer(
-                    None,
-                    bound,
-                    "no tested concurrency is safe: already at "
-                    f"{counted(verdict.target_users, 'user')} {words} ({why}); test lower "
-                    f"concurrency {cite}",
-                )
-            users, capped = previous.target_users, ""
+                fact = DeployFact("none_safe", at_users=at, bounds=tuple(broken), why=why)
+                return DeployAnswer(None, bound, fact)
+            users, cap_users, slots = previous.target_users, None, None
             cap = knee.max_concurrency
             if cap is not None and cap < users and (bound == "knee" or knee.server_slots):
                 # the knee's answer is lower than the stage before: the server's own slot count
                 # (or a refined level) bounds it, and the deployable number never exceeds it
-                users, capped = cap, f"; max_concurrency {cap} bounds it"
+                users = cap_users = cap
                 if knee.server_slots is not None and knee.server_slots <= previous.target_users:
-                    capped += f" (the server ran at most {knee.server_slots:g} at once)"
+                    slots = knee.server_slots
+            departed_users, departed_tail, batch = None, None, None
             if bound == "knee" and departed is not None and departed.target_users < users:
                 fired = {s.name for s in verdict.signals if s.fired}
                 if not fired & QUEUE_SIGNALS:  # a soft knee: nothing queued, latency just grew
-                    tail = next(s for s in departed.signals if s.name == "tail_departure")
                     batch, users = users, (interactive or departed).target_users
-                    capped += (
-                        f"; no queue at the knee, and the tail already departed at "
-                        f"{counted(departed.target_users, 'user')} ({signal_text(tail)}): "
-                        f"{users} for "
-                        f"interactive traffic, the highest level whose tail has not left the "
-                        f"single-user one (offline batch may run at {batch})"
-                    )
-            return DeployAnswer(
-                users,
-                bound,
-                f"configure {users} concurrent requests, bound by {words}: at "
-                f"{counted(verdict.target_users, 'user')} {why}{capped}"
-                f"{_tail_note(previous, users)} {cite}",
+                    departed_users, departed_tail = departed.target_users, _tail(departed)
+            fact = DeployFact(
+                "configure",
+                users=users,
+                at_users=at,
+                bounds=tuple(broken),
+                why=why,
+                cap_users=cap_users,
+                server_slots=slots,
+                departed_users=departed_users,
+                departed_tail=departed_tail,
+                batch_users=batch,
+                tail_note=_tail_note(previous, users),
             )
+            return DeployAnswer(users, bound, fact)
         if departed is None and _tail_departed(verdict):
             departed, interactive = verdict, previous
         previous = verdict
     top = stages[-1].target_users
     if departed is not None:
-        tail = next(s for s in departed.signals if s.name == "tail_departure")
-        first = f"{counted(departed.target_users, 'user')} ({signal_text(tail)})"
-        if interactive is None:
-            return DeployAnswer(
-                None,
-                "tail",
-                f"no hard knee up to {counted(top, 'user')}, but the tail already departs at "
-                f"{first}; test lower concurrency for interactive traffic {cite}",
-            )
-        return DeployAnswer(
-            interactive.target_users,
-            "tail",
-            f"no hard knee up to {counted(top, 'user')}: latency grows steadily, the tail "
-            f"doubles at ~{counted(departed.target_users, 'user')}; configure "
-            f"{interactive.target_users} concurrent requests for interactive traffic (the highest "
-            f"level whose tail has not left the single-user one; at {first}); offline batch "
-            f"jobs, loose on latency, may run at {top} {cite}",
+        kind: Literal["no_hard_knee", "no_hard_knee_low"] = (
+            "no_hard_knee_low" if interactive is None else "no_hard_knee"
         )
+        users_or_none = None if interactive is None else interactive.target_users
+        fact = DeployFact(
+            kind,
+            users=users_or_none,
+            top_users=top,
+            departed_users=departed.target_users,
+            departed_tail=_tail(departed),
+        )
+        return DeployAnswer(users_or_none, "tail", fact)
     return DeployAnswer(
         previous.target_users if previous else None,
         "tested_range",
-        f"configure {top} concurrent requests, bound only by the tested range: not saturated "
-        f"up to {counted(top, 'user')}; sweep higher to find the limit {cite}",
+        DeployFact("tested_range", top_users=top),
     )
 
 
 def memory_pressure_pct(knee: KneeResult) -> float:
     """The memory % the knee was judged to be under pressure at (``--knee-memory-pct``)."""
     return float(knee.params.get("memory_pressure_pct", KneeParams().memory_pressure_pct))
-
-
-def base_capacity_terms(knee: KneeResult) -> str:
-    """What a base-capacity stage meets, with the memory threshold the knee was judged with."""
-    return f"100 % success, memory ≤ {memory_pressure_pct(knee):g} % and the tail within the SLA"
-
-
-def context_lines(knee: KneeResult, watermark: object | None) -> list[str]:
-    """The other capacity figures, each with its one-line definition."""
-    lines = [
-        f"max_concurrency = {knee.max_concurrency if knee.max_concurrency is not None else '—'}"
-        ": the stage before the knee (or the red line); it ignores the SLA and memory "
-        + rules.cite("max_concurrency"),
-        f"base capacity = {knee.base_capacity if knee.base_capacity is not None else '—'}: the "
-        f"highest stage with {base_capacity_terms(knee)} " + rules.cite("base_capacity"),
-    ]
-    if isinstance(watermark, list | tuple) and len(watermark) == 2:
-        lines.append(
-            f"production watermark = {watermark[0]}-{watermark[1]}: a share of the base "
-            "capacity, what to promise with margin for bursts " + rules.cite("watermark")
-        )
-    return lines
 
 
 def binding_stage(knee: KneeResult, bound: DeployBound) -> StageVerdict | None:

@@ -1,4 +1,4 @@
-"""Turn the verdicts into deployment settings, each with its reason in words and numbers.
+"""Turn the verdicts into deployment settings, each with its reason as a typed fact.
 
 Rules (each a heading of docs/method.md, cited in its reason through :mod:`analysis.rules`):
 
@@ -24,28 +24,42 @@ Rules (each a heading of docs/method.md, cited in its reason through :mod:`analy
   more, else withheld with the reason (a short limit answers longer requests with HTTP 400);
 * ``replicas`` — ``ceil(target_concurrency / (watermark_high_users × replica_efficiency))``.
 
-Nothing at all when no stage could be judged (every one "insufficient data").
+Nothing at all when no stage could be judged (every one "insufficient data"). Each reason and
+each setting withheld is a record of :mod:`analysis.advice.facts`, worded by
+:mod:`analysis.report.advice_words`; recommendations.yaml is written by
+:mod:`analysis.report.advice_yaml`.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import textwrap
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
-from analysis import rules
-from analysis.advice.deploy import base_capacity_terms, deploy_answer, memory_pressure_pct
+from analysis.advice.deploy import deploy_answer, memory_pressure_pct
 from analysis.advice.engine import CAP_FLAGS, CAP_KEYS, RUN_INFO_KEY
+from analysis.advice.facts import (
+    BaseCapacityFact,
+    CapFact,
+    GpuMemoryFact,
+    MaxConcurrencyFact,
+    ModelLenFact,
+    OfflineFact,
+    OwnLimitFact,
+    QueueTimeoutFact,
+    ReplicasFact,
+    RequestTimeoutFact,
+    WatermarkFact,
+    WithheldFact,
+)
 from analysis.flags import add_flags, flag, given_values
 from analysis.knee.find import LOG_SOURCE_KINDS
 from analysis.knee.refusal_signal import refusal_limit
 from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
 from analysis.numeric import num
-from analysis.report import yaml_text
 from analysis.stages.levels import level_rows
 
 #: vLLM's default --gpu-memory-utilization, assumed when the run does not say
@@ -133,27 +147,18 @@ def watermark_band(users: int, p: RecommendParams) -> tuple[int, int]:
 def _capacity_items(knee: KneeResult, p: RecommendParams) -> list[Recommendation]:
     items = []
     if knee.knee_users is not None:
-        why = (
-            f"the stage before the knee at {knee.knee_users} users "
-            "(not the stage with the highest throughput) " + rules.cite("max_concurrency")
-        )
+        why = MaxConcurrencyFact("before_knee", knee.knee_users)
     elif knee.red_line_users is not None:
-        why = f"no knee, so the stage before the red line at {knee.red_line_users} users"
+        why = MaxConcurrencyFact("before_red_line", knee.red_line_users)
     else:
-        why = (
-            "no knee or red line within the tested range: the highest tested stage "
-            "(test higher to find the limit)"
-        )
+        why = MaxConcurrencyFact("untested_limit")
     items.append(Recommendation("max_concurrency", knee.max_concurrency, why))
     base = knee.base_capacity
     items.append(
         Recommendation(
             "base_capacity",
             base,
-            f"highest stage with {base_capacity_terms(knee)}, and no knee yet "
-            + rules.cite("base_capacity")
-            if base is not None
-            else f"no stage met {base_capacity_terms(knee)}",
+            BaseCapacityFact(base is not None, memory_pressure_pct(knee)),
         )
     )
     if base is not None:
@@ -162,16 +167,14 @@ def _capacity_items(knee: KneeResult, p: RecommendParams) -> list[Recommendation
             Recommendation(
                 "production_watermark",
                 [low, high],
-                f"{p.watermark_low:.0%}–{p.watermark_high:.0%} of the base capacity {base}: "
-                f"{1 - p.watermark_high:.0%}+ margin for bursts and long-tail requests "
-                + rules.cite("watermark"),
+                WatermarkFact("watermark", p.watermark_low, p.watermark_high, base),
             )
         )
         items.append(
             Recommendation(
                 "interactive_max_concurrency",
                 high,
-                "interactive traffic keeps the margin below the knee " + rules.cite("watermark"),
+                WatermarkFact("interactive", p.watermark_low, p.watermark_high, base),
             )
         )
     return items
@@ -187,35 +190,28 @@ def _offline_item(summary: pd.DataFrame, knee: KneeResult) -> Recommendation | N
         return Recommendation(
             "offline_batch_max_concurrency",
             knee.knee_users,
-            "offline batch jobs, loose on per-request latency, may run at the knee "
-            f"({knee.knee_users} "
-            "users: all requests served, memory below the OOM risk) for the most throughput",
+            OfflineFact("at_knee", knee.knee_users),
         )
     if knee.max_concurrency is None:
         return None
     return Recommendation(
         "offline_batch_max_concurrency",
         knee.max_concurrency,
-        "offline batch jobs stay at max_concurrency: the knee stage itself had failures or "
-        "memory at OOM risk"
-        if row is not None
-        else "no knee measured: offline batch jobs use max_concurrency",
+        OfflineFact("knee_unclean" if row is not None else "no_knee", knee.knee_users),
     )
 
 
 def _queue_timeout(baseline: Baseline, p: RecommendParams) -> Recommendation | None:
-    for name, value in (("P95", baseline.e2e_p95_ms), ("P99", baseline.e2e_p99_ms),
-                        ("median", baseline.e2e_p50_ms)):  # fmt: skip
+    figures: tuple[tuple[Literal["P95", "P99", "median"], float | None], ...] = (
+        ("P95", baseline.e2e_p95_ms),
+        ("P99", baseline.e2e_p99_ms),
+        ("median", baseline.e2e_p50_ms),
+    )
+    for name, value in figures:
         if value is not None:
             ms = _round_up(value * p.queue_timeout_margin, p.round_ms)
-            return Recommendation(
-                "queue_timeout_ms",
-                ms,
-                f"baseline e2e {name} {value:,.0f} ms × {p.queue_timeout_margin:g}: normal "
-                "requests "
-                "are not rejected for a short queue; adjust to the queue seen in "
-                "production " + rules.cite("queue_timeout"),
-            )
+            fact = QueueTimeoutFact(name, value, p.queue_timeout_margin)
+            return Recommendation("queue_timeout_ms", ms, fact)
     return None
 
 
@@ -236,26 +232,20 @@ def _request_timeout(
         return None
     tpot, ttft = num(row.get("tpot_p95_ms")), num(row.get("ttft_p95_ms")) or 0.0
     per1k = num(row.get("s_per_1k_completion_tokens"))  # numerically ms per token
-    where = f"at {int(row['target_users'])} users"
+    users, margin = int(row["target_users"]), p.request_timeout_margin
     if tpot is not None:
-        ms, how = (
-            ttft + longest * tpot,
-            f"TTFT P95 {ttft:,.0f} ms + {longest:,.0f} tokens × TPOT P95 {tpot:,.1f} ms",
-        )
+        ms = ttft + longest * tpot
+        fact = RequestTimeoutFact("tpot", users, longest, ms, margin, ttft, tpot_p95_ms=tpot)
     elif per1k is not None:
         p50, p99 = num(row.get("e2e_p50_ms")), num(row.get("e2e_p99_ms"))
         tail = p99 / p50 if p50 and p99 else 1.0  # the median rate, scaled to the P99 request
         ms = longest * per1k * tail
-        how = f"{longest:,.0f} tokens × {per1k:,.1f} ms per token (median) × {tail:.2f} (P99/P50)"
+        fact = RequestTimeoutFact(
+            "per_token", users, longest, ms, margin, ms_per_token=per1k, tail_ratio=tail
+        )
     else:
         return None
-    return Recommendation(
-        "request_timeout_ms",
-        _round_up(ms * p.request_timeout_margin, p.round_ms),
-        f"the longest output {where}: {how} = {ms:,.0f} ms, × {p.request_timeout_margin:g}; "
-        "shorter cuts normal long answers, longer lets stuck requests hold a slot "
-        + rules.cite("request_timeout"),
-    )
+    return Recommendation("request_timeout_ms", _round_up(ms * margin, p.round_ms), fact)
 
 
 def _memory_led(knee: KneeResult) -> bool:
@@ -269,83 +259,49 @@ def _memory_led(knee: KneeResult) -> bool:
     return False
 
 
-def sweep_higher_command(knee: KneeResult, run_info: dict[str, Any]) -> str:
-    """The ``loadknee run`` levels that continue a sweep that never saturated the server."""
+def sweep_higher(knee: KneeResult, run_info: dict[str, Any]) -> tuple[str, tuple[int, ...]]:
+    """The host and the ``loadknee run`` levels that continue a sweep that never saturated the
+    server (``URL`` where the run did not record its host)."""
     top = max((v.target_users for v in knee.judged), default=1)
-    levels = ",".join(str(top * k) for k in (1, 2, 3, 4))
     host = str(run_info.get("host") or run_info.get("target_url") or "URL")
-    return f"loadknee run --host {host} --levels {levels}"
+    return host, tuple(top * k for k in (1, 2, 3, 4))
 
 
 def _max_num_seqs(
     summary: pd.DataFrame, knee: KneeResult, run_info: dict[str, Any]
-) -> tuple[Recommendation | None, str | None]:
+) -> tuple[Recommendation | None, WithheldFact | None]:
     """The cap, only from evidence: a knee or red line inside the tested range."""
     if knee.max_concurrency is None:
         return None, None
     if refusal_limit(knee) is not None:
         # the server turns requests away past its own limit: a lower cap only gives capacity away
-        return None, (
-            f"no concurrency flag to set: the server already refuses above ~"
-            f"{knee.max_concurrency} (its own admission limit: TGI --max-concurrent-requests, "
-            "a gateway's in-flight limit); keep that setting, or raise it and re-run to measure "
-            f"{rules.cite('max_num_seqs')}"
-        )
+        return None, WithheldFact("refuses", cap=knee.max_concurrency)
     if knee.knee_stage is None and knee.red_line_stage is None:
         top = max((v.target_users for v in knee.judged), default=knee.max_concurrency)
-        return None, (
-            f"--max-num-seqs withheld: not saturated up to {top} users; sweep higher: "
-            f"{sweep_higher_command(knee, run_info)} {rules.cite('max_num_seqs')}"
-        )
+        host, levels = sweep_higher(knee, run_info)
+        return None, WithheldFact("not_saturated", top_users=top, host=host, levels=levels)
     row = _users_row(summary, knee.max_concurrency)
     batch = int(num(row.get("batch_size")) or 1) if row is not None else 1
-    limit = (
-        f"the knee at {knee.knee_users} users"
-        if knee.knee_users is not None
-        else f"the red line at {knee.red_line_users} users"
-    )
+    limit: Literal["knee", "red_line"] = "knee" if knee.knee_users is not None else "red_line"
+    limit_users = knee.knee_users if knee.knee_users is not None else knee.red_line_users
     # a library call without a run directory keeps the vLLM spelling; an analysed run says
     # which engine its metrics named (None: no /metrics, the number only)
     engine = run_info.get(RUN_INFO_KEY, "vllm")
     cap = knee.max_concurrency * batch
     own = _own_limit(summary, knee)
     if engine not in CAP_FLAGS:
-        what = (
-            f"the server ran about {own[0]} at once while requests waited, with no sign of "
-            "memory pressure: raise its concurrency limit and re-run"
-            if own is not None
-            else f"cap the server's concurrency at {cap} in its own setting"
-        )
-        return None, (
-            f"concurrency flag withheld: the engine is unknown (it exports no /metrics to name "
-            f"it); {what} {rules.cite('max_num_seqs')}"
-        )
+        slots = own[0] if own is not None else None
+        return None, WithheldFact("unknown_engine", slots=slots, cap=cap)
     flag = CAP_FLAGS[engine]
     if own is not None:
         slots, kv, predicted = own
-        return Recommendation(
-            CAP_KEYS[engine],
-            predicted,
-            f"the knee is the server's own concurrency limit: it ran {slots} at once while "
-            f"requests waited, with the KV cache at most {kv:.0f} % full; raise {flag} to "
-            f"~{predicted} (what the KV headroom predicts at {memory_pressure_pct(knee):g} %) and "
-            "re-run the sweep; its "
-            f"current value is the limit, not the fix " + rules.cite("max_num_seqs"),
-        ), None
+        own_fact = OwnLimitFact(flag, slots, kv, predicted, memory_pressure_pct(knee))
+        return Recommendation(CAP_KEYS[engine], predicted, own_fact), None
     current = num(_section(run_info, "server").get("slots"))  # what the server said it runs
     if current is not None and int(current) == cap:
-        return None, (
-            f"{flag} withheld: the server already runs {flag} {cap} (its /props) and the knee "
-            f"is that limit; this run saw no KV figure to say whether raising it fits in memory: "
-            f"keep {cap}, or raise it and re-run the sweep {rules.cite('max_num_seqs')}"
-        )
-    return Recommendation(
-        CAP_KEYS[engine],
-        cap,
-        f"from max_concurrency {knee.max_concurrency} (the stage before {limit}) × batch size "
-        f"{batch}: past it the server queues requests instead of running out of memory "
-        + rules.cite("max_num_seqs"),
-    ), None
+        return None, WithheldFact("already_at_cap", cap=cap, flag=flag)
+    fact = CapFact(knee.max_concurrency, limit, limit_users, batch)
+    return Recommendation(CAP_KEYS[engine], cap, fact), None
 
 
 def _own_limit(summary: pd.DataFrame, knee: KneeResult) -> tuple[int, float, int] | None:
@@ -368,7 +324,7 @@ def _own_limit(summary: pd.DataFrame, knee: KneeResult) -> tuple[int, float, int
 
 def _max_model_len(
     summary: pd.DataFrame, run_info: dict[str, Any], p: RecommendParams
-) -> tuple[Recommendation | None, str | None]:
+) -> tuple[Recommendation | None, WithheldFact | None]:
     """From a replayed log's longest context, only when the log is large enough to speak for
     production: a 20-line log's longest request says nothing about tomorrow's."""
     source = _section(run_info, "prompt_source")
@@ -384,29 +340,23 @@ def _max_model_len(
     size = num(source.get("valid_records"))
     size = size if size is not None else num(source.get("records"))
     if size is None or size < p.min_log_records:
-        have = "an unknown number of" if size is None else f"only {size:,.0f}"
-        return None, (
-            f"--max-model-len withheld: the replayed log has {have} requests; at least "
-            f"{p.min_log_records:,} are needed before its longest context ({longest:,.0f} "
-            "tokens) can stand for production's, and a too-short limit answers longer requests "
-            f"with HTTP 400 {rules.cite('max_model_len')}"
+        return None, WithheldFact(
+            "small_log",
+            records=size,
+            min_records=p.min_log_records,
+            longest_tokens=longest,
+            rule="max_model_len",
         )
     length = 1 << max(10, math.ceil(math.log2(longest * p.max_model_len_headroom)))
-    return Recommendation(
-        "vllm.max_model_len",
-        length,
-        f"from the replayed log's longest real context, {longest:,.0f} tokens over {size:,.0f} "
-        f"requests, × {p.max_model_len_headroom:g} headroom, rounded up to a power of two: "
-        "reserving the model's full length wastes KV cache that concurrency could use "
-        + rules.cite("max_model_len"),
-    ), None
+    fact = ModelLenFact(longest, size, p.max_model_len_headroom)
+    return Recommendation("vllm.max_model_len", length, fact), None
 
 
 def _vllm_items(
     summary: pd.DataFrame, knee: KneeResult, run_info: dict[str, Any], p: RecommendParams
-) -> tuple[list[Recommendation], list[str]]:
+) -> tuple[list[Recommendation], list[WithheldFact]]:
     items: list[Recommendation] = []
-    notes: list[str] = []
+    notes: list[WithheldFact] = []
     seqs, note = _max_num_seqs(summary, knee, run_info)
     items += [seqs] if seqs else []
     notes += [note] if note else []
@@ -420,10 +370,7 @@ def _vllm_items(
             Recommendation(
                 "vllm.gpu_memory_utilization",
                 lower,
-                f"memory led the failure at the knee / red line: lower it from {current:.2f}"
-                f"{' (vLLM default, assumed)' if assumed else ''} to {lower:.2f} for steadier "
-                "queueing instead of OOM, at the cost of a smaller KV-cache pool "
-                + rules.cite("gpu_memory_utilization"),
+                GpuMemoryFact(current, assumed, lower),
             )
         )
     length, note = _max_model_len(summary, run_info, p)
@@ -438,13 +385,8 @@ def _replicas(knee: KneeResult, p: RecommendParams) -> Recommendation | None:
     per_replica = watermark_band(knee.base_capacity, p)[1]
     efficiency = p.replica_efficiency or 1.0
     count = max(1, math.ceil(p.target_concurrency / (per_replica * efficiency)))
-    measured = "measured" if p.replica_efficiency else "assumed linear; measure N replicas"
-    return Recommendation(
-        "replicas",
-        count,
-        f"target {p.target_concurrency} concurrent users / ({per_replica} per replica at the "
-        f"watermark × replica efficiency {efficiency:.2f}, {measured})",
-    )
+    fact = ReplicasFact(p.target_concurrency, per_replica, efficiency, bool(p.replica_efficiency))
+    return Recommendation("replicas", count, fact)
 
 
 def recommend(
@@ -475,7 +417,7 @@ def recommend(
         if item.key.partition(".")[0] in ENGINE_SECTIONS and item.value is not None:
             flags.append(flag_text(item))
     answer = deploy_answer(summary, knee)
-    items.insert(0, Recommendation("deploy_concurrency", answer.users, answer.text))
+    items.insert(0, Recommendation("deploy_concurrency", answer.users, answer.fact))
     return Recommendations(
         items=tuple(items), server_flags=tuple(flags), withheld=tuple(notes), deploy=answer
     )
@@ -488,33 +430,3 @@ ENGINE_SECTIONS = ("vllm", "sglang", "tgi", "llamacpp")
 def flag_text(item: Recommendation) -> str:
     """``vllm.max_num_seqs`` → ``--max-num-seqs 24``; ``llamacpp.parallel`` → ``--parallel 8``."""
     return f"--{item.key.partition('.')[2].replace('_', '-')} {item.value}"
-
-
-def to_yaml(recs: Recommendations) -> str:
-    """A YAML config snippet: ``server:`` and ``vllm:`` maps, each key under its reason.
-
-    Values go through :mod:`analysis.report.yaml_text` (strings quoted, NaN / inf / numpy numbers in
-    forms every reader parses back), reasons through its comment cleaner: a reason is text a
-    YAML reader must never see as data.
-    """
-    sections: dict[str, list[str]] = {"server": [], "vllm": []}
-    for item in recs.items:
-        section, _, name = item.key.rpartition(".")
-        lines = sections.setdefault(section or "server", [])
-        for text in textwrap.wrap(yaml_text.comment(item.reason), 94):
-            lines.append(f"  # {text}")
-        lines.append(f"  {yaml_text.key(name)}: {yaml_text.value(item.value)}")
-    out = ["# loadknee recommendations: each value follows its reason"]
-    if recs.provisional:
-        out += [
-            f"# PROVISIONAL: {t}" for t in textwrap.wrap(yaml_text.comment(recs.provisional), 90)
-        ]
-    for section, lines in sections.items():
-        if lines:
-            out += [f"{yaml_text.key(section)}:", *lines]
-    for note in recs.withheld:
-        for text in textwrap.wrap(yaml_text.comment(note), 96):
-            out.append(f"# {text}")
-    if recs.server_flags:
-        out.append(yaml_text.comment("# server flags: " + " ".join(recs.server_flags)))
-    return "\n".join(out) + "\n"

@@ -36,6 +36,7 @@ from analysis.model import (
     StageVerdict,
 )
 from analysis.numeric import counted, is_missing
+from analysis.report.advice_words import deploy_text, reason_text, withheld_text
 from analysis.report.colours import VERDICT_COLOURS
 from analysis.report.knee_summary import summary_words
 from analysis.report.knee_words import signal_text
@@ -224,7 +225,7 @@ def _headline(report: HtmlReport) -> str:
     summary = "" if knee is None else f"<p>{esc(summary_words(knee))}</p>"
     deploy = ""
     if recs is not None and recs.deploy is not None:
-        deploy = f'<p class="deploy"><b>Deploy:</b> {esc(recs.deploy.text)}</p>'
+        deploy = f'<p class="deploy"><b>Deploy:</b> {esc(deploy_text(recs.deploy))}</p>'
     return f'{deploy}<div class="cards">{html_cards}</div>{summary}'
 
 
@@ -315,7 +316,7 @@ def _recommendations(report: HtmlReport) -> str:
     recs = report.recommendations
     if recs is None:
         return "<p>No recommendations.</p>"
-    rows = [(esc(i.key), _value(i.value), esc(i.reason)) for i in recs.items]
+    rows = [(esc(i.key), _value(i.value), esc(reason_text(i))) for i in recs.items]
     model = report.run_info.get("model") or "MODEL"
     flags = " \\\n  ".join(recs.server_flags) or "(none)"
     return (
@@ -329,11 +330,11 @@ def _recommendations(report: HtmlReport) -> str:
 def _flag_origins(recs: Recommendations) -> str:
     """What each pasted flag came from, and the flags withheld with their reason."""
     items = [
-        f"<li><code>{esc(flag_text(i))}</code>: {esc(i.reason)}</li>"
+        f"<li><code>{esc(flag_text(i))}</code>: {esc(reason_text(i))}</li>"
         for i in recs.items
         if i.key.startswith("vllm.") and i.value is not None
     ]
-    items += [f"<li>{esc(note)}</li>" for note in recs.withheld]
+    items += [f"<li>{esc(withheld_text(note))}</li>" for note in recs.withheld]
     return f"<ul>{''.join(items)}</ul>" if items else ""
 
 

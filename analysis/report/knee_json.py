@@ -23,8 +23,10 @@ Layout (``schema`` 2)::
 
 Schema 1 is the same without the signals' ``fact``; it is still read (its signals keep their
 words). A stage's ``reasons`` and the knee's ``summary``, ``confidence`` and ``capacity_text`` are
-records in memory (:data:`analysis.model.Reason`, the summary, confidence and fit facts); the file
-keeps them in words, written here by the report layer, and reads them back as those words.
+records in memory (:data:`analysis.model.Reason`, the summary, confidence and fit facts), and so
+are the deploy answer's ``text``, each recommendation's ``reason`` and each ``withheld`` note
+(:mod:`analysis.advice.facts`); the file keeps them in words, written here by the report layer,
+and reads them back as those words.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from analysis.model import (
     StageVerdict,
     Standing,
 )
+from analysis.report.advice_words import deploy_text, reason_text, withheld_text
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
 from analysis.report.knee_words import signal_text
 from analysis.report.stage_reasons import reasons_text
@@ -70,6 +73,19 @@ def jsonable(value: Any) -> Any:
             "threshold": jsonable(value.threshold),
             "text": signal_text(value),
             "fact": jsonable(value.fact),
+        }
+    if isinstance(value, DeployAnswer):  # the answer in words, as schema 1 wrote it
+        return {"users": jsonable(value.users), "bound": value.bound, "text": deploy_text(value)}
+    if isinstance(value, Recommendations):
+        return {
+            "items": [
+                {"key": i.key, "value": jsonable(i.value), "reason": reason_text(i)}
+                for i in value.items
+            ],
+            "server_flags": list(value.server_flags),
+            "withheld": [withheld_text(note) for note in value.withheld],
+            "deploy": jsonable(value.deploy),
+            "provisional": value.provisional,
         }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         words = _words(value)  # what the file keeps in words, written now from the facts
@@ -203,7 +219,11 @@ def _recommendations(data: dict[str, Any] | None) -> Recommendations | None:
         items=tuple(Recommendation(**item) for item in data["items"]),
         server_flags=tuple(data["server_flags"]),
         withheld=tuple(data.get("withheld", ())),
-        deploy=DeployAnswer(**deploy) if isinstance(deploy, dict) else None,
+        deploy=(
+            DeployAnswer(deploy["users"], deploy["bound"], deploy["text"])
+            if isinstance(deploy, dict)
+            else None
+        ),
         provisional=str(data.get("provisional", "")),
     )
 

@@ -26,7 +26,7 @@ import textwrap
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from analysis.advice.deploy import BOUND_WORDS, binding_stage, context_lines
+from analysis.advice.deploy import binding_stage
 from analysis.advice.recommend import ENGINE_SECTIONS, flag_text
 from analysis.cluster.plan import listed
 from analysis.model import KneeResult, Signal, StageVerdict
@@ -40,6 +40,12 @@ from analysis.numeric import (
     fmt_users,
 )
 from analysis.pipeline import Analysis
+from analysis.report.advice_words import (
+    BOUND_WORDS,
+    context_lines,
+    deploy_text,
+    withheld_text,
+)
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
 from analysis.report.refusal_text import refusal_line
 from analysis.report.stage_reasons import reasons_text
@@ -164,7 +170,7 @@ def why_line(analysis: Analysis, *, width: int = WIDTH) -> str:
     stage = binding_stage(knee, deploy.bound)
     phrases = [] if stage is None else _phrases(stage, knee)
     if stage is None or not phrases:
-        return "why: " + uncited(deploy.text)
+        return "why: " + uncited(deploy_text(deploy))
     head = "why: no hard knee; " if deploy.bound == "tail" else "why: "
     return _fit(f"{head}at {counted(stage.target_users, 'user')}: ", phrases, width)
 
@@ -181,7 +187,7 @@ def fix_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
             " ".join(flag_text(i) for i in flags) + f" ({', '.join(engines)})", first="fix: "
         )
     if recs.withheld:
-        return wrapped(uncited(recs.withheld[0]), first="fix: ", width=width)
+        return wrapped(uncited(withheld_text(recs.withheld[0])), first="fix: ", width=width)
     return ["fix: no server flag to change from this run"]
 
 
@@ -220,7 +226,7 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
     if deploy is None:
         lines.append("DEPLOY: nothing: no stage could be judged")
     elif deploy.users is None:
-        lines += wrapped(uncited(deploy.text), first="DEPLOY: none: ", width=width)
+        lines += wrapped(uncited(deploy_text(deploy)), first="DEPLOY: none: ", width=width)
     else:
         bound = BOUND_WORDS.get(deploy.bound, "")
         if deploy.bound == "sla" and slo is not None and slo.capacity == deploy.users:
@@ -319,7 +325,7 @@ def explain_text(analysis: Analysis, paths: Mapping[str, Path], *, width: int = 
     knee, recs = analysis.knee, analysis.recommendations
     lines = [EXPLAIN_HEADING, ""]
     if recs.deploy is not None:
-        lines += wrapped(recs.deploy.text, first="the answer: ", width=width)
+        lines += wrapped(deploy_text(recs.deploy), first="the answer: ", width=width)
     lines += wrapped(summary_words(knee), first="knee: ", width=width)
     if confidence := confidence_words(knee):
         lines += wrapped(confidence + ".", first="confidence: ", width=width)

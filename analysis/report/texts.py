@@ -13,6 +13,7 @@ from analysis.diagnosis.failures import all_failed_warnings, small_stage_warning
 from analysis.model import Recommendations
 from analysis.numeric import counted
 from analysis.pipeline import Analysis
+from analysis.report.advice_words import reason_text, withheld_text
 from analysis.slo.evaluate import SloResult
 
 
@@ -86,7 +87,7 @@ def recommendations_text(recs: Recommendations) -> str:
     from, so a pasted line carries its evidence; then what was withheld and why. A cut run's
     settings are marked provisional first."""
     lines = [
-        f"  {item.key} = {value_text(item.value)}   # {item.reason}"
+        f"  {item.key} = {value_text(item.value)}   # {reason_text(item)}"
         for item in recs.items
         if item.key != "deploy_concurrency"  # printed first, on its own (the DEPLOY line)
     ]
@@ -95,6 +96,6 @@ def recommendations_text(recs: Recommendations) -> str:
     flags = [item for item in recs.items if item.key.startswith("vllm.")]
     if flags:
         lines.append("  server flags (each from the evidence after #):")
-        lines += [f"    {flag_text(item)}   # {item.reason}" for item in flags]
-    lines += [f"  {note}" for note in recs.withheld]
+        lines += [f"    {flag_text(item)}   # {reason_text(item)}" for item in flags]
+    lines += [f"  {withheld_text(note)}" for note in recs.withheld]
     return "\n".join(lines) if lines else "  (none)"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from analysis import rules
+from analysis.advice.facts import DeployFact, SloAdviceFact
 from analysis.advice.recommend import RecommendParams, watermark_band
 from analysis.model import DeployAnswer, KneeResult, Recommendation, Recommendations
 from analysis.slo.evaluate import SloResult
@@ -50,28 +50,12 @@ def with_slo(
     p = params or RecommendParams()
     items = list(recs.items)
     cap = slo.capacity
-    items.append(
-        Recommendation(
-            "slo_capacity",
-            cap,
-            f"highest concurrency meeting every SLO ({slo.limits}) {rules.cite('slo_capacity')}"
-            + (f"; {slo.doubt}" if slo.doubt else "")
-            if cap is not None
-            else f"no tested stage met the SLOs ({slo.limits}): test lower concurrency",
-        )
+    limits = slo.limits
+    fact = SloAdviceFact("slo_capacity", slo_limits=limits, capacity=cap, doubt=slo.doubt)
+    items.append(Recommendation("slo_capacity", cap, fact))
+    why = SloAdviceFact(
+        "binding", capacity=cap, binding=slo.binding, max_concurrency=knee.max_concurrency
     )
-    if slo.binding == "latency":
-        why = (
-            f"the SLO capacity {cap} is at or below the knee's max_concurrency "
-            f"{knee.max_concurrency}: latency binds first; fewer users per replica, more replicas"
-        )
-    elif slo.binding == "throughput":
-        why = (
-            f"the knee's max_concurrency {knee.max_concurrency} is below the SLO capacity {cap}: "
-            "throughput binds first, the SLOs have headroom"
-        )
-    else:
-        why = "no knee figure to compare the SLO capacity with"
     items.append(Recommendation("binding_constraint", slo.binding, why))
     current = next((i for i in items if i.key == "interactive_max_concurrency"), None)
     if cap is not None and (current is None or current.value is None or cap < current.value):
@@ -80,7 +64,7 @@ def with_slo(
             Recommendation(
                 "interactive_max_concurrency",
                 cap,
-                f"the SLO capacity: interactive traffic is what the SLOs ({slo.limits}) protect",
+                SloAdviceFact("interactive", slo_limits=limits, capacity=cap),
             ),
         )
     if p.target_concurrency is not None and cap:
@@ -93,14 +77,19 @@ def with_slo(
             Recommendation(
                 "replicas",
                 count,
-                f"target {p.target_concurrency} concurrent users / ({per} per replica from the "
-                f"{'SLO capacity' if per == cap else 'watermark'} × replica efficiency "
-                f"{efficiency:.2f}); {slo.binding}-bound",
+                SloAdviceFact(
+                    "replicas",
+                    binding=slo.binding,
+                    target=p.target_concurrency,
+                    per_replica=per,
+                    from_slo=per == cap,
+                    efficiency=efficiency,
+                ),
             ),
         )
     deploy = _deploy_within_slo(recs.deploy, slo)
     if deploy is not recs.deploy and deploy is not None:
-        _replace(items, Recommendation("deploy_concurrency", deploy.users, deploy.text))
+        _replace(items, Recommendation("deploy_concurrency", deploy.users, deploy.fact))
     return dataclasses.replace(recs, items=tuple(items), deploy=deploy)
 
 
@@ -109,15 +98,7 @@ def _deploy_within_slo(answer: DeployAnswer | None, slo: SloResult) -> DeployAns
     cap = slo.capacity
     if answer is None or (answer.users is not None and cap is not None and answer.users <= cap):
         return answer
-    cite = rules.cite("deploy")
     if cap is None:
-        return DeployAnswer(
-            None, "sla", f"no tested concurrency meets the SLOs ({slo.limits}); test lower {cite}"
-        )
-    return DeployAnswer(
-        cap,
-        "sla",
-        f"configure {cap} concurrent requests, bound by the SLOs ({slo.limits}): the highest "
-        f"tested concurrency that meets every one (the knee alone would allow "
-        f"{answer.users}) {cite}",
-    )
+        return DeployAnswer(None, "sla", DeployFact("slo_none", slo_limits=slo.limits))
+    fact = DeployFact("slo_bound", users=cap, batch_users=answer.users, slo_limits=slo.limits)
+    return DeployAnswer(cap, "sla", fact)

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from analysis.advice.facts import OwnLimitFact
 from analysis.advice.recommend import recommend
 from analysis.diagnosis.bottleneck import diagnose
 from analysis.inputs.load import read_run
@@ -121,7 +122,8 @@ def test_knee_lands_on_predicted_level(runs, case):
     kv = summary[summary["kind"] != "baseline"]["kv_cache_peak_pct"].max()
     if knee.server_slots is not None and kv < 0.85 * 85:
         # the knee is the server's own limit with KV to spare: raise it, never its current value
-        assert cap.value > knee.server_slots and "raise --max-num-seqs" in cap.reason, cap
+        assert cap.value > knee.server_slots, cap
+        assert isinstance(cap.reason, OwnLimitFact) and cap.reason.flag == "--max-num-seqs", cap
     else:
         assert cap.value == before
     knee_stage = next(v for v in knee.stages if v.stage == knee.knee_stage)

@@ -1,8 +1,10 @@
-"""The knee's judgement never imports the layer that words it.
+"""The judgement never imports the layer that words it.
 
-:mod:`analysis.knee` returns facts (signals, stage reasons, the summary, the fit, the confidence);
-:mod:`analysis.report` words them. An import the other way, even one inside a function, would
-let a sentence back into the judgement, so every import statement of ``analysis/knee`` is read.
+:mod:`analysis.knee` returns facts (signals, stage reasons, the summary, the fit, the confidence)
+and :mod:`analysis.advice` returns facts (the deploy answer, each setting's reason, each setting
+withheld); :mod:`analysis.report` words them. An import the other way, even one inside a
+function, would let a sentence back into the judgement, so every import statement of those
+packages is read.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: package → the packages it must never import
-FORBIDDEN = {"analysis/knee": ("analysis.report",)}
+FORBIDDEN = {"analysis/knee": ("analysis.report",), "analysis/advice": ("analysis.report",)}
 
 
 def imported(tree: ast.AST) -> list[tuple[int, str]]:
@@ -37,7 +39,7 @@ def offenders(package: str, forbidden: tuple[str, ...]) -> list[str]:
     ]
 
 
-def test_the_knee_never_imports_the_report_layer() -> None:
+def test_the_judgement_never_imports_the_report_layer() -> None:
     for package, forbidden in FORBIDDEN.items():
         found = offenders(package, forbidden)
         assert not found, "\n".join(found)

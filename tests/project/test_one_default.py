@@ -14,10 +14,12 @@ import configargparse
 import pandas as pd
 import pytest
 
+from analysis.advice.facts import BaseCapacityFact
 from analysis.cli import build_parser as analyze_parser
 from analysis.knee.params import KneeParams
 from analysis.knee.signals import StageContext, error_signals
 from analysis.pipeline import analyze_run
+from analysis.report.advice_words import reason_text
 from analysis.slo.targets import SloParams, run_slo_params
 from analysis.stages.intervals import IntervalParams
 from loadknee_locust.commands import run as run_cmd
@@ -174,7 +176,10 @@ def test_the_memory_threshold_in_the_advice_is_the_one_judged_with(tmp_path: Pat
     analysis = analyze_run(run_dir)
     assert analysis.knee.params["memory_pressure_pct"] == 70.0
     base = next(r for r in analysis.recommendations.items if r.key == "base_capacity")
-    assert "70 %" in base.reason and "85" not in base.reason, base.reason  # the number judged
+    assert isinstance(base.reason, BaseCapacityFact), base.reason
+    assert base.reason.memory_pressure_pct == 70.0  # the number judged, and the words say it
+    words = reason_text(base)
+    assert "70 %" in words and "85" not in words, words
 
 
 def _literal_threshold_defaults(path: Path, names: set[str]) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from analysis.advice.deploy import binding_stage
+from analysis.advice.facts import DeployFact, KneeWhyFact
 from analysis.advice.recommend import recommend
 from analysis.diagnosis.bottleneck import diagnose
 from analysis.knee.find import KneeParams, find_knee
@@ -70,7 +71,8 @@ def test_no_limit_in_range_says_sweep_higher():
                     baseline_p95_ms=100.0)  # fmt: skip
     _, recs = _recs(summary)
     assert recs.deploy is not None and recs.deploy.bound == "tested_range"
-    assert recs.deploy.users == 4 and "not saturated up to 4 users" in recs.deploy.text
+    assert recs.deploy.users == 4
+    assert recs.deploy.fact == DeployFact("tested_range", top_users=4)
 
 
 def test_the_vllm_chapter_table_deploys_before_its_knee():
@@ -97,7 +99,8 @@ def test_the_answer_never_exceeds_the_knees_max_concurrency():
     capped = dataclasses.replace(knee, max_concurrency=8, server_slots=8)
     answer = deploy_answer(None, capped)  # type: ignore[arg-type]
     assert (answer.users, answer.bound) == (8, "knee")
-    assert "the server ran at most 8 at once" in answer.text
+    assert isinstance(answer.fact, DeployFact)
+    assert (answer.fact.cap_users, answer.fact.server_slots) == (8, 8)
 
 
 def test_a_knee_from_the_servers_queue_alone_says_so_not_that_the_tail_departed():
@@ -112,8 +115,11 @@ def test_a_knee_from_the_servers_queue_alone_says_so_not_that_the_tail_departed(
     assert knee.knee_users == 16
     answer = recs.deploy
     assert answer is not None and answer.bound == "knee"
-    assert "at 16 users the server queued requests with every slot busy" in answer.text
-    assert "tail departed" not in answer.text
+    fact = answer.fact
+    assert isinstance(fact, DeployFact) and fact.at_users == 16
+    # the server's queue alone, not the curve; no departed tail anywhere in the answer
+    assert fact.why == KneeWhyFact("server", curve=False)
+    assert fact.tail_note is None and fact.departed_tail is None
 
 
 def test_no_hard_knee_the_interactive_answer_is_below_the_departed_tail():
@@ -127,11 +133,10 @@ def test_no_hard_knee_the_interactive_answer_is_below_the_departed_tail():
     assert knee.knee_users is None
     answer = recs.deploy
     assert answer is not None and answer.bound == "tail" and answer.users == 24
-    assert answer.text.startswith(
-        "no hard knee up to 64 users: latency grows steadily, the tail doubles at ~32 users; "
-        "configure 24 concurrent requests for interactive traffic"
-    ), answer.text
-    assert "offline batch jobs, loose on latency, may run at 64" in answer.text
+    fact = answer.fact
+    assert isinstance(fact, DeployFact) and fact.kind == "no_hard_knee", fact
+    assert (fact.users, fact.departed_users, fact.top_users) == (24, 32, 64)
+    assert fact.departed_tail is not None and fact.departed_tail.fired
 
 
 def test_an_answer_on_a_stage_whose_tail_departed_says_so():
@@ -143,7 +148,10 @@ def test_an_answer_on_a_stage_whose_tail_departed_says_so():
     _, recs = _recs(summary)
     answer = recs.deploy
     assert answer is not None and answer.bound == "knee" and answer.users == 16
-    assert "note: at 16 users the tail has already departed (P95 e2e 1,700 ms" in answer.text
+    fact = answer.fact
+    assert isinstance(fact, DeployFact) and fact.tail_note is not None
+    tail = fact.tail_note  # P95 1,700 ms at 16 users against the baseline's 800 ms
+    assert (tail.name, tail.fired, tail.value) == ("tail_departure", True, 1700.0 / 800.0)
 
 
 @pytest.mark.parametrize(
@@ -170,4 +178,4 @@ def test_a_soft_knee_never_deploys_above_the_first_departed_tail(queue, users):
     assert knee.knee_users == 32, knee
     answer = recs.deploy
     assert answer is not None and answer.bound == "knee"
-    assert answer.users == users, answer.text
+    assert answer.users == users, answer.fact

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from analysis.advice.engine import RUN_INFO_KEY, detect_engine
+from analysis.advice.facts import OwnLimitFact, WithheldFact
 from analysis.advice.recommend import recommend
 from analysis.knee.find import find_knee
 from analysis.stages.baseline import compute_baseline
@@ -60,7 +61,8 @@ def test_the_servers_own_limit_with_kv_room_says_raise_it_in_its_own_words(engin
                      run_info={RUN_INFO_KEY: engine})  # fmt: skip
     item = next(i for i in recs.items if i.key == key)
     assert item.value == 45 and item.value != knee.server_slots  # 8 × 85 / 15
-    assert f"raise {flag} to ~45" in item.reason and "not the fix" in item.reason
+    # the fix is to raise its own flag to what the KV headroom predicts, not to set what it is
+    assert item.reason == OwnLimitFact(flag, 8, 15.0, 45, 85.0)
     assert f"{flag} 45" in recs.server_flags
 
 
@@ -77,7 +79,7 @@ def test_an_unknown_engine_gets_the_number_only():
                      run_info={RUN_INFO_KEY: None})  # fmt: skip
     assert not [i for i in recs.items if "." in i.key]
     assert recs.server_flags == ()
-    assert any("cap the server's concurrency at 8" in n for n in recs.withheld), recs.withheld
+    assert recs.withheld == (WithheldFact("unknown_engine", slots=None, cap=8),)
 
 
 def test_the_servers_own_value_from_props_is_never_printed_as_the_fix():
@@ -87,7 +89,7 @@ def test_the_servers_own_value_from_props_is_never_printed_as_the_fix():
     recs = recommend(summary, knee, compute_baseline(None, summary),
                      run_info={RUN_INFO_KEY: "llama.cpp", "server": {"slots": 8}})  # fmt: skip
     assert recs.get("llamacpp.parallel") is None and recs.server_flags == ()
-    assert any("already runs --parallel 8" in n for n in recs.withheld), recs.withheld
+    assert recs.withheld == (WithheldFact("already_at_cap", cap=8, flag="--parallel"),)
     other = recommend(summary, knee, compute_baseline(None, summary),
                       run_info={RUN_INFO_KEY: "llama.cpp", "server": {"slots": 16}})  # fmt: skip
     assert other.get("llamacpp.parallel") == 8  # a different current value: 8 is a change

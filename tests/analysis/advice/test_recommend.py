@@ -7,9 +7,12 @@ import re
 
 import pytest
 
-from analysis.advice.recommend import RecommendParams, recommend, to_yaml
+from analysis.advice.facts import CapFact, ModelLenFact, RequestTimeoutFact, WithheldFact
+from analysis.advice.recommend import RecommendParams, recommend
 from analysis.diagnosis.bottleneck import diagnose
 from analysis.knee.find import find_knee
+from analysis.report.advice_words import withheld_text
+from analysis.report.advice_yaml import to_yaml
 from analysis.stages.baseline import compute_baseline
 from tests.support.knee_frames import seed_002_summary, sweep
 
@@ -65,7 +68,10 @@ def test_request_timeout_covers_the_longest_output_at_the_knee():
     rec = next(i for i in _recs(summary).items if i.key == "request_timeout_ms")
     expected_ms = (500 + 1024 * 40) * 1.5
     assert rec.value == pytest.approx(expected_ms, abs=1000) and rec.value >= expected_ms
-    assert "1,024 tokens" in rec.reason and "TPOT P95 40.0 ms" in rec.reason
+    fact = rec.reason
+    assert isinstance(fact, RequestTimeoutFact) and fact.method == "tpot"
+    assert (fact.users, fact.tokens, fact.ttft_p95_ms, fact.tpot_p95_ms) == (16, 1024, 500, 40)
+    assert (fact.output_ms, fact.margin) == (500 + 1024 * 40, 1.5)
 
 
 def test_max_num_seqs_counts_prompts_per_request():
@@ -83,7 +89,7 @@ def test_max_model_len_only_from_a_replayed_log_large_enough():
     # 3,500 tokens × 1.25 headroom = 4,375 → 8192
     rec = next(i for i in _recs(summary, run_info=log).items if i.key == "vllm.max_model_len")
     assert rec.value == 8192
-    assert "3,500 tokens over 5,000 requests" in rec.reason and "1.25" in rec.reason
+    assert rec.reason == ModelLenFact(3500, 5000, 1.25)
     told = {"prompt_source": {"kind": "log", "max_context_tokens": 40000, "records": 2000}}
     assert _recs(summary, run_info=told).get("vllm.max_model_len") == 65536
 
@@ -96,9 +102,10 @@ def test_no_max_model_len_from_a_20_line_log():
     recs = _recs(summary, run_info=log)
     assert recs.get("vllm.max_model_len") is None
     assert not any("max-model-len" in flag for flag in recs.server_flags)
-    (note,) = [n for n in recs.withheld if "--max-model-len" in n]
-    assert "only 20 requests" in note and "1,000" in note and "950 tokens" in note
-    assert "--max-model-len withheld" in to_yaml(recs)
+    (note,) = [n for n in recs.withheld if isinstance(n, WithheldFact) and n.kind == "small_log"]
+    assert (note.records, note.min_records, note.longest_tokens) == (20, 1000, 950)
+    assert note.rule == "max_model_len"
+    assert withheld_text(note) in " ".join(to_yaml(recs).replace("# ", "").split())
 
 
 @pytest.mark.parametrize(
@@ -148,7 +155,9 @@ def test_request_timeout_without_streaming_scales_the_median_rate_to_p99():
     )
     rec = next(i for i in _recs(summary).items if i.key == "request_timeout_ms")
     assert rec.value == 6000  # 100 tokens × 20 ms × (400 / 200) × 1.5, rounded up to 1 s
-    assert "P99/P50" in rec.reason
+    fact = rec.reason
+    assert isinstance(fact, RequestTimeoutFact) and fact.method == "per_token"
+    assert (fact.tokens, fact.ms_per_token, fact.tail_ratio) == (100, 20, 2.0)
 
 
 def test_no_max_num_seqs_without_a_knee():
@@ -159,8 +168,10 @@ def test_no_max_num_seqs_without_a_knee():
     recs = _recs(summary, run_info={"target_url": "http://127.0.0.1:8000"})
     assert recs.get("vllm.max_num_seqs") is None
     assert not any("max-num-seqs" in flag for flag in recs.server_flags)
-    (note,) = [n for n in recs.withheld if "--max-num-seqs" in n]
-    assert "not saturated up to 16 users; sweep higher" in note
-    assert "loadknee run --host http://127.0.0.1:8000 --levels 16,32,48,64" in note
+    assert recs.withheld == (
+        WithheldFact(
+            "not_saturated", top_users=16, host="http://127.0.0.1:8000", levels=(16, 32, 48, 64)
+        ),
+    )
     knee_rec = next(i for i in _recs(_knee_sweep()).items if i.key == "vllm.max_num_seqs")
-    assert knee_rec.value == 8 and "the knee at 16 users" in knee_rec.reason
+    assert knee_rec.value == 8 and knee_rec.reason == CapFact(8, "knee", 16, 1)

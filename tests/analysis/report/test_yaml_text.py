@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from analysis.advice.recommend import to_yaml
 from analysis.model import Recommendation, Recommendations
 from analysis.report import yaml_text
+from analysis.report.advice_yaml import to_yaml
 
 LONG = "x" * 5000 + ": # " + "é" * 3000
 #: (name, value written, value PyYAML must read back)

@@ -6,6 +6,7 @@ import argparse
 
 import pytest
 
+from analysis.advice.facts import SloAdviceFact
 from analysis.advice.recommend import RecommendParams, recommend
 from analysis.cli import build_parser
 from analysis.knee.find import KneeParams, find_knee
@@ -166,6 +167,7 @@ def test_replicas_follow_the_binding_constraint():
 def test_the_answer_to_deploy_never_breaks_an_slo(
     deploy_users: int, capacity: int | None, expected: int | None, bound: str
 ) -> None:
+    from analysis.advice.facts import DeployFact
     from analysis.model import DeployAnswer
     from analysis.slo.advice import _deploy_within_slo
     from analysis.slo.evaluate import SloResult
@@ -176,7 +178,12 @@ def test_the_answer_to_deploy_never_breaks_an_slo(
     assert got is not None
     assert (got.users, got.bound) == (expected, bound)
     if bound == "sla":
-        assert "ttft P95 ≤ 500 ms" in got.text and "(rule: The answer to deploy)" in got.text
+        assert got.fact == DeployFact(
+            "slo_bound" if expected is not None else "slo_none",
+            users=expected,
+            batch_users=deploy_users if expected is not None else None,
+            slo_limits="ttft P95 ≤ 500 ms",
+        )
 
 
 @pytest.mark.parametrize(
@@ -209,7 +216,9 @@ def test_the_slo_capacity_says_when_a_noisy_stage_decides_it(noisy_users, wanted
     assert "--stage-requests" in slo.doubt
     recs = with_slo(recommend(summary, knee, compute_baseline(None, summary)), slo, knee)
     capacity_item = next(i for i in recs.items if i.key == "slo_capacity")
-    assert wanted in capacity_item.reason  # the recommendations carry the doubt too
+    # the recommendations carry the doubt too
+    assert isinstance(capacity_item.reason, SloAdviceFact)
+    assert capacity_item.reason.doubt == slo.doubt
 
 
 def test_a_stage_passing_again_above_the_break_is_named():

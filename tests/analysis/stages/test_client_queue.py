@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.advice.facts import DeployFact, KneeWhyFact
 from analysis.knee.client_signals import starved
 from analysis.knee.facts import (
     ClientQueueFact,
@@ -176,11 +177,14 @@ def test_flat_gpu_memory_without_a_kv_gauge_is_a_pre_allocated_pool_not_pressure
     summary = _table(8, [2, 4, 8, 10, 12], gpu_mem_peak_pct=[90.0] * 5)
     knee, answer = _deploy(summary)
     assert knee.max_concurrency == 8 and answer.users == 8 and answer.bound == "knee"
-    assert "requests waited for a slot while the server ran all it would" in answer.text
+    # the knee's why is the client-side queue: requests waited while the server ran all it would
+    assert isinstance(answer.fact, DeployFact) and isinstance(answer.fact.why, KneeWhyFact)
+    assert answer.fact.why.queue == "client"
     # memory that grows with the load is still read
     summary = _table(8, [2, 4, 8, 10, 12], gpu_mem_peak_pct=[40.0, 55.0, 80.0, 88.0, 90.0])
     _, answer = _deploy(summary)
-    assert answer.users == 8 and "memory pressure" in answer.text
+    assert answer.users == 8 and isinstance(answer.fact, DeployFact)
+    assert "memory" in answer.fact.bounds
 
 
 def _deploy(summary):

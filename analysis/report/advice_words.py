@@ -1,0 +1,398 @@
+"""The advice in words: the deploy answer, each setting's reason and each setting withheld.
+
+Written from the records of :mod:`analysis.advice.facts`, once, for the screen, ``--explain``,
+record.md, report.html, the YAML comments and knee.json; a reason that is already words (a
+``str``: read back from knee.json, or the SLO step's) is said as it is. The golden file
+``tests/support/data/golden/advice_words.txt`` pins what each kind says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from analysis import rules
+from analysis.advice.deploy import memory_pressure_pct
+from analysis.advice.facts import (
+    AdviceFact,
+    BaseCapacityFact,
+    CapFact,
+    DeployFact,
+    GpuMemoryFact,
+    KneeWhyFact,
+    MaxConcurrencyFact,
+    ModelLenFact,
+    OfflineFact,
+    OwnLimitFact,
+    QueueTimeoutFact,
+    ReplicasFact,
+    RequestTimeoutFact,
+    SloAdviceFact,
+    WatermarkFact,
+    WithheldFact,
+)
+from analysis.model import DeployAnswer, DeployBound, KneeResult, Recommendation, Signal
+from analysis.numeric import counted
+from analysis.report.knee_words import signal_text
+from analysis.report.stage_reasons import reason_text as stage_reason_text
+
+#: bound → the words used in "bound by ..."
+BOUND_WORDS: dict[DeployBound, str] = {
+    "knee": "the knee",
+    "sla": "the latency SLA",
+    "refusals": "the server's refusals",
+    "errors": "errors",
+    "memory": "memory pressure",
+}
+_CURVE = "throughput stopped growing while the tail departed"
+_QUEUE = {
+    "server": "the server queued requests with every slot busy",
+    "client": "requests waited for a slot while the server ran all it would (seen from the client)",
+}
+
+
+def _users(n: int | None) -> str:
+    return counted(n or 0, "user")
+
+
+def _why(why: object) -> str:
+    """What the limit-breaking stage showed."""
+    if why is None:
+        return ""
+    if isinstance(why, Signal):
+        return signal_text(why)
+    if isinstance(why, KneeWhyFact):
+        if why.queue == "none":
+            return _CURVE
+        queue = _QUEUE[why.queue]
+        return f"{queue}, and {_CURVE}" if why.curve else queue
+    return stage_reason_text(why)  # type: ignore[arg-type]
+
+
+def _bounds(bounds: Sequence[DeployBound]) -> str:
+    names = [BOUND_WORDS[b] for b in bounds]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+
+
+def _tail(users: int | None, tail: Signal | None) -> str:
+    return f"{_users(users)} ({signal_text(tail) if tail is not None else ''})"
+
+
+def deploy_fact_text(fact: DeployFact) -> str:
+    """The deploy answer in one line, with its rule cited."""
+    cite = rules.cite(fact.rule)
+    if fact.kind == "no_stage":
+        return f"no step stage was measured {cite}"
+    if fact.kind == "none_safe":
+        return (
+            f"no tested concurrency is safe: already at {_users(fact.at_users)} "
+            f"{_bounds(fact.bounds)} ({_why(fact.why)}); test lower concurrency {cite}"
+        )
+    if fact.kind == "configure":
+        capped = ""
+        if fact.cap_users is not None:
+            capped = f"; max_concurrency {fact.cap_users} bounds it"
+            if fact.server_slots is not None:
+                capped += f" (the server ran at most {fact.server_slots:g} at once)"
+        if fact.departed_users is not None:
+            capped += (
+                f"; no queue at the knee, and the tail already departed at "
+                f"{_tail(fact.departed_users, fact.departed_tail)}: {fact.users} for "
+                f"interactive traffic, the highest level whose tail has not left the "
+                f"single-user one (offline batch may run at {fact.batch_users})"
+            )
+        note = ""
+        if fact.tail_note is not None:
+            note = (
+                f"; note: at {_users(fact.users)} the tail has already departed "
+                f"({signal_text(fact.tail_note)})"
+            )
+        return (
+            f"configure {fact.users} concurrent requests, bound by {_bounds(fact.bounds)}: at "
+            f"{_users(fact.at_users)} {_why(fact.why)}{capped}{note} {cite}"
+        )
+    if fact.kind == "slo_none":
+        return f"no tested concurrency meets the SLOs ({fact.slo_limits}); test lower {cite}"
+    if fact.kind == "slo_bound":
+        return (
+            f"configure {fact.users} concurrent requests, bound by the SLOs ({fact.slo_limits}): "
+            f"the highest tested concurrency that meets every one (the knee alone would allow "
+            f"{fact.batch_users}) {cite}"
+        )
+    top = _users(fact.top_users)
+    if fact.kind == "no_hard_knee_low":
+        return (
+            f"no hard knee up to {top}, but the tail already departs at "
+            f"{_tail(fact.departed_users, fact.departed_tail)}; test lower concurrency for "
+            f"interactive traffic {cite}"
+        )
+    if fact.kind == "no_hard_knee":
+        return (
+            f"no hard knee up to {top}: latency grows steadily, the tail doubles at "
+            f"~{_users(fact.departed_users)}; configure {fact.users} concurrent requests for "
+            f"interactive traffic (the highest level whose tail has not left the single-user "
+            f"one; at {_tail(fact.departed_users, fact.departed_tail)}); offline batch jobs, "
+            f"loose on latency, may run at {fact.top_users} {cite}"
+        )
+    return (
+        f"configure {fact.top_users} concurrent requests, bound only by the tested range: not "
+        f"saturated up to {top}; sweep higher to find the limit {cite}"
+    )
+
+
+def deploy_text(answer: DeployAnswer) -> str:
+    """The answer's words (already words when read back from knee.json)."""
+    return answer.fact if isinstance(answer.fact, str) else deploy_fact_text(answer.fact)
+
+
+def base_capacity_terms(memory_pct: float) -> str:
+    """What a base-capacity stage meets, with the memory threshold the knee was judged with."""
+    return f"100 % success, memory ≤ {memory_pct:g} % and the tail within the SLA"
+
+
+def context_lines(knee: KneeResult, watermark: object | None) -> list[str]:
+    """The other capacity figures, each with its one-line definition."""
+    terms = base_capacity_terms(memory_pressure_pct(knee))
+    lines = [
+        f"max_concurrency = {knee.max_concurrency if knee.max_concurrency is not None else '—'}"
+        ": the stage before the knee (or the red line); it ignores the SLA and memory "
+        + rules.cite("max_concurrency"),
+        f"base capacity = {knee.base_capacity if knee.base_capacity is not None else '—'}: the "
+        f"highest stage with {terms} " + rules.cite("base_capacity"),
+    ]
+    if isinstance(watermark, list | tuple) and len(watermark) == 2:
+        lines.append(
+            f"production watermark = {watermark[0]}-{watermark[1]}: a share of the base "
+            "capacity, what to promise with margin for bursts " + rules.cite("watermark")
+        )
+    return lines
+
+
+def _max_concurrency(fact: MaxConcurrencyFact) -> str:
+    if fact.kind == "before_knee":
+        return (
+            f"the stage before the knee at {fact.limit_users} users "
+            "(not the stage with the highest throughput) " + rules.cite(fact.rule)
+        )
+    if fact.kind == "before_red_line":
+        return f"no knee, so the stage before the red line at {fact.limit_users} users"
+    return (
+        "no knee or red line within the tested range: the highest tested stage "
+        "(test higher to find the limit)"
+    )
+
+
+def _base_capacity(fact: BaseCapacityFact) -> str:
+    terms = base_capacity_terms(fact.memory_pressure_pct)
+    if fact.found:
+        return f"highest stage with {terms}, and no knee yet " + rules.cite(fact.rule)
+    return f"no stage met {terms}"
+
+
+def _watermark(fact: WatermarkFact) -> str:
+    if fact.kind == "interactive":
+        return "interactive traffic keeps the margin below the knee " + rules.cite(fact.rule)
+    return (
+        f"{fact.low_ratio:.0%}–{fact.high_ratio:.0%} of the base capacity {fact.base_users}: "
+        f"{1 - fact.high_ratio:.0%}+ margin for bursts and long-tail requests "
+        + rules.cite(fact.rule)
+    )
+
+
+def _offline(fact: OfflineFact) -> str:
+    if fact.kind == "at_knee":
+        return (
+            "offline batch jobs, loose on per-request latency, may run at the knee "
+            f"({fact.knee_users} users: all requests served, memory below the OOM risk) for the "
+            "most throughput"
+        )
+    if fact.kind == "knee_unclean":
+        return (
+            "offline batch jobs stay at max_concurrency: the knee stage itself had failures or "
+            "memory at OOM risk"
+        )
+    return "no knee measured: offline batch jobs use max_concurrency"
+
+
+def _queue_timeout(fact: QueueTimeoutFact) -> str:
+    return (
+        f"baseline e2e {fact.percentile} {fact.baseline_ms:,.0f} ms × {fact.margin:g}: normal "
+        "requests are not rejected for a short queue; adjust to the queue seen in production "
+        + rules.cite(fact.rule)
+    )
+
+
+def _request_timeout(fact: RequestTimeoutFact) -> str:
+    if fact.method == "tpot":
+        how = (
+            f"TTFT P95 {fact.ttft_p95_ms:,.0f} ms + {fact.tokens:,.0f} tokens × TPOT P95 "
+            f"{fact.tpot_p95_ms or 0.0:,.1f} ms"
+        )
+    else:
+        how = (
+            f"{fact.tokens:,.0f} tokens × {fact.ms_per_token or 0.0:,.1f} ms per token (median)"
+            f" × {fact.tail_ratio or 0.0:.2f} (P99/P50)"
+        )
+    return (
+        f"the longest output at {fact.users} users: {how} = {fact.output_ms:,.0f} ms, × "
+        f"{fact.margin:g}; shorter cuts normal long answers, longer lets stuck requests hold a "
+        "slot " + rules.cite(fact.rule)
+    )
+
+
+def _cap(fact: CapFact) -> str:
+    limit = "the knee" if fact.limit == "knee" else "the red line"
+    return (
+        f"from max_concurrency {fact.max_concurrency} (the stage before {limit} at "
+        f"{fact.limit_users} users) × batch size {fact.batch_size}: past it the server queues "
+        "requests instead of running out of memory " + rules.cite(fact.rule)
+    )
+
+
+def _own_limit(fact: OwnLimitFact) -> str:
+    return (
+        f"the knee is the server's own concurrency limit: it ran {fact.slots} at once while "
+        f"requests waited, with the KV cache at most {fact.kv_peak_pct:.0f} % full; raise "
+        f"{fact.flag} to ~{fact.predicted} (what the KV headroom predicts at "
+        f"{fact.memory_pressure_pct:g} %) and re-run the sweep; its current value is the limit, "
+        "not the fix " + rules.cite(fact.rule)
+    )
+
+
+def _gpu_memory(fact: GpuMemoryFact) -> str:
+    assumed = " (vLLM default, assumed)" if fact.assumed else ""
+    return (
+        f"memory led the failure at the knee / red line: lower it from {fact.current:.2f}"
+        f"{assumed} to {fact.lower:.2f} for steadier queueing instead of OOM, at the cost of a "
+        "smaller KV-cache pool " + rules.cite(fact.rule)
+    )
+
+
+def _model_len(fact: ModelLenFact) -> str:
+    return (
+        f"from the replayed log's longest real context, {fact.longest_tokens:,.0f} tokens over "
+        f"{fact.records:,.0f} requests, × {fact.headroom:g} headroom, rounded up to a power of "
+        "two: reserving the model's full length wastes KV cache that concurrency could use "
+        + rules.cite(fact.rule)
+    )
+
+
+def _replicas(fact: ReplicasFact) -> str:
+    measured = "measured" if fact.measured else "assumed linear; measure N replicas"
+    return (
+        f"target {fact.target} concurrent users / ({fact.per_replica} per replica at the "
+        f"watermark × replica efficiency {fact.efficiency:.2f}, {measured})"
+    )
+
+
+def _slo(fact: SloAdviceFact) -> str:
+    if fact.kind == "slo_capacity":
+        if fact.capacity is None:
+            return f"no tested stage met the SLOs ({fact.slo_limits}): test lower concurrency"
+        doubt = f"; {fact.doubt}" if fact.doubt else ""
+        return (
+            f"highest concurrency meeting every SLO ({fact.slo_limits}) {rules.cite(fact.rule)}"
+            + doubt
+        )
+    if fact.kind == "binding":
+        if fact.binding == "latency":
+            return (
+                f"the SLO capacity {fact.capacity} is at or below the knee's max_concurrency "
+                f"{fact.max_concurrency}: latency binds first; fewer users per replica, more "
+                "replicas"
+            )
+        if fact.binding == "throughput":
+            return (
+                f"the knee's max_concurrency {fact.max_concurrency} is below the SLO capacity "
+                f"{fact.capacity}: throughput binds first, the SLOs have headroom"
+            )
+        return "no knee figure to compare the SLO capacity with"
+    if fact.kind == "interactive":
+        return f"the SLO capacity: interactive traffic is what the SLOs ({fact.slo_limits}) protect"
+    source = "SLO capacity" if fact.from_slo else "watermark"
+    return (
+        f"target {fact.target} concurrent users / ({fact.per_replica} per replica from the "
+        f"{source} × replica efficiency {fact.efficiency or 0.0:.2f}); {fact.binding}-bound"
+    )
+
+
+def reason_words(reason: AdviceFact | str) -> str:
+    """A recommendation's reason in words."""
+    if isinstance(reason, str):
+        return reason
+    if isinstance(reason, DeployFact):
+        return deploy_fact_text(reason)
+    if isinstance(reason, MaxConcurrencyFact):
+        return _max_concurrency(reason)
+    if isinstance(reason, BaseCapacityFact):
+        return _base_capacity(reason)
+    if isinstance(reason, WatermarkFact):
+        return _watermark(reason)
+    if isinstance(reason, OfflineFact):
+        return _offline(reason)
+    if isinstance(reason, QueueTimeoutFact):
+        return _queue_timeout(reason)
+    if isinstance(reason, RequestTimeoutFact):
+        return _request_timeout(reason)
+    if isinstance(reason, CapFact):
+        return _cap(reason)
+    if isinstance(reason, OwnLimitFact):
+        return _own_limit(reason)
+    if isinstance(reason, GpuMemoryFact):
+        return _gpu_memory(reason)
+    if isinstance(reason, ModelLenFact):
+        return _model_len(reason)
+    if isinstance(reason, SloAdviceFact):
+        return _slo(reason)
+    return _replicas(reason)
+
+
+def reason_text(item: Recommendation) -> str:
+    """The words after a setting: why this value."""
+    return reason_words(item.reason)
+
+
+def sweep_command(host: str, levels: Sequence[int]) -> str:
+    """The ``loadknee run`` command that sweeps ``host`` at ``levels``."""
+    return f"loadknee run --host {host} --levels {','.join(str(n) for n in levels)}"
+
+
+def withheld_text(note: WithheldFact | str) -> str:
+    """A setting withheld: why, and what to do instead."""
+    if isinstance(note, str):
+        return note
+    cite = rules.cite(note.rule)
+    if note.kind == "not_saturated":
+        return (
+            f"--max-num-seqs withheld: not saturated up to {note.top_users} users; sweep higher: "
+            f"{sweep_command(note.host, note.levels)} {cite}"
+        )
+    if note.kind == "unknown_engine":
+        what = (
+            f"the server ran about {note.slots} at once while requests waited, with no sign of "
+            "memory pressure: raise its concurrency limit and re-run"
+            if note.slots is not None
+            else f"cap the server's concurrency at {note.cap} in its own setting"
+        )
+        return (
+            "concurrency flag withheld: the engine is unknown (it exports no /metrics to name "
+            f"it); {what} {cite}"
+        )
+    if note.kind == "refuses":
+        return (
+            f"no concurrency flag to set: the server already refuses above ~{note.cap} (its own "
+            "admission limit: TGI --max-concurrent-requests, a gateway's in-flight limit); keep "
+            f"that setting, or raise it and re-run to measure {cite}"
+        )
+    if note.kind == "already_at_cap":
+        return (
+            f"{note.flag} withheld: the server already runs {note.flag} {note.cap} (its /props) "
+            "and the knee is that limit; this run saw no KV figure to say whether raising it "
+            f"fits in memory: keep {note.cap}, or raise it and re-run the sweep {cite}"
+        )
+    have = "an unknown number of" if note.records is None else f"only {note.records:,.0f}"
+    return (
+        f"--max-model-len withheld: the replayed log has {have} requests; at least "
+        f"{note.min_records or 0:,} are needed before its longest context "
+        f"({note.longest_tokens or 0.0:,.0f} tokens) can stand for production's, and a "
+        f"too-short limit answers longer requests with HTTP 400 {cite}"
+    )
