@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from analysis.advice.deploy import deploy_answer
+from analysis.advice.facts import WithheldFact
 from analysis.advice.recommend import recommend
 from analysis.knee.find import KneeParams, find_knee
 from analysis.knee.refusal_signal import REFUSALS, refusal_limit
@@ -67,4 +68,4 @@ def test_no_cap_below_the_limit_the_server_enforces() -> None:
     recs = recommend(summary, knee, compute_baseline(None, summary))
     caps = [i for i in recs.items if i.key.endswith("max_num_seqs") and i.value is not None]
     assert caps == []
-    assert any("already refuses above ~10" in w for w in recs.withheld), recs.withheld
+    assert WithheldFact("refuses", cap=10) in recs.withheld, recs.withheld
