@@ -21,14 +21,18 @@ class CommandParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line on stderr (exit 2, usage only on ``-h``)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {self.hint(message)} (usage: {self.prog} -h)\n")
+        self.exit(2, f"{self.prog}: {self.hint(message)} ({self.prog} -h for help)\n")
 
     def hint(self, message: str) -> str:
         """``message`` with the nearest real flag for each misspelt one."""
         found = UNRECOGNIZED.match(message)
         if not found:
             return message
-        return "unknown option " + "; ".join(self.suggest(w) for w in found.group(1).split())
+        words = found.group(1).split()
+        flags = [self.suggest(w) for w in words if w.startswith("-")]
+        if flags:  # the words after an unknown flag are its value: not named again
+            return "unknown option " + "; ".join(flags)
+        return "unexpected argument " + " ".join(words)
 
     def suggest(self, word: str) -> str:
         """``word`` and, when a flag of this parser is spelt close to it, that flag."""
