@@ -4,6 +4,8 @@
   and ``docs/*.md``, in an inline code span of their prose, in sample output (``next: loadknee
   analyze …``), and in the Kubernetes manifests' container commands, exists in the parser that
   will read it (``loadknee run`` passes unknown options to Locust, so Locust's count there);
+* every ``loadknee`` command of a shell block, run by a test or not, is accepted by its own
+  parser (the right positionals, a value after each option that takes one);
 * every flag named on its own in the prose (`` `--knee-tail p99` ``) is some command's (or one of
   the few engine flags the advice names, :data:`FOREIGN_FLAGS`);
 * every shell block whose info string is ``sh sim`` (they target the simulator) runs as
@@ -16,8 +18,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
+import io
 import json
 import os
 import re
@@ -169,7 +173,7 @@ BARE_FLAGS = [
 
 def test_the_docs_have_commands_to_check() -> None:
     assert len(DOC_COMMANDS) >= 15
-    assert len(BARE_FLAGS) >= 50
+    assert len(BARE_FLAGS) >= 50 and len(SHELL_COMMANDS) >= 30
     assert {p.values[0][1] for p in DOC_COMMANDS if p.values[0][0] == "loadknee"} >= {
         "run",
         "analyze",
@@ -181,6 +185,40 @@ def test_the_docs_have_commands_to_check() -> None:
 @pytest.mark.parametrize("words", DOC_COMMANDS)
 def test_doc_command_flags_exist(words: list[str]) -> None:
     assert unknown_flags(words) == [], " ".join(words)
+
+
+SHELL_COMMANDS = [
+    pytest.param(words, id=f"{path.name}:{line}:{' '.join(words[:2])}")
+    for path in DOCS
+    for line, _info, body in shell_blocks(path)
+    for words in command_lines(body)
+    if words[0] == "loadknee" and len(words) > 1 and words[1] in SUBCOMMANDS
+]
+
+
+def parse_problem(words: list[str]) -> str | None:
+    """What the command's own parser says of a ``loadknee`` command line (None: it parses;
+    ``run`` leaves the options it does not know to Locust, so only its own are parsed)."""
+    parser = importlib.import_module(SUBCOMMANDS[words[1]][0]).build_parser()
+    args, skip = [], False
+    for word in words[2:]:  # shell redirections are the shell's
+        if skip or re.fullmatch(r"\d?>>?(&\d)?|<", word):
+            skip = not skip and not word.endswith(("&1", "&2"))
+            continue
+        args.append(word)
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
+            parser.parse_known_args(args) if words[1] == "run" else parser.parse_args(args)
+    except SystemExit as exc:
+        return (said.getvalue().strip() or f"exit {exc.code}") if exc.code else None
+    return None
+
+
+@pytest.mark.parametrize("words", SHELL_COMMANDS)
+def test_doc_commands_parse(words: list[str]) -> None:
+    """Each ``loadknee`` command of a shell block, run or not, is one its parser accepts."""
+    assert parse_problem(words) is None, " ".join(words)
 
 
 @pytest.mark.parametrize("span", BARE_FLAGS)
@@ -233,6 +271,8 @@ def test_a_doc_that_names_a_missing_flag_fails(tmp_path: Path) -> None:
     bare = [f for _line, span in spans(page) for f in unknown_bare_flags(span)]
     inline = [w for _l, span in spans(page) if span.startswith("loadknee ")
               for words in command_lines(span) for w in unknown_flags(words)]  # fmt: skip
+    assert parse_problem(["loadknee", "analyze", "--explain"]) is not None  # no RUN_DIR
+    assert parse_problem(["loadknee", "analyze", "r", ">", "/dev/null", "2>&1"]) is None
     shown = [w for _l, c in output_commands(page) for w in unknown_flags(command_lines(c)[0])]
     assert (bare, inline, shown) == (["--knee-flat-gain-ratio"], ["--levelz"], ["--explainn"])
 
