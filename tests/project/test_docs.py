@@ -109,8 +109,7 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]*[\w](?![\w*-])")
 #: other programs' flags the docs name on their own (the engines' settings the advice spells)
 FOREIGN_FLAGS = frozenset({
     "--parallel", "--metrics",  # llama.cpp's llama-server
-    "--enable-metrics",  # llama.cpp's older spelling, named by troubleshooting.md
-    "--max-running-requests",  # SGLang
+    "--enable-metrics", "--max-running-requests",  # SGLang
     "--max-concurrent-requests",  # TGI
 })  # fmt: skip
 
