@@ -360,3 +360,11 @@ def test_simulator_block_runs_as_written(
     code, out = block_results[body]
     assert code is not None, f"still running after {BLOCK_TIMEOUT_S:g} s:\n{out[-4000:]}"
     assert code == 0, f"exit {code}:\n{out[-4000:]}"
+
+
+def test_run_refuses_only_llm_options_locust_lacks() -> None:
+    """``loadknee run`` refuses an unknown ``--llm-*`` option before the pre-flight, from the
+    plugin's option table: that table is exactly the ``--llm-*`` options Locust accepts."""
+    from loadknee_locust.plugin.options import option_specs
+
+    assert {f for f in locust_flags() if f.startswith("--llm-")} == {s.flag for s in option_specs()}
