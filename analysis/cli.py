@@ -25,6 +25,7 @@ from pathlib import Path
 
 from analysis.advice.recommend import RecommendParams
 from analysis.cluster.plan import ClusterParams
+from analysis.command_parser import CommandParser, fail
 from analysis.importers.cli import add_source_args, describe, import_files
 from analysis.importers.model import ImportFormatError
 from analysis.inputs.load import RunDirError
@@ -40,7 +41,7 @@ from analysis.slo.targets import SloParams
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="loadknee analyze",
         description="Analyse a run directory: record table, knee with reasons, recommended "
         "settings; writes record.csv/.md, knee.json, recommendations.yaml, the PNG plots, "
@@ -130,6 +131,21 @@ def _imported_run_dir(ns: argparse.Namespace) -> Path:
     return run_dir
 
 
+def not_a_run_dir(path: str) -> str | None:
+    """What is wrong with ``path`` as a run directory when it is not a folder at all, in one
+    line with what to give instead (a folder's own problems are :class:`RunDirError`'s)."""
+    given = Path(path)
+    if given.is_dir():
+        return None
+    if given.is_file():
+        holder = given.parent if (given.parent / "run.json").is_file() else None
+        instead = f"give its folder: loadknee analyze {holder}" if holder else (
+            "give the run directory (runs/<run_id>), or another tool's results with --from"
+        )  # fmt: skip
+        return f"{path} is a file, not a run directory: {instead}"
+    return f"no such run directory: {path} (loadknee run writes them under runs/<run_id>)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
@@ -159,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("one RUN_DIR (several files only with --from)")
     else:
         ns.run_dir = ns.run_dir[0]
+        problem = not_a_run_dir(ns.run_dir)
+        if problem:
+            return fail("loadknee analyze", problem)
     with Painter.start() as painter:  # imports matplotlib while this process analyses
         try:
             analysis = analyze_run(

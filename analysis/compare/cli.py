@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from analysis.command_parser import CommandParser
 from analysis.compare.core import KINDS, LONG_COLUMNS, Comparison, RunSide, compare_runs
 from analysis.compare.prefix_cache import prefix_cache_change
 from analysis.compare.verify import all_passed, format_checks, verify_checks
@@ -117,7 +118,7 @@ def format_csv(comparison: Comparison) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="loadknee compare",
         description="Compare two or more run directories: side-by-side table per concurrency, "
         "the knee of each, and what the difference means (benchmark vs log replay, before vs "

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from analysis.command_parser import CommandParser
 from analysis.importers import SOURCES, ImportedRun, ImportFormatError, reader
 
 
@@ -55,7 +56,7 @@ def describe(imported: ImportedRun, run_dir: Path) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="loadknee import",
         description="Convert another benchmark tool's per-request results into a loadknee run "
         "directory (one stage per concurrency level), then run `loadknee analyze RUN_DIR`.",

@@ -9,12 +9,16 @@ any output.
 from __future__ import annotations
 
 import argparse
+import codecs
+import gzip
 import json
 import math
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from analysis.command_parser import CommandParser, fail
 from analysis.inputs.nvsmi import resolve_tz
 from analysis.pipeline import analyze_run
 from analysis.slo.targets import SloParams
@@ -26,7 +30,7 @@ from loadknee_locust.prompts.traces import TRACE_FORMATS, read_trace
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="loadknee trace",
         description="The traffic of a prompt log or public trace (Mooncake, Azure, BurstGPT): "
         "arrival rate, requests in flight, burstiness, lengths; with --against RUN_DIR the "
@@ -82,6 +86,28 @@ def _scales(text: str) -> tuple[float, ...]:
     return values
 
 
+def not_text(path: str) -> str | None:
+    """Why ``path`` cannot be a log, in one line, before anything is read or written: missing,
+    a folder, or binary (a NUL byte or bytes that are not UTF-8 in its first 8 KiB, after
+    gunzip for a ``.gz``)."""
+    if not os.path.exists(path):
+        return f"no such file: {path}"
+    if os.path.isdir(path):
+        return f"{path} is a folder: give a log file (JSONL or CSV, or a public trace)"
+    try:
+        with gzip.open(path) if path.lower().endswith(".gz") else open(path, "rb") as f:
+            head = f.read(8192)
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except (OSError, EOFError, UnicodeDecodeError):
+        head = b"\0"
+    if b"\0" in head:
+        return (
+            f"{path} is not a text log (binary content): give a JSONL or CSV prompt log or a "
+            "public trace (--format lists them); nothing written"
+        )
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
@@ -94,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         params = ShapeParams(bin_s=ns.bin_seconds, reorder_s=ns.reorder_seconds)
     except ValueError as exc:
         parser.error(str(exc))
+    problem = not_text(ns.log)
+    if problem:
+        return fail("loadknee trace", problem)
     capacity: Capacity | None = None
     replay: ReplayBreak | None = None
     followed: Tracking | None = None

@@ -6,6 +6,7 @@ Each subcommand owns its argument parser (``main(argv) -> int`` in its module), 
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 
@@ -56,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name, rest = args[0], args[1:]
     if name not in SUBCOMMANDS:
-        print(f"loadknee: unknown command {name!r}\n\n{_help()}", file=sys.stderr)
+        close = difflib.get_close_matches(name, list(SUBCOMMANDS), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        print(f"loadknee: unknown command {name!r}: {hint}(commands: "
+              f"{', '.join(SUBCOMMANDS)}; loadknee -h)", file=sys.stderr)  # fmt: skip
         return 2
     module = importlib.import_module(SUBCOMMANDS[name][0])
     return int(module.main(rest) or 0)

@@ -21,12 +21,14 @@ import subprocess
 import sys
 import time
 
+from analysis.command_parser import CommandParser
+
 LISTEN_RE = re.compile(r"listening on (http://\S+)")
 RUN_DIR_RE = re.compile(r"^run directory: (.+)$", re.MULTILINE)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="loadknee demo",
         description="Start the simulator, run a short stepped sweep, analyse it and print the "
         "record table, the knee and the recommended settings (about 2-3 minutes).",

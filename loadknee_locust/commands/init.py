@@ -19,6 +19,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from analysis.command_parser import CommandParser
+
 EXAMPLES = ("fixed_length", "log_replay", "batch")
 
 STARTER = '''"""A loadknee locustfile: chat requests in stepped stages, set by --llm-* options.
@@ -48,7 +50,7 @@ class Chat(ChatUser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="loadknee init",
         description="Write a starter locustfile.py and a commented locust.conf into DIR.",
     )
@@ -76,6 +78,7 @@ def option_lines() -> list[str]:
 
     parser: Any = configargparse.ArgumentParser()
     options.add_arguments(parser)
+    expand = parser._get_formatter()._expand_help  # the help as --help shows it: %(default)s filled
     lines: list[str] = []
     for group in parser._action_groups:  # argparse keeps groups only here
         actions = [a for a in group._group_actions if a.dest.startswith("llm_")]
@@ -84,7 +87,7 @@ def option_lines() -> list[str]:
         lines += ["", f"# --- {group.title} ---"]
         for action in actions:
             key = action.option_strings[0].lstrip("-")
-            help_text = " ".join(str(action.help or "").split())
+            help_text = " ".join(expand(action).split())
             lines += textwrap.wrap(help_text, 98, initial_indent="# ", subsequent_indent="# ")
             if action.nargs == 0:  # a flag: the line that switches it on
                 lines.append(f"# {key} = true")

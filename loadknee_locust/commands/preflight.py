@@ -40,6 +40,8 @@ from loadknee_locust.redaction import strip_credentials
 TIMEOUT_S = 60.0
 #: the most of a ``/props`` answer read (llama-server's is ~2-10 kB with its chat template)
 PROPS_BYTES = 1 << 20
+#: the most of a ``/v1/models`` answer read (a gateway listing thousands of models stays under it)
+MODELS_BYTES = 8 << 20
 #: seconds allowed for ``/props`` (the server already answered; a gateway may hold unknown paths)
 PROPS_TIMEOUT_S = 5.0
 
@@ -95,21 +97,44 @@ def _open(
     try:
         return urllib.request.urlopen(request, timeout=timeout_s)
     except urllib.error.HTTPError as exc:
-        detail = exc.read(300).decode("utf-8", "replace").strip()
+        detail = " ".join(exc.read(300).decode("utf-8", "replace").split())
+        said = f"{'POST' if body else 'GET'} {url} answered HTTP {exc.code}"
+        if _is_page(exc.headers, detail):
+            raise PreflightError(f"{said} with a web page, {not_llm(target)}") from None
         raise PreflightError(
-            f"{'POST' if body else 'GET'} {url} answered HTTP {exc.code}"
+            said
             + (f": {detail}" if detail else "")
             + (
                 " (is the API key set? --llm-api-key-env names its variable)"
                 if exc.code in (401, 403)
                 else ""
             )
+            + (f"; {_fix_host(target)}" if exc.code == 404 else "")
         ) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise PreflightError(
             f"cannot reach {_host(target)} ({reason}): is the server running, and is --host right?"
         ) from None
+
+
+def _is_page(headers: Any, text: str) -> bool:
+    """Whether an answer is an HTML page (a web server, a login portal), not an API's JSON."""
+    kind = str((headers or {}).get("Content-Type", "")) if headers is not None else ""
+    return "html" in kind.lower() or text.lstrip().lower().startswith(("<!doctype", "<html"))
+
+
+def _fix_host(target: Target) -> str:
+    """What to change in ``--host`` when the server's answer is not an LLM API's."""
+    host = _host(target).rstrip("/")
+    if urlsplit(host).path.endswith("/v1"):
+        return f"drop the /v1 from --host, loadknee adds it: --host {host[:-3]}"
+    return "is --host the server's base URL (http://HOST:PORT, without a path)?"
+
+
+def not_llm(target: Target) -> str:
+    """The end of the message for a server whose answer is not an OpenAI-compatible API's."""
+    return f"not an OpenAI-compatible LLM API: {_fix_host(target)}"
 
 
 def check_out(out: str) -> None:
@@ -142,11 +167,15 @@ def check_model(target: Target, seen: dict[str, Any] | None = None) -> str:
     (when given) receives the answer's parsed body and headers, for :func:`detect_server`."""
     with _open(target, "/v1/models") as resp:
         headers = dict(resp.headers.items())
-        try:
-            payload = json.load(resp)
-            ids = [str(m.get("id")) for m in payload.get("data", [])]
-        except (ValueError, AttributeError):
-            payload, ids = None, []
+        text = resp.read(MODELS_BYTES).decode("utf-8", "replace")
+    if _is_page(resp.headers, text):
+        url = f"{_host(target).rstrip('/')}/v1/models"
+        raise PreflightError(f"GET {url} answered with a web page, {not_llm(target)}")
+    try:
+        payload = json.loads(text)
+        ids = [str(m.get("id")) for m in payload.get("data", [])]
+    except (ValueError, AttributeError):
+        payload, ids = None, []
     if seen is not None:
         seen.update(models=payload, headers=headers)
     if target.model:

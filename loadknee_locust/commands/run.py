@@ -18,6 +18,7 @@ the locustfile loads).
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import re
@@ -31,6 +32,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from analysis.command_parser import CommandParser, fail
 from loadknee_locust.commands.failures import all_failed_text
 from loadknee_locust.commands.preflight import (
     SETUP_REQUESTS,
@@ -118,7 +120,7 @@ def _specs() -> dict[str, OptionSpec]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog="loadknee run",
         description="Run a stepped load test against an OpenAI-compatible server (wraps Locust).",
         epilog="Unknown options and anything after '--' are passed to Locust unchanged.",
@@ -309,6 +311,22 @@ def _validate(args: argparse.Namespace) -> str | None:
     return "; ".join(_as_typed(p) for p in problems) or None
 
 
+def _unknown_plugin_option(passed: list[str]) -> str | None:
+    """A pass-through option that Locust would refuse only after the pre-flight: an ``--llm-*``
+    the plugin lacks, or a plugin option typed without its ``--llm-`` prefix
+    (``--no-ignore-eos``); named with the spelling that works."""
+    flags = {spec.flag for spec in option_specs()}
+    for word in passed:
+        typed = word.split("=", 1)[0]
+        if typed.startswith("--llm-") and typed not in flags:
+            close = difflib.get_close_matches(typed, sorted(flags), n=1, cutoff=0.75)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            return f"unknown option {typed}{hint}; loadknee run --help lists the --llm-* options"
+        if typed.startswith("--") and "--llm-" + typed[2:] in flags:
+            return f"unknown option {typed}: the plugin's option is --llm-{typed[2:]}"
+    return None
+
+
 def analyze_command(run_dir: str, *, explain: bool = False) -> str:
     """The exact command that analyses ``run_dir``, runnable with or without an activated venv
     (with ``explain``, asking for every reason below the answer)."""
@@ -391,11 +409,9 @@ def main(argv: list[str] | None = None) -> int:
         print("Plugin options (pass them as they are; they also work with plain `locust -f`):")
         print(llm_help())
         return 0
-    problem = _validate(args)
+    problem = _validate(args) or _unknown_plugin_option(unknown)
     if problem:
-        parser.print_usage(sys.stderr)
-        print(f"loadknee run: error: {problem}", file=sys.stderr)
-        return 2
+        return fail("loadknee run", problem)
     out = args.out or "runs"
     passed = [*unknown, *extra_after]
     server: dict[str, Any] = {}

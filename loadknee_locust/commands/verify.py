@@ -21,12 +21,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from analysis.command_parser import CommandParser
+
 #: default seconds per re-run level: short, yet long enough for an interval on most servers
 STAGE_SECONDS = 20.0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog="loadknee verify",
         description="Re-run a short sweep at the recommended max_concurrency, the production "
         "watermark and the knee, compare with the original run, print PASS/FAIL per check and "

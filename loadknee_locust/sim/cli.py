@@ -13,6 +13,7 @@ import signal
 import sys
 from typing import Any
 
+from analysis.command_parser import CommandParser
 from loadknee_locust.sim.params import DEFAULT_PRESET, PRESETS, SimParams, preset
 from loadknee_locust.sim.server import bind_socket, serve
 
@@ -21,14 +22,14 @@ READY_PREFIX = "loadknee-sim listening on "
 
 def chosen_preset(argv: list[str]) -> str:
     """The ``--preset`` in ``argv`` (before the full parse, so ``--help`` shows its values)."""
-    pre = argparse.ArgumentParser(add_help=False)
+    pre = CommandParser(prog="loadknee sim", add_help=False)
     pre.add_argument("--preset", default=DEFAULT_PRESET)
     name = pre.parse_known_args(argv)[0].preset
     return name if name in PRESETS else DEFAULT_PRESET
 
 
 def build_parser(preset_name: str = DEFAULT_PRESET) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="loadknee sim",
         description="Serve a simulated OpenAI-compatible LLM server with a real knee.",
         epilog=f"Defaults shown are the '{preset_name}' preset's; flags override the chosen "

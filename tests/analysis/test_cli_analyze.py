@@ -95,11 +95,11 @@ def test_markdown_format(tmp_path, capsys) -> None:
     assert "|---:|" in capsys.readouterr().out
 
 
-def test_missing_run_dir_exits_2_with_one_clear_paragraph(tmp_path, capsys) -> None:
+def test_missing_run_dir_exits_2_with_one_clear_line(tmp_path, capsys) -> None:
     assert main([str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
-    assert "not a valid loadknee run directory" in err and "nope" in err
-    assert "Traceback" not in err
+    assert "no such run directory" in err and "nope" in err
+    assert "Traceback" not in err and len(err.splitlines()) == 1
 
 
 def test_invalid_run_dir_lists_problems(tmp_path, capsys) -> None:

@@ -1,8 +1,13 @@
 """The guides and the README as a new user meets them: real flags, and the simulator blocks run.
 
 * every flag on a ``loadknee …`` or ``locust …`` command line in a shell block of ``README.md``
-  and ``docs/*.md``, and in the Kubernetes manifests' container commands, exists in the parser
-  that will read it (``loadknee run`` passes unknown options to Locust, so Locust's count there);
+  and ``docs/*.md``, in an inline code span of their prose, in sample output (``next: loadknee
+  analyze …``), and in the Kubernetes manifests' container commands, exists in the parser that
+  will read it (``loadknee run`` passes unknown options to Locust, so Locust's count there);
+* every ``loadknee`` command of a shell block, run by a test or not, is accepted by its own
+  parser (the right positionals, a value after each option that takes one);
+* every flag named on its own in the prose (`` `--knee-tail p99` ``) is some command's (or one of
+  the few engine flags the advice names, :data:`FOREIGN_FLAGS`);
 * every shell block whose info string is ``sh sim`` (they target the simulator) runs as
   written with ``bash -eu -o pipefail`` in an empty folder, ``loadknee`` on PATH, each bounded in
   time. Where an unprivileged network namespace is available each block gets its own loopback,
@@ -13,8 +18,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
+import io
 import json
 import os
 import re
@@ -96,17 +103,76 @@ def unknown_flags(words: list[str]) -> list[str]:
     return [f for f in flags if f not in known and f != "--"]
 
 
+FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.M | re.S)
+SPAN = re.compile(r"`([^`\n]+)`")
+FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]*[\w](?![\w*-])")
+#: other programs' flags the docs name on their own (the engines' settings the advice spells)
+FOREIGN_FLAGS = frozenset({
+    "--parallel", "--metrics",  # llama.cpp's llama-server
+    "--enable-metrics", "--max-running-requests",  # SGLang
+    "--max-concurrent-requests",  # TGI
+})  # fmt: skip
+
+
+def spans(path: Path) -> list[tuple[int, str]]:
+    """(line number, text) of each inline code span in the prose (fenced blocks left out)."""
+    text = path.read_text(encoding="utf-8")
+    prose = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    return [(prose.count("\n", 0, m.start()) + 1, m.group(1)) for m in SPAN.finditer(prose)]
+
+
+def output_commands(path: Path) -> list[tuple[int, str]]:
+    """(line number, command) of each ``loadknee …``/``locust …`` line in a block that is not a
+    shell block (sample output: ``next: loadknee analyze …``, ``$ locust …``)."""
+    text = path.read_text(encoding="utf-8")
+    found = []
+    for m in FENCE.finditer(text):
+        if m.group(1).split()[:1] in (["sh"], ["bash"]):
+            continue
+        first = text.count("\n", 0, m.start(2)) + 1
+        for i, line in enumerate(m.group(2).splitlines()):
+            command = re.sub(r"^\s*(?:\$|next:)\s*", "", line)
+            if command.startswith(("loadknee ", "locust ")):
+                found.append((first + i, command))
+    return found
+
+
+def all_flags() -> frozenset[str]:
+    """Every flag of every ``loadknee`` command and of Locust with the plugin."""
+    return frozenset().union(*(command_flags(name) for name in SUBCOMMANDS), locust_flags())
+
+
+def unknown_bare_flags(span: str) -> list[str]:
+    """The flags of a code span that is not a command line (`--knee-tail p99`) that no command
+    has; a span that starts with another program's name is that program's business."""
+    first = span.split()[0] if span.split() else ""
+    if not first.startswith("-"):
+        return []
+    return [f for f in FLAG.findall(span) if f not in all_flags() and f not in FOREIGN_FLAGS]
+
+
 DOC_COMMANDS = [
     pytest.param(words, id=f"{path.name}:{line}:{' '.join(words[:2])}")
     for path in DOCS
-    for line, _info, body in shell_blocks(path)
+    for line, body in [
+        *((line, body) for line, _info, body in shell_blocks(path)),
+        *((line, span) for line, span in spans(path) if span.startswith(("loadknee ", "locust "))),
+        *output_commands(path),
+    ]
     for words in command_lines(body)
     if words[0] in ("loadknee", "locust")
+]
+BARE_FLAGS = [
+    pytest.param(span, id=f"{path.name}:{line}")
+    for path in DOCS
+    for line, span in spans(path)
+    if FLAG.search(span) and span.startswith("-")
 ]
 
 
 def test_the_docs_have_commands_to_check() -> None:
     assert len(DOC_COMMANDS) >= 15
+    assert len(BARE_FLAGS) >= 50 and len(SHELL_COMMANDS) >= 30
     assert {p.values[0][1] for p in DOC_COMMANDS if p.values[0][0] == "loadknee"} >= {
         "run",
         "analyze",
@@ -118,6 +184,46 @@ def test_the_docs_have_commands_to_check() -> None:
 @pytest.mark.parametrize("words", DOC_COMMANDS)
 def test_doc_command_flags_exist(words: list[str]) -> None:
     assert unknown_flags(words) == [], " ".join(words)
+
+
+SHELL_COMMANDS = [
+    pytest.param(words, id=f"{path.name}:{line}:{' '.join(words[:2])}")
+    for path in DOCS
+    for line, _info, body in shell_blocks(path)
+    for words in command_lines(body)
+    if words[0] == "loadknee" and len(words) > 1 and words[1] in SUBCOMMANDS
+]
+
+
+def parse_problem(words: list[str]) -> str | None:
+    """What the command's own parser says of a ``loadknee`` command line (None: it parses;
+    ``run`` leaves the options it does not know to Locust, so only its own are parsed)."""
+    parser = importlib.import_module(SUBCOMMANDS[words[1]][0]).build_parser()
+    args, skip = [], False
+    for word in words[2:]:  # shell redirections are the shell's
+        if skip or re.fullmatch(r"\d?>>?(&\d)?|<", word):
+            skip = not skip and not word.endswith(("&1", "&2"))
+            continue
+        args.append(word)
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
+            parser.parse_known_args(args) if words[1] == "run" else parser.parse_args(args)
+    except SystemExit as exc:
+        return (said.getvalue().strip() or f"exit {exc.code}") if exc.code else None
+    return None
+
+
+@pytest.mark.parametrize("words", SHELL_COMMANDS)
+def test_doc_commands_parse(words: list[str]) -> None:
+    """Each ``loadknee`` command of a shell block, run or not, is one its parser accepts."""
+    assert parse_problem(words) is None, " ".join(words)
+
+
+@pytest.mark.parametrize("span", BARE_FLAGS)
+def test_doc_flags_in_prose_exist(span: str) -> None:
+    """A flag named in the prose (`--knee-flat-gain`) is some command's, with that spelling."""
+    assert unknown_bare_flags(span) == [], span
 
 
 def manifest_commands() -> list[list[str]]:
@@ -146,6 +252,28 @@ def test_a_misspelt_flag_is_caught() -> None:
     assert unknown_flags(["loadknee", "run", "--levelz", "1"]) == ["--levelz"]
     assert unknown_flags(["locust", "--llm-stage-second", "3"]) == ["--llm-stage-second"]
     assert unknown_flags(["loadknee", "analyze", "r", "--sla-ms", "1"]) == []
+    assert unknown_bare_flags("--knee-flat-gain-ratio") == ["--knee-flat-gain-ratio"]
+    assert unknown_bare_flags("--knee-flat-gain 0.2 --no-ignore-eos") == ["--no-ignore-eos"]
+    assert unknown_bare_flags("--llm-* --parallel 8") == []  # a family; llama.cpp's own flag
+    assert unknown_bare_flags("llama-server --ctx 1") == []  # another program's command line
+
+
+def test_a_doc_that_names_a_missing_flag_fails(tmp_path: Path) -> None:
+    """What the parametrized checks collect from a page: a missing flag in prose, in an inline
+    command and in sample output is each found."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "Raise it (`--knee-flat-gain-ratio`); run `loadknee run --host h --levelz 1`.\n\n"
+        "```\nnext: loadknee analyze runs/x --explainn\n```\n",
+        encoding="utf-8",
+    )
+    bare = [f for _line, span in spans(page) for f in unknown_bare_flags(span)]
+    inline = [w for _l, span in spans(page) if span.startswith("loadknee ")
+              for words in command_lines(span) for w in unknown_flags(words)]  # fmt: skip
+    assert parse_problem(["loadknee", "analyze", "--explain"]) is not None  # no RUN_DIR
+    assert parse_problem(["loadknee", "analyze", "r", ">", "/dev/null", "2>&1"]) is None
+    shown = [w for _l, c in output_commands(page) for w in unknown_flags(command_lines(c)[0])]
+    assert (bare, inline, shown) == (["--knee-flat-gain-ratio"], ["--levelz"], ["--explainn"])
 
 
 SIM_BLOCKS = [
@@ -232,3 +360,11 @@ def test_simulator_block_runs_as_written(
     code, out = block_results[body]
     assert code is not None, f"still running after {BLOCK_TIMEOUT_S:g} s:\n{out[-4000:]}"
     assert code == 0, f"exit {code}:\n{out[-4000:]}"
+
+
+def test_run_refuses_only_llm_options_locust_lacks() -> None:
+    """``loadknee run`` refuses an unknown ``--llm-*`` option before the pre-flight, from the
+    plugin's option table: that table is exactly the ``--llm-*`` options Locust accepts."""
+    from loadknee_locust.plugin.options import option_specs
+
+    assert {f for f in locust_flags() if f.startswith("--llm-")} == {s.flag for s in option_specs()}

@@ -117,3 +117,34 @@ def test_errors_name_the_flags_typed_and_help_shows_defaults(tmp_path, capsys):
     help_text = " ".join(capsys.readouterr().out.split())
     for default in ("(default 120;", "(default 30;", "(default 10;", "(default 20;"):
         assert default in help_text, default
+
+
+def test_a_web_server_is_named_as_one_not_dumped_as_html(tmp_path):
+    """An nginx 404 page answered /v1/models: the error carried its raw HTML, cut mid-tag."""
+
+    class Nginx(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>" + b"x" * 500
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Nginx)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        host = f"http://127.0.0.1:{server.server_address[1]}"
+        with pytest.raises(PreflightError) as caught:
+            preflight(Target(host, "", "chat", True, "", "", str(tmp_path)))
+        message = str(caught.value)
+        assert "HTTP 404 with a web page, not an OpenAI-compatible LLM API" in message
+        assert "<" not in message and "\n" not in message
+        with pytest.raises(PreflightError, match=f"drop the /v1 from --host.*--host {host}$"):
+            preflight(Target(host + "/v1/", "", "chat", True, "", "", str(tmp_path)))
+    finally:
+        server.shutdown()
+        server.server_close()
