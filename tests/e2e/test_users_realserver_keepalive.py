@@ -30,6 +30,11 @@ from tests.support.llm_locust import run_locust
 from tests.support.paths import PROGRAMS, SUPPORT
 
 _LENGTHS = ("--llm-input-tokens", "32", "--llm-output-tokens", "4")  # what the fake reports
+#: each run stops once this many rows are written (the asserts need at least 5 beside the one the
+#: stop may cut); the run's length is only a backstop, so a busy machine that starts Locust slowly
+#: still gets its rows (a fixed 2-s run wrote 4 on a loaded box and failed)
+ENOUGH_EVENTS = 8
+STOP_BACKSTOP_S = 30
 
 Mode = Literal[
     "one_per_connection", "only_first_answered", "close_after_answer", "reset_after_answer"
@@ -111,8 +116,9 @@ def _run(tmp_path: Path, server: ClosingKeepAliveServer):  # type: ignore[no-unt
         tmp_path,
         server.url,
         ["Chat"],
-        seconds=2,
+        seconds=STOP_BACKSTOP_S,
         extra=[*("--llm-model", "fake", "--llm-no-calibrate"), *_LENGTHS],
+        stop_after_events=ENOUGH_EVENTS,
     )
 
 
@@ -174,9 +180,10 @@ def test_a_request_whose_write_failed_is_resent_once_and_its_row_says_so(tmp_pat
             tmp_path,
             server.url,
             ["Chat"],
-            seconds=2,
+            seconds=STOP_BACKSTOP_S,
             extra=[*("--llm-model", "fake", "--llm-no-calibrate"), *_LENGTHS],
             locustfile=SUPPORT / "resend_race_locustfile.py",
+            stop_after_events=ENOUGH_EVENTS,
         )
     done = result.rows[:-1]  # the last one may have been cut by the stop
     assert len(done) >= 4, result.output[-3000:]

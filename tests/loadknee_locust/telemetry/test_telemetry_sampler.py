@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -52,10 +53,21 @@ def header(path: Path) -> list[str]:
         return next(csv.reader(f))
 
 
-def run(sampler: TelemetrySampler, seconds: float) -> None:
+def run(
+    sampler: TelemetrySampler,
+    seconds: float,
+    until: Callable[[], bool] | None = None,
+    backstop_s: float = 30.0,
+) -> None:
+    """Sample for ``seconds``, then on until ``until()`` holds (bounded by ``backstop_s``): a
+    test that needs a count of scrapes waits for them rather than for a length of time, since
+    the scrape process starts slowly on a busy machine (1 s gave one scrape under load)."""
     sampler.start()
     try:
         gevent.sleep(seconds)
+        deadline = time.monotonic() + backstop_s
+        while until is not None and not until() and time.monotonic() < deadline:
+            gevent.sleep(0.1)
     finally:
         sampler.stop()
 
@@ -228,7 +240,7 @@ def test_scrape_failures_become_error_rows_and_one_warning(
         )
         sampler.config = dataclasses.replace(sampler.config, timeout_s=0.3)
         with caplog.at_level(logging.WARNING, logger=LOGGER):
-            run(sampler, 1.0)
+            run(sampler, 1.0, until=lambda: sum(sampler.failure_counts.values()) >= 2)
     rows = read(tmp_path / "server_metrics.csv")
     errors = [r for r in rows if r["error"]]
     assert len(errors) >= 2
