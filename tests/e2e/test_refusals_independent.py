@@ -39,7 +39,8 @@ def sweep(limit: int, metrics: bool, out: Path) -> tuple[str, Path, int]:
     name = f"refuse-{limit}-{'metrics' if metrics else 'hidden'}"
     with RefusingServer(limit=limit, metrics=metrics) as server:
         run = subprocess.run(
-            [sys.executable, "-m", "loadknee_locust", "run", "--host", server.url, *SHORT,
+            [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", server.url,
+             *SHORT,
              "--out", str(out), "--run-id", name],
             capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip
