@@ -228,8 +228,9 @@ def _headline(report: HtmlReport) -> str:
     if recs is not None and recs.deploy is not None:
         bound = BOUND_WORDS.get(recs.deploy.bound, recs.deploy.bound.replace("_", " "))
     past = f"first stage past capacity ({view.past})" if view.past else "first stage past capacity"
+    told = f"concurrent requests to configure; bound by {bound}" if bound else "no figure"
     cards: list[tuple[str, str, Any, str]] = [
-        ("deploy", "deploy", view.deploy, f"concurrent requests to configure; bound by {bound}"),
+        ("deploy", "deploy", view.deploy, told),
         ("capacity", "capacity", view.capacity, _capacity_hint(view)),
         ("past", past, view.past_users, "users: where the limit broke"),
         ("base_capacity", "base capacity", None if knee is None else knee.base_capacity,

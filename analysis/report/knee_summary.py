@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from analysis import rules
 from analysis.knee.facts import ConfidenceFact, KneeSummaryFact
-from analysis.knee.fit import KneeFit
+from analysis.knee.fit import KneeFit, whole
 from analysis.knee.params import KneeOverride
 from analysis.model import KneeResult
 from analysis.numeric import counted
@@ -54,7 +54,12 @@ def summary_text(fact: KneeSummaryFact) -> str:
         parts.append("judged from the client side alone (the server reports no running/waiting).")
     if fact.fit_flat and fact.capacity is not None:
         words = capacity_words(*fact.capacity, named=False)
-        parts.append(f"the fit over all stages puts the capacity at {words}.")
+        low, high, mid = (whole(v) for v in fact.capacity)
+        held = fact.max_concurrency is None or min(low, mid) <= fact.max_concurrency <= max(
+            high, mid
+        )
+        fit = "the fit over all stages" + ("" if held else " disagrees: it")
+        parts.append(f"{fit} puts the capacity at {words}.")
     elif fact.fit_flat is not None:
         parts.append("the fit over all stages finds no plateau: no hard knee in range.")
     if fact.untrusted_users:
