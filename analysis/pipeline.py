@@ -222,7 +222,7 @@ def analyze_run(
     standing = answer_standing(knee, recs.deploy, coverage)
     if standing.cannot_tell:  # nothing is recommended from an answer that is not one
         recs = Recommendations(items=(), server_flags=(), provisional=recs.provisional)
-    recs_yaml = with_yaml_note(to_yaml(recs), standing, knee)
+    recs_yaml = with_yaml_note(to_yaml(recs, knee), standing, knee)
     return Analysis(
         run=run,
         summary=summary,

@@ -30,6 +30,7 @@ from analysis.advice.facts import (
     WatermarkFact,
     WithheldFact,
 )
+from analysis.advice.recommend import flag_text
 from analysis.model import DeployAnswer, DeployBound, KneeResult, Recommendation, Signal
 from analysis.numeric import counted
 from analysis.report.knee_words import signal_text
@@ -90,7 +91,7 @@ def deploy_fact_text(fact: DeployFact) -> str:
     if fact.kind == "configure":
         capped = ""
         if fact.cap_users is not None:
-            capped = f"; max_concurrency {fact.cap_users} bounds it"
+            capped = f"; the capacity {fact.cap_users} bounds it"
             if fact.server_slots is not None:
                 capped += f" (the server ran at most {fact.server_slots:g} at once)"
         if fact.departed_users is not None:
@@ -153,8 +154,9 @@ def context_lines(knee: KneeResult, watermark: object | None) -> list[str]:
     """The other capacity figures, each with its one-line definition."""
     terms = base_capacity_terms(memory_pressure_pct(knee))
     lines = [
-        f"max_concurrency = {knee.max_concurrency if knee.max_concurrency is not None else '—'}"
-        ": the stage before the knee (or the red line); it ignores the SLA and memory "
+        "capacity (max_concurrency) = "
+        f"{knee.max_concurrency if knee.max_concurrency is not None else '—'}: the stage before "
+        "the first stage past it (the knee stage or the red line); it ignores the SLA and memory "
         + rules.cite("max_concurrency"),
         f"base capacity = {knee.base_capacity if knee.base_capacity is not None else '—'}: the "
         f"highest stage with {terms} " + rules.cite("base_capacity"),
@@ -170,8 +172,8 @@ def context_lines(knee: KneeResult, watermark: object | None) -> list[str]:
 def _max_concurrency(fact: MaxConcurrencyFact) -> str:
     if fact.kind == "before_knee":
         return (
-            f"the stage before the knee at {fact.limit_users} users "
-            "(not the stage with the highest throughput) " + rules.cite(fact.rule)
+            f"the capacity: the stage before the knee stage at {fact.limit_users} users, the first "
+            "past it (not the stage with the highest throughput) " + rules.cite(fact.rule)
         )
     if fact.kind == "before_red_line":
         return f"no knee, so the stage before the red line at {fact.limit_users} users"
@@ -207,10 +209,10 @@ def _offline(fact: OfflineFact) -> str:
         )
     if fact.kind == "knee_unclean":
         return (
-            "offline batch jobs stay at max_concurrency: the knee stage itself had failures or "
+            "offline batch jobs stay at the capacity: the knee stage itself had failures or "
             "memory at OOM risk"
         )
-    return "no knee measured: offline batch jobs use max_concurrency"
+    return "no knee measured: offline batch jobs use the capacity"
 
 
 def _queue_timeout(fact: QueueTimeoutFact) -> str:
@@ -242,7 +244,7 @@ def _request_timeout(fact: RequestTimeoutFact) -> str:
 def _cap(fact: CapFact) -> str:
     limit = "the knee" if fact.limit == "knee" else "the red line"
     return (
-        f"from max_concurrency {fact.max_concurrency} (the stage before {limit} at "
+        f"from the capacity {fact.max_concurrency} (the stage before {limit} at "
         f"{fact.limit_users} users) × batch size {fact.batch_size}: past it the server queues "
         "requests instead of running out of memory " + rules.cite(fact.rule)
     )
@@ -296,13 +298,13 @@ def _slo(fact: SloAdviceFact) -> str:
     if fact.kind == "binding":
         if fact.binding == "latency":
             return (
-                f"the SLO capacity {fact.capacity} is at or below the knee's max_concurrency "
+                f"the SLO capacity {fact.capacity} is at or below the capacity "
                 f"{fact.max_concurrency}: latency binds first; fewer users per replica, more "
                 "replicas"
             )
         if fact.binding == "throughput":
             return (
-                f"the knee's max_concurrency {fact.max_concurrency} is below the SLO capacity "
+                f"the capacity {fact.max_concurrency} is below the SLO capacity "
                 f"{fact.capacity}: throughput binds first, the SLOs have headroom"
             )
         return "no knee figure to compare the SLO capacity with"
@@ -344,6 +346,37 @@ def reason_words(reason: AdviceFact | str) -> str:
     if isinstance(reason, SloAdviceFact):
         return _slo(reason)
     return _replicas(reason)
+
+
+#: recommendation-key section → the engine's name
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "llamacpp": "llama.cpp"}
+
+
+def is_conditional(item: Recommendation) -> bool:
+    """A flag to try, not to set: the server's own limit binds with memory to spare, so its
+    value is what the headroom predicts and only a re-run can confirm it."""
+    return isinstance(item.reason, OwnLimitFact)
+
+
+def flag_words(item: Recommendation) -> str:
+    """An engine flag in one phrase with the measurement it rests on; a flag to try
+    (:func:`is_conditional`) says its condition and that a re-run must measure it."""
+    flag, fact = flag_text(item), item.reason
+    engine = ENGINE_NAMES.get(item.key.partition(".")[0], "")
+    if isinstance(fact, OwnLimitFact):
+        return (
+            f"the server's {fact.slots} slots bind, KV {fact.kv_peak_pct:.0f} % used: raise "
+            f"{fact.flag} toward ~{fact.predicted} and re-run to measure"
+        )
+    if isinstance(fact, CapFact):
+        basis = f"capacity {fact.max_concurrency} × batch size {fact.batch_size}"
+    elif isinstance(fact, GpuMemoryFact):
+        basis = f"memory led the failure; from {fact.current:.2f}"
+    elif isinstance(fact, ModelLenFact):
+        basis = f"longest context {fact.longest_tokens:,.0f} tokens × {fact.headroom:g}"
+    else:
+        return f"{flag} ({engine})" if engine else flag
+    return f"{flag} ({engine}: {basis})" if engine else f"{flag} ({basis})"
 
 
 def reason_text(item: Recommendation) -> str:

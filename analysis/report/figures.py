@@ -24,10 +24,13 @@ def figures(inputs: PlotInputs) -> dict[str, tuple[str, Figure]]:
     """latency.png, throughput.png, timeline.png and interactivity.png, in the page's order, as
     figures; every threshold drawn is the one the knee was judged with."""
     return {
-        "latency.png": ("Latency vs concurrency", latency_figure(inputs.summary, inputs.knee)),
+        "latency.png": (
+            "Latency vs concurrency",
+            latency_figure(inputs.summary, inputs.knee, inputs.view),
+        ),
         "throughput.png": (
             "Throughput vs concurrency",
-            throughput_figure(inputs.summary, inputs.knee),
+            throughput_figure(inputs.summary, inputs.knee, inputs.view),
         ),
         "timeline.png": (
             "Timeline",

@@ -36,7 +36,15 @@ from analysis.model import (
     StageVerdict,
 )
 from analysis.numeric import counted, is_missing
-from analysis.report.advice_words import deploy_text, reason_text, withheld_text
+from analysis.report.advice_words import (
+    BOUND_WORDS,
+    deploy_text,
+    flag_words,
+    is_conditional,
+    reason_text,
+    withheld_text,
+)
+from analysis.report.answer_view import AnswerView, answer_view, interval_words
 from analysis.report.colours import VERDICT_COLOURS
 from analysis.report.knee_summary import summary_words
 from analysis.report.knee_words import signal_text
@@ -204,29 +212,48 @@ def _watermark_hint(report: HtmlReport) -> str:
     return f"{low * 100:g}–{high * 100:g} % of base capacity"
 
 
+def _capacity_hint(view: AnswerView) -> str:
+    """The capacity tile's small print: its interval, or why it shows none beside it."""
+    if view.capacity is not None and not view.reached:
+        return "not reached: untested above; " + interval_words(view)
+    return interval_words(view)
+
+
 def _headline(report: HtmlReport) -> str:
+    """The deploy figure first, then the capacity with its interval, the first stage past it
+    and the other figures (each tile's ``data-name`` is its name in docs/method.md)."""
     knee, recs = report.knee, report.recommendations
-    cards = [
-        ("knee", None if knee is None else knee.knee_users, "users: throughput flat, tail up"),
-        ("max concurrency", None if knee is None else knee.max_concurrency, "stage before knee"),
-        ("base capacity", None if knee is None else knee.base_capacity, "tail/memory/success ok"),
-        ("red line", None if knee is None else knee.red_line_users, "errors, OOM, timeouts"),
-    ]
+    view = answer_view(knee, recs)
+    bound = ""
+    if recs is not None and recs.deploy is not None:
+        bound = BOUND_WORDS.get(recs.deploy.bound, recs.deploy.bound.replace("_", " "))
+    past = f"first stage past capacity ({view.past})" if view.past else "first stage past capacity"
+    told = f"concurrent requests to configure; bound by {bound}" if bound else "no figure"
+    cards: list[tuple[str, str, Any, str]] = [
+        ("deploy", "deploy", view.deploy, told),
+        ("capacity", "capacity", view.capacity, _capacity_hint(view)),
+        ("past", past, view.past_users, "users: where the limit broke"),
+        ("base_capacity", "base capacity", None if knee is None else knee.base_capacity,
+         "tail/memory/success ok"),
+    ]  # fmt: skip
+    if knee is not None and knee.red_line_users is not None and view.past != "red line":
+        cards.append(("red_line", "red line", knee.red_line_users, "errors, OOM, timeouts"))
     if recs is not None:
         for key, value in ((i.key, i.value) for i in recs.items):
             if "watermark" in key:
-                cards.append(("production watermark", value, _watermark_hint(report)))
+                cards.append(("watermark", "production watermark", value, _watermark_hint(report)))
                 break
     html_cards = "".join(
-        f'<div class="card"><span>{esc(title)}</span><b>'
+        f'<div class="card" data-name="{name}" data-value="{esc("" if value is None else value)}">'
+        f"<span>{esc(title)}</span><b>"
         f"{'none' if value is None else _value(value)}</b><span>{esc(hint)}</span></div>"
-        for title, value, hint in cards
+        for name, title, value, hint in cards
     )
     summary = "" if knee is None else f"<p>{esc(summary_words(knee))}</p>"
     deploy = ""
     if recs is not None and recs.deploy is not None:
         deploy = f'<p class="deploy"><b>Deploy:</b> {esc(deploy_text(recs.deploy))}</p>'
-    return f'{deploy}<div class="cards">{html_cards}</div>{summary}'
+    return f'<div class="cards">{html_cards}</div>{deploy}{summary}'
 
 
 def _slo_section(slo: SloResult | None) -> str:
@@ -313,26 +340,41 @@ def _diagnosis(knee: KneeResult | None) -> str:
 
 
 def _recommendations(report: HtmlReport) -> str:
+    """The settings with their reasons, the YAML, then the server flags: only the flags to set
+    go in the ``vllm serve`` command; a flag to try (the server's own limit, memory to spare) is
+    a suggestion with its condition, never a command to paste."""
     recs = report.recommendations
     if recs is None:
         return "<p>No recommendations.</p>"
     rows = [(esc(i.key), _value(i.value), esc(reason_text(i))) for i in recs.items]
     model = report.run_info.get("model") or "MODEL"
-    flags = " \\\n  ".join(recs.server_flags) or "(none)"
+    flags = [i for i in recs.items if i.key.startswith("vllm.") and i.value is not None]
+    ready = [flag_text(i) for i in flags if not is_conditional(i)]
+    joined = " \\\n  ".join(ready)
+    command = (
+        f"<pre>vllm serve {esc(model)} \\\n  {esc(joined)}</pre>"
+        if ready
+        else "<p>No flag to set from this run.</p>"
+    )
+    tries = [i for i in flags if is_conditional(i)]
+    suggestions = "".join(
+        f'<li class="try" data-flag="{esc(flag_text(i))}">{esc(flag_words(i))}</li>' for i in tries
+    )
     return (
         _table(("setting", "value", "reason"), rows)
         + f"<h3>YAML</h3><pre>{esc(report.recommendations_yaml or '')}</pre>"
-        + f"<h3>Server flags (vLLM)</h3><pre>vllm serve {esc(model)} \\\n  {esc(flags)}</pre>"
+        + f"<h3>Server flags (vLLM)</h3>{command}"
+        + (f"<h3>To try, then re-run</h3><ul>{suggestions}</ul>" if suggestions else "")
         + _flag_origins(recs)
     )
 
 
 def _flag_origins(recs: Recommendations) -> str:
-    """What each pasted flag came from, and the flags withheld with their reason."""
+    """What each flag to set came from, and the flags withheld with their reason."""
     items = [
         f"<li><code>{esc(flag_text(i))}</code>: {esc(reason_text(i))}</li>"
         for i in recs.items
-        if i.key.startswith("vllm.") and i.value is not None
+        if i.key.startswith("vllm.") and i.value is not None and not is_conditional(i)
     ]
     items += [f"<li>{esc(withheld_text(note))}</li>" for note in recs.withheld]
     return f"<ul>{''.join(items)}</ul>" if items else ""

@@ -14,6 +14,9 @@ Layout (``schema`` 2)::
      "recommendations": {"items": [...], "server_flags": [...], "withheld": [...],
                          "deploy": DeployAnswer | null, "provisional": ""} | null,
      "summary": [{column: value, ...}, ...],   # one object per stage, SUMMARY_COLUMNS order
+     "answer": {"deploy_concurrency", "capacity", "capacity_interval", ...},
+                                               # the figures every output shows, named as in
+                                               # docs/method.md (analysis.report.answer_view)
      "slo": SloResult,                         # only when SLOs were given (limits, stages,
                                                # capacity, binding); read back as a plain dict
      "prefix_cache": {...}, "conversations": {...}, "classes": {...},
@@ -53,6 +56,7 @@ from analysis.model import (
     Standing,
 )
 from analysis.report.advice_words import deploy_text, reason_text, withheld_text
+from analysis.report.answer_view import answer_view
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
 from analysis.report.knee_words import signal_text
 from analysis.report.stage_reasons import reasons_text
@@ -149,6 +153,8 @@ def to_json(
         "recommendations": jsonable(recommendations),
         "summary": summary_records(summary),
     }
+    if knee is not None:  # the answer's figures under their docs/method.md names
+        document["answer"] = answer_view(knee, recommendations).as_json()
     if slo is not None:
         document["slo"] = jsonable(slo)
     if rate_knee is not None:  # open-loop rate stages: the rate knee and max requests/s

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from analysis import rules
 from analysis.knee.facts import ConfidenceFact, KneeSummaryFact
-from analysis.knee.fit import KneeFit
+from analysis.knee.fit import KneeFit, whole
 from analysis.knee.params import KneeOverride
 from analysis.model import KneeResult
 from analysis.numeric import counted
@@ -25,7 +25,11 @@ def summary_text(fact: KneeSummaryFact) -> str:
     parts = []
     if fact.knee is not None:
         at = counted(fact.knee.target_users, "user")
-        parts.append(f"knee at {at}: " + "; ".join(reasons_text(fact.knee)[:2]) + ".")
+        parts.append(
+            f"knee stage at {at}, the first past the capacity: "
+            + "; ".join(reasons_text(fact.knee)[:2])
+            + "."
+        )
     else:
         top = counted(fact.top_users or 0, "user")
         parts.append(f"no knee within the tested range (up to {top}).")
@@ -33,23 +37,29 @@ def summary_text(fact: KneeSummaryFact) -> str:
         at = counted(fact.red_line.target_users, "user")
         parts.append(f"red line at {at}: " + "; ".join(reasons_text(fact.red_line)[:2]) + ".")
     if fact.max_concurrency is not None:
-        parts.append(f"max_concurrency {fact.max_concurrency}.")
+        parts.append(f"capacity {fact.max_concurrency}.")
     if fact.server_slots is not None:
         slots = fact.server_slots
         parts.append(
             f"the server's own metrics: requests waited while it ran {slots} at once, "
-            f"so max_concurrency is at most {slots}."
+            f"so the capacity is at most {slots}."
         )
     elif fact.client_slots is not None:
         seen = fact.client_slots
         parts.append(
             f"seen from the client: requests waited while the server ran about {seen} at once, "
-            f"so max_concurrency is at most {seen} (the server reports no running/waiting)."
+            f"so the capacity is at most {seen} (the server reports no running/waiting)."
         )
     elif not fact.server_reports_queue:
         parts.append("judged from the client side alone (the server reports no running/waiting).")
     if fact.fit_flat and fact.capacity is not None:
-        parts.append(f"the fit over all stages: {capacity_words(*fact.capacity)}.")
+        words = capacity_words(*fact.capacity, named=False)
+        low, high, mid = (whole(v) for v in fact.capacity)
+        held = fact.max_concurrency is None or min(low, mid) <= fact.max_concurrency <= max(
+            high, mid
+        )
+        fit = "the fit over all stages" + ("" if held else " disagrees: it")
+        parts.append(f"{fit} puts the capacity at {words}.")
     elif fact.fit_flat is not None:
         parts.append("the fit over all stages finds no plateau: no hard knee in range.")
     if fact.untrusted_users:
@@ -103,7 +113,7 @@ def confidence_text(fact: ConfidenceFact) -> str:
     else:
         word = "unsure: the data cannot tell, measure longer stages"
     return (
-        f"max_concurrency {fact.max_concurrency}: {what} holds in {fact.same_pct:.0f} % of "
+        f"capacity {fact.max_concurrency}: {what} holds in {fact.same_pct:.0f} % of "
         f"{fact.resamples} resamples of the stages' time windows ({word})"
         + (f"; otherwise {others}" if others else "")
         + f" {rules.cite(fact.rule)}"

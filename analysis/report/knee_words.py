@@ -181,12 +181,13 @@ def _gain(fact: GainFact) -> str:
     return f"{text} (narrowing below {pct})"
 
 
-def capacity_words(low: float, high: float, capacity: float) -> str:
-    """``capacity 8 users, 90 % interval 7–8`` (one number when the interval is one user)."""
+def capacity_words(low: float, high: float, capacity: float, *, named: bool = True) -> str:
+    """``capacity 8 users, 90 % interval 7–8`` (one number when the interval is one user;
+    ``named`` False: without the word "capacity")."""
     lo, hi, mid = whole(low), whole(high), whole(capacity)
     lo, hi = min(lo, mid), max(hi, mid)
     span = f"{lo}" if lo == hi else f"{lo}–{hi}"
-    return f"capacity {mid} users, 90 % interval {span}"
+    return f"{'capacity ' if named else ''}{mid} users, 90 % interval {span}"
 
 
 def _plateau(fact: PlateauFact) -> str:

@@ -36,6 +36,7 @@ import pandas as pd
 
 from analysis.model import KneeResult
 from analysis.pipeline import Analysis
+from analysis.report.answer_view import AnswerView, answer_view
 from analysis.slo.evaluate import SloResult
 
 #: whether :meth:`Painter.start` forks (tests switch it off to check the in-process path)
@@ -58,6 +59,7 @@ class PlotInputs:
     gpu: pd.DataFrame | None
     server: pd.DataFrame | None
     slo: SloResult | None
+    view: AnswerView | None = None  # the answer the plots mark (analysis.report.answer_view)
 
     @classmethod
     def of(cls, analysis: Analysis) -> PlotInputs:
@@ -69,6 +71,7 @@ class PlotInputs:
             gpu=analysis.run.gpu,
             server=analysis.server_timeline,
             slo=analysis.slo,
+            view=answer_view(analysis.knee, analysis.recommendations),
         )
 
 

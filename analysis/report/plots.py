@@ -7,9 +7,10 @@ the run's raw frames; missing telemetry leaves its line out and writes a note on
 of failing.
 
 * :func:`latency_figure` — e2e P50/P95/P99 and TTFT P50/P95 (seconds) against users, with GPU
-  memory % and KV-cache % on a second axis, knee and red line marked;
+  memory % and KV-cache % on a second axis, the answer marked (:func:`_mark_answer`);
 * :func:`throughput_figure` — output tok/s against users with the ideal linear-scaling line from
-  the first step stage (X_1 × c / c_1), points coloured by verdict, knee marked;
+  the first step stage (X_1 × c / c_1), points coloured by verdict, the answer marked: the
+  capacity in its 90 % interval band, the deploy level and the first stage past the capacity;
 * :func:`timeline_figure` — per-request e2e latency, GPU memory/utilisation, KV-cache %, and
   running/waiting requests over time, each stage's warm-up and measured window shaded.
 
@@ -34,6 +35,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from analysis.advice.deploy import memory_pressure_pct
 from analysis.model import KneeResult
+from analysis.report.answer_view import AnswerView, answer_view, span_words
 from analysis.report.colours import VERDICT_COLOURS
 from analysis.stages.levels import level_rows
 
@@ -139,18 +141,60 @@ def _users_axis(ax: Axes, users: Iterable[Any]) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def _mark_knee(ax: Axes, knee: KneeResult | None) -> None:
-    if knee is None:
+#: the colours of the answer's marks: the capacity (and its interval band) and the deploy level
+CAPACITY_COLOUR = "#1b5e20"
+DEPLOY_COLOUR = "#283593"
+
+
+def _mark_answer(ax: Axes, view: AnswerView | None, *, labels: bool = True) -> None:
+    """The capacity as a solid line in its 90 % interval band, the deploy level dash-dotted
+    (one line when they are the same), the first stage past the capacity dotted. Each artist's
+    ``gid`` names the figure it marks (``capacity``, ``capacity_interval``, ``deploy``,
+    ``past``, ``red_line``), so the figures can be read back from the plot."""
+    if view is None:
         return
-    marks = (
-        (knee.knee_users, "knee", VERDICT_COLOURS["knee"]),
-        (knee.red_line_users, "red line", VERDICT_COLOURS["red_line"]),
-    )
-    for users, label, colour in marks:
-        if users is not None:
-            ax.axvline(
-                users, color=colour, linestyle="--", linewidth=1.2, label=f"{label} ({users})"
-            )
+
+    def label(text: str) -> str | None:
+        return text if labels else None
+
+    if view.interval is not None and view.low is not None and view.high is not None:
+        low, high = view.low, max(view.high, view.low + 0.2)  # one user's band stays visible
+        what = "capacity 90 % interval" if view.contains else "fit's 90 % interval (disagrees)"
+        band = ax.axvspan(
+            low, high, color=CAPACITY_COLOUR, alpha=0.12, lw=0,
+            label=label(f"{what} ({span_words(view.interval)})"),
+        )  # fmt: skip
+        band.set_gid("capacity_interval")
+    if view.capacity is not None:
+        same = view.deploy == view.capacity
+        name = "capacity = deploy" if same else "capacity"
+        if not view.reached:
+            name += ", untested above"
+        ax.axvline(
+            view.capacity, color=CAPACITY_COLOUR, linewidth=1.6,
+            label=label(f"{name} ({view.capacity})"), gid="capacity",
+        )  # fmt: skip
+    if view.deploy is not None and view.deploy != view.capacity:
+        ax.axvline(
+            view.deploy, color=DEPLOY_COLOUR, linestyle="-.", linewidth=1.4,
+            label=label(f"deploy ({view.deploy})"), gid="deploy",
+        )  # fmt: skip
+    if view.past_users is not None and view.past is not None:
+        colour = VERDICT_COLOURS["knee" if view.past == "knee" else "red_line"]
+        ax.axvline(
+            view.past_users, color=colour, linestyle=":", linewidth=1.2,
+            label=label(f"first past capacity: {view.past} ({view.past_users})"), gid="past",
+        )  # fmt: skip
+    if view.red_line_users is not None and view.past != "red line":
+        ax.axvline(
+            view.red_line_users, color=VERDICT_COLOURS["red_line"], linestyle=":", linewidth=1.2,
+            label=label(f"red line ({view.red_line_users})"), gid="red_line",
+        )  # fmt: skip
+
+
+def _view(knee: KneeResult | None, view: AnswerView | None) -> AnswerView | None:
+    """The answer to mark: ``view`` (with the deploy figure), else the knee's alone."""
+    return view if view is not None or knee is None else answer_view(knee, None)
 
 
 #: interval columns (analysis.stages.intervals) of the columns drawn with error bars
@@ -186,10 +230,13 @@ def _error_bars(
     )
 
 
-def latency_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> Figure:
+def latency_figure(
+    summary: pd.DataFrame, knee: KneeResult | None = None, view: AnswerView | None = None
+) -> Figure:
     """e2e percentiles (s) against users with GPU memory % and KV-cache % on a second axis, and
     TTFT percentiles (ms) in a panel below (they are 10-100× smaller than e2e)."""
     # the twin axis's label on the right; the legend, two rows at most, below the x axis
+    view = _view(knee, view)
     fig = new_figure(9, 6.5, Margins(right=0.85, top=0.4, bottom=1.0), rows=2)
     ax, ax_ttft = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1.4])
     steps = _steps(summary)
@@ -222,7 +269,7 @@ def latency_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> Fig
                 missing.append(label)
         target.set_ylim(bottom=0)
         _users_axis(target, steps["target_users"])
-        _mark_knee(target, knee)
+        _mark_answer(target, view, labels=target is ax)
     ax.set_xlabel("")
     ax.set_ylabel("e2e latency (s)")
     ax_ttft.set_ylabel("TTFT (ms)")
@@ -254,8 +301,11 @@ def latency_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> Fig
     return fig
 
 
-def throughput_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> Figure:
+def throughput_figure(
+    summary: pd.DataFrame, knee: KneeResult | None = None, view: AnswerView | None = None
+) -> Figure:
     """Output tok/s against users, the ideal linear-scaling line, points coloured by verdict."""
+    view = _view(knee, view)
     fig = new_figure(9, 5)
     ax = fig.add_subplot()
     steps = _steps(summary)
@@ -291,7 +341,7 @@ def throughput_figure(summary: pd.DataFrame, knee: KneeResult | None = None) -> 
         label=f"ideal linear scaling from {users[0]:.0f} user(s)",
     )
     ax.set_ylim(0, max(float(np.nanmax(tok_s)) * 1.35, 1e-9))
-    _mark_knee(ax, knee)
+    _mark_answer(ax, view)
     for verdict, colour in VERDICT_COLOURS.items():
         if verdict in verdicts.values():
             ax.scatter([], [], color=colour, label=verdict.replace("_", " "))

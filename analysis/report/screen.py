@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from analysis.advice.deploy import binding_stage
-from analysis.advice.recommend import ENGINE_SECTIONS, flag_text
+from analysis.advice.recommend import ENGINE_SECTIONS
 from analysis.cluster.plan import listed
 from analysis.model import KneeResult, Signal, StageVerdict
 from analysis.numeric import (
@@ -44,8 +44,10 @@ from analysis.report.advice_words import (
     BOUND_WORDS,
     context_lines,
     deploy_text,
+    flag_words,
     withheld_text,
 )
+from analysis.report.answer_view import answer_view, capacity_words
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
 from analysis.report.refusal_text import refusal_line
 from analysis.report.stage_reasons import reasons_text
@@ -70,8 +72,6 @@ EXPLAIN_HEADING = "explain: every reason, with the rule of docs/method.md it fol
 NOT_JUDGED = "not judged (imported results carry no telemetry):"
 
 _CITATION = re.compile(r"\s*\(" + re.escape(CITE_PREFIX) + r"[^)]*\)")
-#: recommendation-key section → the engine's name
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "llamacpp": "llama.cpp"}
 
 
 def uncited(text: str) -> str:
@@ -176,16 +176,14 @@ def why_line(analysis: Analysis, *, width: int = WIDTH) -> str:
 
 
 def fix_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
-    """The engine flags to set, or the first setting withheld with what to do instead."""
+    """The engine flags to set, each with the measurement it rests on (a flag to try says its
+    condition: raise it and re-run), or the first setting withheld with what to do instead."""
     recs = analysis.recommendations
     flags = [
         i for i in recs.items if i.key.partition(".")[0] in ENGINE_SECTIONS and i.value is not None
     ]
     if flags:
-        engines = sorted({ENGINE_NAMES.get(i.key.partition(".")[0], "") for i in flags})
-        return wrapped(
-            " ".join(flag_text(i) for i in flags) + f" ({', '.join(engines)})", first="fix: "
-        )
+        return wrapped("; ".join(flag_words(i) for i in flags), first="fix: ", width=width)
     if recs.withheld:
         return wrapped(uncited(withheld_text(recs.withheld[0])), first="fix: ", width=width)
     return ["fix: no server flag to change from this run"]
@@ -237,24 +235,7 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
             above = [u for u in standing.unjudged if u > (deploy.users or 0)]
             bound = "the judged stages only" if above else "the tested range only"
         lines.append(f"DEPLOY: {counted(deploy.users, 'concurrent request')}, bound by {bound}")
-    interval = []
-    if (
-        knee.capacity is not None
-        and knee.capacity_low is not None
-        and knee.capacity_high is not None
-    ):
-        low, high = fmt_users(knee.capacity_low), fmt_users(knee.capacity_high)
-        span = low if low == high else f"{low}–{high}"
-        interval.append(f"capacity {fmt_users(knee.capacity)} users, 90 % interval {span}")
-    elif knee.stages:
-        interval.append("no capacity interval (the fit over all stages: --explain)")
-    if knee.max_concurrency is not None:
-        sure = (
-            f" in {fmt_share(knee.confidence_pct)} of resamples"
-            if knee.confidence_pct is not None
-            else ""
-        )
-        interval.append(f"max_concurrency {knee.max_concurrency}{sure}")
+    interval = [capacity_words(answer_view(knee, recs))] if knee.stages else []
     if slo is not None:
         cap = "none" if slo.capacity is None else counted(slo.capacity, "user")
         interval.append(f"SLO capacity {cap} ({slo.limits}), {slo.binding}-bound")

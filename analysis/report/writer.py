@@ -24,6 +24,7 @@ from analysis.cluster.emit import (
     write_cluster_files,
 )
 from analysis.pipeline import Analysis
+from analysis.report.answer_view import answer_view, capacity_words
 from analysis.report.html import HtmlReport, redact, render_html
 from analysis.report.knee_json import to_json
 from analysis.report.knee_summary import summary_words
@@ -46,6 +47,16 @@ from analysis.stages.conversations import planned_turns, turn_lines
 from analysis.stages.prefix_cache import hit_miss_line, report_note
 
 
+def answer_markdown(analysis: Analysis) -> str:
+    """record.md's first line: the deploy figure and the capacity as every output says them
+    ("" when there is no figure to deploy)."""
+    recs = analysis.recommendations
+    if analysis.standing.cannot_tell or recs.deploy is None or recs.deploy.users is None:
+        return ""
+    view = answer_view(analysis.knee, recs)
+    return f"**deploy {view.deploy}** concurrent requests; {capacity_words(view)}\n\n"
+
+
 def record_markdown(analysis: Analysis) -> str:
     record = record_frame(analysis.summary, analysis.knee, analysis.slo, analysis.rate_stages)
     slo = "" if analysis.slo is None else slo_text(analysis.slo).replace("\n", "  \n") + "\n\n"
@@ -61,8 +72,8 @@ def record_markdown(analysis: Analysis) -> str:
     classes = analyze_classes(analysis.run, analysis.knee)
     slo += classes.text.replace("\n", "  \n") + "\n\n" if classes else ""
     return (
-        f"# Record table — {analysis.run_id}\n\n{summary_words(analysis.knee)}\n\n{slo}"
-        + format_markdown(record)
+        f"# Record table — {analysis.run_id}\n\n{answer_markdown(analysis)}"
+        f"{summary_words(analysis.knee)}\n\n{slo}" + format_markdown(record)
     )
 
 

@@ -231,7 +231,7 @@ def test_llmd_reports_validate_and_import_back_to_the_record_table(runs, tmp_pat
     # (known: it reads 8 slots as max 6 here); the round trip above is what must be exact.
     said = capsys.readouterr().out
     assert imported_knee.knee_users is not None, said
-    assert f"knee at {imported_knee.knee_users} users" in said, said
+    assert f"knee stage at {imported_knee.knee_users} users" in said, said
 
 
 def test_analyze_emit_writes_lists_and_links_the_chosen_files(runs, tmp_path, capsys) -> None:

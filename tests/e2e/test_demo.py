@@ -35,22 +35,31 @@ def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
     paths = [line for line in screen if line.startswith("report: ")]  # a path is not wrapped
     assert len(screen) <= 30 and max(len(ln) for ln in set(screen) - set(paths)) <= 100, text
     assert out.count("DEPLOY") == 1
-    answer, interval, why, fix = screen[:4]
+    answer = screen[0]
+    why_at = next(i for i, line in enumerate(screen) if line.startswith("why: "))
+    interval, why = " ".join(screen[1:why_at]), screen[why_at]
+    fix = screen[why_at + 1]
     assert answer == "DEPLOY: 8 concurrent requests, bound by the knee"
     run_dir = Path(paths[0].removeprefix("report: ")).parents[1]
     doc = json.loads((run_dir / "report" / "knee.json").read_text())
-    knee = doc["knee"]
-    assert knee["max_concurrency"] == 8 and "max_concurrency 8 in " in interval
-    if knee["capacity"] is not None:  # the fit's interval, in whole users
-        low, high = (str(max(1, int(knee[k] + 0.5))) for k in ("capacity_low", "capacity_high"))
-        assert f"90 % interval {low if low == high else f'{low}–{high}'};" in interval
-    else:
+    knee, said = doc["knee"], doc["answer"]
+    # one capacity: the stages' answer, with the fit's interval beside it only when it holds it
+    assert knee["max_concurrency"] == 8 == said["capacity"] and interval.startswith("capacity 8 ")
+    if said["capacity_interval"] is None:
         assert "no capacity interval" in interval
+    elif said["interval_contains_capacity"]:
+        low, high = said["capacity_interval"]
+        assert f"; 90 % interval {low if low == high else f'{low}–{high}'};" in interval
+    else:
+        assert "the fit over all stages disagrees" in interval
     # the grid shows the knee at 16; refinement between 8 and 16 pins it to the first level past
     # the 8 slots (9 when its three refine stages fit, higher when the budget ran out)
     at = re.match(r"why: at (\d+) users: ", why)
     assert at and int(at.group(1)) == knee["knee_users"] and 9 <= knee["knee_users"] <= 16, why
-    assert fix.startswith("fix: --max-num-seqs "), fix  # the simulator names itself vLLM
+    assert said["first_past_capacity_users"] == knee["knee_users"]
+    # the simulator names itself vLLM; its slots bind with KV to spare: a flag to try, on one line
+    assert fix.startswith("fix: ") and "--max-num-seqs" in fix, fix
+    assert screen[why_at + 2] == "", screen
     assert re.search(r"^users\s+reqs\s+secs\s+P50 s", out, re.MULTILINE)  # the table
     assert "rule:" not in text  # the citations are --explain's
     assert Path(paths[0].removeprefix("report: ")).exists()

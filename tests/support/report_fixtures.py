@@ -185,8 +185,12 @@ def write_run_dir(
     seed: int = 1,
     with_gpu: bool = True,
     with_server_metrics: bool = True,
+    kv_full_pct: float = 90.0,
 ) -> Path:
     """Write a small contract-shaped run directory from a closed-form server with ``slots`` slots.
+
+    ``kv_full_pct``: the KV-cache usage its ``/metrics`` report with every slot busy (the demo's
+    simulator: about 15 %, the slots bind long before memory).
 
     Latency is flat up to ``slots`` users and grows linearly past it (queueing), so throughput
     flattens after ``slots``: a knee the analysis should find between 8 and 16 users by default.
@@ -283,7 +287,7 @@ def write_run_dir(
                 for metric, value in (
                     ("vllm:num_requests_running", running),
                     ("vllm:num_requests_waiting", waiting),
-                    ("vllm:kv_cache_usage_perc", running / slots * 0.9),
+                    ("vllm:kv_cache_usage_perc", running / slots * kv_full_pct / 100),
                     ("vllm:num_preemptions_total", 0),
                 ):
                     metrics.append(

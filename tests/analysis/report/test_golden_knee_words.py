@@ -148,6 +148,8 @@ SUMMARIES = {
         _SUMMARY, server_slots=8, fit_flat=True, capacity=(7.4, 8.6, 8.2), untrusted_users=(32,),
         noisy_users=(8, 16), lacking_users=(2,), tail_source="one_user_level",
         tail_percentile="p99"),
+    "fit flat, its interval holds the capacity": dataclasses.replace(
+        _SUMMARY, max_concurrency=8, fit_flat=True, capacity=(7.4, 8.6, 8.2)),
     "client slots, no plateau": dataclasses.replace(
         _SUMMARY, client_slots=9, fit_flat=False, capacity=(1.0, 3.0, 2.0)),
     "rows missing": dataclasses.replace(_SUMMARY, missing_rows_users=(16, 32)),

@@ -35,6 +35,12 @@ UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
 CASES: dict[str, tuple[dict, list[str]]] = {
     # 9 stages (baseline + 8 levels), a knee past the 6 slots, server metrics and GPU samples
     "knee9": ({"levels": (1, 2, 4, 6, 8, 10, 12, 16)}, []),
+    # the demo's shape: 8 slots bind with the KV cache 15 % used, levels 1-16: the capacity,
+    # its interval and the deploy figure are one number, and the fix is a flag to try
+    "demo": (
+        {"levels": (1, 2, 4, 8, 12, 16), "slots": 8, "kv_full_pct": 15.0, "stage_s": 9.0},
+        [],
+    ),
     # no telemetry, never saturated: the tested range binds, the fix is to sweep higher
     "unsaturated": ({"levels": (1, 2, 4), "with_gpu": False, "with_server_metrics": False}, []),
     # an SLO on the tail beside the knee, no server metrics

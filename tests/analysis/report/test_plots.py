@@ -31,6 +31,11 @@ def _labels(ax) -> list[str]:
     return [line.get_label() for line in ax.get_lines()]
 
 
+def _marks(ax) -> dict[str, float]:
+    """The answer's vertical marks by their ``gid``: name → users."""
+    return {str(line.get_gid()): line.get_xdata()[0] for line in ax.get_lines() if line.get_gid()}
+
+
 def _texts(fig) -> str:
     return " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
 
@@ -50,7 +55,8 @@ def test_latency_figure_lines_second_axis_and_knee() -> None:
     fig = latency_figure(seed002_summary(), seed002_knee())
     main, ttft, right = fig.axes
     assert main.get_title() == "Latency percentiles vs concurrency"
-    assert {"e2e P50", "e2e P95", "e2e P99", "knee (32)", "red line (48)"} <= set(_labels(main))
+    assert {"e2e P50", "e2e P95", "e2e P99"} <= set(_labels(main))
+    assert _marks(main)["past"] == 32 and _marks(main)["red_line"] == 48
     assert {"TTFT P50", "TTFT P95"} <= set(_labels(ttft))
     assert right.get_ylabel().startswith("GPU memory")
     assert {"GPU memory peak %", "KV cache peak %"} <= set(_labels(right))
@@ -88,7 +94,8 @@ def test_throughput_figure_ideal_line_from_first_stage() -> None:
     assert list(ideal.get_ydata()) == pytest.approx([220, 220 * 12])
     measured = lines["measured"]
     assert list(measured.get_xdata()) == [4, 16, 24, 32]  # 48 has no tok/s: left out, not 0
-    assert "knee (32)" in lines
+    assert _marks(ax)["past"] == 32  # the knee stage, the first past the capacity
+    assert _marks(ax)["capacity"] == seed002_knee().max_concurrency
     assert ax.get_ylim()[1] < 220 * 12  # the ideal line does not flatten the measured one
 
 

@@ -1,0 +1,134 @@
+"""One answer everywhere: the screen, report.html's tiles, the plots' marks, knee.json and
+recommendations.yaml show the same deploy figure and capacity (issue 39, item 1), and a flag to
+try is never a command to paste (item 2). Values and structure only: the words are the golden
+files' (test_golden_screen.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from analysis.cli import main
+from analysis.pipeline import analyze_run
+from analysis.report.answer_view import answer_view
+from analysis.report.plots import latency_figure, throughput_figure
+from tests.support.report_fixtures import (
+    no_global_figures,  # noqa: F401 (autouse fixture)
+    write_run_dir,
+)
+
+#: the demo's shape: 8 slots bind with the KV cache 15 % used (test_golden_screen's "demo")
+DEMO = {"levels": (1, 2, 4, 8, 12, 16), "slots": 8, "kv_full_pct": 15.0, "stage_s": 9.0}
+#: memory binds before the slots: the deploy figure is below the capacity
+MEMORY = {"levels": (1, 2, 4, 6, 8, 10, 12, 16)}
+
+_CARD = re.compile(r'<div class="card" data-name="([^"]*)" data-value="([^"]*)">')
+
+
+def _analyzed(tmp_path: Path, kwargs: dict, capsys: pytest.CaptureFixture) -> tuple[Path, str]:
+    run = write_run_dir(tmp_path / "run", **kwargs)
+    assert main([str(run), "--quiet"]) == 0
+    return run, capsys.readouterr().out
+
+
+def _screen_deploy(screen: str) -> int:
+    match = re.match(r"DEPLOY: (\d+) ", screen)
+    assert match, screen.splitlines()[0]
+    return int(match.group(1))
+
+
+def _marks(ax) -> dict[str, float]:
+    return {str(line.get_gid()): line.get_xdata()[0] for line in ax.get_lines() if line.get_gid()}
+
+
+@pytest.mark.parametrize("case", [DEMO, MEMORY], ids=["demo", "memory"])
+def test_screen_tiles_plots_and_files_agree(case, tmp_path, capsys) -> None:
+    run, screen = _analyzed(tmp_path, case, capsys)
+    report = run / "report"
+    page = (report / "report.html").read_text(encoding="utf-8")
+    cards = _CARD.findall(page)
+    doc = json.loads((report / "knee.json").read_text(encoding="utf-8"))
+    answer = doc["answer"]
+    recs = yaml.safe_load((report / "recommendations.yaml").read_text(encoding="utf-8"))
+    deploy = _screen_deploy(screen)
+    # the first tile is the deploy figure, the second the capacity: the screen's numbers
+    assert cards[0] == ("deploy", str(deploy))
+    assert cards[1] == ("capacity", str(answer["capacity"]))
+    assert answer["deploy_concurrency"] == deploy == recs["server"]["deploy_concurrency"]
+    assert answer["capacity"] == recs["server"]["max_concurrency"] == doc["knee"]["max_concurrency"]
+    # the screen's capacity line carries the same capacity
+    capacity_line = screen.splitlines()[1]
+    assert re.match(rf"capacity {answer['capacity']}\b", capacity_line)
+    # the tile of the first stage past the capacity is not the capacity
+    past = dict(cards)["past"]
+    assert int(past) == answer["first_past_capacity_users"] > answer["capacity"]
+    # the plots mark the same figures, the capacity in its interval band
+    analysis = analyze_run(run)
+    view = answer_view(analysis.knee, analysis.recommendations)
+    for fig in (
+        throughput_figure(analysis.summary, analysis.knee, view),
+        latency_figure(analysis.summary, analysis.knee, view),
+    ):
+        marks = _marks(fig.axes[0])
+        assert marks["capacity"] == answer["capacity"]
+        assert marks.get("deploy", marks["capacity"]) == deploy
+        assert marks["past"] == answer["first_past_capacity_users"]
+        (band,) = [p for p in fig.axes[0].patches if p.get_gid() == "capacity_interval"]
+        assert band.get_x() == pytest.approx(analysis.knee.capacity_low)
+        low, high = answer["capacity_interval"]
+        assert low <= answer["capacity"] <= high  # printed beside it: it contains it
+        assert answer["interval_contains_capacity"] is True
+
+
+def test_deploy_below_capacity_is_marked_apart(tmp_path, capsys) -> None:
+    run, screen = _analyzed(tmp_path, MEMORY, capsys)
+    analysis = analyze_run(run)
+    view = answer_view(analysis.knee, analysis.recommendations)
+    assert view.deploy is not None and view.capacity is not None and view.deploy < view.capacity
+    assert _screen_deploy(screen) == view.deploy
+    marks = _marks(throughput_figure(analysis.summary, analysis.knee, view).axes[0])
+    assert (marks["deploy"], marks["capacity"]) == (view.deploy, view.capacity)
+
+
+def test_a_flag_to_try_is_no_command_to_paste(tmp_path, capsys) -> None:
+    run, screen = _analyzed(tmp_path, DEMO, capsys)
+    page = (run / "report" / "report.html").read_text(encoding="utf-8")
+    recs = yaml.safe_load((run / "report" / "recommendations.yaml").read_text(encoding="utf-8"))
+    predicted = recs["vllm"]["max_num_seqs"]
+    assert "vllm serve" not in page  # the only vLLM flag is one to try
+    assert f'<li class="try" data-flag="--max-num-seqs {predicted}">' in page
+    fix = [line for line in screen.splitlines() if line.startswith("fix:")]
+    assert len(fix) == 1 and f"~{predicted}" in fix[0]  # one line, the value with its basis
+    assert f"--max-num-seqs {predicted} " not in fix[0] + " "  # not as a flag to paste
+
+
+def test_a_flag_to_set_is_a_command(tmp_path, capsys) -> None:
+    run, _ = _analyzed(tmp_path, MEMORY, capsys)
+    page = (run / "report" / "report.html").read_text(encoding="utf-8")
+    recs = yaml.safe_load((run / "report" / "recommendations.yaml").read_text(encoding="utf-8"))
+    assert f"--max-num-seqs {recs['vllm']['max_num_seqs']}" in page.split("vllm serve", 1)[1]
+    assert 'class="try"' not in page
+
+
+@pytest.mark.parametrize(
+    ("capacity", "fit", "low", "high", "interval", "contains"),
+    [
+        (8, 8.1, 8.0, 8.3, (8, 8), True),
+        (8, 7.2, 6.9, 7.4, (7, 7), False),  # the short run of issue 39: the fit disagrees
+        (6, 6.4, 5.2, 11.6, (5, 12), True),
+        (8, None, None, None, None, None),  # no plateau: no interval to show
+    ],
+)
+def test_the_interval_shown_contains_the_capacity_or_says_not(
+    capacity, fit, low, high, interval, contains
+) -> None:
+    from analysis.report.answer_view import AnswerView
+
+    view = AnswerView(8, capacity, True, fit, low, high, 12, "knee", 100.0)
+    assert view.interval == interval
+    assert view.contains is contains
+    assert view.as_json()["interval_contains_capacity"] is contains
