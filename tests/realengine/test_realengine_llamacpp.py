@@ -182,10 +182,20 @@ def test_sweep_finds_the_slot_knee_from_the_servers_queue(sweep: Sweep) -> None:
     # spread, and the knee rests on the server's own queue counts alone (a busy machine's baseline
     # can reach P95 2.8 s at P50 1.0 s; P95 at 16 users then reads 2.58×, at least 1.9× within
     # the noise).
+    # The yardstick itself can be inflated: on a fresh machine beside the suite, the 1-user
+    # level read P95 11.7 s at P50 2.4 s, and 16 users' 11.6 s was then 0.99× it. The product
+    # must not call that tail held: its interval (the stage's high end over the yardstick's low
+    # end) reaches 2×, so it says it cannot tell; below 2× at the point it never says more.
     for stage in (s for s in result["stages"] if s["target_users"] >= 16):
         said = " ".join(stage["reasons"])
         tail = next(g for g in stage["signals"] if g["name"] == "tail_departure")
-        assert tail["value"] >= 2.0, (stage["target_users"], tail["text"])
+        outcome = tail["fact"]["outcome"]
+        assert outcome in ("departed", "undecided"), (stage["target_users"], tail["text"])
+        if outcome == "departed":
+            assert tail["value"] >= 2.0, (stage["target_users"], tail["text"])
+        else:  # cannot tell: the interval spans 2×, wherever the point figure sits
+            upper = tail["fact"]["upper_ratio"]
+            assert tail["value"] >= 2.0 or (upper is not None and upper >= 2.0), tail["text"]
         told = any(f"{verdict} the tail has departed" in said for verdict in (":", "whether"))
         assert "P95" in said and told, (stage["target_users"], said)
     # what these 8 slots on 2 cores can serve at once: at most 8 (past them requests wait in
