@@ -442,6 +442,7 @@ def _tail_yardstick(
     2.75 s while the 1-user level's 32 requests show 4.4 s, and against 9.9 s a 16-user stage of
     an 8-slot server, half its requests queued, would read as "tail not departed".
     """
+
     def low(row: Any | None) -> float | None:
         """The row's lower bound of the e2e tail, on the yardstick's own scale (the e2e
         interval's relative width carried to seconds per 1k tokens likewise)."""
@@ -460,7 +461,8 @@ def _tail_yardstick(
         return base_tail, "baseline", None
     best: float = base_tail
     source: TailSource = "baseline"
-    best_low = low(base_row) if base_row is not None and base_row.get("kind") == "baseline" else None
+    is_baseline = base_row is not None and base_row.get("kind") == "baseline"
+    best_low = low(base_row) if is_baseline else None
     for row in (r for r in rows if r["target_users"] == 1):
         tail = num(row[column])
         if tail is not None and int(row["ok"]) >= baseline.requests and 0 < tail < best:
