@@ -73,8 +73,11 @@ class TailFact:
     ratio: float | None  # tail / base_tail
     lower_ratio: float | None  # the ratio's lower bound within the e2e interval (noise-aware)
     threshold_ratio: float
-    outcome: Literal["departed", "undecided", "held"]  # undecided: past the limit, not the noise
+    outcome: Literal["departed", "undecided", "held"]  # undecided: the interval spans the limit
     rule: str = "tail"
+    #: the ratio's upper bound: the stage's tail at its interval's high end over the yardstick
+    #: at its low end (None without both intervals)
+    upper_ratio: float | None = None
 
 
 @dataclass(frozen=True)

@@ -398,12 +398,14 @@ class KneeInputs:
         if self.base_at is not None and baseline.target_users:
             x = num(self.values[params.throughput_column][self.base_at])
             x1 = None if x is None else x / baseline.target_users
-        base_tail, tail_source = _tail_yardstick(
-            self.columns, rows, baseline, self.base_tail, self.tail_used, params
-        )
+        base_tail, tail_source, base_low = _tail_yardstick(
+            self.columns, rows, baseline, self.base_tail, self.tail_used, params,
+            None if self.base_at is None else self.records[self.base_at],
+        )  # fmt: skip
         return StageContext(
             x1=x1 or None,
             base_tail_ms=base_tail,
+            base_tail_low_ms=base_low,
             tail_percentile=self.tail_used,
             tail_source=tail_source,
             gpu_flat=self.gpu_flat,
@@ -427,8 +429,10 @@ def _tail_yardstick(
     base_tail: float | None,
     used: str,
     params: KneeParams,
-) -> tuple[float | None, TailSource]:
-    """The single-user tail every stage's tail is compared against, and whose it is.
+    base_row: Any | None = None,
+) -> tuple[float | None, TailSource, float | None]:
+    """The single-user tail every stage's tail is compared against, whose it is, and the lower
+    end of its interval (from resampling that stage's time windows; None where it has none).
 
     The baseline's, unless a 1-user level measured at least as many requests and found a lower
     tail: then that level's. Interference (another process, a cold cache, a busy client) only
@@ -438,18 +442,32 @@ def _tail_yardstick(
     2.75 s while the 1-user level's 32 requests show 4.4 s, and against 9.9 s a 16-user stage of
     an 8-slot server, half its requests queued, would read as "tail not departed".
     """
-    if baseline.source != "baseline" or base_tail is None:
-        return base_tail, "baseline"
+
+    def low(row: Any | None) -> float | None:
+        """The row's lower bound of the e2e tail, on the yardstick's own scale (the e2e
+        interval's relative width carried to seconds per 1k tokens likewise)."""
+        if row is None:
+            return None
+        e2e, e2e_low = num(row.get(f"e2e_{used}_ms")), num(row.get(f"e2e_{used}_low_ms"))
+        tail = num(row.get(column))
+        if tail is None or not e2e or e2e_low is None:
+            return None
+        return tail * e2e_low / e2e
+
     column = f"s_per_1k_total_{used}" if params.tail_metric == "s_per_1k" else f"e2e_{used}_ms"
+    if baseline.source != "baseline" or base_tail is None:
+        return base_tail, "baseline", None
     if column not in columns:
-        return base_tail, "baseline"
+        return base_tail, "baseline", None
     best: float = base_tail
     source: TailSource = "baseline"
+    is_baseline = base_row is not None and base_row.get("kind") == "baseline"
+    best_low = low(base_row) if is_baseline else None
     for row in (r for r in rows if r["target_users"] == 1):
         tail = num(row[column])
         if tail is not None and int(row["ok"]) >= baseline.requests and 0 < tail < best:
-            best, source = tail, "one_user_level"
-    return best, source
+            best, source, best_low = tail, "one_user_level", low(row)
+    return best, source, best_low
 
 
 def _base_capacity(

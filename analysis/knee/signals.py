@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
 
@@ -55,6 +55,9 @@ class StageContext:
     client_slots: float | None = None  # the most requests running at once, client-estimated
     fit: KneeFit | None = None  # the rise-then-plateau fit over all stages (analysis.knee.fit)
     gpu_preallocated: bool = False  # flat across 3 or more stages that doubled the users or more
+    #: the yardstick's lower bound (its own stage's interval): a yardstick inflated by noise
+    #: makes a held tail unsure, not held
+    base_tail_low_ms: float | None = None
 
 
 def _memory_pct(row: pd.Series, ctx: StageContext) -> tuple[float | None, MemorySource]:
@@ -128,18 +131,29 @@ def throughput_signals(
 
 
 def tail_undecided(tail: Signal) -> bool:
-    """The tail signal's point figure is at or past its limit, but it did not fire.
+    """The tail signal did not fire, yet its interval reaches the limit: neither departed nor
+    held, and the stage says so.
 
-    It fires on the lower bound of the figure's interval, so this is the case where noise
-    reaches below the limit: the stage shows neither a departed tail nor a held one, and says
-    so. A busy machine widens the interval until a tail that has truly left the single-user one
-    (an 8-slot server at 16 users) cannot be told from noise, and silence would read as "held".
+    It fires on the lower bound of the ratio's interval. Undecided is the rest of the interval
+    across the limit: the point figure at or past it with noise below it, or the point figure
+    below it with the upper bound (the stage's tail at its high end over the yardstick at its
+    low end) at or past it. A busy machine widens the stage's interval, and inflates the
+    single-user yardstick itself (a 1-user level at P95 11.7 s for a P50 of 2.4 s, beside a
+    suite on 2 cores), until a tail that has truly left the single-user one (an 8-slot server
+    at 16 users) reads 0.99× the yardstick: silence would read as "held".
     """
-    return _undecided(tail.fired, tail.value, tail.threshold)
+    fact = tail.fact
+    return isinstance(fact, TailFact) and fact.outcome == "undecided"
 
 
-def _undecided(fired: bool, ratio: float | None, limit: float | None) -> bool:
-    return not fired and ratio is not None and limit is not None and ratio >= limit
+def _outcome(
+    fired: bool, ratio: float | None, upper: float | None, limit: float
+) -> Literal["departed", "undecided", "held"]:
+    if fired:
+        return "departed"
+    if ratio is not None and (ratio >= limit or (upper is not None and upper >= limit)):
+        return "undecided"
+    return "held"
 
 
 def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | None]:
@@ -154,12 +168,16 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
     ratio = tail / ctx.base_tail_ms if tail is not None and ctx.base_tail_ms else None
     e2e = num(row.get(f"e2e_{ctx.tail_percentile}_ms"))
     e2e_low = num(row.get(f"e2e_{ctx.tail_percentile}_low_ms"))
-    lower = None
+    e2e_high = num(row.get(f"e2e_{ctx.tail_percentile}_high_ms"))
+    lower = upper = None
     if p.noise_aware and ratio is not None and e2e and e2e_low is not None:
         lower = ratio * e2e_low / e2e  # the e2e interval's relative width, on either metric
+    if p.noise_aware and ratio is not None and tail and e2e and e2e_high is not None:
+        base_low = ctx.base_tail_low_ms
+        if base_low is not None and base_low > 0:
+            upper = tail * e2e_high / e2e / base_low
     decisive = lower if lower is not None else ratio
     fired = decisive is not None and decisive >= p.tail_ratio
-    undecided = _undecided(fired, ratio, p.tail_ratio)
     fact = TailFact(
         "tail",
         ctx.tail_percentile,
@@ -170,7 +188,8 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
         ratio,
         lower,
         p.tail_ratio,
-        "departed" if fired else "undecided" if undecided else "held",
+        _outcome(fired, ratio, upper, p.tail_ratio),
+        upper_ratio=upper,
     )
     departed = Signal("tail_departure", fired, ratio, p.tail_ratio, fact=fact)
     tail = num(row[f"e2e_{ctx.tail_percentile}_ms"])  # the SLA is on latency

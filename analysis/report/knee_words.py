@@ -204,6 +204,11 @@ def _tail(fact: TailFact) -> str:
     what, unit = ("seconds per 1k tokens", " s") if fact.metric == "s_per_1k" else ("e2e", " ms")
     ratio, lower, limit = fact.ratio, fact.lower_ratio, fact.threshold_ratio
     bound = f", at least {lower:.2f}× within the noise" if lower is not None else ""
+    upper = fact.upper_ratio
+    if fact.outcome == "undecided" and ratio is not None and ratio < limit and upper is not None:
+        # below the limit, but the yardstick's noise reaches it: show how far
+        low = f"{lower:.2f}× to " if lower is not None else "up to "
+        bound = f", {low}{upper:.2f}× within the noise of both tails"
     shown = ratio is not None and fact.outcome != "held"
     times = _times(ratio, lower) if shown and ratio is not None else fmt(ratio)
     if fact.outcome == "departed":

@@ -45,7 +45,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.realengine]
 LEVELS = "1,2,4,8,16,32"
 SLOTS = 8  # the server: --parallel 8
 LEAST_SERVED = 6  # the lowest answer that still uses what the 8 slots serve (see the knee test)
-OUTPUT_TOKENS = 64
+#: 32-token answers: each request is half a 64-token one's work, and every stage of the sweep is
+#: held to a count of requests, so the sweep takes about half the time (on 2 shared cores it was
+#: the suite's longest test); the slots, the queue past them and the counters show the same
+OUTPUT_TOKENS = 32
 INPUT_TOKENS = 64
 RELEASE_LINE = re.compile(r"slot\s+release:")
 # A guard against a hung run, not a speed target (about 2 min alone; a busy box is much slower)
@@ -182,10 +185,20 @@ def test_sweep_finds_the_slot_knee_from_the_servers_queue(sweep: Sweep) -> None:
     # spread, and the knee rests on the server's own queue counts alone (a busy machine's baseline
     # can reach P95 2.8 s at P50 1.0 s; P95 at 16 users then reads 2.58×, at least 1.9× within
     # the noise).
+    # The yardstick itself can be inflated: on a fresh machine beside the suite, the 1-user
+    # level read P95 11.7 s at P50 2.4 s, and 16 users' 11.6 s was then 0.99× it. The product
+    # must not call that tail held: its interval (the stage's high end over the yardstick's low
+    # end) reaches 2×, so it says it cannot tell; below 2× at the point it never says more.
     for stage in (s for s in result["stages"] if s["target_users"] >= 16):
         said = " ".join(stage["reasons"])
         tail = next(g for g in stage["signals"] if g["name"] == "tail_departure")
-        assert tail["value"] >= 2.0, (stage["target_users"], tail["text"])
+        outcome = tail["fact"]["outcome"]
+        assert outcome in ("departed", "undecided"), (stage["target_users"], tail["text"])
+        if outcome == "departed":
+            assert tail["value"] >= 2.0, (stage["target_users"], tail["text"])
+        else:  # cannot tell: the interval spans 2×, wherever the point figure sits
+            upper = tail["fact"]["upper_ratio"]
+            assert tail["value"] >= 2.0 or (upper is not None and upper >= 2.0), tail["text"]
         told = any(f"{verdict} the tail has departed" in said for verdict in (":", "whether"))
         assert "P95" in said and told, (stage["target_users"], said)
     # what these 8 slots on 2 cores can serve at once: at most 8 (past them requests wait in
@@ -236,7 +249,8 @@ def test_each_stage_matches_the_servers_token_counter(sweep: Sweep) -> None:
     # and the record table's tok/s against the counter's rate for the grid's stages. The table
     # counts each request's share generated inside the window; the counter counts a request only
     # when it ends, so the requests still running at the window's end separate the two by up to
-    # users × 64 tokens / window (a 4-user stage's 7.5 s window: 34 tok/s, 12 % of its rate):
+    # users × OUTPUT_TOKENS / window (with 64-token answers, a 4-user stage's 7.5 s window: 34
+    # tok/s, 12 % of its rate):
     # within 10 % beyond that bound (the exact token check above covers the accounting itself)
     for c in (c for c in counts if c.kind == "step"):
         in_flight = c.users * OUTPUT_TOKENS / c.aligned_s

@@ -158,3 +158,29 @@ def test_every_fact_names_a_rule_of_the_method_and_reads_back_from_its_json():
         assert rule is None or rule in rules.RULES, cls
     fact = facts.TailFact("tail", "p95", "e2e", 1.0, 2.0, "baseline", 0.5, None, 2.0, "held")
     assert facts.fact_from_dict(dataclasses.asdict(fact)) == fact
+
+
+@pytest.mark.parametrize(
+    ("tail", "low", "high", "base_low", "outcome", "upper"),
+    [
+        # past the limit even at the interval's low end: departed
+        (600.0, 540.0, 660.0, 180.0, "departed", 660 / 180),
+        # past the limit at the point, not at the low end: undecided (as before)
+        (420.0, 300.0, 500.0, 190.0, "undecided", 500 / 190),
+        # below the limit, both tails tight: held
+        (300.0, 280.0, 320.0, 190.0, "held", 320 / 190),
+        # below the limit at the point, but the yardstick's own low end (an inflated 1-user
+        # tail on a busy machine) puts the high end past it: undecided, never "held"
+        (198.0, 150.0, 240.0, 60.0, "undecided", 240 / 60),
+        # without the yardstick's interval, the point figure and the stage's own interval decide
+        (198.0, 150.0, 240.0, None, "held", None),
+    ],
+)  # fmt: skip
+def test_the_tail_is_held_only_when_its_whole_interval_is_below_the_limit(
+    tail, low, high, base_low, outcome, upper
+):
+    row = {**ROW, "e2e_p95_ms": tail, "e2e_p95_low_ms": low, "e2e_p95_high_ms": high}
+    departed, _ = tail_signals(row, _ctx(base_tail_low_ms=base_low))
+    assert departed.fact.outcome == outcome
+    assert departed.fact.upper_ratio == (None if upper is None else pytest.approx(upper))
+    assert departed.fired is (outcome == "departed")
