@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,6 +52,20 @@ CASES: dict[str, tuple[dict, list[str]]] = {
         ["--slo", "e2e_p95_ms=300"],
     ),
 }
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A run folder whose path has the same length on every machine and under any pytest
+    ``--basetemp``: the screen wraps the report's path before it is written as ``<RUN>``, so a
+    longer temp path moved a line break and failed the comparison (``/tmp/lk-golden-`` and
+    mkdtemp's 8 random characters)."""
+    base = "/tmp" if os.path.isdir("/tmp") else None
+    folder = Path(tempfile.mkdtemp(prefix="lk-golden-", dir=base))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _analyze(tmp_path: Path, case: str, explain: bool, capsys: pytest.CaptureFixture) -> str:
