@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
     from analysis.advice.facts import AdviceFact, DeployFact, WithheldFact
+    from analysis.diagnosis.facts import DiagnosisFact
     from analysis.diagnosis.failure_mix import FailureMix
     from analysis.knee.facts import (
         ClientBoundFact,
@@ -180,8 +181,11 @@ class StageVerdict:
     signals: tuple[Signal, ...]
     trusted: bool = True  # False when the load generator was the limit (client-bound)
     bottleneck: Bottleneck = "none"
-    bottleneck_reason: str = ""
-    failures: str = ""  # the failures named: "22 % HTTP 503 (150); 3 % timeouts (20)"
+    #: what the bottleneck's rule saw (analysis.diagnosis.facts; its words:
+    #: analysis.report.diagnosis_words); "": not diagnosed; another str: words read back
+    bottleneck_reason: DiagnosisFact | str = ""
+    #: the stage's failures by kind ("": none; a str: words read back from knee.json)
+    failures: FailureMix | str = ""
     noisy: bool = False  # throughput interval too wide (or the window too short) to judge
 
 

@@ -38,6 +38,7 @@ from analysis.model import (
 from analysis.numeric import counted, is_missing
 from analysis.report.advice_words import deploy_text, reason_text, withheld_text
 from analysis.report.colours import VERDICT_COLOURS
+from analysis.report.diagnosis_words import bottleneck_text
 from analysis.report.knee_summary import summary_words
 from analysis.report.knee_words import signal_text
 from analysis.report.stage_reasons import reasons_text
@@ -147,7 +148,8 @@ def _why_row(row: Mapping[Any, Any], verdict: StageVerdict | None, span: int) ->
     folded: a column of sentences squeezed the table and made every row a screen tall."""
     reasons = [] if verdict is None else list(reasons_text(verdict))
     if verdict is not None and verdict.bottleneck != "none":
-        why = f": {verdict.bottleneck_reason}" if verdict.bottleneck_reason else ""
+        reason = bottleneck_text(verdict.bottleneck_reason)
+        why = f": {reason}" if reason else ""
         reasons.append(f"bottleneck {verdict.bottleneck}{why}")
     breaks = row.get("slo_breaks")
     if isinstance(breaks, str) and breaks:
@@ -306,7 +308,11 @@ def _diagnosis(knee: KneeResult | None) -> str:
     if knee is None:
         return ""
     rows = [
-        (str(sv.target_users), esc(sv.bottleneck), esc(sv.bottleneck_reason or "none"))
+        (
+            str(sv.target_users),
+            esc(sv.bottleneck),
+            esc(bottleneck_text(sv.bottleneck_reason) or "none"),
+        )
         for sv in knee.stages
     ]
     return _table(("users", "likely bottleneck", "why"), rows, numeric=(0,))

@@ -24,6 +24,7 @@ Layout (``schema`` 2)::
 Schema 1 is the same without the signals' ``fact``; it is still read (its signals keep their
 words). A stage's ``reasons`` and the knee's ``summary``, ``confidence`` and ``capacity_text`` are
 records in memory (:data:`analysis.model.Reason`, the summary, confidence and fit facts), and so
+are a stage's ``bottleneck_reason`` and ``failures`` (:mod:`analysis.diagnosis.facts`), and so
 are the deploy answer's ``text``, each recommendation's ``reason`` and each ``withheld`` note
 (:mod:`analysis.advice.facts`); the file keeps them in words, written here by the report layer,
 and reads them back as those words.
@@ -53,6 +54,7 @@ from analysis.model import (
     Standing,
 )
 from analysis.report.advice_words import deploy_text, reason_text, withheld_text
+from analysis.report.diagnosis_words import bottleneck_text, failures_text
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
 from analysis.report.knee_words import signal_text
 from analysis.report.stage_reasons import reasons_text
@@ -107,10 +109,14 @@ def jsonable(value: Any) -> Any:
 
 
 def _words(value: Any) -> dict[str, Any]:
-    """The fields knee.json writes in words (schema 1 and 2 alike): a stage's reasons, the
-    knee's summary, confidence and fit."""
+    """The fields knee.json writes in words (schema 1 and 2 alike): a stage's reasons,
+    bottleneck reason and failures, the knee's summary, confidence and fit."""
     if isinstance(value, StageVerdict):
-        return {"reasons": list(reasons_text(value))}
+        return {
+            "reasons": list(reasons_text(value)),
+            "bottleneck_reason": bottleneck_text(value.bottleneck_reason),
+            "failures": failures_text(value.failures),
+        }
     if isinstance(value, KneeResult):
         return {
             "summary": summary_words(value),

@@ -46,6 +46,7 @@ from analysis.report.advice_words import (
     deploy_text,
     withheld_text,
 )
+from analysis.report.diagnosis_words import bottleneck_text, failures_text
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
 from analysis.report.refusal_text import refusal_line
 from analysis.report.stage_reasons import reasons_text
@@ -312,10 +313,13 @@ def _stage_lines(sv: StageVerdict, width: int) -> list[str]:
     for reason in reasons_text(sv):
         lines += wrapped(reason, first="    - ", rest="      ", width=width)
     if sv.bottleneck != "none":
-        why = f": {sv.bottleneck_reason}" if sv.bottleneck_reason else ""
+        reason = bottleneck_text(sv.bottleneck_reason)
+        why = f": {reason}" if reason else ""
         lines += wrapped(f"{sv.bottleneck}{why}", first="    bottleneck: ", rest="      ")
     if sv.failures:
-        lines += wrapped(sv.failures, first="    failures: ", rest="      ", width=width)
+        lines += wrapped(
+            failures_text(sv.failures), first="    failures: ", rest="      ", width=width
+        )
     return lines
 
 

@@ -26,6 +26,7 @@ import pandas as pd
 
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
 from analysis.numeric import NA, fmt_int, fmt_magnitude, fmt_pct, is_missing
+from analysis.report.diagnosis_words import bottleneck_text, failures_text
 from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import SloResult
 
@@ -158,8 +159,8 @@ def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
         "verdict": (label if verdict.trusted else label + "*") + ("?" if verdict.noisy else ""),
         "trusted": verdict.trusted,
         "bottleneck": verdict.bottleneck if verdict.bottleneck != "none" else "",
-        "bottleneck_reason": verdict.bottleneck_reason,
-        "failures": verdict.failures,
+        "bottleneck_reason": bottleneck_text(verdict.bottleneck_reason),
+        "failures": failures_text(verdict.failures),
         "reasons": "; ".join(reasons_text(verdict)),
     }
 

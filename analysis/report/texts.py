@@ -14,6 +14,7 @@ from analysis.model import Recommendations
 from analysis.numeric import counted
 from analysis.pipeline import Analysis
 from analysis.report.advice_words import reason_text, withheld_text
+from analysis.report.diagnosis_words import all_failed_text, small_stage_text
 from analysis.slo.evaluate import SloResult
 
 
@@ -32,8 +33,8 @@ def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
     ):
         if frame.empty:
             warnings.append(f"no {name} samples: the memory / KV-cache signals could not be used")
-    warnings += small_stage_warnings(analysis.summary)
-    warnings += all_failed_warnings(analysis.run.requests)
+    warnings += [small_stage_text(f) for f in small_stage_warnings(analysis.summary)]
+    warnings += [all_failed_text(f) for f in all_failed_warnings(analysis.run.requests)]
     if analysis.rate_knee is not None:
         warnings.append(
             "open-loop rate stages: each ran one dispatcher per process, so the concurrency "
