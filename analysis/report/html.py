@@ -41,6 +41,7 @@ from analysis.report.colours import VERDICT_COLOURS
 from analysis.report.diagnosis_words import bottleneck_text
 from analysis.report.knee_summary import summary_words
 from analysis.report.knee_words import signal_text
+from analysis.report.slo_words import breaks_text, limits_text, summary_text
 from analysis.report.stage_reasons import reasons_text
 from analysis.report.table import fmt_magnitude, fmt_text, record_columns
 from analysis.slo.evaluate import SloResult
@@ -254,7 +255,7 @@ def _slo_section(slo: SloResult | None) -> str:
             fmt_magnitude(s.good_pct),
             fmt_magnitude(s.goodput_rps),
             fmt_magnitude(s.good_output_tok_s),
-            esc("; ".join(s.breaks) or "-"),
+            esc("; ".join(breaks_text(s.breaks)) or "-"),
         )
         for s in slo.stages
     ]
@@ -264,9 +265,10 @@ def _slo_section(slo: SloResult | None) -> str:
         numeric=(0, 2, 3, 4),
     )
     return (
-        f"<h2>SLO capacity and goodput</h2><p>Limits used: <b>{esc(slo.limits)}</b></p>"
+        "<h2>SLO capacity and goodput</h2>"
+        f"<p>Limits used: <b>{esc(limits_text(slo.params))}</b></p>"
         f"<ul>{sources}</ul>"
-        f'<div class="cards">{html_cards}</div><p>{esc(slo.summary)}</p>{table}'
+        f'<div class="cards">{html_cards}</div><p>{esc(summary_text(slo))}</p>{table}'
     )
 
 

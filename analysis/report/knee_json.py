@@ -15,7 +15,9 @@ Layout (``schema`` 2)::
                          "deploy": DeployAnswer | null, "provisional": ""} | null,
      "summary": [{column: value, ...}, ...],   # one object per stage, SUMMARY_COLUMNS order
      "slo": SloResult,                         # only when SLOs were given (limits, stages,
-                                               # capacity, binding); read back as a plain dict
+                                               # capacity, binding; in words by
+                                               # report.slo_words.slo_json); read back as a
+                                               # plain dict
      "prefix_cache": {...}, "conversations": {...}, "classes": {...},
                                                # only where they apply (analysis.report.workload)
      "standing": Standing}                     # only when the answer is partial or "cannot
@@ -57,6 +59,7 @@ from analysis.report.advice_words import deploy_text, reason_text, withheld_text
 from analysis.report.diagnosis_words import bottleneck_text, failures_text
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
 from analysis.report.knee_words import signal_text
+from analysis.report.slo_words import slo_json
 from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import SloResult
 
@@ -156,7 +159,7 @@ def to_json(
         "summary": summary_records(summary),
     }
     if slo is not None:
-        document["slo"] = jsonable(slo)
+        document["slo"] = jsonable(slo_json(slo))
     if rate_knee is not None:  # open-loop rate stages: the rate knee and max requests/s
         document["rate_knee"] = jsonable(rate_knee)
         document["rate_stages"] = [] if rate_stages is None else summary_records(rate_stages)

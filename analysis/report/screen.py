@@ -49,6 +49,7 @@ from analysis.report.advice_words import (
 from analysis.report.diagnosis_words import bottleneck_text, failures_text
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
 from analysis.report.refusal_text import refusal_line
+from analysis.report.slo_words import breaks_text, limits_text
 from analysis.report.stage_reasons import reasons_text
 from analysis.report.standing import cannot_tell_text, unjudged_text
 from analysis.report.table import (
@@ -166,7 +167,9 @@ def why_line(analysis: Analysis, *, width: int = WIDTH) -> str:
         )
         if broken is not None and broken.breaks:
             return _fit(
-                f"why: at {counted(broken.target_users, 'user')} ", list(broken.breaks), width
+                f"why: at {counted(broken.target_users, 'user')} ",
+                breaks_text(broken.breaks),
+                width,
             )
     stage = binding_stage(knee, deploy.bound)
     phrases = [] if stage is None else _phrases(stage, knee)
@@ -258,7 +261,7 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
         interval.append(f"max_concurrency {knee.max_concurrency}{sure}")
     if slo is not None:
         cap = "none" if slo.capacity is None else counted(slo.capacity, "user")
-        interval.append(f"SLO capacity {cap} ({slo.limits}), {slo.binding}-bound")
+        interval.append(f"SLO capacity {cap} ({limits_text(slo.params)}), {slo.binding}-bound")
     if interval:
         lines += wrapped("; ".join(interval), width=width)
     refused = refusal_line(analysis)

@@ -27,6 +27,7 @@ import pandas as pd
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
 from analysis.numeric import NA, fmt_int, fmt_magnitude, fmt_pct, is_missing
 from analysis.report.diagnosis_words import bottleneck_text, failures_text
+from analysis.report.slo_words import breaks_text
 from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import SloResult
 
@@ -197,7 +198,7 @@ def record_frame(
             values = [None if s is None else getattr(s, name) for s in found]
             frame[name] = pd.Series(values, dtype="float64")
         frame["slo_breaks"] = pd.Series(
-            [None if s is None else "; ".join(s.breaks) for s in found], dtype=object
+            [None if s is None else "; ".join(breaks_text(s.breaks)) for s in found], dtype=object
         )
     if rates is not None and len(rates):  # open-loop rate stages: their columns by stage
         frame = frame.merge(rates, on="stage", how="left")

@@ -15,6 +15,7 @@ from analysis.numeric import counted
 from analysis.pipeline import Analysis
 from analysis.report.advice_words import reason_text, withheld_text
 from analysis.report.diagnosis_words import all_failed_text, small_stage_text
+from analysis.report.slo_words import breaks_text, limits_text, summary_text
 from analysis.slo.evaluate import SloResult
 
 
@@ -64,14 +65,14 @@ def _streams_stamped_when_read(run_info: dict) -> str | None:
 
 def slo_text(slo: SloResult) -> str:
     """The SLO answer beside the knee: limits used, capacity, what binds, goodput per stage."""
-    lines = [f"SLO: {slo.limits}"]
+    lines = [f"SLO: {limits_text(slo.params)}"]
     lines += [f"  preset {source}" for source in slo.sources]
-    lines.append(slo.summary)
+    lines.append(summary_text(slo))
     for stage in slo.stages:
         good = "" if stage.good_pct is None else f", {stage.good_pct:.1f} % good"
         if stage.goodput_rps is not None:
             good += f", goodput {stage.goodput_rps:.3g} req/s"
-        state = "met" if stage.met else "broken: " + "; ".join(stage.breaks)
+        state = "met" if stage.met else "broken: " + "; ".join(breaks_text(stage.breaks))
         lines.append(f"  {counted(stage.target_users, 'user'):>10}: {state}{good}")
     return "\n".join(lines)
 

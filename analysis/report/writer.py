@@ -34,6 +34,7 @@ from analysis.report.paths import (  # noqa: F401 (report_paths: its old import 
     report_dir,
     report_paths,
 )
+from analysis.report.slo_words import classes_text
 from analysis.report.table import format_csv, format_markdown, record_frame
 from analysis.report.texts import (  # noqa: F401 (collect_warnings: its old import path)
     collect_warnings,
@@ -59,7 +60,7 @@ def record_markdown(analysis: Analysis) -> str:
     by_turn = turn_lines(analysis.run.requests, planned_turns(analysis.run.run_info))
     slo += "\n".join(by_turn) + "\n\n" if by_turn else ""
     classes = analyze_classes(analysis.run, analysis.knee)
-    slo += classes.text.replace("\n", "  \n") + "\n\n" if classes else ""
+    slo += classes_text(classes).replace("\n", "  \n") + "\n\n" if classes else ""
     return (
         f"# Record table — {analysis.run_id}\n\n{summary_words(analysis.knee)}\n\n{slo}"
         + format_markdown(record)

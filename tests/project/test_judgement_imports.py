@@ -3,9 +3,9 @@
 :mod:`analysis.knee` returns facts (signals, stage reasons, the summary, the fit, the confidence)
 and :mod:`analysis.advice` returns facts (the deploy answer, each setting's reason, each setting
 withheld), and so do :mod:`analysis.diagnosis` (each bottleneck rule's reading, a stage's
-failures) and the stages and SLO packages; :mod:`analysis.report` words them. An import the other way, even one inside a
-function, would let a sentence back into the judgement, so every import statement of those
-packages is read.
+failures) and the stages and SLO packages; :mod:`analysis.report` words them. An import the
+other way, even one inside a function, would let a sentence back into the judgement, so every
+import statement of those packages is read.
 """
 
 from __future__ import annotations
