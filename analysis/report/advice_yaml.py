@@ -11,6 +11,7 @@ import textwrap
 from analysis.model import Recommendations
 from analysis.report import yaml_text
 from analysis.report.advice_words import reason_text, withheld_text
+from analysis.report.stage_words import provisional_text
 
 
 def to_yaml(recs: Recommendations) -> str:
@@ -30,7 +31,8 @@ def to_yaml(recs: Recommendations) -> str:
     out = ["# loadknee recommendations: each value follows its reason"]
     if recs.provisional:
         out += [
-            f"# PROVISIONAL: {t}" for t in textwrap.wrap(yaml_text.comment(recs.provisional), 90)
+            f"# PROVISIONAL: {t}"
+            for t in textwrap.wrap(yaml_text.comment(provisional_text(recs.provisional)), 90)
         ]
     for section, lines in sections.items():
         if lines:

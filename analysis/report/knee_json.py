@@ -61,6 +61,7 @@ from analysis.report.knee_summary import confidence_words, fit_words, summary_wo
 from analysis.report.knee_words import signal_text
 from analysis.report.slo_words import slo_json
 from analysis.report.stage_reasons import reasons_text
+from analysis.report.stage_words import baseline_note_text, provisional_text
 from analysis.slo.evaluate import SloResult
 
 SCHEMA = 2
@@ -90,7 +91,7 @@ def jsonable(value: Any) -> Any:
             "server_flags": list(value.server_flags),
             "withheld": [withheld_text(note) for note in value.withheld],
             "deploy": jsonable(value.deploy),
-            "provisional": value.provisional,
+            "provisional": provisional_text(value.provisional),
         }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         words = _words(value)  # what the file keeps in words, written now from the facts
@@ -120,6 +121,8 @@ def _words(value: Any) -> dict[str, Any]:
             "bottleneck_reason": bottleneck_text(value.bottleneck_reason),
             "failures": failures_text(value.failures),
         }
+    if isinstance(value, Baseline):
+        return {"warnings": [baseline_note_text(w) for w in value.warnings]}
     if isinstance(value, KneeResult):
         return {
             "summary": summary_words(value),

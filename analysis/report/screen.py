@@ -51,6 +51,7 @@ from analysis.report.knee_summary import confidence_words, fit_words, summary_wo
 from analysis.report.refusal_text import refusal_line
 from analysis.report.slo_words import breaks_text, limits_text
 from analysis.report.stage_reasons import reasons_text
+from analysis.report.stage_words import provisional_text
 from analysis.report.standing import cannot_tell_text, unjudged_text
 from analysis.report.table import (
     fit_columns,
@@ -225,7 +226,9 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
     if standing.cannot_tell:  # no DEPLOY line: the reason and what to do instead
         lines += wrapped(uncited(cannot_tell_text(standing, knee)), width=width)
         if recs.provisional:
-            lines += wrapped(uncited(recs.provisional), first="cut short: ", width=width)
+            lines += wrapped(
+                uncited(provisional_text(recs.provisional)), first="cut short: ", width=width
+            )
         return lines
     if deploy is None:
         lines.append("DEPLOY: nothing: no stage could be judged")
@@ -270,7 +273,9 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
     lines.append(why_line(analysis, width=width))
     lines += fix_lines(analysis, width=width)
     if recs.provisional:
-        lines += wrapped(uncited(recs.provisional), first="cut short: ", width=width)
+        lines += wrapped(
+            uncited(provisional_text(recs.provisional)), first="cut short: ", width=width
+        )
     if standing.kind == "partial":
         lines += wrapped(uncited(unjudged_text(standing)), first="partial: ", width=width)
     return lines

@@ -16,12 +16,14 @@ from analysis.pipeline import Analysis
 from analysis.report.advice_words import reason_text, withheld_text
 from analysis.report.diagnosis_words import all_failed_text, small_stage_text
 from analysis.report.slo_words import breaks_text, limits_text, summary_text
+from analysis.report.stage_words import baseline_note_text, provisional_text
 from analysis.slo.evaluate import SloResult
 
 
 def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
     """What a reader must know before trusting the numbers: baseline, load notes, client-bound."""
-    warnings = list(analysis.baseline.warnings) + list(analysis.run.notes)
+    warnings = [baseline_note_text(w) for w in analysis.baseline.warnings]
+    warnings += list(analysis.run.notes)
     untrusted = [v.target_users for v in analysis.knee.stages if not v.trusted]
     if untrusted:
         warnings.append(
@@ -94,7 +96,7 @@ def recommendations_text(recs: Recommendations) -> str:
         if item.key != "deploy_concurrency"  # printed first, on its own (the DEPLOY line)
     ]
     if recs.provisional:
-        lines.insert(0, f"  PROVISIONAL: {recs.provisional}")
+        lines.insert(0, f"  PROVISIONAL: {provisional_text(recs.provisional)}")
     flags = [item for item in recs.items if item.key.startswith("vllm.")]
     if flags:
         lines.append("  server flags (each from the evidence after #):")

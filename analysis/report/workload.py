@@ -28,13 +28,10 @@ from analysis.report.html import _table, esc
 from analysis.report.knee_json import jsonable
 from analysis.report.slo_words import breaks_text, classes_text, limits_text
 from analysis.report.table import fmt_magnitude
+from analysis.report.workload_words import report_note
 from analysis.slo.classes import ClassResult, analyze_classes
 from analysis.stages.conversations import by_turn, conversation_counts, planned_turns
-from analysis.stages.prefix_cache import (
-    PREFIX_CACHE_COLUMNS,
-    hit_miss_ttft,
-    report_note,
-)
+from analysis.stages.prefix_cache import PREFIX_CACHE_COLUMNS, hit_miss_ttft
 
 if TYPE_CHECKING:
     from analysis.pipeline import Analysis

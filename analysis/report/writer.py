@@ -42,9 +42,9 @@ from analysis.report.texts import (  # noqa: F401 (collect_warnings: its old imp
     slo_text,
 )
 from analysis.report.workload import workload_html, workload_sections
+from analysis.report.workload_words import hit_miss_line, report_note, turn_lines
 from analysis.slo.classes import analyze_classes
-from analysis.stages.conversations import planned_turns, turn_lines
-from analysis.stages.prefix_cache import hit_miss_line, report_note
+from analysis.stages.conversations import planned_turns
 
 
 def record_markdown(analysis: Analysis) -> str:
