@@ -59,10 +59,12 @@ from analysis.report.advice_words import deploy_text, reason_text, withheld_text
 from analysis.report.diagnosis_words import bottleneck_text, failures_text
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
 from analysis.report.knee_words import signal_text
+from analysis.report.rate_words import rate_knee_json, rate_records
 from analysis.report.slo_words import slo_json
 from analysis.report.stage_reasons import reasons_text
 from analysis.report.stage_words import baseline_note_text, provisional_text
 from analysis.slo.evaluate import SloResult
+from analysis.stages.rate_stages import RateKnee
 
 SCHEMA = 2
 #: the schemas :func:`from_json` reads
@@ -145,7 +147,7 @@ def to_json(
     run_id: str = "",
     slo: SloResult | None = None,
     rate_stages: pd.DataFrame | None = None,
-    rate_knee: Any = None,
+    rate_knee: RateKnee | None = None,
     workload: Mapping[str, Any] | None = None,
     standing: Standing | None = None,
 ) -> str:
@@ -164,8 +166,9 @@ def to_json(
     if slo is not None:
         document["slo"] = jsonable(slo_json(slo))
     if rate_knee is not None:  # open-loop rate stages: the rate knee and max requests/s
-        document["rate_knee"] = jsonable(rate_knee)
-        document["rate_stages"] = [] if rate_stages is None else summary_records(rate_stages)
+        document["rate_knee"] = jsonable(rate_knee_json(rate_knee))
+        stages = [] if rate_stages is None else summary_records(rate_records(rate_stages))
+        document["rate_stages"] = stages
     if standing is not None and standing.kind != "answer":  # partial, or cannot tell
         document["standing"] = jsonable(standing)
     document.update(workload or {})

@@ -48,6 +48,7 @@ from analysis.report.advice_words import (
 )
 from analysis.report.diagnosis_words import bottleneck_text, failures_text
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
+from analysis.report.rate_words import rate_knee_text
 from analysis.report.refusal_text import refusal_line
 from analysis.report.slo_words import breaks_text, limits_text
 from analysis.report.stage_reasons import reasons_text
@@ -211,7 +212,7 @@ def rate_answer_lines(rate_knee: RateKnee, *, width: int = WIDTH) -> list[str]:
     )
     return [
         head,
-        *wrapped(rate_knee.text, first="why: ", width=width),
+        *wrapped(rate_knee_text(rate_knee), first="why: ", width=width),
         "fix: open-loop stages judge the rate; the concurrency verdicts are in --explain",
     ]
 

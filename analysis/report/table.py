@@ -27,6 +27,7 @@ import pandas as pd
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
 from analysis.numeric import NA, fmt_int, fmt_magnitude, fmt_pct, is_missing
 from analysis.report.diagnosis_words import bottleneck_text, failures_text
+from analysis.report.rate_words import rate_records
 from analysis.report.slo_words import breaks_text
 from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import SloResult
@@ -201,7 +202,7 @@ def record_frame(
             [None if s is None else "; ".join(breaks_text(s.breaks)) for s in found], dtype=object
         )
     if rates is not None and len(rates):  # open-loop rate stages: their columns by stage
-        frame = frame.merge(rates, on="stage", how="left")
+        frame = frame.merge(rate_records(rates), on="stage", how="left")
     return frame
 
 

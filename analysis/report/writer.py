@@ -34,6 +34,7 @@ from analysis.report.paths import (  # noqa: F401 (report_paths: its old import 
     report_dir,
     report_paths,
 )
+from analysis.report.rate_words import rate_knee_text
 from analysis.report.slo_words import classes_text
 from analysis.report.table import format_csv, format_markdown, record_frame
 from analysis.report.texts import (  # noqa: F401 (collect_warnings: its old import path)
@@ -51,7 +52,7 @@ def record_markdown(analysis: Analysis) -> str:
     record = record_frame(analysis.summary, analysis.knee, analysis.slo, analysis.rate_stages)
     slo = "" if analysis.slo is None else slo_text(analysis.slo).replace("\n", "  \n") + "\n\n"
     if analysis.rate_knee is not None:
-        slo += analysis.rate_knee.text + "\n\n"
+        slo += rate_knee_text(analysis.rate_knee) + "\n\n"
     cache = report_note(analysis.run.server_metrics, analysis.run.run_info)
     slo += f"{cache}\n\n" if cache else ""
     users = dict(zip(analysis.summary["stage"], analysis.summary["target_users"], strict=True))
