@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
     from analysis.advice.facts import AdviceFact, DeployFact, WithheldFact
+    from analysis.diagnosis.facts import DiagnosisFact
     from analysis.diagnosis.failure_mix import FailureMix
     from analysis.knee.facts import (
         ClientBoundFact,
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
         SignalFact,
     )
     from analysis.knee.fit import KneeFit
+    from analysis.stages.baseline import BaselineNote
     from analysis.stages.data_check import RowsFact
+    from analysis.stages.run_cut import RunCut
 
 
 Verdict = Literal["comfortable", "critical", "knee", "red_line", "insufficient_data"]
@@ -145,7 +148,9 @@ class Baseline:
     s_per_1k_completion_p50: float | None
     s_per_1k_completion_p95: float | None
     output_tok_s: float | None  # single-user throughput, the yardstick of marginal gain
-    warnings: tuple[str, ...] = ()  # e.g. P95 far above the median: external interference
+    #: e.g. P95 far above the median: external interference (words: report.stage_words; a str
+    #: is words read back from knee.json)
+    warnings: tuple[BaselineNote | str, ...] = ()
     e2e_p99_ms: float | None = None  # the P99 tail, for --knee-tail p99
     stage: int | None = None  # the stage the baseline was taken from
     target_users: int | None = None  # its concurrency (1 for a real baseline)
@@ -180,8 +185,11 @@ class StageVerdict:
     signals: tuple[Signal, ...]
     trusted: bool = True  # False when the load generator was the limit (client-bound)
     bottleneck: Bottleneck = "none"
-    bottleneck_reason: str = ""
-    failures: str = ""  # the failures named: "22 % HTTP 503 (150); 3 % timeouts (20)"
+    #: what the bottleneck's rule saw (analysis.diagnosis.facts; its words:
+    #: analysis.report.diagnosis_words); "": not diagnosed; another str: words read back
+    bottleneck_reason: DiagnosisFact | str = ""
+    #: the stage's failures by kind ("": none; a str: words read back from knee.json)
+    failures: FailureMix | str = ""
     noisy: bool = False  # throughput interval too wide (or the window too short) to judge
 
 
@@ -313,7 +321,9 @@ class Recommendations:
     #: settings not given, each with why and what to do instead (words: advice_words)
     withheld: tuple[WithheldFact | str, ...] = ()
     deploy: DeployAnswer | None = None  # the one answer, printed first
-    provisional: str = ""  # why these settings cannot be trusted yet (a cut run); "" when final
+    #: why these settings cannot be trusted yet: the run's cut ("" when final; a str: words read
+    #: back from knee.json); its words: analysis.report.stage_words.provisional_text
+    provisional: RunCut | str = ""
 
     def get(self, key: str) -> Any:
         for item in self.items:

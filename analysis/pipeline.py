@@ -218,7 +218,7 @@ def analyze_run(
     )
     cut = run_cut(run.run_info, run.stages)
     if cut is not None:
-        recs = replace(recs, provisional=cut.text)
+        recs = replace(recs, provisional=cut)
     standing = answer_standing(knee, recs.deploy, coverage)
     if standing.cannot_tell:  # nothing is recommended from an answer that is not one
         recs = Recommendations(items=(), server_flags=(), provisional=recs.provisional)

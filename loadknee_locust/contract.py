@@ -189,15 +189,29 @@ def failure_causes(rows: Iterable[Mapping[str, object]]) -> Counter[str]:
     )
 
 
-def all_failed_summary(rows: Iterable[Mapping[str, object]], *, top: int = 3) -> str | None:
-    """``"all N requests failed (n × cause, ...)"`` when the rows hold requests and none was
-    served; None otherwise. A request our own stop cancelled says nothing of the target: it is
-    neither a request here nor a failure."""
+def all_failed(
+    rows: Iterable[Mapping[str, object]], *, top: int = 3
+) -> tuple[int, list[tuple[str, int]]] | None:
+    """How many requests failed and their ``top`` causes counted, when the rows hold requests
+    and none was served; None otherwise. A request our own stop cancelled says nothing of the
+    target: it is neither a request here nor a failure."""
     judged = [r for r in rows if r.get("outcome") not in NOT_JUDGED_OUTCOMES]
     if not judged or any(r.get("outcome") in SUCCESS_OUTCOMES for r in judged):
         return None
-    causes = ", ".join(f"{n} × {cause}" for cause, n in failure_causes(judged).most_common(top))
-    return f"all {len(judged)} requests failed ({causes})"
+    return len(judged), failure_causes(judged).most_common(top)
+
+
+def all_failed_words(requests: int, causes: Iterable[tuple[str, int]]) -> str:
+    """``"all N requests failed (n × cause, ...)"``: the words ``loadknee run`` and the
+    analysis both say."""
+    counted = ", ".join(f"{n} × {cause}" for cause, n in causes)
+    return f"all {requests} requests failed ({counted})"
+
+
+def all_failed_summary(rows: Iterable[Mapping[str, object]], *, top: int = 3) -> str | None:
+    """:func:`all_failed` in words; None when some request was served or none was made."""
+    failed = all_failed(rows, top=top)
+    return None if failed is None else all_failed_words(*failed)
 
 
 UsageSource = Literal["server", "estimate", "none"]

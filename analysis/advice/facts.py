@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 if TYPE_CHECKING:
     from analysis.model import DeployBound, Reason, Signal
+    from analysis.slo.facts import CapacityDoubt
+    from analysis.slo.targets import SloParams
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ class DeployFact:
     batch_users: int | None = None  # offline batch's figure (soft knee: the stage before it)
     tail_note: Signal | None = None  # the answer's own stage's tail, already departed
     top_users: int | None = None  # the highest judged stage
-    slo_limits: str = ""  # the SLOs as the user gave them (analysis.slo.evaluate.SloResult)
+    slo_limits: SloParams | None = None  # the SLO targets (analysis.slo.evaluate.SloResult)
     rule: str = "deploy"
 
 
@@ -207,9 +209,9 @@ class SloAdviceFact:
     (``per_replica`` from the SLO capacity or the watermark × ``efficiency``))."""
 
     kind: Literal["slo_capacity", "binding", "interactive", "replicas"]
-    slo_limits: str = ""  # the SLOs as the user gave them (analysis.slo.evaluate.SloResult)
+    slo_limits: SloParams | None = None  # the SLO targets (analysis.slo.evaluate.SloResult)
     capacity: int | None = None
-    doubt: str = ""  # the SLO step's doubt about the capacity, in its words ("": none)
+    doubt: CapacityDoubt | None = None  # the SLO step's doubt about the capacity (None: none)
     binding: str = ""
     max_concurrency: int | None = None
     target: int | None = None

@@ -35,6 +35,7 @@ from analysis.cluster.stages import StageGauges, anchors, stage_gauges
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.numeric import counted
 from analysis.pipeline import Analysis
+from analysis.report.stage_words import provisional_text
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,6 @@ def rules_yaml(analysis: Analysis, params: AlertParams | None = None) -> str:
     if basis != "production_watermark":
         header.append(f"Watermark: {basis}.")
     if analysis.recommendations.provisional:
-        header.append("PROVISIONAL: " + analysis.recommendations.provisional)
+        header.append("PROVISIONAL: " + provisional_text(analysis.recommendations.provisional))
     doc = {"groups": [{"name": f"loadknee-{analysis.run_id}", "rules": rules}]}
     return dump(doc, header=header)

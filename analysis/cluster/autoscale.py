@@ -34,6 +34,7 @@ from analysis.cluster.stages import Anchors, StageGauges, anchors
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.numeric import counted
 from analysis.pipeline import Analysis
+from analysis.report.stage_words import provisional_text
 
 #: the placeholder metric a gateway must export when the server exports none
 GATEWAY_METRIC = "gateway_requests_in_flight"
@@ -177,7 +178,7 @@ def _header(analysis: Analysis, engine: Engine | None, marks: Anchors, what: str
             "sweep higher before trusting these thresholds."
         )
     if analysis.recommendations.provisional:
-        lines.append("PROVISIONAL: " + analysis.recommendations.provisional)
+        lines.append("PROVISIONAL: " + provisional_text(analysis.recommendations.provisional))
     return lines
 
 

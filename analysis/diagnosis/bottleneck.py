@@ -1,8 +1,9 @@
 """Name the likely bottleneck of each stage from the method's rules and the server metrics.
 
 The rules form one ordered table, :data:`RULES`; each is a small function (in
-:mod:`analysis.diagnosis.rules`) of a stage's :class:`StageFacts` that returns its reason in
-words and numbers, or None when it does not match.
+:mod:`analysis.diagnosis.rules`) of a stage's :class:`StageFacts` that returns what it saw (a
+record of :mod:`analysis.diagnosis.facts`, worded by :mod:`analysis.report.diagnosis_words`), or
+None when it does not match.
 A comfortable stage has nothing to diagnose, except that client-bound is checked on every stage;
 on every other stage the rules are tried in this order and the first that matches wins:
 
@@ -46,17 +47,17 @@ on every other stage the rules are tried in this order and the first that matche
    before latency collapses.
 13. ``interference`` → **interference** — the baseline's P95 was far above its median.
 
-A stage that matches none is ``none`` ("no bottleneck rule matched").
+A stage that matches none is ``none`` (:class:`~analysis.diagnosis.facts.NoRuleFact`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import cast
 
 import pandas as pd
 
+from analysis.diagnosis.facts import DiagnosisFact, FailingFact, NoRuleFact
 from analysis.diagnosis.failure_mix import FailureMix
 from analysis.diagnosis.rules import (
     DiagnosisParams,
@@ -96,7 +97,7 @@ class Rule:
 
     name: str
     bottleneck: Bottleneck
-    check: Callable[[StageFacts], str | None]  # the reason when it matches, else None
+    check: Callable[[StageFacts], DiagnosisFact | None]  # what it saw when it matches, else None
 
 
 #: the rules in the order they are tried (the module docstring lists them with their sources)
@@ -117,8 +118,10 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def first_match(facts: StageFacts, rules: tuple[Rule, ...] = RULES) -> tuple[Rule, str] | None:
-    """The first rule of ``rules`` that matches the stage, with its reason; None when none does."""
+def first_match(
+    facts: StageFacts, rules: tuple[Rule, ...] = RULES
+) -> tuple[Rule, DiagnosisFact] | None:
+    """The first rule of ``rules`` that matches the stage, with what it saw; None when none does."""
     for rule in rules:
         reason = rule.check(facts)
         if reason is not None:
@@ -126,18 +129,18 @@ def first_match(facts: StageFacts, rules: tuple[Rule, ...] = RULES) -> tuple[Rul
     return None
 
 
-def diagnose_stage(facts: StageFacts) -> tuple[Bottleneck, str]:
-    """The bottleneck of one stage and the rule behind it, in words with the numbers."""
+def diagnose_stage(facts: StageFacts) -> tuple[Bottleneck, DiagnosisFact | None]:
+    """The bottleneck of one stage and what the rule behind it saw (None: nothing to diagnose)."""
     if facts.verdict.trusted and facts.verdict.verdict == "comfortable":
-        return "none", ""
+        return "none", None
     if facts.verdict.verdict == "insufficient_data":  # no numbers to read a bottleneck from
-        return "none", ""
+        return "none", None
     match = first_match(facts)
     if match is None:
-        return "none", "no bottleneck rule matched"
+        return "none", NoRuleFact()
     rule, reason = match
-    if rule.name == "failing" and facts.failures is not None:
-        return cast(Bottleneck, facts.failures.family), reason
+    if isinstance(reason, FailingFact):  # the bottleneck follows the failures' family
+        return reason.family, reason
     return rule.bottleneck, reason
 
 
@@ -149,7 +152,8 @@ def diagnose(
     params: DiagnosisParams | None = None,
     failures: Mapping[int, FailureMix] | None = None,
 ) -> KneeResult:
-    """``knee`` with each StageVerdict's ``bottleneck`` and ``bottleneck_reason`` filled in."""
+    """``knee`` with each StageVerdict's ``bottleneck`` and ``bottleneck_reason`` (what its rule
+    saw) filled in."""
     params = params or DiagnosisParams()
     rows = {int(r["stage"]): r for _, r in summary.iterrows()}
     base_row = rows.get(baseline.stage) if baseline.stage is not None else None
@@ -167,6 +171,7 @@ def diagnose(
             failures=(failures or {}).get(verdict.stage),
         )
         bottleneck, reason = diagnose_stage(facts)
-        updated.append(replace(verdict, bottleneck=bottleneck, bottleneck_reason=reason))
+        said = "" if reason is None else reason
+        updated.append(replace(verdict, bottleneck=bottleneck, bottleneck_reason=said))
         prev = row
     return replace(knee, stages=tuple(updated))

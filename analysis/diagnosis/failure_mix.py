@@ -5,11 +5,12 @@ storm (HTTP 429/503), a server bug (500, resets, cut streams, error objects) and
 (timeouts) call for different fixes, and only the kind tells the bottleneck apart from queueing.
 
 :func:`failure_mixes` reads the measured rows (``measured_requests``: a ``cls`` column) and
-returns, per stage with at least one failure, a :class:`FailureMix`: counts by kind, most first
-("HTTP 503", "timeouts", "connection resets", ...), the top :data:`TOP_MESSAGES` error messages,
-and three families used by the diagnosis: **overload** (HTTP 429 / 503: the server turned
-requests away), **stalls** (timeouts) and **server errors** (everything else).
-:func:`name_failures` puts the text into each verdict (its ``failures`` field and a reason).
+returns, per stage with at least one failure, a :class:`FailureMix`: counts by kind (a
+:class:`FailureKind`: the recorded outcome and HTTP status), most first, the top
+:data:`TOP_MESSAGES` error messages, and three families used by the diagnosis: **overload**
+(HTTP 429 / 503: the server turned requests away), **stalls** (timeouts) and **server errors**
+(everything else). :func:`name_failures` puts the mix into each verdict (its ``failures`` field
+and a reason); :mod:`analysis.report.diagnosis_words` words it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import pandas as pd
 
@@ -25,24 +27,25 @@ from analysis.model import KneeResult
 TOP_MESSAGES = 3
 OVERLOAD_STATUSES = frozenset({429, 503})
 
-#: how each non-HTTP outcome is named in the text
-OUTCOME_NAMES: dict[str, str] = {
-    "timeout": "timeouts",
-    "connect_error": "connection errors/resets",
-    "incomplete": "cut streams",
-    "malformed": "malformed responses",
-    "stream_error": "error objects",
-    "empty_response": "empty responses",
-    "client_error": "client errors",
-}
+#: the three families of failures the diagnosis tells apart
+FailureFamily = Literal["overload", "stalls", "server_errors"]
+
+
+@dataclass(frozen=True, order=True)
+class FailureKind:
+    """One kind of failure: the recorded ``outcome`` (``http_error``, ``timeout``,
+    ``connect_error``, ...) and, for an HTTP error, its status (None: not recorded)."""
+
+    outcome: str
+    http_status: int | None = None
 
 
 @dataclass(frozen=True)
 class FailureMix:
-    """One stage's failures: ``kinds`` and ``messages`` as (name, count), most first."""
+    """One stage's failures: ``kinds`` and ``messages`` with their counts, most first."""
 
     requests: int  # measured rows of the stage, every outcome
-    kinds: tuple[tuple[str, int], ...]
+    kinds: tuple[tuple[FailureKind, int], ...]
     messages: tuple[tuple[str, int], ...]
     overload: int  # HTTP 429 / 503
     stalls: int  # timeouts
@@ -55,26 +58,15 @@ class FailureMix:
     def pct(self, count: int) -> float:
         return 100.0 * count / self.requests if self.requests else 0.0
 
-    @property
-    def text(self) -> str:
-        """``22 % HTTP 503 (150); 3 % timeouts (20); top message: "queue full" ×150``."""
-        parts = [f"{_pct_text(self.pct(n))} {name} ({n})" for name, n in self.kinds]
-        text = "; ".join(parts)
-        if self.messages:
-            top = ", ".join(f'"{msg}" ×{n}' for msg, n in self.messages)
-            text += f"; top messages: {top}"
-        return text
+    def count(self, family: FailureFamily) -> int:
+        """The failures of one family."""
+        return {"overload": self.overload, "stalls": self.stalls}.get(family, self.server_errors)
 
     @property
-    def family(self) -> str:
-        """The largest family: ``overload``, ``stalls`` or ``server_errors``."""
-        families = {"overload": self.overload, "stalls": self.stalls}
-        families["server_errors"] = self.server_errors
-        return max(families, key=lambda name: families[name])
-
-
-def _pct_text(pct: float) -> str:
-    return f"{pct:.0f} %" if pct >= 1 else f"{pct:.1g} %"
+    def family(self) -> FailureFamily:
+        """The largest family (the first of overload, stalls, server errors on a tie)."""
+        families: tuple[FailureFamily, ...] = ("overload", "stalls", "server_errors")
+        return max(families, key=self.count)
 
 
 def _status(status: object) -> int | None:
@@ -85,14 +77,11 @@ def _status(status: object) -> int | None:
     return int(code) if code == code else None  # NaN: no status
 
 
-def _kind(outcome: str, status: object) -> str:
-    if outcome == "http_error":
-        code = _status(status)
-        return f"HTTP {code}" if code is not None else "HTTP errors"
-    return OUTCOME_NAMES.get(outcome, outcome)
+def _kind(outcome: str, status: object) -> FailureKind:
+    return FailureKind(outcome, _status(status) if outcome == "http_error" else None)
 
 
-def _family(outcome: str, status: object) -> str:
+def _family(outcome: str, status: object) -> FailureFamily:
     if outcome == "timeout":
         return "stalls"
     if outcome == "http_error" and _status(status) in OVERLOAD_STATUSES:
@@ -108,6 +97,11 @@ def _short(message: object) -> str:
     )
     text = " ".join(text.split())
     return text[:77] + "..." if len(text) > 80 else text
+
+
+def _most_first(pair: tuple[FailureKind, int]) -> tuple[int, str, int]:
+    kind, count = pair
+    return -count, kind.outcome, -1 if kind.http_status is None else kind.http_status
 
 
 def failure_mixes(measured: pd.DataFrame) -> dict[int, FailureMix]:
@@ -126,7 +120,7 @@ def failure_mixes(measured: pd.DataFrame) -> dict[int, FailureMix]:
         messages = Counter(m for m in (_short(e) for e in errors) if m)
         out[int(float(str(stage)))] = FailureMix(
             requests=int(sizes[stage]),
-            kinds=tuple(sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))),
+            kinds=tuple(sorted(kinds.items(), key=_most_first)),
             messages=tuple(messages.most_common(TOP_MESSAGES)),
             overload=families["overload"],
             stalls=families["stalls"],
@@ -144,5 +138,5 @@ def name_failures(knee: KneeResult, mixes: Mapping[int, FailureMix]) -> KneeResu
         if mix is None:
             stages.append(verdict)
             continue
-        stages.append(replace(verdict, failures=mix.text, reasons=(*verdict.reasons, mix)))
+        stages.append(replace(verdict, failures=mix, reasons=(*verdict.reasons, mix)))
     return replace(knee, stages=tuple(stages))

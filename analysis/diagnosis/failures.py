@@ -2,7 +2,8 @@
 
 A percentile over 8 requests, or a throughput over 3 seconds, reads as precisely as one over
 1,000; only the sample size tells them apart, so a small stage is named. A run whose every request
-failed has no numbers at all: the top error causes, counted, say what to fix.
+failed has no numbers at all: the top error causes, counted, say what to fix. Each warning is a
+record of :mod:`analysis.diagnosis.facts`; :mod:`analysis.report.diagnosis_words` words it.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from typing import cast
 
 import pandas as pd
 
-from analysis import rules
-from analysis.numeric import counted, num
+from analysis.diagnosis.facts import AllFailedFact, SmallStageFact
+from analysis.numeric import num
 from analysis.stages.levels import level_rows
-from loadknee_locust.contract import all_failed_summary, failure_causes
+from loadknee_locust.contract import all_failed, failure_causes
 
 #: below these, a stage's percentiles rest on too few samples (docs/method.md: Small stage)
 MIN_STAGE_REQUESTS = 20
@@ -23,8 +24,8 @@ MIN_STAGE_SECONDS = 5.0
 TOP_CAUSES = 3
 
 
-def small_stage_warnings(summary: pd.DataFrame) -> list[str]:
-    """One line per level stage with too few measured requests or seconds (a stage with none
+def small_stage_warnings(summary: pd.DataFrame) -> list[SmallStageFact]:
+    """One per level stage with too few measured requests or seconds (a stage with none
     is not judged at all, and its verdict says why: holding it longer is not the fix)."""
     out = []
     steps = level_rows(summary)
@@ -36,11 +37,13 @@ def small_stage_warnings(summary: pd.DataFrame) -> list[str]:
         short = secs is not None and secs < MIN_STAGE_SECONDS
         if few or short:
             out.append(
-                f"{counted(int(row['target_users']), 'user')}: only "
-                f"{counted(int(n or 0), 'request')} over "
-                f"{secs or 0:.1f} s measured (fewer than {MIN_STAGE_REQUESTS} or under "
-                f"{MIN_STAGE_SECONDS:g} s): too small to trust its percentiles; hold the stage "
-                f"longer {rules.cite('small_stage')}"
+                SmallStageFact(
+                    users=int(row["target_users"]),
+                    requests=int(n or 0),
+                    window_s=secs or 0.0,
+                    min_requests=MIN_STAGE_REQUESTS,
+                    min_seconds=MIN_STAGE_SECONDS,
+                )
             )
     return out
 
@@ -63,9 +66,9 @@ def error_causes(requests: pd.DataFrame) -> list[tuple[str, int]]:
     return failure_causes(_records(failed)).most_common(TOP_CAUSES)
 
 
-def all_failed_warnings(requests: pd.DataFrame) -> list[str]:
-    """One line when the run has requests and none succeeded."""
+def all_failed_warnings(requests: pd.DataFrame) -> list[AllFailedFact]:
+    """One when the run has requests and none succeeded."""
     if requests.empty or "outcome" not in requests or (requests["outcome"] == "ok").any():
         return []
-    summary = all_failed_summary(_records(requests), top=TOP_CAUSES)
-    return [] if summary is None else [f"{summary} {rules.cite('all_failed')}"]
+    failed = all_failed(_records(requests), top=TOP_CAUSES)
+    return [] if failed is None else [AllFailedFact(failed[0], tuple(failed[1]))]

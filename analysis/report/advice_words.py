@@ -34,7 +34,9 @@ from analysis.advice.recommend import flag_text
 from analysis.model import DeployAnswer, DeployBound, KneeResult, Recommendation, Signal
 from analysis.numeric import counted
 from analysis.report.knee_words import signal_text
+from analysis.report.slo_words import doubt_text, limits_text
 from analysis.report.stage_reasons import reason_text as stage_reason_text
+from analysis.slo.targets import SloParams
 
 #: bound → the words used in "bound by ..."
 BOUND_WORDS: dict[DeployBound, str] = {
@@ -112,10 +114,13 @@ def deploy_fact_text(fact: DeployFact) -> str:
             f"{_users(fact.at_users)} {_why(fact.why)}{capped}{note} {cite}"
         )
     if fact.kind == "slo_none":
-        return f"no tested concurrency meets the SLOs ({fact.slo_limits}); test lower {cite}"
+        return (
+            f"no tested concurrency meets the SLOs ({_limits(fact.slo_limits)}); test lower {cite}"
+        )
     if fact.kind == "slo_bound":
         return (
-            f"configure {fact.users} concurrent requests, bound by the SLOs ({fact.slo_limits}): "
+            f"configure {fact.users} concurrent requests, bound by the SLOs "
+            f"({_limits(fact.slo_limits)}): "
             f"the highest tested concurrency that meets every one (the knee alone would allow "
             f"{fact.batch_users}) {cite}"
         )
@@ -286,14 +291,20 @@ def _replicas(fact: ReplicasFact) -> str:
     )
 
 
+def _limits(params: SloParams | None) -> str:
+    return "none" if params is None else limits_text(params)
+
+
 def _slo(fact: SloAdviceFact) -> str:
     if fact.kind == "slo_capacity":
         if fact.capacity is None:
-            return f"no tested stage met the SLOs ({fact.slo_limits}): test lower concurrency"
-        doubt = f"; {fact.doubt}" if fact.doubt else ""
+            return (
+                f"no tested stage met the SLOs ({_limits(fact.slo_limits)}): test lower concurrency"
+            )
+        doubt = doubt_text(fact.doubt)
         return (
-            f"highest concurrency meeting every SLO ({fact.slo_limits}) {rules.cite(fact.rule)}"
-            + doubt
+            f"highest concurrency meeting every SLO ({_limits(fact.slo_limits)}) "
+            f"{rules.cite(fact.rule)}" + (f"; {doubt}" if doubt else "")
         )
     if fact.kind == "binding":
         if fact.binding == "latency":
@@ -309,7 +320,10 @@ def _slo(fact: SloAdviceFact) -> str:
             )
         return "no knee figure to compare the SLO capacity with"
     if fact.kind == "interactive":
-        return f"the SLO capacity: interactive traffic is what the SLOs ({fact.slo_limits}) protect"
+        return (
+            "the SLO capacity: interactive traffic is what the SLOs "
+            f"({_limits(fact.slo_limits)}) protect"
+        )
     source = "SLO capacity" if fact.from_slo else "watermark"
     return (
         f"target {fact.target} concurrent users / ({fact.per_replica} per replica from the "

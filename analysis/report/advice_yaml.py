@@ -13,6 +13,7 @@ from analysis.model import KneeResult, Recommendations
 from analysis.report import yaml_text
 from analysis.report.advice_words import is_conditional, reason_text, withheld_text
 from analysis.report.answer_view import answer_view, capacity_words
+from analysis.report.stage_words import provisional_text
 
 
 def _answer_comment(recs: Recommendations, knee: KneeResult | None) -> list[str]:
@@ -55,7 +56,8 @@ def to_yaml(recs: Recommendations, knee: KneeResult | None = None) -> str:
     ]
     if recs.provisional:
         out += [
-            f"# PROVISIONAL: {t}" for t in textwrap.wrap(yaml_text.comment(recs.provisional), 90)
+            f"# PROVISIONAL: {t}"
+            for t in textwrap.wrap(yaml_text.comment(provisional_text(recs.provisional)), 90)
         ]
     for section, lines in sections.items():
         if lines:

@@ -46,8 +46,10 @@ from analysis.report.advice_words import (
 )
 from analysis.report.answer_view import AnswerView, answer_view, interval_words
 from analysis.report.colours import VERDICT_COLOURS
+from analysis.report.diagnosis_words import bottleneck_text
 from analysis.report.knee_summary import summary_words
 from analysis.report.knee_words import signal_text
+from analysis.report.slo_words import breaks_text, limits_text, summary_text
 from analysis.report.stage_reasons import reasons_text
 from analysis.report.table import fmt_magnitude, fmt_text, record_columns
 from analysis.slo.evaluate import SloResult
@@ -155,7 +157,8 @@ def _why_row(row: Mapping[Any, Any], verdict: StageVerdict | None, span: int) ->
     folded: a column of sentences squeezed the table and made every row a screen tall."""
     reasons = [] if verdict is None else list(reasons_text(verdict))
     if verdict is not None and verdict.bottleneck != "none":
-        why = f": {verdict.bottleneck_reason}" if verdict.bottleneck_reason else ""
+        reason = bottleneck_text(verdict.bottleneck_reason)
+        why = f": {reason}" if reason else ""
         reasons.append(f"bottleneck {verdict.bottleneck}{why}")
     breaks = row.get("slo_breaks")
     if isinstance(breaks, str) and breaks:
@@ -279,7 +282,7 @@ def _slo_section(slo: SloResult | None) -> str:
             fmt_magnitude(s.good_pct),
             fmt_magnitude(s.goodput_rps),
             fmt_magnitude(s.good_output_tok_s),
-            esc("; ".join(s.breaks) or "-"),
+            esc("; ".join(breaks_text(s.breaks)) or "-"),
         )
         for s in slo.stages
     ]
@@ -289,9 +292,10 @@ def _slo_section(slo: SloResult | None) -> str:
         numeric=(0, 2, 3, 4),
     )
     return (
-        f"<h2>SLO capacity and goodput</h2><p>Limits used: <b>{esc(slo.limits)}</b></p>"
+        "<h2>SLO capacity and goodput</h2>"
+        f"<p>Limits used: <b>{esc(limits_text(slo.params))}</b></p>"
         f"<ul>{sources}</ul>"
-        f'<div class="cards">{html_cards}</div><p>{esc(slo.summary)}</p>{table}'
+        f'<div class="cards">{html_cards}</div><p>{esc(summary_text(slo))}</p>{table}'
     )
 
 
@@ -333,7 +337,11 @@ def _diagnosis(knee: KneeResult | None) -> str:
     if knee is None:
         return ""
     rows = [
-        (str(sv.target_users), esc(sv.bottleneck), esc(sv.bottleneck_reason or "none"))
+        (
+            str(sv.target_users),
+            esc(sv.bottleneck),
+            esc(bottleneck_text(sv.bottleneck_reason) or "none"),
+        )
         for sv in knee.stages
     ]
     return _table(("users", "likely bottleneck", "why"), rows, numeric=(0,))

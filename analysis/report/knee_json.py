@@ -18,7 +18,9 @@ Layout (``schema`` 2)::
                                                # the figures every output shows, named as in
                                                # docs/method.md (analysis.report.answer_view)
      "slo": SloResult,                         # only when SLOs were given (limits, stages,
-                                               # capacity, binding); read back as a plain dict
+                                               # capacity, binding; in words by
+                                               # report.slo_words.slo_json); read back as a
+                                               # plain dict
      "prefix_cache": {...}, "conversations": {...}, "classes": {...},
                                                # only where they apply (analysis.report.workload)
      "standing": Standing}                     # only when the answer is partial or "cannot
@@ -27,6 +29,7 @@ Layout (``schema`` 2)::
 Schema 1 is the same without the signals' ``fact``; it is still read (its signals keep their
 words). A stage's ``reasons`` and the knee's ``summary``, ``confidence`` and ``capacity_text`` are
 records in memory (:data:`analysis.model.Reason`, the summary, confidence and fit facts), and so
+are a stage's ``bottleneck_reason`` and ``failures`` (:mod:`analysis.diagnosis.facts`), and so
 are the deploy answer's ``text``, each recommendation's ``reason`` and each ``withheld`` note
 (:mod:`analysis.advice.facts`); the file keeps them in words, written here by the report layer,
 and reads them back as those words.
@@ -57,10 +60,15 @@ from analysis.model import (
 )
 from analysis.report.advice_words import deploy_text, reason_text, withheld_text
 from analysis.report.answer_view import answer_view
+from analysis.report.diagnosis_words import bottleneck_text, failures_text
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
 from analysis.report.knee_words import signal_text
+from analysis.report.rate_words import rate_knee_json, rate_records
+from analysis.report.slo_words import slo_json
 from analysis.report.stage_reasons import reasons_text
+from analysis.report.stage_words import baseline_note_text, provisional_text
 from analysis.slo.evaluate import SloResult
+from analysis.stages.rate_stages import RateKnee
 
 SCHEMA = 2
 #: the schemas :func:`from_json` reads
@@ -89,7 +97,7 @@ def jsonable(value: Any) -> Any:
             "server_flags": list(value.server_flags),
             "withheld": [withheld_text(note) for note in value.withheld],
             "deploy": jsonable(value.deploy),
-            "provisional": value.provisional,
+            "provisional": provisional_text(value.provisional),
         }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         words = _words(value)  # what the file keeps in words, written now from the facts
@@ -111,10 +119,16 @@ def jsonable(value: Any) -> Any:
 
 
 def _words(value: Any) -> dict[str, Any]:
-    """The fields knee.json writes in words (schema 1 and 2 alike): a stage's reasons, the
-    knee's summary, confidence and fit."""
+    """The fields knee.json writes in words (schema 1 and 2 alike): a stage's reasons,
+    bottleneck reason and failures, the knee's summary, confidence and fit."""
     if isinstance(value, StageVerdict):
-        return {"reasons": list(reasons_text(value))}
+        return {
+            "reasons": list(reasons_text(value)),
+            "bottleneck_reason": bottleneck_text(value.bottleneck_reason),
+            "failures": failures_text(value.failures),
+        }
+    if isinstance(value, Baseline):
+        return {"warnings": [baseline_note_text(w) for w in value.warnings]}
     if isinstance(value, KneeResult):
         return {
             "summary": summary_words(value),
@@ -137,7 +151,7 @@ def to_json(
     run_id: str = "",
     slo: SloResult | None = None,
     rate_stages: pd.DataFrame | None = None,
-    rate_knee: Any = None,
+    rate_knee: RateKnee | None = None,
     workload: Mapping[str, Any] | None = None,
     standing: Standing | None = None,
 ) -> str:
@@ -156,10 +170,11 @@ def to_json(
     if knee is not None:  # the answer's figures under their docs/method.md names
         document["answer"] = answer_view(knee, recommendations).as_json()
     if slo is not None:
-        document["slo"] = jsonable(slo)
+        document["slo"] = jsonable(slo_json(slo))
     if rate_knee is not None:  # open-loop rate stages: the rate knee and max requests/s
-        document["rate_knee"] = jsonable(rate_knee)
-        document["rate_stages"] = [] if rate_stages is None else summary_records(rate_stages)
+        document["rate_knee"] = jsonable(rate_knee_json(rate_knee))
+        stages = [] if rate_stages is None else summary_records(rate_records(rate_stages))
+        document["rate_stages"] = stages
     if standing is not None and standing.kind != "answer":  # partial, or cannot tell
         document["standing"] = jsonable(standing)
     document.update(workload or {})

@@ -48,9 +48,13 @@ from analysis.report.advice_words import (
     withheld_text,
 )
 from analysis.report.answer_view import answer_view, capacity_words
+from analysis.report.diagnosis_words import bottleneck_text, failures_text
 from analysis.report.knee_summary import confidence_words, fit_words, summary_words
+from analysis.report.rate_words import rate_knee_text
 from analysis.report.refusal_text import refusal_line
+from analysis.report.slo_words import breaks_text, limits_text
 from analysis.report.stage_reasons import reasons_text
+from analysis.report.stage_words import provisional_text
 from analysis.report.standing import cannot_tell_text, unjudged_text
 from analysis.report.table import (
     fit_columns,
@@ -165,7 +169,9 @@ def why_line(analysis: Analysis, *, width: int = WIDTH) -> str:
         )
         if broken is not None and broken.breaks:
             return _fit(
-                f"why: at {counted(broken.target_users, 'user')} ", list(broken.breaks), width
+                f"why: at {counted(broken.target_users, 'user')} ",
+                breaks_text(broken.breaks),
+                width,
             )
     stage = binding_stage(knee, deploy.bound)
     phrases = [] if stage is None else _phrases(stage, knee)
@@ -204,7 +210,7 @@ def rate_answer_lines(rate_knee: RateKnee, *, width: int = WIDTH) -> list[str]:
     )
     return [
         head,
-        *wrapped(rate_knee.text, first="why: ", width=width),
+        *wrapped(rate_knee_text(rate_knee), first="why: ", width=width),
         "fix: open-loop stages judge the rate; the concurrency verdicts are in --explain",
     ]
 
@@ -219,7 +225,9 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
     if standing.cannot_tell:  # no DEPLOY line: the reason and what to do instead
         lines += wrapped(uncited(cannot_tell_text(standing, knee)), width=width)
         if recs.provisional:
-            lines += wrapped(uncited(recs.provisional), first="cut short: ", width=width)
+            lines += wrapped(
+                uncited(provisional_text(recs.provisional)), first="cut short: ", width=width
+            )
         return lines
     if deploy is None:
         lines.append("DEPLOY: nothing: no stage could be judged")
@@ -238,7 +246,7 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
     interval = [capacity_words(answer_view(knee, recs))] if knee.stages else []
     if slo is not None:
         cap = "none" if slo.capacity is None else counted(slo.capacity, "user")
-        interval.append(f"SLO capacity {cap} ({slo.limits}), {slo.binding}-bound")
+        interval.append(f"SLO capacity {cap} ({limits_text(slo.params)}), {slo.binding}-bound")
     if interval:
         lines += wrapped("; ".join(interval), width=width)
     refused = refusal_line(analysis)
@@ -247,7 +255,9 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
     lines.append(why_line(analysis, width=width))
     lines += fix_lines(analysis, width=width)
     if recs.provisional:
-        lines += wrapped(uncited(recs.provisional), first="cut short: ", width=width)
+        lines += wrapped(
+            uncited(provisional_text(recs.provisional)), first="cut short: ", width=width
+        )
     if standing.kind == "partial":
         lines += wrapped(uncited(unjudged_text(standing)), first="partial: ", width=width)
     return lines
@@ -293,10 +303,13 @@ def _stage_lines(sv: StageVerdict, width: int) -> list[str]:
     for reason in reasons_text(sv):
         lines += wrapped(reason, first="    - ", rest="      ", width=width)
     if sv.bottleneck != "none":
-        why = f": {sv.bottleneck_reason}" if sv.bottleneck_reason else ""
+        reason = bottleneck_text(sv.bottleneck_reason)
+        why = f": {reason}" if reason else ""
         lines += wrapped(f"{sv.bottleneck}{why}", first="    bottleneck: ", rest="      ")
     if sv.failures:
-        lines += wrapped(sv.failures, first="    failures: ", rest="      ", width=width)
+        lines += wrapped(
+            failures_text(sv.failures), first="    failures: ", rest="      ", width=width
+        )
     return lines
 
 

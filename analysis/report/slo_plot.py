@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from analysis.numeric import counted
 from analysis.report.plots import Margins, new_figure, note
+from analysis.report.slo_words import limits_text
 from analysis.slo.evaluate import SloResult
 from analysis.stages.levels import level_rows
 
@@ -45,7 +46,9 @@ def interactivity_figure(summary: pd.DataFrame, slo: SloResult | None = None) ->
     ax.set_ylabel(label)
     ax.grid(True, alpha=0.3)
     title = "Interactivity vs throughput"
-    ax.set_title(title + (f"\nSLO: {slo.limits}" if slo is not None else ""), fontsize=10)
+    ax.set_title(
+        title + (f"\nSLO: {limits_text(slo.params)}" if slo is not None else ""), fontsize=10
+    )
     shown = x.notna() & y.notna()
     if not shown.any():
         note(ax, "no stage with both throughput and per-user speed measured")

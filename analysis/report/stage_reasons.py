@@ -17,6 +17,7 @@ from analysis.diagnosis.failure_mix import FailureMix
 from analysis.knee.facts import ClientBoundFact, GaugeCheckFact, NoSignalFact
 from analysis.model import FaultReason, Signal, StageVerdict
 from analysis.numeric import counted
+from analysis.report.diagnosis_words import mix_text
 from analysis.report.knee_words import NO_SIGNAL, fact_text, signal_text, untrusted_client_text
 from analysis.stages.data_check import RowsFact
 
@@ -128,7 +129,7 @@ def reason_text(reason: Reason) -> str:
         case NoSignalFact():
             return NO_SIGNAL
         case FailureMix():
-            return f"failures: {reason.text}"
+            return f"failures: {mix_text(reason)}"
         case str():
             return reason
 

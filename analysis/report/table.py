@@ -26,6 +26,9 @@ import pandas as pd
 
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
 from analysis.numeric import NA, fmt_int, fmt_magnitude, fmt_pct, is_missing
+from analysis.report.diagnosis_words import bottleneck_text, failures_text
+from analysis.report.rate_words import rate_records
+from analysis.report.slo_words import breaks_text
 from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import SloResult
 
@@ -158,8 +161,8 @@ def _verdict_cells(verdict: StageVerdict | None, kind: Any) -> dict[str, Any]:
         "verdict": (label if verdict.trusted else label + "*") + ("?" if verdict.noisy else ""),
         "trusted": verdict.trusted,
         "bottleneck": verdict.bottleneck if verdict.bottleneck != "none" else "",
-        "bottleneck_reason": verdict.bottleneck_reason,
-        "failures": verdict.failures,
+        "bottleneck_reason": bottleneck_text(verdict.bottleneck_reason),
+        "failures": failures_text(verdict.failures),
         "reasons": "; ".join(reasons_text(verdict)),
     }
 
@@ -196,10 +199,10 @@ def record_frame(
             values = [None if s is None else getattr(s, name) for s in found]
             frame[name] = pd.Series(values, dtype="float64")
         frame["slo_breaks"] = pd.Series(
-            [None if s is None else "; ".join(s.breaks) for s in found], dtype=object
+            [None if s is None else "; ".join(breaks_text(s.breaks)) for s in found], dtype=object
         )
     if rates is not None and len(rates):  # open-loop rate stages: their columns by stage
-        frame = frame.merge(rates, on="stage", how="left")
+        frame = frame.merge(rate_records(rates), on="stage", how="left")
     return frame
 
 

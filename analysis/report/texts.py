@@ -14,12 +14,16 @@ from analysis.model import Recommendations
 from analysis.numeric import counted
 from analysis.pipeline import Analysis
 from analysis.report.advice_words import reason_text, withheld_text
+from analysis.report.diagnosis_words import all_failed_text, small_stage_text
+from analysis.report.slo_words import breaks_text, limits_text, summary_text
+from analysis.report.stage_words import baseline_note_text, provisional_text
 from analysis.slo.evaluate import SloResult
 
 
 def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
     """What a reader must know before trusting the numbers: baseline, load notes, client-bound."""
-    warnings = list(analysis.baseline.warnings) + list(analysis.run.notes)
+    warnings = [baseline_note_text(w) for w in analysis.baseline.warnings]
+    warnings += list(analysis.run.notes)
     untrusted = [v.target_users for v in analysis.knee.stages if not v.trusted]
     if untrusted:
         warnings.append(
@@ -32,8 +36,8 @@ def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
     ):
         if frame.empty:
             warnings.append(f"no {name} samples: the memory / KV-cache signals could not be used")
-    warnings += small_stage_warnings(analysis.summary)
-    warnings += all_failed_warnings(analysis.run.requests)
+    warnings += [small_stage_text(f) for f in small_stage_warnings(analysis.summary)]
+    warnings += [all_failed_text(f) for f in all_failed_warnings(analysis.run.requests)]
     if analysis.rate_knee is not None:
         warnings.append(
             "open-loop rate stages: each ran one dispatcher per process, so the concurrency "
@@ -63,14 +67,14 @@ def _streams_stamped_when_read(run_info: dict) -> str | None:
 
 def slo_text(slo: SloResult) -> str:
     """The SLO answer beside the knee: limits used, capacity, what binds, goodput per stage."""
-    lines = [f"SLO: {slo.limits}"]
+    lines = [f"SLO: {limits_text(slo.params)}"]
     lines += [f"  preset {source}" for source in slo.sources]
-    lines.append(slo.summary)
+    lines.append(summary_text(slo))
     for stage in slo.stages:
         good = "" if stage.good_pct is None else f", {stage.good_pct:.1f} % good"
         if stage.goodput_rps is not None:
             good += f", goodput {stage.goodput_rps:.3g} req/s"
-        state = "met" if stage.met else "broken: " + "; ".join(stage.breaks)
+        state = "met" if stage.met else "broken: " + "; ".join(breaks_text(stage.breaks))
         lines.append(f"  {counted(stage.target_users, 'user'):>10}: {state}{good}")
     return "\n".join(lines)
 
@@ -92,7 +96,7 @@ def recommendations_text(recs: Recommendations) -> str:
         if item.key != "deploy_concurrency"  # printed first, on its own (the DEPLOY line)
     ]
     if recs.provisional:
-        lines.insert(0, f"  PROVISIONAL: {recs.provisional}")
+        lines.insert(0, f"  PROVISIONAL: {provisional_text(recs.provisional)}")
     flags = [item for item in recs.items if item.key.startswith("vllm.")]
     if flags:
         lines.append("  server flags (each from the evidence after #):")

@@ -26,14 +26,12 @@ import pandas as pd
 
 from analysis.report.html import _table, esc
 from analysis.report.knee_json import jsonable
+from analysis.report.slo_words import breaks_text, classes_text, limits_text
 from analysis.report.table import fmt_magnitude
+from analysis.report.workload_words import report_note
 from analysis.slo.classes import ClassResult, analyze_classes
 from analysis.stages.conversations import by_turn, conversation_counts, planned_turns
-from analysis.stages.prefix_cache import (
-    PREFIX_CACHE_COLUMNS,
-    hit_miss_ttft,
-    report_note,
-)
+from analysis.stages.prefix_cache import PREFIX_CACHE_COLUMNS, hit_miss_ttft
 
 if TYPE_CHECKING:
     from analysis.pipeline import Analysis
@@ -81,7 +79,7 @@ def _class_stages(result: ClassResult) -> list[dict[str, Any]]:
                     "share_pct": result.shares.get(stage),
                     **{c: row.get(c) for c in CLASS_STAGE_COLUMNS},
                     "slo_met": None if verdict is None else verdict.met,
-                    "slo_breaks": [] if verdict is None else list(verdict.breaks),
+                    "slo_breaks": [] if verdict is None else breaks_text(verdict.breaks),
                     "good_pct": None if verdict is None else verdict.good_pct,
                     "goodput_rps": None if verdict is None else verdict.goodput_rps,
                 }
@@ -97,14 +95,14 @@ def _classes(analysis: Analysis) -> dict[str, Any] | None:
     classes = [
         {
             **r.spec.as_dict(),
-            "slo_limits": None if r.slo is None else r.slo.limits,
+            "slo_limits": None if r.slo is None else limits_text(r.slo.params),
             "slo_capacity": r.capacity,
             "first_broken_users": r.first_broken,
             "stages": _class_stages(r),
         }
         for r in result.classes
     ]
-    return {"binding": result.binding, "text": result.text, "classes": classes}
+    return {"binding": result.binding, "text": classes_text(result), "classes": classes}
 
 
 def workload_sections(analysis: Analysis) -> dict[str, Any]:

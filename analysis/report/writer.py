@@ -35,6 +35,8 @@ from analysis.report.paths import (  # noqa: F401 (report_paths: its old import 
     report_dir,
     report_paths,
 )
+from analysis.report.rate_words import rate_knee_text
+from analysis.report.slo_words import classes_text
 from analysis.report.table import format_csv, format_markdown, record_frame
 from analysis.report.texts import (  # noqa: F401 (collect_warnings: its old import path)
     collect_warnings,
@@ -42,9 +44,9 @@ from analysis.report.texts import (  # noqa: F401 (collect_warnings: its old imp
     slo_text,
 )
 from analysis.report.workload import workload_html, workload_sections
+from analysis.report.workload_words import hit_miss_line, report_note, turn_lines
 from analysis.slo.classes import analyze_classes
-from analysis.stages.conversations import planned_turns, turn_lines
-from analysis.stages.prefix_cache import hit_miss_line, report_note
+from analysis.stages.conversations import planned_turns
 
 
 def answer_markdown(analysis: Analysis) -> str:
@@ -61,7 +63,7 @@ def record_markdown(analysis: Analysis) -> str:
     record = record_frame(analysis.summary, analysis.knee, analysis.slo, analysis.rate_stages)
     slo = "" if analysis.slo is None else slo_text(analysis.slo).replace("\n", "  \n") + "\n\n"
     if analysis.rate_knee is not None:
-        slo += analysis.rate_knee.text + "\n\n"
+        slo += rate_knee_text(analysis.rate_knee) + "\n\n"
     cache = report_note(analysis.run.server_metrics, analysis.run.run_info)
     slo += f"{cache}\n\n" if cache else ""
     users = dict(zip(analysis.summary["stage"], analysis.summary["target_users"], strict=True))
@@ -70,7 +72,7 @@ def record_markdown(analysis: Analysis) -> str:
     by_turn = turn_lines(analysis.run.requests, planned_turns(analysis.run.run_info))
     slo += "\n".join(by_turn) + "\n\n" if by_turn else ""
     classes = analyze_classes(analysis.run, analysis.knee)
-    slo += classes.text.replace("\n", "  \n") + "\n\n" if classes else ""
+    slo += classes_text(classes).replace("\n", "  \n") + "\n\n" if classes else ""
     return (
         f"# Record table — {analysis.run_id}\n\n{answer_markdown(analysis)}"
         f"{summary_words(analysis.knee)}\n\n{slo}" + format_markdown(record)

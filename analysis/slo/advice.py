@@ -50,7 +50,7 @@ def with_slo(
     p = params or RecommendParams()
     items = list(recs.items)
     cap = slo.capacity
-    limits = slo.limits
+    limits = slo.params
     fact = SloAdviceFact("slo_capacity", slo_limits=limits, capacity=cap, doubt=slo.doubt)
     items.append(Recommendation("slo_capacity", cap, fact))
     why = SloAdviceFact(
@@ -99,6 +99,6 @@ def _deploy_within_slo(answer: DeployAnswer | None, slo: SloResult) -> DeployAns
     if answer is None or (answer.users is not None and cap is not None and answer.users <= cap):
         return answer
     if cap is None:
-        return DeployAnswer(None, "sla", DeployFact("slo_none", slo_limits=slo.limits))
-    fact = DeployFact("slo_bound", users=cap, batch_users=answer.users, slo_limits=slo.limits)
+        return DeployAnswer(None, "sla", DeployFact("slo_none", slo_limits=slo.params))
+    fact = DeployFact("slo_bound", users=cap, batch_users=answer.users, slo_limits=slo.params)
     return DeployAnswer(cap, "sla", fact)

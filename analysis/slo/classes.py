@@ -14,7 +14,8 @@ The classes and their SLOs are read back from run.json (``parameters.llm_classes
 
 The **binding class** is the one with the lowest SLO capacity (no passing stage counts as 0);
 ties go to the class that breaks its SLO at the lower level, then to the order given. Its first
-broken stage is where the mix stops meeting every class's targets.
+broken stage is where the mix stops meeting every class's targets. The words are
+:func:`analysis.report.slo_words.classes_text`'s.
 """
 
 from __future__ import annotations
@@ -51,7 +52,11 @@ class ClassResult:
 class ClassesResult:
     classes: tuple[ClassResult, ...]
     binding: str | None  # the binding class's name; None when no class has an SLO
-    text: str
+
+    @property
+    def binding_class(self) -> ClassResult | None:
+        """The binding class's result (None when no class has an SLO)."""
+        return next((r for r in self.classes if r.spec.name == self.binding), None)
 
 
 def run_classes(run_info: Mapping[str, Any]) -> tuple[TrafficClass, ...]:
@@ -113,34 +118,4 @@ def analyze_classes(
                 order[r.spec.name],
             ),
         ).spec.name
-    return ClassesResult(tuple(results), binding, _text(tuple(results), binding))
-
-
-def _text(results: tuple[ClassResult, ...], binding: str | None) -> str:
-    lines = []
-    for r in results:
-        shares = [v for k, v in sorted(r.shares.items()) if k != 0]
-        spread = (
-            f"{min(shares):.1f}–{max(shares):.1f} % of each stage's requests" if shares else "—"
-        )
-        head = (
-            f"class {r.spec.name} (weight {r.spec.weight:g}, {r.spec.input_tokens} → "
-            f"{r.spec.output_tokens} tokens): {spread}"
-        )
-        if r.slo is None:
-            lines.append(head + "; no SLO")
-            continue
-        cap = "no stage" if r.capacity is None else f"{r.capacity} users"
-        lines.append(f"{head}; SLO {r.slo.limits}: met up to {cap}")
-    if binding is not None:
-        b = next(r for r in results if r.spec.name == binding)
-        if b.first_broken is None:
-            lines.append(f"binding class: {binding} (every class met its SLOs at every level)")
-        else:
-            stages = b.slo.stages if b.slo is not None else ()
-            broken = [s for s in stages if s.target_users == b.first_broken]
-            what = "; ".join(broken[0].breaks) if broken else "its SLO"
-            lines.append(
-                f"binding class: {binding} breaks its SLO first, at {b.first_broken} users ({what})"
-            )
-    return "\n".join(lines)
+    return ClassesResult(tuple(results), binding)

@@ -24,6 +24,8 @@ Algorithm (pure; inputs are the record table, the measured raw rows and the knee
    above the first break passes again, the summary says so and how the figure may move: a P95
    from a few dozen requests moves with one slow request, and the user must not plan on it
    without rerunning longer stages.
+
+Every verdict is a value (:mod:`analysis.slo.facts`); :mod:`analysis.report.slo_words` words it.
 """
 
 from __future__ import annotations
@@ -35,23 +37,25 @@ import numpy as np
 import pandas as pd
 
 from analysis.model import KneeResult
-from analysis.numeric import NA, counted, num, sig4
+from analysis.numeric import num
+from analysis.slo.facts import CapacityDoubt, SloBreak, SloCheck
 from analysis.slo.targets import METRIC_COLUMNS, Slo, SloParams
 from analysis.stages.levels import level_rows
 
 Binding = Literal["latency", "throughput", "none"]
 
-
-@dataclass(frozen=True)
-class SloCheck:
-    """One SLO on one stage: the measured value, the limit, and by how much it was missed."""
-
-    key: str  # e.g. ttft_p95_ms
-    text: str  # e.g. "TTFT P95 ≤ 500 ms"
-    value: float | None
-    limit: float
-    met: bool
-    over_pct: float | None  # (value / limit - 1) × 100 when broken
+__all__ = [
+    "Binding",
+    "SloCheck",
+    "SloResult",
+    "StageSlo",
+    "binding_constraint",
+    "capacity_doubt",
+    "evaluate_slos",
+    "evaluate_stage",
+    "request_values",
+    "slo_capacity",
+]
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ class StageSlo:
     target_users: int
     met: bool
     checks: tuple[SloCheck, ...]
-    breaks: tuple[str, ...]  # what failed, in words with the numbers
+    breaks: tuple[SloBreak, ...]  # what failed, each with its figures
     good_requests: int | None  # None when no --goodput thresholds were given
     judged_requests: int | None
     good_pct: float | None
@@ -72,16 +76,21 @@ class StageSlo:
 
 @dataclass(frozen=True)
 class SloResult:
-    """The SLO verdict of a run: the limits used, each stage, the capacity and what binds."""
+    """The SLO verdict of a run: the targets used, each stage, the capacity and what binds."""
 
-    limits: str
+    params: SloParams  # the targets judged against (their words: report.slo_words)
     sources: tuple[str, ...]
     stages: tuple[StageSlo, ...]
     capacity: int | None  # highest concurrency meeting every SLO (None: no stage did)
     max_concurrency: int | None  # the knee's, for the comparison
     binding: Binding
-    summary: str
-    doubt: str = ""  # why the capacity may be off (noisy stages around it); "" when none
+    doubt: CapacityDoubt | None = None  # why the capacity may be off (noisy stages around it)
+
+    @property
+    def first_broken(self) -> StageSlo | None:
+        """The lowest stage that broke an SLO (None: every stage met them)."""
+        return next((s for s in sorted(self.stages, key=lambda s: s.target_users) if not s.met),
+                    None)  # fmt: skip
 
 
 _SUMMARY_FALLBACK = {
@@ -112,17 +121,11 @@ def _percentile(slo: Slo, ok_rows: pd.DataFrame | None, row: pd.Series) -> float
 def _check(slo: Slo, value: float | None) -> SloCheck:
     met = value is not None and value <= slo.limit
     over = None if met or value is None else (value / slo.limit - 1) * 100
-    return SloCheck(slo.key, slo.text(), value, slo.limit, met, over)
+    return SloCheck(slo.key, slo, value, slo.limit, met, over)
 
 
-def _break_text(check: SloCheck) -> str:
-    unit = "s" if check.key.startswith("s_per_1k") else "ms"
-    if check.value is None:
-        return f"{check.text}: not measured in this stage"
-    over = check.over_pct or 0.0
-    by = f"{over:.1f}" if over < 10 else f"{over:.0f}"  # "+0 %" would read as not broken
-    name = check.text.split(" ≤ ")[0]
-    return f"{name} {sig4(check.value)} {unit} > {check.limit:g} {unit} (+{by} %)"
+def _broken(check: SloCheck) -> SloBreak:
+    return SloBreak("not_measured" if check.value is None else "over", check)
 
 
 def _goodput(
@@ -150,7 +153,7 @@ def evaluate_stage(
     """One judged stage against every SLO (``rows``: its measured raw rows with ``cls``)."""
     ok_rows = None if rows is None else rows[rows["cls"] == "ok"]
     checks = tuple(_check(slo, _percentile(slo, ok_rows, row)) for slo in params.slos)
-    breaks = [_break_text(c) for c in checks if not c.met]
+    breaks = [_broken(c) for c in checks if not c.met]
     good: dict[str, float | None] = dict.fromkeys(
         ("good_requests", "judged_requests", "good_pct", "goodput_rps", "good_output_tok_s")
     )
@@ -158,12 +161,11 @@ def evaluate_stage(
         good = _goodput(rows, params, num(row.get("window_s")))
         pct = good["good_pct"]
         if pct is None or pct < params.goodput_min_pct:
-            shown = NA if pct is None else f"{pct:.1f} %"
-            breaks.append(f"good requests {shown} < {params.goodput_min_pct:g} %")
+            breaks.append(SloBreak("goodput_short", good_pct=pct, min_pct=params.goodput_min_pct))
     elif params.goodput:
-        breaks.append("goodput needs the raw requests (requests.csv)")
+        breaks.append(SloBreak("goodput_needs_rows"))
     if red_line:
-        breaks.append("red line: requests failed or the server ran out of memory")
+        breaks.append(SloBreak("red_line"))
     return StageSlo(
         stage=int(row["stage"]),
         target_users=int(row["target_users"]),
@@ -198,8 +200,8 @@ def binding_constraint(capacity: int | None, max_concurrency: int | None) -> Bin
     return "latency" if capacity <= max_concurrency else "throughput"
 
 
-def capacity_doubt(stages: tuple[StageSlo, ...], knee: KneeResult) -> str:
-    """Why the SLO capacity may be off, in words; "" when the stages around it can be trusted.
+def capacity_doubt(stages: tuple[StageSlo, ...], knee: KneeResult) -> CapacityDoubt | None:
+    """Why the SLO capacity may be off; None when the stages around it can be trusted.
 
     The two stages that decide the capacity are the last passing one (its pass may be luck) and
     the first breaking one (its break may be one slow request); a stage above the break that
@@ -213,56 +215,19 @@ def capacity_doubt(stages: tuple[StageSlo, ...], knee: KneeResult) -> str:
         last_good = ordered[-1] if ordered else None
     else:
         last_good = ordered[first_bad - 1] if first_bad > 0 else None
-    parts = []
+    breaker: int | None = None
+    again: tuple[int, ...] = ()
     if first_bad is not None:
         broken = ordered[first_bad]
         if broken.stage in doubtful and broken.stage not in red:
-            parts.append(
-                f"the {broken.target_users}-user stage that breaks it is too noisy "
-                "or short to judge, so the capacity may be higher"
-            )
-        again = [s.target_users for s in ordered[first_bad + 1 :] if s.met]
-        if again:
-            parts.append(
-                f"{', '.join(map(str, again))} users met every SLO again above the break, "
-                "so it may be noise"
-            )
-    if last_good is not None and last_good.stage in doubtful:
-        parts.append(
-            f"the {last_good.target_users}-user stage that sets it is too noisy or "
-            "short to judge, so the capacity may be lower"
-        )
-    if not parts:
-        return ""
-    return (
-        "Uncertain: " + "; ".join(parts) + ". Rerun with longer stages (--stage-requests or "
-        "--stage-seconds) before planning on it."
+            breaker = broken.target_users
+        again = tuple(s.target_users for s in ordered[first_bad + 1 :] if s.met)
+    setter = (
+        last_good.target_users if last_good is not None and last_good.stage in doubtful else None
     )
-
-
-def _summary(stages: tuple[StageSlo, ...], capacity: int | None, knee: KneeResult,
-             binding: Binding) -> str:  # fmt: skip
-    first_bad = next((s for s in sorted(stages, key=lambda s: s.target_users) if not s.met), None)
-    why = (
-        f" {counted(first_bad.target_users, 'user')} breaks: {'; '.join(first_bad.breaks)}."
-        if first_bad is not None
-        else ""
-    )
-    conc = knee.max_concurrency
-    if capacity is None:
-        return "SLO capacity: none, no tested stage meets the SLOs (latency-bound)." + why
-    head = f"SLO capacity {counted(capacity, 'user')}; the knee's max_concurrency {conc}."
-    if binding == "latency":
-        return (
-            head + " Latency-bound: the SLOs allow no more users than the knee, so plan fewer "
-            "users per replica and more replicas for the same peak." + why
-        )
-    if binding == "throughput":
-        return (
-            head + " Throughput-bound: the knee binds first and the SLOs have headroom at "
-            "max_concurrency." + why
-        )
-    return head + why
+    if breaker is None and not again and setter is None:
+        return None
+    return CapacityDoubt(breaker, again, setter)
 
 
 def evaluate_slos(
@@ -291,15 +256,12 @@ def evaluate_slos(
     judged = tuple(stages)
     capacity = slo_capacity(judged)
     binding = binding_constraint(capacity, knee.max_concurrency)
-    doubt = capacity_doubt(judged, knee)
-    summary_text = _summary(judged, capacity, knee, binding)
     return SloResult(
-        limits=params.limits_text(),
+        params=params,
         sources=params.sources,
         stages=judged,
         capacity=capacity,
         max_concurrency=knee.max_concurrency,
         binding=binding,
-        summary=summary_text + (" " + doubt if doubt else ""),
-        doubt=doubt,
+        doubt=capacity_doubt(judged, knee),
     )

@@ -181,16 +181,6 @@ class SloParams:
     def given(self) -> bool:
         return bool(self.slos or self.goodput)
 
-    def limits_text(self) -> str:
-        """Every limit used, in words (printed by the report whatever the source)."""
-        parts = [s.text() for s in self.slos]
-        if self.goodput:
-            good = " and ".join(t.text() for t in self.goodput)
-            parts.append(
-                f"goodput: a request is good when {good}; ≥ {self.goodput_min_pct:g} % good"
-            )
-        return "; ".join(parts) if parts else "none"
-
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
         """Add ``--slo``, ``--goodput``, ``--goodput-min-pct``, ``--slo-file``, ``--slo-preset``."""

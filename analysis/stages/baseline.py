@@ -6,17 +6,20 @@ the seconds per 1000 tokens, on total tokens and on completion tokens. When P95 
 far apart (default: P95 > 1.5× the median) something outside the test interfered (another process
 on the GPU, network jitter, log flushing) and the sweep should not be trusted until it is cleaned
 up. A run without a baseline stage falls back to its first step stage, marked as such, whose
-throughput is divided by its users to stand in for the single-user rate.
+throughput is divided by its users to stand in for the single-user rate. Each warning is a
+:class:`BaselineNote` (its words: :func:`analysis.report.stage_words.baseline_note_text`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import pandas as pd
 
-from analysis import rules
 from analysis.inputs.load import Run
 from analysis.model import Baseline
-from analysis.numeric import num, sig4
+from analysis.numeric import num
 from analysis.stages.levels import level_rows
 from analysis.stages.summary import measured_requests
 
@@ -24,6 +27,28 @@ from analysis.stages.summary import measured_requests
 SPREAD_LIMIT = 1.5
 #: the baseline needs at least this many measured baseline requests
 MIN_REQUESTS = 20
+#: what a baseline warning is about: no stage served a request, a step stage stands in, too few
+#: served requests, or the P95 far above the median (external interference)
+NoteKind = Literal["no_baseline", "first_stage", "few_requests", "spread"]
+#: the figure a spread warning is about: e2e latency (ms) or seconds per 1k total tokens
+SpreadFigure = Literal["e2e_ms", "s_per_1k"]
+
+
+@dataclass(frozen=True)
+class BaselineNote:
+    """One warning on the baseline: ``users`` of the stand-in stage (``first_stage``);
+    ``requests`` served against ``min_requests`` (``few_requests``, rule ``baseline``); the
+    figure's ``p50`` and ``p95`` against ``limit_ratio`` (``spread``)."""
+
+    kind: NoteKind
+    users: int | None = None
+    requests: int | None = None
+    min_requests: int | None = None
+    figure: SpreadFigure | None = None
+    p50: float | None = None
+    p95: float | None = None
+    limit_ratio: float | None = None
+    rule: str = "baseline"
 
 
 def _pick_row(summary: pd.DataFrame) -> tuple[pd.Series | None, str]:
@@ -53,14 +78,12 @@ def _p95_per_1k(
     return num(per_total), num(per_completion)
 
 
-def _spread_warning(what: str, p50: float | None, p95: float | None, limit: float) -> str | None:
+def _spread_warning(
+    figure: SpreadFigure, p50: float | None, p95: float | None, limit: float
+) -> BaselineNote | None:
     if p50 is None or p95 is None or p50 <= 0 or p95 / p50 <= limit:
         return None
-    return (
-        f"baseline {what} P95 {sig4(p95)} is {p95 / p50:.2f}× its median {sig4(p50)} (limit "
-        f"{limit:g}×): external interference (another process on the GPU, network jitter, log "
-        f"flushing); clean up before trusting the sweep"
-    )
+    return BaselineNote("spread", figure=figure, p50=p50, p95=p95, limit_ratio=limit)
 
 
 def compute_baseline(
@@ -92,7 +115,7 @@ def compute_baseline(
             s_per_1k_completion_p50=None,
             s_per_1k_completion_p95=None,
             output_tok_s=None,
-            warnings=("no stage served any request: there is no baseline to compare against",),
+            warnings=(BaselineNote("no_baseline"),),
         )
     stage = int(row["stage"])
     users = int(row["target_users"]) if not pd.isna(row["target_users"]) else 1
@@ -103,23 +126,17 @@ def compute_baseline(
     per1k_p50 = num(row["s_per_1k_total_tokens"])
     warnings = []
     if source == "first_stage":
-        warnings.append(
-            f"no baseline stage: the first step stage ({users} users) stands in for it, and its "
-            f"throughput / {users} for the single-user rate"
-        )
+        warnings.append(BaselineNote("first_stage", users=users))
     if int(row["ok"]) < min_requests:
         warnings.append(
-            f"baseline has only {int(row['ok'])} served requests (the method asks for "
-            f"{min_requests} or more): its P95 is rough {rules.cite('baseline')}"
+            BaselineNote("few_requests", requests=int(row["ok"]), min_requests=min_requests)
         )
-    spread = [
-        _spread_warning(what, p50, p95, spread_limit)
-        for what, p50, p95 in (
-            ("e2e latency (ms)", e2e_p50, e2e_p95),
-            ("seconds per 1k tokens", per1k_p50, p95_total),
-        )
-    ]
-    spread_warnings = [text for text in spread if text]
+    figures: tuple[tuple[SpreadFigure, float | None, float | None], ...] = (
+        ("e2e_ms", e2e_p50, e2e_p95),
+        ("s_per_1k", per1k_p50, p95_total),
+    )
+    spread = [_spread_warning(what, p50, p95, spread_limit) for what, p50, p95 in figures]
+    spread_warnings = [note for note in spread if note is not None]
     warnings += spread_warnings
     tok_s = num(row["output_tok_s"])
     return Baseline(

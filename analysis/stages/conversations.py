@@ -75,30 +75,3 @@ def planned_turns(run_info: Mapping[str, Any]) -> int | None:
         return int(value) if value is not None else None
     except (TypeError, ValueError):
         return None
-
-
-def turn_lines(requests: pd.DataFrame, turns: int | None) -> list[str]:
-    """The report's lines: the conversations and a small table by turn; [] without any."""
-    table = by_turn(requests)
-    if table.empty:
-        return []
-    counts = conversation_counts(requests, turns)
-    if turns and turns > 1:
-        head = (
-            f"conversations: {counts['conversations']} ({counts['completed']} with all {turns} "
-            f"turns answered, {counts['cut']} cut by a failure, a stage change or the run's end)"
-        )
-    else:  # replayed conversations: each has its own number of turns
-        head = f"conversations: {counts['conversations']} (replayed, each with its own turns)"
-    lines = [
-        head + "; by turn (served, measured rows):",
-        "| turn | requests | prompt tokens | TTFT P50 ms | TTFT P95 ms | e2e P50 ms | e2e P95 ms |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for row in table.itertuples(index=False):
-        lines.append(
-            f"| {row.turn} | {row.requests} | {row.prompt_tokens_mean:.0f} | "
-            f"{row.ttft_p50_ms:.1f} | {row.ttft_p95_ms:.1f} | {row.e2e_p50_ms:.1f} | "
-            f"{row.e2e_p95_ms:.1f} |"
-        )
-    return lines

@@ -20,7 +20,8 @@ SGLang              ``sglang:prompt_tokens_total``            ``sglang:cached_to
 For SGLang the prompt-token counter stands in for the queries (it counts every prompt token,
 cached or not). Label sets of one name at one scrape (model names, engines, SGLang's
 ``cache_source``) are summed. A server that exports none of these (TGI, llama.cpp, a run
-without ``/metrics``) gives NaN and :func:`source_note` says so: missing, never 0.
+without ``/metrics``) gives NaN and :func:`analysis.report.workload_words.source_note` says
+so: missing, never 0.
 """
 
 from __future__ import annotations
@@ -30,8 +31,6 @@ from typing import Final
 
 import numpy as np
 import pandas as pd
-
-from analysis.numeric import num
 
 #: columns :func:`stage_prefix_cache` returns (the record table's prefix-cache columns)
 PREFIX_CACHE_COLUMNS: Final[tuple[str, ...]] = (
@@ -68,17 +67,6 @@ def counters_found(server_metrics: pd.DataFrame) -> CacheCounters | None:
         if pair.queries in names and pair.hits in names:
             return pair
     return None
-
-
-def source_note(server_metrics: pd.DataFrame) -> str:
-    """One line for the report: which counters the hit rate is from, or that there are none."""
-    pair = counters_found(server_metrics)
-    if pair is None:
-        return (
-            "prefix-cache hit rate: the server exposes no prefix-cache counters "
-            "(vLLM's vllm:prefix_cache_queries/hits, SGLang's cached_tokens); not measured"
-        )
-    return f"prefix-cache hit rate: from {pair.hits} / {pair.queries} ({pair.server})"
 
 
 def _series(server_metrics: pd.DataFrame, metric: str) -> dict[str, pd.Series]:
@@ -151,16 +139,6 @@ def stage_prefix_cache(server_metrics: pd.DataFrame, windows: pd.DataFrame) -> p
     return frame.astype("float64")
 
 
-def report_note(server_metrics: pd.DataFrame, run_info: dict[str, object]) -> str | None:
-    """The report's prefix-cache line: where the hit rate comes from, or that the server exposes
-    no counters when the run sent a shared prefix; None when neither applies."""
-    source = run_info.get("prompt_source")
-    shared = source.get("shared_prefix_tokens") if isinstance(source, dict) else None
-    if counters_found(server_metrics) is None and not shared:
-        return None
-    return source_note(server_metrics)
-
-
 def hit_miss_ttft(requests: pd.DataFrame) -> pd.DataFrame:
     """Per stage, from the requests whose server reported ``cached_tokens``: served measured
     rows that hit the prefix cache (any cached token) and missed, with their TTFT P50 (ms).
@@ -184,23 +162,3 @@ def hit_miss_ttft(requests: pd.DataFrame) -> pd.DataFrame:
             "miss_ttft_p50_ms": float(group.loc[~hit, "ttft_ms"].median()),
         })  # fmt: skip
     return pd.DataFrame(out, columns=columns)
-
-
-def hit_miss_line(requests: pd.DataFrame, users: dict[int, object]) -> str | None:
-    """``record.md``'s line on hits' and misses' TTFT (``users``: stage → its users)."""
-    table = hit_miss_ttft(requests)
-    if table.empty:
-        return None
-
-    def ms(value: object) -> str:
-        x = num(value)
-        return "—" if x is None else f"{x:.1f} ms"
-
-    parts = [
-        f"{users.get(int(float(str(r['stage']))), r['stage'])} users: {r['hits']} hits "
-        f"{ms(r['hit_ttft_p50_ms'])}, {r['misses']} misses {ms(r['miss_ttft_p50_ms'])}"
-        for r in table.to_dict("records")
-    ]
-    return "TTFT P50 of prefix-cache hits vs misses (the server's cached_tokens): " + "; ".join(
-        parts
-    )

@@ -26,7 +26,9 @@ The **rate knee** (docs/method.md, "The rate knee") is the first stage, by rate,
 
 The highest rate below the knee is ``max_rate_rps``, the sustainable rate; with SLOs, the
 highest rate below the knee whose stage meets them is ``slo_max_rate_rps``, the answer to "how
-many requests/s within the SLOs". Percentiles are the record table's (exact, linear).
+many requests/s within the SLOs". Percentiles are the record table's (exact, linear). Each signal
+a stage shows is a :class:`RateSignal` (in the table's ``rate_reasons`` cell, a tuple); the words
+are :mod:`analysis.report.rate_words`'.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -77,6 +79,20 @@ class RateParams:
 
 
 @dataclass(frozen=True)
+class RateSignal:
+    """One sign of the rate knee on a stage (module docstring, 1-3): ``not_following`` (its
+    ``served_pct`` under ``threshold``, the follow %), ``backlog_grew`` (``backlog_first`` to
+    ``backlog_last`` requests), ``tail_departed`` (``tail_ratio`` over ``threshold``)."""
+
+    kind: Literal["not_following", "backlog_grew", "tail_departed"]
+    served_pct: float | None = None
+    backlog_first: float | None = None
+    backlog_last: float | None = None
+    tail_ratio: float | None = None
+    threshold: float | None = None
+
+
+@dataclass(frozen=True)
 class RateKnee:
     """The rate stages' answer: the knee's stage and rate, and the rates below it."""
 
@@ -84,8 +100,8 @@ class RateKnee:
     knee_rate_rps: float | None
     max_rate_rps: float | None  # the highest rate below the knee (all of them when none)
     slo_max_rate_rps: float | None  # the highest of those whose stage meets the SLOs
-    reasons: tuple[str, ...]  # why the knee stage is the knee
-    text: str
+    reasons: tuple[RateSignal, ...]  # why the knee stage is the knee
+    slo_judged: bool = False  # SLO verdicts were given for the stages
 
 
 def planned_rates(run_info: Mapping[str, Any]) -> tuple[float, ...] | None:
@@ -177,18 +193,20 @@ def rate_table(
                 "stage": stage,
                 **row,
                 "rate_verdict": "past knee" if reasons else "follows",
-                "rate_reasons": "; ".join(reasons),
+                "rate_reasons": tuple(reasons),
             }
         )
     return pd.DataFrame(rows, columns=list(RATE_COLUMNS))
 
 
-def rate_signals(row: Mapping[str, Any], params: RateParams) -> list[str]:
+def rate_signals(row: Mapping[str, Any], params: RateParams) -> list[RateSignal]:
     """The knee rule's signals that one stage shows (module docstring, 1-3)."""
-    found: list[str] = []
+    found: list[RateSignal] = []
     served_pct = row.get("served_pct", math.nan)
     if served_pct == served_pct and served_pct < params.follow_pct:
-        found.append(f"served {served_pct:.0f} % of the offered rate (< {params.follow_pct:g} %)")
+        found.append(
+            RateSignal("not_following", served_pct=served_pct, threshold=params.follow_pct)
+        )
     first, last = row.get("backlog_first", math.nan), row.get("backlog_last", math.nan)
     if (
         first == first
@@ -196,10 +214,10 @@ def rate_signals(row: Mapping[str, Any], params: RateParams) -> list[str]:
         and last > params.backlog_growth * first
         and last - first >= params.backlog_min
     ):
-        found.append(f"backlog grew from {first:.1f} to {last:.1f} requests within the window")
+        found.append(RateSignal("backlog_grew", backlog_first=first, backlog_last=last))
     ratio = row.get("tail_ratio", math.nan)
     if ratio == ratio and ratio > params.tail_ratio:
-        found.append(f"P95 from the planned send {ratio:.1f}x the baseline's")
+        found.append(RateSignal("tail_departed", tail_ratio=ratio, threshold=params.tail_ratio))
     return found
 
 
@@ -213,24 +231,12 @@ def rate_knee(table: pd.DataFrame, slo_met: Mapping[int, bool | None] | None = N
     if slo_met is not None:
         good = [float(r["rate_rps"]) for _, r in below.iterrows() if slo_met.get(int(r["stage"]))]
         slo_rate = max(good) if good else None
+    judged = slo_met is not None
     if knee_row is None:
-        text = (
-            f"no rate knee up to {max_rate:g} requests/s: served followed offered at every stage"
-            if max_rate is not None
-            else "no rate stage to judge"
-        )
-        return RateKnee(None, None, max_rate, slo_rate, (), text)
-    reasons = tuple(str(knee_row["rate_reasons"]).split("; "))
+        return RateKnee(None, None, max_rate, slo_rate, (), judged)
+    reasons = tuple(knee_row["rate_reasons"])
     rate = float(knee_row["rate_rps"])
-    held = f"; {max_rate:g} requests/s held" if max_rate is not None else ""
-    text = f"rate knee at {rate:g} requests/s (stage {int(knee_row['stage'])}: {reasons[0]}){held}"
-    if slo_met is not None:
-        text += (
-            f"; max {slo_rate:g} requests/s within the SLOs"
-            if slo_rate is not None
-            else "; no rate below the knee meets the SLOs"
-        )
-    return RateKnee(int(knee_row["stage"]), rate, max_rate, slo_rate, reasons, text)
+    return RateKnee(int(knee_row["stage"]), rate, max_rate, slo_rate, reasons, judged)
 
 
 def analyze_rates(

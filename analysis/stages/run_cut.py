@@ -1,10 +1,11 @@
-"""Whether a run was cut short (Ctrl-C, SIGTERM, a killed process), and where, in one sentence.
+"""Whether a run was cut short (Ctrl-C, SIGTERM, a killed process), and where.
 
 Why: a run stopped in the middle of a stage looks like a complete, shorter sweep once it is
 summarised; the knee and the settings from it then describe only the levels that were reached.
 The Locust side records the facts (``run.json``'s ``stop_reason`` and ``end_unix_s``, the partial
-stage's ``stop_reason`` in ``stages.csv``); this module reads them and says what they mean, so the
-CLI can print it and the recommendations can be marked provisional.
+stage's ``stop_reason`` in ``stages.csv``); this module reads them into a :class:`RunCut`, so the
+CLI can print it (:func:`analysis.report.stage_words.cut_text`) and the recommendations can be
+marked provisional.
 
 * ``stop_reason`` ``interrupted`` (signal) or ``stopped`` (web UI stop): cut by the user;
 * a ``start_unix_s`` and an ``end_unix_s`` still null in ``run.json`` (the plugin writes null at
@@ -15,13 +16,14 @@ CLI can print it and the recommendations can be marked provisional.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
 import pandas as pd
 
-from analysis import rules
-from analysis.numeric import counted
 from analysis.stages.levels import level_rows
+
+#: how a run was cut: a signal, the web UI's stop, or a process that died before its end
+CutReason = Literal["interrupted", "stopped", "killed"]
 
 CUT_REASONS = frozenset({"interrupted", "stopped"})
 
@@ -30,32 +32,11 @@ CUT_REASONS = frozenset({"interrupted", "stopped"})
 class RunCut:
     """Where a run was cut: the stage running then, its users, and the levels never run."""
 
-    reason: str  # "interrupted" | "stopped" | "killed"
+    reason: CutReason
     stage: int | None
     users: int | None
     measured_s: float | None  # how long the cut stage's measured window lasted
     levels_not_run: tuple[int, ...]
-
-    @property
-    def text(self) -> str:
-        how = {
-            "interrupted": "interrupted (Ctrl-C or SIGTERM)",
-            "stopped": "stopped from the web UI",
-            "killed": "killed before it could record its end",
-        }.get(self.reason, self.reason)
-        where = ""
-        if self.stage is not None:
-            where = f" during stage {self.stage}"
-            if self.users is not None:
-                where += f" ({counted(self.users, 'user')}"
-                where += f", {self.measured_s:.0f} s measured)" if self.measured_s else ")"
-        rest = ""
-        if self.levels_not_run:
-            rest = "; levels never run: " + ", ".join(str(n) for n in self.levels_not_run)
-        return (
-            f"the run was {how}{where}{rest}. The knee and the settings below come only from "
-            f"the stages it reached: they are provisional {rules.cite('cut_short')}"
-        )
 
 
 def run_cut(run_info: dict[str, Any], stages: pd.DataFrame) -> RunCut | None:
@@ -78,4 +59,4 @@ def run_cut(run_info: dict[str, Any], stages: pd.DataFrame) -> RunCut | None:
         reached = {int(u) for u in steps["target_users"]}
     planned = run_info.get("levels") or []
     not_run = tuple(int(n) for n in planned if int(n) not in reached and n != users)
-    return RunCut(str(reason), stage, users, measured, not_run)
+    return RunCut(cast(CutReason, reason), stage, users, measured, not_run)

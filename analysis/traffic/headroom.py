@@ -27,6 +27,7 @@ import pandas as pd
 
 from analysis.numeric import cell
 from analysis.pipeline import Analysis
+from analysis.report.slo_words import limits_text
 from analysis.stages.levels import level_rows
 from analysis.traffic.shape import LatencyModel, TrafficShape
 
@@ -81,7 +82,7 @@ def run_capacity(analysis: Analysis) -> Capacity:
     if slo is not None:
         if slo.capacity is None:
             return Capacity(None, "slo", "no tested level met the SLOs", run_id, latency)
-        text = f"the SLOs ({slo.limits}) allow {slo.capacity}"
+        text = f"the SLOs ({limits_text(slo.params)}) allow {slo.capacity}"
         before_knee = knee.max_concurrency if knee.knee_users is not None else None
         if before_knee is not None and before_knee < slo.capacity:
             text += f", the knee {before_knee}: the knee binds"

@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 
+from analysis.diagnosis.failure_mix import FailureKind, FailureMix
 from analysis.pipeline import analyze_run
+from analysis.report.diagnosis_words import failures_text
 from analysis.stages.data_check import RowsFact
 from loadknee_locust.contract import REQUEST_COLUMNS
 from loadknee_locust.sim.faults import EXPECTED_OUTCOME
@@ -30,17 +32,17 @@ from tests.support.run_support import assert_each_served_once, child_env, only_r
 
 pytestmark = pytest.mark.slow
 
-#: how the analysis names each failing mode in the stage's failures text
+#: the kind of failure the analysis counts for each failing mode in the stage's failures
 NAMED = {
-    "http_500": "HTTP 500",
-    "http_503": "HTTP 503",
-    "http_429": "HTTP 429",
-    "reset_before_read": "connection errors/resets",
-    "reset_after_read": "connection errors/resets",
-    "cut_stream": "cut streams",
-    "malformed_sse": "malformed responses",
-    "error_object": "error objects",
-    "stall": "timeouts",
+    "http_500": FailureKind("http_error", 500),
+    "http_503": FailureKind("http_error", 503),
+    "http_429": FailureKind("http_error", 429),
+    "reset_before_read": FailureKind("connect_error"),
+    "reset_after_read": FailureKind("connect_error"),
+    "cut_stream": FailureKind("incomplete"),
+    "malformed_sse": FailureKind("malformed"),
+    "error_object": FailureKind("stream_error"),
+    "stall": FailureKind("timeout"),
 }
 
 
@@ -102,7 +104,7 @@ def test_server_count_equals_rows_with_the_right_outcome(
     knee = analyze_run(run_dir).knee
     last = knee.stages[-1]
     counts = f"{len(served)} | {len(faulted)} | {len(rows)} | {len(with_outcome)} {expected}"
-    said = f"{last.verdict} | {knee.red_line_users} | {last.failures or '-'}"
+    said = f"{last.verdict} | {knee.red_line_users} | {failures_text(last.failures) or '-'}"
     print(f"| {mode} | {counts} | {said} |")  # the closing note's fault table, with -n 0 -s
     if expected == "ok":
         assert faulted <= with_outcome
@@ -116,7 +118,8 @@ def test_server_count_equals_rows_with_the_right_outcome(
         assert rows and rows[0].excluded > 0, stage.reasons
         assert knee.red_line_users is None, knee.summary
         return
-    assert NAMED[mode] in stage.failures, stage.failures
+    mix = stage.failures
+    assert isinstance(mix, FailureMix) and NAMED[mode] in dict(mix.kinds), mix
     # the red line where the fault starts, and the stage before it clean
     assert knee.red_line_users == 4, knee.summary
     assert first.verdict != "red_line" and not first.failures, first.failures

@@ -78,7 +78,7 @@ def test_slo_capacity_below_at_and_above_the_knee(run_dir: Path, tmp_path: Path)
         assert slo is not None
         # verdicts and the knee do not move when SLOs are given
         assert [v.verdict for v in analysis.knee.stages] == [v.verdict for v in plain.knee.stages]
-        assert (slo.capacity, slo.binding) == (capacity, binding), (name, slo.summary, p95)
+        assert (slo.capacity, slo.binding) == (capacity, binding), (name, slo.first_broken, p95)
         text = slo_text(slo)
         assert f"e2e P95 ≤ {float(f'{limit:.1f}'):g} ms" in text  # the limits used are printed
         assert f"SLO capacity {capacity} users" in text

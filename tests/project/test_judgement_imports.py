@@ -2,9 +2,10 @@
 
 :mod:`analysis.knee` returns facts (signals, stage reasons, the summary, the fit, the confidence)
 and :mod:`analysis.advice` returns facts (the deploy answer, each setting's reason, each setting
-withheld); :mod:`analysis.report` words them. An import the other way, even one inside a
-function, would let a sentence back into the judgement, so every import statement of those
-packages is read.
+withheld), and so do :mod:`analysis.diagnosis` (each bottleneck rule's reading, a stage's
+failures) and the stages and SLO packages; :mod:`analysis.report` words them. An import the
+other way, even one inside a function, would let a sentence back into the judgement, so every
+import statement of those packages is read.
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: package → the packages it must never import
-FORBIDDEN = {"analysis/knee": ("analysis.report",), "analysis/advice": ("analysis.report",)}
+FORBIDDEN = {
+    package: ("analysis.report",)
+    for package in (
+        "analysis/knee",
+        "analysis/advice",
+        "analysis/diagnosis",
+        "analysis/slo",
+        "analysis/stages",
+    )
+}
 
 
 def imported(tree: ast.AST) -> list[tuple[int, str]]:

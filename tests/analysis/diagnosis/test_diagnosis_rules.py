@@ -21,13 +21,15 @@ from analysis.diagnosis.bottleneck import (
     first_match,
     stage_facts,
 )
-from analysis.diagnosis.failure_mix import FailureMix
+from analysis.diagnosis.facts import NoRuleFact
+from analysis.diagnosis.failure_mix import FailureKind, FailureMix
 from analysis.model import Baseline, Signal, StageVerdict
 
 SIGNALS = ("throughput_flattening", "gain_narrowing", "tail_departure", "sla", "oom",
            "memory_pressure", "errors", "error_rate", "server_saturated")  # fmt: skip
 #: a stage where a fifth of the requests were turned away (the ``failing`` rule's case)
-REJECTED = FailureMix(requests=100, kinds=(("HTTP 503", 20),), messages=(("queue full", 20),),
+REJECTED = FailureMix(requests=100, kinds=((FailureKind("http_error", 503), 20),),
+                      messages=(("queue full", 20),),
                       overload=20, stalls=0, server_errors=0)  # fmt: skip
 
 
@@ -82,60 +84,62 @@ def _facts(case: dict):
     )
 
 
-# expected rule, later rules that match too, a phrase of the reason, the stage
+# expected rule, later rules that match too, what it saw (figures of its fact), the stage
 CASES = [
-    ("client_bound", ("memory_full", "closed_loop_wait"), "CPU peaked at 95 %",
+    ("client_bound", ("memory_full", "closed_loop_wait"), {"client_cpu_peak_pct": 95},
      {"trusted": False, "row": {"client_cpu_peak_pct": 95, "kv_cache_peak_pct": 97},
       "fired": ("throughput_flattening",)}),
-    ("memory_full", ("gpu_idle", "closed_loop_wait"), "KV-cache peaked at 97 %",
+    ("memory_full", ("gpu_idle", "closed_loop_wait"), {"memory": "kv_cache", "memory_pct": 97},
      {"row": {"kv_cache_peak_pct": 97, "gpu_idle_pct": 40}, "fired": ("tail_departure",)}),
-    ("memory_full", (), "3 preemptions", {"row": {"preemptions": 3}, "fired": ()}),
-    ("memory_full", ("memory_leading",), "GPU memory peaked at 90 %",
+    ("memory_full", (), {"preemptions": 3}, {"row": {"preemptions": 3}, "fired": ()}),
+    ("memory_full", ("memory_leading",), {"memory": "gpu", "memory_pct": 90},
      {"row": {"gpu_mem_peak_pct": 90}, "fired": ("oom", "memory_pressure")}),
-    ("failing", ("gpu_idle",), "20 % of requests were turned away",
+    ("failing", ("gpu_idle",), {"family": "overload", "share_pct": 20},
      {"row": {"gpu_idle_pct": 40}, "fired": ("errors", "error_rate"), "verdict": "red_line",
       "failures": REJECTED}),
-    ("gpu_idle", ("server_queue", "closed_loop_wait"), "near 0 in 40 %",
+    ("gpu_idle", ("server_queue", "closed_loop_wait"), {"gpu_idle_pct": 40},
      {"row": {"gpu_idle_pct": 40, "waiting_mean": 2}, "fired": ("tail_departure",)}),
-    ("server_queue", ("prefill", "kv_contention"), "held 8 requests",
+    ("server_queue", ("prefill", "kv_contention"), {"waiting_mean": 8, "waiting_max": 9},
      {"row": {"waiting_mean": 8, "waiting_max": 9, "ttft_p95_ms": 200, "itl_p50_ms": 10},
       "base": {"itl_p50_ms": 10}, "fired": ("tail_departure",)}),
     # the server's counters say its slots are full and 1.6 wait, while the client-side tail and
     # throughput stayed inside a noisy run's bands: queueing, not the baseline's interference
     # (a llama-server slot knee beside a CPU hog must not read as "interference")
-    ("server_queue", ("interference",), "held 1.6 requests",
+    ("server_queue", ("interference",), {"waiting_mean": 1.6},
      {"row": {"waiting_mean": 1.6, "waiting_max": 2}, "fired": ("server_saturated",),
       "interference": True}),
-    ("prefill", ("kv_contention", "closed_loop_wait"), "no queue gauge",
+    ("prefill", ("kv_contention", "closed_loop_wait"), {"queue_known": False},
      {"row": {"ttft_p95_ms": 200, "itl_p50_ms": 10, "sm_util_mean_pct": 20},
       "base": {"itl_p50_ms": 10}, "fired": ("tail_departure",)}),
-    ("kv_contention", ("compute_saturated", "empty_queue"), "grew 0.1 → 0.3",
+    ("kv_contention", ("compute_saturated", "empty_queue"),
+     {"waiting_grew": True, "prev_waiting": 0.1, "waiting": 0.3},
      {"row": {"waiting_mean": 0.3, "gpu_util_mean_pct": 95}, "prev": {"waiting_mean": 0.1},
       "fired": ("tail_departure", "throughput_flattening")}),
-    ("compute_saturated", ("empty_queue", "closed_loop_wait"), "averaged 95 %",
+    ("compute_saturated", ("empty_queue", "closed_loop_wait"), {"gpu_util_pct": 95},
      {"row": {"gpu_util_mean_pct": 95, "waiting_mean": 0}, "fired": ("gain_narrowing",)}),
-    ("throughput_stuck", ("closed_loop_wait",), "busy only 30 %",
+    ("throughput_stuck", ("closed_loop_wait",), {"gpu_util_pct": 30},
      {"row": {"gpu_util_mean_pct": 30}, "fired": ("throughput_flattening",)}),
-    ("empty_queue", ("closed_loop_wait",), "stayed empty (0.2",
+    ("empty_queue", ("closed_loop_wait",), {"waiting_mean": 0.2},
      {"row": {"waiting_mean": 0.2, "gpu_util_mean_pct": 70}, "prev": {"waiting_mean": 0.5},
       "fired": ("tail_departure",)}),
     ("closed_loop_wait", ("memory_leading", "interference"),
-     "no GPU utilisation or server queue data",
+     {"missing": ("gpu_util", "server_queue")},
      {"row": {}, "fired": ("gain_narrowing", "memory_pressure"), "interference": True}),
-    ("memory_leading", ("interference",), "GPU memory peaked at 88 %",
+    ("memory_leading", ("interference",), {"memory": "gpu", "memory_pct": 88},
      {"row": {"gpu_mem_peak_pct": 88}, "fired": ("memory_pressure",), "interference": True}),
-    ("interference", (), "far above its median", {"row": {}, "fired": ("errors",),
+    ("interference", (), {}, {"row": {}, "fired": ("errors",),
                                                    "interference": True}),
 ]  # fmt: skip
 BY_NAME = {rule.name: rule for rule in RULES}
 
 
-@pytest.mark.parametrize(("expected", "also", "words", "case"), CASES)
-def test_first_match_wins_and_later_rules_also_match(expected, also, words, case):
+@pytest.mark.parametrize(("expected", "also", "saw", "case"), CASES)
+def test_first_match_wins_and_later_rules_also_match(expected, also, saw, case):
     facts = _facts(case)
     rule, reason = first_match(facts)
-    assert rule.name == expected, reason
-    assert words in reason
+    assert rule.name == expected == reason.kind, reason
+    for name, value in saw.items():
+        assert getattr(reason, name) == pytest.approx(value), name
     for name in also:  # the overlap is real: each later rule matches this stage on its own
         assert BY_NAME[name].check(facts) is not None, name
         assert [r.name for r in RULES].index(name) > [r.name for r in RULES].index(expected)
@@ -144,8 +148,8 @@ def test_first_match_wins_and_later_rules_also_match(expected, also, words, case
     assert diagnose_stage(facts) == (rule.bottleneck, reason)
 
 
-@pytest.mark.parametrize(("expected", "also", "words", "case"), [c for c in CASES if c[1]])
-def test_order_decides_the_overlap(expected, also, words, case):
+@pytest.mark.parametrize(("expected", "also", "saw", "case"), [c for c in CASES if c[1]])
+def test_order_decides_the_overlap(expected, also, saw, case):
     """Swap the winner with the next rule that also matches: that rule wins instead."""
     rules = list(RULES)
     i, j = rules.index(BY_NAME[expected]), rules.index(BY_NAME[also[0]])
@@ -163,7 +167,7 @@ def test_no_rule_matches_a_stage_with_only_an_early_error():
     case = {"row": {}, "fired": ("errors",)}
     facts = _facts(case)
     assert first_match(facts) is None
-    assert diagnose_stage(facts) == ("none", "no bottleneck rule matched")
+    assert diagnose_stage(facts) == ("none", NoRuleFact())
 
 
 @pytest.mark.parametrize(("trusted", "expected"), [(True, "none"), (False, "client")])

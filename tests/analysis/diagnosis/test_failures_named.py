@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.diagnosis.failure_mix import FailureMix
+from analysis.diagnosis.facts import FailingFact
+from analysis.diagnosis.failure_mix import FailureKind, FailureMix
 from analysis.pipeline import analyze_run
+from analysis.report.diagnosis_words import failures_text
 from analysis.report.table import format_markdown, record_frame
 from tests.support.knee_rundir import request_row, stage_row, write_run
 
@@ -47,34 +49,37 @@ def test_rejections_and_timeouts_are_named_with_shares_and_messages(tmp_path: Pa
         [("http_error", 503, "queue full", 22), ("timeout", 0, "read timed out", 3)],
     )
     stage = analysis.knee.stages[1]
-    assert stage.failures.startswith("22 % HTTP 503 (22); 3 % timeouts (3)")
-    assert '"queue full" ×22' in stage.failures and '"read timed out" ×3' in stage.failures
-    mix = stage.reasons[-1]  # the failures named, last
-    assert isinstance(mix, FailureMix) and (mix.requests, mix.overload, mix.stalls) == (100, 22, 3)
+    mix = stage.failures
+    assert isinstance(mix, FailureMix) and stage.reasons[-1] == mix  # the failures named, last
+    assert mix.kinds == ((FailureKind("http_error", 503), 22), (FailureKind("timeout"), 3))
+    assert mix.messages == (("queue full", 22), ("read timed out", 3))
+    assert (mix.requests, mix.overload, mix.stalls, mix.server_errors) == (100, 22, 3, 0)
     assert stage.verdict == "red_line" and stage.bottleneck == "overload"
-    assert "HTTP 429/503" in stage.bottleneck_reason
+    reason = stage.bottleneck_reason
+    assert isinstance(reason, FailingFact) and reason.mix == mix
+    assert (reason.family, reason.share_pct) == ("overload", pytest.approx(22.0))
     assert analysis.knee.stages[0].failures == ""  # a clean stage names nothing
     table = format_markdown(record_frame(analysis.summary, analysis.knee))
-    assert "22 % HTTP 503 (22)" in table
+    assert failures_text(mix) in table  # the record carries the stage's failures
 
 
 @pytest.mark.parametrize(
-    ("failing", "bottleneck", "words"),
+    ("failing", "bottleneck"),
     [
-        ([("timeout", 0, "read timed out", 25)], "stalls", "timed out"),
+        ([("timeout", 0, "read timed out", 25)], "stalls"),
         ([("incomplete", 200, "stream ended before [DONE]", 12),
           ("http_error", 500, "internal error", 8), ("connect_error", 0, "reset", 5)],
-         "server_errors", "failed in the server"),
-        ([("http_error", 429, "rate limited", 30)], "overload", "turned away"),
+         "server_errors"),
+        ([("http_error", 429, "rate limited", 30)], "overload"),
     ],
 )  # fmt: skip
-def test_the_bottleneck_fits_the_failure(
-    failing: list, bottleneck: str, words: str, tmp_path: Path
-) -> None:
+def test_the_bottleneck_fits_the_failure(failing: list, bottleneck: str, tmp_path: Path) -> None:
     stage = _analyze(tmp_path, failing).knee.stages[1]
     assert stage.verdict == "red_line"
     assert stage.bottleneck == bottleneck, stage.bottleneck_reason
-    assert words in stage.bottleneck_reason
     total = sum(f[3] for f in failing)
-    assert sum(int(part.split("(")[1].split(")")[0]) for part in
-               stage.failures.split("; top")[0].split("; ")) == total  # fmt: skip
+    reason, mix = stage.bottleneck_reason, stage.failures
+    assert isinstance(reason, FailingFact) and reason.family == bottleneck
+    assert reason.share_pct == pytest.approx(total)  # of N = 100 rows: one family each
+    assert isinstance(mix, FailureMix)
+    assert sum(n for _, n in mix.kinds) == mix.failed == total

@@ -38,6 +38,8 @@ from analysis.report.advice_words import (
     sweep_command,
     withheld_text,
 )
+from analysis.slo.facts import CapacityDoubt
+from analysis.slo.targets import Slo, SloParams
 from tests.support.paths import DATA
 
 GOLDEN = DATA / "golden" / "advice_words.txt"
@@ -53,6 +55,9 @@ _TAIL = Signal(
 _SLA = Signal("sla", True, 2612.0, 2500.0, fact=SlaFact("sla", "p99", 2612.0, 2500.0))
 _ERRORS = Signal("errors", True, 97.5, 100.0, fact=ErrorsFact("errors", 97.5, 5, 200, 0.0))
 _REFUSALS = Signal("refusals", True, 3.2, 0.0, fact=RefusalsFact("refusals", 2, 62, 3.2258))
+_TTFT_500 = SloParams(slos=(Slo("ttft", 95.0, 500.0),))
+_E2E_300 = SloParams(slos=(Slo("e2e", 95.0, 300.0),))
+_BOTH = SloParams(slos=(Slo("e2e", 95.0, 300.0), Slo("ttft", 95.0, 500.0)))
 _CONFIGURE = DeployFact(
     "configure", users=16, at_users=24, bounds=("knee",), why=KneeWhyFact("server", True)
 )
@@ -129,10 +134,8 @@ DEPLOY = {
     ),
     "tested range": DeployFact("tested_range", top_users=16),
     "tested range, one user": DeployFact("tested_range", top_users=1),
-    "slo, none meets them": DeployFact("slo_none", slo_limits="ttft P95 ≤ 500 ms"),
-    "slo, bound": DeployFact(
-        "slo_bound", users=6, batch_users=8, slo_limits="e2e P95 ≤ 300 ms, ttft P95 ≤ 500 ms"
-    ),
+    "slo, none meets them": DeployFact("slo_none", slo_limits=_TTFT_500),
+    "slo, bound": DeployFact("slo_bound", users=6, batch_users=8, slo_limits=_BOTH),
 }
 #: case → a setting's reason: every kind, and each branch of its words
 REASONS = {
@@ -162,17 +165,17 @@ REASONS = {
     "max_model_len": ModelLenFact(3500.0, 5000.0, 1.25),
     "replicas, measured": ReplicasFact(100, 25, 0.65, True),
     "replicas, assumed": ReplicasFact(100, 25, 1.0, False),
-    "slo_capacity": SloAdviceFact("slo_capacity", slo_limits="e2e P95 ≤ 300 ms", capacity=6),
+    "slo_capacity": SloAdviceFact("slo_capacity", slo_limits=_E2E_300, capacity=6),
     "slo_capacity, in doubt": SloAdviceFact(
-        "slo_capacity", slo_limits="e2e P95 ≤ 300 ms", capacity=6, doubt="(the SLO step's doubt)"
+        "slo_capacity", slo_limits=_E2E_300, capacity=6, doubt=CapacityDoubt(breaker_noisy_users=8)
     ),
-    "slo_capacity, none": SloAdviceFact("slo_capacity", slo_limits="e2e P95 ≤ 300 ms"),
+    "slo_capacity, none": SloAdviceFact("slo_capacity", slo_limits=_E2E_300),
     "binding, latency": SloAdviceFact("binding", capacity=6, binding="latency", max_concurrency=8),
     "binding, throughput": SloAdviceFact(
         "binding", capacity=16, binding="throughput", max_concurrency=8
     ),
     "binding, none": SloAdviceFact("binding", binding="none"),
-    "interactive, the slo": SloAdviceFact("interactive", slo_limits="e2e P95 ≤ 300 ms", capacity=6),
+    "interactive, the slo": SloAdviceFact("interactive", slo_limits=_E2E_300, capacity=6),
     "replicas, the slo": SloAdviceFact(
         "replicas", binding="latency", target=100, per_replica=6, from_slo=True, efficiency=1.0
     ),

@@ -1,4 +1,7 @@
-"""SLO targets parsed from flags, files and presets; judged on the vLLM source's record table."""
+"""SLO targets parsed from flags, files and presets; judged on the vLLM source's record table.
+
+The verdicts are asserted as values (:mod:`analysis.slo.facts`); their words are pinned by the
+golden file of :mod:`tests.analysis.report.test_golden_slo_words`."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from analysis.cli import build_parser
 from analysis.knee.find import KneeParams, find_knee
 from analysis.slo.advice import with_slo
 from analysis.slo.evaluate import evaluate_slos
+from analysis.slo.facts import CapacityDoubt, SloBreak
 from analysis.slo.targets import PRESETS, Slo, SloParams, Threshold, parse_goodput, parse_slo
 from analysis.stages.baseline import compute_baseline
 from tests.support.knee_frames import SEED_002_TABLE, seed_002_summary
@@ -85,8 +89,6 @@ def test_slo_file_yaml_or_toml_plus_flags(tmp_path, suffix):
     assert params.goodput == (Threshold("ttft", 400.0),)
     assert params.goodput_min_pct == 90.0
     assert params.sources and params.sources[0].startswith("interactive:")
-    text = params.limits_text()
-    assert "TTFT P95 ≤ 300 ms" in text and "≥ 90 % good" in text
 
 
 def test_unknown_key_in_slo_file_is_refused(tmp_path):
@@ -102,7 +104,7 @@ def test_presets_print_their_numbers_and_source_in_help():
         assert option in help_text
     assert "MLPerf Inference, Llama-2-70B server scenario" in help_text
     params = _params("--slo-preset", "mlperf-llama2-70b-interactive")
-    assert params.limits_text() == "TTFT P99 ≤ 450 ms; TPOT P99 ≤ 40 ms"
+    assert params.slos == (Slo("ttft", 99.0, 450.0), Slo("tpot", 99.0, 40.0))
     assert set(PRESETS) >= {"interactive", "batch"}
 
 
@@ -128,7 +130,7 @@ def test_seed_002_table_with_an_e2e_slo_keeps_its_verdicts_and_adds_the_capacity
     assert slo is not None
     assert (slo.capacity, slo.binding) == (capacity, binding)
     # 48 users is the red line: never within the SLOs even where its P99 is unknown
-    assert not slo.stages[-1].met and any("red line" in b for b in slo.stages[-1].breaks)
+    assert not slo.stages[-1].met and SloBreak("red_line") in slo.stages[-1].breaks
     first_broken = next(s for s in slo.stages if not s.met)
     assert first_broken.target_users == [4, 16, 24, 32, 48][[4, 16, 24, 32, 48].index(capacity) + 1]
     recs = with_slo(recommend(summary, knee, baseline), slo, knee)
@@ -142,8 +144,11 @@ def test_seed_002_breaks_name_the_slo_and_by_how_much():
     _, _, _, slo = _seed_002(2000.0)
     assert slo is not None
     stage_24 = slo.stages[2]
-    assert stage_24.breaks == ("e2e P99 2,800 ms > 2000 ms (+40 %)",)
-    assert "SLO capacity 16 users" in slo.summary and "Latency-bound" in slo.summary
+    (broken,) = stage_24.breaks
+    assert broken.kind == "over" and broken.check is not None
+    assert broken.check.slo == Slo("e2e", 99.0, 2000.0)
+    assert (broken.check.value, broken.check.over_pct) == pytest.approx((2800.0, 40.0))
+    assert (slo.capacity, slo.binding, slo.first_broken) == (16, "latency", stage_24)
 
 
 def test_replicas_follow_the_binding_constraint():
@@ -173,7 +178,7 @@ def test_the_answer_to_deploy_never_breaks_an_slo(
     from analysis.slo.evaluate import SloResult
 
     answer = DeployAnswer(deploy_users, "knee", "configure … bound by the knee")
-    slo = SloResult("ttft P95 ≤ 500 ms", (), (), capacity, 8, "latency", "")
+    slo = SloResult(SloParams(slos=(Slo("ttft", 95.0, 500.0),)), (), (), capacity, 8, "latency")
     got = _deploy_within_slo(answer, slo)
     assert got is not None
     assert (got.users, got.bound) == (expected, bound)
@@ -182,7 +187,7 @@ def test_the_answer_to_deploy_never_breaks_an_slo(
             "slo_bound" if expected is not None else "slo_none",
             users=expected,
             batch_users=deploy_users if expected is not None else None,
-            slo_limits="ttft P95 ≤ 500 ms",
+            slo_limits=SloParams(slos=(Slo("ttft", 95.0, 500.0),)),
         )
 
 
@@ -191,8 +196,8 @@ def test_the_answer_to_deploy_never_breaks_an_slo(
     [
         ((), None),  # every stage trusted: no doubt
         ((4,), None),  # a noisy stage away from the capacity does not matter
-        ((24,), "the 24-user stage that breaks it is too noisy"),  # the break may be one request
-        ((16,), "the 16-user stage that sets it is too noisy"),  # the pass may be luck
+        ((24,), CapacityDoubt(breaker_noisy_users=24)),  # the break may be one request
+        ((16,), CapacityDoubt(setter_noisy_users=16)),  # the pass may be luck
     ],
 )
 def test_the_slo_capacity_says_when_a_noisy_stage_decides_it(noisy_users, wanted):
@@ -209,11 +214,9 @@ def test_the_slo_capacity_says_when_a_noisy_stage_decides_it(noisy_users, wanted
     params = SloParams.from_cli_args(argparse.Namespace(), sla_ms=2000.0, tail="p99")
     slo = evaluate_slos(summary, knee, params=params)
     assert slo is not None and slo.capacity == 16  # the figure itself never moves
+    assert slo.doubt == wanted
     if wanted is None:
-        assert slo.doubt == "" and "Uncertain" not in slo.summary
         return
-    assert wanted in slo.doubt and slo.doubt in slo.summary
-    assert "--stage-requests" in slo.doubt
     recs = with_slo(recommend(summary, knee, compute_baseline(None, summary)), slo, knee)
     capacity_item = next(i for i in recs.items if i.key == "slo_capacity")
     # the recommendations carry the doubt too
@@ -225,31 +228,33 @@ def test_a_stage_passing_again_above_the_break_is_named():
     from analysis.slo.evaluate import StageSlo, capacity_doubt
 
     def stage(users: int, met: bool) -> StageSlo:
-        return StageSlo(users, users, met, (), () if met else ("TTFT P95 900 ms > 800 ms",),
+        return StageSlo(users, users, met, (), () if met else (SloBreak("red_line"),),
                         None, None, None, None, None)  # fmt: skip
 
     summary = seed_002_summary()
     knee = find_knee(summary, compute_baseline(None, summary))
     stages = (stage(1, True), stage(2, True), stage(4, False), stage(8, True), stage(16, False))
-    doubt = capacity_doubt(stages, knee)
-    assert "8 users met every SLO again above the break, so it may be noise" in doubt
-    assert capacity_doubt(stages[:3], knee) == ""
+    assert capacity_doubt(stages, knee) == CapacityDoubt(passes_again_users=(8,))
+    assert capacity_doubt(stages[:3], knee) is None
 
 
 @pytest.mark.parametrize(
     ("parameters", "wanted"),
     [
-        ({"llm_slo": "ttft_p95_ms=500,tpot_p95_ms=50"}, "TTFT P95 ≤ 500 ms; TPOT P95 ≤ 50 ms"),
-        ({"llm_slo": " e2e_p99_ms=8000 , "}, "e2e P99 ≤ 8000 ms"),
-        ({"llm_slo": ""}, "none"),
-        ({}, "none"),
-        ({"llm_slo": "ttft_p95=500"}, "none"),  # malformed: refused before load, ignored here
+        (
+            {"llm_slo": "ttft_p95_ms=500,tpot_p95_ms=50"},
+            (Slo("ttft", 95.0, 500.0), Slo("tpot", 95.0, 50.0)),
+        ),
+        ({"llm_slo": " e2e_p99_ms=8000 , "}, (Slo("e2e", 99.0, 8000.0),)),
+        ({"llm_slo": ""}, ()),
+        ({}, ()),
+        ({"llm_slo": "ttft_p95=500"}, ()),  # malformed: refused before load, ignored here
     ],
 )
 def test_the_sweeps_slos_are_read_from_run_json(parameters: dict, wanted: str) -> None:
     from analysis.slo.targets import run_slo_params
 
-    assert run_slo_params({"parameters": parameters}).limits_text() == wanted
+    assert run_slo_params({"parameters": parameters}) == SloParams(slos=wanted)
 
 
 def test_a_malformed_sweep_slo_is_refused_before_load() -> None:
@@ -263,12 +268,12 @@ def test_a_malformed_sweep_slo_is_refused_before_load() -> None:
 
 
 def test_a_break_by_a_fraction_of_a_percent_does_not_read_as_none() -> None:
-    from analysis.slo.evaluate import _break_text, _check
+    from analysis.slo.evaluate import _check
 
-    assert _break_text(_check(parse_slo("e2e_p95_ms=760"), 761.8)) == (
-        "e2e P95 761.8 ms > 760 ms (+0.2 %)"
-    )
-    assert _break_text(_check(parse_slo("e2e_p95_ms=500"), 856.0)).endswith("(+71 %)")
+    check = _check(parse_slo("e2e_p95_ms=760"), 761.8)
+    assert not check.met and check.over_pct == pytest.approx(0.2368, abs=1e-4)
+    assert _check(parse_slo("e2e_p95_ms=500"), 856.0).over_pct == pytest.approx(71.2)
+    assert _check(parse_slo("e2e_p95_ms=500"), 500.0).over_pct is None  # at the limit: met
 
 
 def test_a_red_line_break_leaves_no_doubt_even_on_a_noisy_stage():
@@ -288,9 +293,11 @@ def test_a_red_line_break_leaves_no_doubt_even_on_a_noisy_stage():
     )
 
     def judged(verdict, met: bool) -> StageSlo:
-        breaks = () if met else ("over a limit",)
+        breaks = () if met else (SloBreak("red_line"),)
         return StageSlo(verdict.stage, verdict.target_users, met, (), breaks,
                         None, None, None, None, None)  # fmt: skip
 
-    assert capacity_doubt((judged(first, True), judged(red, False)), knee) == ""
-    assert capacity_doubt((judged(first, True), judged(plain, False)), knee) != ""
+    assert capacity_doubt((judged(first, True), judged(red, False)), knee) is None
+    assert capacity_doubt((judged(first, True), judged(plain, False)), knee) == CapacityDoubt(
+        breaker_noisy_users=plain.target_users
+    )

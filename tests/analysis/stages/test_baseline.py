@@ -8,7 +8,7 @@ import pytest
 
 from analysis.inputs.load import read_run
 from analysis.report.knee_json import from_json, to_json
-from analysis.stages.baseline import compute_baseline
+from analysis.stages.baseline import BaselineNote, compute_baseline
 from analysis.stages.summary import summarize_stages
 from tests.support.knee_frames import frame, stage
 from tests.support.knee_rundir import request_row, stage_row, write_run
@@ -48,8 +48,10 @@ def test_interference_warning_when_p95_far_above_median(tmp_path, tail, warned):
     baseline = compute_baseline(run, summarize_stages(run))
     assert baseline.interference_suspected is warned
     if warned:
-        assert any("clean up before trusting the sweep" in w for w in baseline.warnings)
-        assert any("5.00× its median" in w for w in baseline.warnings)
+        (note,) = [w for w in baseline.warnings if getattr(w, "figure", None) == "e2e_ms"]
+        assert isinstance(note, BaselineNote) and (note.kind, note.limit_ratio) == ("spread", 1.5)
+        assert note.p50 is not None and note.p95 is not None
+        assert note.p95 / note.p50 == pytest.approx(5.0)
 
 
 def test_spread_limit_is_a_parameter(tmp_path):
@@ -62,7 +64,7 @@ def test_spread_limit_is_a_parameter(tmp_path):
 def test_too_few_baseline_requests_are_flagged(tmp_path):
     run = _run(tmp_path, [200.0] * 5)
     baseline = compute_baseline(run, summarize_stages(run))
-    assert any("only 5 served requests" in w for w in baseline.warnings)
+    assert BaselineNote("few_requests", requests=5, min_requests=20) in baseline.warnings
 
 
 def test_first_step_stage_stands_in_and_none_when_nothing_served():
@@ -71,9 +73,10 @@ def test_first_step_stage_stands_in_and_none_when_nothing_served():
     assert baseline.source == "first_stage" and baseline.target_users == 4
     assert baseline.output_tok_s == 50.0  # per user
     assert baseline.s_per_1k_total_p95 is None  # needs raw rows
-    assert any("stands in" in w for w in baseline.warnings)
+    assert baseline.warnings == (BaselineNote("first_stage", users=4),)
     empty = frame([stage(4, ok=0, errors=10)])
-    assert compute_baseline(None, empty).source == "none"
+    nothing = compute_baseline(None, empty)
+    assert nothing.source == "none" and nothing.warnings == (BaselineNote("no_baseline"),)
 
 
 def test_interference_flag_follows_either_spread_warning_and_no_other():
@@ -83,13 +86,15 @@ def test_interference_flag_follows_either_spread_warning_and_no_other():
     tight = stage(1, **kind, e2e_p50_ms=100.0, e2e_p95_ms=120.0, s_per_1k_total_tokens=1.0,
                   s_per_1k_total_p95=1.2, ok=5)  # fmt: skip
     baseline = compute_baseline(None, frame([tight]))
-    assert any("only 5 served requests" in w for w in baseline.warnings)
+    assert baseline.warnings == (BaselineNote("few_requests", requests=5, min_requests=20),)
     assert baseline.interference_suspected is False
     per_1k = stage(1, **kind, e2e_p50_ms=100.0, e2e_p95_ms=120.0, s_per_1k_total_tokens=1.0,
                    s_per_1k_total_p95=3.0)  # fmt: skip
     baseline = compute_baseline(None, frame([per_1k]))
     assert baseline.interference_suspected is True
-    assert [w for w in baseline.warnings if "seconds per 1k tokens P95" in w]
+    assert baseline.warnings == (
+        BaselineNote("spread", figure="s_per_1k", p50=1.0, p95=3.0, limit_ratio=1.5),
+    )
     fallback = compute_baseline(None, frame([stage(4, e2e_p50_ms=100.0, e2e_p95_ms=120.0)]))
     assert fallback.warnings and fallback.interference_suspected is False
 

@@ -7,12 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.stages.prefix_cache import (
-    counters_found,
-    source_note,
-    stage_prefix_cache,
-    window_counts,
-)
+from analysis.stages.prefix_cache import counters_found, stage_prefix_cache, window_counts
 from loadknee_locust.client.sse import Usage
 from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.plugin.validate import option_problems
@@ -53,10 +48,15 @@ def test_sglang_names_and_no_counters() -> None:
         {"sglang:prompt_tokens_total": [0, 100, 200], "sglang:cached_tokens_total": [0, 50, 100]},
         [0.0, 1.0, 2.0],
     )
-    assert counters_found(frame) is not None and "sglang" in source_note(frame)
+    found = counters_found(frame)
+    assert found is not None and found.server == "sglang"
+    assert (found.queries, found.hits) == (
+        "sglang:prompt_tokens_total",
+        "sglang:cached_tokens_total",
+    )
     assert window_counts(frame, 0.0, 2.0)["prefix_cache_hit_pct"] == 50.0
     none = _samples({"vllm:num_requests_running": [1, 2, 3]}, [0.0, 1.0, 2.0])
-    assert counters_found(none) is None and "exposes no prefix-cache counters" in source_note(none)
+    assert counters_found(none) is None
     windows = pd.DataFrame({"window_start": [0.0], "window_end": [2.0]}, index=[1])
     assert stage_prefix_cache(none, windows)["prefix_cache_hit_pct"].isna().all()
 

@@ -38,8 +38,6 @@ def test_cut_or_not(info: dict, expected: tuple | None) -> None:
     assert cut is not None
     assert (cut.reason, cut.stage, cut.users, cut.levels_not_run) == expected
     assert cut.measured_s == pytest.approx(12.0)
-    assert f"stage {cut.stage} ({cut.users} users, 12 s measured)" in cut.text
-    assert "provisional" in cut.text
 
 
 def test_cut_before_any_stage_closed() -> None:

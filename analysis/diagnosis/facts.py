@@ -1,0 +1,207 @@
+"""What each bottleneck rule saw, as typed records: no words, no formatted number.
+
+A rule of :mod:`analysis.diagnosis.rules` that matches a stage returns one of these: its
+``kind`` is the rule's name in the table (:data:`analysis.diagnosis.bottleneck.RULES`), its
+fields the figures it read (units in their names; ``None`` where a figure was not measured) and
+the threshold it held them against. The words are written once, by
+:mod:`analysis.report.diagnosis_words`, for the screen, ``--explain``, the report and knee.json
+alike; tests of the diagnosis assert on these records, not on sentences.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from analysis.diagnosis.failure_mix import FailureFamily, FailureMix
+
+#: which memory figure the knee judged the stage by: the KV-cache, GPU memory, or none at all
+MemorySeen = Literal["unknown", "kv_cache", "gpu"]
+#: the decode-speed figure a prefill reading compares: TPOT, or the chunk gaps (ITL) without it
+DecodeFigure = Literal["tpot", "itl"]
+#: a server figure the closed-loop reading lacked
+MissingData = Literal["gpu_util", "server_queue"]
+
+
+@dataclass(frozen=True)
+class ClientBoundFact:
+    """The load generator's CPU was at its limit: the stage is not trusted."""
+
+    client_cpu_peak_pct: float | None
+    kind: Literal["client_bound"] = "client_bound"
+
+
+@dataclass(frozen=True)
+class MemoryFullFact:
+    """Memory at or above ``full_pct``, the OOM signal, or preempted sequences."""
+
+    memory: MemorySeen
+    memory_pct: float | None
+    full_pct: float
+    preemptions: float | None
+    gpu_idle_pct: float | None
+    kind: Literal["memory_full"] = "memory_full"
+
+
+@dataclass(frozen=True)
+class FailingFact:
+    """The stage's failures are what it is about; ``family`` is their largest family and
+    ``share_pct`` that family's share of the stage's requests."""
+
+    family: FailureFamily
+    share_pct: float
+    mix: FailureMix
+    e2e_p95_ms: float | None  # the served requests' tail (what a stall leaves fast)
+    kind: Literal["failing"] = "failing"
+    rule: str = "failing"  # its key in analysis.rules
+
+
+@dataclass(frozen=True)
+class GpuIdleFact:
+    """The GPU sat idle in ``gpu_idle_pct`` of the samples while requests were in flight."""
+
+    gpu_idle_pct: float
+    threshold_pct: float
+    kind: Literal["gpu_idle"] = "gpu_idle"
+
+
+@dataclass(frozen=True)
+class ServerQueueFact:
+    """The server's own waiting queue held requests behind a latency, throughput or slots sign."""
+
+    waiting_mean: float
+    waiting_max: float | None
+    memory: MemorySeen
+    memory_pct: float | None
+    threshold_waiting: float
+    kind: Literal["server_queue"] = "server_queue"
+
+
+@dataclass(frozen=True)
+class PrefillFact:
+    """TTFT grew far past the baseline's while the decode speed held."""
+
+    ttft_p95_ms: float
+    ttft_ratio: float  # over the baseline's TTFT P95
+    decode: DecodeFigure
+    decode_p50_ms: float
+    decode_ratio: float  # over the baseline stage's
+    ttft_threshold_ratio: float
+    decode_threshold_ratio: float
+    queue_known: bool  # the server exports a queue gauge (else a wait for a slot looks the same)
+    kind: Literal["prefill"] = "prefill"
+
+
+@dataclass(frozen=True)
+class KvContentionFact:
+    """The tail departed with memory not full, and the queue grew or SM utilisation stayed low."""
+
+    memory: MemorySeen
+    memory_pct: float | None
+    waiting_grew: bool
+    prev_waiting: float | None
+    waiting: float | None
+    sm_low: bool
+    sm_util_pct: float | None
+    sm_low_pct: float
+    kind: Literal["kv_contention"] = "kv_contention"
+
+
+@dataclass(frozen=True)
+class ComputeSaturatedFact:
+    """GPU utilisation at or above ``threshold_pct`` while throughput stopped growing."""
+
+    gpu_util_pct: float
+    threshold_pct: float
+    kind: Literal["compute_saturated"] = "compute_saturated"
+
+
+@dataclass(frozen=True)
+class ThroughputStuckFact:
+    """Throughput flat while the GPU stayed under ``threshold_pct`` busy."""
+
+    gpu_util_pct: float
+    threshold_pct: float
+    kind: Literal["throughput_stuck"] = "throughput_stuck"
+
+
+@dataclass(frozen=True)
+class EmptyQueueFact:
+    """Throughput flat or the tail departed while the server's queue stayed under the minimum."""
+
+    waiting_mean: float
+    threshold_waiting: float
+    kind: Literal["empty_queue"] = "empty_queue"
+
+
+@dataclass(frozen=True)
+class ClosedLoopWaitFact:
+    """Throughput flat or the tail departed and no rule above matched; ``missing``: the server
+    figures that would have told compute from KV contention."""
+
+    missing: tuple[MissingData, ...] = ()
+    kind: Literal["closed_loop_wait"] = "closed_loop_wait"
+
+
+@dataclass(frozen=True)
+class MemoryLeadingFact:
+    """Only the memory-pressure signal fired: memory fills before latency collapses."""
+
+    memory: MemorySeen
+    memory_pct: float | None
+    kind: Literal["memory_leading"] = "memory_leading"
+
+
+@dataclass(frozen=True)
+class InterferenceFact:
+    """The baseline's P95 was far above its median (:attr:`Baseline.interference_suspected`)."""
+
+    kind: Literal["interference"] = "interference"
+
+
+@dataclass(frozen=True)
+class NoRuleFact:
+    """A stage with signals that no bottleneck rule explains."""
+
+    kind: Literal["no_match"] = "no_match"
+
+
+#: what a bottleneck rule saw (:func:`analysis.diagnosis.bottleneck.diagnose_stage`)
+DiagnosisFact: TypeAlias = (
+    ClientBoundFact
+    | MemoryFullFact
+    | FailingFact
+    | GpuIdleFact
+    | ServerQueueFact
+    | PrefillFact
+    | KvContentionFact
+    | ComputeSaturatedFact
+    | ThroughputStuckFact
+    | EmptyQueueFact
+    | ClosedLoopWaitFact
+    | MemoryLeadingFact
+    | InterferenceFact
+    | NoRuleFact
+)
+
+
+@dataclass(frozen=True)
+class SmallStageFact:
+    """A level stage with too few measured requests or seconds to trust its percentiles."""
+
+    users: int
+    requests: int
+    window_s: float
+    min_requests: int
+    min_seconds: float
+    rule: str = "small_stage"
+
+
+@dataclass(frozen=True)
+class AllFailedFact:
+    """Every judged request of the run failed; ``causes``: the top causes, counted, most first."""
+
+    requests: int
+    causes: tuple[tuple[str, int], ...]
+    rule: str = "all_failed"
