@@ -8,7 +8,8 @@ long enough for in-flight requests, and ``--exit-code-on-error 0`` (failed reque
 Locust runs in a child process, which keeps gevent out of this one.
 
 While it runs, the plugin's per-stage progress lines (stage, users, requests, errors, time left)
-and Locust's warnings, errors and final summary are shown, then ``run directory: <path>`` (one
+and Locust's errors are shown; Locust's other log lines and its summary tables go to the run
+directory's ``locust.log`` (``--verbose`` shows them too); then ``run directory: <path>`` (one
 line per run in web mode) and the answer: each run directory analysed as ``loadknee analyze``
 does it, in a child process (``--no-analyze`` prints the command instead). ``loadknee run
 --help`` lists the plugin's ``--llm-*`` options too (``locust --help`` cannot: it prints before

@@ -276,7 +276,9 @@ class SteppedShape(LoadTestShape):
             return None
         verdict: LiveVerdict | None = greenlet.value
         if verdict is None:
-            log.warning("loadknee: no judgement after stage %d: the plain grid from here", stage)
+            log.warning(
+                "loadknee sweep: no judgement after stage %d: the plain grid from here", stage
+            )
         else:
             log.info(
                 "loadknee: after stage %d: knee %s, red line %s, max_concurrency %s%s",
@@ -399,7 +401,8 @@ def _red_line_check(run: RunLog, red: RedLine) -> Any:
         hit = red.crossed(requests=stats.measured, errors=stats.errors, p95_ms=p95)
         if hit:
             log.warning(
-                "loadknee: red line at stage %d (%d/%d errors, P95 %s ms): stopping the sweep",
+                "loadknee sweep: red line at stage %d (%d/%d errors, P95 %s ms): stopping the "
+                "sweep",
                 stage,
                 stats.errors,
                 stats.measured,

@@ -104,6 +104,9 @@ def test_help_shows_the_locust_name_first() -> None:
         ("[2026-12-05 10:00:00,000] vm/INFO/loadknee: loadknee sweep: sweep over: x",
          "[loadknee] sweep over: x"),
         ("[2026-12-05 10:00:00,000] vm/WARNING/loadknee: loadknee: no GPU telemetry", None),
+        # the sweep's own announcements (a stop on a signal, the red line) are progress
+        ("[2026-12-05 10:00:00,000] vm/WARNING/loadknee: loadknee sweep: SIGINT: stopping the "
+         "sweep", "[loadknee] SIGINT: stopping the sweep"),
         ("[2026-12-05 10:00:00,000] vm/INFO/locust.main: Starting Locust 2.0", None),
         ("[2026-12-05 10:00:00,000] vm/ERROR/loadknee: loadknee: cannot run the sweep: x",
          "[2026-12-05 10:00:00,000] vm/ERROR/loadknee: loadknee: cannot run the sweep: x"),
