@@ -95,9 +95,10 @@ def stop_text(
         changes.append(f"{counted(refine_stages, 'refine stage')} added")
     if not changes:
         return f"sweep over: {why}; every grid level ran, none added ({level_s:.0f} s per level)"
-    cost = (
-        f"about {saved_s:.0f} s saved against the full grid"
-        if saved_s >= 0
-        else f"about {-saved_s:.0f} s more than the full grid, for a finer answer"
-    )
+    if round(saved_s) == 0:
+        cost = "about as long as the full grid, for a finer answer"
+    elif saved_s > 0:
+        cost = f"about {saved_s:.0f} s saved against the full grid"
+    else:
+        cost = f"about {-saved_s:.0f} s more than the full grid, for a finer answer"
     return f"sweep over: {why}; {' and '.join(changes)}: {cost} ({level_s:.0f} s per level)"

@@ -64,6 +64,12 @@ def test_count_window(measured: int, asked: int, eta: float | None, text: str) -
             "against the full grid (10 s per level)",
         ),
         (
+            ("knee_confirmed", (32,), 1, 18.0, 0.2),  # one skipped, one added
+            "sweep over: the knee was found, refined and confirmed by the level above it; "
+            "1 grid level skipped (32 users) and 1 refine stage added: about as long as the "
+            "full grid, for a finer answer (18 s per level)",
+        ),
+        (
             ("duration", (), 0, 14.0, 0.0),  # was "with 0 grid level(s) skipped []"
             "sweep over: the plan ran to its last level; every grid level ran, none added "
             "(14 s per level)",
