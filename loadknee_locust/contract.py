@@ -69,6 +69,9 @@ Files in ``runs/<run_id>/``:
 ``client.csv`` (one row per sample; see :data:`CLIENT_COLUMNS`)
     ``timestamp_unix_s``, ``worker``, ``cpu_pct`` (load-generator process CPU, 100 = one core),
     ``memory_mib``, ``users``.
+
+``locust.log`` (written by ``loadknee run`` only, when Locust has ended)
+    Every line Locust printed: its own log lines stay off the terminal unless ``--verbose``.
 """
 
 from __future__ import annotations
@@ -83,6 +86,8 @@ REQUESTS_CSV: Final = "requests.csv"
 GPU_CSV: Final = "gpu.csv"
 SERVER_METRICS_CSV: Final = "server_metrics.csv"
 CLIENT_CSV: Final = "client.csv"
+#: every line Locust printed during a ``loadknee run`` (its log lines stay off the terminal)
+LOCUST_LOG: Final = "locust.log"
 
 Phase = Literal["baseline", "warmup", "measure", "cooldown"]
 PHASES: Final[tuple[str, ...]] = ("baseline", "warmup", "measure", "cooldown")

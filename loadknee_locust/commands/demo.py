@@ -24,6 +24,14 @@ import time
 from analysis.command_parser import CommandParser
 
 LISTEN_RE = re.compile(r"listening on (http://\S+)")
+#: The demo's plan. Every stage must hold the 20 requests and 5 s the analysis asks of a stage
+#: before it trusts its percentiles (analysis/diagnosis/failures.py), or the demo warns about
+#: itself. The slowest stage is 1 user: a 256 + 32-token request takes about 0.35 s on the
+#: ``fast`` preset, so the 14 s stage's 10.5 s window (after loadknee run's default warm-up, a
+#: quarter of the stage) holds about 30, room for a machine busy enough to slow the simulator
+#: by a third. (At 64 output tokens and 12 s stages the 1-user stage held 13 and warned.)
+STAGE_SECONDS = 14.0
+OUTPUT_TOKENS = 32
 RUN_DIR_RE = re.compile(r"^run directory: (.+)$", re.MULTILINE)
 
 
@@ -31,23 +39,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(
         prog="loadknee demo",
         description="Start the simulator, run a short stepped sweep, analyse it and print the "
-        "record table, the knee and the recommended settings (about 2-3 minutes).",
+        "record table, the knee and the recommended settings (about 3 minutes).",
     )
     parser.add_argument("--preset", default="fast", help="simulator preset (default %(default)s)")
     parser.add_argument(
         "--levels", default="1,2,4,8,16,32", help="concurrency levels (default %(default)s)"
     )
     parser.add_argument(
-        "--stage-seconds", type=float, default=12.0, help="seconds per level (default %(default)s)"
+        "--stage-seconds",
+        type=float,
+        default=STAGE_SECONDS,
+        help="seconds per level, warm-up included (default %(default)s: at 1 user, the 20 "
+        "requests a stage needs for its percentiles, with room to spare)",
     )
     parser.add_argument(
-        "--warmup-seconds", type=float, default=3.0, help="warm-up per level (default %(default)s)"
+        "--warmup-seconds",
+        type=float,
+        default=None,
+        help="warm-up per level (default: as loadknee run, a quarter of the stage)",
     )
     parser.add_argument(
         "--cooldown-seconds",
         type=float,
-        default=2.0,
-        help="pause between levels (default %(default)s)",
+        default=None,
+        help="pause between levels (default: as loadknee run, a quarter of the stage)",
     )
     parser.add_argument(
         "--baseline-requests",
@@ -59,7 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--input-tokens", type=int, default=256, help="prompt tokens (default %(default)s)"
     )
     parser.add_argument(
-        "--output-tokens", type=int, default=64, help="output tokens (default %(default)s)"
+        "--output-tokens",
+        type=int,
+        default=OUTPUT_TOKENS,
+        help="output tokens (default %(default)s)",
     )
     parser.add_argument(
         "--out", default="runs", help="parent folder of the run directory (default %(default)s)"
@@ -110,15 +128,20 @@ def _predicted_knee(preset: str, levels: list[int], input_tokens: int, output_to
     )
 
 
+def _given_seconds(flag: str, seconds: float | None) -> list[str]:
+    """``[flag, seconds]`` when given; else nothing, so ``loadknee run``'s rule applies."""
+    return [] if seconds is None else [flag, f"{seconds:g}"]
+
+
 def sweep_command(args: argparse.Namespace, url: str) -> list[str]:
     """The ``loadknee run`` the demo runs (and prints) against its simulator at ``url``."""
     return [
         sys.executable, "-m", "loadknee_locust", "run",
         "--host", url,
         "--levels", args.levels,
-        "--stage-seconds", str(args.stage_seconds),
-        "--warmup-seconds", str(args.warmup_seconds),
-        "--cooldown-seconds", str(args.cooldown_seconds),
+        "--stage-seconds", f"{args.stage_seconds:g}",
+        *_given_seconds("--warmup-seconds", args.warmup_seconds),
+        *_given_seconds("--cooldown-seconds", args.cooldown_seconds),
         "--baseline-requests", str(args.baseline_requests),
         "--input-tokens", str(args.input_tokens),
         "--output-tokens", str(args.output_tokens),

@@ -1,14 +1,15 @@
 """``loadknee run``: a thin wrapper that builds a Locust command line and runs it in a subprocess.
 
 It turns the common options into ``--llm-*`` ones, adds ``--headless`` (or the web UI with
-``--web``), ``--processes N`` with a free master port for ``--workers N``, a ``--stop-timeout``
+``--web``), Locust's ``--processes N`` with a free master port, a ``--stop-timeout``
 long enough for in-flight requests, and ``--exit-code-on-error 0`` (failed requests are data, in
 ``requests.csv``, not a failure of the run). Any option it does not know (``--llm-red-line-p95-ms
 5000``, Locust's own ``--html report.html``) and everything after ``--`` goes to Locust as is.
 Locust runs in a child process, which keeps gevent out of this one.
 
 While it runs, the plugin's per-stage progress lines (stage, users, requests, errors, time left)
-and Locust's warnings, errors and final summary are shown, then ``run directory: <path>`` (one
+and Locust's errors are shown; Locust's other log lines and its summary tables go to the run
+directory's ``locust.log`` (``--verbose`` shows them too); then ``run directory: <path>`` (one
 line per run in web mode) and the answer: each run directory analysed as ``loadknee analyze``
 does it, in a child process (``--no-analyze`` prints the command instead). ``loadknee run
 --help`` lists the plugin's ``--llm-*`` options too (``locust --help`` cannot: it prints before
@@ -40,7 +41,7 @@ from loadknee_locust.commands.preflight import (
     Target,
     preflight_server,
 )
-from loadknee_locust.contract import RUN_JSON
+from loadknee_locust.contract import LOCUST_LOG, RUN_JSON
 from loadknee_locust.plugin.lifeline import preexec_die_with
 from loadknee_locust.plugin.options import LlmOptions, OptionSpec, add_arguments, option_specs
 from loadknee_locust.plugin.validate import option_problems
@@ -49,8 +50,8 @@ from loadknee_locust.redaction import strip_credentials
 
 RUN_DIR_RE = re.compile(r"loadknee: run directory (\S.*)$")
 PROGRESS_RE = re.compile(r"loadknee (?:progress|sweep): (.*)$")
-LOCUST_INFO_RE = re.compile(r"^\[[^\]]+\] [^/\s]+/INFO/")
-LOCUST_LOG_RE = re.compile(r"^\[[^\]]+\] [^/\s]+/[A-Z]+/")
+#: a line of Locust's log format, ``[time] host/LEVEL/logger: …`` (group 1: the level)
+LOCUST_LOG_RE = re.compile(r"^\[[^\]]+\] [^/\s]+/([A-Z]+)/")
 
 
 def default_locustfile(name: str = "default") -> str:
@@ -102,6 +103,35 @@ SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
 )
 #: short options that may be given more than once; their values go to Locust comma separated
 REPEATABLE = frozenset({"slo"})
+#: Locust's own name for a short option, the primary spelling (Locust users type it); the
+#: loadknee name stays an alias. ``--run-time`` takes Locust's forms too (90, 90s, 5m, 1h30m).
+LOCUST_NAMES: dict[str, str] = {"time_limit": "--run-time"}
+#: ``--processes`` (Locust's name) and the alias it replaced
+PROCESSES_FLAGS = ("--processes", "--workers")
+
+
+def timespan_seconds(text: str) -> float:
+    """``"90"``, ``"90.5"``, ``"90s"``, ``"5m"``, ``"1h30m"`` → seconds, as Locust's
+    ``--run-time`` reads them (plus fractions); argparse turns the ValueError into its error."""
+    raw = text.strip().lower()
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    found = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", raw)
+    if not raw or found is None:
+        raise ValueError(f"not a time span: {text!r} (e.g. 300, 90s, 5m, 1h30m)")
+    hours, minutes, seconds = (int(g or 0) for g in found.groups())
+    return float(hours * 3600 + minutes * 60 + seconds)
+
+
+timespan_seconds.__name__ = "time span"  # argparse names the type in its error
+
+
+def short_flags(name: str) -> tuple[str, ...]:
+    """The spellings of a short option, the primary first: Locust's name where it has one."""
+    dashed = "--" + name.replace("_", "-")
+    return (LOCUST_NAMES[name], dashed) if name in LOCUST_NAMES else (dashed,)
 
 
 def _help_with_default(spec: OptionSpec) -> str:
@@ -133,9 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
         target: Any = p.add_mutually_exclusive_group() if len(names) > 1 else p
         for name in names:
             spec = specs[name]
+            kind = timespan_seconds if name in LOCUST_NAMES else spec.kind
             target.add_argument(
-                "--" + name.replace("_", "-"),
-                type=None if spec.kind is str else spec.kind,
+                *short_flags(name),
+                dest=name,
+                metavar="TIME" if name in LOCUST_NAMES else None,
+                type=None if kind is str else kind,
                 choices=spec.choices,
                 default=None,  # not given: the plugin's own default applies
                 action="append" if name in REPEATABLE else "store",
@@ -150,7 +183,15 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("--web", action="store_true", help="start Locust's web UI instead of headless")
     p.add_argument("--web-port", type=int, default=8089, help="web UI port (default 8089)")
-    p.add_argument("--workers", type=int, default=0, help="worker processes (0 = one process)")
+    p.add_argument(
+        *PROCESSES_FLAGS,
+        dest="workers",
+        metavar="N",
+        type=int,
+        default=0,
+        help="Locust worker processes beside a master (0 = one process, -1 = one per CPU core, "
+        "as Locust's --processes; --workers is the same)",
+    )
     p.add_argument("-f", "--locustfile", help="locustfile (default: the packaged one)")
     p.add_argument(
         "--stop-timeout", type=float, default=None, help="seconds for in-flight requests at a "
@@ -253,7 +294,7 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
         cmd += ["--web-host", "127.0.0.1", "--web-port", str(args.web_port)]
     else:
         cmd += ["--headless", "--only-summary"]
-    if args.workers > 0:
+    if args.workers != 0:
         port = str(free_port())
         cmd += ["--processes", str(args.workers), "--master-bind-port", port]
         cmd += ["--master-port", port, "--master-bind-host", "127.0.0.1"]
@@ -293,7 +334,7 @@ def _as_typed(problem: str) -> str:
     for names in SHORT_OPTIONS:
         for name in names:
             dashed = name.replace("_", "-")
-            problem = re.sub(rf"--llm-{dashed}(?![\w-])", f"--{dashed}", problem)
+            problem = re.sub(rf"--llm-{dashed}(?![\w-])", short_flags(name)[0], problem)
     return problem
 
 
@@ -302,8 +343,8 @@ def _validate(args: argparse.Namespace) -> str | None:
     (:func:`~loadknee_locust.plugin.validate.option_problems`), named as the user typed them."""
     if not args.host:
         return "--host is required (the server's base URL)"
-    if args.workers < 0:
-        return "--workers must be >= 0"
+    if args.workers < -1:
+        return "--processes must be >= 0, or -1 for one per CPU core"
     try:
         problems = option_problems(_options(args))
     except (TypeError, ValueError) as exc:  # a value the option's type refuses
@@ -345,34 +386,61 @@ LOCUST_TABLE_RE = re.compile(r"^Type\s+Name\s+# reqs")
 
 
 class OutputFilter:
-    """What to print of Locust's output: progress lines, warnings and errors; never its
-    aggregated tables or INFO chatter unless ``verbose``."""
+    """What to print of Locust's output, and what only its log file keeps.
+
+    Printed: the progress lines (as ``[loadknee] …``), Locust's ERROR and CRITICAL log lines and
+    plain lines (a traceback, an argument error). Locust's other log lines (``[time]
+    host/WARNING/loadknee: …``, its INFO chatter) and its closing tables (bucketed percentiles
+    that disagree with loadknee's exact ones) would interleave with the progress lines: they go
+    only to ``locust.log`` in the run directory, which keeps every line Locust printed.
+    ``verbose`` prints everything as well.
+    """
 
     def __init__(self, verbose: bool) -> None:
         self.verbose = verbose
         self.in_tables = False
+        self.lines: list[str] = []  # every line, for locust.log
+        self.run_dirs: list[str] = []
+        self._starts: list[int] = []  # index in lines where each run directory was announced
+        self.hidden_warnings = 0
 
     def show(self, line: str) -> str | None:
+        """The text to print for one line of Locust's output (None: the log file only)."""
+        self.lines.append(line)
+        found = RUN_DIR_RE.search(line)
+        if found:
+            self.run_dirs.append(found.group(1).strip())
+            self._starts.append(len(self.lines) - 1)
         progress = PROGRESS_RE.search(line)
         if progress:
             return "[loadknee] " + progress.group(1)
+        level = LOCUST_LOG_RE.match(line)
+        if level and level.group(1) == "WARNING":
+            self.hidden_warnings += not self.verbose
         if self.verbose:
             return line
         if LOCUST_TABLE_RE.match(line):
             self.in_tables = True
-        if self.in_tables and not LOCUST_LOG_RE.match(line):
-            return None  # a plain line of the closing tables
-        return None if LOCUST_INFO_RE.match(line) else line
+        if level:
+            return line if level.group(1) in ("ERROR", "CRITICAL") else None
+        return None if self.in_tables else line
+
+    def log_parts(self) -> list[tuple[str, list[str]]]:
+        """Each run directory with its share of the lines: from its announcement to the next
+        one's (the first also gets the lines before it)."""
+        bounds = [0, *self._starts[1:], len(self.lines)]
+        return [(d, self.lines[bounds[i] : bounds[i + 1]]) for i, d in enumerate(self.run_dirs)]
 
 
-def _show(line: str, verbose: bool) -> str | None:
-    """What to print for one line of Locust output (None: hide it)."""
-    progress = PROGRESS_RE.search(line)
-    if progress:
-        return "[loadknee] " + progress.group(1)
-    if verbose or not LOCUST_INFO_RE.match(line):
-        return line
-    return None
+def write_locust_logs(output: OutputFilter) -> list[str]:
+    """Write each run directory's ``locust.log``; the paths written."""
+    written = []
+    for run_dir, lines in output.log_parts():
+        if os.path.isdir(run_dir):
+            path = os.path.join(run_dir, LOCUST_LOG)
+            Path(path).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+            written.append(path)
+    return written
 
 
 def _count_preflight(run_dir: str, server: dict[str, Any] | None = None, probes: int = 0) -> None:
@@ -431,7 +499,6 @@ def main(argv: list[str] | None = None) -> int:
     cmd = locust_command(args, passed)
     if args.web:
         print(f"[loadknee] web UI: http://127.0.0.1:{args.web_port} (Ctrl-C to finish)", flush=True)
-    run_dirs: list[str] = []
     output = OutputFilter(args.verbose)
     # Locust runs in its own session so a terminal Ctrl-C reaches only this process, which
     # passes the same signal on (the plugin's interrupt guard: the first ends the sweep
@@ -454,11 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
-            line = line.rstrip("\n")
-            found = RUN_DIR_RE.search(line)
-            if found:
-                run_dirs.append(found.group(1).strip())
-            shown = output.show(line)
+            shown = output.show(line.rstrip("\n"))
             if shown is not None:
                 print(shown, flush=True)
         rc = proc.wait()
@@ -468,7 +531,11 @@ def main(argv: list[str] | None = None) -> int:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    paths = run_dirs or [os.path.join(out, args.run_id)]
+    logs = write_locust_logs(output)
+    if output.hidden_warnings and logs:
+        warnings = "a Locust warning" if output.hidden_warnings == 1 else "Locust warnings"
+        print(f"[loadknee] {warnings} not shown here: {', '.join(logs)}", flush=True)
+    paths = output.run_dirs or [os.path.join(out, args.run_id)]
     if not args.no_preflight:
         for path in paths:
             _count_preflight(path, server, probes)

@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable
 
 log = logging.getLogger("loadknee")
+# the messages start "loadknee sweep:": ``loadknee run`` shows them among its progress lines
+# (Locust's other log lines go to the run directory's locust.log)
 
 SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
 
@@ -59,13 +61,13 @@ class InterruptGuard:
         if self.requested_unix_s is None:
             self.requested_unix_s, self.signum = time.time(), signum
             log.warning(
-                "loadknee: %s: stopping the sweep; requests in flight get up to %.0f s to finish "
-                "(send it again to stop at once)",
+                "loadknee sweep: %s: stopping the sweep; requests in flight get up to %.0f s to "
+                "finish (send it again to stop at once)",
                 name,
                 self._stop_timeout_s,
             )
             return
-        log.warning("loadknee: second %s: stopping at once", name)
+        log.warning("loadknee sweep: second %s: stopping at once", name)
         self._stop_now(self.exit_code)
 
 

@@ -279,13 +279,19 @@ class LlmOptions:
         "%(default)s s, about twice the timed method's 2-3 minutes).",
         group="shape",
     )
-    warmup_seconds: float = opt(
-        30.0,
-        "Discard the first S seconds of each level as warm-up (the timed method: 30).",
+    warmup_seconds: str = opt(
+        "auto",
+        "Discard the first S seconds of each level as warm-up (default auto: a quarter of "
+        "--llm-stage-seconds, at most 30 s, the timed method's 30 s for its 2-minute stages; "
+        "30 s when the stage has no planned length).",
         group="shape",
     )
-    cooldown_seconds: float = opt(
-        10.0, "Pause with 0 users between levels so queues and memory drain.", group="shape"
+    cooldown_seconds: str = opt(
+        "auto",
+        "Pause with 0 users between levels so queues and memory drain (default auto: a "
+        "quarter of --llm-stage-seconds, at most 10 s; 10 s when the stage has no planned "
+        "length).",
+        group="shape",
     )
     baseline_requests: int = opt(
         20,
@@ -294,7 +300,8 @@ class LlmOptions:
     )
     time_limit: float = opt(
         0.0,
-        "Stop the whole test after S seconds (0 = no limit; --run-time also works).",
+        "Stop the whole test after S seconds (0 = no limit); Locust's --run-time (90s, 5m, "
+        "1h30m) sets it too.",
         group="shape",
     )
     red_line_error_pct: float = opt(

@@ -39,6 +39,12 @@ from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.plugin.wiring import Loadknee, loadknee_of, register
 from loadknee_locust.record.recorder import RunLog, percentile
 from loadknee_locust.sweep.judge import JUDGE_TIMEOUT_S, LiveJudge
+from loadknee_locust.sweep.progress_text import (
+    ProgressFacts,
+    count_window_text,
+    progress_text,
+    stop_text,
+)
 from loadknee_locust.sweep.refine import LiveVerdict
 from loadknee_locust.sweep.refusals import refusing_stage
 from loadknee_locust.sweep.schedule import PENDING, RedLine, Schedule, SchedulePlan, stage_label
@@ -270,7 +276,9 @@ class SteppedShape(LoadTestShape):
             return None
         verdict: LiveVerdict | None = greenlet.value
         if verdict is None:
-            log.warning("loadknee: no judgement after stage %d: the plain grid from here", stage)
+            log.warning(
+                "loadknee sweep: no judgement after stage %d: the plain grid from here", stage
+            )
         else:
             log.info(
                 "loadknee: after stage %d: knee %s, red line %s, max_concurrency %s%s",
@@ -290,21 +298,14 @@ class SteppedShape(LoadTestShape):
             return
         self._said_saving = True
         saving = sched.saving()
-        verdict = (
-            f"about {saving.saved_s:.0f} s saved against the full grid"
-            if saving.saved_s >= 0
-            else f"about {-saving.saved_s:.0f} s more than the full grid, for the finer answer"
-        )
+        reason = sched.position().stop_reason
         log.info(
-            "loadknee sweep: stopped (%s) with %d grid level(s) skipped %s and %d refine "
-            "stage(s) added: %s (%.0f s per level)",
-            sched.position().stop_reason,
-            len(saving.skipped_levels),
-            list(saving.skipped_levels),
-            saving.refine_stages,
-            verdict,
-            saving.level_seconds,
-        )
+            "loadknee sweep: %s",
+            stop_text(
+                reason, saving.skipped_levels, saving.refine_stages, saving.level_seconds,
+                saving.saved_s,
+            ),
+        )  # fmt: skip
 
     def _users_still_running(self) -> int:
         """Users still running or finishing in-flight requests (bounded by stop_timeout: Locust
@@ -361,29 +362,25 @@ class SteppedShape(LoadTestShape):
             return
         self._last_phase, self._last_progress = phase, now
         stats = run.stats.get(pos.stage)
-        done = stats.requests if stats else 0
-        errors = stats.errors if stats else 0
         left = sched.seconds_left(now)
         stage = sched.stages[pos.stage]
         if left is not None:
             left_text = f"{left:.0f} s left"
-        else:  # a count-based window: say how far this stage is instead of "?"
-            target = stage.measure_requests or stage.warmup_requests
-            eta = sched.counted_stage_eta(now)
-            rest = "time left unknown" if eta is None else f"~{eta:.0f} s left in this stage"
-            left_text = f"{done}/{target} requests of this stage; {rest}"
-        label = stage_label(sched.stages, pos.stage)
-        users = f"{stage.users} user{'' if stage.users == 1 else 's'}"
-        log.info(
-            "loadknee progress: %s (%s) %s | %d requests, %d errors | %s%s",
-            label,
-            users,
-            "finished" if pos.finished else pos.phase,
-            done,
-            errors,
-            left_text,
-            f" | stop: {pos.stop_reason}" if pos.finished else "",
+        else:  # a count-based window: how far this stage is instead of "?"
+            asked = stage.measure_requests or stage.warmup_requests
+            measured = stats.measured if stats else 0
+            left_text = count_window_text(measured, asked, sched.counted_stage_eta(now))
+        facts = ProgressFacts(
+            label=stage_label(sched.stages, pos.stage),
+            users=stage.users,
+            phase=pos.phase,
+            requests=stats.requests if stats else 0,
+            errors=stats.errors if stats else 0,
+            left=left_text,
+            finished=pos.finished,
+            stop_reason=pos.stop_reason,
         )
+        log.info("loadknee progress: %s", progress_text(facts))
 
 
 def _is_master(runner: Any) -> bool:
@@ -404,7 +401,8 @@ def _red_line_check(run: RunLog, red: RedLine) -> Any:
         hit = red.crossed(requests=stats.measured, errors=stats.errors, p95_ms=p95)
         if hit:
             log.warning(
-                "loadknee: red line at stage %d (%d/%d errors, P95 %s ms): stopping the sweep",
+                "loadknee sweep: red line at stage %d (%d/%d errors, P95 %s ms): stopping the "
+                "sweep",
                 stage,
                 stats.errors,
                 stats.measured,

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from loadknee_locust.prompts.classes import parse_classes, slo_problems
 from loadknee_locust.prompts.conversation import ThinkTime
+from loadknee_locust.sweep.phase_defaults import parse_phase_seconds
 from loadknee_locust.sweep.schedule import SchedulePlan, parse_levels, parse_stage_length
 
 if TYPE_CHECKING:
@@ -24,9 +25,8 @@ if TYPE_CHECKING:
 #: option → the rule it must meet (name, test, words)
 _POSITIVE = ("request_timeout", "sample_interval")
 _STAGE_LENGTHS = ("stage_seconds", "stage_requests")
+_PHASE_LENGTHS = ("warmup_seconds", "cooldown_seconds")  # seconds or 'auto' (phase_defaults)
 _NOT_NEGATIVE = (
-    "warmup_seconds",
-    "cooldown_seconds",
     "baseline_requests",
     "time_limit",
     "red_line_p95_ms",
@@ -83,6 +83,11 @@ def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
     for name in _STAGE_LENGTHS:  # the schedule's own rule: a number or 'auto'
         try:
             parse_stage_length(getattr(options, name), _flag(name))
+        except ValueError as exc:
+            problems.append(str(exc))
+    for name in _PHASE_LENGTHS:
+        try:
+            parse_phase_seconds(getattr(options, name), _flag(name))
         except ValueError as exc:
             problems.append(str(exc))
     for name in _NOT_NEGATIVE:

@@ -76,6 +76,7 @@ from loadknee_locust.contract import (
     StageKind,
     StopReason,
 )
+from loadknee_locust.sweep import phase_defaults
 from loadknee_locust.sweep.confidence import throughput_interval
 from loadknee_locust.sweep.refine import LiveVerdict, next_step
 
@@ -214,6 +215,11 @@ class SchedulePlan:
             auto = "requests"
         elif seconds is None and not requests:
             auto = "seconds"
+        timed_s = seconds if auto == "off" and not requests else None  # a planned length
+        warmup = phase_defaults.parse_phase_seconds(options.warmup_seconds, "--llm-warmup-seconds")
+        cooldown = phase_defaults.parse_phase_seconds(
+            options.cooldown_seconds, "--llm-cooldown-seconds"
+        )
         return cls(
             levels=parse_levels(options.levels),
             stage_seconds=seconds or 0.0,
@@ -222,8 +228,8 @@ class SchedulePlan:
             precision_pct=options.stage_precision_pct,
             min_measure_s=options.stage_min_seconds,
             max_measure_s=options.stage_max_seconds,
-            warmup_seconds=options.warmup_seconds,
-            cooldown_seconds=options.cooldown_seconds,
+            warmup_seconds=phase_defaults.warmup_seconds(warmup, timed_s),
+            cooldown_seconds=phase_defaults.cooldown_seconds(cooldown, timed_s),
             baseline_requests=options.baseline_requests,
             time_limit_s=options.time_limit,
             refine=not options.no_refine,

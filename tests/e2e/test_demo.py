@@ -1,11 +1,15 @@
 """`loadknee demo` end to end (the README's first command), on a shortened sweep: simulator →
 real Locust sweep → analysis; exit 0, the answer on one screen (the knee where the simulator
 predicts it, its interval, the why and the fix, the record table), every reason behind
-``--explain``, and the report on disk."""
+``--explain``, and the report on disk. The run warns about nothing, its warm-up and cooldown are
+``loadknee run``'s own (a quarter of the stage: no flag for them), and its output has the shape
+of the README's sample (tests/support/demo_shape.py; ``LOADKNEE_UPDATE_GOLDEN=1`` rewrites the
+golden shape from this run)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -13,14 +17,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import demo_shape
+
 pytestmark = pytest.mark.slow
 
 
 def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
+    # 7 s stages: 5.25 s measured after the default warm-up, past the 5 s and 20 requests a stage
+    # needs to be trusted (about 29 at 2 users); the default 20-request baseline, for its P95
     cmd = [
         sys.executable, "-m", "loadknee_locust", "demo", "--levels", "2,8,16",
-        "--stage-seconds", "6", "--warmup-seconds", "1.5", "--cooldown-seconds", "1",
-        "--baseline-requests", "5", "--out", str(tmp_path / "runs"),
+        "--stage-seconds", "7", "--out", str(tmp_path / "runs"),
     ]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     out = done.stdout
@@ -28,6 +35,11 @@ def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
     assert "expect the knee at 16 users" in out  # the simulator's own prediction (8 slots)
     assert "[demo] sweep: loadknee run --host " in out  # a command the user has installed
     assert "Response time percentiles" not in out  # Locust's own tables stay behind --verbose
+    assert "--warmup-seconds" not in out and "--cooldown-seconds" not in out  # the default rule
+    assert "warning" not in out.lower(), out  # the demo's plan raises no warning about itself
+    if os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1":
+        demo_shape.GOLDEN.write_text("\n".join(demo_shape.shape(out)) + "\n", encoding="utf-8")
+    assert demo_shape.shape(out) == demo_shape.GOLDEN.read_text(encoding="utf-8").splitlines()
     # after the sweep: the answer on one screen
     # `loadknee run` ends with the answer (less its "analysing" line and the demo's last line)
     screen = out.split("[loadknee] analysing ", 1)[1].splitlines()[1:-1]

@@ -4,6 +4,7 @@ labelled; the ``loadknee run`` wrapper; no API key on disk; a run killed with SI
 from __future__ import annotations
 
 import csv
+import re
 import signal
 import subprocess
 import time
@@ -73,7 +74,13 @@ def test_loadknee_run_wrapper_two_workers_count_mode_default_users(recorded_run)
     assert not any(line.startswith("next: ") for line in lines)
     assert any(line.startswith("[loadknee] stage 2/2 (2 users) measure") for line in lines)
     assert any(line.startswith("[loadknee] baseline (1 user) ") for line in lines)
-    assert any("/12 requests of this stage; time left unknown" in line for line in lines)
+    # a counted window says how far it is in measured requests, never "13/12" (issue 41)
+    counted = re.compile(r"\| (\d+ of 12 measured|\d+ measured \(12 asked\)); ")
+    assert any(counted.search(line) for line in lines)
+    assert not re.search(r"\b1 (requests|errors|users)\b|level\(s\)|\d+/\d+ requests", text)
+    # Locust's own log lines stay off the terminal, in the run directory's locust.log
+    assert not any(re.match(r"\[[^\]]+\] [^/\s]+/(INFO|WARNING)/", line) for line in lines)
+    assert "loadknee: run directory" in (run_dir / "locust.log").read_text()
     # Locust's own closing tables (bucketed percentiles) stay behind --verbose
     assert "Response time percentiles" not in text and "Aggregated" not in text
     rd = read_run_dir(run_dir)

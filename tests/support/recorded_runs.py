@@ -86,13 +86,13 @@ def _auto_local(folder: Path) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _count_two_workers(folder: Path) -> tuple[str, list[dict[str, Any]]]:
-    """``loadknee run --workers 2 --stage-requests 12``, the API key from a named variable
-    (tests/e2e/test_run_local.py's wrapper test; tests/e2e/test_accounting.py reconciles its
-    server count)."""
+    """``loadknee run --processes 2 --stage-requests 12`` (Locust's name for ``--workers``), the
+    API key from a named variable (tests/e2e/test_run_local.py's wrapper test;
+    tests/e2e/test_accounting.py reconciles its server count)."""
     with SimProcess.start("fast") as sim:
         output = _loadknee_run(
             sim, folder,
-            "--workers", "2", "--levels", "1,2", "--stage-requests", "12",
+            "--processes", "2", "--levels", "1,2", "--stage-requests", "12",
             "--warmup-seconds", "0.3", "--cooldown-seconds", "0.5", "--baseline-requests", "2",
             "--input-tokens", "32", "--output-tokens", "12",
             "--llm-api-key-env", "LOADKNEE_TEST_KEY",  # passed through to Locust unchanged

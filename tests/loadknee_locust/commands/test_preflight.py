@@ -102,20 +102,25 @@ def test_a_run_whose_every_request_failed_is_named_with_its_causes(tmp_path):
 
 def test_errors_name_the_flags_typed_and_help_shows_defaults(tmp_path, capsys):
     """--stage-seconds 4 alone failed naming --llm-warmup-seconds (30), a flag never typed, and
-    then printed a run directory that was never created."""
+    then printed a run directory that was never created. The warm-up now follows the stage
+    (sweep/phase_defaults.py): 4 s alone passes the checks and stops only at the pre-flight (no
+    server on port 9); a warm-up typed longer than the stage is named as typed."""
     out = tmp_path / "runs"
     rc = run_cmd.main(["--host", "http://127.0.0.1:9", "--stage-seconds", "4", "--out", str(out)])
     captured = capsys.readouterr()
-    assert rc == 2
-    assert "--stage-seconds (4) must exceed --warmup-seconds (30)" in captured.err
-    assert "--llm-" not in captured.err and "run directory" not in captured.out
-    assert not out.exists()
+    assert rc == 2 and "must exceed" not in captured.err
+    assert "stopped before any load" in captured.err  # the options passed; the host did not
+    assert "run directory" not in captured.out and not out.exists()
     rc = run_cmd.main(["--host", "http://127.0.0.1:9", "--stage-seconds", "4",
                        "--warmup-seconds", "5", "--out", str(out)])  # fmt: skip
-    assert rc == 2 and "must exceed --warmup-seconds (5):" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert rc == 2 and "--stage-seconds (4) must exceed --warmup-seconds (5):" in captured.err
+    assert "--llm-" not in captured.err and not out.exists()
+    rc = run_cmd.main(["--host", "http://h", "--run-time", "10", "--stage-requests", "x"])
+    assert rc == 2 and "--llm-" not in capsys.readouterr().err
     assert run_cmd.main(["--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())
-    for default in ("(default 120;", "(default 30;", "(default 10;", "(default 20;"):
+    for default in ("(default 120;", "(default 20;", "(default auto: a quarter of"):
         assert default in help_text, default
 
 

@@ -52,12 +52,94 @@ def test_workers_web_and_count_mode() -> None:
     [
         (["--levels", "1,2"], "--host is required"),
         (["--host", "http://h", "--levels", "1,x"], "levels"),
-        (["--host", "http://h", "--workers", "-1"], "--workers"),
+        (["--host", "http://h", "--processes", "-2"], "--processes"),
+        (["--host", "http://h", "--workers", "-2"], "--processes"),  # the alias, named as Locust's
     ],
 )
 def test_bad_input_is_a_clear_error(argv: list[str], message: str, capsys) -> None:
     assert runcli.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "processes", "limit"),
+    [
+        (["--processes", "2"], "2", None),  # Locust's name, the primary spelling
+        (["--workers", "2"], "2", None),  # the old name, an alias
+        (["--processes", "-1"], "-1", None),  # as Locust: one per CPU core
+        (["--run-time", "90"], None, "90"),
+        (["--run-time", "2.5"], None, "2.5"),
+        (["--run-time", "5m"], None, "300"),  # Locust's forms
+        (["--run-time", "1h30m10s"], None, "5410"),
+        (["--time-limit", "300"], None, "300"),  # the old name, an alias
+    ],
+)
+def test_locust_names_and_their_aliases(
+    argv: list[str], processes: str | None, limit: str | None
+) -> None:
+    cmd = command("--host", "http://h", *argv)
+    assert (value(cmd, "--processes") if "--processes" in cmd else None) == processes
+    assert (value(cmd, "--llm-time-limit") if "--llm-time-limit" in cmd else None) == limit
+    assert "--run-time" not in cmd  # the wrapper's time limit reaches the plugin as its own
+
+
+def test_a_run_time_locust_would_refuse_is_an_argument_error(capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as stopped:
+        runcli.main(["--host", "http://h", "--run-time", "5x"])
+    assert stopped.value.code == 2
+    assert "--run-time/--time-limit: invalid time span value: '5x'" in capsys.readouterr().err
+
+
+def test_help_shows_the_locust_name_first() -> None:
+    text = " ".join(runcli.build_parser().format_help().split())
+    assert "--processes N, --workers N" in text and "--run-time TIME, --time-limit TIME" in text
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        ("[2026-12-05 10:00:00,000] vm/INFO/loadknee: loadknee progress: stage 1/2 (1 user) "
+         "measure | 3 requests, 0 errors | 9 s left",
+         "[loadknee] stage 1/2 (1 user) measure | 3 requests, 0 errors | 9 s left"),
+        ("[2026-12-05 10:00:00,000] vm/INFO/loadknee: loadknee sweep: sweep over: x",
+         "[loadknee] sweep over: x"),
+        ("[2026-12-05 10:00:00,000] vm/WARNING/loadknee: loadknee: no GPU telemetry", None),
+        # the sweep's own announcements (a stop on a signal, the red line) are progress
+        ("[2026-12-05 10:00:00,000] vm/WARNING/loadknee: loadknee sweep: SIGINT: stopping the "
+         "sweep", "[loadknee] SIGINT: stopping the sweep"),
+        ("[2026-12-05 10:00:00,000] vm/INFO/locust.main: Starting Locust 2.0", None),
+        ("[2026-12-05 10:00:00,000] vm/ERROR/loadknee: loadknee: cannot run the sweep: x",
+         "[2026-12-05 10:00:00,000] vm/ERROR/loadknee: loadknee: cannot run the sweep: x"),
+        ("Traceback (most recent call last):", "Traceback (most recent call last):"),
+    ],
+)  # fmt: skip
+def test_what_the_terminal_shows_of_locusts_output(line: str, shown: str | None) -> None:
+    assert runcli.OutputFilter(verbose=False).show(line) == shown
+    assert runcli.OutputFilter(verbose=True).show(line) == (shown or line)
+
+
+def test_locusts_lines_go_to_each_run_directorys_log(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    lines = [
+        "[t] vm/INFO/locust.main: Starting",
+        f"[t] vm/INFO/loadknee: loadknee: run directory {first}",
+        "[t] vm/WARNING/loadknee: loadknee: slow",
+        f"[t] vm/INFO/loadknee: loadknee: run directory {second}",
+        "Type     Name   # reqs",
+        "a plain line of the closing tables",
+    ]
+    output = runcli.OutputFilter(verbose=False)
+    shown = [output.show(line) for line in lines]
+    assert shown == [None] * 6  # the tables too: they opened with their header
+    assert output.run_dirs == [str(first), str(second)] and output.hidden_warnings == 1
+    assert runcli.write_locust_logs(output) == [
+        str(first / "locust.log"),
+        str(second / "locust.log"),
+    ]
+    assert (first / "locust.log").read_text().splitlines() == lines[:3]
+    assert (second / "locust.log").read_text().splitlines() == lines[3:]
 
 
 def test_help_lists_the_plugin_options() -> None:
