@@ -516,7 +516,7 @@ def _judged(inputs: KneeInputs, *, words: bool = True) -> _Judged:
     verdicts = _demote_unsaturated(rows, verdicts, ctx)
     verdicts = _demote_dips(rows, verdicts, params, ctx.x1)
     if not words:  # the demotions put their signal's words first
-        verdicts = [replace(v, reasons=()) for v in verdicts]
+        verdicts = [replace(v, reasons=()) if v.reasons else v for v in verdicts]
     red = next((v for v in verdicts if v.verdict == "red_line"), None)
     knee = next((v for v in verdicts if v.verdict == "knee"), None)
     if knee is not None and red is not None and red.target_users < knee.target_users:

@@ -170,12 +170,26 @@ class WindowPool:
 
     def quantiles(self, weights: FloatArray, q: float) -> FloatArray:
         """Per resample, :func:`~loadknee_locust.sweep.confidence.quantile` of its pool at ``q``."""
+        return self.quantiles_at(weights, (q,))[0]
+
+    def quantiles_at(self, weights: FloatArray, qs: Sequence[float]) -> list[FloatArray]:
+        """:meth:`quantiles` at each of ``qs``: the ranks of every percentile found by one
+        bisection (the resamples stacked once per rank; counts are integers, so each row's
+        search is the one it would be alone)."""
+        if not qs:
+            return []
         n = weights @ self.sizes
-        pos = q * (n - 1).astype(float)
-        lo = np.floor(pos).astype(np.int64)
-        hi = np.minimum(lo + 1, n - 1)
-        v_lo, v_hi = self.kth(weights, lo), self.kth(weights, hi)
-        return v_lo + (v_hi - v_lo) * (pos - lo)
+        ranks, places = [], []
+        for q in qs:
+            pos = q * (n - 1).astype(float)
+            lo = np.floor(pos).astype(np.int64)
+            ranks += [lo, np.minimum(lo + 1, n - 1)]
+            places.append((pos, lo))
+        found = self.kth(np.tile(weights, (len(ranks), 1)), np.concatenate(ranks))
+        v = found.reshape(len(ranks), len(weights))
+        return [
+            v[2 * j] + (v[2 * j + 1] - v[2 * j]) * (pos - lo) for j, (pos, lo) in enumerate(places)
+        ]
 
     def point(self, q: float) -> float:
         """:func:`~loadknee_locust.sweep.confidence.quantile` of all the values."""
@@ -299,10 +313,9 @@ def pool_intervals(
         return out
     weights = seeded_draws(seed, pool.groups, resamples)
     alpha = (1.0 - level) / 2.0
-    for q in qs:
-        if len(pool.sorted) < max(MIN_TAIL_VALUES, math.ceil(1 / (1 - q))):
-            continue
-        draws = pool.quantiles(weights, q).tolist()
+    held = [q for q in qs if len(pool.sorted) >= max(MIN_TAIL_VALUES, math.ceil(1 / (1 - q)))]
+    for q, drawn in zip(held, pool.quantiles_at(weights, held), strict=True):
+        draws = drawn.tolist()
         point = pool.point(q)
         low, high = quantile(draws, alpha), quantile(draws, 1.0 - alpha)
         low, high = min(low, point), max(high, point)
@@ -475,7 +488,7 @@ def resampled_columns(
             weights = np.zeros((resamples, pool.groups), dtype=np.int64)
             rows = np.repeat(np.arange(resamples), pool.groups)
             np.add.at(weights, (rows, windows_drawn.ravel()), 1)
-            p95[:, i], p99[:, i] = pool.quantiles(weights, 0.95), pool.quantiles(weights, 0.99)
+            p95[:, i], p99[:, i] = pool.quantiles_at(weights, (0.95, 0.99))
     out = {column: other} if column != "output_tok_s" else {}
     return {**out, "output_tok_s": tok, "e2e_p95_ms": p95, "e2e_p99_ms": p99}
 
