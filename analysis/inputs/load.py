@@ -110,6 +110,41 @@ def _header(path: Path) -> list[str]:
     return [str(c) for c in pd.read_csv(path, nrows=0).columns]
 
 
+#: an integer column within this magnitude holds exactly the floats a float64 read gives
+EXACT_INT = 2**53
+
+
+def _exact_float(column: pd.Series) -> bool:
+    """``column`` (read by inference) cast to float64 is what reading it as float64 gives."""
+    if column.dtype == "float64":
+        return True
+    if column.dtype != "int64":  # a bad cell (text), True/False, a huge integer: not sure
+        return False
+    values = column.to_numpy()
+    return len(values) == 0 or bool(values.min() >= -EXACT_INT and values.max() <= EXACT_INT)
+
+
+def _typed_read(source: Path | io.BytesIO, dtypes: dict[str, Any]) -> pd.DataFrame:
+    """``pandas.read_csv`` with ``dtypes``, faster: the text columns are named, the numeric ones
+    read by pandas' own inference and cast to float64 after. Parsing integers as floats cost a
+    200k-request read ~20 % more than parsing them as integers (issue 43), and an integer within
+    :data:`EXACT_INT` is the same float either way (a bare ``-0`` aside, which no writer
+    writes). Anything inference gives that is not float64 or such an integer (a bad cell, an
+    empty file) is read again with every type named, as before, so a defect is found and told
+    the same way."""
+    text = {c: t for c, t in dtypes.items() if t is object}
+    numeric = [c for c, t in dtypes.items() if t == "float64"]
+    frame = pd.read_csv(source, dtype=text, engine=_engine())
+    if all(_exact_float(frame[c]) for c in numeric):
+        for c in numeric:
+            if frame[c].dtype != "float64":
+                frame[c] = frame[c].astype("float64")
+        return frame
+    if isinstance(source, io.BytesIO):
+        source.seek(0)
+    return pd.read_csv(source, dtype=dtypes, engine=_engine())
+
+
 def _bad_numeric(source: Path | io.BytesIO, file_name: str, columns: Iterable[str]) -> list[str]:
     """Slow path: re-read as text and name each numeric column holding non-numeric cells."""
     raw = pd.read_csv(source, dtype=str, keep_default_na=False)
@@ -176,7 +211,7 @@ def _read_csv(
         return None
     dtypes = _dtypes(name, header)
     try:
-        frame = pd.read_csv(source, dtype=dtypes, engine=_engine())
+        frame = _typed_read(source, dtypes)
     except pd.errors.ParserError as exc:  # e.g. a quoted field cut by a killed writer
         problems.append(f"{path.name}: could not be parsed as CSV ({exc})")
         return None

@@ -111,7 +111,7 @@ from analysis.knee.facts import (
     ServerQueueFact,
     TailSource,
 )
-from analysis.knee.fit import Levels
+from analysis.knee.fit import KneeFit, Levels
 from analysis.knee.params import KneeParams
 from analysis.knee.signals import (
     StageContext,
@@ -391,8 +391,9 @@ class KneeInputs:
         """The level stages' records, sorted by users."""
         return [self.records[i] for i in self.order]
 
-    def context(self, rows: list[Any]) -> StageContext:
-        """What every stage is judged against; ``rows`` are :meth:`rows`."""
+    def context(self, rows: list[Any], *, fit: bool = True) -> StageContext:
+        """What every stage is judged against; ``rows`` are :meth:`rows` (``fit=False``:
+        without the all-stages fit, :meth:`fit` left for the caller to add when it matters)."""
         params, baseline = self.params, self.baseline
         x1 = None
         if self.base_at is not None and baseline.target_users:
@@ -413,12 +414,17 @@ class KneeInputs:
             params=params,
             server_slots=self.server_slots,
             client_slots=self.client_slots,
-            fit=self.levels.fit(
-                self.values[params.throughput_column],
-                x1,
-                flat_gain_ratio=params.flat_gain_ratio,
-                resamples=params.fit_resamples,
-            ),
+            fit=self.fit(x1) if fit else None,
+        )
+
+    def fit(self, x1: float | None) -> KneeFit | None:
+        """The rise-then-plateau fit over the levels' throughput (``x1``: one user's rate)."""
+        params = self.params
+        return self.levels.fit(
+            self.values[params.throughput_column],
+            x1,
+            flat_gain_ratio=params.flat_gain_ratio,
+            resamples=params.fit_resamples,
         )
 
 
@@ -518,23 +524,20 @@ class _Judged:
 def _judged(inputs: KneeInputs, *, words: bool = True) -> _Judged:
     """The knee rule over ``inputs``: every stage's verdict, the knee and ``max_concurrency``
     (``words=False``: without the stages' reasons, which no decision reads)."""
-    params, baseline = inputs.params, inputs.baseline
+    params = inputs.params
     rows = inputs.rows()
-    ctx = inputs.context(rows)
-    prev_at = inputs.base_at if baseline.source == "baseline" else None
-    verdicts = []
-    for at, row in zip(inputs.order, rows, strict=True):
-        prev = None if prev_at is None else inputs.records[prev_at]
-        facts = inputs.facts.get((at, prev_at))
-        if facts is None:
-            facts = inputs.facts[at, prev_at] = stage_facts(row, prev, ctx)
-        verdicts.append(evaluate_stage(row, prev, ctx, facts, words=words))
-        if int(row["ok"]) > 0 and not pd.isna(row[params.throughput_column]):
-            prev_at = at
+    # the answer alone (words=False, the knee's confidence: 200 resamples) needs the all-stages
+    # fit only where its plateau could make a stage the knee; judged without it first, and
+    # again with it only then (the fit is most of a resample's time)
+    ctx = inputs.context(rows, fit=words)
+    verdicts = _stage_verdicts(inputs, rows, ctx, words)
+    if not words and any(_plateau_could_decide(v) for v in verdicts):
+        ctx = replace(ctx, fit=inputs.fit(ctx.x1))
+        verdicts = _stage_verdicts(inputs, rows, ctx, words)
     verdicts = _demote_unsaturated(rows, verdicts, ctx)
     verdicts = _demote_dips(rows, verdicts, params, ctx.x1)
     if not words:  # the demotions put their signal's words first
-        verdicts = [replace(v, reasons=()) for v in verdicts]
+        verdicts = [replace(v, reasons=()) if v.reasons else v for v in verdicts]
     red = next((v for v in verdicts if v.verdict == "red_line"), None)
     knee = next((v for v in verdicts if v.verdict == "knee"), None)
     if knee is not None and red is not None and red.target_users < knee.target_users:
@@ -554,6 +557,36 @@ def _judged(inputs: KneeInputs, *, words: bool = True) -> _Judged:
     if seen is not None and max_conc is not None and max_conc > seen:
         max_conc = seen  # the same bound, from the client's own estimate
     return _Judged(rows, verdicts, ctx, knee, red, limit, max_conc, slots, seen)
+
+
+def _stage_verdicts(
+    inputs: KneeInputs, rows: list[Any], ctx: StageContext, words: bool
+) -> list[StageVerdict]:
+    """Each level stage's verdict against the stage served before it (the baseline first)."""
+    column = inputs.params.throughput_column
+    prev_at = inputs.base_at if inputs.baseline.source == "baseline" else None
+    verdicts = []
+    for at, row in zip(inputs.order, rows, strict=True):
+        prev = None if prev_at is None else inputs.records[prev_at]
+        facts = inputs.facts.get((at, prev_at))
+        if facts is None:  # no fact reads the fit: the same with or without it
+            facts = inputs.facts[at, prev_at] = stage_facts(row, prev, ctx)
+        verdicts.append(evaluate_stage(row, prev, ctx, facts, words=words))
+        if int(row["ok"]) > 0 and not pd.isna(row[column]):
+            prev_at = at
+    return verdicts
+
+
+def _plateau_could_decide(verdict: StageVerdict) -> bool:
+    """Whether the fit's plateau could change what ``verdict`` decides: the plateau only fires
+    the flattening (:func:`evaluate_stage`), and a fired flattening makes a stage the knee only
+    when it is trusted, its tail departed, and no earlier rule (red line, saturation) decided:
+    then it was "critical" without it. Critical against comfortable decides nothing (only the
+    knee, the red line and the unjudged stages do)."""
+    if verdict.verdict != "critical" or not verdict.trusted:
+        return False
+    fired = {s.name: s.fired for s in verdict.signals}
+    return fired.get("tail_departure", False) and not fired.get("throughput_flattening", False)
 
 
 def judged_max_concurrency(inputs: KneeInputs) -> int | None:

@@ -29,6 +29,7 @@ rows. :func:`stage_batches` and :func:`resampled_tables` replace their stdlib co
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Iterator, Mapping, Sequence
@@ -36,6 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from analysis.stages.groups import median
 from analysis.stages.intervals import INTERVAL_COLUMNS, IntervalParams, StageBatches
 from analysis.stages.row_classes import MEASURED_PHASES, RowClasses
 from loadknee_locust.sweep.confidence import (
@@ -53,10 +55,10 @@ def median_span(starts: FloatArray, ends: FloatArray) -> float:
     """``statistics.median`` of ``max(0, end - start)`` (the same middle, the same mean of two)."""
     spans = np.maximum(ends - starts, 0.0)
     n = len(spans)
-    if n % 2:
+    if n % 2:  # one rank: numpy's fast selection
         return float(np.partition(spans, n // 2)[n // 2])
-    part = np.partition(spans, (n // 2 - 1, n // 2))
-    return (float(part[n // 2 - 1]) + float(part[n // 2])) / 2
+    ordered = np.sort(spans)  # two ranks: its sort is faster (analysis.stages.groups)
+    return (float(ordered[n // 2 - 1]) + float(ordered[n // 2])) / 2
 
 
 def batch_count(
@@ -66,13 +68,15 @@ def batch_count(
     starts: FloatArray | None,
     ends: FloatArray | None,
     batches: int,
+    span: float | None = None,
 ) -> int:
-    """:func:`loadknee_locust.sweep.confidence.batch_count` on arrays."""
+    """:func:`loadknee_locust.sweep.confidence.batch_count` on arrays (``span``: their
+    :func:`median_span`, when the caller already has it)."""
     length = end_s - start_s
     if not length > 0 or batches < 1:
         return 0
     if starts is not None and ends is not None and len(ends):
-        span = median_span(starts, ends)
+        span = median_span(starts, ends) if span is None else span
         if span > 0:
             return max(0, min(batches, int(length / span)))
     return batches
@@ -86,9 +90,11 @@ def batch_rates(
     *,
     starts: FloatArray,
     batches: int,
+    span: float | None = None,
 ) -> list[float] | None:
-    """:func:`loadknee_locust.sweep.confidence.batch_rates` on arrays (``starts`` <= ``ends``)."""
-    count = batch_count(start_s, end_s, starts=starts, ends=ends, batches=batches)
+    """:func:`loadknee_locust.sweep.confidence.batch_rates` on arrays (``starts`` <= ``ends``;
+    ``span``: their :func:`median_span`, when the caller already has it)."""
+    count = batch_count(start_s, end_s, starts=starts, ends=ends, batches=batches, span=span)
     if count < MIN_BATCHES:
         return None
     width = (end_s - start_s) / count
@@ -165,12 +171,26 @@ class WindowPool:
 
     def quantiles(self, weights: FloatArray, q: float) -> FloatArray:
         """Per resample, :func:`~loadknee_locust.sweep.confidence.quantile` of its pool at ``q``."""
+        return self.quantiles_at(weights, (q,))[0]
+
+    def quantiles_at(self, weights: FloatArray, qs: Sequence[float]) -> list[FloatArray]:
+        """:meth:`quantiles` at each of ``qs``: the ranks of every percentile found by one
+        bisection (the resamples stacked once per rank; counts are integers, so each row's
+        search is the one it would be alone)."""
+        if not qs:
+            return []
         n = weights @ self.sizes
-        pos = q * (n - 1).astype(float)
-        lo = np.floor(pos).astype(np.int64)
-        hi = np.minimum(lo + 1, n - 1)
-        v_lo, v_hi = self.kth(weights, lo), self.kth(weights, hi)
-        return v_lo + (v_hi - v_lo) * (pos - lo)
+        ranks, places = [], []
+        for q in qs:
+            pos = q * (n - 1).astype(float)
+            lo = np.floor(pos).astype(np.int64)
+            ranks += [lo, np.minimum(lo + 1, n - 1)]
+            places.append((pos, lo))
+        found = self.kth(np.tile(weights, (len(ranks), 1)), np.concatenate(ranks))
+        v = found.reshape(len(ranks), len(weights))
+        return [
+            v[2 * j] + (v[2 * j + 1] - v[2 * j]) * (pos - lo) for j, (pos, lo) in enumerate(places)
+        ]
 
     def point(self, q: float) -> float:
         """:func:`~loadknee_locust.sweep.confidence.quantile` of all the values."""
@@ -212,11 +232,50 @@ def window_groups(values: FloatArray, win: FloatArray, batches: int) -> tuple[Fl
     return tuple(ordered[cuts[g] : cuts[g + 1]] for g in range(batches))
 
 
+@functools.lru_cache(maxsize=64)
+def seeded_draws(seed: int, groups: int, resamples: int) -> FloatArray:
+    """:func:`draw_counts` from a fresh ``random.Random(seed)``: every stage with as many windows
+    draws the same counts (its tails reseed), so they are drawn once per run, not per stage
+    (read-only: shared)."""
+    counts = draw_counts(random.Random(seed), groups, resamples)
+    counts.flags.writeable = False
+    return counts
+
+
+#: 2**26 and 2**-53: CPython's ``random()`` makes a double of two 32-bit words as
+#: ``((a >> 5) * 2**26 + (b >> 6)) * 2**-53`` (``_randommodule.c``, ``genrand_res53``)
+_HIGH, _SCALE = 67108864.0, 1.0 / 9007199254740992.0
+
+
+def uniforms(rng: random.Random, n: int) -> FloatArray:
+    """The next ``n`` values of ``rng.random()`` as an array, ``rng`` left past them.
+
+    numpy's ``MT19937`` is CPython's generator (the same 624-word state and position, the same
+    32-bit words), so the words come from ``rng``'s state in one call, not one Python call per
+    value; the doubles are made as CPython makes them (exact integer arithmetic, then a power
+    of two). Another generator class is asked value by value."""
+    if type(rng) is not random.Random or n <= 0:
+        return np.array([rng.random() for _ in range(max(n, 0))], dtype=float)
+    version, internal, gauss = rng.getstate()
+    bits = np.random.MT19937(0)
+    key = np.array(internal[:-1], dtype=np.uint32)
+    bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": internal[-1]}}
+    raw = bits.random_raw(2 * n)
+    out = ((raw[0::2] >> 5) * _HIGH + (raw[1::2] >> 6)) * _SCALE
+    state = bits.state["state"]
+    rng.setstate((version, (*state["key"].tolist(), int(state["pos"])), gauss))
+    return out
+
+
+def choice_indices(u: FloatArray, n: int) -> FloatArray:
+    """``rng.choices(population, k=...)``'s picks (indices into a population of ``n``) from
+    its ``random()`` values ``u``: ``floor(random() * n)``, with ``n`` a float as there."""
+    return np.floor(u * float(n)).astype(np.int64)
+
+
 def draw_counts(rng: random.Random, groups: int, resamples: int) -> FloatArray:
     """Per resample, how often each window was drawn by ``rng.choices(windows, k=windows)``."""
-    picks = np.array(
-        [rng.choices(range(groups), k=groups) for _ in range(resamples)], dtype=np.int64
-    ).reshape(resamples, groups)
+    picks = choice_indices(uniforms(rng, resamples * groups), groups).reshape(resamples, groups)
     counts = np.zeros((resamples, groups), dtype=np.int64)
     np.add.at(counts, (np.repeat(np.arange(resamples), groups), picks.ravel()), 1)
     return counts
@@ -253,12 +312,11 @@ def pool_intervals(
     out: dict[float, Interval | None] = dict.fromkeys(qs)
     if pool is None or pool.groups < MIN_BATCHES:
         return out
-    weights = draw_counts(random.Random(seed), pool.groups, resamples)
+    weights = seeded_draws(seed, pool.groups, resamples)
     alpha = (1.0 - level) / 2.0
-    for q in qs:
-        if len(pool.sorted) < max(MIN_TAIL_VALUES, math.ceil(1 / (1 - q))):
-            continue
-        draws = pool.quantiles(weights, q).tolist()
+    held = [q for q in qs if len(pool.sorted) >= max(MIN_TAIL_VALUES, math.ceil(1 / (1 - q)))]
+    for q, drawn in zip(held, pool.quantiles_at(weights, held), strict=True):
+        draws = drawn.tolist()
         point = pool.point(q)
         low, high = quantile(draws, alpha), quantile(draws, 1.0 - alpha)
         low, high = min(low, point), max(high, point)
@@ -311,13 +369,17 @@ def stage_batches(
         keep = ~np.isnan(tokens) & ~np.isnan(ends)
         ends_k, starts_k, tokens_k = ends[keep], starts[keep], tokens[keep]
         valid = end > start and not math.isnan(start)
+        # the three window counts below read the same spans: their median once, not thrice
+        span = median_span(starts_k, ends_k) if valid and len(ends_k) else None
         rates = (
-            batch_rates(ends_k, tokens_k, start, end, starts=starts_k, batches=p.batches)
+            batch_rates(ends_k, tokens_k, start, end, starts=starts_k, batches=p.batches, span=span)
             if valid
             else None
         )
         count = (
-            batch_count(start, end, starts=starts_k, ends=ends_k, batches=p.batches) if valid else 0
+            batch_count(start, end, starts=starts_k, ends=ends_k, batches=p.batches, span=span)
+            if valid
+            else 0
         )
         inside = int(np.count_nonzero((start <= ends_k) & (ends_k <= end))) if valid else 0
         throughput = mean_interval(rates, n=inside, level=p.level) if rates else None
@@ -326,7 +388,9 @@ def stage_batches(
         tail_start = _min(m_ends) if len(m_ends) else start
         tail_end = max(end, float(np.nanmax(m_ends))) if valid and len(m_ends) else end
         tail_count = (
-            batch_count(tail_start, tail_end, starts=starts_k, ends=ends_k, batches=p.batches)
+            batch_count(
+                tail_start, tail_end, starts=starts_k, ends=ends_k, batches=p.batches, span=span
+            )
             if valid
             else 0
         )
@@ -347,7 +411,7 @@ def stage_batches(
             stage=int(stage),
             window_s=end - start if valid else math.nan,
             batches=count if rates else 0,
-            median_span_s=float(np.median(spans)) if len(spans) else None,
+            median_span_s=median(spans) if len(spans) else None,
             rates=tuple(rates or ()),
             e2e_groups=groups,
             throughput=throughput,
@@ -396,14 +460,19 @@ def resampled_columns(
             pool = WindowPool(np.concatenate(groups), windows)
         plan.append((i, b, pool))
     # the draws, in the order one resample at a time takes them: per stage rates, then windows
-    rate_draws: list[list[float]] = [[] for _ in plan]
-    pool_draws: list[list[list[int]]] = [[] for _ in plan]
-    for _ in range(resamples):
-        for j, (_i, b, pool) in enumerate(plan):
-            drawn = rng.choices(b.rates, k=len(b.rates))
-            rate_draws[j].append(sum(drawn) / len(drawn))
-            if pool is not None:
-                pool_draws[j].append(rng.choices(range(pool.groups), k=pool.groups))
+    # (each ``rng.choices`` takes one ``random()`` per pick: all of them at once, then cut up)
+    sizes = [n for _i, b, pool in plan for n in (len(b.rates), 0 if pool is None else pool.groups)]
+    cuts = np.cumsum([0, *sizes]).tolist()
+    u = uniforms(rng, resamples * cuts[-1]).reshape(resamples, cuts[-1])
+    rate_draws: list[list[float]] = []
+    pool_draws: list[FloatArray | None] = []
+    for j, (_i, b, pool) in enumerate(plan):
+        n = len(b.rates)
+        picks = choice_indices(u[:, cuts[2 * j] : cuts[2 * j + 1]], n)
+        # Python's own sum of the drawn rates, in draw order, as the one-at-a-time loop added
+        rate_draws.append([sum(drawn) / n for drawn in np.asarray(b.rates)[picks].tolist()])
+        windows = u[:, cuts[2 * j + 1] : cuts[2 * j + 2]]
+        pool_draws.append(None if pool is None else choice_indices(windows, pool.groups))
     tok0 = summary["output_tok_s"].to_numpy(dtype=float).copy()
     other0 = summary[column].to_numpy(dtype=float).copy()
     tok = np.tile(tok0, (resamples, 1))
@@ -415,11 +484,12 @@ def resampled_columns(
         if tok0[i] > 0:
             other[:, i] = other0[i] * (rate / tok0[i])
         tok[:, i] = rate
-        if pool is not None:
-            picks = np.array(pool_draws[j], dtype=np.int64)
+        windows_drawn = pool_draws[j]
+        if pool is not None and windows_drawn is not None:
             weights = np.zeros((resamples, pool.groups), dtype=np.int64)
-            np.add.at(weights, (np.repeat(np.arange(resamples), pool.groups), picks.ravel()), 1)
-            p95[:, i], p99[:, i] = pool.quantiles(weights, 0.95), pool.quantiles(weights, 0.99)
+            rows = np.repeat(np.arange(resamples), pool.groups)
+            np.add.at(weights, (rows, windows_drawn.ravel()), 1)
+            p95[:, i], p99[:, i] = pool.quantiles_at(weights, (0.95, 0.99))
     out = {column: other} if column != "output_tok_s" else {}
     return {**out, "output_tok_s": tok, "e2e_p95_ms": p95, "e2e_p99_ms": p99}
 

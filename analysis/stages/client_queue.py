@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.stages.array_intervals import batch_count, batch_rates
+from analysis.stages.groups import median
 from analysis.stages.row_classes import RowClasses
 from loadknee_locust.sweep.confidence import mean_interval
 
@@ -182,7 +183,7 @@ class ServiceSpans:
 def _median(values: np.ndarray) -> float:
     """pandas' ``Series.median``: of the non-NaN values, NaN when there are none."""
     known = values[~np.isnan(values)]
-    return float(np.median(known)) if len(known) else math.nan
+    return median(known) if len(known) else math.nan
 
 
 def service_spans(rows: pd.DataFrame | QueueRows, t1_ms: float) -> ServiceSpans | None:
@@ -197,7 +198,7 @@ def service_spans(rows: pd.DataFrame | QueueRows, t1_ms: float) -> ServiceSpans 
     starts, ends, ttft = q.starts[ok], q.ends[ok], q.ttft_ms[ok]
     excess = ttft - t1_ms
     # a service time: the decode (first token to end) plus the single-user TTFT (the prefill)
-    service_ms = float(np.median(q.e2e_ms[ok] - ttft)) + t1_ms
+    service_ms = median(q.e2e_ms[ok] - ttft) + t1_ms
     late_ms = max(ADMISSION_STEPS * itl, LATE_SHARE * service_ms)
     late = excess >= late_ms
     # the stage's own unqueued excess (admission at a step boundary, a slower first step, a
@@ -258,9 +259,7 @@ def stage_queue(
     in_flight = float(overlap.sum() / (end - start))
     pick = spans.measured if spans.measured.any() else np.ones(len(late), dtype=bool)
     share = float(late[pick].mean() * 100.0)
-    wait_ms_late = (
-        float(np.median(wait_s[pick & late]) * 1000.0) if (pick & late).any() else math.nan
-    )
+    wait_ms_late = median(wait_s[pick & late]) * 1000.0 if (pick & late).any() else math.nan
     return StageQueue(run, run_lo, run_hi, wait, wait_lo, wait_hi, in_flight, share, wait_ms_late)
 
 

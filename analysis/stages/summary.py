@@ -117,7 +117,13 @@ def _window_mask(ts: pd.Series, start: float, end: float) -> pd.Series:
     return (ts >= start) & (ts <= end)
 
 
+#: the GPU figures of a window (:func:`_gpu_stats`), NaN without samples
+GPU_FIGURES = ("gpu_idle_pct", "gpu_mem_peak_pct", "gpu_util_mean_pct", "sm_util_mean_pct")
+
+
 def _gpu_stats(gpu: pd.DataFrame, start: float, end: float) -> dict[str, float]:
+    if gpu.empty:  # no GPU telemetry: what the figures below give, without pandas per stage
+        return dict.fromkeys(GPU_FIGURES, float("nan"))
     rows = gpu[_window_mask(gpu["timestamp_unix_s"], start, end)]
     mem_pct = rows["memory_used_mib"] / rows["memory_total_mib"] * 100.0
     util = rows["gpu_util_pct"].dropna()
@@ -168,6 +174,8 @@ def _server_stats(timeline: pd.DataFrame | None, start: float, end: float) -> di
 
 
 def _client_peak(client: pd.DataFrame, start: float, end: float) -> float:
+    if client.empty:
+        return float("nan")
     rows = client[_window_mask(client["timestamp_unix_s"], start, end)]
     return float(rows["cpu_pct"].max())
 

@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 from analysis.knee.confidence import resampled_answers
-from analysis.knee.find import KneeInputs, KneeParams, find_knee, judge
+from analysis.knee.facts import PlateauFact
+from analysis.knee.find import KneeInputs, KneeParams, find_knee, judge, judged_max_concurrency
 from analysis.knee.fit import Levels
 from analysis.stages.array_intervals import cleared, resampled_columns, resampled_tables
 from analysis.stages.baseline import compute_baseline
@@ -99,3 +100,22 @@ def test_the_fits_level_means_are_pandas_grouped_means(most: int) -> None:
         want = frame.groupby("target_users")["pct"].mean().reindex(levels.c).to_numpy()
         got = levels.mean(values[levels.positions])
         assert np.array_equal(got, want, equal_nan=True)
+
+
+def test_the_answer_alone_fits_the_stages_where_the_plateau_makes_the_knee() -> None:
+    """The answer alone (the confidence's path) leaves the all-stages fit out unless its
+    plateau could make a stage the knee. Here it does: 8 → 12 users gains 0.25× one user's
+    rate (not flat by the adjacent rule) but the fit's plateau starts near 9, so 12 is the
+    knee (max_concurrency 8); judged without the fit, 16 would be (12)."""
+    summary = sweep(
+        [2, 4, 8, 12, 16, 24, 32, 48], [200.0, 400.0, 800.0, 900.0, 880.0, 890.0, 900.0, 910.0],
+        [210.0, 220.0, 260.0, 600.0, 900.0, 1300.0, 1800.0, 2600.0],
+        baseline_tok_s=100.0, baseline_p95_ms=200.0,
+    )  # fmt: skip
+    inputs = KneeInputs(summary, compute_baseline(None, summary), KneeParams(fit_resamples=0))
+    whole = judge(inputs)
+    knee = next(v for v in whole.stages if v.verdict == "knee")
+    flat = next(s for s in knee.signals if s.name == "throughput_flattening")
+    assert (knee.target_users, type(flat.fact)) == (12, PlateauFact)  # the plateau decided
+    assert whole.max_concurrency == 8
+    assert judged_max_concurrency(inputs) == 8

@@ -281,3 +281,27 @@ def test_window_groups_are_one_pass_per_window(win: list[int], batches: int) -> 
     assert len(got) == len(want)
     for a, b in zip(got, want, strict=True):
         assert a.tolist() == b.tolist()  # the same values, in row order
+
+
+@pytest.mark.parametrize(("seed", "before", "n"), [(0, 0, 1), (3, 5, 700), (11, 1000, 2500)])
+def test_uniforms_are_the_generators_own_values_and_leave_it_where_it_would_be(
+    seed: int, before: int, n: int
+) -> None:
+    """``before`` values taken first, so the state starts mid-block and ``n`` crosses the
+    624-word regeneration."""
+    ours, theirs = random.Random(seed), random.Random(seed)
+    for _ in range(before):
+        ours.random(), theirs.random()
+    got = array_intervals.uniforms(ours, n)
+    want = [theirs.random() for _ in range(n)]
+    assert got.tolist() == want
+    assert ours.getstate() == theirs.getstate()
+    assert ours.random() == theirs.random()  # and the stream goes on alike
+
+
+@pytest.mark.parametrize("population", [2, 7, 10, 24])
+def test_choice_indices_are_what_choices_picks(population: int) -> None:
+    ours, theirs = random.Random(population), random.Random(population)
+    got = array_intervals.choice_indices(array_intervals.uniforms(ours, 3 * population), population)
+    want = [theirs.choices(range(population), k=population) for _ in range(3)]
+    assert got.reshape(3, population).tolist() == want

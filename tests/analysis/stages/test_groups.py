@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.stages.groups import StageGroups, rank_quantiles
+from analysis.stages.groups import StageGroups, median, rank_quantiles
 
 QS = (0.0, 0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0)
 
@@ -77,3 +77,19 @@ def test_rank_quantiles(values: list[float], qs: tuple[float, ...], expected: li
     want = pd.Series(values, dtype=float).quantile(list(qs)).tolist() if values else expected
     assert got == pytest.approx(expected, nan_ok=True)
     assert got == pytest.approx(want, nan_ok=True)
+
+
+@pytest.mark.parametrize(
+    ("n", "nans", "seed"),
+    [(1, 0, 0), (2, 0, 1), (7, 0, 2), (20000, 0, 3), (20001, 0, 4), (100, 1, 5), (0, 0, 6)],
+)
+def test_median_is_numpys_to_the_bit(n: int, nans: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.lognormal(5.0, 0.4, n), 1)  # rounded: ties among the middle values
+    values[:nans] = np.nan
+    got = median(values)
+    if n == 0:
+        assert math.isnan(got)
+        return
+    want = float(np.median(values))
+    assert (math.isnan(got) and math.isnan(want)) or got == want
