@@ -216,3 +216,17 @@ def test_a_knee_json_without_the_pool_flag_reads_back(tmp_path: Path) -> None:
     back = from_json(old).knee
     assert back is not None and back.gpu_preallocated is False
     assert dataclasses.replace(back, gpu_preallocated=True).capacity == knee.capacity
+
+
+def test_the_timeline_names_a_preallocated_pool_apart(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from analysis.report.plots import timeline_figure
+
+    run = write_run_dir(tmp_path / "run")
+    frames = {n: pd.read_csv(run / f"{n}.csv") for n in ("stages", "requests", "gpu")}
+    labels = {}
+    for pool in (False, True):
+        fig = timeline_figure(**frames, memory_pressure_pct=85.0, gpu_preallocated=pool)
+        labels[pool] = _line(fig.axes[1], "gpu_memory").get_label()
+    assert labels[True] != labels[False] and labels[True].startswith(labels[False])
