@@ -216,6 +216,9 @@ class KneeResult:
     capacity_high: float | None = None
     capacity_text: KneeFit | str = ""  # the fit over all stages ("": none; str: read back)
     client_slots: int | None = None  # requests run at once while some waited, client-estimated
+    #: GPU memory flat across 3 or more stages that quadrupled the users: a pool allocated at
+    #: start, which the memory rule does not read as pressure (the plots label it so)
+    gpu_preallocated: bool = False
 
     @property
     def judged(self) -> tuple[StageVerdict, ...]:

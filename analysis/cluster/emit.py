@@ -85,7 +85,8 @@ def _fmt(value: float, digits: int) -> str:
 
 
 def html_section(analysis: Analysis, files: Iterable[str]) -> str:
-    """The page's "From the knee to your cluster" section: links, then the energy table."""
+    """The body of the page's "From the knee to your cluster" section: links, then the energy
+    table (the page writes its heading)."""
     files = list(files)
     if not files:
         return ""
@@ -101,7 +102,7 @@ def html_section(analysis: Analysis, files: Iterable[str]) -> str:
             f'<li><a href="{html.escape(reports[0])}">{html.escape(LLMD_DIR)}/</a> — llm-d '
             f"benchmark report v0.2, one per stage ({len(reports)} files)</li>"
         )
-    parts = ["<h2>From the knee to your cluster</h2>", f"<ul>{''.join(items)}</ul>"]
+    parts = [f"<ul>{''.join(items)}</ul>"]
     if "energy.yaml" in files:
         e = energy.energy(analysis)
         if e.source:

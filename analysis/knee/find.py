@@ -615,6 +615,7 @@ def judge(inputs: KneeInputs) -> KneeResult:
         capacity_high=None if fit is None or not fit.flat else round(fit.high, 2),
         capacity_text="" if fit is None else fit,
         client_slots=j.seen,
+        gpu_preallocated=j.ctx.gpu_preallocated,
     )
 
 

@@ -40,6 +40,7 @@ def figures(inputs: PlotInputs) -> dict[str, tuple[str, Figure]]:
                 gpu=inputs.gpu,
                 server=inputs.server,
                 memory_pressure_pct=memory_pressure_pct(inputs.knee),
+                gpu_preallocated=inputs.knee.gpu_preallocated,
             ),
         ),
         "interactivity.png": (

@@ -1,11 +1,16 @@
 """The self-contained HTML report: one file, inline CSS, plots as base64 PNGs, no external links.
 
-It shows, in reading order: the headline (knee, max concurrency, base capacity, watermark), the
-record table with verdict colours (each stage's reasons folded in a row under its figures, so
-the table stays readable from 1280 to 1920 pixels), the reasons and signals of every stage, the
-diagnosis, the
-recommendations (YAML and server flags, each with its reason), the baseline and warnings, the
-plots, the run parameters from run.json and the method (percentiles, thresholds).
+It reads top-down, in the order a reviewer asks (:data:`SECTIONS`, each a ``<section id>``
+linked from the table of contents at the top): the answer (the deploy figure, the capacity,
+the first stage past it) and its one line of why; the throughput and latency plots with the
+capacity marked; the record table (each stage's reasons folded in a row under its figures, so
+the table stays readable from 1280 to 1920 pixels) and what its columns mean; the warnings;
+then the detail: the SLO answer, the reasons and signals of every stage and the diagnosis, the
+workload (only the parts that apply: a prefix cache that never hit shows nothing), the
+recommendations (YAML and server flags, each with its reason), the cluster files, the baseline,
+the other plots, the method, and the run's parameters folded in a ``<details>``, without empty
+values and with file names in place of absolute paths (where a file lay on the machine that
+ran the sweep names its user's folders and says nothing to a reader elsewhere).
 
 Secrets never reach the page: :func:`redact` drops every run.json key whose name has a part
 ``key``/``token``/``secret``/``password``/``auth``/``credential`` (``api_key``, ``hf_token``,
@@ -23,6 +28,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import PureWindowsPath
 from typing import Any
 
 import pandas as pd
@@ -99,6 +105,8 @@ table.record td.n,table.record td.verdict{white-space:nowrap}
 table.record tr.why td{border-top:none;padding:0 8px 4px 24px}
 table.record tr.why summary{cursor:pointer;color:#616161;font-size:12px}
 table.record tr.why ul{margin:4px 0 6px;padding-left:18px}
+nav#toc ol{columns:3;margin:8px 0;padding-left:22px}p.why{margin:4px 0}
+p.legend{color:#616161;font-size:12px}figure{margin:8px 0}figcaption{color:#616161}
 """
 
 ROW_TINTS = {
@@ -128,6 +136,7 @@ class HtmlReport:
     #: the production watermark's shares of the base capacity used (``--watermark-low/-high``)
     watermark_share: tuple[float, float] | None = None
     workload_html: str = ""  # prefix cache, conversations, classes (analysis.report.workload)
+    why: str = ""  # the answer's one line of why (analysis.report.screen.why_line, no "why: ")
 
 
 def esc(value: Any) -> str:
@@ -252,11 +261,11 @@ def _headline(report: HtmlReport) -> str:
         f"{'none' if value is None else _value(value)}</b><span>{esc(hint)}</span></div>"
         for name, title, value, hint in cards
     )
-    summary = "" if knee is None else f"<p>{esc(summary_words(knee))}</p>"
     deploy = ""
     if recs is not None and recs.deploy is not None:
         deploy = f'<p class="deploy"><b>Deploy:</b> {esc(deploy_text(recs.deploy))}</p>'
-    return f'<div class="cards">{html_cards}</div>{deploy}{summary}'
+    why = f'<p class="why"><b>Why:</b> {esc(report.why)}</p>' if report.why else ""
+    return f'<div class="cards">{html_cards}</div>{deploy}{why}'
 
 
 def _slo_section(slo: SloResult | None) -> str:
@@ -292,7 +301,6 @@ def _slo_section(slo: SloResult | None) -> str:
         numeric=(0, 2, 3, 4),
     )
     return (
-        "<h2>SLO capacity and goodput</h2>"
         f"<p>Limits used: <b>{esc(limits_text(slo.params))}</b></p>"
         f"<ul>{sources}</ul>"
         f'<div class="cards">{html_cards}</div><p>{esc(summary_text(slo))}</p>{table}'
@@ -418,56 +426,131 @@ def _baseline(baseline: Baseline | None) -> str:
 
 
 def _not_judged(run_info: Mapping[str, Any]) -> str:
-    """What an imported run cannot say (no telemetry in another tool's records), as a section."""
+    """What an imported run cannot say (no telemetry in another tool's records), as a list."""
     missing = run_info.get("not_judged") or []
-    if not missing:
-        return ""
-    items = "".join(f"<li>{esc(m)}</li>" for m in missing)
-    return f"<h2>Not judged (imported results carry no telemetry)</h2><ul>{items}</ul>"
+    return "".join(f"<li>{esc(m)}</li>" for m in missing)
+
+
+#: the page's sections in reading order: id → its title in the table of contents
+SECTIONS = {
+    "answer": "Answer",
+    "plots": "Throughput and latency",
+    "record": "Record table",
+    "warnings": "Warnings",
+    "not-judged": "Not judged (imported results carry no telemetry)",
+    "slo": "SLO capacity and goodput",
+    "reasons": "Reasons per stage",
+    "workload": "Workload",
+    "recommendations": "Recommendations",
+    "cluster": "From the knee to your cluster",
+    "baseline": "Baseline",
+    "more-plots": "More plots",
+    "method": "Method",
+    "metadata": "Run parameters",
+}
+#: the plots shown right under the answer (by their titles, analysis.report.figures); the
+#: others go to "More plots"
+FIRST_PLOTS = ("Throughput vs concurrency", "Latency vs concurrency")
+#: what the record table's less obvious columns mean, under the table
+RECORD_LEGEND = (
+    "reqs: measured requests; secs: measured seconds; excluded: requests left out because "
+    "their token counts missed the target; resent: requests sent again on a fresh connection; "
+    "— not measured; - none. Open a row's \u201cwhy\u201d for its reasons."
+)
+
+
+def _images(images: Mapping[str, bytes]) -> str:
+    return "".join(
+        f'<figure><img alt="{esc(title)}" '
+        f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+        f"<figcaption>{esc(title)}</figcaption></figure>"
+        for title, png in images.items()
+    )
+
+
+def local_paths(value: Any) -> Any:
+    """A copy of ``value`` without empty values (``None``, ``""``, ``{}``, ``[]``) and with each
+    absolute path shortened to its file name."""
+    if isinstance(value, Mapping):
+        kept = {k: local_paths(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v is not None and v not in ("", {}, [])}
+    if isinstance(value, list | tuple):
+        return [local_paths(v) for v in value]
+    if isinstance(value, str) and _ABSOLUTE_PATH.match(value):
+        return PureWindowsPath(value).name or value  # splits at / and at a backslash
+    return value
+
+
+_ABSOLUTE_PATH = re.compile(r"^(/|[A-Za-z]:\\)[^\s]*$")
+
+
+def _section(key: str, body: str, *, title: str | None = None) -> tuple[str, str]:
+    heading = SECTIONS[key] if title is None else title
+    return key, f'<section id="{key}"><h2>{esc(heading)}</h2>\n{body}</section>'
+
+
+def _toc(keys: Iterable[str]) -> str:
+    links = "".join(f'<li><a href="#{k}">{esc(SECTIONS[k])}</a></li>' for k in keys)
+    return f'<nav id="toc"><ol>{links}</ol></nav>'
 
 
 def render_html(report: HtmlReport) -> str:
     """The whole page as one string (UTF-8, no external resources)."""
     warnings = "".join(f'<div class="warn">{esc(w)}</div>' for w in report.warnings)
-    images = "".join(
-        f'<h3>{esc(title)}</h3><img alt="{esc(title)}" '
-        f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
-        for title, png in report.images.items()
+    first = {t: png for t, png in report.images.items() if t in FIRST_PLOTS}
+    first = dict(sorted(first.items(), key=lambda item: FIRST_PLOTS.index(item[0])))
+    others = {t: png for t, png in report.images.items() if t not in FIRST_PLOTS}
+    params = json.dumps(
+        local_paths(redact(dict(report.run_info))), indent=2, sort_keys=True, default=str
     )
-    params = json.dumps(redact(dict(report.run_info)), indent=2, sort_keys=True, default=str)
     knee_params = json.dumps(
         redact(report.knee.params if report.knee else {}), indent=2, default=str
     )
-    sections = [
-        f"<h1>loadknee report — {esc(report.run_id)}</h1>",
-        '<p class="sub">Where this server stops scaling, why, and what to configure.</p>',
-        _headline(report),
-        f"<h2>Warnings</h2>{warnings}" if warnings else "",
-        _not_judged(report.run_info),
-        _slo_section(report.slo),
-        report.workload_html,
-        "<h2>Record table</h2>",
-        record_table_html(report.record, report.knee),
-        "<h2>Reasons per stage</h2>",
-        _reasons(report.knee),
-        "<h2>Diagnosis</h2>",
-        _diagnosis(report.knee),
-        "<h2>Recommendations</h2>",
-        _recommendations(report),
-        report.cluster_html,
-        "<h2>Baseline</h2>",
-        _baseline(report.baseline),
-        "<h2>Plots</h2>",
-        images or "<p>No plots.</p>",
-        "<h2>Method</h2>",
+    summary = "" if report.knee is None else f"<p>{esc(summary_words(report.knee))}</p>"
+    diagnosis = _diagnosis(report.knee)
+    not_judged = _not_judged(report.run_info)
+    method = (
         f"<p>Percentiles: {esc(PERCENTILE_METHOD)}. Statistics use the measured window of each "
         "stage only (warm-up and cooldown excluded; requests whose token counts missed the "
-        "target are counted and left out).</p>",
-        f"<h3>Knee thresholds</h3><pre>{esc(knee_params)}</pre>",
-        "<h2>Run parameters (run.json, secrets withheld)</h2>",
-        f"<pre>{esc(params)}</pre>",
+        "target are counted and left out).</p>"
+        "<details><summary>Knee thresholds</summary>"
+        f"<pre>{esc(knee_params)}</pre></details>"
+    )
+    sections = [
+        _section("answer", _headline(report)),
+        _section("plots", _images(first) or "<p>No plots.</p>"),
+        _section(
+            "record",
+            record_table_html(report.record, report.knee)
+            + f'<p class="legend">{esc(RECORD_LEGEND)}</p>',
+        ),
+        _section("warnings", warnings) if warnings else None,
+        _section("not-judged", f"<ul>{not_judged}</ul>") if not_judged else None,
+        _section("slo", _slo_section(report.slo)) if report.slo is not None else None,
+        _section(
+            "reasons",
+            summary
+            + _reasons(report.knee)
+            + (f"<h3>Diagnosis</h3>{diagnosis}" if diagnosis else ""),
+        ),
+        _section("workload", report.workload_html) if report.workload_html else None,
+        _section("recommendations", _recommendations(report)),
+        _section("cluster", report.cluster_html) if report.cluster_html else None,
+        _section("baseline", _baseline(report.baseline)),
+        _section("more-plots", _images(others)) if others else None,
+        _section("method", method),
+        _section(
+            "metadata",
+            "<details><summary>run.json, secrets withheld, empty values left out, file names "
+            f"for absolute paths</summary><pre>{esc(params)}</pre></details>",
+        ),
     ]
-    body = "\n".join(s for s in sections if s)
+    shown = [s for s in sections if s is not None]
+    head = (
+        f"<h1>loadknee report — {esc(report.run_id)}</h1>\n"
+        '<p class="sub">Where this server stops scaling, why, and what to configure.</p>'
+    )
+    body = "\n".join([head, _toc(k for k, _ in shown), *(html for _, html in shown)])
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>loadknee — {esc(report.run_id)}</title><style>{CSS}</style></head>"

@@ -16,6 +16,8 @@ of failing.
 
 The dotted line on the memory and KV-cache axes is the memory-pressure threshold the knee was
 judged with (``--knee-memory-pct``, from the knee's ``params``), drawn only where one is known.
+GPU memory the knee found flat across the stages (``KneeResult.gpu_preallocated``) is labelled
+a pre-allocated pool and drawn faint: its height over that line is no pressure.
 """
 
 from __future__ import annotations
@@ -230,41 +232,42 @@ def _error_bars(
     )
 
 
+#: the latency plot's lines: column, legend label, style. P95 and P99 often coincide (a stage
+#: of few requests has the same request at both): P99 is dashed with hollow markers over a
+#: solid P95, so both stay visible where they overlap
+LATENCY_SERIES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("e2e_p50_ms", "e2e P50", {"marker": "o", "color": "#1565c0"}),
+    ("e2e_p95_ms", "e2e P95", {"marker": "s", "color": "#f57c00", "markersize": 8}),
+    ("e2e_p99_ms", "e2e P99", {"marker": "^", "color": "#2e7d32", "linestyle": "--",
+                               "markerfacecolor": "none", "zorder": 3}),
+    ("ttft_p50_ms", "TTFT P50", {"marker": "o", "color": "#6a1b9a"}),
+    ("ttft_p95_ms", "TTFT P95", {"marker": "s", "color": "#ad1457", "linestyle": "--"}),
+)  # fmt: skip
+#: GPU memory's label when the knee found it flat across the stages: a pool allocated at start
+#: (vLLM's --gpu-memory-utilization), not pressure, whatever its height against the threshold
+PREALLOCATED_LABEL = "GPU memory: pre-allocated pool (flat)"
+
+
 def latency_figure(
     summary: pd.DataFrame, knee: KneeResult | None = None, view: AnswerView | None = None
 ) -> Figure:
     """e2e percentiles (s) against users with GPU memory % and KV-cache % on a second axis, and
     TTFT percentiles (ms) in a panel below (they are 10-100× smaller than e2e)."""
-    # the twin axis's label on the right; the legend, two rows at most, below the x axis
+    # the twin axis's label on the right; the legend, three rows at most, below the x axis
     view = _view(knee, view)
-    fig = new_figure(9, 6.5, Margins(right=0.85, top=0.4, bottom=1.0), rows=2)
+    fig = new_figure(9, 6.8, Margins(right=0.85, top=0.4, bottom=1.25), rows=2)
     ax, ax_ttft = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1.4])
     steps = _steps(summary)
     users = steps["target_users"].astype(float)
     missing = []
     for target, scale, series in (
-        (
-            ax,
-            0.001,
-            (
-                ("e2e_p50_ms", "e2e P50", "o", "#1565c0"),
-                ("e2e_p95_ms", "e2e P95", "s", "#f57c00"),
-                ("e2e_p99_ms", "e2e P99", "^", "#2e7d32"),
-            ),
-        ),
-        (
-            ax_ttft,
-            1.0,
-            (
-                ("ttft_p50_ms", "TTFT P50", "o", "#6a1b9a"),
-                ("ttft_p95_ms", "TTFT P95", "s", "#ad1457"),
-            ),
-        ),
+        (ax, 0.001, LATENCY_SERIES[:3]),
+        (ax_ttft, 1.0, LATENCY_SERIES[3:]),
     ):
-        for column, label, marker, colour in series:
+        for column, label, style in series:
             if _has(steps, column):
-                target.plot(users, steps[column] * scale, marker=marker, color=colour, label=label)
-                _error_bars(target, steps, column, scale, colour)
+                target.plot(users, steps[column] * scale, label=label, gid=column, **style)
+                _error_bars(target, steps, column, scale, str(style["color"]))
             else:
                 missing.append(label)
         target.set_ylim(bottom=0)
@@ -278,15 +281,21 @@ def latency_figure(
     right = ax.twinx()
     right.set_ylabel("GPU memory / KV cache peak (%)")
     right.set_ylim(0, 105)
+    pool = knee is not None and knee.gpu_preallocated
     for column, label, colour in (
-        ("gpu_mem_peak_pct", "GPU memory peak %", "#6d4c41"),
+        ("gpu_mem_peak_pct", PREALLOCATED_LABEL if pool else "GPU memory peak %", "#6d4c41"),
         ("kv_cache_peak_pct", "KV cache peak %", "#00838f"),
     ):
         if _has(steps, column):
-            right.plot(users, steps[column], color=colour, linestyle="--", marker="x", label=label)
+            gid = "gpu_preallocated" if pool and column == "gpu_mem_peak_pct" else column
+            style = {"linestyle": ":", "alpha": 0.6} if gid == "gpu_preallocated" else {}
+            right.plot(
+                users, steps[column], color=colour, marker="x", label=label, gid=gid,
+                **({"linestyle": "--"} | style),
+            )  # fmt: skip
         else:
             missing.append(label)
-    _pressure_line(right, None if knee is None else memory_pressure_pct(knee))
+    _pressure_line(right, None if knee is None else memory_pressure_pct(knee), label=True)
     if missing:
         note(ax, "no data: " + ", ".join(missing), y=0.95)
     handles, labels = [], []
@@ -296,7 +305,7 @@ def latency_figure(
         handles += [x for x, _ in pairs]
         labels += [y for _, y in pairs]
     if handles:
-        fig.legend(handles, labels, loc="lower center", ncols=5, fontsize=8)
+        fig.legend(handles, labels, loc="lower center", ncols=4, fontsize=8)
     ax.set_title("Latency percentiles vs concurrency")
     return fig
 
@@ -414,13 +423,19 @@ def _latency_panel(ax: Axes, requests: pd.DataFrame, t0: float) -> None:
     ax.legend(loc="upper left", fontsize=7, markerscale=2, ncols=5)
 
 
-def _pressure_line(ax: Axes, pct: float | None) -> None:
-    """The memory-pressure threshold as a dotted line (none when no threshold is known)."""
+def _pressure_line(ax: Axes, pct: float | None, *, label: bool = False) -> None:
+    """The memory-pressure threshold as a dotted line (none when no threshold is known), named
+    in the legend when ``label``; its ``gid`` is ``memory_pressure``."""
     if pct is not None:
-        ax.axhline(pct, color="#9e9e9e", linewidth=0.8, linestyle=":")
+        ax.axhline(
+            pct, color="#9e9e9e", linewidth=0.8, linestyle=":", gid="memory_pressure",
+            label=f"memory pressure ({pct:g} %)" if label else None,
+        )  # fmt: skip
 
 
-def _gpu_panel(ax: Axes, gpu: pd.DataFrame | None, t0: float, pressure: float | None) -> None:
+def _gpu_panel(
+    ax: Axes, gpu: pd.DataFrame | None, t0: float, pressure: float | None, pool: bool = False
+) -> None:
     ax.set_ylabel("GPU (%)")
     ax.set_ylim(0, 105)
     if gpu is None or gpu.empty or not (_has(gpu, "memory_used_mib") or _has(gpu, "gpu_util_pct")):
@@ -432,7 +447,8 @@ def _gpu_panel(ax: Axes, gpu: pd.DataFrame | None, t0: float, pressure: float | 
         suffix = f" gpu{str(index).removesuffix('.0')}" if gpu["gpu_index"].nunique() > 1 else ""
         if _has(one, "memory_used_mib") and _has(one, "memory_total_mib"):
             mem = 100.0 * _numeric(one, "memory_used_mib") / _numeric(one, "memory_total_mib")
-            ax.plot(x, mem, color="#6d4c41", lw=1.2, label="memory %" + suffix)
+            name = "memory % (pre-allocated pool)" if pool else "memory %"
+            ax.plot(x, mem, color="#6d4c41", lw=1.2, label=name + suffix, gid="gpu_memory")
         if _has(one, "gpu_util_pct"):
             ax.plot(
                 x,
@@ -497,9 +513,11 @@ def timeline_figure(
     gpu: pd.DataFrame | None = None,
     server: pd.DataFrame | None = None,
     memory_pressure_pct: float | None = None,
+    gpu_preallocated: bool = False,
 ) -> Figure:
     """The run over time: latency, GPU, KV cache, queue; stage windows shaded (warm-up hatched);
-    ``memory_pressure_pct`` (the knee's threshold) marked on the GPU and KV-cache panels.
+    ``memory_pressure_pct`` (the knee's threshold) marked on the GPU and KV-cache panels;
+    ``gpu_preallocated`` (the knee's finding) names the GPU memory line a pre-allocated pool.
 
     ``server`` is the canonical server timeline
     (``analysis.inputs.server_metrics.canonical_timeline``): ``timestamp_unix_s``,
@@ -515,7 +533,7 @@ def timeline_figure(
     if not stages.empty:
         _shade_stages(axes, stages, t0)
     _latency_panel(axes[0], requests, t0)
-    _gpu_panel(axes[1], gpu, t0, memory_pressure_pct)
+    _gpu_panel(axes[1], gpu, t0, memory_pressure_pct, gpu_preallocated)
     _server_panels(axes[2], axes[3], server, t0, memory_pressure_pct)
     for ax in axes:
         ax.grid(True, alpha=0.3)

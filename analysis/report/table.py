@@ -6,7 +6,8 @@
 * :func:`format_text` aligns a subset of columns that fits the terminal width: columns are
   dropped least-important first (see ``priority`` in :data:`RECORD_COLUMNS`) and the dropped
   ones are named under the table, so nothing is hidden silently;
-* :func:`format_markdown` prints every column plus the reasons, paste-able into a design review;
+* :func:`format_markdown` prints every column, then the reasons as a numbered list keyed from
+  the table, paste-able into a design review;
 * :func:`format_csv` writes the whole frame (every summary column, verdict, reasons) with the
   csv module, missing values empty.
 
@@ -25,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
-from analysis.numeric import NA, fmt_int, fmt_magnitude, fmt_pct, is_missing
+from analysis.numeric import NA, counted, fmt_int, fmt_magnitude, fmt_pct, is_missing
 from analysis.report.diagnosis_words import bottleneck_text, failures_text
 from analysis.report.rate_words import rate_records
 from analysis.report.slo_words import breaks_text
@@ -274,18 +275,41 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def reason_notes(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Each row's key in the table's ``why`` column ("1", "2"…; "-" for a row without reasons)
+    and the numbered list the keys point to: ``1. 12 users, knee: …``."""
+    keys: list[str] = []
+    notes: list[str] = []
+    texts = frame["reasons"] if "reasons" in frame else pd.Series([None] * len(frame))
+    for users, verdict, text in zip(frame["target_users"], frame.get("verdict", texts), texts,
+                                    strict=True):  # fmt: skip
+        if is_missing(text) or not str(text):
+            keys.append("-")
+            continue
+        keys.append(str(len(notes) + 1))
+        head = f"{counted(int(users), 'user')}, {fmt_text(verdict)}"
+        notes.append(f"{len(notes) + 1}. {_md_escape(head)}: {_md_escape(str(text))}")
+    return keys, notes
+
+
 def format_markdown(frame: pd.DataFrame) -> str:
-    """A GitHub-flavoured markdown table with every record column plus the reasons."""
-    columns = [*record_columns(frame), Column("reasons", "why", fmt_text, 0, numeric=False)]
+    """A GitHub-flavoured markdown table with every record column, then each stage's reasons
+    in a numbered list under it, keyed from the table's ``why`` column (a column of sentences
+    made the table hundreds of characters wide)."""
+    keys, notes = reason_notes(frame)
+    keyed = frame.assign(why_key=keys)
+    columns = [*record_columns(frame), Column("why_key", "why", fmt_text, 0, numeric=False)]
     if "slo_breaks" in frame:
         columns.append(Column("slo_breaks", "SLO broken by", fmt_text, 0, numeric=False))
-    rows = _cells(frame, columns)
+    rows = _cells(keyed, columns)
     header = "| " + " | ".join(c.header for c in columns) + " |"
     align = "|" + "|".join("---:" if c.numeric else ":---" for c in columns) + "|"
     body = ["| " + " | ".join(_md_escape(cell) for cell in row) + " |" for row in rows]
     lines = [header, align, *body]
     if has_untrusted(frame):
         lines += ["", UNTRUSTED_NOTE]
+    if notes:
+        lines += ["", "Reasons (the table's why column):", "", *notes]
     return "\n".join(lines) + "\n"
 
 

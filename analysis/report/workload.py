@@ -220,12 +220,21 @@ def _classes_html(section: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
+def _cache_applies(section: Mapping[str, Any] | None) -> bool:
+    """Whether the prefix cache has anything to show: a hit in some stage (by the server's
+    counters or the responses' ``cached_tokens``). A cache that never hit is a table of zeros."""
+    if not section:
+        return False
+    counted = (r.get("prefix_cache_hits") for r in section.get("stages", ()))
+    seen = (r.get("hits") for r in section.get("hit_miss_ttft", ()))
+    return any(isinstance(v, int | float) and v > 0 for v in (*counted, *seen))
+
+
 def workload_html(sections: Mapping[str, Any]) -> str:
-    """The report's "Workload" section from :func:`workload_sections`; "" when it is empty."""
-    if not sections:
-        return ""
-    parts = ["<h2>Workload: prefix cache, conversations, traffic classes</h2>"]
-    if "prefix_cache" in sections:
+    """The body of the report's "Workload" section from :func:`workload_sections`: only the
+    parts that apply (no prefix cache that never hit); "" when none does."""
+    parts = []
+    if _cache_applies(sections.get("prefix_cache")):
         parts.append(_cache_html(sections["prefix_cache"]))
     if "conversations" in sections:
         parts.append(_turns_html(sections["conversations"]))

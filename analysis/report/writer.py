@@ -36,6 +36,7 @@ from analysis.report.paths import (  # noqa: F401 (report_paths: its old import 
     report_paths,
 )
 from analysis.report.rate_words import rate_knee_text
+from analysis.report.screen import why_line
 from analysis.report.slo_words import classes_text
 from analysis.report.table import format_csv, format_markdown, record_frame
 from analysis.report.texts import (  # noqa: F401 (collect_warnings: its old import path)
@@ -47,6 +48,9 @@ from analysis.report.workload import workload_html, workload_sections
 from analysis.report.workload_words import hit_miss_line, report_note, turn_lines
 from analysis.slo.classes import analyze_classes
 from analysis.stages.conversations import planned_turns
+
+#: the page's why line holds as many of the binding stage's figures as this many characters
+WHY_WIDTH = 200
 
 
 def answer_markdown(analysis: Analysis) -> str:
@@ -154,6 +158,7 @@ def write_report(
             analysis.recommend_params.watermark_high,
         ),
         workload_html=workload_html(workload),
+        why=why_line(analysis, width=WHY_WIDTH).removeprefix("why: "),
     )
     images = {}
     for name, title in painter.result().items():  # the page embeds them: wait for them

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -202,6 +203,9 @@ def test_the_fixed_margins_hold_every_label_legend_and_title(run_frames, tmp_pat
     wide = seed002_summary().assign(output_tok_s=lambda f: f["output_tok_s"] * 1000)  # 6 digits
     figures = {
         "latency": latency_figure(seed002_summary(), seed002_knee()),
+        "latency, its GPU memory a pre-allocated pool": latency_figure(
+            seed002_summary(), dataclasses.replace(seed002_knee(), gpu_preallocated=True)
+        ),
         "throughput": throughput_figure(wide, seed002_knee()),
         "timeline": timeline_figure(
             stages=run_frames["stages"],

@@ -100,8 +100,11 @@ def test_html_is_well_formed_and_self_contained() -> None:
     parser.feed(page)
     assert parser.open == []
     assert parser.tags.count("table") >= 4
-    srcs = [v for k, v in parser.attrs if k in ("src", "href")]
+    srcs = [v for k, v in parser.attrs if k == "src"]
     assert srcs and all(v and v.startswith("data:image/png;base64,") for v in srcs)
+    ids = {v for k, v in parser.attrs if k == "id"}
+    hrefs = [v or "" for k, v in parser.attrs if k == "href"]
+    assert hrefs and all(h.startswith("#") and h[1:] in ids for h in hrefs)  # on the page
     png = base64.b64decode(srcs[0].split(",", 1)[1])
     assert png.startswith(b"\x89PNG")
     assert "http://" not in page and "https://" not in page  # no CDN, nothing external

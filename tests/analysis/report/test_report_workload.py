@@ -42,3 +42,20 @@ def test_the_section_shows_each_part_with_missing_numbers_as_dashes() -> None:
     assert "4 with every turn answered, 1 cut" in page
     assert "summ — binding" in page and "broken" in page and "1,399 ms &gt; 1000 ms" in page
     assert "&lt;first&gt;" in page  # every text escaped
+
+
+def test_a_prefix_cache_that_never_hit_shows_no_table_of_zeros() -> None:
+    zeros = {
+        "source": "prefix-cache hit rate: from vllm:… (vllm)",
+        "stages": [{"stage": s, "target_users": u, "prefix_cache_queries": 4096.0 * u,
+                    "prefix_cache_hits": 0.0, "prefix_cache_hit_pct": 0.0}
+                   for s, u in enumerate((1, 2, 4))],
+        "hit_miss_ttft": [{"stage": 1, "target_users": 2, "hits": 0, "misses": 24,
+                           "hit_ttft_p50_ms": None, "miss_ttft_p50_ms": 30.0}],
+    }  # fmt: skip
+    assert workload_html({"prefix_cache": zeros}) == ""
+    one_hit = {**zeros, "stages": [*zeros["stages"][:2], {**zeros["stages"][2],
+               "prefix_cache_hits": 512.0, "prefix_cache_hit_pct": 3.1}]}  # fmt: skip
+    assert "<h3>Prefix cache</h3>" in workload_html({"prefix_cache": one_hit})
+    seen = {**zeros, "hit_miss_ttft": [{**zeros["hit_miss_ttft"][0], "hits": 2}]}
+    assert "<table>" in workload_html({"prefix_cache": seen})

@@ -106,14 +106,25 @@ def test_untrusted_stage_gets_a_star_and_a_note() -> None:
     assert "client-bound" in format_markdown(frame)
 
 
-def test_markdown_has_every_column_reasons_and_escapes_pipes() -> None:
-    md = format_markdown(record_frame(seed002_summary(), seed002_knee()))
-    lines = md.strip().splitlines()
+def test_markdown_has_every_column_and_the_reasons_listed_under_it() -> None:
+    frame = record_frame(seed002_summary(), seed002_knee())
+    md = format_markdown(frame)
+    table, _, notes = md.strip().partition("\n\n")
+    lines = table.splitlines()
     assert lines[0].startswith("| users |") and lines[0].endswith("| why |")
     assert lines[1].startswith("|---:|")
     assert len(lines) == 2 + 6
     cells_per_line = {line.replace("\\|", "").count("|") for line in lines}
     assert cells_per_line == {len(RECORD_COLUMNS) + 2}
+    # the why column holds a key, each key a numbered item under the table with its reasons
+    keys = [line.rstrip(" |").rsplit("| ", 1)[1] for line in lines[2:]]
+    items = [line for line in notes.splitlines() if line[:1].isdigit()]
+    numbered = [k for k in keys if k != "-"]
+    assert numbered == [str(i) for i in range(1, len(items) + 1)] and items
+    with_reasons = [r for r in frame["reasons"] if isinstance(r, str) and r]
+    for key, item, reasons in zip(numbered, items, with_reasons, strict=True):
+        assert item.startswith(f"{key}. ") and item.endswith(reasons.replace("|", "\\|"))
+    assert max(len(line) for line in lines) < 400  # no column of sentences
     assert "errors \\| timeouts" in md
 
 
