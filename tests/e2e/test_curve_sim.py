@@ -7,10 +7,10 @@ Only a real run shows that Locust's users follow the log's curve in time (one pr
 workers against a server without /metrics), that the web UI draws it live, and where the
 simulator's saturation puts the headroom of a replay. The replay at scales is swept once, with
 /metrics: its plan is the log's (fixed windows at fixed scales, nothing adapts to what it
-measures), so its ``without-metrics`` case reads a copy of the same run without
-``server_metrics.csv`` (:func:`tests.support.run_support.without_server_metrics`): the capacity,
-the verdicts past c*, the trace's headroom and breaking scale, and the printed lines all come
-from that copy."""
+measures), so its ``without-metrics`` case reads a copy of the same run as a server without
+/metrics leaves it, every scrape a 404 (:func:`tests.support.run_support.without_server_metrics`):
+the capacity, the verdicts past c*, the trace's headroom and breaking scale, and the printed lines
+all come from that copy."""
 
 from __future__ import annotations
 

@@ -14,10 +14,11 @@ rows either way; only the hit rate needs the counters.
 Only a real sweep shows where the simulator's KV reservation puts the knee and what hit rate its
 counters report. The pair is swept once, with ``/metrics``; the sweep's plan is fixed (levels,
 ``--no-refine``, ``--stop-after-knee -1``), so the ``no-metrics`` case judges a copy of each run
-without ``server_metrics.csv`` (:func:`tests.support.run_support.without_server_metrics`): its
-knee, its ``max_concurrency`` from the client's rows, its empty ``running_max`` and hit rate are
-read from that copy. Runs against a server that has no ``/metrics`` at all are swept in
-tests/e2e/test_refine_sim.py, test_openloop_sim.py and test_curve_sim.py (two workers).
+as a server without ``/metrics`` leaves it, every scrape a 404
+(:func:`tests.support.run_support.without_server_metrics`): its knee, its ``max_concurrency``
+from the client's rows, its empty ``running_max`` and hit rate are read from that copy. Runs
+against a server that has no ``/metrics`` at all are swept in tests/e2e/test_refine_sim.py,
+test_openloop_sim.py and test_curve_sim.py (two workers).
 """
 
 from __future__ import annotations
