@@ -1,7 +1,16 @@
 """Curve replay with real Locust against the simulator: the measured in-flight count follows the
 log's curve (one process with plain ``locust -f locustfiles/curve_replay.py``, and two workers
 with ``loadknee run --workers 2``), and the headroom a replay at several scales measures is the
-one the simulator's saturation implies; with and without the server's /metrics."""
+one the simulator's saturation implies; with and without the server's /metrics.
+
+Only a real run shows that Locust's users follow the log's curve in time (one process, and two
+workers against a server without /metrics), that the web UI draws it live, and where the
+simulator's saturation puts the headroom of a replay. The replay at scales is swept once, with
+/metrics: its plan is the log's (fixed windows at fixed scales, nothing adapts to what it
+measures), so its ``without-metrics`` case reads a copy of the same run as a server without
+/metrics leaves it, every scrape a 404 (:func:`tests.support.run_support.without_server_metrics`):
+the capacity, the verdicts past c*, the trace's headroom and breaking scale, and the printed lines
+all come from that copy."""
 
 from __future__ import annotations
 
@@ -19,9 +28,10 @@ from analysis.pipeline import analyze_run as load_analysis
 from analysis.traffic import cli as trace_cli
 from analysis.traffic.curve_headroom import tracking
 from analysis.traffic.headroom import load_capacity
+from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import saturation_concurrency
-from tests.support.run_support import child_env, locust_cmd, run
+from tests.support.run_support import child_env, locust_cmd, run, without_server_metrics
 
 pytestmark = pytest.mark.slow
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "locustfiles" / "curve_replay.py")
@@ -124,40 +134,56 @@ def _plateau_log(path: Path, level: int = 3, span: float = 360.0, duration: floa
     return path
 
 
+SLOTS, PEAK, SCALES = 4, 3, (1.0, 2.0, 4.0)
+
+
+@pytest.fixture(scope="module")
+def scales_replay(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the plateau log, the run dir of its replay at SCALES against SLOTS slots, with /metrics)."""
+    folder = tmp_path_factory.mktemp("scales")
+    log = _plateau_log(folder / "prod.jsonl", level=PEAK)
+    out = folder / "runs"
+    with SimProcess.start("fast", max_num_seqs=SLOTS, allow_control=True) as sim:
+        cmd = locust_cmd(
+            "--headless", "--host", sim.url, "--stop-timeout", "30", "--llm-replay-curve",
+            str(log), "--llm-time-scale", "30", "--llm-curve-window-seconds", "4",
+            "--llm-output-tokens", "32", "--llm-curve-scales", ",".join(f"{s:g}" for s in SCALES),
+            "--llm-out", str(out), "--llm-run-id", "h", locustfile=EXAMPLE,
+        )  # fmt: skip
+        run(cmd, env=child_env(), timeout=120)
+    return log, out / "h"
+
+
 @pytest.mark.parametrize("metrics", [True, False], ids=["with-metrics", "without-metrics"])
 def test_replay_at_scales_finds_the_headroom_the_sim_implies(
-    sim_server, tmp_path: Path, metrics: bool, capsys: pytest.CaptureFixture[str]
+    scales_replay: tuple[Path, Path],
+    tmp_path: Path,
+    metrics: bool,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    slots, peak, scales = 4, 3, (1.0, 2.0, 4.0)
-    sim = sim_server(preset="fast", max_num_seqs=slots, metrics=metrics)
-    log = _plateau_log(tmp_path / "prod.jsonl", level=peak)
-    out = tmp_path / "runs"
-    cmd = locust_cmd(
-        "--headless", "--host", sim.url, "--stop-timeout", "30", "--llm-replay-curve", str(log),
-        "--llm-time-scale", "30", "--llm-curve-window-seconds", "4", "--llm-output-tokens", "32",
-        "--llm-curve-scales", ",".join(f"{s:g}" for s in scales), "--llm-out", str(out),
-        "--llm-run-id", "h", locustfile=EXAMPLE,
-    )  # fmt: skip
-    run(cmd, env=child_env(), timeout=120)
+    slots, peak, scales = SLOTS, PEAK, SCALES
+    log, run_dir = scales_replay
+    if not metrics:  # the same run without the server's counters
+        run_dir = without_server_metrics(run_dir, tmp_path / "h")
     # the truth: the sim saturates at c* slots. The run allows at least the highest level a
     # window replayed at or below c* and never more than c* (which it may name exactly, from
     # the server's running maximum or the client's queue estimate when the stage just past c*
     # is the knee). The first scale whose plateau passes c* is the first that breaks.
     c_star = saturation_concurrency(preset("fast", max_num_seqs=slots), 64, 32)
     assert c_star == slots
-    windows = json.loads((out / "h" / "run.json").read_text())["curve"]["windows"]
+    windows = json.loads((run_dir / "run.json").read_text())["curve"]["windows"]
     tested = max(w["target_users"] for w in windows if w["target_users"] <= c_star)
     first_break = min(s for s in scales if peak * s > c_star)
-    capacity = load_capacity(out / "h")
+    capacity = load_capacity(run_dir)
     if capacity.kind == "tested":
         # right, or saying it cannot tell: no knee was found only because the windows could
         # not be judged (client-bound or too noisy on a busy machine), never over a judged one
         assert capacity.users is None or capacity.users <= c_star, capacity
-        verdicts = load_analysis(out / "h").knee.stages
+        verdicts = load_analysis(run_dir).knee.stages
         past = [v for v in verdicts if v.target_users > c_star]
         assert past and all(not v.trusted or v.noisy for v in past), verdicts
         return
-    code = trace_cli.main([str(log), "--against", str(out / "h"), "--out", str(tmp_path),
+    code = trace_cli.main([str(log), "--against", str(run_dir), "--out", str(tmp_path),
                            "--no-plot"])  # fmt: skip
     assert code == 0
     doc = json.loads((tmp_path / "prod.jsonl.trace.json").read_text())
@@ -165,7 +191,7 @@ def test_replay_at_scales_finds_the_headroom_the_sim_implies(
     allowed = room["allowed"]
     assert room["peak"] == peak and tested <= allowed <= c_star, (tested, allowed, c_star)
     assert room["ratio"] == pytest.approx(allowed / peak)
-    with (out / "h" / "stages.csv").open() as f:
+    with (run_dir / "stages.csv").open() as f:
         ran = {int(r["target_users"]) for r in csv.DictReader(f)}
     assert {peak * s for s in scales[:2]} <= ran  # the plateaus of ×1 and ×2 ran
     assert replay["breaking_scale"] == first_break

@@ -8,8 +8,17 @@ cached blocks are held once by every running sequence (vLLM's paged KV shares th
 1024) // (1312 − 1024) = 16 fit. The truth is :func:`~loadknee_locust.sim.saturation.kv_limit`
 and :func:`~loadknee_locust.sim.saturation.predicted_knee_level` on the simulator's own
 parameters: knee 8 users with the cache off, 24 with it on, over levels 4, 8, 16, 24. Each
-pair runs with the server's ``/metrics`` and without (``loadknee sim --no-metrics``): the knee
-is found from the client's rows either way; only the hit rate needs the counters.
+pair is judged with the server's ``/metrics`` and without: the knee is found from the client's
+rows either way; only the hit rate needs the counters.
+
+Only a real sweep shows where the simulator's KV reservation puts the knee and what hit rate its
+counters report. The pair is swept once, with ``/metrics``; the sweep's plan is fixed (levels,
+``--no-refine``, ``--stop-after-knee -1``), so the ``no-metrics`` case judges a copy of each run
+as a server without ``/metrics`` leaves it, every scrape a 404
+(:func:`tests.support.run_support.without_server_metrics`): its knee, its ``max_concurrency``
+from the client's rows, its empty ``running_max`` and hit rate are read from that copy. Runs
+against a server that has no ``/metrics`` at all are swept in tests/e2e/test_refine_sim.py,
+test_openloop_sim.py and test_curve_sim.py (two workers).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from analysis.pipeline import analyze_run
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import kv_limit, predicted_knee_level
+from tests.support.run_support import without_server_metrics
 
 pytestmark = pytest.mark.slow
 
@@ -33,9 +43,9 @@ SIM = {"kv_cache_tokens": 5632, "max_model_len": 2048}
 PREFIX, INPUT, OUTPUT = 1024, 1280, 32
 
 
-def _sweep(out: Path, caching: bool, metrics: bool) -> Path:
-    run_id = f"cache-{'on' if caching else 'off'}-{'metrics' if metrics else 'bare'}"
-    with SimProcess.start("kv-bound", enable_prefix_caching=caching, metrics=metrics, **SIM) as sim:
+def _sweep(out: Path, caching: bool) -> Path:
+    run_id = f"cache-{'on' if caching else 'off'}"
+    with SimProcess.start("kv-bound", enable_prefix_caching=caching, **SIM) as sim:
         args = [
             sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
             "--levels", ",".join(map(str, LEVELS)), "--stage-seconds", "4",
@@ -49,13 +59,22 @@ def _sweep(out: Path, caching: bool, metrics: bool) -> Path:
     return out / run_id
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["metrics", "no-metrics"])
-def runs(request, tmp_path_factory) -> dict[bool, Path]:
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory) -> dict[bool, Path]:
     """The cache-on and cache-off sweeps side by side (the Locust processes mostly wait)."""
     out = tmp_path_factory.mktemp("prefix-kv")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {c: pool.submit(_sweep, out, c, request.param) for c in (True, False)}
+        futures = {c: pool.submit(_sweep, out, c) for c in (True, False)}
     return {caching: future.result() for caching, future in futures.items()}
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["metrics", "no-metrics"])
+def runs(request, swept, tmp_path_factory) -> dict[bool, Path]:
+    """The sweeps as recorded, or copies of them without the server's counters."""
+    if request.param:
+        return swept
+    hidden = tmp_path_factory.mktemp("prefix-kv-hidden")
+    return {c: without_server_metrics(d, hidden / d.name) for c, d in swept.items()}
 
 
 def test_the_truth_from_the_simulators_parameters() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadknee_locust.contract import REQUEST_COLUMNS, STAGE_COLUMNS
+from loadknee_locust.contract import GPU_CSV, REQUEST_COLUMNS, SERVER_METRICS_CSV, STAGE_COLUMNS
 
 HERE = Path(__file__).parent
 PROBE = str(HERE / "run_probe_locustfile.py")
@@ -133,6 +134,32 @@ class RunDir:
     info: dict[str, Any]
     stages: list[dict[str, str]]
     requests: list[dict[str, str]]
+
+
+def without_server_metrics(run_dir: Path, dest: Path) -> Path:
+    """A copy of ``run_dir`` at ``dest`` as a run against a server without ``/metrics`` leaves it:
+    each scrape of ``server_metrics.csv`` one row that carries only its error (``HTTP 404``, as
+    the recorder writes for a simulator started with ``--no-metrics``), ``gpu.csv`` down to its
+    header (a simulator's GPU rows come from the DCGM gauges of the same scrape), no ``report/``.
+    A sweep whose plan does not depend on what it measures (fixed levels, no refinement, no
+    early stop, a fixed replay) sends the same requests either way, so the "without /metrics"
+    case needs no sweep of its own."""
+    shutil.copytree(
+        run_dir, dest, ignore=shutil.ignore_patterns("report", SERVER_METRICS_CSV, GPU_CSV)
+    )
+    with (run_dir / GPU_CSV).open(encoding="utf-8") as f:
+        (dest / GPU_CSV).write_text(f.readline(), encoding="utf-8")
+    with (run_dir / SERVER_METRICS_CSV).open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        columns, scrapes = list(reader.fieldnames or ()), {}
+        for row in reader:
+            scrapes.setdefault(row["timestamp_unix_s"], row["endpoint"])
+    with (dest / SERVER_METRICS_CSV).open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, columns, restval="")
+        writer.writeheader()
+        for stamp, endpoint in scrapes.items():
+            writer.writerow({"timestamp_unix_s": stamp, "endpoint": endpoint, "error": "HTTP 404"})
+    return dest
 
 
 def only_run_dir(out: Path) -> Path:
