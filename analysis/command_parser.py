@@ -12,13 +12,29 @@ import argparse
 import difflib
 import re
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
+
+from analysis.flags import metavar
 
 UNRECOGNIZED = re.compile(r"^unrecognized arguments: (.*)$")
 
 
+class PlaceholderFormatter(argparse.HelpFormatter):
+    """Help whose placeholders say what to type (``--out DIR``, ``--port N``), from
+    :func:`analysis.flags.metavar`, where an option names none: never its dest upper-cased."""
+
+    def _get_default_metavar_for_optional(self, action: argparse.Action) -> str:
+        kind = action.type if isinstance(action.type, type) else None
+        return metavar(action.dest, kind)
+
+
 class CommandParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line on stderr (exit 2, usage only on ``-h``)."""
+    """An ``ArgumentParser`` whose errors are one line on stderr (exit 2, usage only on ``-h``)
+    and whose help names what to type after each option (:class:`PlaceholderFormatter`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", PlaceholderFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {self.hint(message)} ({self.prog} -h for help)\n")

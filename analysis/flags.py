@@ -8,7 +8,10 @@ gives the choices. From that one table:
   with the class's defaults (the sweep records every value in ``run.json``) or with none
   (``given_only``: a flag that was not typed is absent from the namespace, so a recorded value
   stands);
-* :func:`given_values` reads back the ``{field: value}`` of the flags the namespace holds.
+* :func:`given_values` reads back the ``{field: value}`` of the flags the namespace holds;
+* :func:`metavar` names what to type after a flag (``N``, ``SECONDS``, ``PCT``, ``FILE``) from
+  the field's name and type, for these flags and the Locust side's ``--llm-*`` ones alike, so no
+  help shows an internal name (``KNEE_FLAT_GAIN_RATIO``).
 
 Stdlib only: the Locust side adds the analysis's flags to its parser through this module.
 """
@@ -21,6 +24,52 @@ import types
 import typing
 from collections.abc import Iterable
 from typing import Any, Literal
+
+#: the placeholder for a setting of this name, whatever command takes it
+METAVAR_NAMES: dict[str, str] = {
+    "host": "URL",
+    "model": "NAME",
+    "run_id": "NAME",
+    "out": "DIR",
+    "levels": "N,N,...",
+    "rates": "RPS,RPS,...",
+    "scales": "X,X,...",
+    "curve_scales": "X,X,...",
+    "slo": "NAME=VALUE,...",
+    "extra_body": "JSON",
+    "classes": "SPEC|@FILE",
+    "think_time": "SECONDS|DIST",
+    "replay_curve": "FILE",
+    "time_limit": "SECONDS",
+    "request_timeout": "SECONDS",
+    "labels": "NAME,NAME,...",
+}
+#: the placeholder for a setting whose name ends so (the first match wins)
+METAVAR_SUFFIXES: tuple[tuple[str, str], ...] = (
+    ("_pct", "PCT"),
+    ("_ms", "MS"),
+    ("_seconds", "SECONDS"),
+    ("_interval", "SECONDS"),
+    ("_url", "URL"),
+    ("_log", "FILE"),
+    ("_tokens", "N"),
+    ("_ratio", "RATIO"),
+    ("_scale", "X"),
+    ("_env", "VAR"),
+)
+#: the kind of value a field of that type takes, where its name says nothing
+METAVAR_KINDS: dict[type, str] = {int: "N", float: "X"}
+
+
+def metavar(name: str, kind: type | None) -> str:
+    """What to type after the flag of setting ``name`` of type ``kind``: never the dest's
+    name (a ``knee_``-style prefix on a dest is ignored for the suffix rules)."""
+    if name in METAVAR_NAMES:
+        return METAVAR_NAMES[name]
+    for suffix, shown in METAVAR_SUFFIXES:
+        if name.endswith(suffix):
+            return shown
+    return METAVAR_KINDS.get(kind, "TEXT") if kind is not None else "TEXT"
 
 
 def flag(default: Any, help: str, *, spelling: str, action: str | None = None) -> Any:
@@ -112,6 +161,8 @@ def add_flags(
                 kwargs["type"] = spec.kind
             if spec.choices:
                 kwargs["choices"] = list(spec.choices)
+            else:
+                kwargs["metavar"] = metavar(spec.name, spec.kind)
         group.add_argument(spec.spelling, **kwargs)
 
 

@@ -58,16 +58,23 @@ def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
     return _cell(text)
 
 
+TABLE_HEAD = ["| option | default | what it does |", "|---|---|---|"]
+
+
+def _row(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    return f"| {_flags(action)} | {_default(action)} | {_help(parser, action)} |"
+
+
 def parser_section(parser: argparse.ArgumentParser) -> list[str]:
     """The table of one argparse parser: flags, default, help (in declaration order)."""
     lines: list[str] = []
     if parser.description:
         lines += [_cell(parser.description), ""]
-    lines += ["| option | default | what it does |", "|---|---|---|"]
+    lines += TABLE_HEAD
     for action in parser._actions:
         if action.help is argparse.SUPPRESS:
             continue
-        lines.append(f"| {_flags(action)} | {_default(action)} | {_help(parser, action)} |")
+        lines.append(_row(parser, action))
     if parser.epilog:
         lines += ["", _cell(parser.epilog)]
     return lines
@@ -128,7 +135,12 @@ def reference_text() -> str:
         module = importlib.import_module(module_name)
         build = getattr(module, "build_parser", None)
         if callable(build):
-            lines += parser_section(build())
+            parser = build()
+            lines += parser_section(parser)
+            extra = getattr(module, "passed_through", None)
+            if callable(extra):  # what its --help-all adds: the options it passes on as typed
+                lines += ["", "Also taken, passed to Locust as typed:", "", *TABLE_HEAD]
+                lines += [_row(parser, action) for action in extra()]
         else:
             lines += _help_text(module)
     lines += ["", *llm_section()]

@@ -12,8 +12,9 @@ and Locust's errors are shown; Locust's other log lines and its summary tables g
 directory's ``locust.log`` (``--verbose`` shows them too); then ``run directory: <path>`` (one
 line per run in web mode) and the answer: each run directory analysed as ``loadknee analyze``
 does it, in a child process (``--no-analyze`` prints the command instead). ``loadknee run
---help`` lists the plugin's ``--llm-*`` options too (``locust --help`` cannot: it prints before
-the locustfile loads).
+--help`` shows the common options; ``--help-all`` every one, each under one name: the short one
+where the wrapper has it, else the ``--llm-*`` / ``--knee-*`` one it passes on (``locust --help``
+cannot list them: it prints before the locustfile loads).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from analysis.command_parser import CommandParser, fail
+from analysis.command_parser import CommandParser, PlaceholderFormatter, fail
 from loadknee_locust.commands.failures import all_failed_text
 from loadknee_locust.commands.preflight import (
     SETUP_REQUESTS,
@@ -100,7 +101,47 @@ SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
     ("endpoint",),
     ("out",),
     ("run_id",),
+    ("api_key_env",),
 )
+#: ``--help-all``'s groups, in order: key → title
+HELP_GROUPS: dict[str, str] = {
+    "target": "target",
+    "sweep": "sweep",
+    "workload": "workload",
+    "open": "open loop and replay",
+    "output": "output",
+    "locust": "Locust",
+}
+#: the short options of each group (the wrapper's own options name theirs where they are added)
+GROUP_MEMBERS: dict[str, tuple[str, ...]] = {
+    "target": ("model", "endpoint", "api_key_env"),
+    "sweep": (
+        "levels", "stage_seconds", "stage_requests", "stage_precision_pct", "stage_min_seconds",
+        "stage_max_seconds", "warmup_seconds", "cooldown_seconds", "baseline_requests",
+        "refine_max_stages", "refine_target_pct", "stop_after_knee", "red_line_error_pct", "slo",
+    ),
+    "open": (
+        "rates", "arrival_log", "replay_curve", "arrivals", "burstiness", "max_in_flight",
+        "time_scale", "curve_scales", "curve_window_seconds", "curve_latency_seconds",
+    ),
+    "workload": (
+        "input_tokens", "output_tokens", "prompt_log", "shared_prefix_tokens", "turns",
+        "think_time", "classes",
+    ),
+    "output": ("out", "run_id"),
+    "locust": ("time_limit",),
+}  # fmt: skip
+SHORT_GROUPS: dict[str, str] = {n: key for key, names in GROUP_MEMBERS.items() for n in names}
+#: what ``--help`` shows, by group: the options the README and docs/ use and a first run needs
+#: (the rest: ``--help-all``)
+COMMON_FLAGS: dict[str, tuple[str, ...]] = {
+    "target": ("--host", "--model", "--api-key-env"),
+    "sweep": ("--levels", "--stage-seconds", "--no-refine", "--stop-after-knee", "--slo"),
+    "workload": ("--input-tokens", "--output-tokens", "--prompt-log"),
+    "open": ("--rates", "--replay-curve"),
+    "output": ("--out", "--run-id", "--no-analyze", "--explain"),
+    "locust": ("--processes", "--run-time", "--web"),
+}
 #: short options that may be given more than once; their values go to Locust comma separated
 REPEATABLE = frozenset({"slo"})
 #: Locust's own name for a short option, the primary spelling (Locust users type it); the
@@ -136,13 +177,13 @@ def short_flags(name: str) -> tuple[str, ...]:
 
 def _help_with_default(spec: OptionSpec) -> str:
     """The option's help with its default always shown (a help text without ``%(default)s``
-    gets one), and the ``--llm-*`` name it stands for."""
-    text = spec.help_text()
+    gets one), the other options it names spelt as ``loadknee run`` takes them."""
+    text = _as_typed(spec.help_text())
     shown = "%(default)" in spec.help or "(default" in text
     if not shown and spec.default not in ("", None) and not isinstance(spec.default, bool):
         value = f"{spec.default:g}" if isinstance(spec.default, float) else str(spec.default)
-        return f"{text} (default {value}; as {spec.flag})"
-    return f"{text} (as {spec.flag})"
+        return f"{text} (default {value})"
+    return text
 
 
 def _specs() -> dict[str, OptionSpec]:
@@ -150,40 +191,67 @@ def _specs() -> dict[str, OptionSpec]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Every option ``loadknee run`` parses, in :data:`HELP_GROUPS` (``--help-all`` shows them;
+    ``--help`` the :data:`COMMON_FLAGS`)."""
     p = CommandParser(
         prog="loadknee run",
         description="Run a stepped load test against an OpenAI-compatible server (wraps Locust).",
         epilog="Unknown options and anything after '--' are passed to Locust unchanged.",
         add_help=False,
     )
-    p.add_argument("-h", "--help", action="store_true", help="show this help (and --llm-* options)")
-    p.add_argument("--host", help="server base URL, e.g. http://127.0.0.1:8000")
+    p.add_argument("-h", "--help", action="store_true", help="show the common options")
+    p.add_argument("--help-all", action="store_true", help="show every option")
+    group = {key: p.add_argument_group(title) for key, title in HELP_GROUPS.items()}
+    group["target"].add_argument(
+        "--host", metavar="URL", help="server base URL, e.g. http://127.0.0.1:8000"
+    )
     specs = _specs()
     for names in SHORT_OPTIONS:
-        target: Any = p.add_mutually_exclusive_group() if len(names) > 1 else p
+        home = group[SHORT_GROUPS[names[0]]]
+        target: Any = home.add_mutually_exclusive_group() if len(names) > 1 else home
         for name in names:
             spec = specs[name]
             kind = timespan_seconds if name in LOCUST_NAMES else spec.kind
             target.add_argument(
                 *short_flags(name),
                 dest=name,
-                metavar="TIME" if name in LOCUST_NAMES else None,
+                metavar="TIME" if name in LOCUST_NAMES else spec.metavar,
                 type=None if kind is str else kind,
                 choices=spec.choices,
                 default=None,  # not given: the plugin's own default applies
                 action="append" if name in REPEATABLE else "store",
                 help=_help_with_default(spec).replace("%", "%%"),
             )
-    p.add_argument(
+    group["target"].add_argument(
         "--stream", action=argparse.BooleanOptionalAction, default=None, help="stream (default)"
     )
-    p.add_argument(
+    group["target"].add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="skip the checks before the load (endpoint, model, one streamed request, prompt "
+        "log, output folder)",
+    )
+    group["sweep"].add_argument(
         "--no-refine", action="store_true", help="no extra levels between the grid's (default: "
-        "refine between the last good level and the knee; as --llm-no-refine)"
+        "refine between the last good level and the knee)"
     )  # fmt: skip
-    p.add_argument("--web", action="store_true", help="start Locust's web UI instead of headless")
-    p.add_argument("--web-port", type=int, default=8089, help="web UI port (default 8089)")
-    p.add_argument(
+    group["output"].add_argument(
+        "--explain",
+        action="store_true",
+        help="below the answer, every reason with the rule it follows (as loadknee analyze "
+        "--explain)",
+    )
+    group["output"].add_argument(
+        "--no-analyze",
+        action="store_true",
+        help="end with the run directory and the command that analyses it, not the answer",
+    )
+    group["output"].add_argument(
+        "--verbose",
+        action="store_true",
+        help="show every Locust log line and Locust's own summary tables",
+    )
+    group["locust"].add_argument(
         *PROCESSES_FLAGS,
         dest="workers",
         metavar="N",
@@ -192,34 +260,96 @@ def build_parser() -> argparse.ArgumentParser:
         help="Locust worker processes beside a master (0 = one process, -1 = one per CPU core, "
         "as Locust's --processes; --workers is the same)",
     )
-    p.add_argument("-f", "--locustfile", help="locustfile (default: the packaged one)")
-    p.add_argument(
-        "--stop-timeout", type=float, default=None, help="seconds for in-flight requests at a "
-        f"stage change or stop (default: --llm-request-timeout, {_default_stop_timeout()})"
+    group["locust"].add_argument(
+        "--web", action="store_true", help="start Locust's web UI instead of headless"
+    )
+    group["locust"].add_argument(
+        "--web-port", type=int, metavar="PORT", default=8089, help="web UI port (default 8089)"
+    )
+    group["locust"].add_argument(
+        "-f", "--locustfile", metavar="FILE", help="locustfile (default: the packaged one)"
+    )
+    group["locust"].add_argument(
+        "--stop-timeout", type=float, metavar="SECONDS", default=None, help="seconds for "
+        "in-flight requests at a stage change or stop (default: --llm-request-timeout, "
+        f"{_default_stop_timeout()})"
     )  # fmt: skip
-    p.add_argument(
-        "--verbose",
-        action="store_true",
-        help="show every Locust log line and Locust's own summary tables",
-    )
-    p.add_argument(
-        "--explain",
-        action="store_true",
-        help="below the answer, every reason with the rule it follows (as loadknee analyze "
-        "--explain)",
-    )
-    p.add_argument(
-        "--no-analyze",
-        action="store_true",
-        help="end with the run directory and the command that analyses it, not the answer",
-    )
-    p.add_argument(
-        "--no-preflight",
-        action="store_true",
-        help="skip the checks before the load (endpoint, model, one streamed request, prompt "
-        "log, output folder)",
-    )
     return p
+
+
+class _Brief(PlaceholderFormatter):
+    """``--help``'s formatter: each option's help up to its first sentence's end, and its
+    default where the help ends with it."""
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        full = super()._expand_help(action)
+        brief = first_sentence(full)
+        default = TRAILING_DEFAULT.search(full)
+        return f"{brief} {default.group(0)}" if default and "default" not in brief else brief
+
+
+#: the "(default X)" that :func:`_help_with_default` adds at the end of a help
+TRAILING_DEFAULT = re.compile(r"\(default [^()]*\)$")
+
+
+def first_sentence(text: str) -> str:
+    """``text`` up to the end of its first sentence (a full stop or semicolon outside brackets,
+    not the one of "e.g.")."""
+    depth = 0
+    for i, char in enumerate(text):
+        depth += (char == "(") - (char == ")")
+        ends = i + 1 == len(text) or text[i + 1] == " "
+        if depth == 0 and char in ".;" and ends and not text[:i].endswith(("e.g", "i.e")):
+            return text[:i]
+    return text.rstrip(".")
+
+
+def common_help(parser: argparse.ArgumentParser) -> str:
+    """``--help``: the :data:`COMMON_FLAGS` by group, and how to see the rest."""
+    by_flag = {flag: action for action in parser._actions for flag in action.option_strings}
+    every = [a for a in parser._actions if a.option_strings] + list(passed_through())
+    formatter = _Brief(prog=parser.prog, max_help_position=26)
+    formatter.add_usage(
+        "%(prog)s --host URL [option ...] [-- locust option ...]", [], [], "usage: "
+    )
+    formatter.add_text(parser.description)
+    for key, flags in COMMON_FLAGS.items():
+        formatter.start_section(HELP_GROUPS[key])
+        formatter.add_arguments([by_flag[flag] for flag in flags])
+        formatter.end_section()
+    formatter.add_text(f"all {len(every)} options: loadknee run --help-all")
+    return formatter.format_help()
+
+
+def passed_through() -> tuple[argparse.Action, ...]:
+    """The options ``loadknee run`` passes to Locust as typed: the plugin's ``--llm-*`` ones
+    without a short name and the analysis's ``--knee-*`` thresholds."""
+    return tuple(a for a in _passed_through_parser()._actions if a.option_strings)
+
+
+def _passed_through_parser() -> argparse.ArgumentParser:
+    """Locust's parser as the plugin extends it, less the options ``loadknee run`` names
+    itself (configargparse, as Locust uses: each shows its environment variable)."""
+    import configargparse
+
+    parser = configargparse.ArgumentParser(prog="locust", add_help=False)
+    short = {name for names in SHORT_OPTIONS for name in names}
+    add_arguments(parser, skip=frozenset({*short, "no_stream", "no_refine"}))
+    for action in parser._actions:  # the options they name, as loadknee run takes them
+        action.help = _as_typed(action.help or "")
+    return parser
+
+
+def all_help(parser: argparse.ArgumentParser) -> str:
+    """``--help-all``: every option, grouped, each once; the ones passed to Locust as typed
+    under their Locust names."""
+    text = _passed_through_parser().format_help()
+    groups = text.split("\n\n", 1)[1] if text.startswith("usage") else text
+    return (
+        parser.format_help()
+        + "\nPassed to Locust as typed (plain `locust -f` takes them too):\n\n"
+        + groups
+    )
 
 
 def _passed(extra: list[str], flag: str) -> str | None:
@@ -240,7 +370,7 @@ def _target(args: argparse.Namespace, extra: list[str]) -> Target:
         model=args.model or _passed(extra, "--llm-model") or "",
         endpoint=args.endpoint or _passed(extra, "--llm-endpoint") or d.endpoint,
         stream=stream,
-        api_key_env=_passed(extra, "--llm-api-key-env") or d.api_key_env,
+        api_key_env=args.api_key_env or _passed(extra, "--llm-api-key-env") or d.api_key_env,
         prompt_log=args.prompt_log or _passed(extra, "--llm-prompt-log") or "",
         out=args.out or _passed(extra, "--llm-out") or d.out,
     )
@@ -248,16 +378,6 @@ def _target(args: argparse.Namespace, extra: list[str]) -> Target:
 
 def _default_stop_timeout() -> str:
     return f"{LlmOptions().request_timeout:g}"
-
-
-def llm_help() -> str:
-    """The plugin's ``--llm-*`` options as help text (configargparse, as Locust uses)."""
-    import configargparse
-
-    parser = configargparse.ArgumentParser(prog="locust", add_help=False)
-    add_arguments(parser)
-    text = parser.format_help()
-    return text.split("\n", 1)[1] if text.startswith("usage") else text
 
 
 def _unique_run_id(out: str, run_id: str | None) -> str:
@@ -362,7 +482,7 @@ def _unknown_plugin_option(passed: list[str]) -> str | None:
         if typed.startswith("--llm-") and typed not in flags:
             close = difflib.get_close_matches(typed, sorted(flags), n=1, cutoff=0.75)
             hint = f" (did you mean {close[0]}?)" if close else ""
-            return f"unknown option {typed}{hint}; loadknee run --help lists the --llm-* options"
+            return f"unknown option {typed}{hint}; loadknee run --help-all lists the options"
         if typed.startswith("--") and "--llm-" + typed[2:] in flags:
             return f"unknown option {typed}: the plugin's option is --llm-{typed[2:]}"
     return None
@@ -472,10 +592,11 @@ def main(argv: list[str] | None = None) -> int:
         raw, extra_after = raw[:cut], raw[cut + 1 :]
     parser = build_parser()
     args, unknown = parser.parse_known_args(raw)
+    if args.help_all:
+        print(all_help(parser))
+        return 0
     if args.help:
-        print(parser.format_help())
-        print("Plugin options (pass them as they are; they also work with plain `locust -f`):")
-        print(llm_help())
+        print(common_help(parser), end="")
         return 0
     problem = _validate(args) or _unknown_plugin_option(unknown)
     if problem:

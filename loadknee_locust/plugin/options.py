@@ -29,6 +29,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from analysis.flags import metavar
 from loadknee_locust.arrivals.plan import ArrivalProcess
 from loadknee_locust.contract import INTERVAL_TARGET_PCT, RED_LINE_ERROR_PCT
 from loadknee_locust.prompts.logentry import LogFormat
@@ -112,6 +113,14 @@ LABELS: dict[str, str] = {
     "dcgm_url": "DCGM exporter URL",
     "metrics_url": "Metrics URL",
     "sample_interval": "Sample interval (s)",
+}
+#: what to type after an option that takes a number or ``auto`` (the rest: the names and
+#: suffixes of :func:`analysis.flags.metavar`)
+METAVARS: dict[str, str] = {
+    "stage_seconds": "SECONDS|auto",
+    "stage_requests": "N|auto",
+    "warmup_seconds": "SECONDS|auto",
+    "cooldown_seconds": "SECONDS|auto",
 }
 _ATTR = "_loadknee_llm_options"  # on the Environment: (parsed values seen, the object)
 
@@ -500,6 +509,13 @@ class OptionSpec:
         return PREFIX + self.name
 
     @property
+    def metavar(self) -> str | None:
+        """What to type after the option (None: a flag, or its choices in braces)."""
+        if self.kind is bool or self.choices:
+            return None
+        return METAVARS.get(self.name) or metavar(self.name, self.kind)
+
+    @property
     def flag(self) -> str:
         return "--" + self.dest.replace("_", "-")
 
@@ -529,6 +545,8 @@ class OptionSpec:
             kwargs["type"] = self.kind
         if self.choices:
             kwargs["choices"] = list(self.choices)
+        if self.metavar:
+            kwargs["metavar"] = self.metavar
         return kwargs
 
 
@@ -553,12 +571,15 @@ def _spec(f: dataclasses.Field[Any], hint: Any) -> OptionSpec:
     )
 
 
-def add_arguments(parser: Any) -> None:
+def add_arguments(parser: Any, *, skip: frozenset[str] = frozenset()) -> None:
     """Add the plugin's options to a Locust (configargparse) parser, in named groups, then the
     analysis's ``--knee-*`` thresholds: the live judge judges with them, and ``run.json``
-    records them for ``loadknee analyze``."""
+    records them for ``loadknee analyze``. ``skip``: fields left out (``loadknee run``'s help
+    lists those under their own names)."""
     groups: dict[str, Any] = {}
     for spec in option_specs():
+        if spec.name in skip:
+            continue
         if spec.group not in groups:
             groups[spec.group] = parser.add_argument_group(GROUP_TITLES[spec.group])
         groups[spec.group].add_argument(spec.flag, **spec.argument_kwargs())

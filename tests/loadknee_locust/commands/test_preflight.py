@@ -118,9 +118,9 @@ def test_errors_name_the_flags_typed_and_help_shows_defaults(tmp_path, capsys):
     assert "--llm-" not in captured.err and not out.exists()
     rc = run_cmd.main(["--host", "http://h", "--run-time", "10", "--stage-requests", "x"])
     assert rc == 2 and "--llm-" not in capsys.readouterr().err
-    assert run_cmd.main(["--help"]) == 0
+    assert run_cmd.main(["--help-all"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())
-    for default in ("(default 120;", "(default 20;", "(default auto: a quarter of"):
+    for default in ("(default 120)", "(default 20)", "(default auto: a quarter of"):
         assert default in help_text, default
 
 

@@ -142,15 +142,17 @@ def test_locusts_lines_go_to_each_run_directorys_log(tmp_path) -> None:  # type:
     assert (second / "locust.log").read_text().splitlines() == lines[3:]
 
 
-def test_help_lists_the_plugin_options() -> None:
+def test_help_all_lists_the_plugin_options_once_each() -> None:
     text = subprocess.run(
-        [sys.executable, "-m", "loadknee_locust", "run", "--help"],
+        [sys.executable, "-m", "loadknee_locust", "run", "--help-all"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    for flag in ("--stage-seconds", "--llm-levels", "--llm-red-line-p95-ms", "--llm-prompt-log"):
+    for flag in ("--stage-seconds", "--prompt-log", "--llm-red-line-p95-ms", "--knee-flat-gain"):
         assert flag in text
+    for flag in ("--llm-levels", "--llm-prompt-log"):  # one name each: the short one
+        assert flag not in text
     imported = subprocess.run(
         [sys.executable, str(KEPT_OUT), "loadknee_locust.commands.run", "gevent,locust"],
         capture_output=True, text=True, timeout=60,
