@@ -1,0 +1,198 @@
+"""Fit the capacity model's parameters from one analysed run (:class:`~.facts.CapacityFit`).
+
+* **Decode step** α + β × batch: the latency profile's line (:func:`analysis.cluster.profile.
+  fit_profile`, the same fit ``latency-profile.yaml`` holds), with its 95 % intervals.
+* **Prefill cost per prompt token** γ: where the prompts' lengths varied, the profile's line
+  through TTFT against prompt tokens (its slope and interval: ``ttft_fit``); where they did not,
+  an assumption (``baseline_assumed``): the baseline's median TTFT less one decode step at batch
+  1, over its prompt tokens; its interval from α + β's.
+* **Slot limit**: the server's running maximum while requests waited
+  (``KneeResult.server_slots``, ``server_gauge``), else the client-side estimate
+  (``KneeResult.client_slots``, ``client_estimate``), else none seen.
+* **KV budget** in tokens: at each judged stage with a KV gauge, the mean running batch × the
+  mean context a running sequence holds (prompt + half the completion) ÷ the gauge's mean
+  share; the value is the stage where the gauge read highest (the most precise), the interval
+  the spread over the stages that read at least half as high (``kv_gauge``). Without a gauge,
+  where a hard limit (slots) bound the run: the batch where the knee sat × prompt + completion
+  (``knee_assumed``: the run cannot tell slots from KV).
+* **What bound the run**: ``kv`` where the KV gauge at the knee stage reached the memory
+  pressure threshold (``KneeParams.memory_pressure_pct``) or the KV budget holds no more
+  sequences of the run's lengths than the slot limit (× 1.1), ``slots`` where the server or the
+  client saw a running limit, ``compute`` where the knee came without one (the step grew with
+  the batch), ``none`` where no stage reached a knee. Where KV bound the run, the running
+  maximum was the KV budget's doing, so no separate slot limit is kept.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.cluster.profile import fit_profile
+from analysis.cluster.stages import StageGauges, measured_windows, stage_gauges
+from analysis.knee.params import KneeParams
+from analysis.pipeline import Analysis
+from analysis.predict.facts import (
+    Bound,
+    CapacityFit,
+    CapacityParams,
+    Estimate,
+    KvSource,
+    PrefillSource,
+    RunBound,
+    SlotSource,
+    Workload,
+)
+
+#: the KV budget holds no more than this multiple of the slot limit: the KV bound the run
+KV_BINDS_WITHIN = 1.1
+
+
+def _estimate(value: float | None, ci: tuple[float, float] | None) -> Estimate:
+    if value is None:
+        return Estimate(math.nan, math.nan, math.nan)
+    return Estimate(value, *ci) if ci else Estimate.exact(value)
+
+
+def measured_workload(analysis: Analysis) -> Workload:
+    """The mean prompt and completion tokens of the run's ok measured requests."""
+    rows = measured_windows(analysis)[0]
+    ok = rows[rows["cls"] == "ok"]
+
+    def mean(column: str) -> float:
+        values = pd.to_numeric(ok.get(column), errors="coerce")
+        return float(values.mean()) if values is not None and values.notna().any() else math.nan
+
+    return Workload(mean("prompt_tokens"), mean("completion_tokens"))
+
+
+def _prefill(
+    analysis: Analysis, alpha: Estimate, beta: Estimate, workload: Workload
+) -> tuple[Estimate, PrefillSource]:
+    line = fit_profile(analysis).prefill
+    if line.slope is not None:
+        return _estimate(max(line.slope, 0.0), line.slope_ci), "ttft_fit"
+    ttft = analysis.baseline.ttft_p50_ms
+    tokens = workload.input_tokens
+    if ttft is None or not tokens or math.isnan(tokens) or math.isnan(alpha.value):
+        return Estimate.exact(0.0), "baseline_assumed"
+
+    def per_token(step: float) -> float:
+        return max(ttft - step, 0.0) / tokens
+
+    return (
+        Estimate(
+            per_token(alpha.value + beta.value),
+            per_token(alpha.high + beta.high),
+            per_token(alpha.low + beta.low),
+        ),
+        "baseline_assumed",
+    )
+
+
+def _kv_from_gauge(
+    gauges: list[StageGauges], workload: Workload
+) -> tuple[Estimate, StageGauges] | None:
+    context = workload.input_tokens + workload.output_tokens / 2.0
+    read = [
+        g
+        for g in gauges
+        if g.kv_mean_pct > 0 and g.running_mean > 0 and math.isfinite(context) and context > 0
+    ]
+    if not read:
+        return None
+    best = max(read, key=lambda g: g.kv_mean_pct)
+
+    def budget(g: StageGauges) -> float:
+        return g.running_mean * context / (g.kv_mean_pct / 100.0)
+
+    spread = [budget(g) for g in read if g.kv_mean_pct >= best.kv_mean_pct / 2.0]
+    return Estimate(budget(best), min(spread), max(spread)), best
+
+
+def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> CapacityFit:
+    """The capacity model of one analysed run (see the module docstring)."""
+    kp = knee_params or analysis.knee_params
+    knee = analysis.knee
+    profile = fit_profile(analysis)
+    alpha = _estimate(profile.decode.intercept, profile.decode.intercept_ci)
+    beta = _estimate(profile.decode.slope, profile.decode.slope_ci)
+    workload = measured_workload(analysis)
+    prefill, prefill_source = _prefill(analysis, alpha, beta, workload)
+
+    slots: float | None
+    slot_source: SlotSource
+    if knee.server_slots:
+        slots, slot_source = float(knee.server_slots), "server_gauge"
+    elif knee.client_slots:
+        slots, slot_source = float(knee.client_slots), "client_estimate"
+    else:
+        slots, slot_source = None, "none"
+
+    gauges = stage_gauges(analysis)
+    judged = {v.stage for v in knee.judged}
+    knee_stage = knee.knee_stage if knee.knee_stage is not None else knee.red_line_stage
+    knee_users = knee.knee_users if knee.knee_users is not None else knee.red_line_users
+    at_knee = gauges.get(knee_stage) if knee_stage is not None else None
+
+    kv: Estimate | None = None
+    kv_source: KvSource = "none"
+    kv_stage_users: int | None = None
+    kv_pct: float | None = None
+    read = _kv_from_gauge([g for s, g in gauges.items() if s in judged], workload)
+    if read is not None:
+        kv, kv_source = read[0], "kv_gauge"
+        kv_stage_users, kv_pct = read[1].users, read[1].kv_mean_pct
+    elif slots is not None and knee_users is not None:
+        per_seq = workload.input_tokens + workload.output_tokens
+        if math.isfinite(per_seq):
+            kv, kv_source = Estimate.exact(slots * per_seq), "knee_assumed"
+            kv_stage_users = knee_users
+
+    per_seq = workload.input_tokens + workload.output_tokens
+    kv_slots = kv.value / per_seq if kv is not None and per_seq > 0 else None
+    kv_peak = _finite(at_knee.kv_peak_pct) if at_knee else None
+    running = _finite(at_knee.running_mean) if at_knee else None
+    bound: Bound
+    if knee_users is None:
+        bound = "none"
+    elif kv_source == "kv_gauge" and (
+        (kv_peak is not None and kv_peak >= kp.memory_pressure_pct)
+        or (slots is not None and kv_slots is not None and kv_slots <= slots * KV_BINDS_WITHIN)
+    ):
+        bound = "kv"
+    elif slots is not None:
+        bound = "slots"
+    else:
+        bound = "compute"
+    model_slots = None if bound == "kv" else slots
+
+    points = profile.decode_points
+    max_batch = float(points["batch"].max()) if len(points) else 1.0
+    users = [v.target_users for v in knee.judged]
+    parameters = analysis.run.run_info.get("parameters") or {}
+    levels = tuple(sorted({int(u) for u in users}))
+    return CapacityFit(
+        run_id=analysis.run_id,
+        params=CapacityParams(alpha, beta, prefill, model_slots, kv),
+        prefill_source=prefill_source,
+        slot_source=slot_source if model_slots is not None else "none",
+        kv_source=kv_source,
+        workload=workload,
+        decode_points=profile.decode.points,
+        decode_r2=profile.decode.r2,
+        kv_stage_users=kv_stage_users,
+        kv_pct=kv_pct,
+        max_batch=max_batch if np.isfinite(max_batch) else 1.0,
+        max_users=max(users) if users else 0,
+        measured_capacity=knee.max_concurrency,
+        run_bound=RunBound(bound, knee_users, running, kv_peak, slots, kv_slots),
+        host=parameters.get("host") if isinstance(parameters.get("host"), str) else None,
+        levels=levels,
+    )
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
