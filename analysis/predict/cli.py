@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Predict the capacity and the deploy figure at other prompt and completion "
         "lengths from one run's fit (decode step vs batch, prefill per token, slot limit, KV "
-        "budget), with 90 %% intervals, the limit that binds, and the loadknee run command that "
+        "budget), with 90 % intervals, the limit that binds, and the loadknee run command that "
         "would check it. Exit codes: 0 predicted; 3 no number (no decode fit, or beyond twice "
         "the largest batch measured); 2 a bad run directory or wrong arguments.",
     )

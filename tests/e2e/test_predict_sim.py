@@ -1,0 +1,36 @@
+"""``loadknee predict`` on a real simulator run: at the run's own lengths it gives back the
+capacity the simulator's parameters imply (its 4 slots), with and without its /metrics.
+
+The run is the recorded ``slots4-drive`` sweep (tests/support/recorded_runs.py). Checking a
+prediction at *other* lengths against a real sweep at those lengths is issue 42's benchmark,
+not this test."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analysis.pipeline import analyze_run
+from analysis.predict.fit import fit_capacity
+from analysis.predict.whatif import predict
+from tests.support.recorded_runs import SLOTS4_SPEC
+
+pytestmark = pytest.mark.slow
+
+SLOTS = 4
+
+
+@pytest.mark.parametrize("metrics", [True, False], ids=["with-metrics", "without-metrics"])
+def test_predict_at_the_runs_lengths_gives_back_its_slots(recorded_run, tmp_path, metrics):
+    run = tmp_path / "run"
+    shutil.copytree(Path(recorded_run("slots4-drive").path), run)
+    if not metrics:
+        (run / "server_metrics.csv").unlink(missing_ok=True)
+    fit = fit_capacity(analyze_run(run))
+    assert fit.workload.output_tokens == pytest.approx(SLOTS4_SPEC.output_tokens)
+    prediction = predict(fit, fit.workload)
+    assert prediction.point is not None and prediction.refusal is None
+    assert prediction.point.users == SLOTS
+    assert prediction.low is not None and prediction.low <= SLOTS <= (prediction.high or 0)
