@@ -62,8 +62,10 @@ def measured_workload(analysis: Analysis) -> Workload:
     ok = rows[rows["cls"] == "ok"]
 
     def mean(column: str) -> float:
-        values = pd.to_numeric(ok.get(column), errors="coerce")
-        return float(values.mean()) if values is not None and values.notna().any() else math.nan
+        if column not in ok:
+            return math.nan
+        values = pd.to_numeric(ok[column], errors="coerce")
+        return float(values.mean()) if values.notna().any() else math.nan
 
     return Workload(mean("prompt_tokens"), mean("completion_tokens"))
 
