@@ -146,3 +146,5 @@ class Prediction:
     refusal: Refusal | None
     kv_slots: float | None  # sequences of the new lengths the KV budget holds
     check_levels: tuple[int, ...]  # the levels a run to check it should test
+    tail_ratio_limit: float = 2.0  # the knee thresholds the capacity was judged with
+    flat_gain_limit: float = 0.15

@@ -90,8 +90,9 @@ def predict(
     """The prediction at ``workload`` (see the module docstring)."""
     p = fit.params
     kv_slots = None if p.kv_tokens is None else float(kv_slots_of(p.kv_tokens.value, workload))
+    limits = {"tail_ratio_limit": params.tail_ratio, "flat_gain_limit": params.flat_gain_ratio}
     empty = Prediction(workload, fit, None, None, None, None, None, 0, (), False, 1.0,
-                       "no_decode_fit", kv_slots, ())  # fmt: skip
+                       "no_decode_fit", kv_slots, (), **limits)  # fmt: skip
     if not all(math.isfinite(e.value) for e in (p.alpha_ms, p.beta_ms)):
         return empty
     g = grid(Draws.point(p), workload, top)
@@ -100,8 +101,8 @@ def predict(
     reach = (point.batch or 0.0) / max(fit.max_batch, 1.0)
     extrapolated = reach > 1.0 + 1e-9
     if reach > REFUSE_BEYOND:
-        return Prediction(workload, fit, point, None, None, None, None, 0, shown, True, reach,
-                          "beyond_measured", kv_slots, ())  # fmt: skip
+        return Prediction(workload, fit, point, None, None, None, None, 0, (), True, reach,
+                          "beyond_measured", kv_slots, (), **limits)  # fmt: skip
     widen = max(reach, 1.0)
     users, offline = capacities(grid(draws(fit, resamples, widen), workload, top), params)
     low, high = (int(v) for v in np.percentile(users, [5, 95], method="nearest"))
@@ -124,4 +125,5 @@ def predict(
         refusal=None,
         kv_slots=kv_slots,
         check_levels=check_levels(c, low, high) if c else (),
+        **limits,
     )

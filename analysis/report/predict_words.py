@@ -39,7 +39,7 @@ SLOT_WORDS: dict[SlotSource, str] = {
 KV_WORDS: dict[KvSource, str] = {
     "kv_gauge": "KV gauge × tokens in flight",
     "knee_assumed": "assumed: no KV gauge, so the batch where the knee sat × prompt + "
-    "completion (the run cannot tell the slots from the KV budget)",
+    "completion; the run cannot tell the slots from the KV budget",
     "none": "no gauge and no hard limit: none assumed",
 }
 
@@ -84,11 +84,21 @@ def why_text(p: Prediction) -> str:
     if point.bound == "slots" and slots is not None:
         room = f"; the KV budget would hold {p.kv_slots:g}" if p.kv_slots is not None else ""
         return f"the server runs at most {slots:g} sequences at once{room}"
-    if point.bound == "compute":
-        what = {"tail": "the e2e tail reaches", "flattening": "the throughput flattens before"}
+    if point.bound == "compute" and point.users is not None:
+        past = next((lv for lv in p.levels if lv.users == point.users + 1), None)
+        if past is None:
+            return "no hard limit binds first: the step grows with the batch"
+        if point.ends_with == "tail":
+            return (
+                f"no hard limit binds first: the step grows with the batch until at "
+                f"{past.users} users the e2e is {past.tail_ratio:.2f}× the 1-user e2e "
+                f"(limit {p.tail_ratio_limit:g}×)"
+            )
+        gain = 0.0 if past.gain_ratio is None else past.gain_ratio
         return (
-            f"no hard limit binds first: the step grows with the batch until "
-            f"{what.get(point.ends_with, 'the tail reaches')} the knee thresholds"
+            f"no hard limit binds first: the step grows with the batch until at "
+            f"{past.users} users an added user brings {gain:.0%} of one user's throughput "
+            f"(flat below {p.flat_gain_limit:.0%})"
         )
     return "no limit binds within the levels looked at"
 

@@ -4,38 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from analysis.predict.facts import (
-    CapacityFit,
-    CapacityParams,
-    Estimate,
-    RunBound,
-    Workload,
-)
+from analysis.predict.facts import CapacityParams, Estimate, Workload
 from analysis.predict.whatif import check_levels, predict
+from tests.support.predict_fits import synthetic_fit
 
 X = Estimate.exact
 
 
-def fit_of(params: CapacityParams, *, max_batch: float = 8.0, kv_source="none") -> CapacityFit:
-    return CapacityFit(
-        run_id="synthetic",
-        params=params,
-        prefill_source="baseline_assumed",
-        slot_source="server_gauge" if params.slots else "none",
-        kv_source=kv_source,
-        workload=Workload(256, 64),
-        decode_points=5,
-        decode_r2=0.99,
-        kv_stage_users=None,
-        kv_pct=None,
-        max_batch=max_batch,
-        max_users=16,
-        measured_capacity=8,
-        run_bound=RunBound("slots", 12, 8.0, None, params.slots, None),
-        host="http://127.0.0.1:8000",
-        levels=(1, 2, 4, 8, 16),
-    )
-
+fit_of = synthetic_fit
 
 SLOTS8 = CapacityParams(Estimate(10.0, 9.0, 11.0), Estimate(0.5, 0.4, 0.6), X(0.02), 8.0, None)
 
