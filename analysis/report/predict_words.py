@@ -107,10 +107,19 @@ def _measured(fit: CapacityFit) -> str:
     b = fit.run_bound
     w = fit.workload
     cap = "—" if fit.measured_capacity is None else f"{fit.measured_capacity}"
+    evidence = []
+    if b.knee_users is not None:
+        evidence.append(f"knee at {b.knee_users} users")
+    if b.running_at_knee is not None:
+        evidence.append(f"{b.running_at_knee:.1f} running there")
+    if b.kv_peak_pct_at_knee is not None:
+        evidence.append(f"KV peak {b.kv_peak_pct_at_knee:.1f} %")
+    if b.slots is not None and b.kv_slots is not None:
+        evidence.append(f"slots {b.slots:g}, KV room for {b.kv_slots:.0f}")
     return (
         f"run {fit.run_id} measured: capacity {cap} users at {w.input_tokens:g} + "
         f"{w.output_tokens:g} tokens, bound by {BOUND_WORDS[b.bound]}"
-        + (f" (knee at {b.knee_users} users)" if b.knee_users is not None else "")
+        + (f" ({'; '.join(evidence)})" if evidence else "")
     )
 
 
