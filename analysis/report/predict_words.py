@@ -45,6 +45,8 @@ KV_WORDS: dict[KvSource, str] = {
 
 
 def _n(value: float, digits: int = 3) -> str:
+    if abs(value) < 1e-9:  # a fit's rounding noise around zero
+        return "0"
     return f"{value:,.{digits}g}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
@@ -123,6 +125,13 @@ def _measured(fit: CapacityFit) -> str:
     )
 
 
+def _slot_source(fit: CapacityFit) -> str:
+    seen = fit.run_bound.slots
+    if fit.params.slots is None and fit.run_bound.bound == "kv" and seen is not None:
+        return f"the running maximum, {seen:g}, was the KV budget's: no slot limit of its own seen"
+    return SLOT_WORDS[fit.slot_source]
+
+
 def _model(fit: CapacityFit) -> list[str]:
     p = fit.params
     lines = [
@@ -130,7 +139,7 @@ def _model(fit: CapacityFit) -> list[str]:
         f"({fit.decode_points} stages, 95 % intervals)",
         f"  prefill {_est(p.prefill_ms_per_token)} ms per prompt token "
         f"({PREFILL_WORDS[fit.prefill_source]})",
-        f"  slots {'—' if p.slots is None else f'{p.slots:g}'} ({SLOT_WORDS[fit.slot_source]})",
+        f"  slots {'—' if p.slots is None else f'{p.slots:g}'} ({_slot_source(fit)})",
     ]
     if p.kv_tokens is None:
         lines.append(f"  KV budget — ({KV_WORDS[fit.kv_source]})")
