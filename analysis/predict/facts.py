@@ -13,9 +13,14 @@ from typing import Literal
 
 #: where the prefill cost per prompt token came from: a line through TTFT against prompt tokens
 #: (the lengths varied), or the baseline's TTFT less one decode step over its prompt (assumed)
-PrefillSource = Literal["ttft_fit", "baseline_assumed"]
-#: where the slot limit came from: the server's running gauge, the client-side estimate, none
-SlotSource = Literal["server_gauge", "client_estimate", "none"]
+PrefillSource = Literal["ttft_fit", "baseline_assumed", "in_step"]
+#: where the decode line came from: each stage's median inter-token latency (streamed), or its
+#: median e2e over the completion tokens at the stages where nothing waited (no tokens streamed:
+#: the prefill is then inside the step, ``in_step``)
+DecodeSource = Literal["itl", "e2e_per_token"]
+#: where the slot limit came from: the server's running gauge, the client-side estimate, the
+#: batch the decode line needs to give the throughput plateau (assumed: neither seen), none
+SlotSource = Literal["server_gauge", "client_estimate", "throughput_plateau", "none"]
 #: where the KV budget came from: the KV gauge × the tokens in flight; the batch where the knee
 #: sat × the tokens each sequence holds (assumed: no gauge); none (no gauge and no knee)
 KvSource = Literal["kv_gauge", "knee_assumed", "none"]
@@ -95,6 +100,7 @@ class CapacityFit:
     run_bound: RunBound
     host: str | None  # the server the run measured (for the check command)
     levels: tuple[int, ...]  # the run's tested levels
+    decode_source: DecodeSource = "itl"
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,20 @@
 
 * **Decode step** α + β × batch: the latency profile's line (:func:`analysis.cluster.profile.
   fit_profile`, the same fit ``latency-profile.yaml`` holds), with its 95 % intervals.
+  A run that streamed no tokens (no inter-token latency) fits the same line on each stage's
+  median e2e over its completion tokens, at the stages where no request waited (the server's
+  running batch within half a request of the users, or without a gauge the stages below the
+  knee): ``e2e_per_token``; the prefill then rides inside the step (``in_step``, γ = 0).
 * **Prefill cost per prompt token** γ: where the prompts' lengths varied, the profile's line
   through TTFT against prompt tokens (its slope and interval: ``ttft_fit``); where they did not,
   an assumption (``baseline_assumed``): the baseline's median TTFT less one decode step at batch
   1, over its prompt tokens; its interval from α + β's.
 * **Slot limit**: the server's running maximum while requests waited
   (``KneeResult.server_slots``, ``server_gauge``), else the client-side estimate
-  (``KneeResult.client_slots``, ``client_estimate``), else none seen.
+  (``KneeResult.client_slots``, ``client_estimate``); else, where the knee came with the
+  throughput flattened, the batch the decode line needs to give the highest throughput measured
+  (``1000 b / (α + β b) = X``, so ``b = X α / (1000 − X β)``, rounded: ``throughput_plateau``,
+  assumed); else none seen.
 * **KV budget** in tokens: at each judged stage with a KV gauge, the mean running batch × the
   mean context a running sequence holds (prompt + half the completion) ÷ the gauge's mean
   share; the value is the stage where the gauge read highest (the most precise), the interval
@@ -30,7 +37,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.cluster.profile import fit_profile
+from analysis.cluster.profile import LineFit, fit_line, fit_profile
 from analysis.cluster.stages import StageGauges, measured_windows, stage_gauges
 from analysis.knee.params import KneeParams
 from analysis.pipeline import Analysis
@@ -114,15 +121,72 @@ def _kv_from_gauge(
     return Estimate(budget(best), min(spread), max(spread)), best
 
 
+def _decode_from_e2e(analysis: Analysis, workload: Workload) -> tuple[LineFit, float]:
+    """The decode line on median e2e per completion token, at the stages nobody waited in
+    (see the module docstring), and the largest batch among them."""
+    gauges = stage_gauges(analysis)
+    knee = analysis.knee
+    knee_users = knee.knee_users if knee.knee_users is not None else knee.red_line_users
+    judged = {v.stage for v in knee.judged}
+    summary = analysis.summary
+    judged |= set(summary.loc[summary["kind"] == "baseline", "stage"].astype(int))
+    xs, ys = [], []
+    for stage, e2e in zip(summary["stage"].astype(int), summary["e2e_p50_ms"], strict=True):
+        g = gauges.get(stage)
+        if stage not in judged or g is None or not math.isfinite(float(e2e)):
+            continue
+        if math.isfinite(g.running_mean):
+            if g.running_mean < g.users - 0.5:
+                continue  # some requests waited: their e2e holds the queue
+            batch = g.running_mean
+        elif knee_users is None or g.users < knee_users:
+            batch = float(g.users)
+        else:
+            continue
+        xs.append(batch)
+        ys.append(float(e2e) / max(workload.output_tokens, 1.0))
+    line = fit_line(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
+    return line, max(xs, default=1.0)
+
+
+def _plateau_slots(analysis: Analysis, alpha: Estimate, beta: Estimate) -> float | None:
+    """The batch that gives the highest measured output rate on the decode line, where the
+    knee's throughput flattened (None: no such knee, no line, or a rate the line never gives)."""
+    knee = analysis.knee
+    stage = knee.knee_stage
+    verdict = next((v for v in knee.stages if v.stage == stage), None)
+    flat = verdict is not None and any(
+        s.fired and s.name == "throughput_flattening" for s in verdict.signals
+    )
+    if not flat or not (math.isfinite(alpha.value) and math.isfinite(beta.value)):
+        return None
+    judged = {v.stage for v in knee.judged}
+    rates = analysis.summary.loc[analysis.summary["stage"].isin(judged), "output_tok_s"]
+    rate = float(pd.to_numeric(rates, errors="coerce").max())
+    room = 1000.0 - rate * beta.value
+    if not math.isfinite(rate) or room <= 0:
+        return None
+    return float(max(1, round(rate * alpha.value / room)))
+
+
 def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> CapacityFit:
     """The capacity model of one analysed run (see the module docstring)."""
     kp = knee_params or analysis.knee_params
     knee = analysis.knee
     profile = fit_profile(analysis)
-    alpha = _estimate(profile.decode.intercept, profile.decode.intercept_ci)
-    beta = _estimate(profile.decode.slope, profile.decode.slope_ci)
     workload = measured_workload(analysis)
-    prefill, prefill_source = _prefill(analysis, alpha, beta, workload)
+    decode, decode_source = profile.decode, "itl"
+    points = profile.decode_points
+    max_batch = float(points["batch"].max()) if len(points) else 1.0
+    if decode.slope is None and math.isfinite(workload.output_tokens):
+        decode, max_batch = _decode_from_e2e(analysis, workload)
+        decode_source = "e2e_per_token"
+    alpha = _estimate(decode.intercept, decode.intercept_ci)
+    beta = _estimate(decode.slope, decode.slope_ci)
+    if decode_source == "itl":
+        prefill, prefill_source = _prefill(analysis, alpha, beta, workload)
+    else:
+        prefill, prefill_source = Estimate.exact(0.0), "in_step"
 
     slots: float | None
     slot_source: SlotSource
@@ -131,7 +195,9 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
     elif knee.client_slots:
         slots, slot_source = float(knee.client_slots), "client_estimate"
     else:
-        slots, slot_source = None, "none"
+        slots, slot_source = _plateau_slots(analysis, alpha, beta), "throughput_plateau"
+        if slots is None:
+            slot_source = "none"
 
     gauges = stage_gauges(analysis)
     judged = {v.stage for v in knee.judged}
@@ -171,8 +237,6 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
         bound = "compute"
     model_slots = None if bound == "kv" else slots
 
-    points = profile.decode_points
-    max_batch = float(points["batch"].max()) if len(points) else 1.0
     users = [v.target_users for v in knee.judged]
     parameters = analysis.run.run_info.get("parameters") or {}
     levels = tuple(sorted({int(u) for u in users}))
@@ -183,8 +247,8 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
         slot_source=slot_source if model_slots is not None else "none",
         kv_source=kv_source,
         workload=workload,
-        decode_points=profile.decode.points,
-        decode_r2=profile.decode.r2,
+        decode_points=decode.points,
+        decode_r2=decode.r2,
         kv_stage_users=kv_stage_users,
         kv_pct=kv_pct,
         max_batch=max_batch if np.isfinite(max_batch) else 1.0,
@@ -193,6 +257,7 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
         run_bound=RunBound(bound, knee_users, running, kv_peak, slots, kv_slots),
         host=parameters.get("host") if isinstance(parameters.get("host"), str) else None,
         levels=levels,
+        decode_source=decode_source,
     )
 
 

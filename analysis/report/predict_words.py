@@ -13,6 +13,7 @@ import shlex
 from analysis.predict.facts import (
     Bound,
     CapacityFit,
+    DecodeSource,
     Estimate,
     KvSource,
     Prediction,
@@ -30,10 +31,17 @@ PREFILL_WORDS: dict[PrefillSource, str] = {
     "ttft_fit": "fitted on TTFT against prompt tokens",
     "baseline_assumed": "assumed: the prompts' lengths did not vary, so the baseline's median "
     "TTFT less one decode step, over its prompt tokens",
+    "in_step": "no TTFT: no tokens were streamed, so the prefill rides inside the step",
+}
+DECODE_WORDS: dict[DecodeSource, str] = {
+    "itl": "median inter-token latency",
+    "e2e_per_token": "median e2e per completion token where nothing waited: no tokens streamed",
 }
 SLOT_WORDS: dict[SlotSource, str] = {
     "server_gauge": "the server's running gauge while requests waited",
     "client_estimate": "estimated from the client's rows (no server gauge)",
+    "throughput_plateau": "assumed: no gauge and no client-side estimate, so the batch the "
+    "decode line needs to give the highest throughput measured",
     "none": "none seen",
 }
 KV_WORDS: dict[KvSource, str] = {
@@ -136,7 +144,7 @@ def _model(fit: CapacityFit) -> list[str]:
     p = fit.params
     lines = [
         f"  step = {_est(p.alpha_ms)} + {_est(p.beta_ms)} ms × batch "
-        f"({fit.decode_points} stages, 95 % intervals)",
+        f"({fit.decode_points} stages, {DECODE_WORDS[fit.decode_source]}; 95 % intervals)",
         f"  prefill {_est(p.prefill_ms_per_token)} ms per prompt token "
         f"({PREFILL_WORDS[fit.prefill_source]})",
         f"  slots {'—' if p.slots is None else f'{p.slots:g}'} ({_slot_source(fit)})",

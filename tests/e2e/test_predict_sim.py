@@ -8,6 +8,7 @@ not this test."""
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,15 @@ def test_predict_at_the_runs_lengths_gives_back_its_slots(recorded_run, tmp_path
     if not metrics:
         (run / "server_metrics.csv").unlink(missing_ok=True)
     fit = fit_capacity(analyze_run(run))
+    # drive_sim's requests are not streamed: the step comes from e2e per token; without the
+    # running gauge (and with no TTFT for a client-side estimate) the slots from the plateau
+    assert fit.decode_source == "e2e_per_token"
+    assert fit.slot_source == ("server_gauge" if metrics else "throughput_plateau")
     assert fit.workload.output_tokens == pytest.approx(SLOTS4_SPEC.output_tokens)
     prediction = predict(fit, fit.workload)
     assert prediction.point is not None and prediction.refusal is None
     assert prediction.point.users == SLOTS
     assert prediction.low is not None and prediction.low <= SLOTS <= (prediction.high or 0)
+    # twice the output at the same slots: the slots still bind, at the same level
+    longer = predict(fit, replace(fit.workload, output_tokens=2 * fit.workload.output_tokens))
+    assert longer.point is not None and longer.point.users == SLOTS

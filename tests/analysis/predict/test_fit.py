@@ -49,3 +49,23 @@ def test_varying_lengths_fit_the_prefill_on_ttft(tmp_path: Path) -> None:
 def test_without_server_metrics_no_kv_budget_is_read(tmp_path: Path) -> None:
     fit = fit_capacity(analyze_run(write_run_dir(tmp_path / "run", with_server_metrics=False)))
     assert fit.kv_source != "kv_gauge" and fit.kv_pct is None
+
+
+def test_without_streamed_tokens_the_decode_line_comes_from_e2e_where_nothing_waited(
+    tmp_path: Path,
+) -> None:
+    run = write_run_dir(tmp_path / "run", slots=SLOTS)
+    requests = pd.read_csv(run / "requests.csv")
+    for column in ("ttft_ms", "tpot_ms", "itl_mean_ms", "itl_p50_ms", "itl_p95_ms", "itl_max_ms"):
+        requests[column] = float("nan")
+    requests["stream"] = 0
+    requests.to_csv(run / "requests.csv", index=False)
+    analysis = analyze_run(run)
+    fit = fit_capacity(analysis)
+    assert (fit.decode_source, fit.prefill_source) == ("e2e_per_token", "in_step")
+    # below the 6 slots every request takes 250 ms (± 10 %) for 32 tokens, whatever the batch
+    summary = analysis.summary.set_index("target_users")
+    assert fit.params.alpha_ms.value == pytest.approx(250.0 / OUTPUT, rel=0.05)
+    assert fit.params.beta_ms.value == pytest.approx(0.0, abs=0.2)
+    assert fit.max_batch <= SLOTS  # only the stages where nothing waited
+    assert summary.loc[16, "e2e_p50_ms"] > 2 * 250.0  # the queued stage is left out
