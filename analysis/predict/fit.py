@@ -45,6 +45,7 @@ from analysis.predict.facts import (
     Bound,
     CapacityFit,
     CapacityParams,
+    DecodeSource,
     Estimate,
     KvSource,
     PrefillSource,
@@ -175,7 +176,8 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
     knee = analysis.knee
     profile = fit_profile(analysis)
     workload = measured_workload(analysis)
-    decode, decode_source = profile.decode, "itl"
+    decode = profile.decode
+    decode_source: DecodeSource = "itl"
     points = profile.decode_points
     max_batch = float(points["batch"].max()) if len(points) else 1.0
     if decode.slope is None and math.isfinite(workload.output_tokens):
