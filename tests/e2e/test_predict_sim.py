@@ -39,6 +39,13 @@ def test_predict_at_the_runs_lengths_gives_back_its_slots(recorded_run, tmp_path
     assert prediction.point is not None and prediction.refusal is None
     assert prediction.point.users == SLOTS
     assert prediction.low is not None and prediction.low <= SLOTS <= (prediction.high or 0)
-    # twice the output at the same slots: the slots still bind, at the same level
+    # twice the output: the sim's KV budget is far from binding, so its 4 slots still do. With
+    # the KV gauge the prediction knows it; without, the run cannot tell its 4-sequence limit
+    # from a KV budget, so the point reads it as KV (fewer users) and the interval reaches 4
     longer = predict(fit, replace(fit.workload, output_tokens=2 * fit.workload.output_tokens))
-    assert longer.point is not None and longer.point.users == SLOTS
+    assert longer.point is not None and longer.low is not None and longer.high is not None
+    if metrics:
+        assert (longer.point.users, longer.point.bound) == (SLOTS, "slots")
+    else:
+        assert longer.point.bound == "kv" and longer.low <= longer.point.users < SLOTS
+        assert longer.high == SLOTS
