@@ -13,9 +13,9 @@
 * **Slot limit**: the server's running maximum while requests waited
   (``KneeResult.server_slots``, ``server_gauge``), else the client-side estimate
   (``KneeResult.client_slots``, ``client_estimate``); else, where the knee came with the
-  throughput flattened, the batch the decode line needs to give the highest throughput measured
-  (``1000 b / (α + β b) = X``, so ``b = X α / (1000 − X β)``, rounded: ``throughput_plateau``,
-  assumed); else none seen.
+  throughput flattened, the batch the decode line needs to give the plateau's throughput (the
+  median output rate of the knee stage and those above it: ``1000 b / (α + β b) = X``, so
+  ``b = X α / (1000 − X β)``, rounded: ``throughput_plateau``, assumed); else none seen.
 * **KV budget** in tokens: at each judged stage with a KV gauge, the mean running batch × the
   mean context a running sequence holds (prompt + half the completion) ÷ the gauge's mean
   share; the value is the stage where the gauge read highest (the most precise), the interval
@@ -151,8 +151,8 @@ def _decode_from_e2e(analysis: Analysis, workload: Workload) -> tuple[LineFit, f
 
 
 def _plateau_slots(analysis: Analysis, alpha: Estimate, beta: Estimate) -> float | None:
-    """The batch that gives the highest measured output rate on the decode line, where the
-    knee's throughput flattened (None: no such knee, no line, or a rate the line never gives)."""
+    """The batch that gives the plateau's output rate on the decode line, where the knee's
+    throughput flattened (None: no such knee, no line, or a rate the line never gives)."""
     knee = analysis.knee
     stage = knee.knee_stage
     verdict = next((v for v in knee.stages if v.stage == stage), None)
@@ -161,9 +161,9 @@ def _plateau_slots(analysis: Analysis, alpha: Estimate, beta: Estimate) -> float
     )
     if not flat or not (math.isfinite(alpha.value) and math.isfinite(beta.value)):
         return None
-    judged = {v.stage for v in knee.judged}
-    rates = analysis.summary.loc[analysis.summary["stage"].isin(judged), "output_tok_s"]
-    rate = float(pd.to_numeric(rates, errors="coerce").max())
+    plateau = {v.stage for v in knee.judged if v.target_users >= (knee.knee_users or 0)}
+    rates = analysis.summary.loc[analysis.summary["stage"].isin(plateau), "output_tok_s"]
+    rate = float(pd.to_numeric(rates, errors="coerce").median())
     room = 1000.0 - rate * beta.value
     if not math.isfinite(rate) or room <= 0:
         return None

@@ -41,7 +41,7 @@ SLOT_WORDS: dict[SlotSource, str] = {
     "server_gauge": "the server's running gauge while requests waited",
     "client_estimate": "estimated from the client's rows (no server gauge)",
     "throughput_plateau": "assumed: no gauge and no client-side estimate, so the batch the "
-    "decode line needs to give the highest throughput measured",
+    "decode line needs to give the plateau's throughput",
     "none": "none seen",
 }
 KV_WORDS: dict[KvSource, str] = {
