@@ -9,6 +9,7 @@
 - :mod:`.verify` — ``loadknee verify``: re-run a short sweep and check the answer still holds;
 - :mod:`.reference` — write ``docs/reference.md``, every option of every command, from the parsers.
 
-``loadknee sim`` lives with the simulator (:mod:`loadknee_locust.sim.cli`); ``loadknee analyze``
-and ``compare`` live in :mod:`analysis` (:mod:`analysis.cli`, :mod:`analysis.compare.cli`).
+``loadknee sim`` lives with the simulator (:mod:`loadknee_locust.sim.cli`); ``loadknee analyze``,
+``compare`` and ``predict`` live in :mod:`analysis` (:mod:`analysis.cli`,
+:mod:`analysis.compare.cli`, :mod:`analysis.predict.cli`).
 """

@@ -19,6 +19,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     ),
     "analyze": ("analysis.cli", "analyse a run directory: record table, knee, recommendations"),
     "compare": ("analysis.compare.cli", "compare two or more run directories"),
+    "predict": (
+        "analysis.predict.cli",
+        "predict the capacity at other prompt/completion lengths from one run (what-if)",
+    ),
     "verify": (
         "loadknee_locust.commands.verify",
         "re-run a short sweep and check the recommendation still holds (exit 1 if not)",

@@ -1,0 +1,168 @@
+"""A closed-loop model of continuous batching in steady state: users → batch → step → latency.
+
+``N`` users each send one request of ``I`` prompt and ``O`` completion tokens, wait for its end
+and send the next (no think time), as a stepped sweep's level does. The server runs:
+
+1. **Batch**: ``b = min(N, slots, ⌊KV / (I + O)⌋)`` sequences at once — at most the slot limit,
+   and as many as the KV budget holds when each sequence reserves its whole context (the
+   prompt and every token it will generate). The other ``N − b`` users' requests wait in the
+   queue.
+2. **Step**: each engine step decodes one token for every running sequence and costs
+   ``α + β × b`` ms (the latency profile's line), plus the prefill of the sequences it admits:
+   a sequence runs ``O`` steps, so ``b / O`` are admitted per step on average, each costing
+   ``γ × I`` ms. One step: ``t = α + β b + γ I b / O``.
+3. **Rates**: ``b`` tokens per step: output ``1000 b / t`` tokens/s; ``b / (O t)`` requests per
+   ms. **Latency** by Little's law on the closed loop: ``e2e = N O t / b``; the wait in the queue
+   is ``e2e − O t``, and TTFT is that wait plus the admitting step (its own prefill whole:
+   ``α + β b + γ I``).
+4. **Capacity** (:func:`capacities`): the method's knee signals on these figures, with the
+   thresholds of :class:`~analysis.knee.params.KneeParams` — the tail (e2e over the 1-user e2e)
+   at or above ``tail_ratio``, or the throughput each added user brings below
+   ``flat_gain_ratio`` of one user's rate; the capacity is the level before the first that
+   fires. Every request of a level has the same e2e here, so its P95 is its e2e: the model
+   carries no spread, which is why the tail is held against the model's own 1-user figure.
+
+Everything is vectorised over parameter sets (rows) and levels (columns), so the interval's
+resamples cost one array operation. Pure numpy; no words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from analysis.knee.params import DEFAULTS, KneeParams
+from analysis.predict.facts import Bound, Capacity, CapacityParams, LevelFigures, Workload
+
+#: the most users a prediction looks at: far above any level a sweep tests
+TOP_USERS = 1024
+
+
+@dataclass(frozen=True)
+class Draws:
+    """Parameter sets as columns of shape (sets, 1); ``inf`` where there is no limit."""
+
+    alpha_ms: np.ndarray
+    beta_ms: np.ndarray
+    prefill_ms_per_token: np.ndarray
+    slots: np.ndarray
+    kv_tokens: np.ndarray
+
+    @classmethod
+    def point(cls, params: CapacityParams) -> Draws:
+        """The fitted values as one parameter set."""
+        return cls.of(
+            [params.alpha_ms.value],
+            [params.beta_ms.value],
+            [params.prefill_ms_per_token.value],
+            [params.slots if params.slots is not None else np.inf],
+            [params.kv_tokens.value if params.kv_tokens is not None else np.inf],
+        )
+
+    @classmethod
+    def of(cls, *columns: object) -> Draws:
+        arrays = [np.asarray(c, dtype=float).reshape(-1, 1) for c in columns]
+        return cls(*arrays)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The model's figures for every parameter set (rows) and level (columns)."""
+
+    users: np.ndarray  # (levels,)
+    batch: np.ndarray
+    limit: np.ndarray  # 0 none, 1 slots, 2 kv (where the batch is below the users)
+    step_ms: np.ndarray
+    ttft_ms: np.ndarray
+    e2e_ms: np.ndarray
+    output_tok_s: np.ndarray
+    tail_ratio: np.ndarray
+    gain_ratio: np.ndarray  # NaN at 1 user
+
+
+LIMITS: tuple[Bound, ...] = ("none", "slots", "kv")
+
+
+def kv_slots(kv_tokens: np.ndarray | float, workload: Workload) -> np.ndarray:
+    """Sequences of this workload the KV budget holds, each reserving prompt + completion."""
+    per_seq = max(workload.input_tokens + workload.output_tokens, 1.0)
+    return np.maximum(np.floor(np.asarray(kv_tokens, dtype=float) / per_seq), 1.0)
+
+
+def grid(draws: Draws, workload: Workload, top: int = TOP_USERS) -> Grid:
+    """Steps 1–3 of the module docstring at levels 1..``top`` for every parameter set."""
+    users = np.arange(1, top + 1, dtype=float)
+    n = users.reshape(1, -1)
+    held = kv_slots(draws.kv_tokens, workload)
+    cap = np.minimum(draws.slots, held)
+    batch = np.minimum(n, cap)
+    limit = np.where(batch < n, np.where(draws.slots <= held, 1, 2), 0)
+    i, o = workload.input_tokens, max(workload.output_tokens, 1.0)
+    alpha, beta, gamma = draws.alpha_ms, draws.beta_ms, draws.prefill_ms_per_token
+    step = alpha + beta * batch + gamma * i * batch / o
+    e2e = n * o * step / batch
+    ttft = (e2e - o * step) + alpha + beta * batch + gamma * i
+    tok_s = 1000.0 * batch / step
+    tail = e2e / e2e[:, :1]
+    gain = np.full_like(tok_s, np.nan)
+    gain[:, 1:] = (tok_s[:, 1:] - tok_s[:, :-1]) / tok_s[:, :1]
+    return Grid(users, batch, limit, step, ttft, e2e, tok_s, tail, gain)
+
+
+def _last_before(fired: np.ndarray, top: int) -> np.ndarray:
+    """Per row: the level before the first that fired (``top`` where none did; 0 at level 1)."""
+    first = np.where(fired.any(axis=1), fired.argmax(axis=1), top)
+    return first.astype(float)  # level index i is i + 1 users: the level before is i users
+
+
+def capacities(g: Grid, params: KneeParams = DEFAULTS) -> tuple[np.ndarray, np.ndarray]:
+    """Per parameter set: the capacity (users before the first level whose tail departs or whose
+    throughput flattens) and the offline-batch figure (before it flattens alone)."""
+    flat = np.nan_to_num(g.gain_ratio, nan=np.inf) < params.flat_gain_ratio
+    tail = g.tail_ratio >= params.tail_ratio
+    top = len(g.users)
+    return _last_before(flat | tail, top), _last_before(flat, top)
+
+
+def capacity_of(g: Grid, params: KneeParams = DEFAULTS, row: int = 0) -> Capacity:
+    """One parameter set's capacity as a record: what fired, and what capped the batch."""
+    users, offline = (float(a[row]) for a in capacities(g, params))
+    top = len(g.users)
+    if users >= top:
+        ends, at = "none", top - 1
+    else:
+        at = int(users)  # index of the level that fired
+        flat = g.gain_ratio[row, at] < params.flat_gain_ratio
+        ends = "flattening" if flat else "tail"
+    limit = int(g.limit[row, at])
+    bound: Bound = LIMITS[limit] if limit else ("compute" if users < top else "none")
+    return Capacity(
+        users=int(users) if users >= 1 else None,
+        ends_with=ends,  # type: ignore[arg-type]
+        bound=bound,
+        batch=float(g.batch[row, int(users) - 1]) if users >= 1 else None,
+        offline_users=int(offline) if offline >= 1 else None,
+    )
+
+
+def level_figures(g: Grid, levels: tuple[int, ...], row: int = 0) -> tuple[LevelFigures, ...]:
+    """The figures of one parameter set at the given levels (users, 1-based)."""
+    out = []
+    for users in levels:
+        k = users - 1
+        gain = g.gain_ratio[row, k]
+        out.append(
+            LevelFigures(
+                users=users,
+                batch=float(g.batch[row, k]),
+                limit=LIMITS[int(g.limit[row, k])],
+                step_ms=float(g.step_ms[row, k]),
+                ttft_ms=float(g.ttft_ms[row, k]),
+                e2e_ms=float(g.e2e_ms[row, k]),
+                output_tok_s=float(g.output_tok_s[row, k]),
+                tail_ratio=float(g.tail_ratio[row, k]),
+                gain_ratio=None if np.isnan(gain) else float(gain),
+            )
+        )
+    return tuple(out)

@@ -1,0 +1,156 @@
+"""The capacity model's parameters and a prediction, as typed records: no words.
+
+Each parameter is an :class:`Estimate`: a value with its 95 % interval (the interval equal to
+the value where the run pins it exactly, e.g. the server's own running maximum) and where it
+came from, as a kind from a closed vocabulary; an ``assumed`` source is one the run could not
+measure. :mod:`analysis.report.predict_words` words them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+#: where the prefill cost per prompt token came from: a line through TTFT against prompt tokens
+#: (the lengths varied), or the baseline's TTFT less one decode step over its prompt (assumed)
+PrefillSource = Literal["ttft_fit", "baseline_assumed", "in_step"]
+#: where the decode line came from: each stage's median inter-token latency (streamed), or its
+#: median e2e over the completion tokens at the stages where nothing waited (no tokens streamed:
+#: the prefill is then inside the step, ``in_step``)
+DecodeSource = Literal["itl", "e2e_per_token"]
+#: where the slot limit came from: the server's running gauge, the client-side estimate, the
+#: batch the decode line needs to give the throughput plateau (assumed: neither seen), none
+SlotSource = Literal["server_gauge", "client_estimate", "throughput_plateau", "none"]
+#: where the KV budget came from: the KV gauge × the tokens in flight; the batch where the knee
+#: sat × the tokens each sequence holds (assumed: no gauge); none (no gauge and no knee)
+KvSource = Literal["kv_gauge", "knee_assumed", "none"]
+#: which limit bound a run or a prediction: the slots, the KV budget, the decode step growing
+#: with the batch (compute), or none within the levels looked at
+Bound = Literal["slots", "kv", "compute", "none"]
+#: which signal ended the predicted capacity (analysis.knee.params thresholds)
+EndSignal = Literal["flattening", "tail", "none"]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A fitted figure with its 95 % interval (``low`` ≤ ``value`` ≤ ``high``)."""
+
+    value: float
+    low: float
+    high: float
+
+    @classmethod
+    def exact(cls, value: float) -> Estimate:
+        return cls(value, value, value)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Fixed lengths per request: prompt and completion tokens as the server counts them."""
+
+    input_tokens: float
+    output_tokens: float
+
+
+@dataclass(frozen=True)
+class CapacityParams:
+    """What the batching model needs (:mod:`analysis.predict.batching`); ms and tokens.
+
+    One engine step costs ``alpha_ms + beta_ms × batch`` plus ``prefill_ms_per_token`` for each
+    prompt token it prefills; at most ``slots`` sequences run at once (None: no limit seen) and
+    their contexts (prompt + completion) fit ``kv_tokens`` (None: no budget known).
+    """
+
+    alpha_ms: Estimate
+    beta_ms: Estimate
+    prefill_ms_per_token: Estimate
+    slots: float | None = None
+    kv_tokens: Estimate | None = None
+
+
+@dataclass(frozen=True)
+class RunBound:
+    """Which limit bound the measured run, and the figures that say so."""
+
+    bound: Bound
+    knee_users: int | None  # the first stage past the capacity (None: none in range)
+    running_at_knee: float | None  # the server's mean running batch there (None: no gauge)
+    kv_peak_pct_at_knee: float | None  # the KV gauge's peak there (None: no gauge)
+    slots: float | None  # the slot limit the run showed
+    kv_slots: float | None  # sequences of the run's lengths the KV budget holds
+
+
+@dataclass(frozen=True)
+class CapacityFit:
+    """Everything fitted from one run: the parameters, their sources, the run's own figures."""
+
+    run_id: str
+    params: CapacityParams
+    prefill_source: PrefillSource
+    slot_source: SlotSource
+    kv_source: KvSource
+    workload: Workload  # the lengths the run measured (mean prompt and completion tokens)
+    decode_points: int  # stages behind α and β
+    decode_r2: float | None
+    kv_stage_users: int | None  # the stage the KV budget was read at (gauge or knee)
+    kv_pct: float | None  # the gauge's mean there (None: assumed)
+    max_batch: float  # the largest batch any stage ran (the decode line's reach)
+    max_users: int  # the most users any judged stage had
+    measured_capacity: int | None  # the run's own answer (max_concurrency)
+    run_bound: RunBound
+    host: str | None  # the server the run measured (for the check command)
+    levels: tuple[int, ...]  # the run's tested levels
+    decode_source: DecodeSource = "itl"
+
+
+@dataclass(frozen=True)
+class LevelFigures:
+    """The model's figures at one concurrency level (closed loop, no think time)."""
+
+    users: int
+    batch: float  # sequences running at once
+    limit: Bound  # what capped the batch below the users ("none": every user runs)
+    step_ms: float  # one engine step, prefill share included
+    ttft_ms: float  # queue wait + the admitting step
+    e2e_ms: float
+    output_tok_s: float
+    tail_ratio: float  # e2e over the 1-user e2e
+    gain_ratio: float | None  # (X_N − X_{N−1}) / X_1; None at 1 user
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The capacity one parameter set gives: the last level before a signal fires."""
+
+    users: int | None  # None: the first level already breaks (or nothing fits)
+    ends_with: EndSignal  # what fired at users + 1 ("none": nothing fired up to the top level)
+    bound: Bound  # what capped the batch where it fired
+    batch: float | None  # the batch at the capacity
+    offline_users: int | None  # the last level before throughput flattens (the batch figure)
+
+
+#: why a prediction gives no number: the decode line could not be fitted; the capacity lies
+#: beyond twice the largest batch the run measured
+Refusal = Literal["no_decode_fit", "beyond_measured"]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The predicted capacity at a workload, with its interval and what bounds it."""
+
+    workload: Workload
+    fit: CapacityFit
+    point: Capacity | None  # at the fitted values (None: refused)
+    low: int | None  # 5th and 95th percentiles over resampled parameters
+    high: int | None
+    offline_low: int | None
+    offline_high: int | None
+    resamples: int
+    levels: tuple[LevelFigures, ...]  # the point's figures, 1 user to a little past it
+    extrapolated: bool  # the batch at the capacity exceeds what any stage ran
+    widened_by: float  # the factor β's interval was widened by (1: not widened)
+    refusal: Refusal | None
+    kv_slots: float | None  # sequences of the new lengths the KV budget holds
+    check_levels: tuple[int, ...]  # the levels a run to check it should test
+    tail_ratio_limit: float = 2.0  # the knee thresholds the capacity was judged with
+    flat_gain_limit: float = 0.15

@@ -1,0 +1,267 @@
+"""Fit the capacity model's parameters from one analysed run (:class:`~.facts.CapacityFit`).
+
+* **Decode step** α + β × batch: the latency profile's line (:func:`analysis.cluster.profile.
+  fit_profile`, the same fit ``latency-profile.yaml`` holds), with its 95 % intervals.
+  A run that streamed no tokens (no inter-token latency) fits the same line on each stage's
+  median e2e over its completion tokens, at the stages where no request waited (the server's
+  running batch within half a request of the users, or without a gauge the stages below the
+  knee): ``e2e_per_token``; the prefill then rides inside the step (``in_step``, γ = 0).
+* **Prefill cost per prompt token** γ: where the prompts' lengths varied, the profile's line
+  through TTFT against prompt tokens (its slope and interval: ``ttft_fit``); where they did not,
+  an assumption (``baseline_assumed``): the baseline's median TTFT less one decode step at batch
+  1, over its prompt tokens; its interval from α + β's.
+* **Slot limit**: the server's running maximum while requests waited
+  (``KneeResult.server_slots``, ``server_gauge``), else the client-side estimate
+  (``KneeResult.client_slots``, ``client_estimate``); else, where the knee came with the
+  throughput flattened, the batch the decode line needs to give the plateau's throughput (the
+  median output rate of the knee stage and those above it: ``1000 b / (α + β b) = X``, so
+  ``b = X α / (1000 − X β)``, rounded: ``throughput_plateau``, assumed); else none seen.
+* **KV budget** in tokens: at each judged stage with a KV gauge, the mean running batch × the
+  mean context a running sequence holds (prompt + half the completion) ÷ the gauge's mean
+  share; the value is the stage where the gauge read highest (the most precise), the interval
+  the spread over the stages that read at least half as high (``kv_gauge``). Without a gauge,
+  where a hard limit (slots) bound the run: the batch where the knee sat × prompt + completion
+  (``knee_assumed``: the run cannot tell slots from KV).
+* **What bound the run**: ``kv`` where the KV gauge at the knee stage reached the memory
+  pressure threshold (``KneeParams.memory_pressure_pct``) or the KV budget holds no more
+  sequences of the run's lengths than the slot limit (× 1.1), ``slots`` where the server or the
+  client saw a running limit, ``compute`` where the knee came without one (the step grew with
+  the batch), ``none`` where no stage reached a knee. Where KV bound the run, the running
+  maximum was the KV budget's doing, so no separate slot limit is kept.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.cluster.profile import LineFit, fit_line, fit_profile
+from analysis.cluster.stages import StageGauges, measured_windows, stage_gauges
+from analysis.knee.params import KneeParams
+from analysis.pipeline import Analysis
+from analysis.predict.facts import (
+    Bound,
+    CapacityFit,
+    CapacityParams,
+    DecodeSource,
+    Estimate,
+    KvSource,
+    PrefillSource,
+    RunBound,
+    SlotSource,
+    Workload,
+)
+
+#: the KV budget holds no more than this multiple of the slot limit: the KV bound the run
+KV_BINDS_WITHIN = 1.1
+
+
+def _estimate(value: float | None, ci: tuple[float, float] | None) -> Estimate:
+    if value is None:
+        return Estimate(math.nan, math.nan, math.nan)
+    return Estimate(value, *ci) if ci else Estimate.exact(value)
+
+
+def measured_workload(analysis: Analysis) -> Workload:
+    """The mean prompt and completion tokens of the run's ok measured requests."""
+    rows = measured_windows(analysis)[0]
+    ok = rows[rows["cls"] == "ok"]
+
+    def mean(column: str) -> float:
+        if column not in ok:
+            return math.nan
+        values = pd.to_numeric(ok[column], errors="coerce")
+        return float(values.mean()) if values.notna().any() else math.nan
+
+    return Workload(mean("prompt_tokens"), mean("completion_tokens"))
+
+
+def _prefill(
+    analysis: Analysis, alpha: Estimate, beta: Estimate, workload: Workload
+) -> tuple[Estimate, PrefillSource]:
+    line = fit_profile(analysis).prefill
+    if line.slope is not None:
+        return _estimate(max(line.slope, 0.0), line.slope_ci), "ttft_fit"
+    ttft = analysis.baseline.ttft_p50_ms
+    tokens = workload.input_tokens
+    if ttft is None or not tokens or math.isnan(tokens) or math.isnan(alpha.value):
+        return Estimate.exact(0.0), "baseline_assumed"
+
+    def per_token(step: float) -> float:
+        return max(ttft - step, 0.0) / tokens
+
+    return (
+        Estimate(
+            per_token(alpha.value + beta.value),
+            per_token(alpha.high + beta.high),
+            per_token(alpha.low + beta.low),
+        ),
+        "baseline_assumed",
+    )
+
+
+def _kv_from_gauge(
+    gauges: list[StageGauges], workload: Workload
+) -> tuple[Estimate, StageGauges] | None:
+    context = workload.input_tokens + workload.output_tokens / 2.0
+    read = [
+        g
+        for g in gauges
+        if g.kv_mean_pct > 0 and g.running_mean > 0 and math.isfinite(context) and context > 0
+    ]
+    if not read:
+        return None
+    best = max(read, key=lambda g: g.kv_mean_pct)
+
+    def budget(g: StageGauges) -> float:
+        return g.running_mean * context / (g.kv_mean_pct / 100.0)
+
+    spread = [budget(g) for g in read if g.kv_mean_pct >= best.kv_mean_pct / 2.0]
+    return Estimate(budget(best), min(spread), max(spread)), best
+
+
+def _decode_from_e2e(analysis: Analysis, workload: Workload) -> tuple[LineFit, float]:
+    """The decode line on median e2e per completion token, at the stages nobody waited in
+    (see the module docstring), and the largest batch among them."""
+    gauges = stage_gauges(analysis)
+    knee = analysis.knee
+    knee_users = knee.knee_users if knee.knee_users is not None else knee.red_line_users
+    judged = {v.stage for v in knee.judged}
+    summary = analysis.summary
+    judged |= set(summary.loc[summary["kind"] == "baseline", "stage"].astype(int))
+    xs, ys = [], []
+    for stage, e2e in zip(summary["stage"].astype(int), summary["e2e_p50_ms"], strict=True):
+        g = gauges.get(stage)
+        if stage not in judged or g is None or not math.isfinite(float(e2e)):
+            continue
+        if math.isfinite(g.running_mean):
+            if g.running_mean < g.users - 0.5:
+                continue  # some requests waited: their e2e holds the queue
+            batch = g.running_mean
+        elif knee_users is None or g.users < knee_users:
+            batch = float(g.users)
+        else:
+            continue
+        xs.append(batch)
+        ys.append(float(e2e) / max(workload.output_tokens, 1.0))
+    line = fit_line(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
+    return line, max(xs, default=1.0)
+
+
+def _plateau_slots(analysis: Analysis, alpha: Estimate, beta: Estimate) -> float | None:
+    """The batch that gives the plateau's output rate on the decode line, where the knee's
+    throughput flattened (None: no such knee, no line, or a rate the line never gives)."""
+    knee = analysis.knee
+    stage = knee.knee_stage
+    verdict = next((v for v in knee.stages if v.stage == stage), None)
+    flat = verdict is not None and any(
+        s.fired and s.name == "throughput_flattening" for s in verdict.signals
+    )
+    if not flat or not (math.isfinite(alpha.value) and math.isfinite(beta.value)):
+        return None
+    plateau = {v.stage for v in knee.judged if v.target_users >= (knee.knee_users or 0)}
+    rates = analysis.summary.loc[analysis.summary["stage"].isin(plateau), "output_tok_s"]
+    rate = float(pd.to_numeric(rates, errors="coerce").median())
+    room = 1000.0 - rate * beta.value
+    if not math.isfinite(rate) or room <= 0:
+        return None
+    return float(max(1, round(rate * alpha.value / room)))
+
+
+def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> CapacityFit:
+    """The capacity model of one analysed run (see the module docstring)."""
+    kp = knee_params or analysis.knee_params
+    knee = analysis.knee
+    profile = fit_profile(analysis)
+    workload = measured_workload(analysis)
+    decode = profile.decode
+    decode_source: DecodeSource = "itl"
+    points = profile.decode_points
+    max_batch = float(points["batch"].max()) if len(points) else 1.0
+    if decode.slope is None and math.isfinite(workload.output_tokens):
+        decode, max_batch = _decode_from_e2e(analysis, workload)
+        decode_source = "e2e_per_token"
+    alpha = _estimate(decode.intercept, decode.intercept_ci)
+    beta = _estimate(decode.slope, decode.slope_ci)
+    if decode_source == "itl":
+        prefill, prefill_source = _prefill(analysis, alpha, beta, workload)
+    else:
+        prefill, prefill_source = Estimate.exact(0.0), "in_step"
+
+    slots: float | None
+    slot_source: SlotSource
+    if knee.server_slots:
+        slots, slot_source = float(knee.server_slots), "server_gauge"
+    elif knee.client_slots:
+        slots, slot_source = float(knee.client_slots), "client_estimate"
+    else:
+        slots, slot_source = _plateau_slots(analysis, alpha, beta), "throughput_plateau"
+        if slots is None:
+            slot_source = "none"
+
+    gauges = stage_gauges(analysis)
+    judged = {v.stage for v in knee.judged}
+    knee_stage = knee.knee_stage if knee.knee_stage is not None else knee.red_line_stage
+    knee_users = knee.knee_users if knee.knee_users is not None else knee.red_line_users
+    at_knee = gauges.get(knee_stage) if knee_stage is not None else None
+
+    kv: Estimate | None = None
+    kv_source: KvSource = "none"
+    kv_stage_users: int | None = None
+    kv_pct: float | None = None
+    read = _kv_from_gauge([g for s, g in gauges.items() if s in judged], workload)
+    if read is not None:
+        kv, kv_source = read[0], "kv_gauge"
+        kv_stage_users, kv_pct = read[1].users, read[1].kv_mean_pct
+    elif slots is not None and knee_users is not None:
+        per_seq = workload.input_tokens + workload.output_tokens
+        if math.isfinite(per_seq):
+            kv, kv_source = Estimate.exact(slots * per_seq), "knee_assumed"
+            kv_stage_users = knee_users
+
+    per_seq = workload.input_tokens + workload.output_tokens
+    kv_slots = kv.value / per_seq if kv is not None and per_seq > 0 else None
+    kv_peak = _finite(at_knee.kv_peak_pct) if at_knee else None
+    running = _finite(at_knee.running_mean) if at_knee else None
+    bound: Bound
+    if knee_users is None:
+        bound = "none"
+    elif kv_source == "kv_gauge" and (
+        (kv_peak is not None and kv_peak >= kp.memory_pressure_pct)
+        or (slots is not None and kv_slots is not None and kv_slots <= slots * KV_BINDS_WITHIN)
+    ):
+        bound = "kv"
+    elif slots is not None:
+        bound = "slots"
+    else:
+        bound = "compute"
+    model_slots = None if bound == "kv" else slots
+
+    users = [v.target_users for v in knee.judged]
+    parameters = analysis.run.run_info.get("parameters") or {}
+    levels = tuple(sorted({int(u) for u in users}))
+    return CapacityFit(
+        run_id=analysis.run_id,
+        params=CapacityParams(alpha, beta, prefill, model_slots, kv),
+        prefill_source=prefill_source,
+        slot_source=slot_source if model_slots is not None else "none",
+        kv_source=kv_source,
+        workload=workload,
+        decode_points=decode.points,
+        decode_r2=decode.r2,
+        kv_stage_users=kv_stage_users,
+        kv_pct=kv_pct,
+        max_batch=max_batch if np.isfinite(max_batch) else 1.0,
+        max_users=max(users) if users else 0,
+        measured_capacity=knee.max_concurrency,
+        run_bound=RunBound(bound, knee_users, running, kv_peak, slots, kv_slots),
+        host=parameters.get("host") if isinstance(parameters.get("host"), str) else None,
+        levels=levels,
+        decode_source=decode_source,
+    )
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None

@@ -1,0 +1,129 @@
+"""A fitted run and new lengths → the predicted capacity, its interval, and how far to trust it.
+
+1. **Point**: the batching model (:mod:`analysis.predict.batching`) at the fitted values.
+2. **Interval**: the model again at :data:`RESAMPLES` parameter sets drawn around the fitted
+   values — α, β and the prefill cost each normal with the standard error its 95 % interval
+   implies (kept ≥ 0), the KV budget likewise; the slot limit as measured. The interval is the
+   5th–95th percentile of the capacities they give (90 %, as the knee's own fit). α and β are
+   drawn independently though their fit correlates them, which widens the interval a little:
+   on the safe side. A KV budget assumed from the knee (no gauge) is drawn present in half the
+   sets and absent in the other half: the run could not tell the slots from the KV budget, so
+   the interval spans both readings.
+3. **Reach**: the decode line was fitted over the batches the run measured. A capacity whose
+   batch exceeds the largest of them extrapolates it: β's interval is widened by the ratio
+   (batch / largest measured batch) and the prediction says so; beyond
+   :data:`REFUSE_BEYOND` × the largest batch the model refuses a number (``beyond_measured``).
+4. **Check**: the levels a real run should test to check it: one user, half the capacity, the
+   interval's ends and the capacity, one past each, and twice the capacity.
+
+Deterministic: the draws use a fixed seed, so the same run gives the same interval.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from analysis.knee.params import DEFAULTS, KneeParams
+from analysis.predict.batching import TOP_USERS, Draws, capacities, capacity_of, grid, level_figures
+from analysis.predict.batching import kv_slots as kv_slots_of
+from analysis.predict.facts import CapacityFit, Estimate, Prediction, Workload
+
+#: parameter sets drawn for the interval
+RESAMPLES = 400
+#: no number past this multiple of the largest batch measured
+REFUSE_BEYOND = 2.0
+SEED = 0
+
+
+def _draw(rng: np.random.Generator, e: Estimate, n: int, widen: float = 1.0) -> np.ndarray:
+    """``n`` values around ``e.value`` with the standard error its 95 % interval implies."""
+    se = widen * (e.high - e.low) / (2 * 1.96)
+    values = rng.normal(e.value, se, n) if se > 0 else np.full(n, e.value)
+    return np.maximum(values, 0.0)
+
+
+def draws(fit: CapacityFit, n: int, widen: float = 1.0, seed: int = SEED) -> Draws:
+    """``n`` parameter sets around the fit (step 2 of the module docstring)."""
+    rng = np.random.default_rng(seed)
+    p = fit.params
+    alpha = _draw(rng, p.alpha_ms, n)
+    beta = _draw(rng, p.beta_ms, n, widen)
+    gamma = _draw(rng, p.prefill_ms_per_token, n)
+    slots = np.full(n, p.slots if p.slots is not None else np.inf)
+    if p.kv_tokens is None:
+        kv = np.full(n, np.inf)
+    else:
+        kv = np.maximum(_draw(rng, p.kv_tokens, n), 1.0)
+        if fit.kv_source == "knee_assumed":
+            kv[1::2] = np.inf  # slots or KV: the run could not tell
+    alpha = np.where(alpha + beta > 0, alpha, 1e-6)  # a step takes some time
+    return Draws.of(alpha, beta, gamma, slots, kv)
+
+
+def check_levels(users: int, low: int | None, high: int | None) -> tuple[int, ...]:
+    """The levels a run that checks the prediction tests (step 4)."""
+    lo, hi = low or users, high or users
+    wanted = {1, max(1, users // 2), lo, users, users + 1, hi, hi + 1, 2 * users}
+    return tuple(sorted(wanted))
+
+
+def _shown_levels(users: int | None, top: int) -> tuple[int, ...]:
+    """Levels whose figures the answer carries: powers of two up to twice the capacity, and
+    the capacity and the level after it."""
+    end = min(top, 2 * (users or 8))
+    shown = {2**k for k in range(int(math.log2(end)) + 1)}
+    if users:
+        shown |= {users, min(users + 1, top)}
+    return tuple(sorted(u for u in shown if 1 <= u <= top))
+
+
+def predict(
+    fit: CapacityFit,
+    workload: Workload,
+    params: KneeParams = DEFAULTS,
+    *,
+    resamples: int = RESAMPLES,
+    top: int = TOP_USERS,
+) -> Prediction:
+    """The prediction at ``workload`` (see the module docstring)."""
+    p = fit.params
+    kv_slots = None if p.kv_tokens is None else float(kv_slots_of(p.kv_tokens.value, workload))
+    limits = {"tail_ratio_limit": params.tail_ratio, "flat_gain_limit": params.flat_gain_ratio}
+    empty = Prediction(workload, fit, None, None, None, None, None, 0, (), False, 1.0,
+                       "no_decode_fit", kv_slots, (), **limits)  # fmt: skip
+    if not all(math.isfinite(e.value) for e in (p.alpha_ms, p.beta_ms)):
+        return empty
+    g = grid(Draws.point(p), workload, top)
+    point = capacity_of(g, params)
+    shown = level_figures(g, _shown_levels(point.users, top))
+    reach = (point.batch or 0.0) / max(fit.max_batch, 1.0)
+    extrapolated = reach > 1.0 + 1e-9
+    if reach > REFUSE_BEYOND:
+        return Prediction(workload, fit, point, None, None, None, None, 0, (), True, reach,
+                          "beyond_measured", kv_slots, (), **limits)  # fmt: skip
+    widen = max(reach, 1.0)
+    users, offline = capacities(grid(draws(fit, resamples, widen), workload, top), params)
+    low, high = (int(v) for v in np.percentile(users, [5, 95], method="nearest"))
+    off_low, off_high = (int(v) for v in np.percentile(offline, [5, 95], method="nearest"))
+    # the point lies inside its interval (a skewed draw can leave it just outside)
+    c = point.users or 0
+    low, high = min(low, c), max(high, c)
+    return Prediction(
+        workload=workload,
+        fit=fit,
+        point=point,
+        low=low or None,
+        high=high or None,
+        offline_low=off_low or None,
+        offline_high=off_high or None,
+        resamples=resamples,
+        levels=shown,
+        extrapolated=extrapolated,
+        widened_by=widen,
+        refusal=None,
+        kv_slots=kv_slots,
+        check_levels=check_levels(c, low, high) if c else (),
+        **limits,
+    )

@@ -1,0 +1,237 @@
+"""The words of ``loadknee predict``: a :class:`~analysis.predict.facts.Prediction` on screen.
+
+The prediction is facts (:mod:`analysis.predict`); this module is the only place they become
+sentences: the answer first (capacity and deploy figure with their intervals, the limit that
+binds and why), then what the run measured, the fitted model, how far the prediction reaches
+beyond the run, a few levels' figures, and the one ``loadknee run`` command that would check it.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from analysis.predict.facts import (
+    Bound,
+    CapacityFit,
+    DecodeSource,
+    Estimate,
+    KvSource,
+    Prediction,
+    PrefillSource,
+    SlotSource,
+)
+
+BOUND_WORDS: dict[Bound, str] = {
+    "slots": "the slot limit",
+    "kv": "the KV budget",
+    "compute": "the decode step growing with the batch (compute)",
+    "none": "nothing within the levels looked at",
+}
+PREFILL_WORDS: dict[PrefillSource, str] = {
+    "ttft_fit": "fitted on TTFT against prompt tokens",
+    "baseline_assumed": "assumed: the prompts' lengths did not vary, so the baseline's median "
+    "TTFT less one decode step, over its prompt tokens",
+    "in_step": "no TTFT: no tokens were streamed, so the prefill rides inside the step",
+}
+DECODE_WORDS: dict[DecodeSource, str] = {
+    "itl": "median inter-token latency",
+    "e2e_per_token": "median e2e per completion token where nothing waited: no tokens streamed",
+}
+SLOT_WORDS: dict[SlotSource, str] = {
+    "server_gauge": "the server's running gauge while requests waited",
+    "client_estimate": "estimated from the client's rows (no server gauge)",
+    "throughput_plateau": "assumed: no gauge and no client-side estimate, so the batch the "
+    "decode line needs to give the plateau's throughput",
+    "none": "none seen",
+}
+KV_WORDS: dict[KvSource, str] = {
+    "kv_gauge": "KV gauge × tokens in flight",
+    "knee_assumed": "assumed: no KV gauge, so the batch where the knee sat × prompt + "
+    "completion; the run cannot tell the slots from the KV budget",
+    "none": "no gauge and no hard limit: none assumed",
+}
+
+
+def _n(value: float, digits: int = 3) -> str:
+    if abs(value) < 1e-9:  # a fit's rounding noise around zero
+        return "0"
+    return f"{value:,.{digits}g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _est(e: Estimate, digits: int = 3) -> str:
+    if e.low == e.high:
+        return _n(e.value, digits)
+    return f"{_n(e.value, digits)} ({_n(e.low, digits)}–{_n(e.high, digits)})"
+
+
+def _span(users: int | None, low: int | None, high: int | None) -> str:
+    if users is None:
+        return "—"
+    if low is None or high is None or low == high == users:
+        return f"{users}"
+    return f"{users} (90 % interval {low}–{high})"
+
+
+def _lengths(p: Prediction) -> str:
+    w = p.workload
+    return f"{w.input_tokens:g} prompt + {w.output_tokens:g} completion tokens"
+
+
+def why_text(p: Prediction) -> str:
+    """Why the limit that binds binds, in one sentence."""
+    point, fit = p.point, p.fit
+    if point is None:
+        return ""
+    slots = fit.params.slots
+    per_seq = p.workload.input_tokens + p.workload.output_tokens
+    kv = fit.params.kv_tokens
+    if point.bound == "kv" and kv is not None:
+        beside = f", below the {slots:g} slots" if slots is not None else ""
+        return (
+            f"the KV budget (~{_n(kv.value)} tokens) holds {p.kv_slots:g} sequences of "
+            f"{per_seq:g} tokens{beside}"
+        )
+    if point.bound == "slots" and slots is not None:
+        room = f"; the KV budget would hold {p.kv_slots:g}" if p.kv_slots is not None else ""
+        return f"the server runs at most {slots:g} sequences at once{room}"
+    if point.bound == "compute" and point.users is not None:
+        past = next((lv for lv in p.levels if lv.users == point.users + 1), None)
+        if past is None:
+            return "no hard limit binds first: the step grows with the batch"
+        if point.ends_with == "tail":
+            return (
+                f"no hard limit binds first: the step grows with the batch until at "
+                f"{past.users} users the e2e is {past.tail_ratio:.2f}× the 1-user e2e "
+                f"(limit {p.tail_ratio_limit:g}×)"
+            )
+        gain = 0.0 if past.gain_ratio is None else past.gain_ratio
+        return (
+            f"no hard limit binds first: the step grows with the batch until at "
+            f"{past.users} users an added user brings {gain:.0%} of one user's throughput "
+            f"(flat below {p.flat_gain_limit:.0%})"
+        )
+    return "no limit binds within the levels looked at"
+
+
+def _measured(fit: CapacityFit) -> str:
+    b = fit.run_bound
+    w = fit.workload
+    cap = "—" if fit.measured_capacity is None else f"{fit.measured_capacity}"
+    evidence = []
+    if b.knee_users is not None:
+        evidence.append(f"knee at {b.knee_users} users")
+    if b.running_at_knee is not None:
+        evidence.append(f"{b.running_at_knee:.1f} running there")
+    if b.kv_peak_pct_at_knee is not None:
+        evidence.append(f"KV peak {b.kv_peak_pct_at_knee:.1f} %")
+    if b.slots is not None and b.kv_slots is not None:
+        evidence.append(f"slots {b.slots:g}, KV room for {b.kv_slots:.0f}")
+    return (
+        f"run {fit.run_id} measured: capacity {cap} users at {w.input_tokens:g} + "
+        f"{w.output_tokens:g} tokens, bound by {BOUND_WORDS[b.bound]}"
+        + (f" ({'; '.join(evidence)})" if evidence else "")
+    )
+
+
+def _slot_source(fit: CapacityFit) -> str:
+    seen = fit.run_bound.slots
+    if fit.params.slots is None and fit.run_bound.bound == "kv" and seen is not None:
+        return f"the running maximum, {seen:g}, was the KV budget's: no slot limit of its own seen"
+    return SLOT_WORDS[fit.slot_source]
+
+
+def _model(fit: CapacityFit) -> list[str]:
+    p = fit.params
+    lines = [
+        f"  step = {_est(p.alpha_ms)} + {_est(p.beta_ms)} ms × batch "
+        f"({fit.decode_points} stages, {DECODE_WORDS[fit.decode_source]}; 95 % intervals)",
+        f"  prefill {_est(p.prefill_ms_per_token)} ms per prompt token "
+        f"({PREFILL_WORDS[fit.prefill_source]})",
+        f"  slots {'—' if p.slots is None else f'{p.slots:g}'} ({_slot_source(fit)})",
+    ]
+    if p.kv_tokens is None:
+        lines.append(f"  KV budget — ({KV_WORDS[fit.kv_source]})")
+    else:
+        where = ""
+        if fit.kv_pct is not None and fit.kv_stage_users is not None:
+            where = f": {fit.kv_pct:.1f} % at {fit.kv_stage_users} users"
+        lines.append(
+            f"  KV budget {_est(p.kv_tokens, 4)} tokens ({KV_WORDS[fit.kv_source]}{where})"
+        )
+    return lines
+
+
+def _reach(p: Prediction) -> str:
+    largest = f"{p.fit.max_batch:g}"
+    if p.refusal == "beyond_measured" and p.point is not None:
+        return (
+            f"refused: the capacity would need a batch of {p.point.batch:g}, over "
+            f"{p.widened_by:.1f}× the largest the run measured ({largest}); run a sweep "
+            "that reaches it"
+        )
+    if p.extrapolated and p.point is not None:
+        return (
+            f"extrapolates: a batch of {p.point.batch:g} beyond the largest the run measured "
+            f"({largest}); β's interval widened ×{p.widened_by:.2f}"
+        )
+    return f"within what the run measured (largest batch {largest})"
+
+
+def _table(p: Prediction) -> list[str]:
+    header = f"  {'users':>5}  {'batch':>5}  {'limit':>5}  {'TTFT ms':>8}  {'e2e ms':>8}  "
+    header += f"{'out tok/s':>9}  {'tail ×':>6}"
+    rows = [header]
+    for lv in p.levels:
+        rows.append(
+            f"  {lv.users:>5}  {lv.batch:>5g}  {lv.limit if lv.limit != 'none' else '-':>5}  "
+            f"{lv.ttft_ms:>8.0f}  {lv.e2e_ms:>8.0f}  {lv.output_tok_s:>9.0f}  "
+            f"{lv.tail_ratio:>6.2f}"
+        )
+    return rows
+
+
+def check_command(p: Prediction) -> str:
+    """The ``loadknee run`` that would check the prediction."""
+    host = p.fit.host or "URL"
+    levels = ",".join(str(u) for u in p.check_levels)
+    w = p.workload
+    return shlex.join(
+        ["loadknee", "run", "--host", host, "--input-tokens", f"{w.input_tokens:g}",
+         "--output-tokens", f"{w.output_tokens:g}", "--levels", levels]
+    )  # fmt: skip
+
+
+def prediction_text(p: Prediction) -> str:
+    """The screen of ``loadknee predict``."""
+    point = p.point
+    if p.refusal == "no_decode_fit":
+        return (
+            f"PREDICT: no prediction at {_lengths(p)}: the run's decode step could not be "
+            "fitted against its batch (fewer than three judged stages, or no spread in the "
+            "batch)\n" + _measured(p.fit)
+        )
+    lines = []
+    if point is None or point.users is None or p.refusal is not None:
+        lines.append(f"PREDICT: no capacity at {_lengths(p)}")
+    else:
+        lines.append(
+            f"PREDICT: capacity {_span(point.users, p.low, p.high)} users at {_lengths(p)}, "
+            f"bound by {BOUND_WORDS[point.bound]}"
+        )
+        offline = _span(point.offline_users, p.offline_low, p.offline_high)
+        lines.append(
+            f"deploy: {point.users} concurrent requests (interactive: before the tail departs "
+            f"or the throughput flattens); offline batch {offline}"
+        )
+        lines.append(f"why: {why_text(p)}")
+    lines.append(f"reach: {_reach(p)}")
+    lines.append(_measured(p.fit))
+    lines.append("model (from the run):")
+    lines += _model(p.fit)
+    if p.levels:
+        lines.append("predicted levels:")
+        lines += _table(p)
+    if p.check_levels:
+        lines.append("check it (not run here: a real sweep at these lengths):")
+        lines.append(f"  {check_command(p)}")
+    return "\n".join(lines)

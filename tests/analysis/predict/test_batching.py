@@ -1,0 +1,94 @@
+"""The batching model on synthetic parameters: capacities that follow from the parameters."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from analysis.knee.params import DEFAULTS
+from analysis.predict.batching import Draws, capacities, capacity_of, grid, kv_slots
+from analysis.predict.facts import CapacityParams, Estimate, Workload
+
+X = Estimate.exact
+
+
+def params(alpha=10.0, beta=0.5, gamma=0.02, slots=None, kv=None) -> CapacityParams:
+    return CapacityParams(X(alpha), X(beta), X(gamma), slots, None if kv is None else X(kv))
+
+
+def point(p: CapacityParams, w: Workload, knee=DEFAULTS):
+    return capacity_of(grid(Draws.point(p), w), knee)
+
+
+def compute_bound_capacity(alpha: float, beta: float, ratio: float) -> int:
+    """With no limit and no prefill, e2e(N)/e2e(1) = (α + βN)/(α + β): the first level whose
+    tail reaches ``ratio`` is ⌈(ratio (α + β) − α) / β⌉, the capacity the level before it."""
+    return math.ceil((ratio * (alpha + beta) - alpha) / beta) - 1
+
+
+@pytest.mark.parametrize(
+    ("case", "p", "w", "users", "bound", "ends"),
+    [
+        ("8 slots", params(slots=8), Workload(256, 64), 8, "slots", "flattening"),
+        ("8 slots, 2x output", params(slots=8), Workload(256, 128), 8, "slots", "flattening"),
+        ("KV 16 seqs", params(kv=16 * 80), Workload(16, 64), 16, "kv", "flattening"),
+        ("KV, 2x output", params(kv=16 * 80), Workload(16, 128), 8, "kv", "flattening"),
+        ("KV below slots", params(slots=8, kv=5 * 320), Workload(256, 64), 5, "kv", "flattening"),
+        ("slots below KV", params(slots=4, kv=5 * 320), Workload(256, 64), 4, "slots",
+         "flattening"),
+        ("compute", params(beta=0.3, gamma=0.0), Workload(256, 64),
+         compute_bound_capacity(10.0, 0.3, DEFAULTS.tail_ratio), "compute", "tail"),
+    ],
+)  # fmt: skip
+def test_capacity_follows_from_the_parameters(case, p, w, users, bound, ends) -> None:
+    cap = point(p, w)
+    assert (cap.users, cap.bound, cap.ends_with) == (users, bound, ends), case
+
+
+def test_doubling_the_output_halves_a_kv_bound_capacity() -> None:
+    p = params(beta=0.1, kv=24 * 72)  # a small β: the KV binds before the tail doubles
+    before, after = point(p, Workload(8, 64)), point(p, Workload(8, 128))
+    assert before.bound == after.bound == "kv"
+    assert after.users == pytest.approx(before.users / 2, abs=1)
+
+
+def test_the_tail_threshold_is_the_knee_params_one() -> None:
+    p = params(beta=0.3, gamma=0.0)
+    strict = replace(DEFAULTS, tail_ratio=1.5)
+    assert point(p, Workload(64, 64), strict).users == compute_bound_capacity(10.0, 0.3, 1.5)
+
+
+def test_a_lower_flat_gain_threshold_moves_the_offline_figure_up() -> None:
+    p = params(beta=0.3, gamma=0.0)
+    w = Workload(64, 64)
+    loose = replace(DEFAULTS, flat_gain_ratio=0.05)
+    assert point(p, w, loose).offline_users > point(p, w).offline_users
+
+
+def test_past_the_slots_latency_follows_littles_law() -> None:
+    g = grid(Draws.point(params(slots=8)), Workload(256, 64))
+    e2e, tok_s = g.e2e_ms[0], g.output_tok_s[0]
+    assert e2e[15] == pytest.approx(2 * e2e[7])  # 16 users wait behind 8 slots: twice as long
+    assert tok_s[15] == pytest.approx(tok_s[7])  # and the throughput stays where it was
+    assert g.batch[0, 15] == 8
+    assert g.ttft_ms[0, 15] > g.ttft_ms[0, 7]  # the wait shows in TTFT
+
+
+def test_one_user_costs_the_prefill_and_a_step_per_token() -> None:
+    g = grid(Draws.point(params(alpha=10.0, beta=0.5, gamma=0.02)), Workload(100, 50))
+    assert g.e2e_ms[0, 0] == pytest.approx(50 * (10.0 + 0.5) + 0.02 * 100)
+    assert g.ttft_ms[0, 0] == pytest.approx(10.0 + 0.5 + 0.02 * 100)
+
+
+def test_rows_are_parameter_sets() -> None:
+    draws = Draws.of([10.0, 10.0], [0.5, 0.5], [0.0, 0.0], [4.0, 8.0], [np.inf, np.inf])
+    users, offline = capacities(grid(draws, Workload(64, 64)))
+    assert list(users) == [4, 8] and list(offline) == [4, 8]
+
+
+def test_kv_slots_reserve_the_whole_context() -> None:
+    assert kv_slots(1000.0, Workload(100, 100)) == 5
+    assert kv_slots(50.0, Workload(100, 100)) == 1  # never less than one sequence

@@ -1,0 +1,71 @@
+"""The capacity model fitted from contract-shaped run directories whose parameters are known."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.pipeline import analyze_run
+from analysis.predict.fit import fit_capacity
+from tests.support.report_fixtures import write_run_dir
+
+#: the fixture server: ITL 7.4 ms at every batch, TTFT 20 ms below its 6 slots, 128 + 32 tokens,
+#: a KV gauge at 90 % × running / slots
+SLOTS, ITL_MS, TTFT_MS, PROMPT, OUTPUT = 6, 7.4, 20.0, 128, 32
+
+
+def test_fixed_lengths_fit_the_decode_line_and_assume_the_prefill(tmp_path: Path) -> None:
+    fit = fit_capacity(analyze_run(write_run_dir(tmp_path / "run", slots=SLOTS)))
+    p = fit.params
+    assert p.alpha_ms.value == pytest.approx(ITL_MS)
+    assert p.beta_ms.value == pytest.approx(0.0, abs=1e-9)
+    assert fit.prefill_source == "baseline_assumed"
+    assert p.prefill_ms_per_token.value == pytest.approx((TTFT_MS - ITL_MS) / PROMPT)
+    # the gauge reads 90 % when the slots are full: 6 sequences of 128 + 16 tokens in flight
+    assert fit.kv_source == "kv_gauge"
+    assert p.kv_tokens is not None
+    assert p.kv_tokens.value == pytest.approx(SLOTS * (PROMPT + OUTPUT / 2) / 0.9)
+    assert (fit.workload.input_tokens, fit.workload.output_tokens) == (PROMPT, OUTPUT)
+    # the KV budget holds about the 6 sequences the server ran: KV bound the run
+    assert fit.run_bound.bound == "kv" and fit.run_bound.slots == SLOTS
+    assert p.slots is None  # the running maximum was the KV budget's doing
+    assert fit.measured_capacity == 4 and fit.run_bound.knee_users == 8
+
+
+def test_varying_lengths_fit_the_prefill_on_ttft(tmp_path: Path) -> None:
+    run = write_run_dir(tmp_path / "run", slots=SLOTS)
+    requests = pd.read_csv(run / "requests.csv")
+    requests["prompt_tokens"] = [64 * (1 + i % 8) for i in range(len(requests))]
+    requests["target_input_tokens"] = requests["prompt_tokens"]
+    requests["ttft_ms"] = 5.0 + 0.05 * requests["prompt_tokens"]
+    requests.to_csv(run / "requests.csv", index=False)
+    fit = fit_capacity(analyze_run(run))
+    assert fit.prefill_source == "ttft_fit"
+    assert fit.params.prefill_ms_per_token.value == pytest.approx(0.05)
+
+
+def test_without_server_metrics_no_kv_budget_is_read(tmp_path: Path) -> None:
+    fit = fit_capacity(analyze_run(write_run_dir(tmp_path / "run", with_server_metrics=False)))
+    assert fit.kv_source != "kv_gauge" and fit.kv_pct is None
+
+
+def test_without_streamed_tokens_the_decode_line_comes_from_e2e_where_nothing_waited(
+    tmp_path: Path,
+) -> None:
+    run = write_run_dir(tmp_path / "run", slots=SLOTS)
+    requests = pd.read_csv(run / "requests.csv")
+    for column in ("ttft_ms", "tpot_ms", "itl_mean_ms", "itl_p50_ms", "itl_p95_ms", "itl_max_ms"):
+        requests[column] = float("nan")
+    requests["stream"] = 0
+    requests.to_csv(run / "requests.csv", index=False)
+    analysis = analyze_run(run)
+    fit = fit_capacity(analysis)
+    assert (fit.decode_source, fit.prefill_source) == ("e2e_per_token", "in_step")
+    # below the 6 slots every request takes 250 ms (± 10 %) for 32 tokens, whatever the batch
+    summary = analysis.summary.set_index("target_users")
+    assert fit.params.alpha_ms.value == pytest.approx(250.0 / OUTPUT, rel=0.05)
+    assert fit.params.beta_ms.value == pytest.approx(0.0, abs=0.2)
+    assert fit.max_batch <= SLOTS  # only the stages where nothing waited
+    assert summary.loc[16, "e2e_p50_ms"] > 2 * 250.0  # the queued stage is left out

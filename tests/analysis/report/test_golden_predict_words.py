@@ -1,0 +1,61 @@
+"""Golden output: ``loadknee predict``'s screen for each kind of prediction
+(:mod:`analysis.report.predict_words`).
+
+The prediction's tests assert on its facts (tests/analysis/predict); this file pins the words
+of each branch in ``tests/support/data/golden/predict_words.txt``. When a rewording is
+intended, regenerate it and review the diff:
+
+    LOADKNEE_UPDATE_GOLDEN=1 pytest -n 0 tests/analysis/report/test_golden_predict_words.py
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+from analysis.predict.facts import CapacityParams, Estimate, Workload
+from analysis.predict.whatif import predict
+from analysis.report.predict_words import prediction_text
+from tests.support.paths import DATA
+from tests.support.predict_fits import synthetic_fit
+
+GOLDEN = DATA / "golden" / "predict_words.txt"
+UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
+
+X = Estimate.exact
+NAN = Estimate(float("nan"), float("nan"), float("nan"))
+SLOTS8 = CapacityParams(Estimate(10.0, 9.0, 11.0), Estimate(0.5, 0.4, 0.6), X(0.02), 8.0,
+                        Estimate(16000.0, 15500.0, 16500.0))  # fmt: skip
+COMPUTE = CapacityParams(Estimate(10.0, 9.5, 10.5), Estimate(0.3, 0.25, 0.35), X(0.0), None, None)
+
+#: case → (fit, workload)
+CASES = {
+    "slots, same lengths": (synthetic_fit(SLOTS8, kv_pct=14.0, kv_source="kv_gauge"),
+                            Workload(256, 64)),
+    "kv binds at long prompts": (synthetic_fit(SLOTS8, kv_pct=14.0, kv_source="kv_gauge"),
+                                 Workload(2048, 64)),
+    "kv assumed from the knee": (
+        synthetic_fit(replace(SLOTS8, kv_tokens=X(8 * 320.0)), kv_source="knee_assumed"),
+        Workload(256, 128),
+    ),
+    "compute, fitted prefill": (synthetic_fit(COMPUTE, max_batch=40.0, prefill_source="ttft_fit"),
+                                Workload(256, 64)),
+    "compute, extrapolated": (synthetic_fit(COMPUTE, max_batch=24.0), Workload(256, 64)),
+    "compute, refused": (synthetic_fit(COMPUTE, max_batch=8.0), Workload(256, 64)),
+    "no decode fit": (synthetic_fit(replace(SLOTS8, alpha_ms=NAN, beta_ms=NAN)),
+                      Workload(256, 64)),
+}  # fmt: skip
+
+
+def rendered() -> str:
+    blocks = [f"== {case}\n{prediction_text(predict(fit, w))}" for case, (fit, w) in CASES.items()]
+    return "\n\n".join(blocks) + "\n"
+
+
+def test_the_words_of_every_kind_of_prediction() -> None:
+    text = rendered()
+    if UPDATE:
+        GOLDEN.write_text(text, encoding="utf-8")
+    assert text == GOLDEN.read_text(encoding="utf-8"), (
+        "predict's words changed: if intended, LOADKNEE_UPDATE_GOLDEN=1 and review the diff"
+    )
