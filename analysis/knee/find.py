@@ -451,14 +451,18 @@ def _tail_yardstick(
 
     def low(row: Any | None) -> float | None:
         """The row's lower bound of the e2e tail, on the yardstick's own scale (the e2e
-        interval's relative width carried to seconds per 1k tokens likewise)."""
+        interval's relative width carried to seconds per 1k tokens likewise). A stage too short
+        for an interval (a 10-request baseline) falls back on its median: a tail is never below
+        it, and a P95 far above it is one slow request, the noise this bound is for."""
         if row is None:
             return None
         e2e, e2e_low = num(row.get(f"e2e_{used}_ms")), num(row.get(f"e2e_{used}_low_ms"))
+        if e2e_low is None:
+            e2e_low = num(row.get("e2e_p50_ms"))
         tail = num(row.get(column))
         if tail is None or not e2e or e2e_low is None:
             return None
-        return tail * e2e_low / e2e
+        return tail * min(e2e_low, e2e) / e2e
 
     column = f"s_per_1k_total_{used}" if params.tail_metric == "s_per_1k" else f"e2e_{used}_ms"
     if baseline.source != "baseline" or base_tail is None:
