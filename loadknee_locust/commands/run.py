@@ -1,10 +1,12 @@
 """``loadknee run``: a thin wrapper that builds a Locust command line and runs it in a subprocess.
 
-It turns the common options into ``--llm-*`` ones, adds ``--headless`` (or the web UI with
+It turns the plugin's options, each taken under its short name (``--levels``), into the
+``--llm-*`` ones Locust reads, adds ``--headless`` (or the web UI with
 ``--web``), Locust's ``--processes N`` with a free master port, a ``--stop-timeout``
 long enough for in-flight requests, and ``--exit-code-on-error 0`` (failed requests are data, in
-``requests.csv``, not a failure of the run). Any option it does not know (``--llm-red-line-p95-ms
-5000``, Locust's own ``--html report.html``) and everything after ``--`` goes to Locust as is.
+``requests.csv``, not a failure of the run). Any option it does not know (an analysis
+threshold ``--knee-flat-gain 0.2``, Locust's own ``--html report.html``) and everything after
+``--`` goes to Locust as is.
 Locust runs in a child process, which keeps gevent out of this one.
 
 While it runs, the plugin's per-stage progress lines (stage, users, requests, errors, time left)
@@ -12,9 +14,10 @@ and Locust's errors are shown; Locust's other log lines and its summary tables g
 directory's ``locust.log`` (``--verbose`` shows them too); then ``run directory: <path>`` (one
 line per run in web mode) and the answer: each run directory analysed as ``loadknee analyze``
 does it, in a child process (``--no-analyze`` prints the command instead). ``loadknee run
---help`` shows the common options; ``--help-all`` every one, each under one name: the short one
-where the wrapper has it, else the ``--llm-*`` / ``--knee-*`` one it passes on (``locust --help``
-cannot list them: it prints before the locustfile loads).
+--help`` shows the common options; ``--help-all`` every one, each under one name: a plugin
+option under its short one (``--levels``; the ``--llm-levels`` that plain ``locust -f`` takes is
+accepted too, not listed), an analysis threshold as the ``--knee-*`` it passes on (``locust
+--help`` cannot list them: it prints before the locustfile loads).
 """
 
 from __future__ import annotations
@@ -66,71 +69,35 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-#: the ``--llm-*`` options the wrapper also takes without their prefix (``--levels``), in the
-#: order they go to Locust; names in one tuple exclude each other
-SHORT_OPTIONS: tuple[tuple[str, ...], ...] = (
-    ("model",),
-    ("levels",),
-    ("stage_seconds", "stage_requests"),
-    ("stage_precision_pct",),
-    ("stage_min_seconds",),
-    ("stage_max_seconds",),
-    ("warmup_seconds",),
-    ("cooldown_seconds",),
-    ("baseline_requests",),
-    ("time_limit",),
-    ("refine_max_stages",),
-    ("refine_target_pct",),
-    ("stop_after_knee",),
-    ("red_line_error_pct",),
-    ("slo",),
-    ("rates", "arrival_log", "replay_curve"),
-    ("arrivals",),
-    ("burstiness",),
-    ("max_in_flight",),
-    ("time_scale",),
-    ("curve_scales",),
-    ("curve_window_seconds",),
-    ("curve_latency_seconds",),
-    ("input_tokens",),
-    ("output_tokens", "prompt_log"),
-    ("shared_prefix_tokens",),
-    ("turns",),
-    ("think_time",),
-    ("classes",),
-    ("endpoint",),
-    ("out",),
-    ("run_id",),
-    ("api_key_env",),
-)
-#: ``--help-all``'s groups, in order: key → title
+#: ``--help-all``'s groups, in order: key → title (each plugin option names its key:
+#: :func:`~loadknee_locust.plugin.options.opt`'s ``run``)
 HELP_GROUPS: dict[str, str] = {
     "target": "target",
     "sweep": "sweep",
     "workload": "workload",
     "open": "open loop and replay",
     "output": "output",
+    "telemetry": "telemetry",
     "locust": "Locust",
 }
-#: the short options of each group (the wrapper's own options name theirs where they are added)
+
+
+def _short_options() -> tuple[tuple[str, ...], ...]:
+    """Every plugin option, in declaration order; the ones that exclude each other (their
+    ``excludes`` key) in one tuple, at the place of the first."""
+    sets: dict[str, list[str]] = {}
+    for spec in option_specs():
+        sets.setdefault(spec.excludes or spec.name, []).append(spec.name)
+    return tuple(tuple(names) for names in sets.values())
+
+
+#: the plugin options ``loadknee run`` takes under their short names (``--levels``), in the
+#: order they go to Locust; names in one tuple exclude each other
+SHORT_OPTIONS: tuple[tuple[str, ...], ...] = _short_options()
+#: the plugin options of each group (the wrapper's own options name theirs where they are added)
 GROUP_MEMBERS: dict[str, tuple[str, ...]] = {
-    "target": ("model", "endpoint", "api_key_env"),
-    "sweep": (
-        "levels", "stage_seconds", "stage_requests", "stage_precision_pct", "stage_min_seconds",
-        "stage_max_seconds", "warmup_seconds", "cooldown_seconds", "baseline_requests",
-        "refine_max_stages", "refine_target_pct", "stop_after_knee", "red_line_error_pct", "slo",
-    ),
-    "open": (
-        "rates", "arrival_log", "replay_curve", "arrivals", "burstiness", "max_in_flight",
-        "time_scale", "curve_scales", "curve_window_seconds", "curve_latency_seconds",
-    ),
-    "workload": (
-        "input_tokens", "output_tokens", "prompt_log", "shared_prefix_tokens", "turns",
-        "think_time", "classes",
-    ),
-    "output": ("out", "run_id"),
-    "locust": ("time_limit",),
-}  # fmt: skip
+    key: tuple(spec.name for spec in option_specs() if spec.run_group == key) for key in HELP_GROUPS
+}
 SHORT_GROUPS: dict[str, str] = {n: key for key, names in GROUP_MEMBERS.items() for n in names}
 #: what ``--help`` shows, by group: the options the README and docs/ use and a first run needs
 #: (the rest: ``--help-all``)
@@ -144,9 +111,8 @@ COMMON_FLAGS: dict[str, tuple[str, ...]] = {
 }
 #: short options that may be given more than once; their values go to Locust comma separated
 REPEATABLE = frozenset({"slo"})
-#: Locust's own name for a short option, the primary spelling (Locust users type it); the
-#: loadknee name stays an alias. ``--run-time`` takes Locust's forms too (90, 90s, 5m, 1h30m).
-LOCUST_NAMES: dict[str, str] = {"time_limit": "--run-time"}
+#: Locust's option whose forms (90, 90s, 5m, 1h30m) the short option spelt so takes too
+TIMESPAN_FLAG = "--run-time"
 #: ``--processes`` (Locust's name) and the alias it replaced
 PROCESSES_FLAGS = ("--processes", "--workers")
 
@@ -170,9 +136,9 @@ timespan_seconds.__name__ = "time span"  # argparse names the type in its error
 
 
 def short_flags(name: str) -> tuple[str, ...]:
-    """The spellings of a short option, the primary first: Locust's name where it has one."""
-    dashed = "--" + name.replace("_", "-")
-    return (LOCUST_NAMES[name], dashed) if name in LOCUST_NAMES else (dashed,)
+    """The spellings of a plugin option on ``loadknee run``, the primary first (Locust's name
+    where it has one: ``--run-time``)."""
+    return _specs()[name].run_flags
 
 
 def _help_with_default(spec: OptionSpec) -> str:
@@ -211,30 +177,16 @@ def build_parser() -> argparse.ArgumentParser:
         target: Any = home.add_mutually_exclusive_group() if len(names) > 1 else home
         for name in names:
             spec = specs[name]
-            kind = timespan_seconds if name in LOCUST_NAMES else spec.kind
-            target.add_argument(
-                *short_flags(name),
-                dest=name,
-                metavar="TIME" if name in LOCUST_NAMES else spec.metavar,
-                type=None if kind is str else kind,
-                choices=spec.choices,
-                default=None,  # not given: the plugin's own default applies
-                action="append" if name in REPEATABLE else "store",
-                help=_help_with_default(spec).replace("%", "%%"),
-            )
-    group["target"].add_argument(
-        "--stream", action=argparse.BooleanOptionalAction, default=None, help="stream (default)"
-    )
+            kwargs = _short_kwargs(spec)
+            target.add_argument(*spec.run_flags, **kwargs)
+            # the plugin's spelling (plain locust -f takes it): taken, hidden from the help
+            home.add_argument(spec.flag, **{**kwargs, "help": argparse.SUPPRESS})
     group["target"].add_argument(
         "--no-preflight",
         action="store_true",
         help="skip the checks before the load (endpoint, model, one streamed request, prompt "
         "log, output folder)",
     )
-    group["sweep"].add_argument(
-        "--no-refine", action="store_true", help="no extra levels between the grid's (default: "
-        "refine between the last good level and the knee)"
-    )  # fmt: skip
     group["output"].add_argument(
         "--explain",
         action="store_true",
@@ -271,10 +223,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     group["locust"].add_argument(
         "--stop-timeout", type=float, metavar="SECONDS", default=None, help="seconds for "
-        "in-flight requests at a stage change or stop (default: --llm-request-timeout, "
+        "in-flight requests at a stage change or stop (default: --request-timeout, "
         f"{_default_stop_timeout()})"
     )  # fmt: skip
     return p
+
+
+def _short_kwargs(spec: OptionSpec) -> dict[str, Any]:
+    """``add_argument``'s keywords for a plugin option on ``loadknee run``: not given, it is
+    ``None`` (the plugin's own default applies); an on/off one a flag, as the plugin's."""
+    kwargs: dict[str, Any] = {
+        "dest": spec.name,
+        "default": None,
+        "help": _help_with_default(spec).replace("%", "%%"),
+    }
+    if spec.kind is bool:
+        return {**kwargs, "action": "store_true"}
+    timespan = TIMESPAN_FLAG in spec.run_flags
+    kind = timespan_seconds if timespan else spec.kind
+    return {
+        **kwargs,
+        "metavar": "TIME" if timespan else spec.metavar,
+        "type": None if kind is str else kind,
+        "choices": spec.choices,
+        "action": "append" if spec.name in REPEATABLE else "store",
+    }
 
 
 class _Brief(PlaceholderFormatter):
@@ -307,7 +280,8 @@ def first_sentence(text: str) -> str:
 def common_help(parser: argparse.ArgumentParser) -> str:
     """``--help``: the :data:`COMMON_FLAGS` by group, and how to see the rest."""
     by_flag = {flag: action for action in parser._actions for flag in action.option_strings}
-    every = [a for a in parser._actions if a.option_strings] + list(passed_through())
+    every = [a for a in parser._actions if a.option_strings and a.help != argparse.SUPPRESS]
+    every += passed_through()
     formatter = _Brief(prog=parser.prog, max_help_position=26)
     formatter.add_usage(
         "%(prog)s --host URL [option ...] [-- locust option ...]", [], [], "usage: "
@@ -322,8 +296,8 @@ def common_help(parser: argparse.ArgumentParser) -> str:
 
 
 def passed_through() -> tuple[argparse.Action, ...]:
-    """The options ``loadknee run`` passes to Locust as typed: the plugin's ``--llm-*`` ones
-    without a short name and the analysis's ``--knee-*`` thresholds."""
+    """The options ``loadknee run`` passes to Locust as typed: the analysis's ``--knee-*``
+    thresholds (every plugin option has its short name)."""
     return tuple(a for a in _passed_through_parser()._actions if a.option_strings)
 
 
@@ -333,8 +307,7 @@ def _passed_through_parser() -> argparse.ArgumentParser:
     import configargparse
 
     parser = configargparse.ArgumentParser(prog="locust", add_help=False)
-    short = {name for names in SHORT_OPTIONS for name in names}
-    add_arguments(parser, skip=frozenset({*short, "no_stream", "no_refine"}))
+    add_arguments(parser, skip=frozenset(spec.name for spec in option_specs()))
     for action in parser._actions:  # the options they name, as loadknee run takes them
         action.help = _as_typed(action.help or "")
     return parser
@@ -364,7 +337,7 @@ def _passed(extra: list[str], flag: str) -> str | None:
 
 def _target(args: argparse.Namespace, extra: list[str]) -> Target:
     d = LlmOptions()
-    stream = args.stream is not False and "--llm-no-stream" not in extra
+    stream = not args.no_stream and "--llm-no-stream" not in extra
     return Target(
         host=args.host,
         model=args.model or _passed(extra, "--llm-model") or "",
@@ -402,12 +375,11 @@ def locust_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
         cmd += ["--host", args.host]
     specs = _specs()
     for name, value in _given(args).items():
+        if value is True:  # an on/off option: its flag alone
+            cmd.append(specs[name].flag)
+            continue
         text = f"{value:g}" if isinstance(value, float) else str(value)
         cmd += [specs[name].flag, text]
-    if args.stream is False:
-        cmd.append(specs["no_stream"].flag)
-    if args.no_refine:
-        cmd.append(specs["no_refine"].flag)
     if args.stage_requests is not None and args.stage_seconds is None:
         cmd += [specs["stage_seconds"].flag, "0"]  # count mode: no duration check
     if args.web:
@@ -445,16 +417,14 @@ def _options(args: argparse.Namespace) -> LlmOptions:
     values = {name: specs[name].convert(value) for name, value in _given(args).items()}
     if args.stage_requests is not None and args.stage_seconds is None:
         values["stage_seconds"] = "0"  # count mode, as locust_command passes it
-    return LlmOptions(**values, no_refine=bool(args.no_refine))
+    return LlmOptions(**values)
 
 
 def _as_typed(problem: str) -> str:
     """A plugin problem named as the user typed the options (``--stage-seconds``, not the
     ``--llm-stage-seconds`` Locust would name)."""
-    for names in SHORT_OPTIONS:
-        for name in names:
-            dashed = name.replace("_", "-")
-            problem = re.sub(rf"--llm-{dashed}(?![\w-])", short_flags(name)[0], problem)
+    for spec in option_specs():
+        problem = re.sub(rf"{spec.flag}(?![\w-])", spec.run_flags[0], problem)
     return problem
 
 
@@ -474,17 +444,14 @@ def _validate(args: argparse.Namespace) -> str | None:
 
 def _unknown_plugin_option(passed: list[str]) -> str | None:
     """A pass-through option that Locust would refuse only after the pre-flight: an ``--llm-*``
-    the plugin lacks, or a plugin option typed without its ``--llm-`` prefix
-    (``--no-ignore-eos``); named with the spelling that works."""
-    flags = {spec.flag for spec in option_specs()}
+    the plugin lacks (``--llm-ignore-eos``); a close one named as ``loadknee run`` takes it."""
+    short = {spec.flag: spec.run_flags[0] for spec in option_specs()}
     for word in passed:
         typed = word.split("=", 1)[0]
-        if typed.startswith("--llm-") and typed not in flags:
-            close = difflib.get_close_matches(typed, sorted(flags), n=1, cutoff=0.75)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+        if typed.startswith("--llm-") and typed not in short:
+            close = difflib.get_close_matches(typed, sorted(short), n=1, cutoff=0.75)
+            hint = f" (did you mean {short[close[0]]}?)" if close else ""
             return f"unknown option {typed}{hint}; loadknee run --help-all lists the options"
-        if typed.startswith("--") and "--llm-" + typed[2:] in flags:
-            return f"unknown option {typed}: the plugin's option is --llm-{typed[2:]}"
     return None
 
 

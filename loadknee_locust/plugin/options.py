@@ -14,7 +14,9 @@ choices. From that one table:
   every default, for library use without a parser), with Locust's ``--run-time`` folded into
   ``time_limit``;
 * :func:`llm_options` gives the object of one Environment, rebuilt only when the parsed values
-  changed (the web UI's start form edits ``parsed_options`` in place between runs).
+  changed (the web UI's start form edits ``parsed_options`` in place between runs);
+* ``loadknee run`` takes each option under its short name (``--stage-seconds``), grouped and
+  made exclusive as :func:`opt` declares (the ``--llm-`` spelling a hidden alias there).
 
 Nothing outside this module reads ``parsed_options.llm_*``: modules take the object.
 """
@@ -37,6 +39,15 @@ from loadknee_locust.prompts.model import Endpoint
 
 GpuMode = Literal["auto", "nvml", "dcgm", "none"]
 Group = Literal["target", "prompts", "shape", "record"]
+#: an option's group in ``loadknee run --help-all`` (the titles: ``commands/run.py``)
+RunGroup = Literal["target", "sweep", "workload", "open", "output", "telemetry", "locust"]
+#: the ``loadknee run`` group of an option that names none: its plugin group's
+RUN_GROUP_OF: dict[str, RunGroup] = {
+    "target": "target",
+    "prompts": "workload",
+    "shape": "sweep",
+    "record": "output",
+}
 
 PREFIX = "llm_"
 ENV_PREFIX = "LOADKNEE_"
@@ -125,9 +136,22 @@ METAVARS: dict[str, str] = {
 _ATTR = "_loadknee_llm_options"  # on the Environment: (parsed values seen, the object)
 
 
-def opt(default: Any, help: str, *, group: Group) -> Any:
-    """One option's default, help and argument group (a dataclass field with metadata)."""
-    return field(default=default, metadata={"help": help, "group": group})
+def opt(
+    default: Any,
+    help: str,
+    *,
+    group: Group,
+    run: RunGroup | None = None,
+    flags: tuple[str, ...] = (),
+    excludes: str = "",
+) -> Any:
+    """One option's default, help and argument group (a dataclass field with metadata), and how
+    ``loadknee run`` takes it: ``run``, its help group there (default: the plugin group's, see
+    :data:`RUN_GROUP_OF`); ``flags``, its spellings there, the primary first (default: the
+    field's name, ``--stage-seconds``; the ``--llm-`` one stays a hidden alias); ``excludes``,
+    a key shared by the options that exclude each other there."""
+    meta = {"help": help, "group": group, "run": run or RUN_GROUP_OF[group]}
+    return field(default=default, metadata={**meta, "flags": flags, "excludes": excludes})
 
 
 @dataclass(frozen=True)
@@ -185,12 +209,14 @@ class LlmOptions:
         64,
         "Fixed-length mode: completion length (max_tokens, plus ignore_eos/min_tokens).",
         group="prompts",
+        excludes="lengths",
     )
     prompt_log: str = opt(
         "",
         "Replay a production prompt log (JSONL of OpenAI bodies, JSONL/CSV of prompt text, "
         "or a lengths-only log) instead of fixed-length prompts.",
         group="prompts",
+        excludes="lengths",
     )
     log_format: LogFormat = opt(
         "auto", "Format of --llm-prompt-log (default: detect).", group="prompts"
@@ -262,6 +288,7 @@ class LlmOptions:
         "Hold each level this long, warm-up included (ignored with --llm-stage-requests); "
         "'auto': until its throughput is known within --llm-stage-precision-pct.",
         group="shape",
+        excludes="stage_length",
     )
     stage_requests: str = opt(
         "0",
@@ -269,6 +296,7 @@ class LlmOptions:
         "method: 40; never fewer than 5 per user); 'auto': until its throughput is known "
         "within --llm-stage-precision-pct.",
         group="shape",
+        excludes="stage_length",
     )
     stage_precision_pct: float = opt(
         INTERVAL_TARGET_PCT,
@@ -312,6 +340,8 @@ class LlmOptions:
         "Stop the whole test after S seconds (0 = no limit); Locust's --run-time (90s, 5m, "
         "1h30m) sets it too.",
         group="shape",
+        run="locust",
+        flags=("--run-time", "--time-limit"),
     )
     red_line_error_pct: float = opt(
         RED_LINE_ERROR_PCT,
@@ -357,24 +387,29 @@ class LlmOptions:
         "sends the lengths of a logged request around the replayed time. A prompt log with "
         "times, or a Mooncake / Azure / BurstGPT trace.",
         group="shape",
+        run="open",
+        excludes="load",
     )
     curve_scales: str = opt(
         "1",
         "Replay the curve once at each of these traffic scales, in order (e.g. 1,1.5,2,3: the "
         "growth the deployment can take; default %(default)s).",
         group="shape",
+        run="open",
     )
     curve_window_seconds: float = opt(
         30.0,
         "Each stage of a curve replay is a window this many replay seconds long (whole "
         "seconds; default %(default)s).",
         group="shape",
+        run="open",
     )
     curve_latency_seconds: float = opt(
         0.0,
         "A request's latency where the replayed log has no end or duration (Little's law; "
         "0 = use the logged durations only).",
         group="shape",
+        run="open",
     )
     slo: str = opt(
         "",
@@ -392,18 +427,22 @@ class LlmOptions:
         "each --llm-stage-seconds long, arrivals by --llm-arrivals (default: off, stepped "
         "concurrency).",
         group="shape",
+        run="open",
+        excludes="load",
     )
     arrivals: ArrivalProcess = opt(
         "poisson",
         "Open loop: how the rate stages' requests arrive: constant gaps, poisson, or gamma "
         "with --llm-burstiness (default %(default)s).",
         group="shape",
+        run="open",
     )
     burstiness: float = opt(
         1.0,
         "Gamma arrivals: the shape b of the gaps (CV 1/sqrt(b): < 1 bursty, 1 Poisson, > 1 "
         "smoother; default %(default)s).",
         group="shape",
+        run="open",
     )
     max_in_flight: int = opt(
         256,
@@ -411,6 +450,7 @@ class LlmOptions:
         "free slot records the wait (send_wait_ms) and is timed from its planned send "
         "(default %(default)s).",
         group="shape",
+        run="open",
     )
     arrival_log: str = opt(
         "",
@@ -418,6 +458,8 @@ class LlmOptions:
         "Mooncake, Azure, BurstGPT) at their logged times divided by --llm-time-scale, with "
         "their logged lengths (default: off).",
         group="shape",
+        run="open",
+        excludes="load",
     )
     time_scale: float = opt(
         1.0,
@@ -425,6 +467,7 @@ class LlmOptions:
         "many times faster (60: an hour in a minute, 72: a day in 20 minutes; default "
         "%(default)s).",
         group="shape",
+        run="open",
     )
 
     # -- run directory and telemetry
@@ -437,21 +480,25 @@ class LlmOptions:
         "GPU telemetry source (auto: NVML if a local GPU, else DCGM "
         "names on the server's /metrics or --llm-dcgm-url).",
         group="record",
+        run="telemetry",
     )
     dcgm_url: str = opt(
         "",
         "DCGM exporter URL to scrape (e.g. http://gpu-host:9400/metrics).",
         group="record",
+        run="telemetry",
     )
     metrics_url: str = opt(
         "",
         "Server Prometheus endpoint (default: <host>/metrics; 'none' to disable).",
         group="record",
+        run="telemetry",
     )
     sample_interval: float = opt(
         0.5,
         "Seconds between telemetry samples (default %(default)s, as nvidia-smi -lms 500).",
         group="record",
+        run="telemetry",
     )
 
     @property
@@ -498,6 +545,11 @@ class OptionSpec:
     help: str
     group: str
     choices: tuple[str, ...] | None
+    #: on ``loadknee run``: its help group, its spellings (the primary first), and the key of
+    #: the options it excludes ("": none)
+    run_group: str
+    run_flags: tuple[str, ...]
+    excludes: str
 
     @property
     def label(self) -> str:
@@ -568,6 +620,9 @@ def _spec(f: dataclasses.Field[Any], hint: Any) -> OptionSpec:
         help=f.metadata["help"],
         group=f.metadata["group"],
         choices=choices,
+        run_group=f.metadata["run"],
+        run_flags=f.metadata["flags"] or ("--" + f.name.replace("_", "-"),),
+        excludes=f.metadata["excludes"],
     )
 
 

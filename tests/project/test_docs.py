@@ -253,7 +253,7 @@ def test_a_misspelt_flag_is_caught() -> None:
     assert unknown_flags(["locust", "--llm-stage-second", "3"]) == ["--llm-stage-second"]
     assert unknown_flags(["loadknee", "analyze", "r", "--sla-ms", "1"]) == []
     assert unknown_bare_flags("--knee-flat-gain-ratio") == ["--knee-flat-gain-ratio"]
-    assert unknown_bare_flags("--knee-flat-gain 0.2 --no-ignore-eos") == ["--no-ignore-eos"]
+    assert unknown_bare_flags("--knee-flat-gain 0.2 --ignore-eos") == ["--ignore-eos"]
     assert unknown_bare_flags("--llm-* --parallel 8") == []  # a family; llama.cpp's own flag
     assert unknown_bare_flags("llama-server --ctx 1") == []  # another program's command line
 

@@ -25,7 +25,7 @@ def value(cmd: list[str], flag: str) -> str:
 def test_headless_command_carries_the_options() -> None:
     cmd = command(
         "--host", "http://h:1", "--levels", "1,2,4,8", "--stage-seconds", "90",
-        "--no-stream", "--model", "m", "--llm-red-line-p95-ms", "5000",
+        "--no-stream", "--model", "m", "--llm-red-line-p95-ms", "5000", "--html", "r.html",
     )  # fmt: skip
     assert cmd[:3] == [sys.executable, "-m", "locust"]
     assert value(cmd, "-f").endswith("locustfiles/default.py")
@@ -35,7 +35,8 @@ def test_headless_command_carries_the_options() -> None:
     assert "--llm-no-stream" in cmd and "--headless" in cmd
     assert value(cmd, "--stop-timeout") == "120"
     assert value(cmd, "--exit-code-on-error") == "0"
-    assert value(cmd, "--llm-red-line-p95-ms") == "5000"  # unknown options pass through
+    assert value(cmd, "--llm-red-line-p95-ms") == "5000"  # the plugin's spelling, taken too
+    assert value(cmd, "--html") == "r.html"  # unknown options pass through
     assert "--llm-warmup-seconds" not in cmd  # not given: the plugin's default applies
 
 
@@ -149,9 +150,9 @@ def test_help_all_lists_the_plugin_options_once_each() -> None:
         text=True,
         check=True,
     ).stdout
-    for flag in ("--stage-seconds", "--prompt-log", "--llm-red-line-p95-ms", "--knee-flat-gain"):
+    for flag in ("--stage-seconds", "--prompt-log", "--red-line-p95-ms", "--knee-flat-gain"):
         assert flag in text
-    for flag in ("--llm-levels", "--llm-prompt-log"):  # one name each: the short one
+    for flag in ("--llm-levels", "--llm-prompt-log", "--llm-red-line-p95-ms"):  # the short one
         assert flag not in text
     imported = subprocess.run(
         [sys.executable, str(KEPT_OUT), "loadknee_locust.commands.run", "gevent,locust"],
