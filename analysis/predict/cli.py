@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import sys
 
 from analysis.command_parser import CommandParser, fail
 from analysis.inputs.load import RunDirError
@@ -76,6 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _emit(text: str) -> None:
+    """Print the answer; a reader that closed the pipe early (``| head``) is not an error."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:  # stdout to devnull, so the interpreter's final flush stays quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def _analyze(run_dir: str) -> Analysis | str:
     """The analysed run, or the one line that says why it is not a run directory."""
     try:
@@ -93,7 +103,7 @@ def _check(ns: argparse.Namespace, analysis: Analysis) -> int:
         return fail(PROG, "OTHER_RUN has no ok request and no prompt lengths in run.json to "
                     "take its lengths from")  # fmt: skip
     result = check(fit_capacity(analysis), measured, other.knee_params)
-    print(check_json(result) if ns.format == "json" else check_text(result))
+    _emit(check_json(result) if ns.format == "json" else check_text(result))
     p = result.prediction
     return 0 if p.refusal is None and p.point is not None else 3
 
@@ -122,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(PROG, "the run has no ok request to take its lengths from: give both "
                     "--input-tokens and --output-tokens")  # fmt: skip
     prediction = predict(fit, workload, analysis.knee_params)
-    print(prediction_json(prediction) if ns.format == "json" else prediction_text(prediction))
+    _emit(prediction_json(prediction) if ns.format == "json" else prediction_text(prediction))
     return 0 if prediction.refusal is None and prediction.point is not None else 3
 
 
