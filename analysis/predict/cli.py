@@ -3,23 +3,31 @@
 Analyses the run as ``loadknee analyze`` does (same thresholds: the ones the run recorded),
 fits the capacity model (:mod:`analysis.predict.fit`), predicts at the given lengths
 (:mod:`analysis.predict.whatif`) and prints the answer (:mod:`analysis.report.predict_words`).
-A length not given is the run's own. Writes nothing. Exit codes: 0 predicted; 3 no number (the
-decode step could not be fitted, or the capacity lies beyond twice the largest batch measured);
-2 a missing or invalid run directory or wrong arguments, in one line.
+A length not given is the run's own. ``--check RUN_DIR OTHER_RUN`` predicts at OTHER_RUN's
+lengths and thresholds and compares with what it measured (:mod:`analysis.predict.check`):
+the model's error on the user's own server. ``--format json``: the same facts as strict JSON
+(:mod:`analysis.report.predict_json`). Writes nothing. Exit codes: 0 predicted (a check whose
+measured capacity falls outside the interval still exits 0: it is a measurement, not a gate);
+3 no number (the decode step could not be fitted, or the capacity lies beyond twice the largest
+batch measured); 2 a missing or invalid run directory or wrong arguments, in one line.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import sys
 
 from analysis.command_parser import CommandParser, fail
 from analysis.inputs.load import RunDirError
-from analysis.pipeline import analyze_run
+from analysis.pipeline import Analysis, analyze_run
+from analysis.predict.check import check, measured_run
 from analysis.predict.facts import Workload
 from analysis.predict.fit import fit_capacity
 from analysis.predict.whatif import predict
-from analysis.report.predict_words import prediction_text
+from analysis.report.predict_json import check_json, prediction_json
+from analysis.report.predict_words import check_text, prediction_text
 
 PROG = "loadknee predict"
 
@@ -40,10 +48,25 @@ def build_parser() -> argparse.ArgumentParser:
         description="Predict the capacity and the deploy figure at other prompt and completion "
         "lengths from one run's fit (decode step vs batch, prefill per token, slot limit, KV "
         "budget), with 90 % intervals, the limit that binds, and the loadknee run command that "
-        "would check it. Exit codes: 0 predicted; 3 no number (no decode fit, or beyond twice "
-        "the largest batch measured); 2 a bad run directory or wrong arguments.",
+        "would check it; with --check RUN_DIR OTHER_RUN, predict OTHER_RUN's lengths and "
+        "compare with what it measured. Exit codes: 0 predicted (or checked); 3 no number (no "
+        "decode fit, or beyond twice the largest batch measured); 2 a bad run directory or "
+        "wrong arguments.",
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<run_id>)")
+    parser.add_argument(
+        "other_run", metavar="OTHER_RUN", nargs="?", default=None,
+        help="with --check: the run to check the prediction against",
+    )  # fmt: skip
+    parser.add_argument(
+        "--check", action="store_true",
+        help="predict OTHER_RUN's lengths from RUN_DIR and compare with what OTHER_RUN measured "
+        "(capacity, P95 e2e per level)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--format", choices=["text", "json"], default="text",
+        help="text (default) or the facts as strict JSON",
+    )  # fmt: skip
     parser.add_argument(
         "--input-tokens", type=_tokens, metavar="N", default=None,
         help="prompt tokens per request (default: the run's mean)",
@@ -55,12 +78,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    ns = build_parser().parse_args(argv)
+def _emit(text: str) -> None:
+    """Print the answer; a reader that closed the pipe early (``| head``) is not an error."""
     try:
-        analysis = analyze_run(ns.run_dir)
+        print(text, flush=True)
+    except BrokenPipeError:  # stdout to devnull, so the interpreter's final flush stays quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _analyze(run_dir: str) -> Analysis | str:
+    """The analysed run, or the one line that says why it is not a run directory."""
+    try:
+        return analyze_run(run_dir)
     except RunDirError as exc:
-        return fail(PROG, f"{ns.run_dir} is not a valid run directory: {'; '.join(exc.problems)}")
+        return f"{run_dir} is not a valid run directory: {'; '.join(exc.problems)}"
+
+
+def _check(ns: argparse.Namespace, analysis: Analysis) -> int:
+    other = _analyze(ns.other_run)
+    if isinstance(other, str):
+        return fail(PROG, other)
+    measured = measured_run(other)
+    if measured is None:
+        return fail(PROG, "OTHER_RUN has no ok request and no prompt lengths in run.json to "
+                    "take its lengths from")  # fmt: skip
+    result = check(fit_capacity(analysis), measured, other.knee_params)
+    _emit(check_json(result) if ns.format == "json" else check_text(result))
+    p = result.prediction
+    return 0 if p.refusal is None and p.point is not None else 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_intermixed_args(argv)
+    if ns.check and ns.other_run is None:
+        parser.error("--check needs two runs: RUN_DIR OTHER_RUN")
+    if not ns.check and ns.other_run is not None:
+        parser.error("a second run goes with --check: --check RUN_DIR OTHER_RUN")
+    if ns.check and (ns.input_tokens is not None or ns.output_tokens is not None):
+        parser.error("--check takes the lengths from OTHER_RUN: no --input-tokens/--output-tokens")
+    analysis = _analyze(ns.run_dir)
+    if isinstance(analysis, str):
+        return fail(PROG, analysis)
+    if ns.check:
+        return _check(ns, analysis)
     fit = fit_capacity(analysis)
     measured = fit.workload
     workload = Workload(
@@ -71,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(PROG, "the run has no ok request to take its lengths from: give both "
                     "--input-tokens and --output-tokens")  # fmt: skip
     prediction = predict(fit, workload, analysis.knee_params)
-    print(prediction_text(prediction))
+    _emit(prediction_json(prediction) if ns.format == "json" else prediction_text(prediction))
     return 0 if prediction.refusal is None and prediction.point is not None else 3
 
 

@@ -154,3 +154,56 @@ class Prediction:
     check_levels: tuple[int, ...]  # the levels a run to check it should test
     tail_ratio_limit: float = 2.0  # the knee thresholds the capacity was judged with
     flat_gain_limit: float = 0.15
+
+
+#: where a checked run's lengths came from: its ok rows' mean tokens, or run.json's prompt
+#: source (no ok row counted them)
+WorkloadSource = Literal["rows", "run_json"]
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    """What a second run measured, to check a prediction against (:mod:`analysis.predict.check`)."""
+
+    run_id: str
+    workload: Workload
+    workload_source: WorkloadSource
+    capacity: int | None  # its max_concurrency
+    past_users: int | None  # the first stage past the capacity (None: not reached)
+    levels: tuple[int, ...]  # its step levels
+    p95_e2e_ms: tuple[tuple[int, float], ...]  # (users, P95 e2e) per step level
+
+
+@dataclass(frozen=True)
+class LevelCheck:
+    """One level: the model's e2e (every request's: the model has no spread) vs the P95."""
+
+    users: int
+    predicted_ms: float
+    low_ms: float | None  # 5th–95th percentile over the resampled parameters
+    high_ms: float | None
+    measured_p95_ms: float
+    error: float  # (predicted − measured) / measured
+    inside: bool  # low ≤ measured ≤ high
+
+
+@dataclass(frozen=True)
+class Check:
+    """A prediction at another run's lengths against what that run measured.
+
+    The run's levels place its capacity between ``capacity`` and its next level less one
+    (``measured_low``..``measured_high``; ``measured_high`` None: the top level, no stage past
+    it; both the capacity where it is no tested level: a gauge, not the levels, set it): the
+    prediction agrees (``inside``) where its interval meets that span, and ``error`` is the
+    point's distance from the span over the measured capacity (0 within it); ``raw_error`` is
+    (point − capacity) / capacity. None where either side has no number.
+    """
+
+    prediction: Prediction
+    measured: MeasuredRun
+    measured_low: int | None
+    measured_high: int | None
+    inside: bool | None
+    error: float | None
+    raw_error: float | None
+    levels: tuple[LevelCheck, ...]

@@ -3,7 +3,8 @@
 The prediction is facts (:mod:`analysis.predict`); this module is the only place they become
 sentences: the answer first (capacity and deploy figure with their intervals, the limit that
 binds and why), then what the run measured, the fitted model, how far the prediction reaches
-beyond the run, a few levels' figures, and the one ``loadknee run`` command that would check it.
+beyond the run, a few levels' figures, and the one ``loadknee run`` command that would check it;
+and, for ``--check``, the prediction against what a second run measured (:func:`check_text`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import shlex
 from analysis.predict.facts import (
     Bound,
     CapacityFit,
+    Check,
     DecodeSource,
     Estimate,
     KvSource,
@@ -234,4 +236,74 @@ def prediction_text(p: Prediction) -> str:
     if p.check_levels:
         lines.append("check it (not run here: a real sweep at these lengths):")
         lines.append(f"  {check_command(p)}")
+    return "\n".join(lines)
+
+
+def _pct(error: float) -> str:
+    whole = round(error * 100)
+    return "0 %" if whole == 0 else f"{whole:+d} %"
+
+
+def _measured_span(c: Check) -> str:
+    low, high = c.measured_low, c.measured_high
+    if high is None:
+        return f"no stage past it: the capacity is {low} or more"
+    if low == high:
+        return f"exactly {low}: a gauge or its next level pins it"
+    return f"its levels place the capacity at {low}–{high}"
+
+
+def _capacity_line(c: Check) -> str:
+    p, m = c.prediction, c.measured
+    measured = "—" if m.capacity is None else f"{m.capacity} ({_measured_span(c)})"
+    point = p.point.users if p.point is not None and p.refusal is None else None
+    if point is None:
+        return f"  capacity: no prediction; measured {measured}"
+    head = f"  capacity: predicted {_span(point, p.low, p.high)}, measured {measured}"
+    if c.inside is None or c.error is None or c.raw_error is None:
+        return head
+    verdict = "inside the interval" if c.inside else "OUTSIDE the interval"
+    return (
+        f"{head}: {verdict}; error {_pct(c.error)} beyond the run's resolution "
+        f"({_pct(c.raw_error)} against {m.capacity})"
+    )
+
+
+def _level_rows(c: Check) -> list[str]:
+    header = f"  {'users':>5}  {'predicted ms':>20}  {'P95 ms':>8}  {'error':>6}  inside"
+    rows = [header]
+    for lv in c.levels:
+        span = f"{lv.predicted_ms:.0f}"
+        if lv.low_ms is not None and lv.high_ms is not None:
+            low, high = f"{lv.low_ms:.0f}", f"{lv.high_ms:.0f}"
+            span += "" if low == high else f" ({low}–{high})"
+        rows.append(
+            f"  {lv.users:>5}  {span:>20}  {lv.measured_p95_ms:>8.0f}  {_pct(lv.error):>6}  "
+            f"{'yes' if lv.inside else 'no'}"
+        )
+    return rows
+
+
+def check_text(c: Check) -> str:
+    """The screen of ``loadknee predict --check``."""
+    p, m = c.prediction, c.measured
+    source = "" if m.workload_source == "rows" else " (lengths from run.json: no ok row counted)"
+    lines = [
+        f"CHECK: run {m.run_id} at {_lengths(p)}{source}, predicted from run {p.fit.run_id}",
+        _capacity_line(c),
+    ]
+    if p.refusal == "no_decode_fit":
+        lines.append("  no prediction: the source run's decode step could not be fitted")
+    else:
+        lines.append(f"  reach: {_reach(p)}")
+    if c.levels:
+        lines.append(
+            "e2e per level: the model's (every request's: it has no spread, so it sits below a "
+            "P95 by the run's own spread) against the measured P95"
+        )
+        lines += _level_rows(c)
+    lines.append(_measured(p.fit))
+    if p.refusal != "no_decode_fit":
+        lines.append("model (from the run):")
+        lines += _model(p.fit)
     return "\n".join(lines)

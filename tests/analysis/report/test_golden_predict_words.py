@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from analysis.predict.facts import CapacityParams, Estimate, Workload
+from analysis.predict.check import check
+from analysis.predict.facts import CapacityParams, Estimate, MeasuredRun, Workload, WorkloadSource
 from analysis.predict.whatif import predict
-from analysis.report.predict_words import prediction_text
+from analysis.report.predict_words import check_text, prediction_text
 from tests.support.paths import DATA
 from tests.support.predict_fits import synthetic_fit
 
@@ -47,8 +48,27 @@ CASES = {
 }  # fmt: skip
 
 
+def _other(capacity: int | None, past: int | None, source: WorkloadSource = "rows") -> MeasuredRun:
+    levels = (1, 2, 4, 8, 12, 16)
+    p95 = tuple((u, 700.0 + 40.0 * max(0, u - 8) ** 1.5) for u in levels)
+    return MeasuredRun("other", Workload(256, 64), source, capacity, past, levels, p95)
+
+
+#: case → (fit, the other run)
+CHECKS = {
+    "check, inside": (synthetic_fit(SLOTS8, kv_pct=14.0, kv_source="kv_gauge"), _other(8, 12)),
+    "check, outside, lengths from run.json": (
+        synthetic_fit(SLOTS8, kv_pct=14.0, kv_source="kv_gauge"), _other(12, 16, "run_json"),
+    ),
+    "check, top level not reached": (synthetic_fit(COMPUTE, max_batch=40.0), _other(16, None)),
+    "check, no decode fit": (synthetic_fit(replace(SLOTS8, alpha_ms=NAN, beta_ms=NAN)),
+                             _other(8, 12)),
+}  # fmt: skip
+
+
 def rendered() -> str:
     blocks = [f"== {case}\n{prediction_text(predict(fit, w))}" for case, (fit, w) in CASES.items()]
+    blocks += [f"== {case}\n{check_text(check(fit, m))}" for case, (fit, m) in CHECKS.items()]
     return "\n\n".join(blocks) + "\n"
 
 

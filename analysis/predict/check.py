@@ -1,0 +1,152 @@
+"""``predict --check``: a prediction at another run's lengths, against what that run measured.
+
+The one honest test of the model is a real sweep of the user's own server. Given a fit from one
+run and a second run (:func:`measured_run`: its lengths, its capacity, its P95 e2e per level),
+:func:`check` predicts at the second run's lengths and thresholds and compares:
+
+* **Capacity**: a sweep only tests its levels, so it places the capacity between the level it
+  reports and its next level less one (1, 2, 4, 8, 16 with the knee at 8: 4–7; the model, at
+  every whole number of users, may say 6 for that same server); a capacity that is no tested
+  level (the server's slot count capped it) is that number exactly. The prediction agrees
+  where its interval meets that span; its error is the point's distance from the span over the
+  measured capacity (0 within it), beside the raw (point − measured) / measured.
+* **Latency per level**: at each step level both have, the model's e2e (the same for every
+  request: the model has no spread, so it sits below a measured P95 by the run's own spread)
+  with the 5th–95th percentile over the prediction's resampled parameters, against the P95.
+
+Facts only; :mod:`analysis.report.predict_words` words them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.knee.params import DEFAULTS, KneeParams
+from analysis.pipeline import Analysis
+from analysis.predict.batching import TOP_USERS, Draws, grid
+from analysis.predict.facts import (
+    CapacityFit,
+    Check,
+    LevelCheck,
+    MeasuredRun,
+    Prediction,
+    Workload,
+    WorkloadSource,
+)
+from analysis.predict.fit import measured_workload
+from analysis.predict.whatif import RESAMPLES, draws, predict
+
+
+def _prompt_source(run_info: dict) -> Workload | None:
+    source = run_info.get("prompt_source") or {}
+    try:
+        lengths = float(source["input_tokens"]), float(source["output_tokens"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return Workload(*lengths) if all(math.isfinite(v) and v >= 1 for v in lengths) else None
+
+
+def measured_run(analysis: Analysis) -> MeasuredRun | None:
+    """What ``analysis``'s run measured (None: neither its rows nor run.json give its lengths)."""
+    workload = measured_workload(analysis)
+    source: WorkloadSource = "rows"
+    if not (math.isfinite(workload.input_tokens) and math.isfinite(workload.output_tokens)):
+        fallback = _prompt_source(analysis.run.run_info)
+        if fallback is None:
+            return None
+        workload, source = fallback, "run_json"
+    knee = analysis.knee
+    past = knee.knee_users if knee.knee_users is not None else knee.red_line_users
+    s = analysis.summary
+    steps = s[s["kind"] == "step"]
+    p95 = pd.to_numeric(steps["e2e_p95_ms"], errors="coerce")
+    per_level = p95.groupby(steps["target_users"].astype(int)).median().dropna()
+    return MeasuredRun(
+        run_id=analysis.run_id,
+        workload=workload,
+        workload_source=source,
+        capacity=knee.max_concurrency,
+        past_users=past,
+        levels=tuple(sorted({int(u) for u in steps["target_users"]})),
+        p95_e2e_ms=tuple(
+            zip(per_level.index.astype(int).tolist(), per_level.astype(float).tolist(), strict=True)
+        ),
+    )
+
+
+def _level_checks(p: Prediction, measured: MeasuredRun, top: int) -> tuple[LevelCheck, ...]:
+    wanted = [(u, v) for u, v in measured.p95_e2e_ms if 1 <= u <= top and v > 0]
+    if p.point is None or not wanted:
+        return ()
+    columns = [u - 1 for u, _ in wanted]
+    point = grid(Draws.point(p.fit.params), p.workload, top).e2e_ms[0, columns]
+    low = high = None
+    if p.resamples:
+        resampled = grid(draws(p.fit, p.resamples, p.widened_by), p.workload, top).e2e_ms
+        low, high = np.percentile(resampled[:, columns], [5, 95], axis=0, method="nearest")
+    out = []
+    for k, (users, meas) in enumerate(wanted):
+        lo = None if low is None else min(float(low[k]), float(point[k]))
+        hi = None if high is None else max(float(high[k]), float(point[k]))
+        a, b = (lo, hi) if lo is not None and hi is not None else (point[k], point[k])
+        out.append(
+            LevelCheck(
+                users=users,
+                predicted_ms=float(point[k]),
+                low_ms=lo,
+                high_ms=hi,
+                measured_p95_ms=meas,
+                error=(float(point[k]) - meas) / meas,
+                inside=bool(a <= meas <= b),
+            )
+        )
+    return tuple(out)
+
+
+def _measured_span(m: MeasuredRun) -> tuple[int | None, int | None]:
+    """Where the run's levels place its capacity (see :class:`~.facts.Check`)."""
+    cap, past = m.capacity, m.past_users
+    if cap is None:
+        return None, None if past is None else past - 1
+    if cap not in m.levels:
+        return cap, cap
+    above = [u for u in m.levels if u > cap]
+    if above:
+        return cap, above[0] - 1
+    return cap, None if past is None else max(cap, past - 1)
+
+
+def check(
+    fit: CapacityFit,
+    measured: MeasuredRun,
+    params: KneeParams = DEFAULTS,
+    *,
+    resamples: int = RESAMPLES,
+    top: int = TOP_USERS,
+) -> Check:
+    """``fit``'s prediction at ``measured``'s lengths and thresholds, against what it measured
+    (see the module docstring)."""
+    p = predict(fit, measured.workload, params, resamples=resamples, top=top)
+    cap = measured.capacity
+    low_m, high_m = _measured_span(measured)
+    users = p.point.users if p.point is not None and p.refusal is None else None
+    inside = error = raw = None
+    if users is not None and cap is not None and low_m is not None and cap > 0:
+        lo, hi = p.low or users, p.high or users
+        inside = hi >= low_m and (high_m is None or lo <= high_m)
+        nearest = max(users, low_m) if high_m is None else min(max(users, low_m), high_m)
+        error = (users - nearest) / cap
+        raw = (users - cap) / cap
+    return Check(
+        prediction=p,
+        measured=measured,
+        measured_low=low_m,
+        measured_high=high_m,
+        inside=inside,
+        error=error,
+        raw_error=raw,
+        levels=_level_checks(p, measured, top) if p.refusal is None else (),
+    )

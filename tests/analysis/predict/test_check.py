@@ -1,0 +1,173 @@
+"""``predict --check``: a prediction against what a second run measured (facts, not words)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.pipeline import analyze_run
+from analysis.predict.check import check, measured_run
+from analysis.predict.cli import main
+from analysis.predict.facts import CapacityParams, Check, Estimate, MeasuredRun, Workload
+from analysis.predict.fit import fit_capacity
+from tests.support.predict_fits import synthetic_fit
+from tests.support.report_fixtures import write_run_dir
+
+X = Estimate.exact
+#: exact parameters, 8 slots: the prediction at 256 + 64 tokens is 8 users, interval 8–8
+SLOTS8 = synthetic_fit(CapacityParams(X(10.0), X(0.5), X(0.02), 8.0, None))
+
+
+def _measured(capacity: int | None, past: int | None) -> MeasuredRun:
+    levels = (1, 2, 4, 6, 12, 16)
+    return MeasuredRun("other", Workload(256, 64), "rows", capacity, past, levels, ((1, 700.0),))
+
+
+@pytest.mark.parametrize(
+    ("capacity", "past", "span", "inside", "error", "raw"),
+    [
+        (6, 12, (6, 11), True, 0.0, 2 / 6),  # 8 lies within what the levels allow
+        (8, 12, (8, 8), True, 0.0, 0.0),  # no tested level: a gauge set it, exactly
+        (3, 4, (3, 3), False, 5 / 3, 5 / 3),
+        (4, 6, (4, 5), False, 3 / 4, 1.0),  # past the span's top, over the capacity 4
+        (12, 16, (12, 15), False, -1 / 3, -1 / 3),
+        (16, None, (16, None), False, -0.5, -0.5),  # the top level, not reached: 16 or more
+        (None, 1, (None, 0), None, None, None),  # the first level already broke
+    ],
+)
+def test_the_capacity_is_compared_with_the_span_the_runs_levels_allow(
+    capacity, past, span, inside, error, raw
+) -> None:
+    c = check(SLOTS8, _measured(capacity, past))
+    assert (c.prediction.point.users, c.prediction.low, c.prediction.high) == (8, 8, 8)
+    assert (c.measured_low, c.measured_high) == span
+    assert c.inside is inside
+    if error is None:
+        assert c.error is None and c.raw_error is None
+    else:
+        assert (c.error, c.raw_error) == (pytest.approx(error), pytest.approx(raw))
+
+
+def test_each_measured_level_gets_the_models_e2e_against_its_p95() -> None:
+    c = check(SLOTS8, _measured(8, 12))
+    (level,) = c.levels
+    assert level.users == 1 and level.measured_p95_ms == 700.0
+    assert level.error == pytest.approx((level.predicted_ms - 700.0) / 700.0)
+    assert level.inside is (level.low_ms <= 700.0 <= level.high_ms)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory):
+    """Run directories of the fixture server with a given slot count, on given levels."""
+    root = tmp_path_factory.mktemp("check")
+    made: dict[tuple[int, tuple[int, ...]], Path] = {}
+
+    def run(slots: int, levels: tuple[int, ...] = (1, 2, 4, 8, 16)) -> Path:
+        key = (slots, levels)
+        if key not in made:
+            made[key] = write_run_dir(root / f"s{slots}-{len(levels)}", slots=slots, levels=levels)
+        return made[key]
+
+    return run
+
+
+WIDE = (1, 2, 4, 8, 12, 16, 24)
+
+
+@pytest.mark.parametrize(
+    ("source", "other", "inside", "sign"),
+    [
+        ((6, None), (6, None), True, 0),  # a run against itself
+        ((12, None), (12, WIDE), True, 0),  # the same server swept on other levels
+        ((6, None), (12, None), False, -1),  # twice the slots: it measured more
+        ((6, None), (3, None), False, +1),  # half the slots: it measured less
+    ],
+)
+def test_checked_against_real_run_directories(runs, source, other, inside, sign) -> None:
+    def path(spec: tuple[int, tuple[int, ...] | None]) -> Path:
+        slots, levels = spec
+        return runs(slots) if levels is None else runs(slots, levels)
+
+    other_analysis = analyze_run(path(other))
+    measured = measured_run(other_analysis)
+    assert measured is not None and measured.workload_source == "rows"
+    c = check(fit_capacity(analyze_run(path(source))), measured, other_analysis.knee_params)
+    assert c.inside is inside
+    assert c.error is not None
+    if sign == 0:
+        assert c.error == pytest.approx(0.0)
+    else:
+        assert c.error * sign > 0.2
+    # every step level of the other run is compared
+    assert tuple(lv.users for lv in c.levels) == (other[1] or (1, 2, 4, 8, 16))
+
+
+def test_no_counted_tokens_take_the_lengths_from_run_json(tmp_path: Path) -> None:
+    run = write_run_dir(tmp_path / "run", slots=6)
+    requests = pd.read_csv(run / "requests.csv")
+    requests["prompt_tokens"] = float("nan")
+    requests["completion_tokens"] = float("nan")
+    requests.to_csv(run / "requests.csv", index=False)
+    measured = measured_run(analyze_run(run))
+    assert measured is not None and measured.workload_source == "run_json"
+    assert measured.workload == Workload(128, 32)
+    info = json.loads((run / "run.json").read_text())
+    del info["prompt_source"]
+    (run / "run.json").write_text(json.dumps(info))
+    assert measured_run(analyze_run(run)) is None
+    assert main(["--check", str(run), str(run)]) == 2
+
+
+def _one_line(err: str) -> bool:
+    err = err.strip()
+    return err.startswith("loadknee predict:") and "\n" not in err
+
+
+def test_the_check_as_json_round_trips_with_its_fields(runs, capsys) -> None:
+    assert main(["--check", str(runs(6)), str(runs(12)), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {"schema", "check"}
+    body = doc["check"]
+    assert set(body) == {f.name for f in dataclasses.fields(Check)}
+    assert body["inside"] is False and body["measured_low"] == 8
+    assert body["prediction"]["point"]["users"] == 6
+    assert body["measured"]["workload"] == {"input_tokens": 128.0, "output_tokens": 32.0}
+    assert [lv["users"] for lv in body["levels"]] == [1, 2, 4, 8, 16]
+
+
+def test_the_prediction_as_json_round_trips(runs, capsys) -> None:
+    assert main([str(runs(6)), "--output-tokens", "64", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {"schema", "prediction"}
+    assert doc["prediction"]["workload"] == {"input_tokens": 128.0, "output_tokens": 64.0}
+    assert doc["prediction"]["point"]["users"] >= 1
+
+
+def test_the_runs_may_come_before_or_after_the_flag(runs) -> None:
+    assert main(["--check", str(runs(6)), str(runs(6))]) == 0
+    assert main([str(runs(6)), "--check", str(runs(6))]) == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--check", "A"],  # one run
+        ["A", "B"],  # two runs without --check
+        ["--check", "A", "B", "--input-tokens", "64"],  # lengths come from B
+        ["A", "--format", "yaml"],
+    ],
+)
+def test_wrong_arguments_are_one_line_and_exit_2(argv, capsys) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(argv)
+    assert raised.value.code == 2
+    assert _one_line(capsys.readouterr().err)
+
+
+def test_a_missing_other_run_is_one_line_and_exit_2(runs, tmp_path: Path, capsys) -> None:
+    assert main(["--check", str(runs(6)), str(tmp_path / "nope")]) == 2
+    assert _one_line(capsys.readouterr().err)
