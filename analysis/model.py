@@ -127,6 +127,11 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "prefix_cache_hit_pct",  # hits / queries × 100; NaN: the server exposes no such counters
     # failures the server turned away at once (analysis.stages.refusals): its admission limit
     "refused",  # of ``errors``; NaN: not counted (frames built elsewhere)
+    # the load generator's own lateness (client.csv; docs/method.md: Late load generator)
+    "client_lag_p95_ms",  # P95 over the window's client rows of their largest event-loop lag
+    "client_lag_max_ms",  # the largest of them
+    "host_load_1m",  # the 1-minute load of the client's host, at its most per CPU in the window
+    "host_cpus",  # that host's CPU count
 )
 
 #: Percentile method used everywhere (numpy/pandas "linear" interpolation on raw rows).

@@ -62,6 +62,7 @@ RULES: dict[str, str] = {
     "replicas": "Replicas",
     "all_failed": "All requests failed",
     "small_stage": "Small stage",
+    "late_client": "Late load generator",
     "total_failure": "Total failure stop",
     "cut_short": "Cut-short run",
     "missing_rows": "Missing rows",

@@ -68,7 +68,11 @@ Files in ``runs/<run_id>/``:
 
 ``client.csv`` (one row per sample; see :data:`CLIENT_COLUMNS`)
     ``timestamp_unix_s``, ``worker``, ``cpu_pct`` (load-generator process CPU, 100 = one core),
-    ``memory_mib``, ``users``.
+    ``memory_mib``, ``users``, ``loop_lag_max_ms`` and ``loop_lag_mean_ms`` (how late that
+    process's event loop ran since its previous row: a greenlet's oversleep past a 50 ms sleep,
+    the delay every request's timestamps suffered; the worker's own on a worker row),
+    ``host_load_1m`` (the machine's 1-minute load average) and ``host_cpus`` (its CPU count);
+    the last four are empty in files written before the columns existed.
 
 ``locust.log`` (written by ``loadknee run`` only, when Locust has ended)
     Every line Locust printed: its own log lines stay off the terminal unless ``--verbose``.
@@ -292,6 +296,7 @@ ADDED_COLUMNS: Final[dict[str, frozenset[str]]] = {
         }
     ),
     GPU_CSV: frozenset({"power_w"}),
+    CLIENT_CSV: frozenset({"loop_lag_max_ms", "loop_lag_mean_ms", "host_load_1m", "host_cpus"}),
 }
 
 GPU_COLUMNS: Final[tuple[str, ...]] = (
@@ -322,6 +327,10 @@ CLIENT_COLUMNS: Final[tuple[str, ...]] = (
     "cpu_pct",
     "memory_mib",
     "users",
+    "loop_lag_max_ms",
+    "loop_lag_mean_ms",
+    "host_load_1m",
+    "host_cpus",
 )
 
 #: File name → its columns, for writers and for ``analysis.inputs.load`` validation alike.

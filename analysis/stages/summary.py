@@ -180,6 +180,32 @@ def _client_peak(client: pd.DataFrame, start: float, end: float) -> float:
     return float(rows["cpu_pct"].max())
 
 
+#: the load generator's lateness over a window (:func:`_client_lag`), NaN without lag samples
+CLIENT_LAG_FIGURES = ("client_lag_p95_ms", "client_lag_max_ms", "host_load_1m", "host_cpus")
+
+
+def _client_lag(client: pd.DataFrame, start: float, end: float) -> dict[str, float]:
+    """P95 and max over the window's ``client.csv`` rows (every process) of each row's largest
+    event-loop lag, and the host load and CPU count of the row with the most load per CPU: how
+    late the load generator itself was, and how busy its machine (docs/method.md: Late load
+    generator). Files from before the lag columns give NaN."""
+    out = dict.fromkeys(CLIENT_LAG_FIGURES, float("nan"))
+    if client.empty or "loop_lag_max_ms" not in client:
+        return out
+    rows = client[_window_mask(client["timestamp_unix_s"], start, end)]
+    lag = rows["loop_lag_max_ms"].dropna().to_numpy(dtype=float)
+    if len(lag):
+        out["client_lag_p95_ms"] = float(np.percentile(lag, 95))
+        out["client_lag_max_ms"] = float(lag.max())
+    load = rows["host_load_1m"].to_numpy(dtype=float)
+    cpus = rows["host_cpus"].to_numpy(dtype=float)
+    per_cpu = load / cpus
+    if np.isfinite(per_cpu).any():
+        busiest = int(np.nanargmax(np.where(np.isfinite(per_cpu), per_cpu, np.nan)))
+        out["host_load_1m"], out["host_cpus"] = float(load[busiest]), float(cpus[busiest])
+    return out
+
+
 def window_places(stages: pd.Index, stage: np.ndarray) -> np.ndarray:
     """Per row (its ``stage``), the place of its stage in ``stages`` (unique stage numbers),
     -1 for a stage not there: a search among the few stages, not a hash of every row."""
@@ -382,6 +408,7 @@ def summarize_stages(
         row.update(_gpu_stats(gpu, start, end))
         row.update(_server_stats(canon, start, end))
         row["client_cpu_peak_pct"] = _client_peak(run.client, start, end)
+        row.update(_client_lag(run.client, start, end))
         row.update(prefix_cache.loc[stage].to_dict())
         refused = refusals.get(int(stage))
         row["refused"] = 0 if refused is None else refused.refused

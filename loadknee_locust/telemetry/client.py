@@ -10,7 +10,10 @@ monitor refreshes it every 10 s), so :func:`register_worker_usage` — called on
 adds this module's measurement under :data:`REPORT_KEY` to every report (every 3 s). Without it
 the master falls back to the last heartbeat value Locust stored for that worker
 (``runner.clients[id].cpu_usage``), where Locust's initial 0 means "not measured yet" and is
-written as empty.
+written as empty. The report also carries the worker's event-loop lag
+(:class:`~loadknee_locust.telemetry.looplag.LoopLagMeter`, since its previous report) and its
+host's load, so a distributed run has one lag row per worker: a starved worker, not the master,
+is the one whose timestamps are late.
 """
 
 from __future__ import annotations
@@ -21,9 +24,13 @@ from typing import Any, Final
 
 import psutil
 
+from loadknee_locust.telemetry.looplag import LoopLagMeter, host_load
+
 MIB: Final = 1024 * 1024
 #: key the plugin adds to each worker's ``report_to_master`` data
 REPORT_KEY: Final = "loadknee_usage"
+#: the lag and host figures a worker's report carries (``client.csv`` columns of the same names)
+LAG_FIELDS: Final = ("loop_lag_max_ms", "loop_lag_mean_ms", "host_load_1m", "host_cpus")
 #: shortest window a CPU percentage is computed over
 MIN_CPU_WINDOW_S: Final = 0.05
 
@@ -55,19 +62,40 @@ class ProcessUsage:
 
 
 def register_worker_usage(environment: Any) -> Callable[[], None]:
-    """On a worker: add this process's usage to every report sent to the master.
+    """On a worker: add this process's usage and loop lag to every report sent to the master.
 
-    Returns a function that removes the listener again.
+    Starts the worker's :class:`~loadknee_locust.telemetry.looplag.LoopLagMeter` (needs a
+    running gevent hub). Returns a function that removes the listener and stops the meter.
     """
     usage = ProcessUsage()
+    lag = LoopLagMeter()
+    lag.start()
 
     def on_report_to_master(client_id: str, data: dict[str, Any], **_: Any) -> None:
-        cpu_pct, memory_mib = usage.read()
-        data[REPORT_KEY] = {"cpu_pct": cpu_pct, "memory_mib": memory_mib}
+        data[REPORT_KEY] = usage_report(usage, lag)
 
     hook = environment.events.report_to_master
     hook.add_listener(on_report_to_master)
-    return lambda: hook.remove_listener(on_report_to_master)
+
+    def unregister() -> None:
+        hook.remove_listener(on_report_to_master)
+        lag.stop()
+
+    return unregister
+
+
+def usage_report(usage: ProcessUsage, lag: LoopLagMeter) -> dict[str, Any]:
+    """This process's ``client.csv`` figures since the previous call (not time, worker, users)."""
+    cpu_pct, memory_mib = usage.read()
+    late, host = lag.take(), host_load()
+    return {
+        "cpu_pct": cpu_pct,
+        "memory_mib": memory_mib,
+        "loop_lag_max_ms": late.max_ms,
+        "loop_lag_mean_ms": late.mean_ms,
+        "host_load_1m": host.load_1m,
+        "host_cpus": host.cpus,
+    }
 
 
 def worker_row(
@@ -75,8 +103,10 @@ def worker_row(
 ) -> dict[str, Any]:
     """The ``client.csv`` row for one worker report received by the master."""
     usage = data.get(REPORT_KEY)
+    figures: Mapping[str, Any] = {}
     if isinstance(usage, Mapping):
         cpu_pct, memory_mib = usage.get("cpu_pct"), usage.get("memory_mib")
+        figures = usage
     else:
         node = getattr(runner, "clients", {}).get(client_id)
         cpu = getattr(node, "cpu_usage", 0) or None  # Locust starts at 0 before measuring
@@ -89,6 +119,7 @@ def worker_row(
         "cpu_pct": cpu_pct,
         "memory_mib": memory_mib,
         "users": data.get("user_count"),
+        **{name: figures.get(name) for name in LAG_FIELDS},
     }
 
 

@@ -12,7 +12,10 @@ only its own source:
   ``DCGM_FI_*`` samples of those scrapes mapped to ``gpu.csv`` (they also stay raw);
   ``auto``: NVML when it finds a local GPU, otherwise DCGM wherever a scrape carries it;
   ``none``: nothing (``gpu.csv`` holds only its header);
-* **client** — this process's CPU % and memory, and on a master one row per worker report.
+* **client** — this process's CPU % and memory, its event loop's lag since the previous row
+  (:class:`~loadknee_locust.telemetry.looplag.LoopLagMeter`: the load generator's own
+  lateness, which every request's timestamps carry) and the host's load; on a master also one
+  row per worker report, with that worker's figures.
 
 Timestamps are unix seconds: for a scrape, the midpoint of the request (the server's numbers are
 from somewhere inside it); for NVML and psutil, the moment of the reading.
@@ -50,7 +53,8 @@ from loadknee_locust.contract import (
     SERVER_METRICS_CSV,
 )
 from loadknee_locust.record.csvsink import CsvSink
-from loadknee_locust.telemetry.client import ProcessUsage, runner_role, worker_row
+from loadknee_locust.telemetry.client import ProcessUsage, runner_role, usage_report, worker_row
+from loadknee_locust.telemetry.looplag import LoopLagMeter
 from loadknee_locust.telemetry.nvml import NvmlReader, describe
 from loadknee_locust.telemetry.promtext import redact_url
 from loadknee_locust.telemetry.scrape import Scraper
@@ -166,6 +170,7 @@ class TelemetrySampler:
         self._dcgm_seen = False
         self._dcgm_rows_held: list[dict[str, Any]] = []  # scraped before the GPU source was known
         self._unlisten: Callable[[], None] | None = None
+        self._lag = LoopLagMeter()
 
     @property
     def running(self) -> bool:
@@ -220,6 +225,7 @@ class TelemetrySampler:
                 self._scrape_process = None
                 self._warner.failed("telemetry", "no_scrape_process", describe(exc))
         usage = ProcessUsage()
+        self._lag.start()
         spawn(self._every, self._client_once, usage)
         self._listen_worker_reports()
 
@@ -236,6 +242,7 @@ class TelemetrySampler:
         gevent.joinall(self._greenlets, timeout=_STOP_GRACE_S)
         gevent.killall(self._greenlets, block=True, timeout=2.0)
         self._greenlets = []
+        self._lag.stop()
         if self._unlisten is not None:
             self._unlisten()
             self._unlisten = None
@@ -356,15 +363,14 @@ class TelemetrySampler:
         return True
 
     def _client_once(self, usage: ProcessUsage) -> None:
-        cpu_pct, memory_mib = usage.read()
+        figures = usage_report(usage, self._lag)
         runner = getattr(self.environment, "runner", None)
         self._sinks[CLIENT_CSV].write(
             {
                 "timestamp_unix_s": time.time(),
                 "worker": runner_role(runner),
-                "cpu_pct": cpu_pct,
-                "memory_mib": memory_mib,
                 "users": getattr(runner, "user_count", None),
+                **figures,
             }
         )
 

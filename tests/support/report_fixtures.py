@@ -10,6 +10,7 @@ import csv
 import json
 import math
 import random
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -173,6 +174,21 @@ def _write_csv(path: Path, columns: tuple[str, ...], rows: list[dict]) -> None:
             writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
 
 
+def _lag_cells(
+    lag_ms: Mapping[int, float] | None, users: int, host_load: tuple[float, int]
+) -> dict[str, float | int | None]:
+    """A client.csv row's lag columns: ``lag_ms[users]`` (its largest; the mean a quarter)."""
+    if lag_ms is None:
+        return {}
+    lag = lag_ms.get(users, 0.0)
+    return dict(
+        loop_lag_max_ms=lag,
+        loop_lag_mean_ms=lag / 4,
+        host_load_1m=host_load[0],
+        host_cpus=host_load[1],
+    )
+
+
 def write_run_dir(
     root: Path,
     *,
@@ -186,11 +202,15 @@ def write_run_dir(
     with_gpu: bool = True,
     with_server_metrics: bool = True,
     kv_full_pct: float = 90.0,
+    client_lag_ms: Mapping[int, float] | None = None,
+    host_load: tuple[float, int] = (1.0, 2),
 ) -> Path:
     """Write a small contract-shaped run directory from a closed-form server with ``slots`` slots.
 
     ``kv_full_pct``: the KV-cache usage its ``/metrics`` report with every slot busy (the demo's
     simulator: about 15 %, the slots bind long before memory).
+    ``client_lag_ms``: users → the event-loop lag every client.csv row of that level reports
+    (with ``host_load``: load, CPUs); None writes the lag columns empty, as runs before them.
 
     Latency is flat up to ``slots`` users and grows linearly past it (queueing), so throughput
     flattens after ``slots``: a knee the analysis should find between 8 and 16 users by default.
@@ -307,6 +327,7 @@ def write_run_dir(
                     cpu_pct=5 + users,
                     memory_mib=80,
                     users=users if busy else 0,
+                    **_lag_cells(client_lag_ms, users, host_load),
                 )
             )
             ts += 0.5

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
-from analysis.diagnosis.facts import AllFailedFact, SmallStageFact
-from analysis.diagnosis.failures import all_failed_warnings, error_causes, small_stage_warnings
+from analysis.diagnosis.facts import AllFailedFact, LateClientFact, SmallStageFact
+from analysis.diagnosis.failures import (
+    LATE_CLIENT_FLOOR_MS,
+    LATE_CLIENT_MS,
+    LATE_CLIENT_SHARE_PCT,
+    all_failed_warnings,
+    error_causes,
+    is_late_client,
+    late_client_warnings,
+    small_stage_warnings,
+)
+from analysis.inputs.load import read_run
+from analysis.stages.summary import summarize_stages
 from tests.support.knee_frames import sweep
+from tests.support.report_fixtures import write_run_dir
 
 
 def test_small_stages_are_named_with_their_sample_size():
@@ -37,3 +50,49 @@ def test_counted_says_one_user_and_one_request() -> None:
 
     said = [counted(1, "user"), counted(16, "user"), counted(1, "request"), counted(0, "request")]
     assert said == ["1 user", "16 users", "1 request", "0 requests"]
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    ("lag_p95_ms", "e2e_p50_ms", "late"),
+    [
+        (None, 100.0, False),  # not measured (a run from before the lag): never late
+        (49.9, 2000.0, False),  # under the absolute limit, 2.5 % of the latency
+        (50.0, 2000.0, True),  # at the absolute limit, whatever the latency
+        (50.0, None, True),
+        (12.0, 100.0, True),  # 12 % of the latency
+        (10.0, 100.0, False),  # exactly 10 %: not over
+        (4.0, 20.0, False),  # 20 % of a fast server's latency, but under the 5 ms floor
+        (5.0, 20.0, True),
+        (30.0, None, False),  # no latency to compare with, under the absolute limit
+    ],
+)
+def test_late_client_rule_fires_above_it_and_not_below(lag_p95_ms, e2e_p50_ms, late):
+    assert (LATE_CLIENT_MS, LATE_CLIENT_SHARE_PCT, LATE_CLIENT_FLOOR_MS) == (50.0, 10.0, 5.0)
+    assert is_late_client(lag_p95_ms, e2e_p50_ms) is late
+
+
+def test_late_client_stages_are_named_with_their_lag_and_host():
+    summary = sweep([1, 2, 4], [100, 200, 400], [100] * 3, e2e_p50_ms=[80.0, 80.0, 300.0],
+                    client_lag_p95_ms=[1.0, 9.0, 20.0], client_lag_max_ms=[2.0, 30.0, 60.0],
+                    host_load_1m=[0.5, 7.9, NAN], host_cpus=[2, 2, NAN])  # fmt: skip
+    expected = LateClientFact(users=2, lag_p95_ms=9.0, lag_max_ms=30.0, e2e_p50_ms=80.0,
+                              host_load_1m=7.9, host_cpus=2, limit_ms=50.0, share_pct=10.0,
+                              floor_ms=5.0)  # fmt: skip
+    assert late_client_warnings(summary) == [expected]  # 20 ms: under 10 % of 300 ms at 4 users
+
+
+def test_late_client_from_a_run_dir_fires_where_the_client_lagged(tmp_path):
+    """client.csv rows late by 120 ms at 8 users only (e2e 250 ms+): that stage, no other; a
+    run written without the lag columns (before they existed) gives no warning at all."""
+    lagged = write_run_dir(tmp_path / "lagged", client_lag_ms={8: 120.0}, host_load=(8.2, 2))
+    summary = summarize_stages(read_run(lagged))
+    assert summary.set_index("target_users")["client_lag_max_ms"].max() == 120.0
+    (fact,) = late_client_warnings(summary)
+    assert (fact.users, fact.lag_p95_ms, fact.lag_max_ms) == (8, 120.0, 120.0)
+    assert (fact.host_load_1m, fact.host_cpus) == (8.2, 2)
+    old = summarize_stages(read_run(write_run_dir(tmp_path / "old")))
+    assert old["client_lag_p95_ms"].isna().all()
+    assert late_client_warnings(old) == []

@@ -56,6 +56,16 @@ def test_present_optional_files_are_read(tmp_path):
     assert run.client["cpu_pct"].tolist() == [12.0]
 
 
+def test_client_csv_from_before_the_lag_columns_reads_with_them_empty(tmp_path):
+    run_dir = _basic(tmp_path)
+    old = ("timestamp_unix_s", "worker", "cpu_pct", "memory_mib", "users")
+    write_csv(run_dir / contract.CLIENT_CSV, old, [{"timestamp_unix_s": T0, "cpu_pct": 12}])
+    client = read_run(run_dir).client
+    assert client["cpu_pct"].tolist() == [12.0]
+    for name in ("loop_lag_max_ms", "loop_lag_mean_ms", "host_load_1m", "host_cpus"):
+        assert client[name].isna().all(), name
+
+
 def test_every_defect_is_listed_in_one_error(tmp_path):
     run_dir = _basic(tmp_path)
     (run_dir / contract.STAGES_CSV).unlink()

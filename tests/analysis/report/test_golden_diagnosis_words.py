@@ -18,10 +18,15 @@ import pandas as pd
 
 from analysis.diagnosis.bottleneck import diagnose_stage, first_match
 from analysis.diagnosis.failure_mix import FailureKind, FailureMix
-from analysis.diagnosis.failures import all_failed_warnings, small_stage_warnings
+from analysis.diagnosis.failures import (
+    all_failed_warnings,
+    late_client_warnings,
+    small_stage_warnings,
+)
 from analysis.report.diagnosis_words import (
     all_failed_text,
     diagnosis_words,
+    late_client_text,
     mix_text,
     small_stage_text,
 )
@@ -90,6 +95,10 @@ def _text() -> str:
         "error": [""] * 5 + ["read timed out"] * 2 + ["", "user stopped before the response"],
     })  # fmt: skip
     lines += [f"all failed: {all_failed_text(f)}" for f in all_failed_warnings(requests)]
+    lagged = sweep([1, 8], [100, 800], [100] * 2, e2e_p50_ms=[80.0, 400.0],
+                   client_lag_p95_ms=[60.0, 90.0], client_lag_max_ms=[60.0, 212.5],
+                   host_load_1m=[float("nan"), 7.94], host_cpus=[float("nan"), 2])  # fmt: skip
+    lines += [f"late client: {late_client_text(f)}" for f in late_client_warnings(lagged)]
     return "\n".join(lines) + "\n"
 
 

@@ -127,7 +127,8 @@ def test_window_rates_count_a_request_half_inside_as_half():
 def test_missing_telemetry_is_nan_not_zero(tmp_path):
     step = summarize_stages(_run(tmp_path)).iloc[1]
     for name in ("gpu_mem_peak_pct", "gpu_util_mean_pct", "kv_cache_peak_pct", "waiting_mean",
-                 "preemptions", "client_cpu_peak_pct", "gpu_idle_pct"):  # fmt: skip
+                 "preemptions", "client_cpu_peak_pct", "gpu_idle_pct", "client_lag_p95_ms",
+                 "host_load_1m"):  # fmt: skip
         assert math.isnan(step[name]), name
 
 
@@ -170,6 +171,37 @@ def test_telemetry_is_cut_to_the_window(tmp_path):
     assert step["preemptions"] == pytest.approx(2 + 1)  # 3→5, reset to 1, 1→2
     assert step["client_cpu_peak_pct"] == 45.0
     assert math.isnan(summarize_stages(_run(tmp_path / "b")).iloc[1]["kv_cache_peak_pct"])
+
+
+def _lag(ts, worker, lag_ms, load, cpus):
+    return {"timestamp_unix_s": ts, "worker": worker, "cpu_pct": 10.0, "loop_lag_max_ms": lag_ms,
+            "loop_lag_mean_ms": lag_ms / 4, "host_load_1m": load, "host_cpus": cpus}  # fmt: skip
+
+
+def test_client_lag_is_cut_to_the_window_over_every_worker(tmp_path):
+    """The lag's P95 and max over every process's rows in the window; the host figures of the
+    row with the most load per CPU (a 4-core worker at 6 is busier than an 8-core one at 10)."""
+    client = [_lag(T0 + 21, "0", 900.0, 40.0, 2),  # warm-up: outside
+              *(_lag(T0 + 23 + i, "0", 2.0 + i, 6.0, 4) for i in range(10)),
+              *(_lag(T0 + 23.5 + i, "1", 1.0, 10.0, 8) for i in range(9)),
+              _lag(T0 + 35, "1", 120.0, 10.0, 8)]  # fmt: skip
+    step = summarize_stages(_run(tmp_path, client=client)).iloc[1]
+    lags = [2.0 + i for i in range(10)] + [1.0] * 9 + [120.0]
+    assert step["client_lag_p95_ms"] == pytest.approx(np.percentile(lags, 95))
+    assert step["client_lag_max_ms"] == 120.0
+    assert (step["host_load_1m"], step["host_cpus"]) == (6.0, 4.0)
+
+
+def test_client_csv_from_before_the_lag_columns_reads_and_gives_nan(tmp_path):
+    run_dir = tmp_path / "old"
+    _run(run_dir)
+    (run_dir / "run" / "client.csv").write_text(
+        f"timestamp_unix_s,worker,cpu_pct,memory_mib,users\n{T0 + 30},local,45.0,80.0,8\n"
+    )
+    step = summarize_stages(read_run(run_dir / "run")).iloc[1]
+    assert step["client_cpu_peak_pct"] == 45.0
+    for name in ("client_lag_p95_ms", "client_lag_max_ms", "host_load_1m", "host_cpus"):
+        assert math.isnan(step[name]), name
 
 
 def test_summary_does_not_mutate_the_run(tmp_path):

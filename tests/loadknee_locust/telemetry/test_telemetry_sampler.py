@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -25,7 +26,12 @@ import pytest
 from loadknee_locust.contract import CLIENT_COLUMNS, GPU_COLUMNS, SERVER_METRIC_COLUMNS
 from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.telemetry import TelemetryConfig, TelemetrySampler
-from loadknee_locust.telemetry.client import REPORT_KEY, ProcessUsage, register_worker_usage
+from loadknee_locust.telemetry.client import (
+    LAG_FIELDS,
+    REPORT_KEY,
+    ProcessUsage,
+    register_worker_usage,
+)
 from tests.support.fake_metrics_server import base_url, metrics_server, refused_url
 from tests.support.fake_nvml import FakeNvml
 
@@ -311,7 +317,7 @@ def test_master_records_a_row_per_worker_report(tmp_path: Path) -> None:
     sampler.start()
     report: dict[str, Any] = {"user_count": 4}
     events.report_to_master.fire(client_id="w-a", data=report)
-    assert set(report[REPORT_KEY]) == {"cpu_pct", "memory_mib"}
+    assert set(report[REPORT_KEY]) == {"cpu_pct", "memory_mib", *LAG_FIELDS}
     events.worker_report.fire(client_id="w-a", data=report)
     events.worker_report.fire(client_id="w-b", data={"user_count": 4})  # no plugin on w-b
     gevent.sleep(0.1)
@@ -325,6 +331,30 @@ def test_master_records_a_row_per_worker_report(tmp_path: Path) -> None:
     assert by_worker["0"]["users"] == "4" and by_worker["0"]["memory_mib"] != ""
     assert by_worker["1"]["cpu_pct"] == "42.0" and by_worker["1"]["memory_mib"] == "1024.0"
     assert len(rows) == 3
+    for worker in ("master", "0"):  # each process measures its own lag and its host
+        assert by_worker[worker]["host_cpus"] == str(os.cpu_count())
+        assert float(by_worker[worker]["host_load_1m"]) >= 0
+    assert by_worker["1"]["loop_lag_max_ms"] == by_worker["1"]["host_cpus"] == ""  # not sent
+
+
+def test_client_rows_carry_the_loop_lag_of_a_blocked_hub(tmp_path: Path) -> None:
+    """A greenlet that holds the hub for 0.3 s (a starved load generator) shows in the next
+    client.csv row as a lag of at least 150 ms; the rows before it, on an idle hub, show less."""
+    sampler = TelemetrySampler(
+        tmp_path, options(llm_metrics_url="none", llm_gpu="none", llm_sample_interval=0.5), ""
+    )
+    sampler.start()
+    try:
+        gevent.sleep(0.6)  # two rows of an idle hub
+        time.sleep(0.3)  # blocks the hub: every greenlet, the meter's too, wakes late
+        gevent.sleep(0.8)
+    finally:
+        sampler.stop()
+    rows = read(tmp_path / "client.csv")
+    lags = [float(r["loop_lag_max_ms"]) for r in rows if r["loop_lag_max_ms"]]
+    assert max(lags) >= 150
+    assert all(float(r["loop_lag_mean_ms"]) <= float(r["loop_lag_max_ms"]) for r in rows[1:])
+    assert {r["host_cpus"] for r in rows} == {str(os.cpu_count())}
 
 
 def test_process_usage_accounts_for_the_cpu_seconds_a_busy_loop_burned() -> None:
