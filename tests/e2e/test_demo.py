@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.diagnosis.failures import LATE_CLIENT_FLOOR_MS
 from tests.support import demo_shape
 
 pytestmark = pytest.mark.slow
@@ -30,8 +31,11 @@ def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
         "--stage-seconds", "7", "--out", str(tmp_path / "runs"),
     ]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    out = done.stdout
-    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # a late load generator is the machine's doing, not the demo's: checked against the run's
+    # own lag figures below, and left out of what the demo promises about itself
+    late = done.stdout != demo_shape.without_late_client(done.stdout)
+    out = demo_shape.without_late_client(done.stdout)
     assert "expect the knee at 16 users" in out  # the simulator's own prediction (8 slots)
     assert "[demo] sweep: loadknee run --host " in out  # a command the user has installed
     assert "Response time percentiles" not in out  # Locust's own tables stay behind --verbose
@@ -54,6 +58,9 @@ def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
     assert answer == "DEPLOY: 8 concurrent requests, bound by the knee"
     run_dir = Path(paths[0].removeprefix("report: ")).parents[1]
     doc = json.loads((run_dir / "report" / "knee.json").read_text())
+    if late:  # the warning stands on a stage whose client lag the run measured
+        lags = [row.get("client_lag_p95_ms") or 0.0 for row in doc["summary"]]
+        assert max(lags) >= LATE_CLIENT_FLOOR_MS, lags  # the rule's floor (docs/method.md)
     knee, said = doc["knee"], doc["answer"]
     # one capacity: the stages' answer, with the fit's interval beside it only when it holds it
     assert knee["max_concurrency"] == 8 == said["capacity"] and interval.startswith("capacity 8 ")
