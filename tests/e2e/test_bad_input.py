@@ -38,8 +38,8 @@ def _write_binary(path: Path) -> Path:
 @pytest.mark.parametrize(
     ("case", "extra", "message"),
     [
-        ("timeout -1", ["--llm-request-timeout", "-1"], "--llm-request-timeout must be > 0"),
-        ("timeout 0", ["--llm-request-timeout", "0"], "--llm-request-timeout must be > 0"),
+        ("timeout -1", ["--llm-request-timeout", "-1"], "--request-timeout must be > 0"),
+        ("timeout 0", ["--llm-request-timeout", "0"], "--request-timeout must be > 0"),
         ("CR-only CSV", ["--prompt-log", "CR"], "CR only"),
         ("binary CSV", ["--prompt-log", "BIN"], "not text"),
     ],
