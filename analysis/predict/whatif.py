@@ -26,7 +26,14 @@ import math
 import numpy as np
 
 from analysis.knee.params import DEFAULTS, KneeParams
-from analysis.predict.batching import TOP_USERS, Draws, capacities, capacity_of, grid, level_figures
+from analysis.predict.batching import (
+    TOP_USERS,
+    Draws,
+    capacity_of,
+    grid,
+    level_figures,
+    sweep_capacities,
+)
 from analysis.predict.batching import kv_slots as kv_slots_of
 from analysis.predict.facts import CapacityFit, Estimate, Prediction, Workload
 
@@ -104,7 +111,7 @@ def predict(
         return Prediction(workload, fit, point, None, None, None, None, 0, (), True, reach,
                           "beyond_measured", kv_slots, (), **limits)  # fmt: skip
     widen = max(reach, 1.0)
-    users, offline = capacities(grid(draws(fit, resamples, widen), workload, top), params)
+    users, offline = sweep_capacities(draws(fit, resamples, widen), workload, params, top)
     low, high = (int(v) for v in np.percentile(users, [5, 95], method="nearest"))
     off_low, off_high = (int(v) for v in np.percentile(offline, [5, 95], method="nearest"))
     # the point lies inside its interval (a skewed draw can leave it just outside)

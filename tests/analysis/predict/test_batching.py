@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from analysis.knee.params import DEFAULTS
-from analysis.predict.batching import Draws, capacities, capacity_of, grid, kv_slots
+from analysis.predict.batching import (
+    Draws,
+    capacities,
+    capacity_of,
+    grid,
+    kv_slots,
+    sweep_capacities,
+)
 from analysis.predict.facts import CapacityParams, Estimate, Workload
 
 X = Estimate.exact
@@ -92,3 +99,19 @@ def test_rows_are_parameter_sets() -> None:
 def test_kv_slots_reserve_the_whole_context() -> None:
     assert kv_slots(1000.0, Workload(100, 100)) == 5
     assert kv_slots(50.0, Workload(100, 100)) == 1  # never less than one sequence
+
+
+def test_sweeping_blocks_of_levels_gives_the_full_grids_capacities() -> None:
+    # small slot limits (decided in the first block), compute-bound sets whose knee lies past
+    # 64 and past 128 users (a tiny β), and one that never fires below the top
+    rng = np.random.default_rng(1)
+    n = 40
+    beta = np.concatenate([rng.uniform(0.2, 1.0, n - 4), [0.01, 0.003, 0.001, 0.0]])
+    slots = np.concatenate([rng.choice([4.0, 8.0, np.inf], n - 4), [np.inf] * 4])
+    gamma = np.concatenate([np.full(n - 1, 0.01), [0.0]])  # the last: a flat step, never fires
+    draws = Draws.of(np.full(n, 10.0), beta, gamma, slots, np.full(n, np.inf))
+    workload = Workload(256, 64)
+    full = capacities(grid(draws, workload, 1024))
+    swept = sweep_capacities(draws, workload, top=1024)
+    assert full[0].max() > 128 and (full[0] == 1024).any()  # the blocks had to grow
+    assert list(swept[0]) == list(full[0]) and list(swept[1]) == list(full[1])
