@@ -1,16 +1,18 @@
 """The self-contained HTML report: one file, inline CSS, plots as base64 PNGs, no external links.
 
 It reads top-down, in the order a reviewer asks (:data:`SECTIONS`, each a ``<section id>``
-linked from the table of contents at the top): the answer (the deploy figure, the capacity,
-the first stage past it) and its one line of why; the throughput and latency plots with the
-capacity marked; the record table (each stage's reasons folded in a row under its figures, so
-the table stays readable from 1280 to 1920 pixels) and what its columns mean; the warnings;
-then the detail: the SLO answer, the reasons and signals of every stage and the diagnosis, the
-workload (only the parts that apply: a prefix cache that never hit shows nothing), the
-recommendations (YAML and server flags, each with its reason), the cluster files, the baseline,
-the other plots, the method, and the run's parameters folded in a ``<details>``, without empty
-values and with file names in place of absolute paths (where a file lay on the machine that
-ran the sweep names its user's folders and says nothing to a reader elsewhere).
+linked from the table of contents at the top): the answer (the deploy figure, the capacity, the
+first stage past it) and its one line of why, beside it a small what-if table (the capacity the
+model fitted from the run predicts at other lengths, :mod:`analysis.report.whatif_html`); the
+throughput and latency plots with the capacity marked; the record table (each stage's reasons
+folded in a row under its figures, so the table stays readable from 1280 to 1920 pixels) and
+what its columns mean; the warnings; then the detail: the SLO answer, the reasons and signals of
+every stage and the diagnosis, the workload (only the parts that apply: a prefix cache that
+never hit shows nothing), the recommendations (YAML and server flags, each with its reason), the
+cluster files, the baseline, the other plots, the method, and the run's parameters folded in a
+``<details>``, without empty values and with file names in place of absolute paths (where a file
+lay on the machine that ran the sweep names its user's folders and says nothing to a reader
+elsewhere).
 
 Secrets never reach the page: :func:`redact` drops every run.json key whose name has a part
 ``key``/``token``/``secret``/``password``/``auth``/``credential`` (``api_key``, ``hf_token``,
@@ -137,6 +139,8 @@ class HtmlReport:
     watermark_share: tuple[float, float] | None = None
     workload_html: str = ""  # prefix cache, conversations, classes (analysis.report.workload)
     why: str = ""  # the answer's one line of why (analysis.report.screen.why_line, no "why: ")
+    #: predicted capacities at other lengths, beside the answer (analysis.report.whatif_html)
+    whatif_html: str = ""
 
 
 def esc(value: Any) -> str:
@@ -265,7 +269,7 @@ def _headline(report: HtmlReport) -> str:
     if recs is not None and recs.deploy is not None:
         deploy = f'<p class="deploy"><b>Deploy:</b> {esc(deploy_text(recs.deploy))}</p>'
     why = f'<p class="why"><b>Why:</b> {esc(report.why)}</p>' if report.why else ""
-    return f'<div class="cards">{html_cards}</div>{deploy}{why}'
+    return f'<div class="cards">{html_cards}</div>{deploy}{why}{report.whatif_html}'
 
 
 def _slo_section(slo: SloResult | None) -> str:

@@ -66,7 +66,7 @@ def _est(e: Estimate, digits: int = 3) -> str:
     return f"{_n(e.value, digits)} ({_n(e.low, digits)}–{_n(e.high, digits)})"
 
 
-def _span(users: int | None, low: int | None, high: int | None) -> str:
+def span_text(users: int | None, low: int | None, high: int | None) -> str:
     if users is None:
         return "—"
     if low is None or high is None or low == high == users:
@@ -217,10 +217,10 @@ def prediction_text(p: Prediction) -> str:
         lines.append(f"PREDICT: no capacity at {_lengths(p)}")
     else:
         lines.append(
-            f"PREDICT: capacity {_span(point.users, p.low, p.high)} users at {_lengths(p)}, "
+            f"PREDICT: capacity {span_text(point.users, p.low, p.high)} users at {_lengths(p)}, "
             f"bound by {BOUND_WORDS[point.bound]}"
         )
-        offline = _span(point.offline_users, p.offline_low, p.offline_high)
+        offline = span_text(point.offline_users, p.offline_low, p.offline_high)
         lines.append(
             f"deploy: {point.users} concurrent requests (interactive: before the tail departs "
             f"or the throughput flattens); offline batch {offline}"
@@ -259,7 +259,7 @@ def _capacity_line(c: Check) -> str:
     point = p.point.users if p.point is not None and p.refusal is None else None
     if point is None:
         return f"  capacity: no prediction; measured {measured}"
-    head = f"  capacity: predicted {_span(point, p.low, p.high)}, measured {measured}"
+    head = f"  capacity: predicted {span_text(point, p.low, p.high)}, measured {measured}"
     if c.inside is None or c.error is None or c.raw_error is None:
         return head
     verdict = "inside the interval" if c.inside else "OUTSIDE the interval"

@@ -24,6 +24,7 @@ from analysis.cluster.emit import (
     write_cluster_files,
 )
 from analysis.pipeline import Analysis
+from analysis.predict.around import around_the_run
 from analysis.report.answer_view import answer_view, capacity_words
 from analysis.report.html import HtmlReport, redact, render_html
 from analysis.report.knee_json import to_json
@@ -44,6 +45,7 @@ from analysis.report.texts import (  # noqa: F401 (collect_warnings: its old imp
     recommendations_text,
     slo_text,
 )
+from analysis.report.whatif_html import whatif_html
 from analysis.report.workload import workload_html, workload_sections
 from analysis.report.workload_words import hit_miss_line, report_note, turn_lines
 from analysis.slo.classes import analyze_classes
@@ -159,6 +161,7 @@ def write_report(
         ),
         workload_html=workload_html(workload),
         why=why_line(analysis, width=WHY_WIDTH).removeprefix("why: "),
+        whatif_html=whatif_html(around_the_run(analysis), analysis.knee.max_concurrency),
     )
     images = {}
     for name, title in painter.result().items():  # the page embeds them: wait for them
