@@ -85,8 +85,9 @@ LIMITS: tuple[Bound, ...] = ("none", "slots", "kv")
 
 
 def kv_slots(kv_tokens: np.ndarray | float, workload: Workload) -> np.ndarray:
-    """Sequences of this workload the KV budget holds, each reserving prompt + completion."""
-    per_seq = max(workload.input_tokens + workload.output_tokens, 1.0)
+    """Sequences of this workload the KV budget holds, each reserving prompt + completion (a
+    mix: its time-weighted mean context, :attr:`Workload.reserved_tokens`)."""
+    per_seq = max(workload.reserved_tokens, 1.0)
     return np.maximum(np.floor(np.asarray(kv_tokens, dtype=float) / per_seq), 1.0)
 
 

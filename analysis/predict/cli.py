@@ -3,7 +3,9 @@
 Analyses the run as ``loadknee analyze`` does (same thresholds: the ones the run recorded),
 fits the capacity model (:mod:`analysis.predict.fit`), predicts at the given lengths
 (:mod:`analysis.predict.whatif`) and prints the answer (:mod:`analysis.report.predict_words`).
-A length not given is the run's own. ``--check RUN_DIR OTHER_RUN`` predicts at OTHER_RUN's
+A length not given is the run's own. ``--prompt-log LOG``: the length mix of a prompt log
+(the shapes ``loadknee run --prompt-log`` replays; :mod:`analysis.predict.mix`), modelled as
+its mean work per request. ``--check RUN_DIR OTHER_RUN`` predicts at OTHER_RUN's
 lengths and thresholds and compares with what it measured (:mod:`analysis.predict.check`):
 the model's error on the user's own server. ``--format json``: the same facts as strict JSON
 (:mod:`analysis.report.predict_json`). Writes nothing. Exit codes: 0 predicted (a check whose
@@ -23,8 +25,9 @@ from analysis.command_parser import CommandParser, fail
 from analysis.inputs.load import RunDirError
 from analysis.pipeline import Analysis, analyze_run
 from analysis.predict.check import check, measured_run
-from analysis.predict.facts import Workload
+from analysis.predict.facts import CapacityFit, Workload
 from analysis.predict.fit import fit_capacity
+from analysis.predict.mix import read_mix
 from analysis.predict.whatif import predict
 from analysis.report.predict_json import check_json, prediction_json
 from analysis.report.predict_words import check_text, prediction_text
@@ -75,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--output-tokens", type=_tokens, metavar="M", default=None,
         help="completion tokens per request (default: the run's mean)",
     )  # fmt: skip
+    parser.add_argument(
+        "--prompt-log", metavar="LOG", default=None,
+        help="predict at a prompt log's length mix (the logs loadknee run --prompt-log replays) "
+        "instead of fixed lengths",
+    )  # fmt: skip
     return parser
 
 
@@ -108,6 +116,26 @@ def _check(ns: argparse.Namespace, analysis: Analysis) -> int:
     return 0 if p.refusal is None and p.point is not None else 3
 
 
+def _from_log(ns: argparse.Namespace, analysis: Analysis, fit: CapacityFit) -> int:
+    """The prediction at a prompt log's mix; a log that cannot be read is one line, exit 2."""
+    run_output = fit.workload.output_tokens
+    try:
+        mix = read_mix(ns.prompt_log, run_output if math.isfinite(run_output) else math.nan)
+    except (OSError, ValueError) as exc:
+        return fail(PROG, f"cannot read the prompt log {ns.prompt_log}: {exc}")
+    w = mix.workload
+    if not (math.isfinite(w.input_tokens) and math.isfinite(w.output_tokens)):
+        return fail(PROG, "the prompt log's records give no completion length and the run has "
+                    "no ok request to take one from")  # fmt: skip
+    prediction = predict(fit, w, analysis.knee_params)
+    _emit(
+        prediction_json(prediction, mix)
+        if ns.format == "json"
+        else prediction_text(prediction, mix, ns.prompt_log)
+    )
+    return 0 if prediction.refusal is None and prediction.point is not None else 3
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_intermixed_args(argv)
@@ -115,8 +143,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--check needs two runs: RUN_DIR OTHER_RUN")
     if not ns.check and ns.other_run is not None:
         parser.error("a second run goes with --check: --check RUN_DIR OTHER_RUN")
-    if ns.check and (ns.input_tokens is not None or ns.output_tokens is not None):
-        parser.error("--check takes the lengths from OTHER_RUN: no --input-tokens/--output-tokens")
+    fixed = ns.input_tokens is not None or ns.output_tokens is not None
+    if ns.check and (fixed or ns.prompt_log is not None):
+        parser.error(
+            "--check takes the lengths from OTHER_RUN: no --input-tokens/--output-tokens/"
+            "--prompt-log"
+        )
+    if fixed and ns.prompt_log is not None:
+        parser.error("either --input-tokens/--output-tokens or --prompt-log, not both")
     analysis = _analyze(ns.run_dir)
     if isinstance(analysis, str):
         return fail(PROG, analysis)
@@ -124,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         return _check(ns, analysis)
     fit = fit_capacity(analysis)
     measured = fit.workload
+    if ns.prompt_log is not None:
+        return _from_log(ns, analysis, fit)
     workload = Workload(
         ns.input_tokens if ns.input_tokens is not None else measured.input_tokens,
         ns.output_tokens if ns.output_tokens is not None else measured.output_tokens,

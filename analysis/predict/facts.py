@@ -46,10 +46,50 @@ class Estimate:
 
 @dataclass(frozen=True)
 class Workload:
-    """Fixed lengths per request: prompt and completion tokens as the server counts them."""
+    """Lengths per request: prompt and completion tokens as the server counts them.
+
+    Fixed lengths, or a mix's means (:mod:`analysis.predict.mix`); ``context_tokens`` is the
+    context a running sequence reserves in the KV budget: prompt + completion for fixed
+    lengths (None), a mix's mean weighted by each request's time in the batch (its completion)
+    for a mix, since the long answers are the ones the batch holds most of the time.
+    """
 
     input_tokens: float
     output_tokens: float
+    context_tokens: float | None = None
+
+    @property
+    def reserved_tokens(self) -> float:
+        """The KV tokens a running sequence holds: ``context_tokens``, else prompt + completion."""
+        if self.context_tokens is not None:
+            return self.context_tokens
+        return self.input_tokens + self.output_tokens
+
+
+#: where a prompt log's completion lengths came from, per record: the observed reply length
+#: (``output_tokens``), the request's ``max_tokens`` cap (an upper bound), or neither (the
+#: source run's mean completion)
+OutputSource = Literal["observed", "cap", "run_mean"]
+
+
+@dataclass(frozen=True)
+class LengthMix:
+    """The length mix read from a prompt log (:mod:`analysis.predict.mix`)."""
+
+    log_file: str  # the file's name (never its path or content)
+    records: int  # valid records in the log
+    bad: int  # records that could not be read
+    sampled: int  # records the mix was read from (evenly spaced over the log)
+    input_mean: float
+    input_p5: float
+    input_p95: float
+    output_mean: float
+    output_p5: float
+    output_p95: float
+    output_sources: tuple[tuple[OutputSource, int], ...]  # records per source
+    input_estimated: int  # text records whose prompt tokens were estimated from characters
+    chars_per_token: float  # the estimate's ratio
+    workload: Workload  # what the model is driven with
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from analysis.predict.facts import (
     DecodeSource,
     Estimate,
     KvSource,
+    LengthMix,
+    OutputSource,
     Prediction,
     PrefillSource,
     SlotSource,
@@ -74,9 +76,14 @@ def span_text(users: int | None, low: int | None, high: int | None) -> str:
     return f"{users} (90 % interval {low}–{high})"
 
 
+def _tok(value: float) -> str:
+    return f"{value:g}" if value == round(value) else f"{value:.1f}"
+
+
 def _lengths(p: Prediction) -> str:
     w = p.workload
-    return f"{w.input_tokens:g} prompt + {w.output_tokens:g} completion tokens"
+    mix = "a mix averaging " if w.context_tokens is not None else ""
+    return f"{mix}{_tok(w.input_tokens)} prompt + {_tok(w.output_tokens)} completion tokens"
 
 
 def why_text(p: Prediction) -> str:
@@ -85,13 +92,13 @@ def why_text(p: Prediction) -> str:
     if point is None:
         return ""
     slots = fit.params.slots
-    per_seq = p.workload.input_tokens + p.workload.output_tokens
+    per_seq = p.workload.reserved_tokens
     kv = fit.params.kv_tokens
     if point.bound == "kv" and kv is not None:
         beside = f", below the {slots:g} slots" if slots is not None else ""
         return (
             f"the KV budget (~{_n(kv.value)} tokens) holds {p.kv_slots:g} sequences of "
-            f"{per_seq:g} tokens{beside}"
+            f"{per_seq:.0f} tokens{beside}"
         )
     if point.bound == "slots" and slots is not None:
         room = f"; the KV budget would hold {p.kv_slots:g}" if p.kv_slots is not None else ""
@@ -192,19 +199,53 @@ def _table(p: Prediction) -> list[str]:
     return rows
 
 
-def check_command(p: Prediction) -> str:
-    """The ``loadknee run`` that would check the prediction."""
+def check_command(p: Prediction, prompt_log: str | None = None) -> str:
+    """The ``loadknee run`` that would check the prediction (``prompt_log``: replaying it)."""
     host = p.fit.host or "URL"
     levels = ",".join(str(u) for u in p.check_levels)
     w = p.workload
-    return shlex.join(
-        ["loadknee", "run", "--host", host, "--input-tokens", f"{w.input_tokens:g}",
-         "--output-tokens", f"{w.output_tokens:g}", "--levels", levels]
-    )  # fmt: skip
+    lengths = (
+        ["--prompt-log", prompt_log]
+        if prompt_log is not None
+        else ["--input-tokens", f"{w.input_tokens:g}", "--output-tokens", f"{w.output_tokens:g}"]
+    )
+    return shlex.join(["loadknee", "run", "--host", host, *lengths, "--levels", levels])
 
 
-def prediction_text(p: Prediction) -> str:
-    """The screen of ``loadknee predict``."""
+_OUTPUT_SOURCE_WORDS: dict[OutputSource, str] = {
+    "observed": "observed reply lengths",
+    "cap": "max_tokens caps (upper bounds: replies may stop earlier)",
+    "run_mean": "the run's own mean (no length in the record)",
+}
+
+
+def mix_text(mix: LengthMix) -> str:
+    """The prompt log's mix in two lines: what was read, and what the model was driven with."""
+    w = mix.workload
+    sources = ", ".join(f"{n} {_OUTPUT_SOURCE_WORDS[s]}" for s, n in mix.output_sources)
+    estimated = (
+        f"; {mix.input_estimated} prompts counted as characters / {mix.chars_per_token:g} "
+        "(text, no token counts: an estimate)"
+        if mix.input_estimated
+        else ""
+    )
+    bad = f", {mix.bad} unreadable" if mix.bad else ""
+    return (
+        f"mix: {mix.log_file}, {mix.sampled} of {mix.records} records{bad}: prompt "
+        f"{mix.input_mean:.0f} tokens on average (p5–p95 {mix.input_p5:.0f}–{mix.input_p95:.0f}), "
+        f"completion {mix.output_mean:.0f} (p5–p95 {mix.output_p5:.0f}–{mix.output_p95:.0f}; "
+        f"{sources}){estimated}\n"
+        f"  modelled as the mean work per request: {w.input_tokens:.0f} + "
+        f"{w.output_tokens:.0f} tokens, each running sequence holding {w.reserved_tokens:.0f} "
+        "KV tokens (the context averaged over each request's time in the batch)"
+    )
+
+
+def prediction_text(
+    p: Prediction, mix: LengthMix | None = None, prompt_log: str | None = None
+) -> str:
+    """The screen of ``loadknee predict`` (``mix``: the prompt log's lengths it predicts at,
+    ``prompt_log``: the path the check command replays)."""
     point = p.point
     if p.refusal == "no_decode_fit":
         return (
@@ -235,7 +276,9 @@ def prediction_text(p: Prediction) -> str:
         lines += _table(p)
     if p.check_levels:
         lines.append("check it (not run here: a real sweep at these lengths):")
-        lines.append(f"  {check_command(p)}")
+        lines.append(f"  {check_command(p, prompt_log)}")
+    if mix is not None:
+        lines.insert(1, mix_text(mix))
     return "\n".join(lines)
 
 

@@ -135,7 +135,11 @@ def test_the_check_as_json_round_trips_with_its_fields(runs, capsys) -> None:
     assert set(body) == {f.name for f in dataclasses.fields(Check)}
     assert body["inside"] is False and body["measured_low"] == 8
     assert body["prediction"]["point"]["users"] == 6
-    assert body["measured"]["workload"] == {"input_tokens": 128.0, "output_tokens": 32.0}
+    assert body["measured"]["workload"] == {
+        "input_tokens": 128.0,
+        "output_tokens": 32.0,
+        "context_tokens": None,
+    }
     assert [lv["users"] for lv in body["levels"]] == [1, 2, 4, 8, 16]
 
 
@@ -143,7 +147,11 @@ def test_the_prediction_as_json_round_trips(runs, capsys) -> None:
     assert main([str(runs(6)), "--output-tokens", "64", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"schema", "prediction"}
-    assert doc["prediction"]["workload"] == {"input_tokens": 128.0, "output_tokens": 64.0}
+    assert doc["prediction"]["workload"] == {
+        "input_tokens": 128.0,
+        "output_tokens": 64.0,
+        "context_tokens": None,
+    }
     assert doc["prediction"]["point"]["users"] >= 1
 
 
