@@ -1,0 +1,201 @@
+"""What-if predictions against real sweeps at the predicted lengths (issue 42's "done when").
+
+For each simulator preset (``fast``: 8 slots bind; ``kv-bound``: a 4096-token KV budget binds;
+``compute-bound``: no hard limit, the step grows with the batch), one fresh simulator per sweep
+and one sweep at a time:
+
+1. a **source** sweep at 256 prompt + 64 completion tokens (``loadknee run``, refinement and
+   early stop on, as a user runs it);
+2. three **checking** sweeps, each at the lengths of one prediction: 2× the prompt (512 + 64),
+   2× the completion (256 + 128), and a lognormal length log replayed with ``--prompt-log``
+   (lengths-only records, medians 256 and 64, σ 0.5, every context under the ``kv-bound``
+   preset's 1024-token ``max_model_len``);
+3. each prediction from the source's fit (:func:`analysis.predict.check.check`; the log's from
+   its mix, :func:`analysis.predict.mix.read_mix`) against what its checking sweep measured,
+   **with** the simulator's ``/metrics`` and **without** them: the same run directories as a
+   server without ``/metrics`` leaves them (``tests/support/run_support.without_server_metrics``,
+   the e2e tests' helper: no gauge, no KV, no GPU rows). The refine levels of those sweeps were
+   chosen with the gauges; the rows, not the plan, are what the analysis reads.
+
+Per case it prints the predicted capacity with its 90 % interval, the measured capacity with the
+span its levels allow, the error beyond that span, whether it is within 15 %, whether the
+measured capacity lies inside the interval, and per ``/metrics`` setting the tally of cases that
+pass both (target: ≥ 8 of 9). ``--quick``: the ``fast`` preset only (4 sweeps, ~5 min on two
+shared cores); the full run is 12 sweeps. ``--budget-min`` bounds the whole run: a preset whose
+sweeps would start past it is skipped and said so.
+
+    .venv/bin/python benchmarks/bench_predict.py [--quick] [--stage-seconds 4] [--budget-min 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from analysis.pipeline import Analysis, analyze_run
+from analysis.predict.check import check, measured_run
+from analysis.predict.facts import Check
+from analysis.predict.fit import fit_capacity
+from analysis.predict.mix import read_mix
+from loadknee_locust.sim.launch import SimProcess
+from tests.support.run_support import without_server_metrics
+
+INPUT_TOKENS, OUTPUT_TOKENS = 256, 64
+PRESETS = ("fast", "kv-bound", "compute-bound")
+#: the levels each preset's sweeps start from (refinement adds levels between them)
+LEVELS = {
+    "fast": "1,2,4,8,12,16",
+    "kv-bound": "1,2,4,8,12,16,24,32",
+    "compute-bound": "1,2,4,8,16,24,32,48,64",
+}
+#: a prediction passes within this relative error (beyond the span the levels allow)
+TOLERANCE = 0.15
+#: the lognormal log: records, σ, and the largest context (kv-bound's max_model_len is 1024)
+LOG_RECORDS, LOG_SIGMA, LOG_MAX_CONTEXT, LOG_SEED = 2000, 0.5, 1000, 42
+#: one sweep's limit
+SWEEP_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    lengths: list[str]  # loadknee run's length options
+
+
+def lognormal_log(path: Path) -> Path:
+    """Lengths-only records, lognormal around 256 + 64 tokens, every context ≤ 1000."""
+    rng = np.random.default_rng(LOG_SEED)
+    lines: list[str] = []
+    while len(lines) < LOG_RECORDS:
+        i = round(float(rng.lognormal(math.log(INPUT_TOKENS), LOG_SIGMA)))
+        o = round(float(rng.lognormal(math.log(OUTPUT_TOKENS), LOG_SIGMA)))
+        if i >= 8 and o >= 4 and i + o <= LOG_MAX_CONTEXT:
+            lines.append(json.dumps({"input_tokens": i, "output_tokens": o}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def sweep(preset: str, lengths: list[str], stage_s: float, out: Path, run_id: str) -> Path:
+    """One ``loadknee run`` against a fresh simulator; its run directory."""
+    timing = ["--stage-seconds", f"{stage_s:g}", "--warmup-seconds", "1",
+              "--cooldown-seconds", "0.5", "--baseline-requests", "5"]  # fmt: skip
+    with SimProcess.start(preset) as sim:
+        done = subprocess.run(
+            [sys.executable, "-m", "loadknee_locust", "run", "--host", sim.url, *timing,
+             "--levels", LEVELS[preset], *lengths, "--out", str(out), "--run-id", run_id],
+            capture_output=True, text=True, timeout=SWEEP_TIMEOUT_S,
+        )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"{preset} {run_id}: exit {done.returncode}\n{done.stdout[-2000:]}")
+    return out / run_id
+
+
+def _checked(source: Analysis, other: Analysis, log: Path | None) -> Check:
+    measured = measured_run(other)
+    assert measured is not None, f"{other.run_id}: no lengths"
+    if log is not None:  # predict at the log's mix, not at the rows' mean lengths
+        mix = read_mix(log, fit_capacity(source).workload.output_tokens)
+        measured = replace(measured, workload=mix.workload)
+    return check(fit_capacity(source), measured, other.knee_params)
+
+
+def _span(low: int | None, high: int | None) -> str:
+    if low is None:
+        return "—"
+    return f"{low}" if high == low else f"{low}–{'…' if high is None else high}"
+
+
+def _row(preset: str, metrics: str, case: str, c: Check) -> tuple[str, bool]:
+    p = c.prediction
+    users = p.point.users if p.point is not None and p.refusal is None else None
+    predicted = "—" if users is None else f"{users} ({p.low}–{p.high})"
+    if p.refusal is not None:
+        predicted = f"refused ({p.refusal})"
+    within = c.error is not None and abs(c.error) <= TOLERANCE
+    inside = bool(c.inside)
+    error = "—" if c.error is None else f"{c.error * 100:+.0f} %"
+    bound = "—" if p.point is None else p.point.bound
+    measured = f"{c.measured.capacity} [{_span(c.measured_low, c.measured_high)}]"
+    line = (
+        f"{preset:>13}  {metrics:>7}  {case:>10}  {predicted:>16}  {bound:>7}  {measured:>12}  "
+        f"{error:>6}  {'yes' if within else 'no':>6}  {'yes' if inside else 'no':>6}"
+    )
+    return line, within and inside
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="the fast preset only")
+    parser.add_argument("--stage-seconds", type=float, default=4.0)
+    parser.add_argument("--budget-min", type=float, default=45.0, help="skip what starts later")
+    ns = parser.parse_args()
+    presets = PRESETS[:1] if ns.quick else PRESETS
+    t0 = time.monotonic()
+    header = (
+        f"{'preset':>13}  {'metrics':>7}  {'case':>10}  {'predicted':>16}  {'binds':>7}  "
+        f"{'measured':>12}  {'error':>6}  {'≤15 %':>6}  {'inside':>6}"
+    )
+    rows: list[str] = []
+    passed: dict[str, list[bool]] = {"shown": [], "hidden": []}
+    with tempfile.TemporaryDirectory(prefix="bench-predict-") as tmp:
+        root = Path(tmp)
+        log = lognormal_log(root / "lognormal.jsonl")
+        cases = [
+            Case("2x prompt", ["--input-tokens", f"{2 * INPUT_TOKENS}",
+                               "--output-tokens", f"{OUTPUT_TOKENS}"]),
+            Case("2x output", ["--input-tokens", f"{INPUT_TOKENS}",
+                               "--output-tokens", f"{2 * OUTPUT_TOKENS}"]),
+            Case("lognormal", ["--prompt-log", str(log)]),
+        ]  # fmt: skip
+        for preset in presets:
+            if time.monotonic() - t0 > ns.budget_min * 60:
+                rows.append(f"{preset:>13}  skipped: past the {ns.budget_min:g} min budget")
+                continue
+            out = root / preset
+            source_len = [
+                "--input-tokens",
+                f"{INPUT_TOKENS}",
+                "--output-tokens",
+                f"{OUTPUT_TOKENS}",
+            ]
+            dirs = {"source": sweep(preset, source_len, ns.stage_seconds, out, "source")}
+            for case in cases:
+                dirs[case.name] = sweep(
+                    preset, case.lengths, ns.stage_seconds, out, case.name.replace(" ", "-")
+                )
+            for metrics in ("shown", "hidden"):
+                runs = dirs
+                if metrics == "hidden":
+                    runs = {k: without_server_metrics(d, out / f"{d.name}-hidden")
+                            for k, d in dirs.items()}  # fmt: skip
+                source = analyze_run(runs["source"])
+                for case in cases:
+                    c = _checked(source, analyze_run(runs[case.name]),
+                                 log if case.name == "lognormal" else None)  # fmt: skip
+                    line, ok = _row(preset, metrics, case.name, c)
+                    rows.append(line)
+                    passed[metrics].append(ok)
+            print(f"[{preset} done at {time.monotonic() - t0:.0f} s]", file=sys.stderr, flush=True)
+    print(header)
+    print("\n".join(rows))
+    for metrics, oks in passed.items():
+        cases_run = len(oks)
+        print(
+            f"/metrics {metrics}: {sum(oks)} of {cases_run} within {TOLERANCE:.0%} and inside the "
+            f"interval (target ≥ 8 of 9 on the three presets)"
+        )
+    print(f"wall {time.monotonic() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
