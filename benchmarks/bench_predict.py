@@ -25,6 +25,22 @@ shared cores); the full run is 12 sweeps. ``--budget-min`` bounds the whole run:
 sweeps would start past it is skipped and said so.
 
     .venv/bin/python benchmarks/bench_predict.py [--quick] [--stage-seconds 4] [--budget-min 40]
+
+Measured with ``--quick`` (2 shared cores, load average 0.8-1.1, 4 s stages; 206 s wall):
+
+    preset  metrics        case         predicted    binds      measured   error   ≤15 %  inside
+      fast    shown   2x prompt           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
+      fast    shown   2x output           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
+      fast    shown   lognormal           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
+      fast   hidden   2x prompt           4 (4–8)       kv      8 [8–11]   -50 %      no     yes
+      fast   hidden   2x output           6 (6–8)       kv      8 [8–11]   -25 %      no     yes
+      fast   hidden   lognormal           6 (6–8)       kv      8 [8–11]   -25 %      no     yes
+    /metrics shown: 3 of 3; /metrics hidden: 0 of 3
+
+Without the gauges the source run cannot tell its 8-sequence limit from a KV budget full at 8 ×
+320 tokens (``knee_assumed``): the point reads it as KV, so longer contexts fit fewer sequences,
+while the interval (half its draws without the KV budget) reaches the measured 8. The full run
+(three presets) is the lead's.
 """
 
 from __future__ import annotations

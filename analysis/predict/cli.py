@@ -30,7 +30,7 @@ from analysis.predict.fit import fit_capacity
 from analysis.predict.mix import read_mix
 from analysis.predict.whatif import predict
 from analysis.report.predict_json import check_json, prediction_json
-from analysis.report.predict_words import check_text, prediction_text
+from analysis.report.predict_words import check_text, prediction_text, unreadable_log_text
 
 PROG = "loadknee predict"
 
@@ -122,7 +122,7 @@ def _from_log(ns: argparse.Namespace, analysis: Analysis, fit: CapacityFit) -> i
     try:
         mix = read_mix(ns.prompt_log, run_output if math.isfinite(run_output) else math.nan)
     except (OSError, ValueError) as exc:
-        return fail(PROG, f"cannot read the prompt log {ns.prompt_log}: {exc}")
+        return fail(PROG, unreadable_log_text(ns.prompt_log, str(exc)))
     w = mix.workload
     if not (math.isfinite(w.input_tokens) and math.isfinite(w.output_tokens)):
         return fail(PROG, "the prompt log's records give no completion length and the run has "

@@ -219,6 +219,12 @@ _OUTPUT_SOURCE_WORDS: dict[OutputSource, str] = {
 }
 
 
+def unreadable_log_text(path: str, reason: str) -> str:
+    """The one line for a prompt log ``--prompt-log`` cannot read (the indexer's reason, which
+    never quotes a record)."""
+    return f"cannot read the prompt log {path}: {reason}"
+
+
 def mix_text(mix: LengthMix) -> str:
     """The prompt log's mix in two lines: what was read, and what the model was driven with."""
     w = mix.workload
