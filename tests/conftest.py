@@ -125,17 +125,27 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     say(f"[loadknee tests] llama-server built in {time.monotonic() - started:.0f} s")
 
 
-#: test files that take minutes, collected first. In one process (``-n 0``) they run first; with
-#: the README's ``-n 2 --dist loadfile`` xdist sends files with the most tests first, so this
-#: order only breaks its ties (``--no-loadscope-reorder`` would keep it: to try on a quiet machine)
+#: test files that take minutes, longest first (their wall time at ``-n 4``): pyproject's
+#: ``--dist loadfile --no-loadscope-reorder`` hands files to the four processes in this order, so
+#: the longest start first and short ones fill in at the end, instead of xdist's own order (files
+#: with the most tests first), which started the llama-server sweep late and left it running alone
 LONGEST_FIRST = (
     "test_realengine_llamacpp.py",
-    "test_verify_sim.py",
     "test_refine_sim.py",
+    "test_verify_sim.py",
+    "test_curve_sim.py",
+    "test_refusals_independent.py",
     "test_docs.py",
     "test_webui_browser.py",
+    "test_prefix_cache_sim.py",
+    "test_openloop_sim.py",
     "test_demo.py",
     "test_packaging.py",
+    "test_run_local.py",
+    "test_stop_signals.py",
+    "test_cluster_sim.py",
+    "test_multihost.py",
+    "test_knee_sim.py",
     "test_fault_suite.py",
 )
 

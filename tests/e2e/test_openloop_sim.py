@@ -83,7 +83,12 @@ def _max_overlap(rows: list[dict[str, str]]) -> int:
     return most
 
 
+@pytest.mark.quiet
 def test_arrival_replay_on_time_and_waits_shown(tmp_path: Path) -> None:
+    """Each request goes out at its planned time (5 ms median, 20 ms P99) and a burst past the cap
+    waits, its rows saying how long. Sending on time needs a core the moment a send is due: with
+    four test processes on two cores the P99 read 20.3 ms, a busy scheduler's delay, not the
+    sender's, so the test is ``quiet`` (no other test runs beside it, ``tests/conftest.py``)."""
     scale, cap = 4.0, 3
     steady = [i * 1.2 for i in range(30)]  # 0.3 s apart once scaled: ~1 in flight
     burst_at = steady[-1] + 2.0

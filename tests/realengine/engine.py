@@ -152,11 +152,18 @@ def start_llama_server(
     *,
     model: str = "model-small",
     parallel: int = 8,
-    threads: int = 2,
+    threads: int = 1,
     metrics: bool = True,
 ) -> LlamaServer:
     """Start llama-server on a free loopback port (``--parallel`` slots, ``--metrics`` unless
-    ``metrics`` is False: a server that exports no counters, as by default)."""
+    ``metrics`` is False: a server that exports no counters, as by default).
+
+    One thread by default: ggml's threads meet at a barrier after every operation and the one
+    that arrives first spins there, so on 2 cores shared with the test suite a second thread
+    burns a core waiting for the first whenever the scheduler parks either (beside other tests
+    the sweep's 1-user stage took 73 s for 32 requests on 2 threads, 16 s alone). One thread
+    is slower alone but costs only the work it does, and its timings do not fall apart under
+    load."""
     port = free_port()
     log_path = new_server_log(re_dir, str(port))
     cmd = [

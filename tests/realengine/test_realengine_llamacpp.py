@@ -7,8 +7,8 @@ and ``--metrics``. With 8 slots, requests past the 8th wait in the server's queu
 (``llamacpp:requests_deferred``): TTFT and the tail jump while throughput stops growing, so the
 knee must land between 8 and 16 users (the grid's levels, or a refine stage between them) with a
 reason naming the queue, the tail must have departed at twice the slots, and the recommended
-max_concurrency must be at most 8. ``--stop-after-knee -1`` keeps the 32-user level, whose queue
-the server's own counts must show.
+max_concurrency must be at most 8. ``--stop-after-knee -1`` keeps the 16-user level (twice the
+slots), whose queue the server's own counts must show.
 
 ONE sweep (one server, the module's ``sweep`` fixture) serves every test here; each test asserts
 on its run directory what only a real engine can show: rows that are all ok and exactly on target
@@ -42,14 +42,15 @@ from tests.support.counter_check import stage_counts
 
 pytestmark = [pytest.mark.slow, pytest.mark.realengine]
 
-LEVELS = "1,2,4,8,16,32"
+LEVELS = "1,2,4,8,16"
 SLOTS = 8  # the server: --parallel 8
 LEAST_SERVED = 6  # the lowest answer that still uses what the 8 slots serve (see the knee test)
-#: 32-token answers: each request is half a 64-token one's work, and every stage of the sweep is
-#: held to a count of requests, so the sweep takes about half the time (on 2 shared cores it was
-#: the suite's longest test); the slots, the queue past them and the counters show the same
+#: 32-token prompts and answers: every stage of the sweep is held to a count of requests, so the
+#: work per request sets the sweep's length (it is the suite's longest test: 64-token answers and
+#: prompts and a 32-user level took 361 s alone; this sweep, on the server's one thread, 184 s and
+#: 177 CPU-s); the slots, the queue past them and the counters show the same
 OUTPUT_TOKENS = 32
-INPUT_TOKENS = 64
+INPUT_TOKENS = 32
 RELEASE_LINE = re.compile(r"slot\s+release:")
 # A guard against a hung run, not a speed target (about 2 min alone; a busy box is much slower)
 SWEEP_GUARD_S = 2400
@@ -94,7 +95,7 @@ def _loadknee(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
-    """One default sweep (refinement on) over 1..32 users against the 8-slot server, analysed."""
+    """One default sweep (refinement on) over 1..16 users against the 8-slot server, analysed."""
     _require_toolchain()
     tmp = tmp_path_factory.mktemp("llama")
     server = start_llama_server(ensure_built(), model="model-small", parallel=SLOTS)
@@ -178,7 +179,7 @@ def test_sweep_finds_the_slot_knee_from_the_servers_queue(sweep: Sweep) -> None:
     knee_stage = next(s for s in result["stages"] if s["stage"] == result["knee_stage"])
     words = " ".join(knee_stage["reasons"]) + " " + knee_stage["bottleneck_reason"]
     assert "queue" in words, words
-    # the tail: at twice the slots (16, 32) half the requests wait a whole service time, so P95
+    # the tail: at twice the slots (16) half the requests wait a whole service time, so P95
     # must be past 2× the single-user tail there, named in each stage's reasons: departed, or, when
     # the machine's noise reaches below 2×, said to be undecided (never silent, never "held"). At
     # a refine stage just past 8 (10 users: 2 waiting) the rise is smaller than a noisy baseline's
@@ -203,7 +204,7 @@ def test_sweep_finds_the_slot_knee_from_the_servers_queue(sweep: Sweep) -> None:
         assert "P95" in said and told, (stage["target_users"], said)
     # what these 8 slots on 2 cores can serve at once: at most 8 (past them requests wait in
     # the server's queue), and at least LEAST_SERVED: 8 slots still out-serve 4 here (measured
-    # with this model on 2 cores: 272 tok/s at 4 users, 315 at 8, nothing deferred before 16), so
+    # with this model on one thread: 100 tok/s at 4 users, 113 at 8, nothing deferred before 9), so
     # an answer under 6 would leave more than a quarter of the slots the server runs idle
     assert result["max_concurrency"] is not None
     assert LEAST_SERVED <= result["max_concurrency"] <= SLOTS, result["summary"]
@@ -231,9 +232,11 @@ def test_llamacpp_metric_names_reach_the_record_and_the_autoscaler_files(sweep: 
     assert "# Engine: llama.cpp" in keda and "vllm:" not in keda + hpa, keda
     assert "llamacpp:requests_processing" in keda and "llamacpp:requests_processing" in hpa
     # llama.cpp's metric names reached the canonical running / waiting columns
+    # at twice the slots, 8 requests wait beside the 8 running; a scrape may fall while a few
+    # users are between a finished request and their next one, so at least half of them
     summary = {row["target_users"]: row for row in sweep.knee["summary"]}
-    assert summary[32]["waiting_max"] >= 8, summary[32]
-    assert summary[32]["running_max"] == 8, summary[32]
+    assert summary[16]["waiting_max"] >= SLOTS // 2, summary[16]
+    assert summary[16]["running_max"] == SLOTS, summary[16]
 
 
 def test_each_stage_matches_the_servers_token_counter(sweep: Sweep) -> None:
