@@ -29,6 +29,12 @@ if TYPE_CHECKING:
 #: mean waiting requests (seen from the client) that, with more users than the server ran,
 #: mean the server is saturated: half a request, on average, waiting for a slot
 CLIENT_SATURATED_WAITING = 0.5
+#: the share of a stage's requests that must have come late for them to count as a group (direct
+#: evidence of a queue). Past a slot limit most requests wait: 50-100 % on the 8-slot simulator at
+#: 12-16 users, 73-81 % on llama-server (8 slots) at 9-10 users. A starved client delays a few:
+#: 5-20 % at the refusal limit of a server that queues nothing (a 2-core box running 4 test
+#: processes), whose 0.59 waiting on average then read as a queue and put the answer one below it
+MIN_GROUP_SHARE_PCT = 25.0
 #: the running count must reach this share of the most any stage ran
 RUNNING_SHARE = 0.9
 #: a stage whose client kept fewer than this share of its users in flight was starved
@@ -49,7 +55,8 @@ def client_saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     """Fires when the stage had more users in flight than the server ran at once (by more than
     half a request), its running count reached ``RUNNING_SHARE`` of the most any stage ran,
     and at least ``CLIENT_SATURATED_WAITING`` requests waited on average (the interval's lower
-    bound when there is one)."""
+    bound when there is one) with at least ``MIN_GROUP_SHARE_PCT`` of its requests late, or a
+    whole request waited on average without such a group."""
     running, waiting = num(row.get("client_running")), num(row.get("client_waiting"))
     slots = ctx.client_slots
     if running is None or waiting is None or not slots:
@@ -59,9 +66,11 @@ def client_saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     batch = num(row.get("batch_size")) or 1.0
     users = float(row["target_users"]) * batch
     share, wait_ms = num(row.get("client_wait_share_pct")), num(row.get("client_wait_ms"))
-    # a group of late requests is direct evidence of a queue; without one, many short waits
-    # must add up to a whole request waiting on average
-    needed = CLIENT_SATURATED_WAITING if share else 2 * CLIENT_SATURATED_WAITING
+    # a group of late requests is direct evidence of a queue; without one (no late request, or
+    # too few to be more than a busy client's stragglers), many short waits must add up to a
+    # whole request waiting on average
+    group = share is not None and share >= MIN_GROUP_SHARE_PCT
+    needed = CLIENT_SATURATED_WAITING if group else 2 * CLIENT_SATURATED_WAITING
     fired = users > running + 0.5 and running >= RUNNING_SHARE * slots and decisive >= needed
     fact = ClientQueueFact(
         "client_saturated",

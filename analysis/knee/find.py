@@ -636,22 +636,32 @@ def _client_seen_slots(rows: list[Any], verdicts: list[StageVerdict]) -> int | N
     stages the client saw saturated, rounded (None when no stage was). The lowest, because a
     stage just past the limit whose requests are out of step makes every request wait a little,
     which reads as service: 44 users on 40 slots read 41.4 running in an exact FIFO loop, 48
-    read 40.0 (the default sweep runs the grid level above before refining below it)."""
+    read 40.0 (the default sweep runs the grid level above before refining below it).
+
+    Only stages without the server's own gauges count (:func:`_client_queued`): where the server
+    counts its queue and saw nothing wait, a busy client's late requests are not a limit (a
+    server refusing above 20 that never queued read 18.2 running at 20 users from the client
+    beside three other test processes, and the answer fell to 18)."""
     seen = [
         float(row["client_running"])
         for row, v in zip(rows, verdicts, strict=True)
-        if any(s.name == "client_saturated" and s.fired for s in v.signals)
+        if _client_queued(v)
     ]
     return max(1, int(min(seen) + 0.5)) if seen else None
 
 
-def _queued(verdict: StageVerdict) -> bool:
-    """The server's counts, or (without them) the client's estimate, saw requests wait."""
+def _client_queued(verdict: StageVerdict) -> bool:
+    """The client's estimate saw requests wait where the server exports no gauges of its own
+    (the server's counts decide where it has them)."""
     sig = {s.name: s for s in verdict.signals}
     server, client = sig.get("server_saturated"), sig.get("client_saturated")
-    if server is not None and server.fired:
-        return True
     return client is not None and client.fired and (server is None or server.value is None)
+
+
+def _queued(verdict: StageVerdict) -> bool:
+    """The server's counts, or (without them) the client's estimate, saw requests wait."""
+    server = next((s for s in verdict.signals if s.name == "server_saturated"), None)
+    return (server is not None and server.fired) or _client_queued(verdict)
 
 
 def _demote_unsaturated(

@@ -124,6 +124,25 @@ def test_gain_facts_without_an_earlier_stage_hold_no_figures():
     assert not flat.fired and not narrowing.fired
 
 
+@pytest.mark.parametrize(
+    ("share", "waiting", "fired", "needed"),
+    [
+        (0.0, 0.8, False, 1.0),  # no late request: short waits must add up to a whole request
+        (0.0, 1.0, True, 1.0),
+        (5.0, 0.59, False, 1.0),  # a few stragglers (a busy client at a refusal limit): no group
+        (20.0, 0.8, False, 1.0),
+        (20.0, 1.2, True, 1.0),
+        (25.0, 0.5, True, 0.5),  # a group: half a request waiting is a queue
+        (73.0, 0.6, True, 0.5),  # llama-server, 8 slots, 9 users
+        (100.0, 0.4, False, 0.5),
+    ],
+)
+def test_client_queue_takes_late_requests_as_a_group_from_a_quarter(share, waiting, fired, needed):
+    row = {**ROW, "client_running": 8.0, "client_waiting": waiting, "client_wait_share_pct": share}
+    queue = client_saturation_signal(row, _ctx(client_slots=8.0))
+    assert (queue.fired, queue.fact.threshold_waiting) == (fired, needed)
+
+
 def test_client_queue_needs_twice_the_waiting_without_late_requests():
     row = {**ROW, "client_running": 8.0, "client_waiting": 0.8, "client_wait_share_pct": 0.0}
     queue = client_saturation_signal(row, _ctx(client_slots=8.0))
