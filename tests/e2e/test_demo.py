@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.diagnosis.failures import LATE_CLIENT_FLOOR_MS
+from analysis.knee.late_client import LATE_CLIENT_FLOOR_MS
 from tests.support import demo_shape
 
 pytestmark = pytest.mark.slow
