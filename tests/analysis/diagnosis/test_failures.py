@@ -12,6 +12,7 @@ from analysis.diagnosis.failures import (
     late_client_warnings,
     small_stage_warnings,
 )
+from analysis.inputs.load import read_run
 from analysis.knee.facts import LateClientFact
 from analysis.knee.late_client import (
     LATE_CLIENT_FLOOR_MS,
@@ -19,7 +20,6 @@ from analysis.knee.late_client import (
     LATE_CLIENT_SHARE_PCT,
     is_late_client,
 )
-from analysis.inputs.load import read_run
 from analysis.stages.summary import summarize_stages
 from tests.support.knee_frames import sweep
 from tests.support.report_fixtures import write_run_dir

@@ -48,7 +48,7 @@ CASES = {
     "late below the answer": ({2: 60.0}, [2], "cannot_tell", (2,), False, 8),
     "late at the baseline and the 1-user level": ({1: 80.0}, [1], "cannot_tell", (1,), True, 8),
     "late only above the first level past": ({32: 120.0}, [32], "answer", (), False, None),
-    "over 10 % of the e2e P50 (~330 ms) at 8 users": ({8: 40.0}, [8], "cannot_tell", (8,), False, 8),
+    "over 10 % of the ~330 ms e2e P50 at 8": ({8: 40.0}, [8], "cannot_tell", (8,), False, 8),
     "under 10 % of it and under 50 ms": ({8: 30.0}, [], "answer", (), False, None),
 }
 
