@@ -117,3 +117,20 @@ def test_cannot_tell_from_a_late_client_exits_3_and_writes_the_lag_to_knee_json(
     printed = capsys.readouterr()
     assert printed.out.lstrip().startswith("cannot tell: the load generator ran late")
     assert "--processes" in printed.out and "120 ms" in printed.out
+
+
+def test_a_late_stage_feeds_no_fit_and_a_cannot_tell_run_no_headroom(tmp_path: Path) -> None:
+    """The latency profile's fits leave a late stage out (its ITL and TTFT are the client's),
+    and a run that cannot tell allows no in-flight count for the traffic headroom."""
+    from analysis.cluster.profile import decode_points, late_stages
+    from analysis.traffic.headroom import run_capacity
+
+    late = _analyze(tmp_path / "late", {8: 120.0})
+    (stage,) = late_stages(late)
+    assert late.summary.set_index("stage").at[stage, "target_users"] == 8
+    points, _ = decode_points(late)
+    assert 8 not in set(points["users"]) and {1, 2, 4} <= set(points["users"])
+    capacity = run_capacity(late)
+    assert (capacity.users, capacity.kind) == (None, "cannot_tell")
+    above = _analyze(tmp_path / "above", {32: 120.0})
+    assert run_capacity(above).users == 4 and run_capacity(above).kind == "knee"
