@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         ConfidenceFact,
         GaugeCheckFact,
         KneeSummaryFact,
+        LateClientFact,
         NoSignalFact,
         SignalFact,
     )
@@ -276,8 +277,11 @@ class RowCoverage:
 
 #: ``no_judged_stage``: no level stage could be judged at all; ``unjudged_below``: the first
 #: judged stage already breaks a limit while stages below it could not be judged (their rows
-#: are missing or unusable), so "test lower" would be wrong and no level is known safe
-CannotTell = Literal["no_judged_stage", "unjudged_below"]
+#: are missing or unusable), so "test lower" would be wrong and no level is known safe;
+#: ``late_client``: the load generator ran late at a stage (or the baseline) at or below the
+#: first level past the answer, so that stage may have moved it (docs/method.md: Late load
+#: generator)
+CannotTell = Literal["no_judged_stage", "unjudged_below", "late_client"]
 
 
 @dataclass(frozen=True)
@@ -292,6 +296,12 @@ class Standing:
     reason: CannotTell | None = None
     unjudged: tuple[int, ...] = ()  # users of the level stages not judged
     coverage: RowCoverage = field(default_factory=RowCoverage)
+    #: ``late_client``: the late level stages that could have moved the answer, with their lag
+    late: tuple[LateClientFact, ...] = ()
+    #: ``late_client``: the sequential baseline's lag where it was late (every tail's yardstick)
+    baseline_late: LateClientFact | None = None
+    #: ``late_client``: the first tested level past the answer (None: the answer is the top)
+    first_past: int | None = None
 
     @property
     def cannot_tell(self) -> bool:

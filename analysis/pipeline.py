@@ -25,6 +25,7 @@ from analysis.inputs.nvsmi import read_nvidia_smi_csv
 from analysis.inputs.server_metrics import canonical_timeline
 from analysis.knee.confidence import knee_confidence
 from analysis.knee.find import find_knee, resolve_tail_metric
+from analysis.knee.late_client import late_baseline
 from analysis.knee.params import KneeOverride, KneeParams, overrides, run_knee_params
 from analysis.model import (
     Baseline,
@@ -219,7 +220,7 @@ def analyze_run(
     cut = run_cut(run.run_info, run.stages)
     if cut is not None:
         recs = replace(recs, provisional=cut)
-    standing = answer_standing(knee, recs.deploy, coverage)
+    standing = answer_standing(knee, recs.deploy, coverage, late_baseline(summary, baseline))
     if standing.cannot_tell:  # nothing is recommended from an answer that is not one
         recs = Recommendations(items=(), server_flags=(), provisional=recs.provisional)
     recs_yaml = with_yaml_note(to_yaml(recs, knee), standing, knee)

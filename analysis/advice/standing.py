@@ -10,6 +10,10 @@ figure; this step says what that leaves:
 * ``cannot_tell`` / ``unjudged_below`` — the first judged stage already breaks a limit while
   stages below it were not judged: "test lower" would be wrong (they were tested; their rows
   are missing), and no level is known to be safe;
+* ``cannot_tell`` / ``late_client`` — the load generator ran late (:mod:`analysis.knee.late_client`)
+  at a stage at or below the first level past the answer, or at the baseline (every tail's
+  yardstick): that stage is untrusted, and with it untrusted the answer could be the client's;
+  a late stage above the first level past the answer could not have moved it: the answer stands;
 * ``partial`` — an answer from the judged stages, with the stages left out named;
 * ``answer`` — every level stage judged.
 
@@ -19,13 +23,18 @@ file written. Facts only: :mod:`analysis.report.standing` has the words.
 
 from __future__ import annotations
 
+from analysis.knee.facts import LateClientFact
 from analysis.model import DeployAnswer, KneeResult, RowCoverage, Standing
 
 
 def answer_standing(
-    knee: KneeResult, deploy: DeployAnswer | None, coverage: RowCoverage | None = None
+    knee: KneeResult,
+    deploy: DeployAnswer | None,
+    coverage: RowCoverage | None = None,
+    baseline_late: LateClientFact | None = None,
 ) -> Standing:
-    """What the answer rests on (pure)."""
+    """What the answer rests on (pure); ``baseline_late``: the baseline stage's lag where it
+    was late (:func:`analysis.knee.late_client.late_baseline`)."""
     coverage = coverage or RowCoverage()
     unjudged = tuple(
         sorted(v.target_users for v in knee.stages if v.verdict == "insufficient_data")
@@ -37,6 +46,30 @@ def answer_standing(
         first = min((v.target_users for v in judged if v.trusted), default=None)
         if first is not None and min(unjudged) < first:
             return Standing("cannot_tell", "unjudged_below", unjudged, coverage)
+    first_past = first_level_past(knee, deploy)
+    late = tuple(f for f in late_stages(knee) if first_past is None or f.users <= first_past)
+    base = baseline_late if baseline_late is not None and baseline_late.late else None
+    if late or base is not None:
+        return Standing("cannot_tell", "late_client", unjudged, coverage, late, base, first_past)
     if unjudged or coverage.faults:
         return Standing("partial", None, unjudged, coverage)
     return Standing("answer", None, (), coverage)
+
+
+def late_stages(knee: KneeResult) -> list[LateClientFact]:
+    """The judged level stages' lag facts where their load generator was late."""
+    return [
+        s.fact
+        for v in knee.judged
+        for s in v.signals
+        if s.name == "client_late" and s.fired and isinstance(s.fact, LateClientFact)
+    ]
+
+
+def first_level_past(knee: KneeResult, deploy: DeployAnswer | None) -> int | None:
+    """The lowest judged level above every figure the answer gives (the deploy figure and
+    ``max_concurrency``): the stage that decided it; the lowest level when neither is a level
+    (no tested stage was safe); None when the answer is the top tested level."""
+    figures = [f for f in (None if deploy is None else deploy.users, knee.max_concurrency) if f]
+    reach = max(figures, default=0)
+    return min((v.target_users for v in knee.judged if v.target_users > reach), default=None)

@@ -1,6 +1,7 @@
 """The latency profile an autoscaler's queueing model reads: ITL = α + β × batch, TTFT vs prompt.
 
-**Decode** (one point per judged stage with ok streamed requests, the baseline's included):
+**Decode** (one point per judged stage with ok streamed requests, the baseline's included, but
+none whose load generator ran late: its ITL is the client's; docs/method.md, Late load generator):
 ``x`` the running batch — the server's mean ``requests_running`` over the measured window, or
 without server metrics the stage's users capped at the slots the server showed
 (``KneeResult.server_slots``), else its users, for the stages below the knee only (past it the
@@ -29,6 +30,7 @@ import pandas as pd
 
 from analysis.cluster.stages import measured_windows, records, stage_gauges
 from analysis.cluster.yamlblock import Commented, dump
+from analysis.knee.late_client import late_client_fact
 from analysis.pipeline import Analysis
 
 #: two-sided 95 % Student t quantiles, df 1..30 (beyond: 1.96)
@@ -98,11 +100,20 @@ class Profile:
     saturation_source: str
 
 
+def late_stages(analysis: Analysis) -> set[int]:
+    """The stages (the baseline's too) whose load generator ran late: their latencies are the
+    client's, not the server's (docs/method.md: Late load generator), so no fit reads them."""
+    facts = [(row, late_client_fact(row)) for row in analysis.summary.to_dict(orient="records")]
+    return {int(row["stage"]) for row, fact in facts if fact is not None and fact.late}
+
+
 def decode_points(analysis: Analysis) -> tuple[pd.DataFrame, str]:
-    """One row per judged stage: its running batch and median ITL."""
+    """One row per judged stage whose load generator was on time: its running batch and median
+    ITL."""
     gauges = stage_gauges(analysis)
     judged = {v.stage for v in analysis.knee.stages if v.verdict != "insufficient_data"}
     judged |= set(analysis.summary.loc[analysis.summary["kind"] == "baseline", "stage"].astype(int))
+    judged -= late_stages(analysis)
     slots = analysis.knee.server_slots
     rows = []
     server = any(not math.isnan(g.running_mean) for g in gauges.values())
@@ -130,10 +141,13 @@ def decode_points(analysis: Analysis) -> tuple[pd.DataFrame, str]:
 def _prefill(analysis: Analysis) -> tuple[LineFit, float | None]:
     measured = measured_windows(analysis)[0]
     knee_users = analysis.knee.knee_users or analysis.knee.red_line_users
+    late = late_stages(analysis)
     stages = [
         v.stage
         for v in analysis.knee.stages
-        if v.verdict != "insufficient_data" and (knee_users is None or v.target_users < knee_users)
+        if v.verdict != "insufficient_data"
+        and (knee_users is None or v.target_users < knee_users)
+        and v.stage not in late
     ]
     rows = measured[(measured["cls"] == "ok") & measured["stage"].isin(stages)]
     x = pd.to_numeric(rows["prompt_tokens"], errors="coerce").to_numpy(dtype=float)

@@ -199,25 +199,6 @@ class SmallStageFact:
 
 
 @dataclass(frozen=True)
-class LateClientFact:
-    """A stage whose load generator ran late against the latency it measured
-    (:func:`~analysis.diagnosis.failures.late_client_warnings`): its event-loop lag P95 at or
-    over ``limit_ms``, or over ``share_pct`` of the stage's e2e P50 (and at least ``floor_ms``).
-    ``host_load_1m``/``host_cpus``: the client host's load where it was highest per CPU."""
-
-    users: int
-    lag_p95_ms: float
-    lag_max_ms: float
-    e2e_p50_ms: float | None
-    host_load_1m: float | None
-    host_cpus: int | None
-    limit_ms: float
-    share_pct: float
-    floor_ms: float
-    rule: str = "late_client"
-
-
-@dataclass(frozen=True)
 class AllFailedFact:
     """Every judged request of the run failed; ``causes``: the top causes, counted, most first."""
 

@@ -15,7 +15,9 @@ from typing import cast
 
 import pandas as pd
 
-from analysis.diagnosis.facts import AllFailedFact, LateClientFact, SmallStageFact
+from analysis.diagnosis.facts import AllFailedFact, SmallStageFact
+from analysis.knee.facts import LateClientFact
+from analysis.knee.late_client import late_client_fact
 from analysis.numeric import num
 from analysis.stages.levels import level_rows
 from loadknee_locust.contract import all_failed, failure_causes
@@ -51,53 +53,14 @@ def small_stage_warnings(summary: pd.DataFrame) -> list[SmallStageFact]:
     return out
 
 
-#: a stage's client lag P95 at or over this is late whatever its latency (docs/method.md:
-#: Late load generator)
-LATE_CLIENT_MS = 50.0
-#: ... or over this share of the stage's e2e P50
-LATE_CLIENT_SHARE_PCT = 10.0
-#: ... and at least this: below it, the scheduler's jitter, not a starved client
-LATE_CLIENT_FLOOR_MS = 5.0
-
-
-def is_late_client(lag_p95_ms: float | None, e2e_p50_ms: float | None) -> bool:
-    """The rule of :func:`late_client_warnings` on one stage's figures (``None``: not measured)."""
-    if lag_p95_ms is None:
-        return False
-    if lag_p95_ms >= LATE_CLIENT_MS:
-        return True
-    share = e2e_p50_ms is not None and lag_p95_ms > e2e_p50_ms * LATE_CLIENT_SHARE_PCT / 100
-    return share and lag_p95_ms >= LATE_CLIENT_FLOOR_MS
-
-
 def late_client_warnings(summary: pd.DataFrame) -> list[LateClientFact]:
     """One per stage (the baseline too: its latency is the yardstick) whose load generator was
-    late against its latency: client lag P95 (``client_lag_p95_ms``) at or over
-    :data:`LATE_CLIENT_MS`, or over :data:`LATE_CLIENT_SHARE_PCT` % of the stage's e2e P50 and
-    at least :data:`LATE_CLIENT_FLOOR_MS`. Runs recorded before the lag was measured give none."""
+    late against its latency, by the knee's own rule (:mod:`analysis.knee.late_client`). Runs
+    recorded before the lag was measured give none."""
     if "client_lag_p95_ms" not in summary:
         return []
-    out = []
-    for row in summary.to_dict(orient="records"):
-        lag, e2e = num(row.get("client_lag_p95_ms")), num(row.get("e2e_p50_ms"))
-        users = num(row.get("target_users"))
-        if users is None or lag is None or not is_late_client(lag, e2e):
-            continue
-        cpus = num(row.get("host_cpus"))
-        out.append(
-            LateClientFact(
-                users=int(users),
-                lag_p95_ms=lag,
-                lag_max_ms=num(row.get("client_lag_max_ms")) or lag,
-                e2e_p50_ms=e2e,
-                host_load_1m=num(row.get("host_load_1m")),
-                host_cpus=None if cpus is None else int(cpus),
-                limit_ms=LATE_CLIENT_MS,
-                share_pct=LATE_CLIENT_SHARE_PCT,
-                floor_ms=LATE_CLIENT_FLOOR_MS,
-            )
-        )
-    return out
+    facts = (late_client_fact(row) for row in summary.to_dict(orient="records"))
+    return [f for f in facts if f is not None and f.late]
 
 
 #: the columns a failed row's cause is read from (:func:`~loadknee_locust.contract.failure_cause`)

@@ -228,6 +228,31 @@ class InFlightFact:
 
 
 @dataclass(frozen=True)
+class LateClientFact:
+    """A stage whose load generator ran late against the latency it measured
+    (:mod:`analysis.knee.late_client`): its event-loop lag P95 at or over ``limit_ms``, or over
+    ``share_pct`` of the stage's e2e P50 (and at least ``floor_ms``); the stage is untrusted and
+    cannot be the knee. ``host_load_1m``/``host_cpus``: the client host's load where it was
+    highest per CPU. ``kind`` ``client_lag``: measured, within the rule (not late)."""
+
+    kind: Literal["client_late", "client_lag"]
+    users: int
+    lag_p95_ms: float
+    lag_max_ms: float
+    e2e_p50_ms: float | None
+    host_load_1m: float | None
+    host_cpus: int | None
+    limit_ms: float
+    share_pct: float
+    floor_ms: float
+    rule: str = "late_client"
+
+    @property
+    def late(self) -> bool:
+        return self.kind == "client_late"
+
+
+@dataclass(frozen=True)
 class ResumedFact:
     """A later stage out-served this "knee" stage: a dip."""
 
@@ -328,6 +353,7 @@ SignalFact = (
     | ClientQueueFact
     | ClientUnqueuedFact
     | InFlightFact
+    | LateClientFact
     | ResumedFact
 )
 
@@ -348,6 +374,7 @@ for _cls in (
     ClientQueueFact,
     ClientUnqueuedFact,
     InFlightFact,
+    LateClientFact,
     ResumedFact,
     GaugeCheckFact,
 ):

@@ -31,7 +31,9 @@ the
      under half of the previous stage's (itself under pressure) while requests fail: the server
      ran out of memory and its process died;
    * **client-bound** — load-generator CPU at or above ``client_cpu_limit_pct`` (100 = one core):
-     the stage is marked untrusted and cannot be the knee (the client, not the server, flattened).
+     the stage is marked untrusted and cannot be the knee (the client, not the server, flattened);
+   * **late client** — the load generator's event loop ran late against the stage's latency
+     (:mod:`analysis.knee.late_client`): untrusted likewise (its figures read the client).
 
 3. A stage without enough usable rows (no rows, or most excluded as length mismatches; see
    :mod:`analysis.stages.data_check`) is **insufficient data**: no signal is read from it and no
@@ -112,6 +114,7 @@ from analysis.knee.facts import (
     TailSource,
 )
 from analysis.knee.fit import KneeFit, Levels
+from analysis.knee.late_client import late_client_signal
 from analysis.knee.params import KneeParams
 from analysis.knee.signals import (
     StageContext,
@@ -165,6 +168,7 @@ class StageFacts:
     queued: Signal
     starving: Signal
     noisy: Signal
+    late: Signal | None  # the load generator's lag (None: not measured, an older run)
     disagree: GaugeCheckFact | None  # the server's gauges against the client's estimate
     note: RowsFact | None  # the rows excluded for missing their lengths
 
@@ -184,9 +188,15 @@ def stage_facts(row: pd.Series, prev: pd.Series | None, ctx: StageContext) -> St
         queued,
         starved(row),
         noise_signal(row, ctx),
+        late_client_signal(row),
         cross_check(row, saturated, queued) if saturated.value is not None else None,
         excluded_rows(row),
     )
+
+
+def late_client(facts: StageFacts) -> bool:
+    """The stage's load generator was late (:mod:`analysis.knee.late_client`): untrusted."""
+    return facts.late is not None and facts.late.fired
 
 
 def evaluate_stage(
@@ -224,9 +234,11 @@ def evaluate_stage(
     if sla is not None:
         signals.insert(3, sla)
     signals += [saturated, queued, starving, noisy]
+    if facts.late is not None:
+        signals.append(facts.late)
     # the server's own gauges decide where it has them; the client's estimate where it has none
     gauged = saturated.value is not None
-    untrusted = client.fired or starving.fired
+    untrusted = client.fired or starving.fired or late_client(facts)
     verdict: Verdict
     if error_rate.fired or oom.fired:
         verdict, fired = "red_line", [s for s in (oom, error_rate) if s.fired]
@@ -271,6 +283,8 @@ def _reasons(
         reasons.append(ClientBoundFact(facts.client))
     if facts.starving.fired:
         reasons.append(facts.starving)
+    if facts.late is not None and facts.late.fired:
+        reasons.append(facts.late)
     if facts.disagree is not None:
         reasons.append(facts.disagree)
     if verdict == "comfortable":

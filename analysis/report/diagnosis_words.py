@@ -22,7 +22,6 @@ from analysis.diagnosis.facts import (
     GpuIdleFact,
     InterferenceFact,
     KvContentionFact,
-    LateClientFact,
     MemoryFullFact,
     MemoryLeadingFact,
     MemorySeen,
@@ -34,7 +33,9 @@ from analysis.diagnosis.facts import (
     ThroughputStuckFact,
 )
 from analysis.diagnosis.failure_mix import FailureKind, FailureMix
+from analysis.knee.facts import LateClientFact
 from analysis.numeric import counted, fmt, fmt_ms
+from analysis.report.knee_words import host_load_text
 from loadknee_locust.contract import all_failed_words
 
 #: how each memory figure is named
@@ -254,13 +255,11 @@ def small_stage_text(fact: SmallStageFact) -> str:
 
 def late_client_text(fact: LateClientFact) -> str:
     """The warning on a stage whose load generator was late against its latency."""
-    host = ""
-    if fact.host_load_1m is not None and fact.host_cpus is not None:
-        host = f" (host load {fact.host_load_1m:.1f} on {counted(fact.host_cpus, 'core')})"
     return (
         f"the load generator was late by up to {fmt_ms(fact.lag_max_ms)} at "
-        f"{counted(fact.users, 'user')}{host}: its latencies and throughput there read the "
-        "client, not the server; run on a quieter machine or with more --processes "
+        f"{counted(fact.users, 'user')}{host_load_text(fact)}: its latencies and throughput "
+        "there read the client, not the server; run on a quieter machine or with more "
+        "--processes "
         f"{rules.cite(fact.rule)}"
     )
 

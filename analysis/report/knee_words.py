@@ -20,6 +20,7 @@ from analysis.knee.facts import (
     GainFact,
     GaugeCheckFact,
     InFlightFact,
+    LateClientFact,
     MemoryFact,
     NoiseFact,
     OomFact,
@@ -32,7 +33,7 @@ from analysis.knee.facts import (
     TailSource,
 )
 from analysis.knee.fit import whole
-from analysis.numeric import fmt
+from analysis.numeric import counted, fmt, fmt_ms
 
 if TYPE_CHECKING:
     from analysis.knee.facts import SignalFact
@@ -123,6 +124,8 @@ def fact_text(fact: SignalFact | GaugeCheckFact) -> str:
             )
         case InFlightFact():
             return _in_flight(fact)
+        case LateClientFact():
+            return _late(fact)
         case ResumedFact():
             more = (fact.later_rate / fact.rate - 1) * 100
             return (
@@ -312,6 +315,33 @@ def _in_flight(fact: InFlightFact) -> str:
             f"{rules.cite(fact.rule)}"
         )
     return text
+
+
+def host_load_text(fact: LateClientFact) -> str:
+    """ " (host load 7.9 on 2 cores)" where the client host's load was recorded, else ""."""
+    if fact.host_load_1m is None or fact.host_cpus is None:
+        return ""
+    return f" (host load {fact.host_load_1m:.1f} on {counted(fact.host_cpus, 'core')})"
+
+
+def lag_text(fact: LateClientFact) -> str:
+    """The load generator's measured lateness: "lag P95 120 ms, up to 340 ms (host load …)"."""
+    return f"lag P95 {fmt_ms(fact.lag_p95_ms)}, up to {fmt_ms(fact.lag_max_ms)}" + host_load_text(
+        fact
+    )
+
+
+def _late(fact: LateClientFact) -> str:
+    rule = (
+        f"late at {fact.limit_ms:g} ms, or over {fact.share_pct:g} % of the e2e P50 "
+        f"({fmt_ms(fact.e2e_p50_ms)}) and at least {fact.floor_ms:g} ms"
+    )
+    if not fact.late:
+        return f"the load generator's event loop: {lag_text(fact)}; not late ({rule})"
+    return (
+        f"the load generator ran late: event-loop {lag_text(fact)} ({rule}): untrusted, its "
+        f"latencies and throughput read the client, not the server {rules.cite(fact.rule)}"
+    )
 
 
 def _gauges(fact: GaugeCheckFact) -> str:

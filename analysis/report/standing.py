@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 
 from analysis import rules
 from analysis.model import KneeResult, RowCoverage, Standing
+from analysis.numeric import counted
 from analysis.report import yaml_text
+from analysis.report.knee_words import lag_text
 from analysis.report.stage_reasons import unjudged_detail
 
 if TYPE_CHECKING:
@@ -85,9 +87,36 @@ def first_unjudged(knee: KneeResult) -> Reason | None:
     return next((v.reasons[0] for v in lacking), None)
 
 
+#: what to do about a load generator that ran late
+QUIETER = (
+    "re-run on a quieter machine (nothing else busy beside the load generator), spread the load "
+    "generator over more processes (--processes N), or hold the stages longer (--stage-seconds)"
+)
+
+
+def late_text(standing: Standing) -> str:
+    """Which stages' load generator was late, by how much, and what that did to the answer."""
+    stages = [f"at {counted(f.users, 'user')} {lag_text(f)}" for f in standing.late]
+    if standing.baseline_late is not None:
+        stages.insert(0, f"at the baseline {lag_text(standing.baseline_late)}")
+    past = standing.first_past
+    where = (
+        f"at or below {counted(past, 'user')}, the first level past the answer"
+        if past is not None
+        else "at or below the top level, which is the answer"
+    )
+    return (
+        f"the load generator ran late {where} ({'; '.join(stages)}): those stages measured the "
+        f"client, not the server, so the answer may be the client's; {QUIETER} "
+        f"{rules.cite('late_client')}"
+    )
+
+
 def cannot_tell_text(standing: Standing, knee: KneeResult) -> str:
     """The "cannot tell: …" line: the reason and what to do (the first line on screen; exit 3)."""
     faults = standing.coverage.faults
+    if standing.reason == "late_client":
+        return "cannot tell: " + late_text(standing)
     if standing.reason == "unjudged_below":
         below = _users(standing.unjudged)
         text = (

@@ -5,7 +5,8 @@
    (past it throughput is flat, whatever the SLOs allow); otherwise the knee's
    ``max_concurrency``, the users of the stage before the knee. A run with no knee allows at
    least its highest level judged with confidence (trusted, not noisy): the headroom is then a
-   lower bound ("≥").
+   lower bound ("≥"). A run whose analysis cannot tell (exit 3: no stage judged, or a late load
+   generator at or below the first level past the answer) allows nothing: no headroom from it.
 2. **Headroom** (:func:`headroom`): allowed ÷ the log's peak in flight (and ÷ its P95).
 3. **Growth**: the curve scaled by each of ``scales`` (more traffic of the same shape; below the
    knee the latency holds, so by Little's law the in-flight count scales with the rate). The
@@ -28,10 +29,12 @@ import pandas as pd
 from analysis.numeric import cell
 from analysis.pipeline import Analysis
 from analysis.report.slo_words import limits_text
+from analysis.report.standing import cannot_tell_text
 from analysis.stages.levels import level_rows
 from analysis.traffic.shape import LatencyModel, TrafficShape
 
-CapacityKind = Literal["knee", "slo", "tested"]
+#: ``cannot_tell``: the run's analysis cannot tell (exit 3: docs/method.md), so it allows nothing
+CapacityKind = Literal["knee", "slo", "tested", "cannot_tell"]
 SCALES: tuple[float, ...] = (1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
 
 
@@ -79,6 +82,9 @@ def run_capacity(analysis: Analysis) -> Capacity:
     """What one analysed run allows (see the module docstring)."""
     knee, slo, run_id = analysis.knee, analysis.slo, analysis.run_id
     latency = _latency(analysis.summary, run_id)
+    if analysis.standing.cannot_tell:  # no answer, so no headroom from it (a late client…)
+        text = cannot_tell_text(analysis.standing, knee).removeprefix("cannot tell: ")
+        return Capacity(None, "cannot_tell", text, run_id, latency)
     if slo is not None:
         if slo.capacity is None:
             return Capacity(None, "slo", "no tested level met the SLOs", run_id, latency)

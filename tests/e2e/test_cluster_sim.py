@@ -38,6 +38,7 @@ from analysis.pipeline import Analysis, analyze_run
 from analysis.report.table import record_frame
 from loadknee_locust.sim.launch import SimProcess
 from tests.support.knee_simdriver import DriveSpec, drive_sim
+from tests.support.late_client import late_cannot_tell
 from tests.support.paths import DATA
 
 pytestmark = pytest.mark.slow
@@ -169,8 +170,14 @@ def test_promtool_accepts_the_rules(runs, name, tmp_path) -> None:
 
 
 def test_profile_recovers_the_simulators_step_cost(runs) -> None:
+    # on a busy machine the stages whose load generator ran late are left out of the fit (their
+    # ITL is the client's); too few left to fit is right only where the run says it cannot tell
+    late = profile.late_stages(runs["vllm"])
     fit = profile.fit_profile(runs["vllm"])
     d = fit.decode
+    if d.intercept is None and late and late_cannot_tell(runs["vllm"]):
+        assert len(fit.decode_points) < 3, fit.decode_points
+        return
     assert d.intercept is not None and d.slope is not None, d.why
     explain = f"alpha {d.intercept:.3f}, beta {d.slope:.4f}\n{fit.decode_points}"
     assert d.intercept == pytest.approx(SIM["decode_base_ms"], rel=0.10), explain
@@ -179,7 +186,7 @@ def test_profile_recovers_the_simulators_step_cost(runs) -> None:
     assert fit.saturation_batch == 8
     doc = yaml.safe_load(profile.profile_yaml(runs["vllm"]))
     assert doc["decode"]["beta_ms_per_seq"] == pytest.approx(d.slope, abs=1e-4)
-    assert len(doc["decode"]["stages"]) == len(LEVELS) + 1  # and the baseline
+    assert len(doc["decode"]["stages"]) == len(LEVELS) + 1 - len(late)  # and the baseline
     assert doc["prefill"]["not_fitted"]  # fixed 64-token prompts: no spread to fit on
     bare = profile.fit_profile(runs["bare"])
     assert bare.batch_source == "users" and set(bare.decode_points["users"]) < {1, *LEVELS}

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.diagnosis.failures import LATE_CLIENT_FLOOR_MS
+from analysis.knee.late_client import LATE_CLIENT_FLOOR_MS
 from tests.support import demo_shape
+from tests.support.late_client import late_cannot_tell_doc
 
 pytestmark = pytest.mark.slow
 
@@ -31,6 +32,13 @@ def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
         "--stage-seconds", "7", "--out", str(tmp_path / "runs"),
     ]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    if done.returncode == 3:  # a load generator late where it could move the answer (a busy
+        # machine): "cannot tell", with the lag the run measured, and no DEPLOY line
+        (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+        doc = json.loads((run_dir / "report" / "knee.json").read_text())
+        assert late_cannot_tell_doc(doc), doc.get("standing")
+        assert "DEPLOY" not in done.stdout and "cannot tell: " in done.stdout, done.stdout
+        return
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # a late load generator is the machine's doing, not the demo's: checked against the run's
     # own lag figures below, and left out of what the demo promises about itself

@@ -5,7 +5,10 @@ An independent server (:mod:`tests.support.refusing_server`, not the simulator) 
 level, the default ``loadknee run`` (refinement and early stop on; short stages) must refine below
 the first refusing level instead of stopping there at the red line, and the analysis must answer
 ``max_concurrency`` N or N − 1, never above N; the screen names the refusal ("the server refuses
-above ~N: HTTP 429 'Model is overloaded'") and asks for no cap below the server's own. With and
+above ~N: HTTP 429 'Model is overloaded'") and asks for no cap below the server's own. Or, where
+the load generator itself ran late at a stage that could have moved the answer (two shared
+cores, three sweeps at once), it says "cannot tell" with the measured lag
+(:mod:`tests.support.late_client`). With and
 without a simulator-style ``/metrics`` (running/waiting gauges): separate sweeps, since the
 sweep's refine choices rest on what the judgement sees.
 
@@ -24,6 +27,7 @@ import pytest
 
 from analysis.pipeline import analyze_run
 from analysis.report.screen import answer_lines
+from tests.support.late_client import late_cannot_tell
 from tests.support.refusing_server import RefusingServer
 
 pytestmark = pytest.mark.slow
@@ -63,11 +67,13 @@ def sweeps(tmp_path_factory):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(("limit", "metrics"), CASES, ids=[f"{n}-{m}" for n, m in CASES])
 def test_the_answer_is_the_refusal_limit(sweeps, limit: int, metrics: bool) -> None:
     stages, run_dir, _ = sweeps[(limit, metrics)].result()
+    assert ",refine," in stages, stages  # refined below the first refusing level
     analysis = analyze_run(run_dir)
+    if late_cannot_tell(analysis):  # a starved load generator: "cannot tell", with its lag
+        return
     knee = analysis.knee
     got = knee.max_concurrency
     assert got is not None and limit - 1 <= got <= limit, f"limit {limit}: {got}\n{stages}"
-    assert ",refine," in stages, stages  # refined below the first refusing level
     screen = "\n".join(answer_lines(analysis, width=200))
     assert f"the server refuses above ~{got}: HTTP 429 'Model is overloaded'" in screen, screen
     assert "bound by the server's refusals" in screen, screen

@@ -5,18 +5,21 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analysis.diagnosis.facts import AllFailedFact, LateClientFact, SmallStageFact
+from analysis.diagnosis.facts import AllFailedFact, SmallStageFact
 from analysis.diagnosis.failures import (
-    LATE_CLIENT_FLOOR_MS,
-    LATE_CLIENT_MS,
-    LATE_CLIENT_SHARE_PCT,
     all_failed_warnings,
     error_causes,
-    is_late_client,
     late_client_warnings,
     small_stage_warnings,
 )
 from analysis.inputs.load import read_run
+from analysis.knee.facts import LateClientFact
+from analysis.knee.late_client import (
+    LATE_CLIENT_FLOOR_MS,
+    LATE_CLIENT_MS,
+    LATE_CLIENT_SHARE_PCT,
+    is_late_client,
+)
 from analysis.stages.summary import summarize_stages
 from tests.support.knee_frames import sweep
 from tests.support.report_fixtures import write_run_dir
@@ -78,7 +81,8 @@ def test_late_client_stages_are_named_with_their_lag_and_host():
     summary = sweep([1, 2, 4], [100, 200, 400], [100] * 3, e2e_p50_ms=[80.0, 80.0, 300.0],
                     client_lag_p95_ms=[1.0, 9.0, 20.0], client_lag_max_ms=[2.0, 30.0, 60.0],
                     host_load_1m=[0.5, 7.9, NAN], host_cpus=[2, 2, NAN])  # fmt: skip
-    expected = LateClientFact(users=2, lag_p95_ms=9.0, lag_max_ms=30.0, e2e_p50_ms=80.0,
+    expected = LateClientFact("client_late", users=2, lag_p95_ms=9.0, lag_max_ms=30.0,
+                              e2e_p50_ms=80.0,
                               host_load_1m=7.9, host_cpus=2, limit_ms=50.0, share_pct=10.0,
                               floor_ms=5.0)  # fmt: skip
     assert late_client_warnings(summary) == [expected]  # 20 ms: under 10 % of 300 ms at 4 users

@@ -1,0 +1,58 @@
+"""End-to-end tests on a busy machine: the right answer, or "cannot tell" for a late client.
+
+A sweep whose load generator was starved (a CPU hog beside it, four test workers on two cores)
+measured the client, not the server; the analysis then says "cannot tell" (exit 3, reason
+``late_client``: docs/method.md, Late load generator) instead of a wrong number. An end-to-end
+test accepts that answer only with its evidence: the standing names late stages whose measured
+lag breaks the one rule (:func:`analysis.knee.late_client.is_late_client`), each at or below the
+first level past the answer, and the run's own record table has that lag. Asserted on the facts,
+never on the words.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analysis.knee.late_client import is_late_client
+from analysis.pipeline import Analysis
+
+
+def _check(standing: dict[str, Any], summary: list[dict[str, Any]]) -> None:
+    assert standing["reason"] == "late_client", standing
+    late = list(standing["late"])
+    if standing.get("baseline_late") is not None:
+        late.append(standing["baseline_late"])
+    assert late, standing
+    measured = [row.get("client_lag_p95_ms") for row in summary]
+    past = standing["first_past"]
+    for fact in late:
+        assert fact["kind"] == "client_late", fact
+        assert is_late_client(fact["lag_p95_ms"], fact["e2e_p50_ms"]), fact
+        assert fact["lag_p95_ms"] in measured, (fact, measured)  # the run's own figure
+    for fact in standing["late"]:
+        assert past is None or fact["users"] <= past, (fact, past)
+
+
+def late_cannot_tell(analysis: Analysis) -> bool:
+    """True when ``analysis`` says "cannot tell" because its load generator was late (checked
+    against its facts); False when it answers (the caller checks the answer). Any other "cannot
+    tell" fails."""
+    import dataclasses
+
+    standing = analysis.standing
+    if not standing.cannot_tell:
+        return False
+    summary = analysis.summary.to_dict(orient="records")
+    _check(dataclasses.asdict(standing), summary)
+    recs = analysis.recommendations
+    assert recs.deploy is None and recs.items == (), recs  # nothing recommended from it
+    return True
+
+
+def late_cannot_tell_doc(doc: dict[str, Any]) -> bool:
+    """The same from a knee.json document (a ``loadknee run`` or ``analyze`` that exited 3)."""
+    standing = doc.get("standing")
+    if standing is None or standing["kind"] != "cannot_tell":
+        return False
+    _check(standing, doc["summary"])
+    return True
