@@ -38,6 +38,7 @@ def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
     out = demo_shape.without_late_client(done.stdout)
     assert "expect the knee at 16 users" in out  # the simulator's own prediction (8 slots)
     assert "[demo] sweep: loadknee run --host " in out  # a command the user has installed
+    # words are the product: Locust's own tables, which stay behind --verbose
     assert "Response time percentiles" not in out  # Locust's own tables stay behind --verbose
     assert "--warmup-seconds" not in out and "--cooldown-seconds" not in out  # the default rule
     assert "warning" not in out.lower(), out  # the demo's plan raises no warning about itself

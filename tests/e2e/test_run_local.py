@@ -42,6 +42,7 @@ def test_plain_locust_headless_records_every_request(sim_server, tmp_path: Path)
         locust_cmd("--headless", "--host", sim.url, *sweep_args(out), "--llm-run-id", "plain"),
         env=child_env(OPENAI_API_KEY=SECRET),
     )
+    # words are the product: the warning a user reads when the plugin sets --stop-timeout
     assert "--stop-timeout was not set" in text
     rd = read_run_dir(only_run_dir(out))
     assert rd.path.name == "plain"
@@ -82,6 +83,7 @@ def test_loadknee_run_wrapper_two_workers_count_mode_default_users(recorded_run)
     assert not any(re.match(r"\[[^\]]+\] [^/\s]+/(INFO|WARNING)/", line) for line in lines)
     assert "loadknee: run directory" in (run_dir / "locust.log").read_text()
     # Locust's own closing tables (bucketed percentiles) stay behind --verbose
+    # words are the product: Locust's own tables, which stay behind --verbose
     assert "Response time percentiles" not in text and "Aggregated" not in text
     rd = read_run_dir(run_dir)
     check_run(rd, levels=[1, 2], baseline=2, stop_reason="request_count")
@@ -171,5 +173,6 @@ def test_bad_sweep_options_fail_clearly_before_any_file(tmp_path: Path) -> None:
     )
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=child_env())
     assert proc.returncode == 2
+    # words are the product: the message a user reads for bad input
     assert "cannot run the sweep: --llm-levels must be comma-separated integers" in proc.stderr
     assert not out.exists()

@@ -11,16 +11,16 @@ rewording breaks one golden file, not dozens of tests that say nothing about the
 
 A phrase is a string literal (or an f-string's literal parts) holding two words of two letters or
 more (or one capitalised hyphenated label, ``Latency-bound``); an identifier (a column name
-``ttft_p95_ms``), a lower-case kind (``prefix-cache``), a flag (``--max-num-seqs 24``), markup or a
-file name (``knee.json``, ``out/record.md``). An assert counts when it compares a phrase with
-``in``, ``not in``, ``==`` or ``!=``, or passes one to ``startswith``/``endswith``, unless the
-tests wrote that phrase themselves (outside an assert, in the same file or in tests/support: a
-fake server's error read back is the test's input, not our wording).
+``ttft_p95_ms``), a lower-case kind (``prefix-cache``), a flag (``--max-num-seqs 24``), markup
+and a file name (``knee.json``, ``out/record.md``) hold none. An assert counts when it compares
+a phrase with ``in``, ``not in``, ``==`` or ``!=``, or passes one to ``startswith``/``endswith``,
+unless the tests wrote that phrase themselves (outside an assert, in the same file or in
+tests/support: a fake server's error read back is the test's input, not our wording).
 
 Where the English IS the product (an error message a user reads for bad input, ``--help``, the
-docs), the assert carries the marker comment ``# words are the product`` on one of its lines,
-with the reason after it, and is not counted. The count may fall, never rise: when you turn an
-assert into a value check, lower :data:`LIMIT` to the new count.
+docs, a warning), the assert carries the marker comment ``# words are the product`` on one of its
+lines or on the line above it, with the reason after it, and is not counted. The count may fall,
+never rise: when you turn an assert into a value check, lower :data:`LIMIT` to the new count.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 #: the most phrase asserts the tests may keep outside the golden tests
-LIMIT = 190
+LIMIT = 131
 #: the tests whose job is to pin the words, and this file (its self-test holds phrases)
 GOLDEN = re.compile(
     r"^tests/analysis/report/test_golden_\w+\.py$|^tests/project/test_english_asserts\.py$"
@@ -129,7 +129,7 @@ def phrase_asserts(source: str, given: Sequence[str] = ()) -> list[int]:
         if not isinstance(node, ast.Assert) or not pins_words(node.test, echoed):
             continue
         end = node.end_lineno or node.lineno
-        if not any(MARKER in lines[i - 1] for i in range(node.lineno, end + 1)):
+        if not any(MARKER in lines[i - 1] for i in range(node.lineno - 1, end + 1)):
             found.append(node.lineno)
     return sorted(found)
 
@@ -165,7 +165,10 @@ def test_the_counter_sees_a_phrase_and_skips_names_flags_and_files() -> None:
         'assert out.startswith(f"knee at {n} users")\n'
         'assert "Latency-bound" == label\n'
         'assert "no such file" in err  # words are the product: the refusal a user reads\n'
+        "# words are the product: the --help a user reads\n"
+        'assert "show this help" in out\n'
         'fake = "engine died"\n'
         'assert "engine died" in said\n'
     )
     assert phrase_asserts(source) == [1, 5, 6]
+    assert phrase_asserts(source.replace("# words are", "# words were")) == [1, 5, 6, 7, 9]

@@ -59,8 +59,10 @@ def test_init_writes_files_once_and_lists_every_option(tmp_path: Path) -> None:
     keys = [line.split(" = ")[0][2:] for line in option_lines() if " = " in line]
     assert len(keys) >= 30 and all(f"# {key} = " in conf for key in keys)
     assert "%(" not in conf and "%%" not in conf, "a help text's placeholder left unfilled"
+    # words are the product: the commented config file a user edits
     assert "# Sampling temperature (default 0.0).\n# llm-temperature = 0.0\n" in conf
     again = _init(tmp_path / "proj")
+    # words are the product: the message a user reads for bad input
     assert again.returncode == 1 and "already exist" in again.stderr
     example = _init(tmp_path / "ex", "--example", "log_replay")
     assert example.returncode == 0, example.stderr

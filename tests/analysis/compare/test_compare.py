@@ -145,6 +145,7 @@ def test_compare_cli_bad_dir_exits_2(tmp_path: Path, capsys) -> None:
     a = write_run_dir(tmp_path / "a", levels=(1,), with_gpu=False, with_server_metrics=False)
     assert main([str(a), str(tmp_path / "missing"), "--quiet"]) == 2
     err = capsys.readouterr().err
+    # words are the product: the refusal a user reads for a bad run directory
     assert "cannot analyse" in err and "missing" in err and "Traceback" not in err
 
 

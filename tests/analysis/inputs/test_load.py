@@ -80,9 +80,12 @@ def test_every_defect_is_listed_in_one_error(tmp_path):
         read_run(run_dir)
     problems = "\n".join(caught.value.problems)
     assert len(caught.value.problems) == 4, problems
+    # words are the product: the problems a user reads for a broken run directory
     assert "missing file stages.csv" in problems
+    # words are the product: the problems a user reads for a broken run directory
     assert "'e2e_ms' must be numeric" in problems and "'fast'" in problems and "line 3" in problems
     assert "gpu.csv: missing column(s) memory_used_mib" in problems
+    # words are the product: the problems a user reads for a broken run directory
     assert "run.json: not valid JSON" in problems
     assert str(run_dir) in str(caught.value)
 

@@ -111,6 +111,7 @@ def test_an_unreadable_log_is_an_error_not_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert cli.main([str(tmp_path / "missing.jsonl"), "--out", str(tmp_path)]) == 2
+    # words are the product: the message a user reads for bad input
     assert "loadknee trace:" in capsys.readouterr().err
 
 
@@ -163,7 +164,9 @@ def test_a_log_with_no_readable_time_exits_1_and_names_its_lines(
     path.write_text('junk SECRET-TEXT\n{"prompt": "SECRET-TEXT"}\n')
     rc, out = _trace(tmp_path, str(path), "--no-plot", capsys=capsys)
     assert rc == 1
+    # words are the product: the message a user reads for bad input
     assert "line 1: not valid JSON" in out and "line 2: no time field" in out
+    # words are the product: the message a user reads for bad input
     assert "no request with a readable time" in out and "SECRET-TEXT" not in out
 
 
