@@ -126,7 +126,7 @@ def test_the_answer_is_printed_before_the_report_files_are_written(
     monkeypatch.setattr(analysis.report.writer, "write_report", writing)
     out = tmp_path / "report"
     assert main([str(run_dir), "--out", str(out), "--quiet", "--explain"]) == 0
-    assert seen["stdout"].startswith("DEPLOY: ") and "files in " in seen["stdout"]
+    assert seen["stdout"].startswith("DEPLOY: ") and f"{out}/: " in seen["stdout"]  # the files
     assert f"report: {out / 'report.html'}" in seen["stdout"].splitlines()
     assert capsys.readouterr().out == ""  # nothing after the answer on stdout
     written = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())

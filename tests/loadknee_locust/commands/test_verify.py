@@ -37,22 +37,25 @@ def test_the_levels_are_max_concurrency_watermark_and_knee():
 def test_an_unchanged_server_passes_every_check():
     checks = _checks([405.0, 780.0, 1120.0, 1180.0, 1170.0], [215.0, 240.0, 270.0, 720.0, 990.0])
     assert all(c.passed for c in checks.values()), checks
-    assert "-2.6 % (allowed ±10.0 %" in checks["throughput"].text
+    throughput = checks["throughput"]
+    assert round(throughput.moved_pct, 1) == -2.6 and round(throughput.allowed_pct, 1) == 10.0
+    # words are the product: the PASS/FAIL line a rollout script gates on
     assert format_checks(list(checks.values())).endswith("verify: PASS (3 of 3 checks passed)")
 
 
 def test_half_the_slots_fails_the_level_and_the_throughput():
     # 6 slots: 8 users already queue; 12 users serve what 6 did
     checks = _checks([400.0, 590.0, 600.0, 600.0, 600.0], [210.0, 420.0, 600.0, 800.0, 1200.0])
-    assert not checks["recommended_level"].passed
-    assert "max_concurrency 12 is knee in the re-run" in checks["recommended_level"].text
-    assert not checks["throughput"].passed
-    assert "12 users served 600 output tok/s against 1,150 ±2.0 % before: -47.8 %" in (
-        checks["throughput"].text
-    )
+    level = checks["recommended_level"]
+    assert not level.passed and (level.users, level.verdict) == (12, "knee")
+    throughput = checks["throughput"]
+    assert not throughput.passed
+    assert (throughput.users, throughput.after_tok_s, throughput.before_tok_s) == (12, 600, 1150)
+    assert throughput.before_hw_pct == 2.0 and round(throughput.moved_pct, 1) == -47.8
     assert checks["no_red_line_below_knee"].passed
     text = format_checks(list(checks.values()))
     assert text.splitlines()[0].startswith("FAIL  recommended_level")
+    # words are the product: the PASS/FAIL line a rollout script gates on
     assert text.endswith("verify: FAIL (1 of 3 checks passed)")
 
 
@@ -63,7 +66,8 @@ def test_a_red_line_below_the_knee_fails():
     )  # fmt: skip
     red = checks["no_red_line_below_knee"]
     assert not red.passed
-    assert "red line at [8] users, below the knee (16 users)" in red.text
+    assert (red.red_line_users, red.users) == ((8,), 16)  # below the knee, at 16 users
+    assert red.checked_users == (4, 8, 12)
 
 
 def test_an_unmeasured_level_fails_rather_than_passes():
@@ -72,7 +76,7 @@ def test_an_unmeasured_level_fails_rather_than_passes():
     after_knee = find_knee(after, compute_baseline(None, after))
     checks = verify_checks(before, before_knee, after, after_knee)
     assert [c.passed for c in checks] == [False, False, True]  # 4 users: no red line
-    assert "12 users were not measured again" in checks[0].text
+    assert (checks[0].users, checks[0].verdict) == (12, None)  # not measured again
 
 
 def test_rerun_arguments_carry_the_original_prompt_settings():
