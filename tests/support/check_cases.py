@@ -1,11 +1,16 @@
-"""Cases shared by the value tests of ``loadknee verify``'s checks and ``loadknee trace``'s
-headroom and by the golden file that pins their words (tests/analysis/report/
-test_golden_check_words.py): record tables typed in as data, and request logs built here."""
+"""Cases shared by the value tests of ``loadknee verify``'s checks, ``loadknee trace``'s headroom
+and a curve replay's tracking and break, and by the golden file that pins their words
+(tests/analysis/report/test_golden_check_words.py): record tables typed in as data, request logs
+and curve-replay runs built here."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pandas as pd
 
 from analysis.compare.verify import Check, verify_checks
 from analysis.knee.find import find_knee
@@ -91,3 +96,35 @@ def arrivals_log(path: Path) -> Path:
         "".join(f'{{"time": {i * 0.05:.2f}, "input_tokens": 9}}\n' for i in range(1200))
     )
     return path
+
+
+#: a curve replay's windows: two scales of a two-window log (mean in flight 2 and 4)
+WINDOWS = [
+    {"stage": i, "scale": s, "log_start_s": 1000.0 + 60 * (i % 2),
+     "log_end_s": 1060.0 + 60 * (i % 2), "target_users": u, "curve_mean_users": u}
+    for i, (s, u) in enumerate([(1.0, 2), (1.0, 4), (2.0, 4), (2.0, 8)])
+]  # fmt: skip
+CURVE = {"windows": WINDOWS, "scales": [1.0, 2.0], "log_origin_s": 1000.0, "curve_peak_users": 4}
+
+
+def curve_run(in_flight: list[int]) -> SimpleNamespace:
+    """A curve replay's run read back: stages of 1 s from t = 0; ``in_flight[i]`` requests
+    spanning all of stage i."""
+    stages = pd.DataFrame(
+        {"stage": range(4), "warmup_end_unix_s": [0.0, 1, 2, 3],
+         "measure_end_unix_s": [1.0, 2, 3, 4]}
+    )  # fmt: skip
+    spans = [(i, i + 1.0) for i, n in enumerate(in_flight) for _ in range(n)]
+    requests = pd.DataFrame(spans, columns=["start_unix_s", "end_unix_s"])
+    return SimpleNamespace(run_info={"curve": CURVE}, stages=stages, requests=requests)
+
+
+def curve_analysis(verdicts: list[str]) -> Any:
+    """A curve replay's analysis: the windows' stages judged ``verdicts``."""
+    stages = [
+        SimpleNamespace(stage=w["stage"], target_users=w["target_users"], verdict=v)
+        for w, v in zip(WINDOWS, verdicts, strict=True)
+    ]
+    return SimpleNamespace(
+        run=SimpleNamespace(run_info={"curve": CURVE}), knee=SimpleNamespace(stages=stages)
+    )

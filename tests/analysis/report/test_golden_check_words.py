@@ -1,6 +1,7 @@
-"""Golden output: the words of ``loadknee verify``'s PASS/FAIL checks and of ``loadknee trace``'s
-headroom, on the cases whose values tests/loadknee_locust/commands/test_verify.py and
-tests/analysis/traffic/test_traffic_cli.py assert (:mod:`tests.support.check_cases`).
+"""Golden output: the words of ``loadknee verify``'s PASS/FAIL checks, of ``loadknee trace``'s
+headroom and of a curve replay's tracking and break, on the cases whose values
+tests/loadknee_locust/commands/test_verify.py and tests/analysis/traffic/test_traffic_cli.py,
+test_curve_headroom.py assert (:mod:`tests.support.check_cases`).
 
 Those tests assert on the numbers (the checks' levels, verdicts and percentages; trace.json's
 capacity and headroom); this file pins what they say, in
@@ -16,12 +17,16 @@ import contextlib
 import io
 import os
 from pathlib import Path
+from typing import Any
 
 from analysis.compare.verify import format_checks
 from analysis.traffic import cli
+from analysis.traffic.curve_headroom import replay_break, tracking
 from tests.support.check_cases import (
     RERUNS,
     arrivals_log,
+    curve_analysis,
+    curve_run,
     request_log,
     rerun_checks,
     saturating_run,
@@ -70,6 +75,11 @@ def _little(tmp: Path) -> str:
     return next(line for line in printed.getvalue().splitlines() if line.startswith("in flight"))
 
 
+def _text_of(found: Any) -> str:
+    assert found is not None
+    return str(found.text)
+
+
 def _text(tmp: Path) -> str:
     lines = []
     for name in RERUNS:
@@ -79,6 +89,13 @@ def _text(tmp: Path) -> str:
     for name in LOGS:
         lines += [f"trace, {name}: {line.strip()}" for line in _trace_words(tmp / name, name)]
     lines.append(f"trace, in flight by Little's law: {_little(tmp / 'little')}")
+    for name, in_flight in {"followed": [2, 4, 4, 8], "fell behind": [1, 3, 4, 5]}.items():
+        lines.append(f"curve replay, {name}: {_text_of(tracking(curve_run(in_flight)))}")
+    for name, verdicts in {
+        "knee at ×2": ["comfortable"] * 3 + ["knee"],
+        "held": ["comfortable"] * 4,
+    }.items():
+        lines.append(f"curve break, {name}: {_text_of(replay_break(curve_analysis(verdicts)))}")
     return "\n".join(lines) + "\n"
 
 
