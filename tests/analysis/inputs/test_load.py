@@ -118,6 +118,7 @@ def test_per_worker_files_are_merged_and_duplicates_dropped(tmp_path):
     run = read_run(run_dir)
     assert len(run.requests) == 5
     assert sorted(run.requests["request_id"]) == ["local-0", "local-1", "w1-0", "w1-1", "w1-2"]
+    # words are the product: the note a user reads on what was read from their run directory
     assert any("merged 3 request files" in note for note in run.notes)
 
 
