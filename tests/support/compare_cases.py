@@ -23,8 +23,8 @@ def compare_side(
     knee_users: int = 32,
     **kw: Any,
 ) -> RunSide:
-    """Seed 002's run as ``label``: its output tok/s × ``tok_scale``, its knee and
-    max_concurrency as given."""
+    """The fixture run (:func:`seed002_summary`) as ``label``: its output tok/s ×
+    ``tok_scale``, its knee and max_concurrency as given."""
     summary = seed002_summary()
     summary["output_tok_s"] = summary["output_tok_s"] * tok_scale
     summary["batch_size"] = lookup(run_info or {}, "llm_batch_size") or 1  # as stages.csv says
