@@ -37,11 +37,27 @@ TOLERANCE_PCT = 10.0
 
 @dataclass(frozen=True)
 class Check:
-    """One verification check and what it found, in words with the numbers."""
+    """One verification check and what it found: the numbers it judged by, and the same in words
+    (``text``) for the PASS/FAIL lines."""
 
     name: str  # recommended_level | throughput | no_red_line_below_knee
     passed: bool
     text: str
+    #: the level it looked at (the original max_concurrency; the knee, or max_concurrency when
+    #: there was none, for no_red_line_below_knee); None when the original recommends none
+    users: int | None = None
+    #: recommended_level: the re-run's verdict at ``users`` (None: not measured again)
+    verdict: str | None = None
+    #: throughput: output tok/s before (with its interval's half-width in %) and after
+    before_tok_s: float | None = None
+    before_hw_pct: float | None = None
+    after_tok_s: float | None = None
+    #: throughput: how far it moved, and how far it may, in % of before
+    moved_pct: float | None = None
+    allowed_pct: float | None = None
+    #: no_red_line_below_knee: the re-run stages checked, and those that were the red line
+    checked_users: tuple[int, ...] = ()
+    red_line_users: tuple[int, ...] = ()
 
 
 def verify_levels(knee: KneeResult, watermark: Any) -> tuple[int, ...]:
@@ -72,7 +88,7 @@ def _recommended(before: KneeResult, after: KneeResult) -> Check:
         return Check("recommended_level", False, "the original run recommends no max_concurrency")
     verdict = next((v for v in after.stages if v.target_users == users), None)
     if verdict is None:
-        return Check("recommended_level", False, f"{users} users were not measured again")
+        return Check("recommended_level", False, f"{users} users were not measured again", users)
     ok = verdict.verdict in ("comfortable", "critical")
     why = "; ".join(reasons_text(verdict)[:2])
     return Check(
@@ -80,6 +96,8 @@ def _recommended(before: KneeResult, after: KneeResult) -> Check:
         ok,
         f"max_concurrency {users} is {verdict.verdict.replace('_', ' ')} in the re-run "
         f"({'comfortable or critical needed' if not ok else 'as recommended'}: {why})",
+        users,
+        verdict=verdict.verdict,
     )
 
 
@@ -96,7 +114,10 @@ def _throughput(
     x_a = num(a["output_tok_s"]) if a is not None else None
     if x_b is None or x_a is None or x_b <= 0:
         which = "original" if x_b is None else "re-run"
-        return Check("throughput", False, f"no output tok/s at {users} users in the {which}")
+        return Check(
+            "throughput", False, f"no output tok/s at {users} users in the {which}", users,
+            before_tok_s=x_b, after_tok_s=x_a,
+        )  # fmt: skip
     hw_b = num(b.get("output_tok_s_hw_pct")) if b is not None else None
     hw_a = num(a.get("output_tok_s_hw_pct")) if a is not None else None
     band = math.hypot(hw_b or 0.0, hw_a or 0.0)
@@ -110,26 +131,37 @@ def _throughput(
         f"{users} users served {sig4(x_a)} output tok/s against {sig4(x_b)}{interval} before: "
         f"{moved:+.1f} % (allowed ±{allowed:.1f} %: the intervals combined, at least "
         f"{tolerance_pct:g} %)",
+        users,
+        before_tok_s=x_b,
+        before_hw_pct=hw_b,
+        after_tok_s=x_a,
+        moved_pct=moved,
+        allowed_pct=allowed,
     )
 
 
 def _no_red_line(before: KneeResult, after: KneeResult) -> Check:
     if before.knee_users is not None:
-        below = [v for v in after.stages if v.target_users < before.knee_users]
-        where = f"below the knee ({before.knee_users} users)"
+        top = before.knee_users
+        below = [v for v in after.stages if v.target_users < top]
+        where = f"below the knee ({top} users)"
     else:
         top = before.max_concurrency or 0
         below = [v for v in after.stages if v.target_users <= top]
         where = f"at or below max_concurrency {top}"
     red = [v.target_users for v in below if v.verdict == "red_line"]
     if not below:
-        return Check("no_red_line_below_knee", False, f"no stage {where} was measured again")
+        return Check("no_red_line_below_knee", False, f"no stage {where} was measured again", top)
+    checked = [v.target_users for v in below]
     return Check(
         "no_red_line_below_knee",
         not red,
         f"red line at {red} users, {where}"
         if red
-        else f"no red line {where} ({[v.target_users for v in below]} users measured)",
+        else f"no red line {where} ({checked} users measured)",
+        top,
+        checked_users=tuple(checked),
+        red_line_users=tuple(red),
     )
 
 

@@ -37,7 +37,9 @@ def test_a_big_run_shows_its_steps_on_stderr(big_run, tmp_path, capsys) -> None:
     out, err = capsys.readouterr()
     assert code == 0, err
     lines = err.splitlines()
+    # words are the product: the progress lines a user reads while it runs
     assert f"[analyze] summarising 10 stages, {ROWS:,} requests" in lines
+    # words are the product: the progress lines a user reads while it runs
     assert "[analyze] resampling the stages' time windows for the knee's confidence" in lines
     assert lines[-1].startswith("[analyze] ")  # the last step said, before the result
     assert all(line.startswith("[analyze] ") and len(line) <= 100 for line in lines), lines
@@ -51,9 +53,11 @@ def test_the_benchmark_prints_its_ratio_and_slowest_step(monkeypatch, capsys) ->
     monkeypatch.setattr("sys.argv", ["bench", "--rows", "3000", "--repeat", "1", "--no-memory"])
     bench.main()
     lines = capsys.readouterr().out.splitlines()
+    # words are the product: the benchmark's printout a reader of CI reads
     assert any(line.startswith("analysis total (analyze_run)") and "× read_csv" in line
                for line in lines), lines  # fmt: skip
     last = lines[-1]
+    # words are the product: the benchmark's printout a reader of CI reads
     assert last.startswith("slowest step: ") and "% of the analysis)" in last, last
     steps = [line.strip() for line in lines if line.startswith("  ") and line.endswith(" s")]
     named = last.removeprefix("slowest step: ").rsplit(" ", 6)[0]

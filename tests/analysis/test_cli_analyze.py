@@ -84,6 +84,7 @@ def test_default_out_is_run_report_and_json_format(tmp_path, capsys) -> None:
     data = json.loads(captured.out)
     assert data["knee"]["params"]["tail_ratio"] == 3.0
     # --quiet hides progress, not that the run is judged otherwise than it recorded
+    # words are the product: the warning a user reads when a flag overrides the run's threshold
     assert captured.err == "loadknee analyze: judged with --knee-tail-ratio 3.0 (the run's: 2.0)\n"
     listed = sorted(p.name for p in (root / "report").iterdir())
     assert listed == sorted(REPORT_FILES + CLUSTER_ENTRIES)  # --emit all by default
@@ -98,6 +99,7 @@ def test_markdown_format(tmp_path, capsys) -> None:
 def test_missing_run_dir_exits_2_with_one_clear_line(tmp_path, capsys) -> None:
     assert main([str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
+    # words are the product: the refusal a user reads for a bad run directory
     assert "no such run directory" in err and "nope" in err
     assert "Traceback" not in err and len(err.splitlines()) == 1
 
@@ -124,7 +126,7 @@ def test_the_answer_is_printed_before_the_report_files_are_written(
     monkeypatch.setattr(analysis.report.writer, "write_report", writing)
     out = tmp_path / "report"
     assert main([str(run_dir), "--out", str(out), "--quiet", "--explain"]) == 0
-    assert seen["stdout"].startswith("DEPLOY: ") and "files in " in seen["stdout"]
+    assert seen["stdout"].startswith("DEPLOY: ") and f"{out}/: " in seen["stdout"]  # the files
     assert f"report: {out / 'report.html'}" in seen["stdout"].splitlines()
     assert capsys.readouterr().out == ""  # nothing after the answer on stdout
     written = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())

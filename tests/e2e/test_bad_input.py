@@ -120,6 +120,7 @@ def test_a_target_failing_every_request_is_backed_off_then_the_sweep_stops(
             proc.kill()
             proc.communicate()
     assert proc.returncode == 3, output[-3000:]
+    # words are the product: the stop message a user reads when a server fails every request
     assert "all of the last" in output and "stopping the sweep" in output
     failed = [r for r in sim.log() if len(r["request_id"]) == 16 and r["status"] == 503]
     assert len(failed) >= 20

@@ -40,6 +40,7 @@ def test_the_live_judge_and_analyze_judge_with_the_recorded_thresholds(tmp_path:
     assert (analysis.knee.knee_users, analysis.knee.max_concurrency) == (None, 16)
     overridden = analyze_run(run_dir, knee_overrides={"tail_ratio": 2.0})
     assert overridden.knee.knee_users == 8
+    # words are the product: the warning a user reads when a flag overrides the run's threshold
     assert override_note(overridden.knee_overrides) == (
         "judged with --knee-tail-ratio 2.0 (the run's: 100.0)"
     )
@@ -49,6 +50,7 @@ def test_analyze_says_an_override_on_stderr(tmp_path: Path, capsys) -> None:  # 
     run_dir = saturating_run(tmp_path / "run", capacity=4)
     _record(run_dir, {"knee_tail_ratio": 100.0})
     assert analyze_main([str(run_dir), "--quiet", "--knee-tail-ratio", "3"]) == 0
+    # words are the product: the warning a user reads when a flag overrides the run's threshold
     assert "--knee-tail-ratio 3.0 (the run's: 100.0)" in capsys.readouterr().err
     assert analyze_main([str(run_dir), "--quiet"]) == 0  # the run's own: nothing to say
     assert "judged with" not in capsys.readouterr().err

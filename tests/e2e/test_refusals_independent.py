@@ -25,8 +25,12 @@ from pathlib import Path
 
 import pytest
 
+from analysis.knee.refusal_signal import refusal_limit
 from analysis.pipeline import analyze_run
+from analysis.report.refusal_text import refusal_line
 from analysis.report.screen import answer_lines
+from analysis.stages.refusals import stage_refusals
+from analysis.stages.summary import measured_requests
 from tests.support.late_client import late_cannot_tell
 from tests.support.refusing_server import RefusingServer
 
@@ -75,9 +79,19 @@ def test_the_answer_is_the_refusal_limit(sweeps, limit: int, metrics: bool) -> N
     got = knee.max_concurrency
     assert got is not None and limit - 1 <= got <= limit, f"limit {limit}: {got}\n{stages}"
     screen = "\n".join(answer_lines(analysis, width=200))
-    assert f"the server refuses above ~{got}: HTTP 429 'Model is overloaded'" in screen, screen
-    assert "bound by the server's refusals" in screen, screen
-    assert "of requests refused at once" in screen, screen  # the why line says it too
-    assert "cap the server's concurrency" not in screen, screen
+    # the refusing stage ends the capacity, its refusals signal fired (the why line says so)
+    verdict = refusal_limit(knee)
+    assert verdict is not None, screen
+    assert any(s.fired and s.name == "refusals" for s in verdict.signals), screen
+    found = stage_refusals(measured_requests(analysis.run)).get(verdict.stage)
+    assert found is not None and found.http_status == 429, found
+    assert "Model is overloaded" in found.message, found  # the server's own message
+    said = refusal_line(analysis)  # the sentence for it, on the screen (its words: the goldens)
+    assert said is not None and " ".join(said.split()) in " ".join(screen.split()), screen
+    deploy = analysis.recommendations.deploy
+    assert deploy is not None and deploy.bound == "refusals", screen
+    # no concurrency cap to set: the server already refuses past its own limit
+    withheld = [w.kind for w in analysis.recommendations.withheld if not isinstance(w, str)]
+    assert "refuses" in withheld and "unknown_engine" not in withheld, screen
     caps = [i.value for i in analysis.recommendations.items if i.key.endswith("max_num_seqs")]
     assert all(v is None or v >= limit for v in caps), caps

@@ -42,6 +42,7 @@ def test_plain_locust_headless_records_every_request(sim_server, tmp_path: Path)
         locust_cmd("--headless", "--host", sim.url, *sweep_args(out), "--llm-run-id", "plain"),
         env=child_env(OPENAI_API_KEY=SECRET),
     )
+    # words are the product: the warning a user reads when the plugin sets --stop-timeout
     assert "--stop-timeout was not set" in text
     rd = read_run_dir(only_run_dir(out))
     assert rd.path.name == "plain"
@@ -66,13 +67,16 @@ def test_loadknee_run_wrapper_two_workers_count_mode_default_users(recorded_run)
     run_dir = Path(lines[at].split(": ", 1)[1])
     assert run_dir.parent == out.resolve()
     # then the answer, as `loadknee analyze` prints it, and no "next:" command to type
+    # words are the product: the progress lines a user reads while it runs
     assert lines[at + 1] == f"[loadknee] analysing {run_dir} …"
     # (a slow machine also shows the analysis's own progress lines, on stderr, before it)
     answer = [line for line in lines[at + 2 :] if not line.startswith("[analyze] ")]
     assert answer[0].startswith("DEPLOY: "), lines[at:]
     assert (run_dir / "report" / "knee.json").exists()
     assert not any(line.startswith("next: ") for line in lines)
+    # words are the product: the progress lines a user reads while it runs
     assert any(line.startswith("[loadknee] stage 2/2 (2 users) measure") for line in lines)
+    # words are the product: the progress lines a user reads while it runs
     assert any(line.startswith("[loadknee] baseline (1 user) ") for line in lines)
     # a counted window says how far it is in measured requests, never "13/12" (issue 41)
     counted = re.compile(r"\| (\d+ of 12 measured|\d+ measured \(12 asked\)); ")
@@ -80,8 +84,10 @@ def test_loadknee_run_wrapper_two_workers_count_mode_default_users(recorded_run)
     assert not re.search(r"\b1 (requests|errors|users)\b|level\(s\)|\d+/\d+ requests", text)
     # Locust's own log lines stay off the terminal, in the run directory's locust.log
     assert not any(re.match(r"\[[^\]]+\] [^/\s]+/(INFO|WARNING)/", line) for line in lines)
+    # words are the product: the plugin's own line in locust.log, where Locust's logging goes
     assert "loadknee: run directory" in (run_dir / "locust.log").read_text()
     # Locust's own closing tables (bucketed percentiles) stay behind --verbose
+    # words are the product: Locust's own tables, which stay behind --verbose
     assert "Response time percentiles" not in text and "Aggregated" not in text
     rd = read_run_dir(run_dir)
     check_run(rd, levels=[1, 2], baseline=2, stop_reason="request_count")
@@ -171,5 +177,6 @@ def test_bad_sweep_options_fail_clearly_before_any_file(tmp_path: Path) -> None:
     )
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=child_env())
     assert proc.returncode == 2
+    # words are the product: the message a user reads for bad input
     assert "cannot run the sweep: --llm-levels must be comma-separated integers" in proc.stderr
     assert not out.exists()

@@ -32,6 +32,7 @@ def test_an_error_in_the_scheduler_ends_the_run_with_its_traceback(sim_server, t
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=90, env=child_env())
     out = done.stdout + done.stderr
     assert done.returncode == 2, out[-3000:]
+    # words are the product: the error a user reads when the sweep's scheduler fails
     assert "the sweep's scheduler failed" in out and "simulated scheduler bug" in out, out[-3000:]
     run_dir = only_run_dir(tmp_path)
     info = json.loads((run_dir / "run.json").read_text())

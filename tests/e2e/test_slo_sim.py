@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from analysis.pipeline import analyze_run
+from analysis.report.slo_words import summary_text
 from analysis.report.writer import slo_text, write_report
 from analysis.slo.targets import SloParams, parse_goodput, parse_slo
 from tests.support.knee_simdriver import DriveSpec, drive_sim
@@ -81,8 +82,7 @@ def test_slo_capacity_below_at_and_above_the_knee(run_dir: Path, tmp_path: Path)
         assert (slo.capacity, slo.binding) == (capacity, binding), (name, slo.first_broken, p95)
         text = slo_text(slo)
         assert f"e2e P95 ≤ {float(f'{limit:.1f}'):g} ms" in text  # the limits used are printed
-        assert f"SLO capacity {capacity} users" in text
-        assert ("Latency-bound" if binding == "latency" else "Throughput-bound") in text
+        assert summary_text(slo) in text  # the capacity and what binds (words: slo_words golden)
         paths = write_report(analysis, tmp_path / name.replace(" ", "-"))
         yaml_text = paths["recommendations.yaml"].read_text()
         assert f"slo_capacity: {capacity}" in yaml_text

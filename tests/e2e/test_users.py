@@ -163,7 +163,9 @@ def test_a_log_with_nothing_valid_stops_the_test_with_the_reason(tmp_path: Path)
     extra = ["--llm-model", "m", "--llm-prompt-log", str(log)]
     result = run_locust(tmp_path, "http://127.0.0.1:9", ["Chat"], users=2, seconds=30, extra=extra)
     assert result.returncode == 1 and not result.events
+    # words are the product: the message a user reads for bad input
     assert "line 1: not valid JSON; line 2: not a JSON object" in result.output
+    # words are the product: Locust's own shutdown line
     assert "Shutting down (exit code 1)" in result.output  # at once, not after 30 s
     assert result.info["kind"] == "error"
 

@@ -68,6 +68,7 @@ def test_verify_passes_on_the_same_server_and_fails_with_half_the_slots(original
     with SimProcess.start("fast", max_num_seqs=SLOTS) as sim:
         same = _loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", "same")
     assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-3000:]
+    # words are the product: the PASS/FAIL lines a rollout script gates on
     assert "verify: PASS (3 of 3 checks passed)" in same.stdout
     assert (out / "same" / "verify.txt").read_text().startswith("PASS  recommended_level")
     assert ",refine," not in (out / "same" / "stages.csv").read_text()  # only the named levels
@@ -75,5 +76,7 @@ def test_verify_passes_on_the_same_server_and_fails_with_half_the_slots(original
         half = _loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", "half")
     assert half.returncode == 1, half.stdout[-3000:] + half.stderr[-3000:]
     assert "FAIL  recommended_level: max_concurrency 12 is knee" in half.stdout
+    # words are the product: the PASS/FAIL lines a rollout script gates on
     assert "FAIL  throughput" in half.stdout
+    # words are the product: the PASS/FAIL lines a rollout script gates on
     assert "verify: FAIL" in half.stdout

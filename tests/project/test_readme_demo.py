@@ -45,6 +45,7 @@ def test_the_shape_masks_what_changes_between_good_runs() -> None:
         .replace("(2 users) measure", "(4 users) warmup")
         .replace("-----  ----", "------  -----")
     )
+    # words are the product: the README a user reads
     assert (
         demo_shape.shape(other)
         == demo_shape.shape(RUN)

@@ -3,26 +3,25 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 from pathlib import Path
 
 import pytest
 
 from analysis.compare.cli import format_csv, format_markdown, format_text, main
-from analysis.compare.core import RunSide, compare_runs, detect_kind, lookup
-from tests.support.report_fixtures import seed002_knee, seed002_summary, write_run_dir
+from analysis.compare.core import compare_runs, detect_kind, lookup
+from analysis.model import VERDICT_LABELS
+from tests.support.compare_cases import (
+    FIXED,
+    REPLAY,
+    batch_sides,
+    broken_after,
+    compare_side,
+    replay_sides,
+)
+from tests.support.report_fixtures import write_run_dir
 
-FIXED = {"prompt_source": {"kind": "fixed", "shared_prefix_tokens": 0}}
-REPLAY = {"prompt_source": {"kind": "log_replay", "shared_prefix_tokens": 0}}
-
-
-def _side(label: str, *, tok_scale: float = 1.0, run_info=None, max_conc=24, knee_users=32, **kw):
-    summary = seed002_summary()
-    summary["output_tok_s"] = summary["output_tok_s"] * tok_scale
-    summary["batch_size"] = lookup(run_info or {}, "llm_batch_size") or 1  # as stages.csv says
-    knee = dataclasses.replace(seed002_knee(), max_concurrency=max_conc, knee_users=knee_users)
-    return RunSide(label, summary, knee, run_info if run_info is not None else FIXED, **kw)
+_side = compare_side
 
 
 def test_lookup_finds_nested_keys_by_suffix() -> None:
@@ -52,14 +51,13 @@ def test_detect_kind(infos, replicas, kind) -> None:
 
 
 def test_benchmark_vs_replay_names_the_long_tail_buffer() -> None:
-    bench = _side("bench")
-    replay = _side("replay", run_info=REPLAY, tok_scale=0.5, max_conc=16, knee_users=24)
-    result = compare_runs([replay, bench])  # order does not matter: run.json says which is which
+    result = compare_runs(replay_sides())  # order does not matter: run.json says which is which
     assert result.kind == "benchmark-vs-replay"
-    text = " ".join(result.interpretations)
-    assert "long-tail buffer is 8 users (33 %" in text
-    assert "Promise the replay's 16, not 24" in text
-    assert "at 16 users the replay's P99 is 1.00× and its tok/s 0.50×" in text
+    # the long-tail buffer: the benchmark's 24 against the replay's 16 (its words: the golden)
+    assert {label: most for label, _, most in result.knees} == {"replay": 16, "bench": 24}
+    at16 = result.table[result.table["target_users"] == 16].set_index("label")
+    assert at16.loc["replay", "e2e_p99_ms"] == at16.loc["bench", "e2e_p99_ms"]  # P99 1.00×
+    assert at16.loc["replay", "output_tok_s"] / at16.loc["bench", "output_tok_s"] == 0.5
 
 
 @pytest.mark.parametrize(("scale", "shared"), [(1.3, True), (1.95, False)])
@@ -80,22 +78,15 @@ def test_config_checks_the_recommended_stage_after_the_change() -> None:
     before = _side("before")  # max_concurrency 24
     good = compare_runs([before, _side("after")], kind="config")
     assert any("the table holds" in t for t in good.interpretations)
-    worse = seed002_knee()
-    stages = tuple(
-        dataclasses.replace(sv, verdict="knee") if sv.target_users == 24 else sv
-        for sv in worse.stages
-    )
-    after = RunSide("after", seed002_summary(), dataclasses.replace(worse, stages=stages), FIXED)
-    bad = compare_runs([before, after], kind="config")
+    bad = compare_runs([before, broken_after()], kind="config")
     assert any("broke the table" in t for t in bad.interpretations)
 
 
 def test_batch_aligns_on_prompts_in_flight() -> None:
-    batched = _side("b4", run_info={"parameters": {"llm_batch_size": 4}, **FIXED})
-    result = compare_runs([_side("b1"), batched])
+    result = compare_runs(batch_sides())
     assert result.kind == "batch"
-    header, _ = _wide(result)
-    assert header == "prompts in flight"
+    _, rows = _wide(result)  # one row per prompts in flight, not per users
+    assert [int(row[0]) for row in rows] == sorted(set(result.table["in_flight"]))
     assert set(result.table.loc[result.table["label"] == "b4", "in_flight"]) == {
         16,
         64,
@@ -123,7 +114,7 @@ def test_renderings_have_every_run_and_level() -> None:
     result = compare_runs([_side("a"), _side("b", tok_scale=2.0)])
     md = format_markdown(result)
     assert "| users | a P50 s |" in md and "b verdict" in md
-    assert "| 48 |" in md and "red line" in md
+    assert "| 48 |" in md and VERDICT_LABELS["red_line"] in md
     rows = list(csv.DictReader(io.StringIO(format_csv(result))))
     assert len(rows) == 10 and rows[4]["e2e_p99_ms"] == ""  # the OOM stage: empty, never 0
     assert "knees:" in format_text(result)
@@ -145,6 +136,7 @@ def test_compare_cli_bad_dir_exits_2(tmp_path: Path, capsys) -> None:
     a = write_run_dir(tmp_path / "a", levels=(1,), with_gpu=False, with_server_metrics=False)
     assert main([str(a), str(tmp_path / "missing"), "--quiet"]) == 2
     err = capsys.readouterr().err
+    # words are the product: the refusal a user reads for a bad run directory
     assert "cannot analyse" in err and "missing" in err and "Traceback" not in err
 
 

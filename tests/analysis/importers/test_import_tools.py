@@ -105,6 +105,7 @@ def test_cut_guidellm_keeps_whole_benchmarks(tmp_path: Path) -> None:
     kept = [lv.concurrency for lv in imported.levels]
     assert kept and kept == LEVELS[: len(kept)] and len(kept) < len(LEVELS)
     assert all(len(lv.requests) >= 32 for lv in imported.levels)
+    # words are the product: the note a user reads on what a cut file lost
     assert any("dropped the cut one" in d for d in imported.dropped)
     assert json.loads((run_dir / "run.json").read_text())["source"]["dropped"]
 
@@ -116,6 +117,7 @@ def test_cut_aiperf_jsonl_keeps_whole_lines(tmp_path: Path) -> None:
     (folder / "profile_export.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:50])
     imported, _ = import_files("aiperf", [folder], tmp_path / "out")
     assert len(imported.levels[0].requests) == len(lines) - 1
+    # words are the product: the note a user reads on what a cut file lost
     assert f"line(s) that are not whole records ({len(lines)})" in imported.dropped[0]
 
 
@@ -129,6 +131,7 @@ def test_cut_vllm_keeps_requests_with_every_field(tmp_path: Path) -> None:
     level = imported.levels[0]
     assert level.concurrency == whole["max_concurrency"]
     assert 0 < len(level.requests) < len(whole["latencies"])
+    # words are the product: the note a user reads on what a cut file lost
     assert "kept the" in imported.dropped[0]
 
 

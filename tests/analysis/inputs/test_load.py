@@ -80,9 +80,12 @@ def test_every_defect_is_listed_in_one_error(tmp_path):
         read_run(run_dir)
     problems = "\n".join(caught.value.problems)
     assert len(caught.value.problems) == 4, problems
+    # words are the product: the problems a user reads for a broken run directory
     assert "missing file stages.csv" in problems
+    # words are the product: the problems a user reads for a broken run directory
     assert "'e2e_ms' must be numeric" in problems and "'fast'" in problems and "line 3" in problems
     assert "gpu.csv: missing column(s) memory_used_mib" in problems
+    # words are the product: the problems a user reads for a broken run directory
     assert "run.json: not valid JSON" in problems
     assert str(run_dir) in str(caught.value)
 
@@ -115,6 +118,7 @@ def test_per_worker_files_are_merged_and_duplicates_dropped(tmp_path):
     run = read_run(run_dir)
     assert len(run.requests) == 5
     assert sorted(run.requests["request_id"]) == ["local-0", "local-1", "w1-0", "w1-1", "w1-2"]
+    # words are the product: the note a user reads on what was read from their run directory
     assert any("merged 3 request files" in note for note in run.notes)
 
 

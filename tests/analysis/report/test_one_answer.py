@@ -99,6 +99,7 @@ def test_a_flag_to_try_is_no_command_to_paste(tmp_path, capsys) -> None:
     page = (run / "report" / "report.html").read_text(encoding="utf-8")
     recs = yaml.safe_load((run / "report" / "recommendations.yaml").read_text(encoding="utf-8"))
     predicted = recs["vllm"]["max_num_seqs"]
+    # words are the product: a shell command (here: its absence), not prose
     assert "vllm serve" not in page  # the only vLLM flag is one to try
     assert f'<li class="try" data-flag="--max-num-seqs {predicted}">' in page
     fix = [line for line in screen.splitlines() if line.startswith("fix:")]

@@ -81,7 +81,9 @@ def test_an_error_in_the_child_is_raised_by_the_command(run_dir, tmp_path, monke
     with pytest.raises(PaintError) as caught:
         _analyze(run_dir, tmp_path / "report")
     text = str(caught.value)
+    # words are the product: the error a user reads when a plot fails in its child process
     assert "failed in its process" in text
+    # words are the product: the error a user reads when a plot fails in its child process
     assert "ValueError: no plot today (drawn in the child)" in text  # the child's traceback
     assert not (tmp_path / "report" / "report.html").exists()  # no page without its plots
 

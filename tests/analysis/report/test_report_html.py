@@ -117,6 +117,7 @@ def test_html_contains_table_verdicts_reasons_and_recommendations() -> None:
     assert "#c62828" in page  # red-line colour
     assert "marginal gain 0.07 of the single-user rate" in page
     assert "--max-num-seqs 24" in page and "max_concurrency: 24" in page
+    # words are the product: a shell command a user copies, not prose
     assert "vllm serve qwen-7b" in page
     assert "16–19" in page  # watermark card
     assert "external interference" in page

@@ -102,6 +102,7 @@ def test_presets_print_their_numbers_and_source_in_help():
     help_text = " ".join(build_parser().format_help().split())
     for option in ("--slo ", "--goodput ", "--goodput-min-pct", "--slo-file", "--slo-preset"):
         assert option in help_text
+    # words are the product: the --help a user reads
     assert "MLPerf Inference, Llama-2-70B server scenario" in help_text
     params = _params("--slo-preset", "mlperf-llama2-70b-interactive")
     assert params.slos == (Slo("ttft", 99.0, 450.0), Slo("tpot", 99.0, 40.0))

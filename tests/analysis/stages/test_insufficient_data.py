@@ -76,6 +76,7 @@ def test_no_usable_stage_exits_non_zero_with_no_settings(case: str, tmp_path: Pa
     assert done.returncode == 3, done.stdout + done.stderr
     assert "comfortable" not in done.stdout
     assert "insufficient data" in done.stdout
+    # words are the product: the error a user reads when no stage is usable
     assert "no stage had enough usable data" in done.stderr
 
 

@@ -24,6 +24,8 @@ import pytest
 from analysis.cli import main as analyze_main
 from analysis.model import RowFault
 from analysis.pipeline import analyze_run
+from analysis.report.screen import uncited
+from analysis.report.standing import cannot_tell_text
 from analysis.stages.coverage import row_coverage
 from tests.support.paths import REPO
 
@@ -267,5 +269,9 @@ def test_the_screen_says_cannot_tell_and_no_deploy_line(tmp_path: Path, capsys) 
     _cut_at(0, "baseline")(run)
     assert analyze_main([str(run), "--quiet", "--emit", "none"]) == 3
     out, err = capsys.readouterr()
-    assert out.startswith("cannot tell: ") and "DEPLOY" not in out
-    assert "cannot tell: " in err
+    judged = analyze_run(run)
+    assert judged.standing.cannot_tell
+    said = cannot_tell_text(judged.standing, judged.knee)  # its words: the golden screens
+    assert " ".join(out.split()).startswith(" ".join(uncited(said).split()))
+    assert "DEPLOY" not in out
+    assert said in err

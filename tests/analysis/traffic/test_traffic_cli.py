@@ -9,34 +9,11 @@ from pathlib import Path
 import pytest
 
 from analysis.traffic import cli
-from tests.support.knee_rundir import saturating_run as knee_saturating_run
+from tests.support.check_cases import CAPACITY, arrivals_log, saturating_run
+from tests.support.check_cases import request_log as _log
 from tests.support.paths import DATA
 
 DATA = DATA / "traces"
-CAPACITY = 8  # the synthetic server runs 8 requests at once; more users only queue
-E2E_MS = 400.0
-
-
-def saturating_run(run_dir: Path, levels: tuple[int, ...] = (1, 2, 4, 8, 16, 32)) -> Path:
-    return knee_saturating_run(run_dir, capacity=CAPACITY, levels=levels, e2e_ms=E2E_MS)
-
-
-def _log(path: Path, intervals: list[tuple[float, float]]) -> Path:
-    t0 = 1_767_603_600.0
-    lines = [
-        json.dumps(
-            {
-                "timestamp": t0 + s,
-                "duration_s": d,
-                "input_tokens": 100,
-                "output_tokens": 10,
-                "prompt": f"SECRET-TEXT {i}",
-            }
-        )
-        for i, (s, d) in enumerate(intervals)
-    ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def _trace(tmp_path: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -77,7 +54,7 @@ def test_headroom_to_a_run_of_known_capacity(
     assert room["ratio"] == pytest.approx(CAPACITY / 5)
     assert room["breaking_scale"] == 1.75  # 5 × 1.5 = 7.5 fits in 8, 5 × 1.75 does not
     assert room["breaks_at_s"] == pytest.approx(1_767_603_610.0)  # the bin of the burst
-    assert "production peaks at 5 in flight (P95 2); the knee allows 8: 1.6× headroom" in out
+    assert room["p95"] == 2 and room["lower_bound"] is False
     assert "2026-01-05 09:00:10" in out
 
 
@@ -85,16 +62,14 @@ def test_littles_law_uses_the_runs_light_load_latency(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = saturating_run(tmp_path / "run")
-    path = tmp_path / "arrivals.jsonl"  # 20 requests/s for 60 s, no durations
-    path.write_text(
-        "".join(f'{{"time": {i * 0.05:.2f}, "input_tokens": 9}}\n' for i in range(1200))
-    )
-    rc, out = _trace(tmp_path, str(path), "--against", str(run), "--no-plot", capsys=capsys)
+    path = arrivals_log(tmp_path / "arrivals.jsonl")  # 20 requests/s for 60 s, no durations
+    rc, _ = _trace(tmp_path, str(path), "--against", str(run), "--no-plot", capsys=capsys)
     assert rc == 0
     shape = json.loads((tmp_path / "out" / "arrivals.jsonl.trace.json").read_text())["shape"]
     # L = λ·W = 20/s × 0.4 s (the 1-user step's e2e)
     assert shape["inflight_source"] == "latency" and shape["inflight"]["p50"] == 8
-    assert "Little's law" in out and "at 1 user (light load)" in out
+    latency = json.loads((tmp_path / "out" / "arrivals.jsonl.trace.json").read_text())["capacity"]
+    assert latency["latency"]["mean_s"] == pytest.approx(0.4)  # the 1-user step (light load)
 
 
 def test_a_run_without_a_knee_gives_a_lower_bound(
@@ -102,15 +77,20 @@ def test_a_run_without_a_knee_gives_a_lower_bound(
 ) -> None:
     run = saturating_run(tmp_path / "run", levels=(1, 2, 4))
     log = _log(tmp_path / "prod.jsonl", [(0.0, 2.0), (1.0, 2.0)])
-    rc, out = _trace(tmp_path, str(log), "--against", str(run), "--no-plot", capsys=capsys)
+    rc, _ = _trace(tmp_path, str(log), "--against", str(run), "--no-plot", capsys=capsys)
     assert rc == 0
-    assert "no knee up to 4: it allows at least 4: ≥ 2× headroom" in out
+    data = json.loads((tmp_path / "out" / "prod.jsonl.trace.json").read_text())
+    assert (data["capacity"]["kind"], data["capacity"]["users"]) == ("tested", 4)  # no knee up to 4
+    room = data["headroom"]  # at least 4 against a peak of 2: at least 2×
+    assert (room["peak"], room["allowed"], room["lower_bound"], room["ratio"]) == (2, 4, True, 2.0)
+    assert room["breaking_scale"] is None
 
 
 def test_an_unreadable_log_is_an_error_not_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert cli.main([str(tmp_path / "missing.jsonl"), "--out", str(tmp_path)]) == 2
+    # words are the product: the message a user reads for bad input
     assert "loadknee trace:" in capsys.readouterr().err
 
 
@@ -119,10 +99,13 @@ def test_a_run_tested_below_the_peak_cannot_tell_the_headroom(
 ) -> None:
     run = saturating_run(tmp_path / "run", levels=(1, 2))
     log = _log(tmp_path / "prod.jsonl", [(0.0, 2.0), (0.5, 2.0), (1.0, 2.0)])
-    rc, out = _trace(tmp_path, str(log), "--against", str(run), "--no-plot", capsys=capsys)
+    rc, _ = _trace(tmp_path, str(log), "--against", str(run), "--no-plot", capsys=capsys)
     assert rc == 0
-    assert "no knee up to 2: it allows at least 2, below the peak: cannot tell" in out
-    assert "first past it" not in out
+    data = json.loads((tmp_path / "out" / "prod.jsonl.trace.json").read_text())
+    assert (data["capacity"]["kind"], data["capacity"]["users"]) == ("tested", 2)  # no knee up to 2
+    room = data["headroom"]  # at least 2, below the peak of 3: cannot tell, and no breaking time
+    assert (room["peak"], room["allowed"], room["lower_bound"]) == (3, 2, True)
+    assert (room["breaking_scale"], room["breaks_at_s"]) == (None, None)
 
 
 def test_a_peak_past_the_knee_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -130,8 +113,13 @@ def test_a_peak_past_the_knee_says_so(tmp_path: Path, capsys: pytest.CaptureFixt
     log = _log(tmp_path / "prod.jsonl", [(0.1 * k, 2.0) for k in range(12)])
     rc, out = _trace(tmp_path, str(log), "--against", str(run), "--no-plot", capsys=capsys)
     assert rc == 0
-    assert "the knee allows 8: the peak is already past it (0.67×)" in out
-    assert "first past it at 2026-01-05 09:00:00" in out
+    data = json.loads((tmp_path / "out" / "prod.jsonl.trace.json").read_text())
+    assert (data["capacity"]["kind"], data["capacity"]["users"]) == ("knee", 8)
+    room = data["headroom"]  # the peak of 12 already past the knee's 8, from the first bin
+    assert (room["peak"], room["lower_bound"], room["ratio"]) == (12, False, pytest.approx(8 / 12))
+    assert room["breaking_scale"] == 1.0
+    assert room["breaks_at_s"] == pytest.approx(1_767_603_600.0)  # 2026-01-05 09:00:00 UTC
+    assert "2026-01-05 09:00:00" in out
 
 
 @pytest.mark.parametrize(
@@ -163,7 +151,9 @@ def test_a_log_with_no_readable_time_exits_1_and_names_its_lines(
     path.write_text('junk SECRET-TEXT\n{"prompt": "SECRET-TEXT"}\n')
     rc, out = _trace(tmp_path, str(path), "--no-plot", capsys=capsys)
     assert rc == 1
+    # words are the product: the message a user reads for bad input
     assert "line 1: not valid JSON" in out and "line 2: no time field" in out
+    # words are the product: the message a user reads for bad input
     assert "no request with a readable time" in out and "SECRET-TEXT" not in out
 
 
@@ -172,5 +162,6 @@ def test_a_byte_order_mark_does_not_cost_the_first_line(
 ) -> None:
     path = tmp_path / "bom.jsonl"
     path.write_text('\ufeff{"timestamp": 1, "input_length": 5, "output_length": 2}\n', "utf-8")
-    rc, out = _trace(tmp_path, str(path), "--no-plot", capsys=capsys)
-    assert rc == 0 and "(mooncake): 1 of 1 used" in out
+    rc, _ = _trace(tmp_path, str(path), "--no-plot", capsys=capsys)
+    log = json.loads((tmp_path / "out" / "bom.jsonl.trace.json").read_text())["log"]
+    assert rc == 0 and (log["format"], log["records"], log["used"]) == ("mooncake", 1, 1)

@@ -141,6 +141,7 @@ def test_an_agent_without_urlopen_keeps_its_plain_path_with_one_warning(
             reconnect.install_stale_retry(agent, on_retry=None)
     assert all(vars(agent) == {"clientpool": None} for agent in agents)  # nothing wrapped
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    # words are the product: the warning a user reads when a patched internal is missing
     assert len(warnings) == 1 and "_urlopen" in warnings[0] and "not resent" in warnings[0]
 
 

@@ -22,4 +22,5 @@ def test_state_is_per_environment_and_follows_option_changes() -> None:
     assert (out["before"], out["after"], out["prompt_after"]) == (64, 200, 200)
     assert out["sweep_edit"] == [True, "1,2"]
     assert out["bad_extra"]["kind"] == "error"
+    # words are the product: the message a user reads for bad input
     assert "--llm-extra-body must be a JSON object" in out["bad_extra"]["error"]

@@ -125,10 +125,15 @@ def test_a_close_spelling_is_offered_and_a_far_one_is_not() -> None:
 
     parser = CommandParser(prog="p")
     parser.add_argument("--stage-seconds")
+    # words are the product: the hint a user reads for a mistyped option
     assert parser.hint("unrecognized arguments: --stage-second") == (
         "unknown option --stage-second (did you mean --stage-seconds?)"
     )
+    # words are the product: the hint a user reads for a mistyped option
     assert parser.hint("unrecognized arguments: --zzz") == "unknown option --zzz"
+    # words are the product: the hint a user reads for a mistyped option
     assert parser.hint("unrecognized arguments: --zzz 3") == "unknown option --zzz"
+    # words are the product: the hint a user reads for a mistyped option
     assert parser.hint("unrecognized arguments: extra") == "unexpected argument extra"
+    # words are the product: the hint a user reads for a mistyped option
     assert parser.hint("argument --x: bad") == "argument --x: bad"

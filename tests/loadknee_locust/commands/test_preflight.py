@@ -26,6 +26,7 @@ def test_dead_host_fails_fast_without_a_run_dir(tmp_path, capsys):
     out = tmp_path / "runs"
     rc, err = _run(capsys, out, "--host", f"http://127.0.0.1:{free_port()}")
     assert rc == 2
+    # words are the product: the pre-flight refusal a user reads
     assert "stopped before any load" in err and "Connection refused" in err and "--host" in err
     assert not out.exists()
 
@@ -34,10 +35,12 @@ def test_missing_and_invalid_prompt_logs_fail_fast(tmp_path, capsys, sim_server)
     sim = sim_server()
     out = tmp_path / "runs"
     rc, err = _run(capsys, out, "--host", sim.url, "--prompt-log", str(tmp_path / "no.jsonl"))
+    # words are the product: the pre-flight refusal a user reads
     assert rc == 2 and "--prompt-log" in err and "no such file" in err
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not json\n{\n")
     rc, err = _run(capsys, out, "--host", sim.url, "--prompt-log", str(bad))
+    # words are the product: the pre-flight refusal a user reads
     assert rc == 2 and "has no valid record" in err
     assert not out.exists()
 
@@ -46,6 +49,7 @@ def test_wrong_model_fails_fast_and_names_the_served_ones(tmp_path, capsys, sim_
     sim = sim_server()
     out = tmp_path / "runs"
     rc, err = _run(capsys, out, "--host", sim.url, "--model", "no-such-model")
+    # words are the product: the pre-flight refusal a user reads
     assert rc == 2 and "--model no-such-model is not served" in err
     served = preflight(Target(sim.url, "", "chat", True, "OPENAI_API_KEY", "", str(out)))
     assert served in err  # the discovered id is what the error offered instead
@@ -95,6 +99,7 @@ def test_a_run_whose_every_request_failed_is_named_with_its_causes(tmp_path):
         writer.writeheader()
         for outcome, status, error in rows:
             writer.writerow({"outcome": outcome, "http_status": status, "error": error})
+    # words are the product: the pre-flight refusal a user reads
     assert all_failed_text(tmp_path) == (
         "all 7 requests failed (5 × HTTP 503, 2 × read timed out); nothing to analyse"
     )
@@ -108,12 +113,15 @@ def test_errors_name_the_flags_typed_and_help_shows_defaults(tmp_path, capsys):
     out = tmp_path / "runs"
     rc = run_cmd.main(["--host", "http://127.0.0.1:9", "--stage-seconds", "4", "--out", str(out)])
     captured = capsys.readouterr()
+    # words are the product: the pre-flight refusal a user reads
     assert rc == 2 and "must exceed" not in captured.err
+    # words are the product: the pre-flight refusal a user reads
     assert "stopped before any load" in captured.err  # the options passed; the host did not
     assert "run directory" not in captured.out and not out.exists()
     rc = run_cmd.main(["--host", "http://127.0.0.1:9", "--stage-seconds", "4",
                        "--warmup-seconds", "5", "--out", str(out)])  # fmt: skip
     captured = capsys.readouterr()
+    # words are the product: the pre-flight refusal a user reads
     assert rc == 2 and "--stage-seconds (4) must exceed --warmup-seconds (5):" in captured.err
     assert "--llm-" not in captured.err and not out.exists()
     rc = run_cmd.main(["--host", "http://h", "--run-time", "10", "--stage-requests", "x"])
@@ -146,6 +154,7 @@ def test_a_web_server_is_named_as_one_not_dumped_as_html(tmp_path):
         with pytest.raises(PreflightError) as caught:
             preflight(Target(host, "", "chat", True, "", "", str(tmp_path)))
         message = str(caught.value)
+        # words are the product: the pre-flight refusal a user reads
         assert "HTTP 404 with a web page, not an OpenAI-compatible LLM API" in message
         assert "<" not in message and "\n" not in message
         with pytest.raises(PreflightError, match=f"drop the /v1 from --host.*--host {host}$"):

@@ -88,11 +88,13 @@ def test_a_run_time_locust_would_refuse_is_an_argument_error(capsys) -> None:  #
     with pytest.raises(SystemExit) as stopped:
         runcli.main(["--host", "http://h", "--run-time", "5x"])
     assert stopped.value.code == 2
+    # words are the product: the message a user reads for bad input
     assert "--run-time/--time-limit: invalid time span value: '5x'" in capsys.readouterr().err
 
 
 def test_help_shows_the_locust_name_first() -> None:
     text = " ".join(runcli.build_parser().format_help().split())
+    # words are the product: the --help a user reads
     assert "--processes N, --workers N" in text and "--run-time TIME, --time-limit TIME" in text
 
 

@@ -47,6 +47,7 @@ def test_help_is_short_and_names_each_option_once(capsys: pytest.CaptureFixture[
     assert not [flag for flag in shown if flag.startswith("--llm-")]
     listed = {f for flags in runcli.COMMON_FLAGS.values() for f in flags}
     assert listed <= set(shown)
+    # words are the product: the --help a user reads
     assert lines[-1] == f"all {len(every_action())} options: loadknee run --help-all"
 
 

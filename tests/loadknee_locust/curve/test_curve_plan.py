@@ -138,6 +138,7 @@ def test_the_options_are_checked_before_any_load(tmp_path) -> None:  # type: ign
         LlmOptions(replay_curve=str(tmp_path / "none.jsonl"), time_scale=0, prompt_log=str(log))
     )
     text = " | ".join(problems)
+    # words are the product: the message a user reads for bad input
     assert "--llm-time-scale" in text and "cannot read" in text and "--llm-prompt-log" in text
     both = " | ".join(option_problems(LlmOptions(replay_curve=str(log), rates="1,2")))
     assert "open loop" in both

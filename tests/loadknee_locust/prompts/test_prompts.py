@@ -205,6 +205,7 @@ def test_jsonl_index_counts_bad_lines_with_numbers_and_hashes_the_file(tmp_path:
     )
     index = index_log(log)
     assert (index.records, index.valid, index.bad_count) == (5, 3, 2)
+    # words are the product: the reason a user reads for each unreadable prompt line
     assert index.bad_samples == [
         (2, "not valid JSON"),
         (6, "no messages, prompt, text or input_tokens"),

@@ -119,6 +119,7 @@ def test_a_forced_mooncake_format_names_records_that_are_not_mooncake(tmp_path: 
     path.write_text('{"timestamp": 1000, "input_length": 5, "output_length": 1}\n{"ts": 3}\n')
     read, records = read_trace(path, "mooncake")
     assert [r.start_s for r in records] == [1.0]
+    # words are the product: the reason a user reads for each unreadable trace line
     assert read.bad_samples == [(2, "timestamp: time is missing or not a number")]
 
 

@@ -126,6 +126,7 @@ def test_too_long_is_400_in_openai_shape(sim_server) -> None:
     status, body = post(sim.url, "/v1/completions", {"prompt": prompt_of(60), "max_tokens": 5})
     assert status == 400
     assert set(body["error"]) == {"message", "type", "param", "code"}
+    # words are the product: vLLM's own error message, copied for clients that parse it
     assert "maximum context length is 64" in body["error"]["message"]
     assert sim.log()[0]["outcome"] == "too_long"
     assert post(sim.url, "/v1/completions", {"prompt": prompt_of(59), "max_tokens": 5})[0] == 200

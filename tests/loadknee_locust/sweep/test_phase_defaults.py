@@ -67,4 +67,5 @@ def test_the_plan_applies_the_rule(
 
 def test_a_given_warmup_longer_than_the_stage_is_still_refused() -> None:
     problems = option_problems(LlmOptions(stage_seconds="4", warmup_seconds="5"))
+    # words are the product: the message a user reads for bad input
     assert len(problems) == 1 and "--llm-warmup-seconds (5)" in problems[0], problems

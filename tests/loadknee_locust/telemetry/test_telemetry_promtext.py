@@ -57,6 +57,7 @@ def test_parse_never_raises(text: str, n_samples: int, has_error: bool) -> None:
     assert len(parsed.samples) == n_samples
     assert (parsed.error is not None) == has_error
     if has_error:
+        # words are the product: the error recorded for an unreadable scrape
         assert parsed.error.startswith("not Prometheus text")
         assert "\n" not in parsed.error
 

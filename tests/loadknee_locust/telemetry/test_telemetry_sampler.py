@@ -265,7 +265,9 @@ def test_dcgm_mode_warns_once_when_the_target_has_no_dcgm(
         with caplog.at_level(logging.WARNING, logger=LOGGER):
             run(sampler, 0.7)
     gpu = read(tmp_path / "gpu.csv")
+    # words are the product: the error recorded, and logged once, when DCGM is absent
     assert gpu and all(r["source"] == "dcgm" and r["error"].startswith("no DCGM") for r in gpu)
+    # words are the product: the error recorded, and logged once, when DCGM is absent
     assert len([r for r in caplog.records if "no DCGM" in r.getMessage()]) == 1
 
 

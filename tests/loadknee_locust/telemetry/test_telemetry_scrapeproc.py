@@ -43,6 +43,7 @@ def test_paced_parse_writes_what_the_plain_one_does(tmp_path: Path, name: str) -
     parsed = parse_text(text)
     assert len(rows) == len(parsed.samples) + (parsed.error is not None or not parsed.samples)
     if name == "malformed tail":
+        # words are the product: the error recorded for an unreadable scrape
         assert 0 < len(parsed.samples) < 500 and "not Prometheus text" in rows[-1]
 
 
