@@ -224,7 +224,10 @@ def _replicas(sides: Sequence[RunSide]) -> list[str]:
 def _batch(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:
     out = []
     for side in sides:
-        best = table[table["label"] == side.label].sort_values("output_tok_s").tail(1)
+        # a stage without a throughput figure (no request ended in its window) is no one's best:
+        # sorted, its NaN came last and was picked
+        mine = table[(table["label"] == side.label) & table["output_tok_s"].notna()]
+        best = mine.sort_values("output_tok_s").tail(1)
         if not best.empty:
             row = best.iloc[0]
             out.append(
