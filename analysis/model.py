@@ -129,7 +129,8 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     # failures the server turned away at once (analysis.stages.refusals): its admission limit
     "refused",  # of ``errors``; NaN: not counted (frames built elsewhere)
     # the load generator's own lateness (client.csv; docs/method.md: Late load generator)
-    "client_lag_p95_ms",  # P95 over the window's client rows of their largest event-loop lag
+    "client_lag_mean_ms",  # mean of the senders' rows' mean event-loop lag: the late rule's figure
+    "client_lag_p95_ms",  # P95 over the window's senders' rows of their largest event-loop lag
     "client_lag_max_ms",  # the largest of them
     "host_load_1m",  # the 1-minute load of the client's host, at its most per CPU in the window
     "host_cpus",  # that host's CPU count

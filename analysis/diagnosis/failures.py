@@ -57,7 +57,7 @@ def late_client_warnings(summary: pd.DataFrame) -> list[LateClientFact]:
     """One per stage (the baseline too: its latency is the yardstick) whose load generator was
     late against its latency, by the knee's own rule (:mod:`analysis.knee.late_client`). Runs
     recorded before the lag was measured give none."""
-    if "client_lag_p95_ms" not in summary:
+    if "client_lag_mean_ms" not in summary:
         return []
     facts = (late_client_fact(row) for row in summary.to_dict(orient="records"))
     return [f for f in facts if f is not None and f.late]

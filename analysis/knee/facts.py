@@ -230,13 +230,14 @@ class InFlightFact:
 @dataclass(frozen=True)
 class LateClientFact:
     """A stage whose load generator ran late against the latency it measured
-    (:mod:`analysis.knee.late_client`): its event-loop lag P95 at or over ``limit_ms``, or over
+    (:mod:`analysis.knee.late_client`): its mean event-loop lag at or over ``limit_ms``, or over
     ``share_pct`` of the stage's e2e P50 (and at least ``floor_ms``); the stage is untrusted and
     cannot be the knee. ``host_load_1m``/``host_cpus``: the client host's load where it was
     highest per CPU. ``kind`` ``client_lag``: measured, within the rule (not late)."""
 
     kind: Literal["client_late", "client_lag"]
     users: int
+    lag_mean_ms: float
     lag_p95_ms: float
     lag_max_ms: float
     e2e_p50_ms: float | None

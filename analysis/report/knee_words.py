@@ -325,15 +325,17 @@ def host_load_text(fact: LateClientFact) -> str:
 
 
 def lag_text(fact: LateClientFact) -> str:
-    """The load generator's measured lateness: "lag P95 120 ms, up to 340 ms (host load …)"."""
-    return f"lag P95 {fmt_ms(fact.lag_p95_ms)}, up to {fmt_ms(fact.lag_max_ms)}" + host_load_text(
-        fact
+    """The load generator's measured lateness: "lag 60 ms on average, up to 340 ms (host load
+    …)"."""
+    return (
+        f"lag {fmt_ms(fact.lag_mean_ms)} on average, up to {fmt_ms(fact.lag_max_ms)}"
+        + host_load_text(fact)
     )
 
 
 def _late(fact: LateClientFact) -> str:
     rule = (
-        f"late at {fact.limit_ms:g} ms, or over {fact.share_pct:g} % of the e2e P50 "
+        f"late at {fact.limit_ms:g} ms on average, or over {fact.share_pct:g} % of the e2e P50 "
         f"({fmt_ms(fact.e2e_p50_ms)}) and at least {fact.floor_ms:g} ms"
     )
     if not fact.late:

@@ -181,22 +181,40 @@ def _client_peak(client: pd.DataFrame, start: float, end: float) -> float:
 
 
 #: the load generator's lateness over a window (:func:`_client_lag`), NaN without lag samples
-CLIENT_LAG_FIGURES = ("client_lag_p95_ms", "client_lag_max_ms", "host_load_1m", "host_cpus")
+CLIENT_LAG_FIGURES = (
+    "client_lag_mean_ms",
+    "client_lag_p95_ms",
+    "client_lag_max_ms",
+    "host_load_1m",
+    "host_cpus",
+)
 
 
 def _client_lag(client: pd.DataFrame, start: float, end: float) -> dict[str, float]:
-    """P95 and max over the window's ``client.csv`` rows (every process) of each row's largest
-    event-loop lag, and the host load and CPU count of the row with the most load per CPU: how
-    late the load generator itself was, and how busy its machine (docs/method.md: Late load
-    generator). Files from before the lag columns give NaN."""
+    """How late the load generator itself was over the window, from the ``client.csv`` rows of
+    the processes that send requests: the mean of their rows' mean event-loop lag (the delay an
+    average send or token stamp saw: the rule's figure), and the P95 and max of each row's
+    largest lag (its stalls); with the host load and CPU count of the row with the most load per
+    CPU (docs/method.md: Late load generator). A distributed run's master sends nothing, so its
+    rows are left out where workers wrote any (its loop stalls while it serves the web UI or
+    starts the workers, 30-40 ms beside a test suite, and no request waits on it). Files from
+    before the lag columns give NaN."""
     out = dict.fromkeys(CLIENT_LAG_FIGURES, float("nan"))
     if client.empty or "loop_lag_max_ms" not in client:
         return out
     rows = client[_window_mask(client["timestamp_unix_s"], start, end)]
+    if "worker" in rows:
+        senders = rows["worker"].astype(str) != "master"
+        if senders.any():
+            rows = rows[senders]
     lag = rows["loop_lag_max_ms"].dropna().to_numpy(dtype=float)
     if len(lag):
         out["client_lag_p95_ms"] = float(np.percentile(lag, 95))
         out["client_lag_max_ms"] = float(lag.max())
+    if "loop_lag_mean_ms" in rows:
+        mean = rows["loop_lag_mean_ms"].dropna().to_numpy(dtype=float)
+        if len(mean):
+            out["client_lag_mean_ms"] = float(mean.mean())
     load = rows["host_load_1m"].to_numpy(dtype=float)
     cpus = rows["host_cpus"].to_numpy(dtype=float)
     per_cpu = load / cpus

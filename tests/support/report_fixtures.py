@@ -177,13 +177,13 @@ def _write_csv(path: Path, columns: tuple[str, ...], rows: list[dict]) -> None:
 def _lag_cells(
     lag_ms: Mapping[int, float] | None, users: int, host_load: tuple[float, int]
 ) -> dict[str, float | int | None]:
-    """A client.csv row's lag columns: ``lag_ms[users]`` (its largest; the mean a quarter)."""
+    """A client.csv row's lag columns: ``lag_ms[users]`` (its mean; the largest four times it)."""
     if lag_ms is None:
         return {}
     lag = lag_ms.get(users, 0.0)
     return dict(
-        loop_lag_max_ms=lag,
-        loop_lag_mean_ms=lag / 4,
+        loop_lag_max_ms=lag * 4,
+        loop_lag_mean_ms=lag,
         host_load_1m=host_load[0],
         host_cpus=host_load[1],
     )

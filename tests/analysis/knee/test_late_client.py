@@ -67,15 +67,15 @@ def test_a_late_stage_is_untrusted_and_an_answer_it_could_move_is_cannot_tell(
             assert not v.trusted and v.verdict != "knee", v
             (fact,) = [r.fact for r in v.reasons if getattr(r, "name", "") == "client_late"]
             assert isinstance(fact, LateClientFact) and fact.late
-            assert fact.lag_p95_ms == lag[v.target_users] and fact.users == v.target_users
-            assert is_late_client(fact.lag_p95_ms, fact.e2e_p50_ms)
+            assert fact.lag_mean_ms == lag[v.target_users] and fact.users == v.target_users
+            assert is_late_client(fact.lag_mean_ms, fact.e2e_p50_ms)
     assert (standing.kind, standing.reason) == (kind, "late_client" if late_levels and
                                                 kind == "cannot_tell" else None)  # fmt: skip
     assert tuple(f.users for f in standing.late) == standing_late
-    assert all(f.lag_p95_ms == lag[f.users] for f in standing.late)
+    assert all(f.lag_mean_ms == lag[f.users] for f in standing.late)
     assert (standing.baseline_late is not None) == baseline_late
     if baseline_late:
-        assert standing.baseline_late is not None and standing.baseline_late.lag_p95_ms == 80.0
+        assert standing.baseline_late is not None and standing.baseline_late.lag_mean_ms == 80.0
     assert standing.first_past == first_past
     if kind == "answer":  # the answer is the one of the same run without any lag
         assert knee.max_concurrency == unlagged.knee.max_concurrency == 4
@@ -111,7 +111,7 @@ def test_cannot_tell_from_a_late_client_exits_3_and_writes_the_lag_to_knee_json(
         "cannot_tell", "late_client", 8
     )  # fmt: skip
     (late,) = standing["late"]
-    assert (late["users"], late["lag_p95_ms"], late["limit_ms"]) == (8, 120.0, LATE_CLIENT_MS)
+    assert (late["users"], late["lag_mean_ms"], late["limit_ms"]) == (8, 120.0, LATE_CLIENT_MS)
     written = {p.name for p in (run / "report").iterdir()}
     assert not written & {"keda-scaledobject.yaml", "hpa.yaml", "alerts.rules.yaml"}, written
     printed = capsys.readouterr()

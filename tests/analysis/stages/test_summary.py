@@ -12,6 +12,7 @@ from analysis.inputs.load import read_run
 from analysis.model import SUMMARY_COLUMNS
 from analysis.pipeline import MEASURED_COLUMNS
 from analysis.stages.summary import (
+    CLIENT_LAG_FIGURES,
     classify_outcomes,
     measured_codes,
     measured_requests,
@@ -178,15 +179,19 @@ def _lag(ts, worker, lag_ms, load, cpus):
             "loop_lag_mean_ms": lag_ms / 4, "host_load_1m": load, "host_cpus": cpus}  # fmt: skip
 
 
-def test_client_lag_is_cut_to_the_window_over_every_worker(tmp_path):
-    """The lag's P95 and max over every process's rows in the window; the host figures of the
-    row with the most load per CPU (a 4-core worker at 6 is busier than an 8-core one at 10)."""
+def test_client_lag_is_cut_to_the_window_over_every_sending_worker(tmp_path):
+    """The lag's mean (of the rows' means), P95 and max (of the rows' largest) over every
+    sending process's rows in the window, the master's left out (it sends nothing); the host
+    figures of the row with the most load per CPU (a 4-core worker at 6 is busier than an
+    8-core one at 10)."""
     client = [_lag(T0 + 21, "0", 900.0, 40.0, 2),  # warm-up: outside
               *(_lag(T0 + 23 + i, "0", 2.0 + i, 6.0, 4) for i in range(10)),
               *(_lag(T0 + 23.5 + i, "1", 1.0, 10.0, 8) for i in range(9)),
-              _lag(T0 + 35, "1", 120.0, 10.0, 8)]  # fmt: skip
+              _lag(T0 + 35, "1", 120.0, 10.0, 8),
+              _lag(T0 + 30, "master", 400.0, 30.0, 2)]  # fmt: skip
     step = summarize_stages(_run(tmp_path, client=client)).iloc[1]
     lags = [2.0 + i for i in range(10)] + [1.0] * 9 + [120.0]
+    assert step["client_lag_mean_ms"] == pytest.approx(np.mean(lags) / 4)
     assert step["client_lag_p95_ms"] == pytest.approx(np.percentile(lags, 95))
     assert step["client_lag_max_ms"] == 120.0
     assert (step["host_load_1m"], step["host_cpus"]) == (6.0, 4.0)
@@ -200,7 +205,7 @@ def test_client_csv_from_before_the_lag_columns_reads_and_gives_nan(tmp_path):
     )
     step = summarize_stages(read_run(run_dir / "run")).iloc[1]
     assert step["client_cpu_peak_pct"] == 45.0
-    for name in ("client_lag_p95_ms", "client_lag_max_ms", "host_load_1m", "host_cpus"):
+    for name in CLIENT_LAG_FIGURES:
         assert math.isnan(step[name]), name
 
 
