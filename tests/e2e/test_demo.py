@@ -37,6 +37,7 @@ def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
         (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
         doc = json.loads((run_dir / "report" / "knee.json").read_text())
         assert late_cannot_tell_doc(doc), doc.get("standing")
+        # words are the product: the screen's line when it cannot tell, in place of DEPLOY
         assert "DEPLOY" not in done.stdout and "cannot tell: " in done.stdout, done.stdout
         return
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

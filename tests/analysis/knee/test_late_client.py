@@ -115,6 +115,7 @@ def test_cannot_tell_from_a_late_client_exits_3_and_writes_the_lag_to_knee_json(
     written = {p.name for p in (run / "report").iterdir()}
     assert not written & {"keda-scaledobject.yaml", "hpa.yaml", "alerts.rules.yaml"}, written
     printed = capsys.readouterr()
+    # words are the product: the screen's first line when it cannot tell (exit 3)
     assert printed.out.lstrip().startswith("cannot tell: the load generator ran late")
     assert "--processes" in printed.out and "120 ms" in printed.out
 

@@ -88,7 +88,9 @@ def test_the_screen_names_the_mix_and_the_run_that_replays_it(run: Path, tmp_pat
     log = _log(tmp_path / "small.jsonl", [{"input_tokens": 128, "output_tokens": 32}] * 3)
     assert main([str(run), "--prompt-log", str(log)]) == 0
     out = capsys.readouterr().out
+    # words are the product: the screen names the log and the mean lengths it predicts for
     assert "mix: small.jsonl, 3 of 3 records" in out
+    # words are the product: the headline's mean lengths
     assert "a mix averaging 128 prompt + 32 completion tokens" in out.splitlines()[0]
     argv = shlex.split(next(line for line in out.splitlines() if "loadknee run" in line))
     assert argv[argv.index("--prompt-log") + 1] == str(log)
@@ -106,6 +108,7 @@ def test_fixed_lengths_and_a_log_together_are_refused(run: Path, tmp_path, capsy
 def test_an_unreadable_log_is_one_line_and_exit_2(run: Path, tmp_path: Path, capsys) -> None:
     assert main([str(run), "--prompt-log", str(tmp_path / "missing.jsonl")]) == 2
     err = capsys.readouterr().err.strip()
+    # words are the product: the one-line error a user reads for a log it cannot read
     assert err.startswith("loadknee predict: cannot read the prompt log") and "\n" not in err
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not json\n{}\n", encoding="utf-8")
