@@ -26,7 +26,6 @@ from pathlib import Path
 
 from analysis.advice.recommend import RecommendParams
 from analysis.cluster.plan import ClusterParams
-from analysis.command_parser import CommandParser, fail
 from analysis.importers.cli import add_source_args, describe, import_files
 from analysis.importers.model import ImportFormatError
 from analysis.inputs.load import RunDirError
@@ -34,11 +33,13 @@ from analysis.knee.find import KneeParams
 from analysis.pipeline import Analysis, analyze_run
 from analysis.report.knee_json import to_json
 from analysis.report.knee_summary import override_note
-from analysis.report.painter import Painter, PlotInputs
+from analysis.report.painter import Painter
 from analysis.report.paths import report_dir, report_paths
+from analysis.report.plot_inputs import PlotInputs
 from analysis.report.screen import WIDTH, explain_text, screen_text
 from analysis.report.standing import cannot_tell_text
-from analysis.slo.targets import SloParams
+from loadknee_core.command_parser import CommandParser, fail
+from loadknee_core.slo_targets import SloParams
 
 
 def build_parser() -> argparse.ArgumentParser:

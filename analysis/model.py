@@ -15,9 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
-    from analysis.advice.facts import AdviceFact, DeployFact, WithheldFact
-    from analysis.diagnosis.facts import DiagnosisFact
-    from analysis.diagnosis.failure_mix import FailureMix
+    from analysis.diagnosis.facts import DiagnosisFact, FailureMix
     from analysis.knee.facts import (
         ClientBoundFact,
         ConfidenceFact,
@@ -28,9 +26,7 @@ if TYPE_CHECKING:
         SignalFact,
     )
     from analysis.knee.fit import KneeFit
-    from analysis.stages.baseline import BaselineNote
     from analysis.stages.data_check import RowsFact
-    from analysis.stages.run_cut import RunCut
 
 
 Verdict = Literal["comfortable", "critical", "knee", "red_line", "insufficient_data"]
@@ -138,6 +134,30 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 
 #: Percentile method used everywhere (numpy/pandas "linear" interpolation on raw rows).
 PERCENTILE_METHOD = "exact, from raw per-request rows, linear interpolation (numpy default)"
+
+
+#: what a baseline warning is about: no stage served a request, a step stage stands in, too few
+#: served requests, or the P95 far above the median (external interference)
+NoteKind = Literal["no_baseline", "first_stage", "few_requests", "spread"]
+#: the figure a spread warning is about: e2e latency (ms) or seconds per 1k total tokens
+SpreadFigure = Literal["e2e_ms", "s_per_1k"]
+
+
+@dataclass(frozen=True)
+class BaselineNote:
+    """One warning on the baseline: ``users`` of the stand-in stage (``first_stage``);
+    ``requests`` served against ``min_requests`` (``few_requests``, rule ``baseline``); the
+    figure's ``p50`` and ``p95`` against ``limit_ratio`` (``spread``)."""
+
+    kind: NoteKind
+    users: int | None = None
+    requests: int | None = None
+    min_requests: int | None = None
+    figure: SpreadFigure | None = None
+    p50: float | None = None
+    p95: float | None = None
+    limit_ratio: float | None = None
+    rule: str = "baseline"
 
 
 @dataclass(frozen=True)
@@ -307,48 +327,6 @@ class Standing:
     @property
     def cannot_tell(self) -> bool:
         return self.kind == "cannot_tell"
-
-
-DeployBound = Literal["knee", "sla", "memory", "refusals", "errors", "tail", "tested_range", "none"]
-
-
-@dataclass(frozen=True)
-class DeployAnswer:
-    """The one concurrency to configure and the limit that bound it
-    (:mod:`analysis.advice.deploy`)."""
-
-    users: int | None  # None: no tested stage was safe
-    bound: DeployBound
-    #: what bound it, as judged (its words: analysis.report.advice_words.deploy_text); a str is
-    #: words already written (knee.json read back, the SLO step)
-    fact: DeployFact | str
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    key: str  # e.g. max_concurrency, queue_timeout_ms, vllm.max_num_seqs
-    value: Any
-    #: why this value, as judged (its words: analysis.report.advice_words.reason_text); a str
-    #: is words already written (knee.json read back, the SLO step)
-    reason: AdviceFact | str
-
-
-@dataclass(frozen=True)
-class Recommendations:
-    items: tuple[Recommendation, ...]
-    server_flags: tuple[str, ...]  # e.g. ("--max-num-seqs 24", "--gpu-memory-utilization 0.85")
-    #: settings not given, each with why and what to do instead (words: advice_words)
-    withheld: tuple[WithheldFact | str, ...] = ()
-    deploy: DeployAnswer | None = None  # the one answer, printed first
-    #: why these settings cannot be trusted yet: the run's cut ("" when final; a str: words read
-    #: back from knee.json); its words: analysis.report.stage_words.provisional_text
-    provisional: RunCut | str = ""
-
-    def get(self, key: str) -> Any:
-        for item in self.items:
-            if item.key == key:
-                return item.value
-        return None
 
 
 if TYPE_CHECKING:

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.advice.engine import RUN_INFO_KEY, detect_engine
+from analysis.advice.facts import Recommendations
 from analysis.advice.recommend import RecommendParams, recommend
 from analysis.advice.standing import answer_standing
 from analysis.diagnosis.bottleneck import diagnose
@@ -26,27 +27,19 @@ from analysis.inputs.server_metrics import canonical_timeline
 from analysis.knee.confidence import knee_confidence
 from analysis.knee.find import find_knee, resolve_tail_metric
 from analysis.knee.late_client import late_baseline
-from analysis.knee.params import KneeOverride, KneeParams, overrides, run_knee_params
-from analysis.model import (
-    Baseline,
-    FaultReason,
-    KneeResult,
-    Recommendations,
-    RowCoverage,
-    StageVerdict,
-    Standing,
-)
+from analysis.model import Baseline, FaultReason, KneeResult, RowCoverage, StageVerdict, Standing
 from analysis.report.advice_yaml import to_yaml
 from analysis.report.standing import with_yaml_note
 from analysis.slo.advice import with_slo
 from analysis.slo.evaluate import SloResult, evaluate_slos
-from analysis.slo.targets import METRIC_COLUMNS, SloParams, run_slo_params
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.coverage import row_coverage
 from analysis.stages.intervals import IntervalParams
 from analysis.stages.rate_stages import RateKnee, RateParams, analyze_rates
 from analysis.stages.run_cut import run_cut
 from analysis.stages.summary import measured_requests, run_batches, summarize_stages
+from loadknee_core.knee_params import KneeOverride, KneeParams, overrides, run_knee_params
+from loadknee_core.slo_targets import METRIC_COLUMNS, SloParams, run_slo_params
 
 Progress = Callable[[str], None]
 
@@ -163,8 +156,9 @@ def analyze_run(
     ``nvidia_smi_tz`` is the zone of the GPU host that wrote ``nvidia_smi_csv`` (its timestamps
     carry none; default: this machine's zone; see :mod:`analysis.inputs.nvsmi`).
     The knee's thresholds: ``knee_params`` when given, else the ones the run recorded
-    (:func:`~analysis.knee.params.run_knee_params`) with ``knee_overrides`` (``{field: value}``,
-    the flags typed) on top; ``Analysis.knee_overrides`` are the overrides that differ.
+    (:func:`~loadknee_core.knee_params.run_knee_params`) with ``knee_overrides``
+    (``{field: value}``, the flags typed) on top; ``Analysis.knee_overrides`` are the overrides
+    that differ.
     """
     say = progress or (lambda _msg: None)
     say(f"reading {run_dir}")

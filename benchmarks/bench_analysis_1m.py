@@ -37,7 +37,7 @@ import pandas as pd
 
 from analysis.pipeline import Analysis, analyze_run
 from analysis.report.knee_summary import summary_words
-from loadknee_locust import contract
+from loadknee_core import contract
 
 LEVELS = (1, 2, 4, 8, 16, 24, 32, 48, 64)
 SLOTS = 24  # the synthetic server saturates here: the knee is the first level above (32)

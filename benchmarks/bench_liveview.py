@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from loadknee_locust.contract import GPU_COLUMNS, SERVER_METRIC_COLUMNS
+from loadknee_core.contract import GPU_COLUMNS, SERVER_METRIC_COLUMNS
 from loadknee_locust.record.recorder import RunLog
 from loadknee_locust.sweep.refine import LiveVerdict, StageJudgement
 from loadknee_locust.sweep.schedule import Schedule, SchedulePlan

@@ -24,7 +24,7 @@ from analysis.pipeline import analyze_run
 from analysis.report.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
 from analysis.report.table import format_csv, format_markdown, record_frame
 from analysis.report.writer import write_report
-from loadknee_locust import contract
+from loadknee_core import contract
 
 LEVELS = (1, 2, 4, 8, 16, 24, 32, 48, 64)
 SLOTS = 16

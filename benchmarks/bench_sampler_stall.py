@@ -35,7 +35,7 @@ from pathlib import Path
 import gevent
 import gevent.event
 
-from loadknee_locust.contract import SERVER_METRIC_COLUMNS
+from loadknee_core.contract import SERVER_METRIC_COLUMNS
 from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.record.csvsink import CsvSink
 from loadknee_locust.sim.launch import SimProcess

@@ -39,7 +39,7 @@ path, task = sys.argv[1], sys.argv[2]
 import pandas as pd
 from datetime import UTC
 from analysis.traffic.shape import LatencyModel, ShapeParams, traffic_shape
-from loadknee_locust.prompts.traces import read_trace
+from loadknee_core.traces import read_trace
 def rss_kib():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS"))

@@ -9,9 +9,6 @@
 - :mod:`.telemetry` — GPU, server ``/metrics`` and client CPU sampled beside the requests;
 - :mod:`.schedule` — the stepped sweep as a pure state machine;
 - :mod:`.refine` — what the adaptive sweep runs next, from the live knee;
-- :mod:`.confidence` — a stage's throughput and tail intervals by batch means (stdlib);
-- :mod:`.contract` — the run-directory contract: files, columns, vocabularies;
-- :mod:`.redaction` — which names are secrets, and URLs without credentials;
 - :mod:`.lazy` — public names loaded on first use;
 - :mod:`.shape`, :mod:`.users` — old import paths, kept for older locustfiles;
 - :mod:`.sim` — ``loadknee sim``, the simulated OpenAI-compatible server (asyncio, no locust).
@@ -25,9 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from loadknee_core import __version__ as __version__  # the old path of the version
 from loadknee_locust.lazy import load
-
-__version__ = "0.2.0"  # the only place the version is written (pyproject reads it)
 
 #: public name → module that defines it (imported lazily, on attribute access)
 _LAZY: dict[str, str] = {

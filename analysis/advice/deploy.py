@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
 
-from analysis.advice.facts import DeployFact, KneeWhyFact
-from analysis.knee.params import KneeParams
+from analysis.advice.facts import DeployAnswer, DeployBound, DeployFact, KneeWhyFact
 from analysis.knee.refusal_signal import REFUSALS
-from analysis.model import DeployAnswer, DeployBound, KneeResult, Signal, StageVerdict
+from analysis.model import KneeResult, Signal, StageVerdict
+from loadknee_core.knee_params import KneeParams
 
 if TYPE_CHECKING:
     from analysis.advice.facts import DeployWhy

@@ -1,4 +1,4 @@
-"""What the advice judged, as typed records: the deploy answer and each setting's reason.
+"""What the advice judged, as typed records: the deploy answer, the settings and each reason.
 
 Each record has a ``kind`` from a closed vocabulary (or is its own kind), the figures with their
 units in their names, the threshold or margin they were held against and, where a rule of
@@ -14,12 +14,13 @@ step that words its own reason, such as the SLO advice).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
-    from analysis.model import DeployBound, Reason, Signal
+    from analysis.model import Reason, Signal
     from analysis.slo.facts import CapacityDoubt
-    from analysis.slo.targets import SloParams
+    from analysis.stages.run_cut import RunCut
+    from loadknee_core.slo_targets import SloParams
 
 
 @dataclass(frozen=True)
@@ -260,3 +261,45 @@ AdviceFact: TypeAlias = (
     | DeployFact
     | SloAdviceFact
 )
+
+
+DeployBound = Literal["knee", "sla", "memory", "refusals", "errors", "tail", "tested_range", "none"]
+
+
+@dataclass(frozen=True)
+class DeployAnswer:
+    """The one concurrency to configure and the limit that bound it
+    (:mod:`analysis.advice.deploy`)."""
+
+    users: int | None  # None: no tested stage was safe
+    bound: DeployBound
+    #: what bound it, as judged (its words: analysis.report.advice_words.deploy_text); a str is
+    #: words already written (knee.json read back, the SLO step)
+    fact: DeployFact | str
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    key: str  # e.g. max_concurrency, queue_timeout_ms, vllm.max_num_seqs
+    value: Any
+    #: why this value, as judged (its words: analysis.report.advice_words.reason_text); a str
+    #: is words already written (knee.json read back, the SLO step)
+    reason: AdviceFact | str
+
+
+@dataclass(frozen=True)
+class Recommendations:
+    items: tuple[Recommendation, ...]
+    server_flags: tuple[str, ...]  # e.g. ("--max-num-seqs 24", "--gpu-memory-utilization 0.85")
+    #: settings not given, each with why and what to do instead (words: advice_words)
+    withheld: tuple[WithheldFact | str, ...] = ()
+    deploy: DeployAnswer | None = None  # the one answer, printed first
+    #: why these settings cannot be trusted yet: the run's cut ("" when final; a str: words read
+    #: back from knee.json); its words: analysis.report.stage_words.provisional_text
+    provisional: RunCut | str = ""
+
+    def get(self, key: str) -> Any:
+        for item in self.items:
+            if item.key == key:
+                return item.value
+        return None

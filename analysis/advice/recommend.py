@@ -50,17 +50,19 @@ from analysis.advice.facts import (
     OfflineFact,
     OwnLimitFact,
     QueueTimeoutFact,
+    Recommendation,
+    Recommendations,
     ReplicasFact,
     RequestTimeoutFact,
     WatermarkFact,
     WithheldFact,
 )
-from analysis.flags import add_flags, flag, given_values
 from analysis.knee.find import LOG_SOURCE_KINDS
 from analysis.knee.refusal_signal import refusal_limit
-from analysis.model import Baseline, KneeResult, Recommendation, Recommendations
-from analysis.numeric import num
+from analysis.model import Baseline, KneeResult
 from analysis.stages.levels import level_rows
+from loadknee_core.flags import add_flags, flag, given_values
+from loadknee_core.numeric import num
 
 #: vLLM's default --gpu-memory-utilization, assumed when the run does not say
 VLLM_DEFAULT_GPU_MEMORY_UTILIZATION = 0.9

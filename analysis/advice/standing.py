@@ -23,8 +23,9 @@ file written. Facts only: :mod:`analysis.report.standing` has the words.
 
 from __future__ import annotations
 
+from analysis.advice.facts import DeployAnswer
 from analysis.knee.facts import LateClientFact
-from analysis.model import DeployAnswer, KneeResult, RowCoverage, Standing
+from analysis.model import KneeResult, RowCoverage, Standing
 
 
 def answer_standing(

@@ -33,9 +33,9 @@ from analysis.cluster.engines import detect_engine, served_model
 from analysis.cluster.plan import AlertParams
 from analysis.cluster.stages import StageGauges, anchors, stage_gauges
 from analysis.cluster.yamlblock import Commented, dump
-from analysis.numeric import counted
 from analysis.pipeline import Analysis
 from analysis.report.stage_words import provisional_text
+from loadknee_core.numeric import counted
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,9 @@ from analysis.cluster.engines import Engine, detect_engine, served_model
 from analysis.cluster.plan import ScaleParams
 from analysis.cluster.stages import Anchors, StageGauges, anchors
 from analysis.cluster.yamlblock import Commented, dump
-from analysis.numeric import counted
 from analysis.pipeline import Analysis
 from analysis.report.stage_words import provisional_text
+from loadknee_core.numeric import counted
 
 #: the placeholder metric a gateway must export when the server exports none
 GATEWAY_METRIC = "gateway_requests_in_flight"

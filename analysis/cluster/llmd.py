@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import loadknee_locust
+import loadknee_core
 from analysis.cluster.engines import detect_engine
 from analysis.cluster.plan import report_name, report_stages
 from analysis.cluster.stages import measured_windows
@@ -188,7 +188,7 @@ def stage_report(analysis: Analysis, stage: int) -> dict[str, Any]:
             },
             "standardized": {
                 "tool": "loadknee",
-                "tool_version": loadknee_locust.__version__,
+                "tool_version": loadknee_core.__version__,
                 "stage": stage,
                 "input_seq_len": _seq_len(col("prompt_tokens")),
                 "output_seq_len": _seq_len(col("completion_tokens")),

@@ -17,15 +17,15 @@ import json
 import sys
 from pathlib import Path
 
-from analysis.command_parser import CommandParser
 from analysis.compare.core import KINDS, LONG_COLUMNS, Comparison, RunSide, compare_runs
 from analysis.compare.prefix_cache import prefix_cache_change
 from analysis.compare.verify import all_passed, format_checks, verify_checks
 from analysis.inputs.load import RunDirError
 from analysis.knee.find import KneeParams
-from analysis.numeric import is_missing
 from analysis.pipeline import analyze_run
 from analysis.report.table import fmt_magnitude, fmt_pct, fmt_text
+from loadknee_core.command_parser import CommandParser
+from loadknee_core.numeric import is_missing
 
 _WIDE = (
     ("P50 s", "e2e_p50_ms", lambda v: fmt_magnitude(v, 0.001)),

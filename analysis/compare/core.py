@@ -41,9 +41,9 @@ from analysis.compare.kind import (
 )
 from analysis.compare.prefix_cache import prefix_cache_change
 from analysis.model import VERDICT_LABELS
-from analysis.numeric import is_missing, num
 from analysis.report.table import fmt_magnitude
 from analysis.stages.levels import level_rows
+from loadknee_core.numeric import is_missing, num
 
 __all__ = ["KINDS", "Comparison", "RunSide", "batch_size", "compare_runs", "detect_kind", "lookup"]
 

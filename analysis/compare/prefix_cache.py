@@ -10,7 +10,7 @@ The first run is the one without (cache off, or unique prefixes), the later ones
 * **peak output tok/s** with its batch-means interval (the record table's);
 * **TTFT P95** at one level both runs tested (the highest at or below both runs' max
   concurrency, so neither is queueing; else the lowest common level), with an interval from
-  resampling the stage's time windows (:func:`loadknee_locust.sweep.confidence.tail_interval`).
+  resampling the stage's time windows (:func:`loadknee_core.confidence.tail_interval`).
 
 The TTFT change's interval is the widest the two intervals allow: from the low end of the
 second over the high end of the first to the high end over the low end (conservative; no
@@ -26,10 +26,10 @@ from typing import Any
 import pandas as pd
 
 from analysis.compare.kind import RunSide
-from analysis.numeric import num
 from analysis.stages.levels import level_rows
 from analysis.stages.summary import measured_requests, stage_windows
-from loadknee_locust.sweep.confidence import tail_interval
+from loadknee_core.confidence import tail_interval
+from loadknee_core.numeric import num
 
 
 @dataclass(frozen=True)

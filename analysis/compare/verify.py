@@ -27,9 +27,9 @@ from typing import Any
 import pandas as pd
 
 from analysis.model import KneeResult
-from analysis.numeric import num, sig4
 from analysis.report.stage_reasons import reasons_text
 from analysis.stages.levels import level_rows
+from loadknee_core.numeric import num, sig4
 
 #: the floor of the throughput check's band, in % of the original
 TOLERANCE_PCT = 10.0

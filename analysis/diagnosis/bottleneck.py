@@ -57,8 +57,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from analysis.diagnosis.facts import DiagnosisFact, FailingFact, NoRuleFact
-from analysis.diagnosis.failure_mix import FailureMix
+from analysis.diagnosis.facts import DiagnosisFact, FailingFact, FailureMix, NoRuleFact
 from analysis.diagnosis.rules import (
     DiagnosisParams,
     StageFacts,

@@ -17,56 +17,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import replace
 
 import pandas as pd
 
+from analysis.diagnosis.facts import FailureFamily, FailureKind, FailureMix
 from analysis.model import KneeResult
 
 TOP_MESSAGES = 3
 OVERLOAD_STATUSES = frozenset({429, 503})
-
-#: the three families of failures the diagnosis tells apart
-FailureFamily = Literal["overload", "stalls", "server_errors"]
-
-
-@dataclass(frozen=True, order=True)
-class FailureKind:
-    """One kind of failure: the recorded ``outcome`` (``http_error``, ``timeout``,
-    ``connect_error``, ...) and, for an HTTP error, its status (None: not recorded)."""
-
-    outcome: str
-    http_status: int | None = None
-
-
-@dataclass(frozen=True)
-class FailureMix:
-    """One stage's failures: ``kinds`` and ``messages`` with their counts, most first."""
-
-    requests: int  # measured rows of the stage, every outcome
-    kinds: tuple[tuple[FailureKind, int], ...]
-    messages: tuple[tuple[str, int], ...]
-    overload: int  # HTTP 429 / 503
-    stalls: int  # timeouts
-    server_errors: int  # other HTTP errors, resets, cut streams, malformed, error objects
-
-    @property
-    def failed(self) -> int:
-        return self.overload + self.stalls + self.server_errors
-
-    def pct(self, count: int) -> float:
-        return 100.0 * count / self.requests if self.requests else 0.0
-
-    def count(self, family: FailureFamily) -> int:
-        """The failures of one family."""
-        return {"overload": self.overload, "stalls": self.stalls}.get(family, self.server_errors)
-
-    @property
-    def family(self) -> FailureFamily:
-        """The largest family (the first of overload, stalls, server errors on a tie)."""
-        families: tuple[FailureFamily, ...] = ("overload", "stalls", "server_errors")
-        return max(families, key=self.count)
 
 
 def _status(status: object) -> int | None:

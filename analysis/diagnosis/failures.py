@@ -18,9 +18,9 @@ import pandas as pd
 from analysis.diagnosis.facts import AllFailedFact, SmallStageFact
 from analysis.knee.facts import LateClientFact
 from analysis.knee.late_client import late_client_fact
-from analysis.numeric import num
 from analysis.stages.levels import level_rows
-from loadknee_locust.contract import all_failed, failure_causes
+from loadknee_core.contract import all_failed, failure_causes
+from loadknee_core.numeric import num
 
 #: below these, a stage's percentiles rest on too few samples (docs/method.md: Small stage)
 MIN_STAGE_REQUESTS = 20
@@ -63,7 +63,7 @@ def late_client_warnings(summary: pd.DataFrame) -> list[LateClientFact]:
     return [f for f in facts if f is not None and f.late]
 
 
-#: the columns a failed row's cause is read from (:func:`~loadknee_locust.contract.failure_cause`)
+#: the columns a failed row's cause is read from (:func:`~loadknee_core.contract.failure_cause`)
 CAUSE_COLUMNS = ("outcome", "http_status", "error")
 
 
@@ -74,7 +74,7 @@ def _records(requests: pd.DataFrame) -> list[dict[str, object]]:
 
 def error_causes(requests: pd.DataFrame) -> list[tuple[str, int]]:
     """Failed requests counted by cause (short error, else HTTP status, else outcome): the rule
-    ``loadknee run`` counts with, in :mod:`loadknee_locust.contract`."""
+    ``loadknee run`` counts with, in :mod:`loadknee_core.contract`."""
     if requests.empty or "outcome" not in requests:
         return []
     failed = requests[requests["outcome"] != "ok"]

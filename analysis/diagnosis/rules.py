@@ -20,6 +20,7 @@ from analysis.diagnosis.facts import (
     DecodeFigure,
     EmptyQueueFact,
     FailingFact,
+    FailureMix,
     GpuIdleFact,
     InterferenceFact,
     KvContentionFact,
@@ -31,10 +32,9 @@ from analysis.diagnosis.facts import (
     ServerQueueFact,
     ThroughputStuckFact,
 )
-from analysis.diagnosis.failure_mix import FailureMix
 from analysis.knee.refusal_signal import REFUSALS
 from analysis.model import Baseline, StageVerdict
-from analysis.numeric import cell
+from loadknee_core.numeric import cell
 
 
 @dataclass(frozen=True)

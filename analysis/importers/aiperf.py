@@ -25,7 +25,7 @@ from analysis.importers.model import (
     ImportedRun,
     ImportFormatError,
 )
-from analysis.numeric import json_number
+from loadknee_core.numeric import json_number
 
 EXPECTED = "an AIPerf artifact folder (profile_export.jsonl + profile_export_aiperf.json)"
 RECORDS = "profile_export.jsonl"

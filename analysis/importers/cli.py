@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.command_parser import CommandParser
 from analysis.importers import SOURCES, ImportedRun, ImportFormatError, reader
+from loadknee_core.command_parser import CommandParser
 
 
 def add_source_args(parser: argparse.ArgumentParser, *, required: bool) -> None:

@@ -27,7 +27,7 @@ from analysis.importers.model import (
     ImportedRun,
     ImportFormatError,
 )
-from analysis.numeric import json_number
+from loadknee_core.numeric import json_number
 
 EXPECTED = "a GuideLLM benchmarks JSON (guidellm run --output kind=json)"
 _STATUS = re.compile(r"\b([45]\d\d)\b")

@@ -34,7 +34,7 @@ from analysis.importers.model import (
     ImportedRun,
     ImportFormatError,
 )
-from analysis.numeric import json_number
+from loadknee_core.numeric import json_number
 
 EXPECTED = "a vllm bench serve --save-result --save-detailed JSON"
 PER_REQUEST = ("start_times", "latencies", "ttfts", "itls", "input_lens", "output_lens", "errors")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.importers.model import ImportedLevel, ImportedRequest, ImportedRun
-from loadknee_locust import contract
+from loadknee_core import contract
 
 #: What the analysis cannot judge from another tool's per-request records alone.
 NOT_JUDGED: tuple[str, ...] = (

@@ -1,6 +1,6 @@
 """Read one run directory into validated pandas frames (:class:`Run`), or fail with one clear error.
 
-Validation is against :mod:`loadknee_locust.contract`: every missing file, missing column, and
+Validation is against :mod:`loadknee_core.contract`: every missing file, missing column, and
 column whose cells are not of the contract's type is collected, and all of them are reported in a
 single :class:`RunDirError` so a user fixes a broken directory in one pass. Optional files
 (``gpu.csv``, ``server_metrics.csv``, ``client.csv``) may be absent: their frames are then empty
@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from loadknee_locust import contract
+from loadknee_core import contract
 
 #: Columns read as text; every other contract column is numeric (float64, NaN when empty).
 TEXT_COLUMNS: dict[str, frozenset[str]] = {

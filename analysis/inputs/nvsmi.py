@@ -38,7 +38,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
-from loadknee_locust.contract import GPU_COLUMNS
+from loadknee_core.contract import GPU_COLUMNS
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ _MISSING = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown er
 def read_nvidia_smi_csv(
     path: str | Path, *, tz: str | tzinfo | None = None, query: str = SEED_QUERY
 ) -> pd.DataFrame:
-    """Read the capture as a frame with :data:`~loadknee_locust.contract.GPU_COLUMNS`.
+    """Read the capture as a frame with :data:`~loadknee_core.contract.GPU_COLUMNS`.
 
     ``tz``: the GPU host's zone (see the module docstring; default: this machine's zone).
     ``query``: the ``--query-gpu`` fields, used when the file has no header line.

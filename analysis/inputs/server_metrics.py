@@ -40,9 +40,9 @@ from typing import Final, Literal
 
 import pandas as pd
 
-from loadknee_locust.contract import GPU_COLUMNS
-from loadknee_locust.telemetry import dcgm
-from loadknee_locust.telemetry.promtext import Sample, parse_labels, render_labels
+from loadknee_core import dcgm
+from loadknee_core.contract import GPU_COLUMNS
+from loadknee_core.promtext import Sample, parse_labels, render_labels
 
 CanonicalColumn = Literal[
     "kv_cache_usage_pct", "requests_running", "requests_waiting", "preemptions_total"
@@ -132,7 +132,7 @@ def gpu_from_dcgm(server_metrics: pd.DataFrame) -> pd.DataFrame:
 
     For runs whose ``gpu.csv`` lacks them (``--llm-gpu none`` or ``nvml`` while the server's
     exporter was scraped anyway). Same mapping as the sampler
-    (:mod:`loadknee_locust.telemetry.dcgm`), so both give identical numbers.
+    (:mod:`loadknee_core.dcgm`), so both give identical numbers.
     """
     samples = _good_samples(server_metrics)
     samples = samples[samples["metric"].isin(list(dcgm.FIELDS))]

@@ -21,7 +21,7 @@ from analysis.knee.facts import (
     InFlightFact,
 )
 from analysis.model import Signal
-from analysis.numeric import num
+from loadknee_core.numeric import num
 
 if TYPE_CHECKING:
     from analysis.knee.signals import StageContext

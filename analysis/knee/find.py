@@ -63,7 +63,7 @@ The rule reads the table through :class:`KneeInputs` (taken from the frame once)
 throughput and tail columns on one ``KneeInputs`` (:meth:`KneeInputs.with_columns`), reading each
 stage's other signals (:class:`StageFacts`) once: one rule for the answer and its confidence.
 
-Parameters (:class:`~analysis.knee.params.KneeParams`, each with its ``--knee-*`` flag) and
+Parameters (:class:`~loadknee_core.knee_params.KneeParams`, each with its ``--knee-*`` flag) and
 defaults:
 
 * ``throughput_column`` = ``"output_tok_s"`` (or ``"total_tok_s"``, ``"qps"``)
@@ -77,7 +77,7 @@ defaults:
 * ``memory_source`` = ``"auto"`` (the higher of KV-cache % and GPU memory %, except that GPU
   memory flat across stages — within 2 points: pre-allocated — gives way to KV-cache %)
 * ``memory_pressure_pct`` = 85.0; ``oom_risk_pct`` = 95.0; ``oom_pct`` = 99.0
-* ``red_line_error_pct`` = 5.0 (:data:`loadknee_locust.contract.RED_LINE_ERROR_PCT`, shared with
+* ``red_line_error_pct`` = 5.0 (:data:`loadknee_core.contract.RED_LINE_ERROR_PCT`, shared with
   the sweep's early stop): 98 % success still reads as a knee and 80 % as the red line, so a small
   error share is an early sign, not yet the red line; 0 makes any error the red line
 * ``client_cpu_limit_pct`` = 90.0
@@ -115,7 +115,6 @@ from analysis.knee.facts import (
 )
 from analysis.knee.fit import KneeFit, Levels
 from analysis.knee.late_client import late_client_signal
-from analysis.knee.params import KneeParams
 from analysis.knee.signals import (
     StageContext,
     client_signal,
@@ -129,9 +128,10 @@ from analysis.knee.signals import (
     throughput_signals,
 )
 from analysis.model import Baseline, KneeResult, Signal, StageVerdict, Verdict
-from analysis.numeric import num
 from analysis.stages.data_check import RowsFact, excluded_rows, insufficient_rows
 from analysis.stages.levels import level_mask
+from loadknee_core.knee_params import KneeParams
+from loadknee_core.numeric import num
 
 if TYPE_CHECKING:
     from analysis.model import Reason

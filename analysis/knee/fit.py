@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.knee.params import DEFAULTS
 from analysis.stages.levels import level_rows
+from loadknee_core.knee_params import DEFAULTS
 
 #: resamples for the breakpoint's interval
 RESAMPLES = 200

@@ -25,7 +25,7 @@ import pandas as pd
 
 from analysis.knee.facts import LateClientFact
 from analysis.model import Baseline, Signal
-from analysis.numeric import num
+from loadknee_core.numeric import num
 
 #: a stage's mean client lag at or over this is late whatever its latency
 LATE_CLIENT_MS = 50.0

@@ -4,7 +4,7 @@ server's own admission limit, whatever the share.
 Why: an error share above the red line's threshold is a breakdown; a server that refuses instead
 of queueing (TGI ``--max-concurrent-requests``, a gateway) fails a few requests per stage just
 past its limit, often under that threshold, and the answer must not land above the limit. So a
-refusing stage (:func:`loadknee_locust.sweep.refusals.stage_refuses`, counted by
+refusing stage (:func:`loadknee_core.refusals.stage_refuses`, counted by
 :mod:`analysis.stages.refusals`) ends the capacity like the red line does, under its own name
 (``refusals``): the sweep refines below it, the answer is the highest level with none, and the
 report names the refusal instead of calling it a breakdown.

@@ -30,15 +30,15 @@ from analysis.knee.facts import (
     TailFact,
     TailSource,
 )
-from analysis.knee.red_line import crosses_red_line
 from analysis.knee.refusal_signal import refusal_signal
 from analysis.model import Signal
-from analysis.numeric import num
-from loadknee_locust.sweep.refusals import stage_refuses
+from loadknee_core.numeric import num
+from loadknee_core.red_line import crosses_red_line
+from loadknee_core.refusals import stage_refuses
 
 if TYPE_CHECKING:
-    from analysis.knee.find import KneeParams
     from analysis.knee.fit import KneeFit
+    from loadknee_core.knee_params import KneeParams
 
 
 @dataclass(frozen=True)

@@ -33,13 +33,13 @@ from typing import Any
 
 from analysis.inputs.load import read_run
 from analysis.knee.find import find_knee, resolve_tail_metric
-from analysis.knee.params import run_knee_params
 from analysis.report.knee_summary import summary_words
 from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import evaluate_slos
-from analysis.slo.targets import run_slo_params
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.summary import measured_requests, summarize_stages
+from loadknee_core.knee_params import run_knee_params
+from loadknee_core.slo_targets import run_slo_params
 
 
 def judge(run_dir: str) -> dict[str, Any]:
@@ -47,7 +47,7 @@ def judge(run_dir: str) -> dict[str, Any]:
 
     The steps of :func:`analysis.pipeline.analyze_run` up to :func:`analysis.knee.find.find_knee`
     (read, summarise, baseline, tail metric, knee), with the thresholds the sweep was given
-    (``run.json``, :func:`~analysis.knee.params.run_knee_params`): the same rules and the same
+    (``run.json``, :func:`~loadknee_core.knee_params.run_knee_params`): the same rules and the same
     answer as ``loadknee analyze`` on the run; the
     confidence resampling and the bottleneck diagnosis, which change neither the knee nor
     ``max_concurrency`` and cost ~95 % of a full analysis, are left to ``loadknee analyze``.

@@ -16,7 +16,7 @@ and send the next (no think time), as a stepped sweep's level does. The server r
    is ``e2e − O t``, and TTFT is that wait plus the admitting step (its own prefill whole:
    ``α + β b + γ I``).
 4. **Capacity** (:func:`capacities`): the method's knee signals on these figures, with the
-   thresholds of :class:`~analysis.knee.params.KneeParams` — the tail (e2e over the 1-user e2e)
+   thresholds of :class:`~loadknee_core.knee_params.KneeParams` — the tail (e2e over the 1-user e2e)
    at or above ``tail_ratio``, or the throughput each added user brings below
    ``flat_gain_ratio`` of one user's rate; the capacity is the level before the first that
    fires. Every request of a level has the same e2e here, so its P95 is its e2e: the model
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.knee.params import DEFAULTS, KneeParams
 from analysis.predict.facts import Bound, Capacity, CapacityParams, LevelFigures, Workload
+from loadknee_core.knee_params import DEFAULTS, KneeParams
 
 #: the most users a prediction looks at: far above any level a sweep tests
 TOP_USERS = 1024

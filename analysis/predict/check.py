@@ -24,7 +24,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.knee.params import DEFAULTS, KneeParams
 from analysis.pipeline import Analysis
 from analysis.predict.batching import TOP_USERS, Draws, grid
 from analysis.predict.facts import (
@@ -38,6 +37,7 @@ from analysis.predict.facts import (
 )
 from analysis.predict.fit import measured_workload
 from analysis.predict.whatif import RESAMPLES, draws, predict
+from loadknee_core.knee_params import DEFAULTS, KneeParams
 
 
 def _prompt_source(run_info: dict) -> Workload | None:

@@ -21,7 +21,6 @@ import math
 import os
 import sys
 
-from analysis.command_parser import CommandParser, fail
 from analysis.inputs.load import RunDirError
 from analysis.pipeline import Analysis, analyze_run
 from analysis.predict.check import check, measured_run
@@ -31,6 +30,7 @@ from analysis.predict.mix import read_mix
 from analysis.predict.whatif import predict
 from analysis.report.predict_json import check_json, prediction_json
 from analysis.report.predict_words import check_text, prediction_text, unreadable_log_text
+from loadknee_core.command_parser import CommandParser, fail
 
 PROG = "loadknee predict"
 

@@ -27,7 +27,7 @@ KvSource = Literal["kv_gauge", "knee_assumed", "none"]
 #: which limit bound a run or a prediction: the slots, the KV budget, the decode step growing
 #: with the batch (compute), or none within the levels looked at
 Bound = Literal["slots", "kv", "compute", "none"]
-#: which signal ended the predicted capacity (analysis.knee.params thresholds)
+#: which signal ended the predicted capacity (loadknee_core.knee_params thresholds)
 EndSignal = Literal["flattening", "tail", "none"]
 
 

@@ -39,7 +39,6 @@ import pandas as pd
 
 from analysis.cluster.profile import LineFit, fit_line, fit_profile
 from analysis.cluster.stages import StageGauges, measured_windows, stage_gauges
-from analysis.knee.params import KneeParams
 from analysis.pipeline import Analysis
 from analysis.predict.facts import (
     Bound,
@@ -53,6 +52,7 @@ from analysis.predict.facts import (
     SlotSource,
     Workload,
 )
+from loadknee_core.knee_params import KneeParams
 
 #: the KV budget holds no more than this multiple of the slot limit: the KV bound the run
 KV_BINDS_WITHIN = 1.1

@@ -1,7 +1,7 @@
 """A prompt log's length mix, for ``loadknee predict --prompt-log LOG``.
 
 The log is read as ``loadknee run --llm-prompt-log`` replays it: the same indexer and record
-parser (:mod:`loadknee_locust.prompts.logindex`, :mod:`~loadknee_locust.prompts.logentry`: plain
+parser (:mod:`loadknee_core.logindex`, :mod:`~loadknee_core.logentry`: plain
 Python, no locust, so ``analysis`` may use them), the same accepted shapes (OpenAI bodies, text,
 lengths-only records and the public traces' length fields). Per record:
 
@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from analysis.predict.facts import LengthMix, OutputSource, Workload
-from loadknee_locust.prompts.logentry import LogEntry
-from loadknee_locust.prompts.logindex import index_log, read_entry
+from loadknee_core.logentry import LogEntry
+from loadknee_core.logindex import index_log, read_entry
 
 #: the characters one prompt token is assumed to stand for where a record has text, not counts
 #: (English text under the common BPE tokenizers: about 4)

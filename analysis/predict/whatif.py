@@ -25,7 +25,6 @@ import math
 
 import numpy as np
 
-from analysis.knee.params import DEFAULTS, KneeParams
 from analysis.predict.batching import (
     TOP_USERS,
     Draws,
@@ -36,6 +35,7 @@ from analysis.predict.batching import (
 )
 from analysis.predict.batching import kv_slots as kv_slots_of
 from analysis.predict.facts import CapacityFit, Estimate, Prediction, Workload
+from loadknee_core.knee_params import DEFAULTS, KneeParams
 
 #: parameter sets drawn for the interval
 RESAMPLES = 400

@@ -16,6 +16,8 @@ from analysis.advice.facts import (
     AdviceFact,
     BaseCapacityFact,
     CapFact,
+    DeployAnswer,
+    DeployBound,
     DeployFact,
     GpuMemoryFact,
     KneeWhyFact,
@@ -24,6 +26,7 @@ from analysis.advice.facts import (
     OfflineFact,
     OwnLimitFact,
     QueueTimeoutFact,
+    Recommendation,
     ReplicasFact,
     RequestTimeoutFact,
     SloAdviceFact,
@@ -31,12 +34,12 @@ from analysis.advice.facts import (
     WithheldFact,
 )
 from analysis.advice.recommend import flag_text
-from analysis.model import DeployAnswer, DeployBound, KneeResult, Recommendation, Signal
-from analysis.numeric import counted
+from analysis.model import KneeResult, Signal
 from analysis.report.knee_words import signal_text
 from analysis.report.slo_words import doubt_text, limits_text
 from analysis.report.stage_reasons import reason_text as stage_reason_text
-from analysis.slo.targets import SloParams
+from loadknee_core.numeric import counted
+from loadknee_core.slo_targets import SloParams
 
 #: bound → the words used in "bound by ..."
 BOUND_WORDS: dict[DeployBound, str] = {

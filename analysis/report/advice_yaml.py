@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import textwrap
 
+from analysis.advice.facts import Recommendations
 from analysis.advice.recommend import flag_text
-from analysis.model import KneeResult, Recommendations
+from analysis.model import KneeResult
 from analysis.report import yaml_text
 from analysis.report.advice_words import is_conditional, reason_text, withheld_text
 from analysis.report.answer_view import answer_view, capacity_words

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from analysis.advice.facts import Recommendations
 from analysis.knee.fit import whole
-from analysis.model import KneeResult, Recommendations
-from analysis.numeric import counted, fmt_share
+from analysis.model import KneeResult
+from loadknee_core.numeric import counted, fmt_share
 
 
 @dataclass(frozen=True)

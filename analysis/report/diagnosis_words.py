@@ -2,10 +2,10 @@
 on how much the numbers rest on, written from their facts.
 
 The diagnosis (:mod:`analysis.diagnosis`) returns records (:mod:`analysis.diagnosis.facts`, the
-:class:`~analysis.diagnosis.failure_mix.FailureMix`); this module is the one place that turns
+:class:`~analysis.diagnosis.facts.FailureMix`); this module is the one place that turns
 them into the words the screen, ``--explain``, record.md, report.html and knee.json show, with
-the number formats of :mod:`analysis.numeric`, so a rewording is one change here and one reviewed
-diff of the golden files.
+the number formats of :mod:`loadknee_core.numeric`, so a rewording is one change here and one
+reviewed diff of the golden files.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from analysis.diagnosis.facts import (
     DiagnosisFact,
     EmptyQueueFact,
     FailingFact,
+    FailureKind,
+    FailureMix,
     GpuIdleFact,
     InterferenceFact,
     KvContentionFact,
@@ -32,11 +34,10 @@ from analysis.diagnosis.facts import (
     SmallStageFact,
     ThroughputStuckFact,
 )
-from analysis.diagnosis.failure_mix import FailureKind, FailureMix
 from analysis.knee.facts import LateClientFact
-from analysis.numeric import counted, fmt, fmt_ms
 from analysis.report.knee_words import host_load_text
-from loadknee_locust.contract import all_failed_words
+from loadknee_core.contract import all_failed_words
+from loadknee_core.numeric import counted, fmt, fmt_ms
 
 #: how each memory figure is named
 MEMORY_NAMES: dict[MemorySeen, str] = {

@@ -17,7 +17,7 @@ from analysis.report.plots import latency_figure, png_bytes, throughput_figure, 
 from analysis.report.slo_plot import interactivity_figure
 
 if TYPE_CHECKING:
-    from analysis.report.painter import PlotInputs
+    from analysis.report.plot_inputs import PlotInputs
 
 
 def figures(inputs: PlotInputs) -> dict[str, tuple[str, Figure]]:

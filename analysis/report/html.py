@@ -35,15 +35,9 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.advice.facts import Recommendations
 from analysis.advice.recommend import flag_text
-from analysis.model import (
-    PERCENTILE_METHOD,
-    Baseline,
-    KneeResult,
-    Recommendations,
-    StageVerdict,
-)
-from analysis.numeric import counted, is_missing
+from analysis.model import PERCENTILE_METHOD, Baseline, KneeResult, StageVerdict
 from analysis.report.advice_words import (
     BOUND_WORDS,
     deploy_text,
@@ -61,7 +55,8 @@ from analysis.report.slo_words import breaks_text, limits_text, summary_text
 from analysis.report.stage_reasons import reasons_text
 from analysis.report.table import fmt_magnitude, fmt_text, record_columns
 from analysis.slo.evaluate import SloResult
-from loadknee_locust.redaction import is_secret_name
+from loadknee_core.numeric import counted, is_missing
+from loadknee_core.redaction import is_secret_name
 
 _SECRET_VALUE = re.compile(r"^(sk-|Bearer\s|hf_|ghp_|xox[bp]-)", re.IGNORECASE)
 _URL_USERINFO = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)

@@ -46,18 +46,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.advice.facts import DeployAnswer, Recommendation, Recommendations
 from analysis.knee.facts import fact_from_dict
-from analysis.model import (
-    PERCENTILE_METHOD,
-    Baseline,
-    DeployAnswer,
-    KneeResult,
-    Recommendation,
-    Recommendations,
-    Signal,
-    StageVerdict,
-    Standing,
-)
+from analysis.model import PERCENTILE_METHOD, Baseline, KneeResult, Signal, StageVerdict, Standing
 from analysis.report.advice_words import deploy_text, reason_text, withheld_text
 from analysis.report.answer_view import answer_view
 from analysis.report.diagnosis_words import bottleneck_text, failures_text

@@ -9,11 +9,11 @@ from __future__ import annotations
 from analysis import rules
 from analysis.knee.facts import ConfidenceFact, KneeSummaryFact
 from analysis.knee.fit import KneeFit, whole
-from analysis.knee.params import KneeOverride
 from analysis.model import KneeResult
-from analysis.numeric import counted
 from analysis.report.knee_words import TAIL_SOURCES, capacity_words
 from analysis.report.stage_reasons import reasons_text, unjudged_detail
+from loadknee_core.knee_params import KneeOverride
+from loadknee_core.numeric import counted
 
 
 def summary_text(fact: KneeSummaryFact) -> str:

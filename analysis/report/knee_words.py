@@ -33,7 +33,7 @@ from analysis.knee.facts import (
     TailSource,
 )
 from analysis.knee.fit import whole
-from analysis.numeric import counted, fmt, fmt_ms
+from loadknee_core.numeric import counted, fmt, fmt_ms
 
 if TYPE_CHECKING:
     from analysis.knee.facts import SignalFact

@@ -28,16 +28,10 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-import pandas as pd
-
-from analysis.model import KneeResult
-from analysis.pipeline import Analysis
-from analysis.report.answer_view import AnswerView, answer_view
-from analysis.slo.evaluate import SloResult
+from analysis.report.plot_inputs import PlotInputs
 
 #: whether :meth:`Painter.start` forks (tests switch it off to check the in-process path)
 FORKS = sys.platform.startswith("linux")
@@ -45,34 +39,6 @@ FORKS = sys.platform.startswith("linux")
 #: guard against a child hung in a library (drawing a million-row run takes seconds, not this)
 ANSWER_TIMEOUT_S = 600.0
 _CHUNK = 1 << 16
-
-
-@dataclass(frozen=True)
-class PlotInputs:
-    """What the PNGs are drawn from: the parts of an :class:`Analysis` the plots read (the child
-    is sent these, not the whole run with its server samples)."""
-
-    summary: pd.DataFrame
-    knee: KneeResult
-    stages: pd.DataFrame
-    requests: pd.DataFrame
-    gpu: pd.DataFrame | None
-    server: pd.DataFrame | None
-    slo: SloResult | None
-    view: AnswerView | None = None  # the answer the plots mark (analysis.report.answer_view)
-
-    @classmethod
-    def of(cls, analysis: Analysis) -> PlotInputs:
-        return cls(
-            summary=analysis.summary,
-            knee=analysis.knee,
-            stages=analysis.run.stages,
-            requests=analysis.run.requests,
-            gpu=analysis.run.gpu,
-            server=analysis.server_timeline,
-            slo=analysis.slo,
-            view=answer_view(analysis.knee, analysis.recommendations),
-        )
 
 
 class PaintError(RuntimeError):

@@ -10,10 +10,10 @@ server sent.
 from __future__ import annotations
 
 from analysis.knee.refusal_signal import refusal_limit
-from analysis.numeric import counted
 from analysis.pipeline import Analysis
 from analysis.stages.refusals import StageRefusals, stage_refusals
 from analysis.stages.summary import measured_requests
+from loadknee_core.numeric import counted
 
 
 def refusal_sentence(limit: int, users: int, total: int, found: StageRefusals | None) -> str:

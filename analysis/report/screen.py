@@ -16,7 +16,7 @@ The rule citations ("(rule: …)") are left out of the screen and kept in the ex
 long lines are wrapped at :data:`WIDTH`, not cut.
 
 Every figure the screen itself prints is read from the values (the deploy answer, the binding
-stage's signals, the knee's fit) and formatted by :mod:`analysis.numeric`.
+stage's signals, the knee's fit) and formatted by :mod:`loadknee_core.numeric`.
 """
 
 from __future__ import annotations
@@ -30,15 +30,6 @@ from analysis.advice.deploy import binding_stage
 from analysis.advice.recommend import ENGINE_SECTIONS
 from analysis.cluster.plan import listed
 from analysis.model import KneeResult, Signal, StageVerdict
-from analysis.numeric import (
-    counted,
-    fmt_count,
-    fmt_magnitude,
-    fmt_ms,
-    fmt_ratio,
-    fmt_share,
-    fmt_users,
-)
 from analysis.pipeline import Analysis
 from analysis.report.advice_words import (
     BOUND_WORDS,
@@ -66,6 +57,15 @@ from analysis.report.table import (
 from analysis.report.texts import collect_warnings, recommendations_text, slo_text
 from analysis.rules import CITE_PREFIX
 from analysis.stages.rate_stages import RateKnee
+from loadknee_core.numeric import (
+    counted,
+    fmt_count,
+    fmt_magnitude,
+    fmt_ms,
+    fmt_ratio,
+    fmt_share,
+    fmt_users,
+)
 
 #: the widest line the screen prints
 WIDTH = 100

@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.numeric import counted
 from analysis.report.plots import Margins, new_figure, note
 from analysis.report.slo_words import limits_text
 from analysis.slo.evaluate import SloResult
 from analysis.stages.levels import level_rows
+from loadknee_core.numeric import counted
 
 MET, BROKEN, UNJUDGED = "#2e7d32", "#c62828", "#424242"
 

@@ -5,17 +5,17 @@ The SLO step (:mod:`analysis.slo`) returns records (:mod:`analysis.slo.facts`, t
 :class:`~analysis.slo.evaluate.SloResult`, the :class:`~analysis.slo.classes.ClassesResult`);
 this module is the one place that turns them into the words the screen, ``--explain``,
 record.md, report.html, the recommendations and knee.json show, with the number formats of
-:mod:`analysis.numeric`, so a rewording is one change here and one reviewed diff of the golden
+:mod:`loadknee_core.numeric`, so a rewording is one change here and one reviewed diff of the golden
 files.
 """
 
 from __future__ import annotations
 
-from analysis.numeric import NA, counted, sig4
 from analysis.slo.classes import ClassesResult
 from analysis.slo.evaluate import SloResult
 from analysis.slo.facts import CapacityDoubt, SloBreak, SloCheck
-from analysis.slo.targets import SloParams
+from loadknee_core.numeric import NA, counted, sig4
+from loadknee_core.slo_targets import SloParams
 
 #: what a break of the knee's red line says
 RED_LINE = "red line: requests failed or the server ran out of memory"

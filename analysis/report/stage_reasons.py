@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from analysis import rules
-from analysis.diagnosis.failure_mix import FailureMix
+from analysis.diagnosis.facts import FailureMix
 from analysis.knee.facts import ClientBoundFact, GaugeCheckFact, NoSignalFact
 from analysis.model import FaultReason, Signal, StageVerdict
-from analysis.numeric import counted
 from analysis.report.diagnosis_words import mix_text
 from analysis.report.knee_words import NO_SIGNAL, fact_text, signal_text, untrusted_client_text
 from analysis.stages.data_check import RowsFact
+from loadknee_core.numeric import counted
 
 if TYPE_CHECKING:
     from analysis.model import Reason

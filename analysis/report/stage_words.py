@@ -1,7 +1,7 @@
 """The stages' findings in words: where a run was cut short, and the baseline's warnings.
 
 :mod:`analysis.stages` measures and finds (a :class:`~analysis.stages.run_cut.RunCut`: the
-reason, the stage, the levels never run; a :class:`~analysis.stages.baseline.BaselineNote`); the
+reason, the stage, the levels never run; a :class:`~analysis.model.BaselineNote`); the
 screen, ``--explain``, record.md, the YAML comments, the cluster files and knee.json take their
 words from here.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from analysis import rules
-from analysis.numeric import counted, sig4
+from loadknee_core.numeric import counted, sig4
 
 if TYPE_CHECKING:
-    from analysis.stages.baseline import BaselineNote
+    from analysis.model import BaselineNote
     from analysis.stages.run_cut import RunCut
 
 #: how each cut is said

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 from analysis import rules
 from analysis.model import KneeResult, RowCoverage, Standing
-from analysis.numeric import counted
 from analysis.report import yaml_text
 from analysis.report.knee_words import lag_text
 from analysis.report.stage_reasons import unjudged_detail
+from loadknee_core.numeric import counted
 
 if TYPE_CHECKING:
     from analysis.model import Reason

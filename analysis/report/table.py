@@ -26,12 +26,12 @@ from typing import Any
 import pandas as pd
 
 from analysis.model import VERDICT_LABELS, KneeResult, StageVerdict
-from analysis.numeric import NA, counted, fmt_int, fmt_magnitude, fmt_pct, is_missing
 from analysis.report.diagnosis_words import bottleneck_text, failures_text
 from analysis.report.rate_words import rate_records
 from analysis.report.slo_words import breaks_text
 from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import SloResult
+from loadknee_core.numeric import NA, counted, fmt_int, fmt_magnitude, fmt_pct, is_missing
 
 #: Columns the record frame adds to the summary columns.
 VERDICT_COLUMNS: tuple[str, ...] = (

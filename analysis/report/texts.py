@@ -8,20 +8,20 @@ plots, the page, the cluster files): ``loadknee analyze`` prints the answer befo
 
 from __future__ import annotations
 
+from analysis.advice.facts import Recommendations
 from analysis.advice.recommend import flag_text
 from analysis.diagnosis.failures import (
     all_failed_warnings,
     late_client_warnings,
     small_stage_warnings,
 )
-from analysis.model import Recommendations
-from analysis.numeric import counted
 from analysis.pipeline import Analysis
 from analysis.report.advice_words import reason_text, withheld_text
 from analysis.report.diagnosis_words import all_failed_text, late_client_text, small_stage_text
 from analysis.report.slo_words import breaks_text, limits_text, summary_text
 from analysis.report.stage_words import baseline_note_text, provisional_text
 from analysis.slo.evaluate import SloResult
+from loadknee_core.numeric import counted
 
 
 def collect_warnings(analysis: Analysis) -> tuple[str, ...]:

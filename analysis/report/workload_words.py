@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.numeric import num
 from analysis.stages.conversations import by_turn, conversation_counts
 from analysis.stages.prefix_cache import counters_found, hit_miss_ttft
+from loadknee_core.numeric import num
 
 
 def source_note(server_metrics: pd.DataFrame) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.numeric import is_missing
+from loadknee_core.numeric import is_missing
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\0": "\\0", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 #: a key written bare: a plain identifier that no YAML 1.1 reader takes for a bool or null

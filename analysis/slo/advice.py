@@ -18,9 +18,15 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from analysis.advice.facts import DeployFact, SloAdviceFact
+from analysis.advice.facts import (
+    DeployAnswer,
+    DeployFact,
+    Recommendation,
+    Recommendations,
+    SloAdviceFact,
+)
 from analysis.advice.recommend import RecommendParams, watermark_band
-from analysis.model import DeployAnswer, KneeResult, Recommendation, Recommendations
+from analysis.model import KneeResult
 from analysis.slo.evaluate import SloResult
 
 

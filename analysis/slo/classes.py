@@ -2,7 +2,7 @@
 class binds.
 
 The classes and their SLOs are read back from run.json (``parameters.llm_classes``, parsed by
-:func:`loadknee_locust.prompts.classes.parse_classes`, stdlib). Per class:
+:func:`loadknee_core.traffic_classes.parse_classes`, stdlib). Per class:
 
 * its **record table**: :func:`analysis.stages.summary.summarize_stages` on the run with only that
   class's rows (the stages, windows and telemetry are the run's; the latency and throughput
@@ -30,9 +30,9 @@ import pandas as pd
 from analysis.inputs.load import Run
 from analysis.model import KneeResult
 from analysis.slo.evaluate import SloResult, evaluate_slos
-from analysis.slo.targets import SloParams, parse_slo
 from analysis.stages.summary import measured_requests, summarize_stages
-from loadknee_locust.prompts.classes import TrafficClass, parse_classes
+from loadknee_core.slo_targets import SloParams, parse_slo
+from loadknee_core.traffic_classes import TrafficClass, parse_classes
 
 
 @dataclass(frozen=True)

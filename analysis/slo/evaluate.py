@@ -37,10 +37,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.model import KneeResult
-from analysis.numeric import num
 from analysis.slo.facts import CapacityDoubt, SloBreak, SloCheck
-from analysis.slo.targets import METRIC_COLUMNS, Slo, SloParams
 from analysis.stages.levels import level_rows
+from loadknee_core.numeric import num
+from loadknee_core.slo_targets import METRIC_COLUMNS, Slo, SloParams
 
 Binding = Literal["latency", "throughput", "none"]
 

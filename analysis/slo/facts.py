@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from analysis.slo.targets import Slo
+    from loadknee_core.slo_targets import Slo
 
 #: why a stage broke the SLOs: a target over its limit, a target with no figure in the stage,
 #: too few good requests, goodput asked without the raw rows, or the knee's red line

@@ -1,6 +1,6 @@
 """The stages' intervals and the knee's resamples with numpy: the stdlib figures, faster.
 
-:mod:`loadknee_locust.sweep.confidence` (stdlib, for the live sweep) defines the intervals: batch
+:mod:`loadknee_core.confidence` (stdlib, for the live sweep) defines the intervals: batch
 means over time windows for throughput, a block bootstrap of whole windows for a tail percentile.
 Its percentiles sort every resampled pool in Python: 400 resamples per stage and percentile, each
 a sort of the stage's rows, most of a million-row analysis. This module computes the same
@@ -16,7 +16,7 @@ figures, bit for bit, on arrays:
    by one bisection over ``i`` for all resamples at once (about 17 steps of ``resamples × windows``
    work, in place of ``resamples`` sorts).
 3. **The same arithmetic.** Percentiles interpolate as
-:func:`~loadknee_locust.sweep.confidence.quantile`
+:func:`~loadknee_core.confidence.quantile`
    does (``v[lo] + (v[hi] - v[lo]) · (pos - lo)``, numpy's default method, the same float
    operations); window rates add each request's share to its windows in row order
    (``np.bincount`` accumulates in order, as the stdlib loop does), so sums round alike.
@@ -40,7 +40,7 @@ import pandas as pd
 from analysis.stages.groups import median
 from analysis.stages.intervals import INTERVAL_COLUMNS, IntervalParams, StageBatches
 from analysis.stages.row_classes import MEASURED_PHASES, RowClasses
-from loadknee_locust.sweep.confidence import (
+from loadknee_core.confidence import (
     MIN_BATCHES,
     MIN_TAIL_VALUES,
     Interval,
@@ -70,7 +70,7 @@ def batch_count(
     batches: int,
     span: float | None = None,
 ) -> int:
-    """:func:`loadknee_locust.sweep.confidence.batch_count` on arrays (``span``: their
+    """:func:`loadknee_core.confidence.batch_count` on arrays (``span``: their
     :func:`median_span`, when the caller already has it)."""
     length = end_s - start_s
     if not length > 0 or batches < 1:
@@ -92,7 +92,7 @@ def batch_rates(
     batches: int,
     span: float | None = None,
 ) -> list[float] | None:
-    """:func:`loadknee_locust.sweep.confidence.batch_rates` on arrays (``starts`` <= ``ends``;
+    """:func:`loadknee_core.confidence.batch_rates` on arrays (``starts`` <= ``ends``;
     ``span``: their :func:`median_span`, when the caller already has it)."""
     count = batch_count(start_s, end_s, starts=starts, ends=ends, batches=batches, span=span)
     if count < MIN_BATCHES:
@@ -129,7 +129,7 @@ def batch_rates(
 
 
 def window_of(ends: FloatArray, start_s: float, end_s: float, *, batches: int) -> FloatArray:
-    """Per value, the window its request ended in (:func:`~loadknee_locust.sweep.confidence.
+    """Per value, the window its request ended in (:func:`~loadknee_core.confidence.
     batch_groups`' numbering); -1 outside the window."""
     out = np.full(len(ends), -1, dtype=np.int64)
     if batches < 1 or not end_s > start_s:
@@ -170,7 +170,7 @@ class WindowPool:
         return self.sorted[lo - 1]
 
     def quantiles(self, weights: FloatArray, q: float) -> FloatArray:
-        """Per resample, :func:`~loadknee_locust.sweep.confidence.quantile` of its pool at ``q``."""
+        """Per resample, :func:`~loadknee_core.confidence.quantile` of its pool at ``q``."""
         return self.quantiles_at(weights, (q,))[0]
 
     def quantiles_at(self, weights: FloatArray, qs: Sequence[float]) -> list[FloatArray]:
@@ -193,7 +193,7 @@ class WindowPool:
         ]
 
     def point(self, q: float) -> float:
-        """:func:`~loadknee_locust.sweep.confidence.quantile` of all the values."""
+        """:func:`~loadknee_core.confidence.quantile` of all the values."""
         n = len(self.sorted)
         pos = q * (n - 1)
         lo = math.floor(pos)
@@ -293,7 +293,7 @@ def tail_intervals(
     resamples: int = 1000,
     seed: int = 0,
 ) -> dict[float, Interval | None]:
-    """:func:`loadknee_locust.sweep.confidence.tail_interval` for each of ``qs`` (no ``starts_s``):
+    """:func:`loadknee_core.confidence.tail_interval` for each of ``qs`` (no ``starts_s``):
     the same draws serve every percentile, as the stdlib code reseeds for each."""
     count = batches if end_s - start_s > 0 and batches >= 1 else 0
     pool = window_pool(ends, values, start_s, end_s, batches=count)

@@ -12,43 +12,18 @@ throughput is divided by its users to stand in for the single-user rate. Each wa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 import pandas as pd
 
 from analysis.inputs.load import Run
-from analysis.model import Baseline
-from analysis.numeric import num
+from analysis.model import Baseline, BaselineNote, SpreadFigure
 from analysis.stages.levels import level_rows
 from analysis.stages.summary import measured_requests
+from loadknee_core.numeric import num
 
 #: default limit on P95 / median before the baseline is called noisy (method: Baseline spread)
 SPREAD_LIMIT = 1.5
 #: the baseline needs at least this many measured baseline requests
 MIN_REQUESTS = 20
-#: what a baseline warning is about: no stage served a request, a step stage stands in, too few
-#: served requests, or the P95 far above the median (external interference)
-NoteKind = Literal["no_baseline", "first_stage", "few_requests", "spread"]
-#: the figure a spread warning is about: e2e latency (ms) or seconds per 1k total tokens
-SpreadFigure = Literal["e2e_ms", "s_per_1k"]
-
-
-@dataclass(frozen=True)
-class BaselineNote:
-    """One warning on the baseline: ``users`` of the stand-in stage (``first_stage``);
-    ``requests`` served against ``min_requests`` (``few_requests``, rule ``baseline``); the
-    figure's ``p50`` and ``p95`` against ``limit_ratio`` (``spread``)."""
-
-    kind: NoteKind
-    users: int | None = None
-    requests: int | None = None
-    min_requests: int | None = None
-    figure: SpreadFigure | None = None
-    p50: float | None = None
-    p95: float | None = None
-    limit_ratio: float | None = None
-    rule: str = "baseline"
 
 
 def _pick_row(summary: pd.DataFrame) -> tuple[pd.Series | None, str]:

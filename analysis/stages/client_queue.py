@@ -20,7 +20,7 @@ from the rows alone (pure; needs TTFT, so a streamed run):
   is from its start plus its wait to its end), and the same for the waits. Over a steady window
   this is served requests/s × mean time in service, without estimating either. The interval is
   the same batch means over up to 10 consecutive time windows as the stage's throughput
-  (:mod:`loadknee_locust.sweep.confidence`, computed on arrays by
+  (:mod:`loadknee_core.confidence`, computed on arrays by
   :mod:`analysis.stages.array_intervals`: its stdlib loop over rows took 1.5 s of a 200k-row
   analysis): a Student-t 95 % interval, none below 5 windows.
 * **in flight**: the same average over whole requests (start to end, failed ones included). A
@@ -47,7 +47,7 @@ import pandas as pd
 from analysis.stages.array_intervals import batch_count, batch_rates
 from analysis.stages.groups import median
 from analysis.stages.row_classes import RowClasses
-from loadknee_locust.sweep.confidence import mean_interval
+from loadknee_core.confidence import mean_interval
 
 #: the record-table columns this module fills (NaN where they cannot be computed)
 CLIENT_QUEUE_COLUMNS: tuple[str, ...] = (

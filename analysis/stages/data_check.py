@@ -25,7 +25,7 @@ from typing import Literal
 
 import pandas as pd
 
-from analysis.numeric import num
+from loadknee_core.numeric import num
 
 #: more than this share of a stage's rows excluded as length mismatches: too few left to judge
 MAX_EXCLUDED_SHARE = 0.5

@@ -1,6 +1,6 @@
 """Per-stage intervals: output tok/s and the e2e tail, by batch means over the measured window.
 
-The computation is :mod:`loadknee_locust.sweep.confidence` (stdlib, shared with the live sweep's
+The computation is :mod:`loadknee_core.confidence` (stdlib, shared with the live sweep's
 ``--stage-seconds auto``): the measured window is cut into up to ``batches`` consecutive time
 windows at least one median request long; throughput is a Student-t interval over the windows'
 rates, a percentile an interval from resampling whole windows. This module feeds it each stage's
@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.knee.params import DEFAULTS
-from loadknee_locust.sweep.confidence import (
+from loadknee_core.confidence import (
     MIN_BATCHES,
     Interval,
     batch_count,
@@ -39,6 +38,7 @@ from loadknee_locust.sweep.confidence import (
     seconds_needed,
     tail_interval,
 )
+from loadknee_core.knee_params import DEFAULTS
 
 #: columns :func:`interval_columns` adds to the record table (see analysis.model.SUMMARY_COLUMNS)
 INTERVAL_COLUMNS: tuple[str, ...] = (
@@ -57,7 +57,7 @@ INTERVAL_COLUMNS: tuple[str, ...] = (
 @dataclass(frozen=True)
 class IntervalParams:
     """How the intervals are computed (defaults: 10 windows, 95 %, the knee's interval target
-    wanted: :attr:`~analysis.knee.params.KneeParams.target_interval_pct`, ±5 %)."""
+    wanted: :attr:`~loadknee_core.knee_params.KneeParams.target_interval_pct`, ±5 %)."""
 
     batches: int = 10
     level: float = 0.95

@@ -1,7 +1,7 @@
 """Which stages are concurrency levels of the sweep: the one selector the whole analysis uses.
 
 A level is a grid ``step`` or a ``refine`` stage between two
-(:data:`~loadknee_locust.contract.LEVEL_KINDS`), the stages the knee, the SLOs, the fit and the
+(:data:`~loadknee_core.contract.LEVEL_KINDS`), the stages the knee, the SLOs, the fit and the
 plots are judged on; the ``baseline`` is the yardstick they are compared with, never a level. A
 frame without a ``kind`` column (a hand-made record table) is all levels.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from loadknee_locust.contract import LEVEL_KINDS
+from loadknee_core.contract import LEVEL_KINDS
 
 
 def level_mask(frame: pd.DataFrame) -> np.ndarray:

@@ -22,7 +22,7 @@ The **rate knee** (docs/method.md, "The rate knee") is the first stage, by rate,
 2. the backlog grows within the window: ``backlog_last`` > ``backlog_growth`` (1.5) ×
    ``backlog_first`` and by at least ``backlog_min`` (2) requests, or
 3. the tail leaves the baseline: ``tail_ratio`` > ``tail_ratio`` (the knee's own rule and
-   setting, :attr:`analysis.knee.params.KneeParams.tail_ratio`, ``--knee-tail-ratio``: 2.0).
+   setting, :attr:`loadknee_core.knee_params.KneeParams.tail_ratio`, ``--knee-tail-ratio``: 2.0).
 
 The highest rate below the knee is ``max_rate_rps``, the sustainable rate; with SLOs, the
 highest rate below the knee whose stage meets them is ``slo_max_rate_rps``, the answer to "how
@@ -41,8 +41,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from analysis.knee.params import DEFAULTS, KneeParams
 from analysis.stages.levels import level_rows
+from loadknee_core.knee_params import DEFAULTS, KneeParams
 
 WAITED_MS = 5.0  # a send later than this past its planned time waited (not timer jitter)
 RATE_COLUMNS: tuple[str, ...] = (

@@ -3,7 +3,7 @@
 Why: a server that refuses instead of queueing (TGI ``--max-concurrent-requests``, a gateway's
 in-flight limit) shows its capacity as fast HTTP 429/503 failures that start at one level; the
 knee reads such a stage as past the capacity, not as a breakdown. The rule is the sweep's own
-(:mod:`loadknee_locust.sweep.refusals`, stdlib-only), applied here to the measured rows: each
+(:mod:`loadknee_core.refusals`, stdlib-only), applied here to the measured rows: each
 failure is compared with its stage's median served e2e.
 
 :func:`stage_refusals` returns, per stage with at least one refusal, the count, the commonest
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from loadknee_locust.sweep.refusals import Failure, is_refusal
+from loadknee_core.refusals import Failure, is_refusal
 
 
 @dataclass(frozen=True)

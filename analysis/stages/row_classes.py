@@ -9,7 +9,7 @@ answers both once per run; every reader takes arrays from it.
 The classes (:data:`CLASSES`, the ``cls`` column of
 :func:`analysis.stages.summary.measured_requests`):
 
-* ``cancelled`` — the outcome is one of :data:`~loadknee_locust.contract.NOT_JUDGED_OUTCOMES`
+* ``cancelled`` — the outcome is one of :data:`~loadknee_core.contract.NOT_JUDGED_OUTCOMES`
   (our own stop cut the request): it says nothing about the server and no figure counts it;
 * ``ok`` — outcome ``ok`` and its length not mismatched;
 * ``length_mismatch`` — outcome ``length_mismatch``, or ``length_ok`` 0 (counted, not timed);
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from loadknee_locust.contract import NOT_JUDGED_OUTCOMES
+from loadknee_core.contract import NOT_JUDGED_OUTCOMES
 
 if TYPE_CHECKING:
     from analysis.inputs.load import Run

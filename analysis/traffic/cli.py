@@ -18,15 +18,15 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from analysis.command_parser import CommandParser, fail
 from analysis.inputs.nvsmi import resolve_tz
 from analysis.pipeline import analyze_run
-from analysis.slo.targets import SloParams
 from analysis.traffic.curve_headroom import ReplayBreak, Tracking, replay_break, tracking
 from analysis.traffic.headroom import SCALES, Capacity, Headroom, headroom, run_capacity
 from analysis.traffic.render import text_lines, to_json
 from analysis.traffic.shape import LatencyModel, ShapeParams, traffic_shape
-from loadknee_locust.prompts.traces import TRACE_FORMATS, read_trace
+from loadknee_core.command_parser import CommandParser, fail
+from loadknee_core.slo_targets import SloParams
+from loadknee_core.traces import TRACE_FORMATS, read_trace
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -26,12 +26,12 @@ from typing import Literal
 
 import pandas as pd
 
-from analysis.numeric import cell
 from analysis.pipeline import Analysis
 from analysis.report.slo_words import limits_text
 from analysis.report.standing import cannot_tell_text
 from analysis.stages.levels import level_rows
 from analysis.traffic.shape import LatencyModel, TrafficShape
+from loadknee_core.numeric import cell
 
 #: ``cannot_tell``: the run's analysis cannot tell (exit 3: docs/method.md), so it allows nothing
 CapacityKind = Literal["knee", "slo", "tested", "cannot_tell"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from analysis.traffic.headroom import Capacity, Headroom
 from analysis.traffic.shape import Dist, TrafficShape
-from loadknee_locust.prompts.traces import TraceRead
+from loadknee_core.traces import TraceRead
 
 EPOCH_FROM_S = 1e8  # a start this large is a unix time (1973 on); smaller ones are relative
 

@@ -1,6 +1,6 @@
 """The shape of logged traffic in one streaming pass: arrivals, in-flight concurrency, lengths.
 
-The algorithm, for records read in file order (:func:`~loadknee_locust.prompts.traces.read_trace`):
+The algorithm, for records read in file order (:func:`~loadknee_core.traces.read_trace`):
 
 1. **Order.** Records pass through a reorder buffer ``reorder_s`` seconds long (a heap on start
    time): a record that starts earlier than one before it in the file is put back in its place
@@ -38,7 +38,7 @@ from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from loadknee_locust.prompts.traces import TraceRecord
+from loadknee_core.traces import TraceRecord
 
 MAX_LINE_SAMPLES = 10
 

@@ -186,7 +186,7 @@ OpenLoopUser.tasks = [OpenLoopUser.dispatch]
 
 def replay_arrivals(plan: OpenLoopPlan) -> list[Arrival]:
     """The arrival log's requests as one schedule (bad lines and unordered starts said once)."""
-    from loadknee_locust.prompts.traces import read_trace
+    from loadknee_core.traces import read_trace
 
     read, records = read_trace(plan.arrival_log)
     arrivals, unordered = log_arrivals(

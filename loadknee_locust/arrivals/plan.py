@@ -27,13 +27,11 @@ import math
 import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from loadknee_locust.plugin.options import LlmOptions
+if TYPE_CHECKING:  # the options (and the arrival processes' names, --llm-arrivals) sit above
+    from loadknee_locust.plugin.options import ArrivalProcess, LlmOptions
 
-ArrivalProcess = Literal["constant", "poisson", "gamma"]
-ARRIVAL_PROCESSES: tuple[str, ...] = ("constant", "poisson", "gamma")
 #: seconds between a stage's start and its first planned send
 LEAD_S = 0.5
 

@@ -1,7 +1,7 @@
 """The traffic classes of one process (``--llm-classes``): the next request's class and source.
 
 One :class:`ClassMix` per process (on its :class:`~loadknee_locust.client.state.LLMState`), so
-every user of the process draws from one :class:`~loadknee_locust.prompts.classes.WeightedCycle`
+every user of the process draws from one :class:`~loadknee_core.traffic_classes.WeightedCycle`
 and the process's requests follow the weights exactly. Each class has a fixed-length source that
 shares the run's prompt synthesiser (its calibration and shared prefix), so a class of 1024
 tokens is as exact as the run's own length.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from loadknee_core.traffic_classes import TrafficClass, WeightedCycle, parse_classes
 from loadknee_locust.prompts import FixedLengthSource
-from loadknee_locust.prompts.classes import TrafficClass, WeightedCycle, parse_classes
 
 _ATTR = "_loadknee_class_mix"
 

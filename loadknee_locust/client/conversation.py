@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 import gevent
 from locust.exception import StopUser
 
+from loadknee_core.contract import NOT_ERROR_OUTCOMES
 from loadknee_locust.client.users import LLMUser
-from loadknee_locust.contract import NOT_ERROR_OUTCOMES
 from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.prompts import Prompt
 from loadknee_locust.prompts.conversation import Conversation, ThinkTime

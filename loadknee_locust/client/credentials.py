@@ -19,7 +19,7 @@ import logging
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from loadknee_locust.redaction import strip_credentials
+from loadknee_core.redaction import strip_credentials
 
 log = logging.getLogger("loadknee")
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from loadknee_core.contract import NOT_ERROR_OUTCOMES, Outcome
 from loadknee_locust.client.sse import Usage, short_text
 from loadknee_locust.client.timing import request_timing
-from loadknee_locust.contract import NOT_ERROR_OUTCOMES, Outcome
 
 #: geventhttpclient's connection failures (not OSError subclasses), matched by class name
 _CONNECTION_ERRORS = frozenset({"HTTPParseError", "HTTPConnectionClosed", "ConnectionError"})

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from locust import FastHttpUser, task
 from locust.exception import StopUser
 
+from loadknee_core.contract import NOT_ERROR_OUTCOMES, Outcome
 from loadknee_locust.client import payloads
 from loadknee_locust.client.backoff import FailureBackoff
 from loadknee_locust.client.classes import class_mix
@@ -35,7 +36,6 @@ from loadknee_locust.client.reconnect import check_liveness_without_yielding, in
 from loadknee_locust.client.sse import StreamParser, error_message, parse_body, short_text
 from loadknee_locust.client.state import LLMState, build_body, llm_state, prompt_source_info
 from loadknee_locust.client.streamread import read_stream, stamp_new_sockets
-from loadknee_locust.contract import NOT_ERROR_OUTCOMES, Outcome
 from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.prompts import Prompt
 from loadknee_locust.prompts.model import Endpoint

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from analysis.command_parser import CommandParser
+from loadknee_core.command_parser import CommandParser
 
 LISTEN_RE = re.compile(r"listening on (http://\S+)")
 #: The demo's plan. Every stage must hold the 20 requests and 5 s the analysis asks of a stage

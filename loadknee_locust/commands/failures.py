@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from loadknee_locust.contract import REQUESTS_CSV, all_failed_summary
+from loadknee_core.contract import REQUESTS_CSV, all_failed_summary
 
 
 def all_failed_text(run_dir: str | Path) -> str | None:

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from analysis.command_parser import CommandParser
+from loadknee_core.command_parser import CommandParser
 
 EXAMPLES = ("fixed_length", "log_replay", "batch")
 

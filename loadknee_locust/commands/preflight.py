@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from loadknee_core.redaction import strip_credentials
 from loadknee_locust.client.sse import classify
 from loadknee_locust.commands import engine_probe
-from loadknee_locust.redaction import strip_credentials
 
 #: seconds allowed for each pre-flight request (a cold server may need a while for the first)
 TIMEOUT_S = 60.0
@@ -152,7 +152,7 @@ def check_out(out: str) -> None:
 
 def check_prompt_log(path: str) -> None:
     """The log opens and has at least one valid record (the count is not printed: no text)."""
-    from loadknee_locust.prompts.logindex import index_log
+    from loadknee_core.logindex import index_log
 
     if not os.path.isfile(path):
         raise PreflightError(f"--prompt-log {path}: no such file")

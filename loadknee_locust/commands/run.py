@@ -37,7 +37,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from analysis.command_parser import CommandParser, PlaceholderFormatter, fail
+from loadknee_core.command_parser import CommandParser, PlaceholderFormatter, fail
+from loadknee_core.contract import LOCUST_LOG, RUN_JSON
+from loadknee_core.redaction import strip_credentials
 from loadknee_locust.commands.failures import all_failed_text
 from loadknee_locust.commands.preflight import (
     SETUP_REQUESTS,
@@ -45,12 +47,10 @@ from loadknee_locust.commands.preflight import (
     Target,
     preflight_server,
 )
-from loadknee_locust.contract import LOCUST_LOG, RUN_JSON
 from loadknee_locust.plugin.lifeline import preexec_die_with
 from loadknee_locust.plugin.options import LlmOptions, OptionSpec, add_arguments, option_specs
 from loadknee_locust.plugin.validate import option_problems
 from loadknee_locust.record.rundir import default_run_id, write_run_json
-from loadknee_locust.redaction import strip_credentials
 
 RUN_DIR_RE = re.compile(r"loadknee: run directory (\S.*)$")
 PROGRESS_RE = re.compile(r"loadknee (?:progress|sweep): (.*)$")

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from analysis.command_parser import CommandParser
+from loadknee_core.command_parser import CommandParser
 
 #: default seconds per re-run level: short, yet long enough for an interval on most servers
 STAGE_SECONDS = 20.0
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", help="parent folder of the re-run (default: beside RUN_DIR)")
     p.add_argument("--run-id", help="re-run directory name (default: RUN_ID-verify-TIME)")
-    from analysis.knee.params import KneeParams
+    from loadknee_core.knee_params import KneeParams
 
     KneeParams.add_cli_args(p, given_only=True)  # not typed: the original run's thresholds
     return p
@@ -105,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     from analysis.compare.verify import TOLERANCE_PCT, all_passed, format_checks, verify_checks
     from analysis.compare.verify import verify_levels as levels_for
     from analysis.inputs.load import RunDirError
-    from analysis.knee.params import KneeParams, as_flags
     from analysis.pipeline import analyze_run
+    from loadknee_core.knee_params import KneeParams, as_flags
     from loadknee_locust.commands import run as run_command
 
     parser = build_parser()

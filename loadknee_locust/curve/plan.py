@@ -2,7 +2,7 @@
 
 The closed-loop curve replay (``--llm-replay-curve LOG``) turns a log into the users a
 ``LoadTestShape`` asks for at each tick. The steps, for the records of
-:func:`~loadknee_locust.prompts.traces.read_trace` (any order):
+:func:`~loadknee_core.traces.read_trace` (any order):
 
 1. **Durations.** A record's logged end or duration is used as is; without one the record lasts
    ``latency_s`` (Little's law: in flight = arrival rate × latency). A log with neither is
@@ -31,7 +31,7 @@ from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from loadknee_locust.prompts.traces import TraceRecord
+from loadknee_core.traces import TraceRecord
 
 #: the most bins a replay plan holds (about 12 days of log at a time scale of 1)
 MAX_BINS = 1_000_000

@@ -31,13 +31,14 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from analysis.flags import metavar
-from loadknee_locust.arrivals.plan import ArrivalProcess
-from loadknee_locust.contract import INTERVAL_TARGET_PCT, RED_LINE_ERROR_PCT
-from loadknee_locust.prompts.logentry import LogFormat
+from loadknee_core.contract import INTERVAL_TARGET_PCT, RED_LINE_ERROR_PCT
+from loadknee_core.flags import metavar
+from loadknee_core.logentry import LogFormat
 from loadknee_locust.prompts.model import Endpoint
 
 GpuMode = Literal["auto", "nvml", "dcgm", "none"]
+#: the open loop's arrival processes (loadknee_locust/arrivals/plan.py draws them)
+ArrivalProcess = Literal["constant", "poisson", "gamma"]
 Group = Literal["target", "prompts", "shape", "record"]
 #: an option's group in ``loadknee run --help-all`` (the titles: ``commands/run.py``)
 RunGroup = Literal["target", "sweep", "workload", "open", "output", "telemetry", "locust"]
@@ -126,7 +127,7 @@ LABELS: dict[str, str] = {
     "sample_interval": "Sample interval (s)",
 }
 #: what to type after an option that takes a number or ``auto`` (the rest: the names and
-#: suffixes of :func:`analysis.flags.metavar`)
+#: suffixes of :func:`loadknee_core.flags.metavar`)
 METAVARS: dict[str, str] = {
     "stage_seconds": "SECONDS|auto",
     "stage_requests": "N|auto",
@@ -638,7 +639,7 @@ def add_arguments(parser: Any, *, skip: frozenset[str] = frozenset()) -> None:
         if spec.group not in groups:
             groups[spec.group] = parser.add_argument_group(GROUP_TITLES[spec.group])
         groups[spec.group].add_argument(spec.flag, **spec.argument_kwargs())
-    from analysis.knee.params import SWEEP_OWN, KneeParams  # stdlib only, like this module
+    from loadknee_core.knee_params import SWEEP_OWN, KneeParams  # stdlib only, like this module
 
     KneeParams.add_cli_args(parser, skip=SWEEP_OWN)
 

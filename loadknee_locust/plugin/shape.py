@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import gevent
 from locust import LoadTestShape
 
+from loadknee_core.refusals import refusing_stage
 from loadknee_locust.plugin.options import llm_options
 from loadknee_locust.plugin.wiring import Loadknee, loadknee_of, register
 from loadknee_locust.record.recorder import RunLog, percentile
@@ -46,7 +47,6 @@ from loadknee_locust.sweep.progress_text import (
     stop_text,
 )
 from loadknee_locust.sweep.refine import LiveVerdict
-from loadknee_locust.sweep.refusals import refusing_stage
 from loadknee_locust.sweep.schedule import PENDING, RedLine, Schedule, SchedulePlan, stage_label
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import os
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from loadknee_locust.prompts.classes import parse_classes, slo_problems
+from loadknee_core.traffic_classes import parse_classes, slo_problems
 from loadknee_locust.prompts.conversation import ThinkTime
 from loadknee_locust.sweep.phase_defaults import parse_phase_seconds
 from loadknee_locust.sweep.schedule import SchedulePlan, parse_levels, parse_stage_length
@@ -114,11 +114,11 @@ def option_problems(options: LlmOptions, host: str | None = None) -> list[str]:
     if not options.gap_scale > 0 or not math.isfinite(options.gap_scale):
         problems.append(f"--llm-gap-scale must be > 0, got {options.gap_scale:g}")
     if options.replay_curve:
-        from loadknee_locust.curve.replay import curve_problems
+        from loadknee_locust.curve.checks import curve_problems
 
         problems += curve_problems(options)
     if options.slo.strip():
-        from analysis.slo.targets import (
+        from loadknee_core.slo_targets import (
             parse_slo_list,  # stdlib only: the one parser of the SLO forms
         )
 

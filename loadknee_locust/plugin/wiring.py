@@ -72,7 +72,7 @@ def refuse_bad_options(environment: Any) -> None:
     options = llm_options(environment)
     problems = option_problems(options, host)
     if options.prompt_log:
-        from loadknee_locust.prompts.logindex import sniff_problem
+        from loadknee_core.logindex import sniff_problem
 
         if problem := sniff_problem(options.prompt_log):
             problems.append(problem)

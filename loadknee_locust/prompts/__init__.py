@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from loadknee_core.logentry import LogFormat
 from loadknee_locust.prompts.calibrate import Calibration, calibrate
 from loadknee_locust.prompts.fixed import FixedLengthSource
-from loadknee_locust.prompts.logentry import LogFormat
 from loadknee_locust.prompts.model import Endpoint, Prompt, PromptSource
 from loadknee_locust.prompts.replay import LogReplaySource
 from loadknee_locust.prompts.synth import PromptSynth

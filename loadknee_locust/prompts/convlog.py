@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from typing import IO, Any
 
-from loadknee_locust.prompts.logentry import LogEntry, LogFormat, entry_from_mapping
+from loadknee_core.logentry import LogEntry, LogFormat, entry_from_mapping
 from loadknee_locust.prompts.replay import Sampler
 
 

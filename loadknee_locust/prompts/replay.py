@@ -17,8 +17,8 @@ from array import array
 from collections.abc import Mapping
 from typing import IO, Any
 
-from loadknee_locust.prompts.logentry import LogEntry, LogFormat
-from loadknee_locust.prompts.logindex import LogIndex, index_log, read_entry
+from loadknee_core.logentry import LogEntry, LogFormat
+from loadknee_core.logindex import LogIndex, index_log, read_entry
 from loadknee_locust.prompts.model import Endpoint, Prompt, prompt_hash
 from loadknee_locust.prompts.synth import PromptSynth
 

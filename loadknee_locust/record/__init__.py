@@ -5,6 +5,6 @@
   mode (local, master with worker rows);
 - :mod:`.csvsink` — append rows to one contract CSV, flushed at least once a second.
 
-The file names and columns themselves are :mod:`loadknee_locust.contract`, shared with
+The file names and columns themselves are :mod:`loadknee_core.contract`, shared with
 :mod:`analysis`.
 """

@@ -1,6 +1,6 @@
 """Request events → ``requests.csv`` (and stage facts → ``stages.csv``), losing nothing in any mode.
 
-Columns are :data:`loadknee_locust.contract.REQUEST_COLUMNS` (units in the names; see
+Columns are :data:`loadknee_core.contract.REQUEST_COLUMNS` (units in the names; see
 contract.py). The user classes put every field except ``stage``, ``phase`` and ``worker`` into
 ``context["loadknee"]`` of exactly one Locust ``request`` event per request; events without that
 key (Locust's own, a user's custom ones) are ignored.
@@ -32,8 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from loadknee_locust.client.timing import percentile as sorted_percentile
-from loadknee_locust.contract import (
+from loadknee_core.contract import (
     NOT_ERROR_OUTCOMES,
     NOT_JUDGED_OUTCOMES,
     REQUEST_COLUMNS,
@@ -41,9 +40,10 @@ from loadknee_locust.contract import (
     STAGE_COLUMNS,
     STAGES_CSV,
 )
+from loadknee_core.refusals import Failure
+from loadknee_locust.client.timing import percentile as sorted_percentile
 from loadknee_locust.record.clocksync import REPORT_CLOCK_KEY, WorkerClocks
 from loadknee_locust.record.csvsink import CsvSink
-from loadknee_locust.sweep.refusals import Failure
 from loadknee_locust.sweep.schedule import Schedule, StageRecord
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class StageStats:
         self.measured = 0  # phase measure/baseline
         self.errors = 0  # measured rows whose outcome is an error
         self.e2e_ms: deque[float] = deque(maxlen=LATENCY_CAP)  # measured, not errors
-        #: measured failures, for the sweep's refusal check (loadknee_locust.sweep.refusals)
+        #: measured failures, for the sweep's refusal check (loadknee_core.refusals)
         self.failures: deque[Failure] = deque(maxlen=LATENCY_CAP)
         self.ttft_ms: deque[float] = deque(maxlen=LATENCY_CAP)
         self.completion_tokens = 0.0

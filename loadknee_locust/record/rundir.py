@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loadknee_core.contract import RUN_JSON
+from loadknee_core.redaction import is_secret_name, strip_credentials
 from loadknee_locust import __version__
-from loadknee_locust.contract import RUN_JSON
-from loadknee_locust.redaction import is_secret_name, strip_credentials
 from loadknee_locust.sweep.schedule import parse_levels
 
 if TYPE_CHECKING:  # the options live with the Locust wiring, above this module

@@ -13,7 +13,7 @@ import signal
 import sys
 from typing import Any
 
-from analysis.command_parser import CommandParser
+from loadknee_core.command_parser import CommandParser
 from loadknee_locust.sim.params import DEFAULT_PRESET, PRESETS, SimParams, preset
 from loadknee_locust.sim.server import bind_socket, serve
 

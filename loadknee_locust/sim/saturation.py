@@ -50,7 +50,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from analysis.knee.params import DEFAULTS  # stdlib only: the analysis's own default
+from loadknee_core.knee_params import DEFAULTS  # stdlib only: the analysis's own default
 from loadknee_locust.sim.params import SimParams
 
 FLAT_FRACTION = 0.1

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from analysis.numeric import counted  # stdlib only: the one plural rule of the screen
-from loadknee_locust.contract import StopReason
+from loadknee_core.contract import StopReason
+from loadknee_core.numeric import counted  # stdlib only: the one plural rule of the screen
 
-#: why the sweep ended, in words (:data:`loadknee_locust.contract.STOP_REASONS` gives the keys)
+#: why the sweep ended, in words (:data:`loadknee_core.contract.STOP_REASONS` gives the keys)
 STOP_WORDS: Final[dict[StopReason, str]] = {
     "duration": "the plan ran to its last level",
     "request_count": "the plan ran to its last level",

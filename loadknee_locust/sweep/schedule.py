@@ -36,7 +36,7 @@ The plan:
    users gets the index after the 16-user stage that revealed the knee;
 6. **stages long enough, not longer** (``--llm-stage-seconds auto`` or ``--llm-stage-requests
    auto``): the measured window holds until its output-throughput interval
-   (:func:`loadknee_locust.sweep.confidence.throughput_interval`, the computation the analysis uses)
+   (:func:`loadknee_core.confidence.throughput_interval`, the computation the analysis uses)
    is
    within ±``precision_pct``, at least ``min_measure_s`` and at most ``max_measure_s`` (stop
    reasons ``precise`` and ``imprecise``). It is checked at each ``advance`` over the requests
@@ -68,16 +68,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from analysis.knee.red_line import crosses_red_line  # stdlib only: the analysis's red line
-from loadknee_locust.contract import (
+from loadknee_core.confidence import throughput_interval
+from loadknee_core.contract import (
     INTERVAL_TARGET_PCT,
     RED_LINE_ERROR_PCT,
     Phase,
     StageKind,
     StopReason,
 )
+from loadknee_core.red_line import crosses_red_line  # stdlib only: the analysis's red line
 from loadknee_locust.sweep import phase_defaults
-from loadknee_locust.sweep.confidence import throughput_interval
 from loadknee_locust.sweep.refine import LiveVerdict, next_step
 
 #: what ``decide(stage)`` returns while the judgement of ``stage`` is still running
@@ -701,7 +701,7 @@ class SweepSaving:
 @dataclass(frozen=True)
 class RedLine:
     """Early-stop thresholds over one stage's measured rows: an error share above ``error_pct``
-    (:data:`~loadknee_locust.contract.RED_LINE_ERROR_PCT`'s meaning; 100 = off) or a P95 e2e
+    (:data:`~loadknee_core.contract.RED_LINE_ERROR_PCT`'s meaning; 100 = off) or a P95 e2e
     latency above ``p95_ms`` (0 = off)."""
 
     error_pct: float = RED_LINE_ERROR_PCT
@@ -717,7 +717,7 @@ class RedLine:
 
     def crossed(self, *, requests: int, errors: int, p95_ms: float | None) -> bool:
         """True when the error share or the P95 e2e latency passed its threshold; the error
-        share by :func:`analysis.knee.red_line.crosses_red_line`, the analysis's own rule."""
+        share by :func:`loadknee_core.red_line.crosses_red_line`, the analysis's own rule."""
         if requests <= 0:
             return False
         if crosses_red_line(requests=requests, errors=errors, limit_pct=self.error_pct):

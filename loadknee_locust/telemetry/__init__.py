@@ -1,7 +1,7 @@
 """Telemetry beside the requests: GPU (NVML / DCGM), server ``/metrics`` and client CPU → CSV.
 
 Importing this package imports neither gevent nor pynvml: ``analysis`` reuses its pure modules
-(:mod:`~loadknee_locust.telemetry.promtext`, :mod:`~loadknee_locust.telemetry.dcgm`). The
+(:mod:`~loadknee_core.promtext`, :mod:`~loadknee_core.dcgm`). The
 sampler, which needs a gevent hub, is loaded on first use of its name.
 """
 

@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 import gevent
 import gevent.event
 
-from loadknee_locust.contract import (
+from loadknee_core.contract import (
     CLIENT_COLUMNS,
     CLIENT_CSV,
     GPU_COLUMNS,
@@ -52,11 +52,11 @@ from loadknee_locust.contract import (
     SERVER_METRIC_COLUMNS,
     SERVER_METRICS_CSV,
 )
+from loadknee_core.promtext import redact_url
 from loadknee_locust.record.csvsink import CsvSink
 from loadknee_locust.telemetry.client import ProcessUsage, runner_role, usage_report, worker_row
 from loadknee_locust.telemetry.looplag import LoopLagMeter
 from loadknee_locust.telemetry.nvml import NvmlReader, describe
-from loadknee_locust.telemetry.promtext import redact_url
 from loadknee_locust.telemetry.scrape import Scraper
 from loadknee_locust.telemetry.scrapeproc import Result, ScrapeProcess
 

@@ -22,7 +22,7 @@ import gevent
 from geventhttpclient import HTTPClient
 from geventhttpclient.url import URL
 
-from loadknee_locust.telemetry.promtext import redact_url
+from loadknee_core.promtext import redact_url
 
 FailureKind = Literal["timeout", "connect_error", "http_error", "bad_response"]
 

@@ -44,10 +44,10 @@ import gevent
 import gevent.event
 from gevent.fileobject import FileObjectPosix
 
-from loadknee_locust.contract import SERVER_METRIC_COLUMNS
+from loadknee_core import dcgm
+from loadknee_core.contract import SERVER_METRIC_COLUMNS
+from loadknee_core.promtext import Parsed, Sample, parse_lines, render_labels
 from loadknee_locust.record.csvsink import CsvSink
-from loadknee_locust.telemetry import dcgm
-from loadknee_locust.telemetry.promtext import Parsed, Sample, parse_lines, render_labels
 from loadknee_locust.telemetry.scrape import ScrapeError, Scraper
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import gevent
 
@@ -23,7 +23,17 @@ from loadknee_locust.webui.formcheck import check_form
 from loadknee_locust.webui.liveview import FILES_PREFIX, LiveView
 
 if TYPE_CHECKING:
-    from loadknee_locust.plugin.wiring import Loadknee
+    from loadknee_locust.record.recorder import RunLog
+
+
+class PluginState(Protocol):
+    """What the web UI reads of the plugin's state (``plugin/wiring``'s ``Loadknee``), named
+    here so that the web UI, which the plugin installs, imports nothing of the plugin back."""
+
+    environment: Any
+    role: str
+    run: RunLog | None
+
 
 REPORT_DELAY_S = 4.0  # > Locust's worker report interval: the last worker rows land first
 WORKER_REPORT_WAIT_S = 3.5  # the same, before a plain grid's stage is judged on the master
@@ -62,7 +72,7 @@ def _camel(dest: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def install(web_ui: Any, lk: Loadknee) -> None:
+def install(web_ui: Any, lk: PluginState) -> None:
     from flask import Response, abort, jsonify, request, send_from_directory
 
     view = LiveView()

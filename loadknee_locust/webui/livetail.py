@@ -13,7 +13,7 @@ import io
 from collections import deque
 from pathlib import Path
 
-from loadknee_locust.contract import GPU_CSV, SERVER_METRICS_CSV
+from loadknee_core.contract import GPU_CSV, SERVER_METRICS_CSV
 
 MAX_POINTS = 2000
 #: server metric names (vLLM, SGLang, TGI, llama.cpp) → series; KV usage is 0–1 in all of them

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from loadknee_locust.record.recorder import RunLog, percentile
 
 if TYPE_CHECKING:
-    from loadknee_locust.plugin.wiring import Loadknee
+    from loadknee_locust.webui.livepage import PluginState
 
 TAB_KEY = "knee"
 CSV_PATH = "/loadknee/stages.csv"
@@ -100,7 +100,7 @@ def rows_csv(rows: list[dict[str, Any]]) -> str:
     return out.getvalue()
 
 
-def install(web_ui: Any, lk: Loadknee) -> None:
+def install(web_ui: Any, lk: PluginState) -> None:
     """Add the tab, the table, the CSV link and their two hooks to Locust's web UI."""
     from flask import Response, request
 

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from loadknee_locust.contract import REQUEST_COLUMNS
+from loadknee_core.contract import REQUEST_COLUMNS
 from tests.support.run_support import assert_each_served_once, read_csv
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from loadknee_locust.contract import CSV_COLUMNS, RUN_JSON
+from loadknee_core.contract import CSV_COLUMNS, RUN_JSON
 from loadknee_locust.sim.launch import SimProcess
 from tests.support.paths import REPO
 from tests.support.run_support import (

@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from analysis.diagnosis.failure_mix import FailureKind, FailureMix
+from analysis.diagnosis.facts import FailureKind, FailureMix
 from analysis.pipeline import analyze_run
 from analysis.report.diagnosis_words import failures_text
 from analysis.stages.data_check import RowsFact
-from loadknee_locust.contract import REQUEST_COLUMNS
+from loadknee_core.contract import REQUEST_COLUMNS
 from loadknee_locust.sim.faults import EXPECTED_OUTCOME
 from loadknee_locust.sim.launch import SimProcess
 from tests.support.run_support import assert_each_served_once, child_env, only_run_dir, read_csv

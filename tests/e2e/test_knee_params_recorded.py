@@ -13,10 +13,10 @@ import configargparse
 import pytest
 
 from analysis.cli import main as analyze_main
-from analysis.knee.params import KneeParams, overrides, run_knee_params
 from analysis.live import answer as live
 from analysis.pipeline import analyze_run
 from analysis.report.knee_summary import override_note
+from loadknee_core.knee_params import KneeParams, overrides, run_knee_params
 from loadknee_locust.plugin.options import add_arguments
 from loadknee_locust.sim.launch import SimProcess
 from tests.support.knee_rundir import saturating_run
@@ -81,7 +81,7 @@ def test_run_knee_params(parameters: dict[str, object], expected: KneeParams) ->
 def test_as_flags_gives_the_same_thresholds_back(params: KneeParams) -> None:
     """What verify passes to its re-run, read back as analyze (and run's Locust) read it."""
     from analysis.cli import build_parser
-    from analysis.knee.params import as_flags
+    from loadknee_core.knee_params import as_flags
 
     ns = build_parser().parse_args(["run", *as_flags(params)])
     assert KneeParams.from_cli_args(ns) == params

@@ -219,8 +219,8 @@ def test_rate_knee_at_the_simulators_capacity(tmp_path: Path) -> None:
     assert knee.max_rate_rps < capacity < knee.knee_rate_rps
     held = table[table["rate_rps"] < capacity]
     assert (held["served_pct"] > 90).all(), table.to_string()
-    from analysis.numeric import fmt_magnitude
     from analysis.report.screen import rate_answer_lines
+    from loadknee_core.numeric import fmt_magnitude
 
     deploy = rate_answer_lines(knee)[0]  # the screen leads with the rate, not "1 user"
     assert f"{fmt_magnitude(knee.max_rate_rps)} requests/s" in deploy and "concurrent" not in deploy

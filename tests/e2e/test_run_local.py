@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from loadknee_core.contract import REQUEST_COLUMNS
 from loadknee_locust.client.streamread import KERNEL_STAMPS, kernel_stamps_work
-from loadknee_locust.contract import REQUEST_COLUMNS
 from tests.support.recorded_runs import SECRET
 from tests.support.run_support import (
     assert_matches_sim,

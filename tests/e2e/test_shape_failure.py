@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from loadknee_locust.contract import STAGE_COLUMNS
+from loadknee_core.contract import STAGE_COLUMNS
 from tests.support.run_support import (
     HERE,
     child_env,

@@ -20,7 +20,7 @@ import pytest
 from analysis.pipeline import analyze_run
 from analysis.report.slo_words import summary_text
 from analysis.report.writer import slo_text, write_report
-from analysis.slo.targets import SloParams, parse_goodput, parse_slo
+from loadknee_core.slo_targets import SloParams, parse_goodput, parse_slo
 from tests.support.knee_simdriver import DriveSpec, drive_sim
 
 pytestmark = pytest.mark.slow

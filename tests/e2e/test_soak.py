@@ -22,7 +22,7 @@ import numpy as np
 import psutil
 import pytest
 
-from loadknee_locust.contract import REQUEST_COLUMNS
+from loadknee_core.contract import REQUEST_COLUMNS
 from tests.support.run_support import child_env, only_run_dir, read_csv
 
 pytestmark = pytest.mark.slow

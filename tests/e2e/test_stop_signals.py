@@ -29,7 +29,7 @@ from analysis.pipeline import analyze_run
 from analysis.report.screen import uncited
 from analysis.report.stage_words import provisional_text
 from analysis.stages.run_cut import RunCut
-from loadknee_locust.contract import REQUEST_COLUMNS, STAGE_COLUMNS
+from loadknee_core.contract import REQUEST_COLUMNS, STAGE_COLUMNS
 from loadknee_locust.sim.launch import SimProcess
 from tests.support.run_support import child_env, only_run_dir, read_csv
 

@@ -14,7 +14,7 @@ import pytest
 
 from analysis.traffic import cli
 from analysis.traffic.headroom import SCALES, load_capacity
-from loadknee_locust import contract
+from loadknee_core import contract
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import predicted_knee_level, saturation_concurrency
 from tests.support.recorded_runs import SLOTS4_LEVELS as LEVELS

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from loadknee_locust.contract import OUTCOMES, REQUEST_COLUMNS
+from loadknee_core.contract import OUTCOMES, REQUEST_COLUMNS
 from tests.support.fake_llm_server import BEHAVIOURS, FakeLLMServer
 from tests.support.llm_locust import LocustResult, run_locust
 

@@ -8,7 +8,7 @@ from tests.support.paths import REPO
 
 ROOT = REPO
 MAP = ROOT / "docs" / "architecture.md"
-PACKAGES = ("loadknee_locust", "analysis")
+PACKAGES = ("loadknee_core", "loadknee_locust", "analysis")
 SKIPPED = {"__init__.py", "__main__.py"}  # a package or its entry point, not a module of a room
 
 
@@ -58,6 +58,14 @@ def test_the_tests_tree_mirrors_the_code() -> None:
             if folder.is_dir() and folder.name != "__pycache__":
                 room = ROOT / package / folder.relative_to(tests / package)
                 assert room.is_dir(), f"{folder.relative_to(ROOT)} mirrors no room of {package}"
-    expected = {"analysis", "loadknee_locust", "e2e", "realengine", "project", "support"}
+    expected = {
+        "analysis",
+        "loadknee_core",
+        "loadknee_locust",
+        "e2e",
+        "realengine",
+        "project",
+        "support",
+    }
     folders = {p.name for p in tests.iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert folders == expected, f"tests/ holds {sorted(folders)}; expected {sorted(expected)}"

@@ -15,7 +15,16 @@ OUTSIDE = re.compile(
     r"|seed 00\d",
     re.IGNORECASE,
 )
-PLACES = ("analysis", "loadknee_locust", "locustfiles", "tests", "benchmarks", "docs", "README.md")
+PLACES = (
+    "loadknee_core",
+    "analysis",
+    "loadknee_locust",
+    "locustfiles",
+    "tests",
+    "benchmarks",
+    "docs",
+    "README.md",
+)
 SOURCES = ROOT / "docs" / "method.md"  # its Sources section names the seed documents
 ME = Path(__file__).resolve()
 

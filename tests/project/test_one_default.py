@@ -16,14 +16,14 @@ import pytest
 
 from analysis.advice.facts import BaseCapacityFact
 from analysis.cli import build_parser as analyze_parser
-from analysis.knee.params import KneeParams
 from analysis.knee.signals import StageContext, error_signals
 from analysis.pipeline import analyze_run
 from analysis.report.advice_words import reason_text
-from analysis.slo.targets import SloParams, run_slo_params
 from analysis.stages.intervals import IntervalParams
+from loadknee_core.contract import INTERVAL_TARGET_PCT, RED_LINE_ERROR_PCT
+from loadknee_core.knee_params import KneeParams
+from loadknee_core.slo_targets import SloParams, run_slo_params
 from loadknee_locust.commands import run as run_cmd
-from loadknee_locust.contract import INTERVAL_TARGET_PCT, RED_LINE_ERROR_PCT
 from loadknee_locust.plugin.options import LlmOptions, add_arguments
 from loadknee_locust.sweep.schedule import RedLine, SchedulePlan
 from tests.support.knee_rundir import saturating_run
@@ -31,11 +31,11 @@ from tests.support.paths import REPO
 from tests.support.report_fixtures import write_run_dir
 
 #: the one home of the red line's error comparison
-RED_LINE_HOME = REPO / "analysis" / "knee" / "red_line.py"
+RED_LINE_HOME = REPO / "loadknee_core" / "red_line.py"
 #: the homes of the shared thresholds' defaults: the knee's parameters, the run-directory contract
 THRESHOLD_HOMES = (
-    REPO / "analysis" / "knee" / "params.py",
-    REPO / "loadknee_locust" / "contract.py",
+    REPO / "loadknee_core" / "knee_params.py",
+    REPO / "loadknee_core" / "contract.py",
 )
 
 
@@ -114,11 +114,11 @@ def _error_share_comparisons(path: Path) -> list[int]:
 
 
 def test_the_red_line_rule_has_one_home() -> None:
-    """Only :mod:`analysis.knee.red_line` holds an error share against the limit (``RedLine.
+    """Only :mod:`loadknee_core.red_line` holds an error share against the limit (``RedLine.
     enabled``'s "< 100" asks whether the rule is on, not whether it fired: left out)."""
     copies = {
         f"{path.relative_to(REPO)}:{line}"
-        for package in ("analysis", "loadknee_locust")
+        for package in ("loadknee_core", "analysis", "loadknee_locust")
         for path in sorted((REPO / package).rglob("*.py"))
         if path != RED_LINE_HOME
         for line in _error_share_comparisons(path)
@@ -217,11 +217,11 @@ def _literal_threshold_defaults(path: Path, names: set[str]) -> list[str]:
 
 def test_no_knee_threshold_has_a_second_default() -> None:
     """The fit's flat gain, the rate knee's tail ratio, the simulator's predicted knee: each takes
-    the knee's default (:data:`analysis.knee.params.DEFAULTS`), never a number of its own."""
+    the knee's default (:data:`loadknee_core.knee_params.DEFAULTS`), never a number of its own."""
     names = {f.name for f in fields(KneeParams)}
     copies = {
         f"{path.relative_to(REPO)}:{where}"
-        for package in ("analysis", "loadknee_locust")
+        for package in ("loadknee_core", "analysis", "loadknee_locust")
         for path in sorted((REPO / package).rglob("*.py"))
         if path not in THRESHOLD_HOMES
         for where in _literal_threshold_defaults(path, names)

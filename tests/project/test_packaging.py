@@ -23,7 +23,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 def _packages_in_tree() -> set[str]:
     found = {"loadknee_locust.examples"}  # locustfiles/, mapped by [tool.setuptools.package-dir]
-    for top in ("loadknee_locust", "analysis"):
+    for top in ("loadknee_core", "loadknee_locust", "analysis"):
         for folder in [ROOT / top, *(ROOT / top).rglob("*")]:
             if folder.is_dir() and folder.name != "__pycache__" and any(folder.glob("*.py")):
                 found.add(".".join(folder.relative_to(ROOT).parts))

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from loadknee_locust.telemetry.promtext import parse_text
+from loadknee_core.promtext import parse_text
 from tests.realengine.engine import VllmServer, ensure_vllm, start_vllm
 
 pytestmark = [

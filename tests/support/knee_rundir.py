@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from loadknee_locust import contract
+from loadknee_core import contract
 from loadknee_locust.record.csvsink import CsvSink
 
 

@@ -16,16 +16,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.model import (
-    SUMMARY_COLUMNS,
-    Baseline,
-    KneeResult,
-    Recommendation,
-    Recommendations,
-    Signal,
-    StageVerdict,
-)
-from loadknee_locust import contract
+from analysis.advice.facts import Recommendation, Recommendations
+from analysis.model import SUMMARY_COLUMNS, Baseline, KneeResult, Signal, StageVerdict
+from loadknee_core import contract
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789"
 

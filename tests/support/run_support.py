@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loadknee_locust.contract import GPU_CSV, REQUEST_COLUMNS, SERVER_METRICS_CSV, STAGE_COLUMNS
+from loadknee_core.contract import GPU_CSV, REQUEST_COLUMNS, SERVER_METRICS_CSV, STAGE_COLUMNS
 
 HERE = Path(__file__).parent
 PROBE = str(HERE / "run_probe_locustfile.py")

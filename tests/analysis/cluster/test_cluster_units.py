@@ -20,14 +20,13 @@ from analysis.cluster.profile import fit_line
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.inputs.nvsmi import read_nvidia_smi_csv
 from analysis.pipeline import analyze_run
-from loadknee_locust import contract
+from loadknee_core import contract, dcgm
+from loadknee_core.promtext import Sample
 from loadknee_locust.sim.engine import Engine
 from loadknee_locust.sim.metrics import EngineCollector, build_registry, render
 from loadknee_locust.sim.params import SimParams
 from loadknee_locust.sim.telemetry import power_w
-from loadknee_locust.telemetry import dcgm
 from loadknee_locust.telemetry.nvml import NvmlReader
-from loadknee_locust.telemetry.promtext import Sample
 from tests.support.fake_nvml import FakeNvml
 from tests.support.report_fixtures import write_run_dir
 

@@ -21,8 +21,7 @@ from analysis.diagnosis.bottleneck import (
     first_match,
     stage_facts,
 )
-from analysis.diagnosis.facts import NoRuleFact
-from analysis.diagnosis.failure_mix import FailureKind, FailureMix
+from analysis.diagnosis.facts import FailureKind, FailureMix, NoRuleFact
 from analysis.model import Baseline, Signal, StageVerdict
 
 SIGNALS = ("throughput_flattening", "gain_narrowing", "tail_departure", "sla", "oom",

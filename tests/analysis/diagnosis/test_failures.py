@@ -49,7 +49,7 @@ def test_all_failed_names_the_top_causes_counted():
 
 
 def test_counted_says_one_user_and_one_request() -> None:
-    from analysis.numeric import counted
+    from loadknee_core.numeric import counted
 
     said = [counted(1, "user"), counted(16, "user"), counted(1, "request"), counted(0, "request")]
     assert said == ["1 user", "16 users", "1 request", "0 requests"]

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.diagnosis.facts import FailingFact
-from analysis.diagnosis.failure_mix import FailureKind, FailureMix
+from analysis.diagnosis.facts import FailingFact, FailureKind, FailureMix
 from analysis.pipeline import analyze_run
 from analysis.report.diagnosis_words import failures_text
 from analysis.report.table import format_markdown, record_frame

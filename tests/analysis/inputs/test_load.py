@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from analysis.inputs.load import RunDirError, read_run
-from loadknee_locust import contract
+from loadknee_core import contract
 from tests.support.knee_rundir import request_row, stage_row, write_csv, write_run
 
 T0 = 1_700_000_000.0

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from analysis.inputs.nvsmi import align_to_requests, read_nvidia_smi_csv, resolve_tz
-from loadknee_locust.contract import GPU_COLUMNS
+from loadknee_core.contract import GPU_COLUMNS
 from tests.support.paths import DATA
 
 CAPTURE = DATA / "nvidia_smi_seed000.csv"

@@ -11,7 +11,6 @@ import pytest
 from analysis import rules
 from analysis.knee import facts
 from analysis.knee.client_signals import client_saturation_signal, cross_check, starved
-from analysis.knee.params import KneeParams
 from analysis.knee.signals import (
     StageContext,
     error_signals,
@@ -21,6 +20,7 @@ from analysis.knee.signals import (
     throughput_signals,
 )
 from analysis.model import Signal
+from loadknee_core.knee_params import KneeParams
 
 ROW = {"stage": 3, "target_users": 16, "batch_size": 1, "ok": 100, "errors": 0, "requests": 100}
 

@@ -19,7 +19,7 @@ import pytest
 from analysis.live import answer as live
 from analysis.live import judge as live_judge
 from analysis.pipeline import analyze_run
-from analysis.slo.targets import Slo
+from loadknee_core.slo_targets import Slo
 from loadknee_locust.sweep.refine import LiveVerdict
 from tests.support.knee_rundir import saturating_run as knee_saturating_run
 from tests.support.paths import PROGRAMS

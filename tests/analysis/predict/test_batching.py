@@ -8,7 +8,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from analysis.knee.params import DEFAULTS
 from analysis.predict.batching import (
     Draws,
     capacities,
@@ -18,6 +17,7 @@ from analysis.predict.batching import (
     sweep_capacities,
 )
 from analysis.predict.facts import CapacityParams, Estimate, Workload
+from loadknee_core.knee_params import DEFAULTS
 
 X = Estimate.exact
 

@@ -15,6 +15,7 @@ import os
 from analysis.advice.facts import (
     BaseCapacityFact,
     CapFact,
+    DeployAnswer,
     DeployFact,
     GpuMemoryFact,
     KneeWhyFact,
@@ -23,6 +24,7 @@ from analysis.advice.facts import (
     OfflineFact,
     OwnLimitFact,
     QueueTimeoutFact,
+    Recommendation,
     ReplicasFact,
     RequestTimeoutFact,
     SloAdviceFact,
@@ -30,7 +32,7 @@ from analysis.advice.facts import (
     WithheldFact,
 )
 from analysis.knee.facts import ErrorsFact, NoSignalFact, RefusalsFact, SlaFact, TailFact
-from analysis.model import DeployAnswer, KneeResult, Recommendation, Signal
+from analysis.model import KneeResult, Signal
 from analysis.report.advice_words import (
     context_lines,
     deploy_text,
@@ -39,7 +41,7 @@ from analysis.report.advice_words import (
     withheld_text,
 )
 from analysis.slo.facts import CapacityDoubt
-from analysis.slo.targets import Slo, SloParams
+from loadknee_core.slo_targets import Slo, SloParams
 from tests.support.paths import DATA
 
 GOLDEN = DATA / "golden" / "advice_words.txt"

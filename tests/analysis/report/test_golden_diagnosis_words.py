@@ -17,7 +17,7 @@ import os
 import pandas as pd
 
 from analysis.diagnosis.bottleneck import diagnose_stage, first_match
-from analysis.diagnosis.failure_mix import FailureKind, FailureMix
+from analysis.diagnosis.facts import FailureKind, FailureMix
 from analysis.diagnosis.failures import (
     all_failed_warnings,
     late_client_warnings,

@@ -28,9 +28,9 @@ from analysis.report.slo_words import (
 )
 from analysis.slo.classes import ClassesResult, ClassResult
 from analysis.slo.evaluate import SloResult, StageSlo, evaluate_slos, evaluate_stage
-from analysis.slo.targets import SloParams, Threshold, parse_slo
 from analysis.stages.baseline import compute_baseline
-from loadknee_locust.prompts.classes import TrafficClass
+from loadknee_core.slo_targets import SloParams, Threshold, parse_slo
+from loadknee_core.traffic_classes import TrafficClass
 from tests.support.knee_frames import seed_002_summary
 from tests.support.paths import DATA
 

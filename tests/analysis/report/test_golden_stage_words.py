@@ -3,7 +3,7 @@
 and the open-loop rate knee with each of its signs.
 
 The stage tests assert on the findings (:class:`~analysis.stages.run_cut.RunCut`,
-:class:`~analysis.stages.baseline.BaselineNote`); this file pins what each says in
+:class:`~analysis.model.BaselineNote`); this file pins what each says in
 ``tests/support/data/golden/stage_words.txt`` (one ``case: words`` line each). When a rewording
 is intended, regenerate it with the other golden files and review the diff:
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import os
 
+from analysis.model import BaselineNote
 from analysis.report.rate_words import rate_knee_text, rate_reasons_text
 from analysis.report.stage_words import baseline_note_text, cut_text, provisional_text
-from analysis.stages.baseline import BaselineNote
 from analysis.stages.rate_stages import RateKnee, RateSignal
 from analysis.stages.run_cut import RunCut
 from tests.support.paths import DATA

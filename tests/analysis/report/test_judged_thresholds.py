@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from matplotlib.figure import Figure
 
+from analysis.advice.facts import Recommendations
 from analysis.advice.recommend import RecommendParams, watermark_band
 from analysis.cli import build_parser, main
 from analysis.cluster.stages import anchors
-from analysis.knee.params import KneeParams
-from analysis.model import Recommendations
 from analysis.pipeline import Analysis, analyze_run
 from analysis.report.figures import figures
-from analysis.report.painter import PlotInputs
+from analysis.report.plot_inputs import PlotInputs
 from analysis.report.plots import latency_figure
+from loadknee_core.knee_params import KneeParams
 from tests.support.report_fixtures import (
     no_global_figures,  # noqa: F401 (autouse fixture)
     write_run_dir,

@@ -194,7 +194,7 @@ def test_the_fixed_margins_hold_every_label_legend_and_title(run_frames, tmp_pat
     from analysis.cli import build_parser
     from analysis.pipeline import analyze_run
     from analysis.report.slo_plot import interactivity_figure
-    from analysis.slo.targets import SloParams
+    from loadknee_core.slo_targets import SloParams
 
     ns = build_parser().parse_args(["run", "--slo", "tpot_p95_ms=20,ttft_p95_ms=500"])
     slo = SloParams.from_cli_args(ns, sla_ms=None, tail="p95")

@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from analysis.model import VERDICT_LABELS
-from analysis.numeric import NA
 from analysis.report.stage_reasons import reasons_text
 from analysis.report.table import (
     RECORD_COLUMNS,
@@ -24,6 +23,7 @@ from analysis.report.table import (
     record_columns,
     record_frame,
 )
+from loadknee_core.numeric import NA
 from tests.support.report_fixtures import seed002_knee, seed002_summary
 
 
@@ -149,6 +149,6 @@ def test_csv_round_trips_numbers_and_empties() -> None:
      (12.345, "12.35"), (-25000.0, "-25,000"), (math.nan, NA), (None, NA)],
 )  # fmt: skip
 def test_fmt_never_writes_an_exponent(value: object, expected: str) -> None:
-    from analysis.numeric import fmt
+    from loadknee_core.numeric import fmt
 
     assert fmt(value) == expected  # type: ignore[arg-type]

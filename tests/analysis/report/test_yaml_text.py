@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from analysis.model import Recommendation, Recommendations
+from analysis.advice.facts import Recommendation, Recommendations
 from analysis.report import yaml_text
 from analysis.report.advice_yaml import to_yaml
 

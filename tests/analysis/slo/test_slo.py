@@ -16,8 +16,8 @@ from analysis.knee.find import KneeParams, find_knee
 from analysis.slo.advice import with_slo
 from analysis.slo.evaluate import evaluate_slos
 from analysis.slo.facts import CapacityDoubt, SloBreak
-from analysis.slo.targets import PRESETS, Slo, SloParams, Threshold, parse_goodput, parse_slo
 from analysis.stages.baseline import compute_baseline
+from loadknee_core.slo_targets import PRESETS, Slo, SloParams, Threshold, parse_goodput, parse_slo
 from tests.support.knee_frames import SEED_002_TABLE, seed_002_summary
 
 
@@ -173,8 +173,7 @@ def test_replicas_follow_the_binding_constraint():
 def test_the_answer_to_deploy_never_breaks_an_slo(
     deploy_users: int, capacity: int | None, expected: int | None, bound: str
 ) -> None:
-    from analysis.advice.facts import DeployFact
-    from analysis.model import DeployAnswer
+    from analysis.advice.facts import DeployAnswer, DeployFact
     from analysis.slo.advice import _deploy_within_slo
     from analysis.slo.evaluate import SloResult
 
@@ -253,7 +252,7 @@ def test_a_stage_passing_again_above_the_break_is_named():
     ],
 )
 def test_the_sweeps_slos_are_read_from_run_json(parameters: dict, wanted: str) -> None:
-    from analysis.slo.targets import run_slo_params
+    from loadknee_core.slo_targets import run_slo_params
 
     assert run_slo_params({"parameters": parameters}) == SloParams(slos=wanted)
 

@@ -1,7 +1,7 @@
 """The numpy intervals (analysis.stages.array_intervals) give the stdlib code's figures exactly.
 
 Table-driven over row sets from plain to awkward: the same rows go through the stdlib
-implementation (``loadknee_locust.sweep.confidence`` via ``analysis.stages.intervals``, and the
+implementation (``loadknee_core.confidence`` via ``analysis.stages.intervals``, and the
 knee's
 one-resample-at-a-time loop written out here) and the array one; every figure must be equal, not
 close (the report prints them and ``knee.json`` must not change).
@@ -22,7 +22,7 @@ from analysis.knee.find import find_knee
 from analysis.stages import array_intervals, intervals
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.intervals import INTERVAL_COLUMNS, IntervalParams, StageBatches
-from loadknee_locust.sweep import confidence
+from loadknee_core import confidence
 from tests.support.knee_frames import sweep
 
 

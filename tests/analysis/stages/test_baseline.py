@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from analysis.inputs.load import read_run
+from analysis.model import BaselineNote
 from analysis.report.knee_json import from_json, to_json
-from analysis.stages.baseline import BaselineNote, compute_baseline
+from analysis.stages.baseline import compute_baseline
 from analysis.stages.summary import summarize_stages
 from tests.support.knee_frames import frame, stage
 from tests.support.knee_rundir import request_row, stage_row, write_run

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from analysis.stages.prefix_cache import counters_found, stage_prefix_cache, window_counts
+from loadknee_core.traffic_classes import WeightedCycle, parse_classes
 from loadknee_locust.client.sse import Usage
 from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.plugin.validate import option_problems
-from loadknee_locust.prompts.classes import WeightedCycle, parse_classes
 
 
 def _samples(metric_values: dict[str, list[float]], times: list[float]) -> pd.DataFrame:

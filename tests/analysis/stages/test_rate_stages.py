@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.knee.params import KneeParams
 from analysis.pipeline import analyze_run
 from analysis.stages.rate_stages import (
     RateParams,
@@ -19,6 +18,7 @@ from analysis.stages.rate_stages import (
     rate_signals,
     rate_table,
 )
+from loadknee_core.knee_params import KneeParams
 from tests.support.knee_rundir import request_row, stage_row, write_run
 
 WINDOW = (100.0, 110.0)  # each stage's measured window, 10 s

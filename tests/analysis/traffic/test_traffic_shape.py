@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from analysis.traffic.shape import LatencyModel, ShapeParams, dist, traffic_shape
-from loadknee_locust.prompts.traces import TraceRecord
+from loadknee_core.traces import TraceRecord
 
 
 def _records(starts: np.ndarray, durations: np.ndarray | None, out: int = 10) -> list:

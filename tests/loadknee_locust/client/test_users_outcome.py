@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from loadknee_core.contract import OUTCOMES, REQUEST_COLUMNS
 from loadknee_locust.client import payloads
 from loadknee_locust.client.outcome import Observation, classify_exception, request_row
 from loadknee_locust.client.sse import Usage
-from loadknee_locust.contract import OUTCOMES, REQUEST_COLUMNS
 from loadknee_locust.prompts.model import Prompt
 
 PROMPT = Prompt("hello", None, 8, True, 10, 8, "abc")

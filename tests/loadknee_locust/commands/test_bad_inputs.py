@@ -121,7 +121,7 @@ def test_the_table_covers_ten_inputs_and_every_kind_of_error() -> None:
 
 
 def test_a_close_spelling_is_offered_and_a_far_one_is_not() -> None:
-    from analysis.command_parser import CommandParser
+    from loadknee_core.command_parser import CommandParser
 
     parser = CommandParser(prog="p")
     parser.add_argument("--stage-seconds")

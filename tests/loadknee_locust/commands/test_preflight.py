@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from loadknee_core.contract import REQUEST_COLUMNS, REQUESTS_CSV
 from loadknee_locust.commands import run as run_cmd
 from loadknee_locust.commands.failures import all_failed_text
 from loadknee_locust.commands.preflight import PreflightError, Target, preflight
-from loadknee_locust.contract import REQUEST_COLUMNS, REQUESTS_CSV
 from tests.support.run_support import free_port
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from loadknee_core.traces import TraceRecord
 from loadknee_locust.curve.plan import CurvePlan, LengthIndex, PlanParams, build_plan, parse_scales
 from loadknee_locust.curve.source import CurveSource
 from loadknee_locust.prompts.synth import PromptSynth
-from loadknee_locust.prompts.traces import TraceRecord
 
 
 def _records(n: int, gap: float, duration: float | None, t0: float = 1000.0) -> list[TraceRecord]:

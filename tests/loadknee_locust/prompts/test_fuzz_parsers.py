@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from loadknee_core.logentry import entry_from_mapping
+from loadknee_core.logindex import index_log, read_entry
 from loadknee_locust.client.sse import StreamParser, parse_body
-from loadknee_locust.prompts.logentry import entry_from_mapping
-from loadknee_locust.prompts.logindex import index_log, read_entry
 
 FAST = settings(max_examples=150, deadline=None)
 FILES = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

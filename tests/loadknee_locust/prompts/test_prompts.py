@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from loadknee_core.logentry import LogEntry, entry_from_mapping
+from loadknee_core.logindex import MAX_BAD_SAMPLES, index_log, read_entry
 from loadknee_locust.client import payloads
 from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.prompts import SourceOptions, build_source
 from loadknee_locust.prompts.calibrate import Calibration, calibrate
 from loadknee_locust.prompts.filler import TAG_WORD_COUNT, Tagger, filler, tag_for
-from loadknee_locust.prompts.logentry import LogEntry, entry_from_mapping
-from loadknee_locust.prompts.logindex import MAX_BAD_SAMPLES, index_log, read_entry
 from loadknee_locust.prompts.replay import LogReplaySource, Sampler
 from loadknee_locust.prompts.synth import PromptSynth
 from loadknee_locust.sim.tokenizer import count_chat_tokens, count_tokens

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from loadknee_locust.contract import REQUEST_COLUMNS
+from loadknee_core.contract import REQUEST_COLUMNS
 from loadknee_locust.record.recorder import (
     REPORT_KEY,
     RequestRecorder,
@@ -153,7 +153,7 @@ def test_rows_before_the_run_opens_are_kept_for_it(tmp_path: Path) -> None:
 
 def test_stage_stats_keep_each_measured_failure_for_the_refusal_check() -> None:
     """The sweep's red line skips a stage whose failures were all refused at once (issue 39)."""
-    from loadknee_locust.sweep.refusals import Failure, refusing_stage
+    from loadknee_core.refusals import Failure, refusing_stage
 
     st = StageStats(3)
     st.add({"phase": "measure", "outcome": "ok", "e2e_ms": 400.0})

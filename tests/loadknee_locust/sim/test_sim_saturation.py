@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from analysis.knee.params import KneeParams
+from loadknee_core.knee_params import KneeParams
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.probe import closed_loop
 from loadknee_locust.sim.saturation import (

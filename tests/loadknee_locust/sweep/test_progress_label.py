@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadknee_locust.contract import StageKind
+from loadknee_core.contract import StageKind
 from loadknee_locust.sweep.schedule import StagePlan, stage_label
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loadknee_locust.contract import STOP_REASONS
+from loadknee_core.contract import STOP_REASONS
 from loadknee_locust.sweep import progress_text as pt
 
 

@@ -14,9 +14,9 @@ from analysis.inputs.server_metrics import (
     canonical_timeline,
     gpu_from_dcgm,
 )
-from loadknee_locust.contract import GPU_COLUMNS, SERVER_METRIC_COLUMNS
-from loadknee_locust.telemetry import dcgm
-from loadknee_locust.telemetry.promtext import parse_text
+from loadknee_core import dcgm
+from loadknee_core.contract import GPU_COLUMNS, SERVER_METRIC_COLUMNS
+from loadknee_core.promtext import parse_text
 from tests.support.paths import PROGRAMS
 
 KEPT_OUT = PROGRAMS / "imports_kept_out.py"  # no heavy imports
@@ -134,7 +134,7 @@ vllm:num_requests_running 1
 
 
 def test_gpu_from_dcgm_matches_the_sampler_mapping() -> None:
-    from loadknee_locust.telemetry.promtext import render_labels
+    from loadknee_core.promtext import render_labels
 
     samples = parse_text(DCGM_TEXT).samples
     df = pd.concat(

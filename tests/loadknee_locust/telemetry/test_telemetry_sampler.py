@@ -23,7 +23,7 @@ import gevent
 import psutil
 import pytest
 
-from loadknee_locust.contract import CLIENT_COLUMNS, GPU_COLUMNS, SERVER_METRIC_COLUMNS
+from loadknee_core.contract import CLIENT_COLUMNS, GPU_COLUMNS, SERVER_METRIC_COLUMNS
 from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.telemetry import TelemetryConfig, TelemetrySampler
 from loadknee_locust.telemetry.client import (

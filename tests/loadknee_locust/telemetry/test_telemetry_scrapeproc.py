@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from loadknee_locust.contract import SERVER_METRIC_COLUMNS
+from loadknee_core.contract import SERVER_METRIC_COLUMNS
+from loadknee_core.promtext import parse_text
 from loadknee_locust.record.csvsink import CsvSink
-from loadknee_locust.telemetry.promtext import parse_text
 from loadknee_locust.telemetry.scrapeproc import Pacer, record_scrape
 
 BIG = "".join(

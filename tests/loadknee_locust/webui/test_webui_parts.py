@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from loadknee_locust.contract import GPU_COLUMNS, SERVER_METRIC_COLUMNS
+from loadknee_core.contract import GPU_COLUMNS, SERVER_METRIC_COLUMNS
 from loadknee_locust.plugin.options import (
     FORM_GROUP_TITLES,
     LABELS,

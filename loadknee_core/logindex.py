@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from loadknee_locust.prompts.logentry import LogEntry, LogFormat, entry_from_mapping
+from loadknee_core.logentry import LogEntry, LogFormat, entry_from_mapping
 
 MAX_BAD_SAMPLES = 20
 SNIFF_BYTES = 65536  # enough to see NUL bytes or the line endings of a header and a few rows

@@ -14,14 +14,14 @@ import re
 import sys
 from typing import Any, NoReturn
 
-from analysis.flags import metavar
+from loadknee_core.flags import metavar
 
 UNRECOGNIZED = re.compile(r"^unrecognized arguments: (.*)$")
 
 
 class PlaceholderFormatter(argparse.HelpFormatter):
     """Help whose placeholders say what to type (``--out DIR``, ``--port N``), from
-    :func:`analysis.flags.metavar`, where an option names none: never its dest upper-cased."""
+    :func:`loadknee_core.flags.metavar`, where an option names none: never its dest upper-cased."""
 
     def _get_default_metavar_for_optional(self, action: argparse.Action) -> str:
         kind = action.type if isinstance(action.type, type) else None

@@ -1,6 +1,7 @@
 """The knee's thresholds (:class:`KneeParams`), their flags, and the values a run was judged with.
 
-Each threshold is one field, its ``--knee-*`` flag declared on it (:func:`analysis.flags.flag`);
+Each threshold is one field, its ``--knee-*`` flag declared on it
+(:func:`loadknee_core.flags.flag`);
 :mod:`analysis.knee.find` says what each one does. The sweep adds the same flags to Locust's
 parser, so ``run.json``'s ``parameters`` hold every value as ``knee_<field>`` and the live judge
 judges with them. The red line is one setting for the sweep and the analysis:
@@ -20,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
-from analysis.flags import add_flags, flag, flag_specs, given_values
-from loadknee_locust.contract import INTERVAL_TARGET_PCT, RED_LINE_ERROR_PCT
+from loadknee_core.contract import INTERVAL_TARGET_PCT, RED_LINE_ERROR_PCT
+from loadknee_core.flags import add_flags, flag, flag_specs, given_values
 
 #: the namespace and run.json prefix of every knee threshold
 PREFIX = "knee_"
@@ -133,7 +134,7 @@ class KneeParams:
 
     @staticmethod
     def add_cli_args(parser: Any, *, given_only: bool = False, skip: tuple[str, ...] = ()) -> None:
-        """Add the ``--knee-*`` flags (see :func:`analysis.flags.add_flags`)."""
+        """Add the ``--knee-*`` flags (see :func:`loadknee_core.flags.add_flags`)."""
         add_flags(parser, KneeParams, prefix=PREFIX, title=TITLE, given_only=given_only, skip=skip)
 
     @classmethod

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from loadknee_locust.telemetry.promtext import Sample
+from loadknee_core.promtext import Sample
 
 DCGM_PREFIX: Final = "DCGM_FI_"
 

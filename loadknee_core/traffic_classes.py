@@ -6,8 +6,8 @@ class per word, ``NAME:WEIGHT:INPUT:OUTPUT[:SLO[+SLO...]]``, e.g.::
     --llm-classes "chat:70:256:64:ttft_p95_ms=500 summarise:30:1024:256:e2e_p95_ms=20000"
 
 or ``@FILE``: a file holding the same words, one class per line (``#`` starts a comment). The
-SLOs are ``--slo``'s percentile forms (:mod:`analysis.slo.targets`), judged on that class's rows
-alone.
+SLOs are ``--slo``'s percentile forms (:mod:`loadknee_core.slo_targets`), judged on that class's
+rows alone.
 
 Each request picks its class from a smooth weighted round robin (:class:`WeightedCycle`, as
 nginx balances weighted upstreams): deterministic, so the classes' shares of the requests one
@@ -83,7 +83,7 @@ def parse_classes(text: str) -> tuple[TrafficClass, ...]:
 
 def slo_problems(classes: tuple[TrafficClass, ...]) -> list[str]:
     """Each class SLO that is not a percentile SLO (checked with the analysis's own parser)."""
-    from analysis.slo.targets import parse_slo  # stdlib only: the one parser of the SLO forms
+    from loadknee_core.slo_targets import parse_slo  # stdlib only: the one parser of the SLO forms
 
     problems = []
     for c in classes:

@@ -9,7 +9,7 @@ a record). The formats (``fmt``; ``auto`` tells them by the file's first record 
   :data:`END_FIELDS`, or a duration from :data:`DURATION_FIELDS` (seconds) or
   :data:`DURATION_MS_FIELDS`; lengths from ``input_tokens`` / ``output_tokens`` (or
   ``prompt_tokens`` / ``completion_tokens``, also inside ``usage``). Times are unix s/ms/µs/ns or
-  ISO 8601 with or without a zone (:mod:`~loadknee_locust.prompts.tracetime`).
+  ISO 8601 with or without a zone (:mod:`~loadknee_core.tracetime`).
 * ``mooncake``: Mooncake's JSON Lines, ``{"timestamp": ms, "input_length": N, "output_length":
   M, "hash_ids": [...]}`` (``timestamp`` in milliseconds from the trace's start).
 * ``azure``: the Azure LLM inference trace CSV, ``TIMESTAMP,ContextTokens,GeneratedTokens``
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import IO, Any, Literal, NamedTuple
 
-from loadknee_locust.prompts.logindex import bad_lines_text
-from loadknee_locust.prompts.tracetime import TimeUnit, duration_seconds, time_seconds
+from loadknee_core.logindex import bad_lines_text
+from loadknee_core.tracetime import TimeUnit, duration_seconds, time_seconds
 
 TraceFormat = Literal["auto", "log", "mooncake", "azure", "burstgpt"]
 TRACE_FORMATS: tuple[str, ...] = ("auto", "log", "mooncake", "azure", "burstgpt")

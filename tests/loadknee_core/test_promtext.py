@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from loadknee_locust.telemetry import dcgm
-from loadknee_locust.telemetry.promtext import (
+from loadknee_core import dcgm
+from loadknee_core.promtext import (
     Sample,
     parse_labels,
     parse_text,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.knee.red_line import crosses_red_line, error_share_pct
+from loadknee_core.red_line import crosses_red_line, error_share_pct
 
 
 @pytest.mark.parametrize(

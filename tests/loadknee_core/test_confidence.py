@@ -1,4 +1,4 @@
-"""Table tests for loadknee_locust.sweep.confidence: t quantiles, batch means, tails (numpy
+"""Table tests for loadknee_core.confidence: t quantiles, batch means, tails (numpy
 oracle)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from loadknee_locust.sweep.confidence import (
+from loadknee_core.confidence import (
     MIN_BATCHES,
     batch_count,
     batch_rates,
@@ -169,7 +169,7 @@ def test_seconds_needed_scales_with_the_square_of_the_width() -> None:
 
 def test_module_imports_nothing_heavy() -> None:
     out = subprocess.run(
-        [sys.executable, str(KEPT_OUT), "loadknee_locust.sweep.confidence",
+        [sys.executable, str(KEPT_OUT), "loadknee_core.confidence",
         "numpy,pandas,locust,gevent"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

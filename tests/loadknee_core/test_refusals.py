@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from loadknee_locust.sweep.refusals import (
+from loadknee_core.refusals import (
     Failure,
     is_refusal,
     overload_message,

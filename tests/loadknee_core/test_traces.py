@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from loadknee_locust.prompts.logindex import index_log, read_entry
-from loadknee_locust.prompts.traces import TraceRecord, read_trace
-from loadknee_locust.prompts.tracetime import time_seconds
+from loadknee_core.logindex import index_log, read_entry
+from loadknee_core.traces import TraceRecord, read_trace
+from loadknee_core.tracetime import time_seconds
 from tests.support.paths import DATA
 
 DATA = DATA / "traces"

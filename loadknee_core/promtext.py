@@ -17,7 +17,7 @@ import io
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from loadknee_locust.redaction import strip_credentials
+from loadknee_core.redaction import strip_credentials
 
 
 @dataclass(frozen=True)
