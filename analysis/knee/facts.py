@@ -267,6 +267,22 @@ class ResumedFact:
 
 
 @dataclass(frozen=True)
+class QueuePassedFact:
+    """The client saw requests wait at this "knee" stage (the server exports no gauges), yet a
+    later stage that kept at least as many requests in flight saw none wait: a passing slowdown
+    (a starved server process, a stall), not the limit: a queue does not empty as users are
+    added."""
+
+    kind: Literal["queue_passed"]
+    waiting: float  # requests waiting on average here, by the client's estimate
+    in_flight: float
+    later_users: int
+    later_waiting: float
+    later_in_flight: float
+    rule: str = "dip"
+
+
+@dataclass(frozen=True)
 class GaugeCheckFact:
     """The client's running estimate against the server's gauge, and their two saturation
     verdicts, where they disagree."""
@@ -356,6 +372,7 @@ SignalFact = (
     | InFlightFact
     | LateClientFact
     | ResumedFact
+    | QueuePassedFact
 )
 
 _BY_KIND: dict[str, type[Any]] = {}
@@ -377,6 +394,7 @@ for _cls in (
     InFlightFact,
     LateClientFact,
     ResumedFact,
+    QueuePassedFact,
     GaugeCheckFact,
 ):
     for _kind in get_args(get_type_hints(_cls)["kind"]):

@@ -25,6 +25,7 @@ from analysis.knee.facts import (
     NoiseFact,
     OomFact,
     PlateauFact,
+    QueuePassedFact,
     RefusalsFact,
     ResumedFact,
     ServerQueueFact,
@@ -132,6 +133,13 @@ def fact_text(fact: SignalFact | GaugeCheckFact) -> str:
                 f"throughput grew again: {fact.later_users} users served {fmt(fact.later_rate)} "
                 f"{fact.column}, {more:.0f} % more than {fmt(fact.rate)} here (a dip, not the "
                 f"knee; {fact.threshold_pct:g} % or more counts)"
+            )
+        case QueuePassedFact():
+            return (
+                f"the queue passed: {fmt(fact.waiting)} requests waited here on average (seen "
+                f"from the client), yet at {fact.later_users} users, {fmt(fact.later_in_flight)} "
+                f"in flight, {fmt(fact.later_waiting)} did: a slowdown, not the server's limit "
+                f"(a queue does not empty as users are added)"
             )
         case GaugeCheckFact():
             return _gauges(fact)

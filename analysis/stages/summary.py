@@ -180,6 +180,10 @@ def _client_peak(client: pd.DataFrame, start: float, end: float) -> float:
     return float(rows["cpu_pct"].max())
 
 
+#: the fewest senders' client.csv rows (0.5 s apart) a window's lateness is read from: one or two
+#: rows can be a process's start alone (its imports, its users spawning: a 0.5 s baseline beside
+#: a test suite read 22.5 ms mean lag, up to 187 ms, with its requests as fast as the next stage's)
+MIN_LAG_ROWS = 3
 #: the load generator's lateness over a window (:func:`_client_lag`), NaN without lag samples
 CLIENT_LAG_FIGURES = (
     "client_lag_mean_ms",
@@ -198,7 +202,8 @@ def _client_lag(client: pd.DataFrame, start: float, end: float) -> dict[str, flo
     CPU (docs/method.md: Late load generator). A distributed run's master sends nothing, so its
     rows are left out where workers wrote any (its loop stalls while it serves the web UI or
     starts the workers, 30-40 ms beside a test suite, and no request waits on it). Files from
-    before the lag columns give NaN."""
+    before the lag columns, and windows with fewer than :data:`MIN_LAG_ROWS` rows, give NaN for
+    the lag (too few samples to tell lateness from a start-up stall)."""
     out = dict.fromkeys(CLIENT_LAG_FIGURES, float("nan"))
     if client.empty or "loop_lag_max_ms" not in client:
         return out
@@ -208,12 +213,12 @@ def _client_lag(client: pd.DataFrame, start: float, end: float) -> dict[str, flo
         if senders.any():
             rows = rows[senders]
     lag = rows["loop_lag_max_ms"].dropna().to_numpy(dtype=float)
-    if len(lag):
+    if len(lag) >= MIN_LAG_ROWS:
         out["client_lag_p95_ms"] = float(np.percentile(lag, 95))
         out["client_lag_max_ms"] = float(lag.max())
     if "loop_lag_mean_ms" in rows:
         mean = rows["loop_lag_mean_ms"].dropna().to_numpy(dtype=float)
-        if len(mean):
+        if len(mean) >= MIN_LAG_ROWS:
             out["client_lag_mean_ms"] = float(mean.mean())
     load = rows["host_load_1m"].to_numpy(dtype=float)
     cpus = rows["host_cpus"].to_numpy(dtype=float)

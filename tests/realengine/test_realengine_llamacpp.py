@@ -44,7 +44,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.realengine]
 
 LEVELS = "1,2,4,8,16"
 SLOTS = 8  # the server: --parallel 8
-LEAST_SERVED = 6  # the lowest answer that still uses what the 8 slots serve (see the knee test)
+LEAST_SERVED = 4  # the lowest answer that still uses what the server serves (see the knee test)
 #: 32-token prompts and answers: every stage of the sweep is held to a count of requests, so the
 #: work per request sets the sweep's length (it is the suite's longest test: 64-token answers and
 #: prompts and a 32-user level took 361 s alone; this sweep, on the server's one thread, 184 s and
@@ -202,10 +202,12 @@ def test_sweep_finds_the_slot_knee_from_the_servers_queue(sweep: Sweep) -> None:
             assert tail["value"] >= 2.0 or (upper is not None and upper >= 2.0), tail["text"]
         told = any(f"{verdict} the tail has departed" in said for verdict in (":", "whether"))
         assert "P95" in said and told, (stage["target_users"], said)
-    # what these 8 slots on 2 cores can serve at once: at most 8 (past them requests wait in
-    # the server's queue), and at least LEAST_SERVED: 8 slots still out-serve 4 here (measured
-    # with this model on one thread: 100 tok/s at 4 users, 113 at 8, nothing deferred before 9), so
-    # an answer under 6 would leave more than a quarter of the slots the server runs idle
+    # what these 8 slots on one thread can serve at once: at most 8 (past them requests wait in
+    # the server's queue), and at least LEAST_SERVED: on one thread this model's compute is
+    # nearly spent at 4 users (measured: 66 tok/s at 2 users, 100 at 4, 113 at 8, nothing
+    # deferred before 9): twice the users bought 13 %, under the method's flat rule (15 % of one
+    # user's rate per added user), so a flattening at 4→8 with its tail departed answers 4, the
+    # slots 8; under 4 would leave a third of what the server serves unused (2 users: 58 %)
     assert result["max_concurrency"] is not None
     assert LEAST_SERVED <= result["max_concurrency"] <= SLOTS, result["summary"]
 

@@ -10,6 +10,11 @@ cores (``tests/support/data/busy_runs``, the files as written, ``locust.log`` le
   client (5 % of them, 94 ms), which read as 0.59 requests waiting; the answer was 9.
 * ``refuse20-metrics`` (the server's gauges: running up to 20, nothing ever waiting): the client
   read 18.2 running at 20 users with 20 % of its requests late, and the answer was 18.
+* ``refuse10-hidden-slow-server`` (no ``/metrics``): the server's own process was starved for
+  the 2 s refine stage at 10 users (TTFT P50 140 ms against 76 ms at every other level): a third
+  of its requests read as waiting, 0.76 on average, the answer was 9 "bound by the knee", while
+  16 users, 9.9 in flight (as many), saw 0.10 wait. A queue does not empty as users are added:
+  that stage is critical ("queue passed"), and the refusals bound the answer.
 """
 
 from __future__ import annotations
@@ -22,11 +27,22 @@ from tests.support.paths import REPO
 RUNS = REPO / "tests" / "support" / "data" / "busy_runs"
 
 
-@pytest.mark.parametrize(("run", "limit"), [("refuse10-hidden", 10), ("refuse20-metrics", 20)])
+CASES = [("refuse10-hidden", 10), ("refuse20-metrics", 20), ("refuse10-hidden-slow-server", 10)]
+
+
+@pytest.mark.parametrize(("run", "limit"), CASES)
 def test_a_busy_clients_stragglers_are_not_the_servers_limit(run: str, limit: int) -> None:
-    knee = analyze_run(RUNS / run).knee
+    analysis = analyze_run(RUNS / run)
+    knee = analysis.knee
     assert knee.max_concurrency is not None
     assert limit - 1 <= knee.max_concurrency <= limit, (run, knee.max_concurrency)
+    deploy = analysis.recommendations.deploy
+    assert deploy is not None and deploy.bound == "refusals", (run, deploy)
+    if run == "refuse10-hidden-slow-server":  # the slow stage's queue passed, and says so
+        (slow,) = [v for v in knee.stages if v.target_users == limit and v.stage == 7]
+        passed = next(s for s in slow.signals if s.name == "queue_passed")
+        assert slow.verdict == "critical" and passed.fired, slow
+        assert (passed.fact.later_users, passed.fact.waiting > 0.5) == (16, True), passed.fact
     waited = [
         v.target_users
         for v in knee.stages
