@@ -123,3 +123,30 @@ def capacity_words(view: AnswerView) -> str:
     if view.past_users is not None and view.past is not None:
         parts.append(f"first stage past it: {counted(view.past_users, 'user')} ({view.past})")
     return "; ".join(parts)
+
+
+def answer_words(view: AnswerView) -> str:
+    """The answer in one line: the deploy figure, then :func:`capacity_words`."""
+    deploy = "no deploy figure" if view.deploy is None else f"deploy {view.deploy}"
+    return f"the answer: {deploy}; {capacity_words(view)}"
+
+
+def answer_note(view: AnswerView) -> str:
+    """The header line of a file written from the answer (the cluster files): the same figures,
+    and where their names are defined, so a threshold's evidence can be read against them."""
+    return f"{answer_words(view)} (the names of docs/method.md)"
+
+
+def capacity_stage_words(view: AnswerView) -> str:
+    """The capacity's stage, named as docs/method.md names it (a per-stage figure's evidence)."""
+    if view.capacity is None:
+        return "the capacity's stage: none (no stage could be judged)"
+    return f"the capacity's stage (max_concurrency), {counted(view.capacity, 'user')}"
+
+
+def knee_stage_words(view: AnswerView) -> str:
+    """The knee stage, the first stage past the capacity, named as docs/method.md names it."""
+    users = view.past_users if view.past == "knee" else None
+    if users is None:
+        return "the knee stage: none within the tested range"
+    return f"the knee stage, the first past the capacity, {counted(users, 'user')}"

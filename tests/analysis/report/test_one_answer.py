@@ -1,5 +1,6 @@
-"""One answer everywhere: the screen, report.html's tiles, the plots' marks, knee.json and
-recommendations.yaml show the same deploy figure and capacity (issue 39, item 1), and a flag to
+"""One answer everywhere: the screen, report.html's tiles, the plots' marks, knee.json,
+recommendations.yaml and the cluster files (KEDA, HPA, alerts, latency profile, energy, llm-d)
+show the same deploy figure and capacity (issue 39, item 1), and a flag to
 try is never a command to paste (item 2). Values and structure only: the words are the golden
 files' (test_golden_screen.py)."""
 
@@ -82,6 +83,63 @@ def test_screen_tiles_plots_and_files_agree(case, tmp_path, capsys) -> None:
         low, high = answer["capacity_interval"]
         assert low <= answer["capacity"] <= high  # printed beside it: it contains it
         assert answer["interval_contains_capacity"] is True
+
+
+#: the answer line every cluster file and recommendations.yaml head with
+_ANSWER = re.compile(
+    r"the answer: deploy (\d+); capacity (\d+) .*?90 % interval (\d+)(?:–(\d+))?; "
+    r"first stage past it: (\d+) users? \((knee|red line)\)"
+)
+
+
+def _header(path: Path) -> str:
+    """The file's leading comment lines as one line of text."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    head = [line[2:] for line in lines[: next(i for i, x in enumerate(lines) if x[:1] != "#")]]
+    return " ".join(head)
+
+
+def _stated(text: str) -> tuple[int, int, list[int], int, str]:
+    """deploy, capacity, interval, first stage past it and its kind, as a header states them."""
+    match = _ANSWER.search(text)
+    assert match, text
+    deploy, capacity, low, high, past, kind = match.groups()
+    interval = [int(low), int(high or low)]
+    return int(deploy), int(capacity), interval, int(past), kind
+
+
+@pytest.mark.parametrize("case", [DEMO, MEMORY], ids=["demo", "memory"])
+def test_cluster_files_state_the_same_answer(case, tmp_path, capsys) -> None:
+    run, screen = _analyzed(tmp_path, case, capsys)
+    report = run / "report"
+    answer = json.loads((report / "knee.json").read_text(encoding="utf-8"))["answer"]
+    expected = (
+        _screen_deploy(screen),
+        answer["capacity"],
+        answer["capacity_interval"],
+        answer["first_past_capacity_users"],
+        answer["first_past_capacity"],
+    )
+    names = ("keda-scaledobject.yaml", "hpa.yaml", "alerts.rules.yaml", "latency-profile.yaml")
+    files = [report / name for name in (*names, "energy.yaml", "recommendations.yaml")]
+    files += sorted((report / "llm-d").glob("*.yaml"))
+    assert len(files) > 6  # the llm-d reports were written too
+    for path in files:
+        assert _stated(_header(path)) == expected, path.name
+    # a per-stage figure names the stage it stands on, with the answer's figures
+    text = (report / "energy.yaml").read_text(encoding="utf-8")
+    capacity = re.search(r"# the capacity's stage \(max_concurrency\), (\d+) users?\n", text)
+    assert capacity and int(capacity.group(1)) == answer["capacity"]
+    knee = re.search(r"# the knee stage, the first past the capacity, (\d+) users?\n", text)
+    assert knee and int(knee.group(1)) == answer["first_past_capacity_users"]
+    # the thresholds' evidence stands on the first stage past the capacity, under its kind
+    for name in ("keda-scaledobject.yaml", "hpa.yaml", "alerts.rules.yaml"):
+        text = (report / name).read_text(encoding="utf-8")
+        said = {
+            int(n)
+            for n in re.findall(rf"at the {answer['first_past_capacity']}, (\d+) users", text)
+        }
+        assert said == {answer["first_past_capacity_users"]}, name
 
 
 def test_deploy_below_capacity_is_marked_apart(tmp_path, capsys) -> None:
