@@ -14,9 +14,11 @@ import pytest
 import yaml
 
 from analysis.cli import main
+from analysis.live.answer import judge
 from analysis.pipeline import analyze_run
 from analysis.report.answer_view import answer_view
 from analysis.report.plots import latency_figure, throughput_figure
+from loadknee_locust.sweep.refine import LiveVerdict
 from tests.support.report_fixtures import (
     no_global_figures,  # noqa: F401 (autouse fixture)
     write_run_dir,
@@ -140,6 +142,27 @@ def test_cluster_files_state_the_same_answer(case, tmp_path, capsys) -> None:
             for n in re.findall(rf"at the {answer['first_past_capacity']}, (\d+) users", text)
         }
         assert said == {answer["first_past_capacity_users"]}, name
+
+
+@pytest.mark.parametrize("case", [DEMO, MEMORY], ids=["demo", "memory"])
+def test_the_live_answer_is_the_reports(case, tmp_path, capsys) -> None:
+    """The web UI's provisional answer (the live judge's, read by the sweep) on the finished
+    run: the capacity, its interval and the first stage past it of knee.json, in the screen's
+    words (without the resamples' share, which only the full analysis computes)."""
+    run, screen = _analyzed(tmp_path, case, capsys)
+    answer = json.loads((run / "report" / "knee.json").read_text(encoding="utf-8"))["answer"]
+    live = judge(str(run))
+    keys = ("capacity", "capacity_interval", "first_past_capacity_users", "first_past_capacity")
+    assert {k: live["answer"][k] for k in keys} == {k: answer[k] for k in keys}
+    assert live["answer"]["deploy_concurrency"] is None  # only the report has the advice
+    verdict = LiveVerdict.from_json(live)
+    assert (verdict.max_concurrency, verdict.past_users, verdict.past) == (
+        answer["capacity"],
+        answer["first_past_capacity_users"],
+        answer["first_past_capacity"],
+    )
+    said = re.sub(r" \(\d+ % of resamples agree\)", "", screen.splitlines()[1])
+    assert verdict.capacity_words == said
 
 
 def test_deploy_below_capacity_is_marked_apart(tmp_path, capsys) -> None:
