@@ -6,6 +6,7 @@ files' (test_golden_screen.py)."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -16,7 +17,7 @@ import yaml
 from analysis.cli import main
 from analysis.live.answer import judge
 from analysis.pipeline import analyze_run
-from analysis.report.answer_view import answer_view
+from analysis.report.answer_view import answer_view, mark_labels
 from analysis.report.plots import latency_figure, throughput_figure
 from loadknee_locust.sweep.refine import LiveVerdict
 from tests.support.report_fixtures import (
@@ -29,6 +30,7 @@ DEMO = {"levels": (1, 2, 4, 8, 12, 16), "slots": 8, "kv_full_pct": 15.0, "stage_
 #: memory binds before the slots: the deploy figure is below the capacity
 MEMORY = {"levels": (1, 2, 4, 6, 8, 10, 12, 16)}
 
+_MARK = re.compile(r'<span class="mark" data-mark="([^"]*)">([^<]*)</span>')
 _CARD = re.compile(r'<div class="card" data-name="([^"]*)" data-value="([^"]*)">')
 
 
@@ -72,11 +74,17 @@ def test_screen_tiles_plots_and_files_agree(case, tmp_path, capsys) -> None:
     # the plots mark the same figures, the capacity in its interval band
     analysis = analyze_run(run)
     view = answer_view(analysis.knee, analysis.recommendations)
+    said = {gid: html.unescape(text) for gid, text in _MARK.findall(page)}
+    assert said == mark_labels(view)
+    assert said["capacity"].endswith(f"({answer['capacity']})")
     for fig in (
         throughput_figure(analysis.summary, analysis.knee, view),
         latency_figure(analysis.summary, analysis.knee, view),
     ):
         marks = _marks(fig.axes[0])
+        # the legend's words for the marks are the ones report.html's caption gives them
+        legend = fig.axes[0].get_legend_handles_labels()[1]
+        assert [label for label in legend if label in said.values()] == list(said.values())
         assert marks["capacity"] == answer["capacity"]
         assert marks.get("deploy", marks["capacity"]) == deploy
         assert marks["past"] == answer["first_past_capacity_users"]
