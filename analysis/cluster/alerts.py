@@ -34,6 +34,7 @@ from analysis.cluster.plan import AlertParams
 from analysis.cluster.stages import StageGauges, anchors, stage_gauges
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.pipeline import Analysis
+from analysis.report.answer_view import answer_note
 from analysis.report.stage_words import provisional_text
 from loadknee_core.numeric import counted
 
@@ -244,6 +245,7 @@ def rules_yaml(analysis: Analysis, params: AlertParams | None = None) -> str:
     header = [
         f"loadknee alerting rules for run {analysis.run_id}: warning past the production "
         "watermark, critical at the knee; each rule's threshold comes from the measured stages.",
+        answer_note(anchors(analysis).view),
         *(f"Left out: {m}." for m in missing + missing_latency),
     ]
     basis = anchors(analysis).watermark_basis

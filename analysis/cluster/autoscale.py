@@ -33,6 +33,7 @@ from analysis.cluster.plan import ScaleParams
 from analysis.cluster.stages import Anchors, StageGauges, anchors
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.pipeline import Analysis
+from analysis.report.answer_view import answer_note
 from analysis.report.stage_words import provisional_text
 from loadknee_core.numeric import counted
 
@@ -167,6 +168,7 @@ def _header(analysis: Analysis, engine: Engine | None, marks: Anchors, what: str
         f"loadknee {what} for run {analysis.run_id}, from its measured stages.",
         "Set the Deployment name, namespace and Prometheus address for your cluster; the "
         "thresholds come from the run (each trigger says from where).",
+        answer_note(marks.view),
     ]
     if engine is not None:
         lines.append(f"Engine: {engine.label} (metric names as it exports them).")

@@ -30,8 +30,9 @@ from analysis.cluster.plan import (  # noqa: F401 (the names' old import path)
     parse_emit,
     planned_files,
 )
-from analysis.cluster.stages import records
+from analysis.cluster.stages import answer, records
 from analysis.pipeline import Analysis
+from analysis.report.answer_view import knee_stage_words
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ def html_section(analysis: Analysis, files: Iterable[str]) -> str:
             per_kw = (
                 ""
                 if e.knee_users_per_kw is None
-                else f"<p>At the knee ({analysis.knee.knee_users} users): "
+                else f"<p>At {html.escape(knee_stage_words(answer(analysis)))}: "
                 f"{e.knee_users_per_kw:.1f} users per kW.</p>"
             )
             parts.append(

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis.cluster.memo import per_analysis
-from analysis.cluster.stages import measured_windows, records
+from analysis.cluster.stages import answer, measured_windows, records
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.inputs.server_metrics import gpu_from_dcgm
 from analysis.pipeline import Analysis
+from analysis.report.answer_view import answer_note, capacity_stage_words, knee_stage_words
 
 COLUMNS = ("stage", "users", "power_mean_w", "output_tok_s", "output_tokens_per_j", "samples")
 
@@ -99,9 +100,10 @@ def energy(analysis: Analysis) -> Energy:
             return None
         return float(users / (match["power_mean_w"].iloc[-1] / 1000.0))
 
-    knee = analysis.knee
+    view = answer(analysis)
     why = "" if source else "no power samples: gpu.csv has no power_w and no DCGM power was scraped"
-    return Energy(table, source, per_kw(knee.knee_users), per_kw(knee.max_concurrency), why)
+    knee_users = view.past_users if view.past == "knee" else None
+    return Energy(table, source, per_kw(knee_users), per_kw(view.capacity), why)
 
 
 def _r(value: float, digits: int = 4) -> float | None:
@@ -127,16 +129,19 @@ def energy_yaml(analysis: Analysis) -> str:
         ],
         "knee_users_per_kw": Commented(
             None if e.knee_users_per_kw is None else round(e.knee_users_per_kw, 2),
-            (f"the knee's stage, {analysis.knee.knee_users} users",),
+            (knee_stage_words(answer(analysis)),),
         ),
         "max_concurrency_users_per_kw": Commented(
             None
             if e.max_concurrency_users_per_kw is None
             else round(e.max_concurrency_users_per_kw, 2),
-            (f"max_concurrency's stage, {analysis.knee.max_concurrency} users",),
+            (capacity_stage_words(answer(analysis)),),
         ),
     }
-    header = [f"loadknee energy per stage for run {analysis.run_id} (mean board power, all GPUs)."]
+    header = [
+        f"loadknee energy per stage for run {analysis.run_id} (mean board power, all GPUs).",
+        answer_note(answer(analysis)),
+    ]
     if e.why:
         header.append(e.why)
     return dump(doc, header=header)

@@ -47,11 +47,12 @@ import pandas as pd
 import loadknee_core
 from analysis.cluster.engines import detect_engine
 from analysis.cluster.plan import report_name, report_stages
-from analysis.cluster.stages import measured_windows
+from analysis.cluster.stages import answer, measured_windows
 from analysis.cluster.yamlblock import dump
 from analysis.knee.find import find_knee
 from analysis.model import SUMMARY_COLUMNS, KneeResult
 from analysis.pipeline import Analysis
+from analysis.report.answer_view import answer_note
 from analysis.report.knee_summary import summary_words
 from analysis.report.table import record_frame
 from analysis.stages.baseline import compute_baseline
@@ -244,9 +245,13 @@ def stage_report(analysis: Analysis, stage: int) -> dict[str, Any]:
 def export_reports(analysis: Analysis) -> dict[str, str]:
     """File name → YAML text, one report per stage (baseline included), in stage order."""
     out = {}
+    view = answer(analysis)
     for stage in report_stages(analysis):
         doc = stage_report(analysis, stage)
-        header = [f"llm-d benchmark report v0.2, written by loadknee: run {analysis.run_id}"]
+        header = [
+            f"llm-d benchmark report v0.2, written by loadknee: run {analysis.run_id}",
+            answer_note(view),
+        ]
         out[report_name(stage)] = dump(doc, header=header)
     return out
 

@@ -28,10 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.cluster.stages import measured_windows, records, stage_gauges
+from analysis.cluster.stages import answer, measured_windows, records, stage_gauges
 from analysis.cluster.yamlblock import Commented, dump
 from analysis.knee.late_client import late_client_fact
 from analysis.pipeline import Analysis
+from analysis.report.answer_view import answer_note
 
 #: two-sided 95 % Student t quantiles, df 1..30 (beyond: 1.96)
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -117,7 +118,7 @@ def decode_points(analysis: Analysis) -> tuple[pd.DataFrame, str]:
     slots = analysis.knee.server_slots
     rows = []
     server = any(not math.isnan(g.running_mean) for g in gauges.values())
-    knee_users = analysis.knee.knee_users or analysis.knee.red_line_users
+    knee_users = answer(analysis).past_users  # the first stage past the capacity
     for stage, g in sorted(gauges.items()):
         if stage not in judged or math.isnan(g.itl_p50_ms):
             continue
@@ -140,7 +141,7 @@ def decode_points(analysis: Analysis) -> tuple[pd.DataFrame, str]:
 
 def _prefill(analysis: Analysis) -> tuple[LineFit, float | None]:
     measured = measured_windows(analysis)[0]
-    knee_users = analysis.knee.knee_users or analysis.knee.red_line_users
+    knee_users = answer(analysis).past_users  # the first stage past the capacity
     late = late_stages(analysis)
     stages = [
         v.stage
@@ -233,6 +234,7 @@ def profile_yaml(analysis: Analysis) -> str:
         doc,
         header=[
             f"loadknee latency profile for run {analysis.run_id}: the decode and prefill lines "
-            "fitted over the measured stages (95 % intervals; residuals per stage)."
+            "fitted over the measured stages (95 % intervals; residuals per stage).",
+            answer_note(answer(analysis)),
         ],
     )

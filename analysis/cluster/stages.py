@@ -3,12 +3,13 @@
 * **watermark stage**: the highest trusted step stage below the knee and at or below the
   production watermark's high end (``production_watermark`` of the recommendations,
   ``--watermark-low``–``--watermark-high`` of the base capacity, 70–80 % by default); without a
-  base capacity (memory above the pressure threshold everywhere, say), the same shares of
-  ``max_concurrency`` stand in (:func:`analysis.advice.recommend.watermark_band` with the shares
-  the analysis used), and :attr:`Anchors.watermark_basis` says so; the lowest step stage when
-  every one lies above it;
-* **knee stage**: the knee's stage; else the red line's; else none (the tested range never
-  saturated, and each file says so).
+  base capacity (memory above the pressure threshold everywhere, say), the same shares of the
+  capacity (``max_concurrency``) stand in (:func:`analysis.advice.recommend.watermark_band`
+  with the shares the analysis used), and :attr:`Anchors.watermark_basis` says so; the lowest
+  step stage when every one lies above it;
+* **knee stage**: the answer's first stage past the capacity (:func:`answer`): the knee's
+  stage; else the red line's; else none (the tested range never saturated, and each file says
+  so).
 
 Per stage the server's own gauges over the measured window: mean waiting and running requests,
 mean and peak KV-cache use (%), from the canonical timeline
@@ -27,6 +28,7 @@ import pandas as pd
 from analysis.advice.recommend import watermark_band
 from analysis.cluster.memo import per_analysis
 from analysis.pipeline import Analysis
+from analysis.report.answer_view import AnswerView, answer_view
 from analysis.stages.summary import measured_requests, stage_windows
 
 
@@ -54,7 +56,7 @@ class Anchors:
     knee_kind: str  # "knee" | "red line" | "" (none found)
     watermark_range: tuple[int, int] | None  # the recommended users range, e.g. (5, 6)
     baseline_e2e_p95_ms: float | None
-    max_concurrency: int | None
+    view: AnswerView  # the one answer (deploy, capacity, first stage past it) every output shows
     watermark_basis: str = "production_watermark"  # or what stood in for it
 
 
@@ -115,10 +117,18 @@ def stage_gauges(analysis: Analysis) -> dict[int, StageGauges]:
 
 
 @per_analysis
+def answer(analysis: Analysis) -> AnswerView:
+    """The run's one answer (:func:`analysis.report.answer_view.answer_view`): every cluster file
+    takes its deploy figure, capacity and first stage past it from here, as the screen does."""
+    return answer_view(analysis.knee, analysis.recommendations)
+
+
+@per_analysis
 def anchors(analysis: Analysis) -> Anchors:
     """The watermark's and the knee's stages of one analysed run (see the module docstring)."""
     gauges = stage_gauges(analysis)
     knee = analysis.knee
+    view = answer(analysis)
     steps = sorted(
         (v for v in knee.stages if v.verdict != "insufficient_data"),
         key=lambda v: (v.target_users, v.stage),
@@ -130,16 +140,14 @@ def anchors(analysis: Analysis) -> Anchors:
         else None
     )
     basis = "production_watermark"
-    if band is None and knee.max_concurrency:
+    if band is None and view.capacity:
         p = analysis.recommend_params
-        band = watermark_band(knee.max_concurrency, p)
+        band = watermark_band(view.capacity, p)
         shares = f"{p.watermark_low * 100:g}-{p.watermark_high * 100:g} %"
-        basis = f"no base capacity: {shares} of max_concurrency {knee.max_concurrency} stands in"
-    knee_stage, kind = knee.knee_stage, "knee"
-    if knee_stage is None:
-        knee_stage, kind = knee.red_line_stage, "red line"
-    if knee_stage is None:
-        kind = ""
+        basis = f"no base capacity: {shares} of the capacity {view.capacity} stands in"
+    # the first stage past the capacity, the answer's: the knee stage, else the red line
+    kind = view.past or ""
+    knee_stage = {"knee": knee.knee_stage, "red line": knee.red_line_stage}.get(kind)
     knee_users = next((v.target_users for v in steps if v.stage == knee_stage), None)
     below = [
         v
@@ -157,7 +165,7 @@ def anchors(analysis: Analysis) -> Anchors:
         watermark_range=band,
         watermark_basis=basis,
         baseline_e2e_p95_ms=base.e2e_p95_ms,
-        max_concurrency=knee.max_concurrency,
+        view=view,
     )
 
 

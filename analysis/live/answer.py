@@ -10,6 +10,7 @@ finished stage (the sweep's shape starts the child; the web UI reads the answer 
      "knee_stage": int|null, "summary": str,
      "slo_capacity": int|null, "slo_break_users": int|null,
      "capacity_low": float|null, "capacity_high": float|null,
+     "answer": {knee.json's answer block}, "capacity_words": str,
      "stages": [{"stage": int, "users": int, "verdict": str, "reasons": [str], "trusted": bool,
                  "noisy": bool}]}
 
@@ -19,6 +20,10 @@ sweep was given (``run.json``), null without any: the sweep refines between them
 ``capacity_low`` and ``capacity_high`` are the 90 % interval of the fit over all stages
 (:mod:`analysis.knee.fit`, ``knee.json``'s fields), null until it finds a plateau: the sweep
 aims its refine stages inside it and stops refining once it is narrow.
+``answer`` and ``capacity_words`` are the one answer's figures and words
+(:mod:`analysis.report.answer_view`, as the screen and knee.json show them) over the stages so
+far: the web UI shows them, so its provisional capacity reads as the report's will. The deploy
+figure is null here: it needs the advice, which only ``loadknee analyze`` computes.
 Why a child process: the Locust process must not import pandas (a pandas call on the gevent hub
 stalls every in-flight stream). A run that cannot be judged yet prints ``{"error": str}``, the
 same reason on stderr, and exits 1; the sweep then goes on as the plain grid.
@@ -33,6 +38,7 @@ from typing import Any
 
 from analysis.inputs.load import read_run
 from analysis.knee.find import find_knee, resolve_tail_metric
+from analysis.report.answer_view import answer_view, capacity_words
 from analysis.report.knee_summary import summary_words
 from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import evaluate_slos
@@ -61,6 +67,7 @@ def judge(run_dir: str) -> dict[str, Any]:
     slo_params = run_slo_params(run.run_info)
     slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)
     broken = [s.target_users for s in slo.stages if not s.met] if slo is not None else []
+    view = answer_view(knee, None)
     return {
         "knee_users": knee.knee_users,
         "red_line_users": knee.red_line_users,
@@ -71,6 +78,8 @@ def judge(run_dir: str) -> dict[str, Any]:
         "slo_break_users": min(broken) if broken else None,
         "capacity_low": knee.capacity_low,
         "capacity_high": knee.capacity_high,
+        "answer": view.as_json(),
+        "capacity_words": capacity_words(view),
         "stages": [
             {
                 "stage": v.stage,

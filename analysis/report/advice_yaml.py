@@ -13,7 +13,7 @@ from analysis.advice.recommend import flag_text
 from analysis.model import KneeResult
 from analysis.report import yaml_text
 from analysis.report.advice_words import is_conditional, reason_text, withheld_text
-from analysis.report.answer_view import answer_view, capacity_words
+from analysis.report.answer_view import answer_view, answer_words
 from analysis.report.stage_words import provisional_text
 
 
@@ -21,8 +21,7 @@ def _answer_comment(recs: Recommendations, knee: KneeResult | None) -> list[str]
     """The deploy figure and the capacity with its interval, as every output says them."""
     if knee is None or recs.deploy is None or recs.deploy.users is None:
         return []
-    view = answer_view(knee, recs)
-    text = f"the answer: deploy {view.deploy}; {capacity_words(view)}"
+    text = answer_words(answer_view(knee, recs))
     return [f"# {t}" for t in textwrap.wrap(yaml_text.comment(text), 96)]
 
 

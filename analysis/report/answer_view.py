@@ -124,3 +124,52 @@ def capacity_words(view: AnswerView) -> str:
     if view.past_users is not None and view.past is not None:
         parts.append(f"first stage past it: {counted(view.past_users, 'user')} ({view.past})")
     return "; ".join(parts)
+
+
+def answer_words(view: AnswerView) -> str:
+    """The answer in one line: the deploy figure, then :func:`capacity_words`."""
+    deploy = "no deploy figure" if view.deploy is None else f"deploy {view.deploy}"
+    return f"the answer: {deploy}; {capacity_words(view)}"
+
+
+def answer_note(view: AnswerView) -> str:
+    """The header line of a file written from the answer (the cluster files): the same figures,
+    and where their names are defined, so a threshold's evidence can be read against them."""
+    return f"{answer_words(view)} (the names of docs/method.md)"
+
+
+def capacity_stage_words(view: AnswerView) -> str:
+    """The capacity's stage, named as docs/method.md names it (a per-stage figure's evidence)."""
+    if view.capacity is None:
+        return "the capacity's stage: none (no stage could be judged)"
+    return f"the capacity's stage (max_concurrency), {counted(view.capacity, 'user')}"
+
+
+def knee_stage_words(view: AnswerView) -> str:
+    """The knee stage, the first stage past the capacity, named as docs/method.md names it."""
+    users = view.past_users if view.past == "knee" else None
+    if users is None:
+        return "the knee stage: none within the tested range"
+    return f"the knee stage, the first past the capacity, {counted(users, 'user')}"
+
+
+def mark_labels(view: AnswerView) -> dict[str, str]:
+    """The plots' marks of the answer, by the ``gid`` each artist carries, with the label its
+    legend shows (:func:`analysis.report.plots._mark_answer`); report.html's captions of those
+    plots say the same words, so a reader (and a browser test) can read the marks off the page."""
+    out: dict[str, str] = {}
+    if view.interval is not None and view.low is not None and view.high is not None:
+        what = "capacity 90 % interval" if view.contains else "fit's 90 % interval (disagrees)"
+        out["capacity_interval"] = f"{what} ({span_words(view.interval)})"
+    if view.capacity is not None:
+        name = "capacity = deploy" if view.deploy == view.capacity else "capacity"
+        if not view.reached:
+            name += ", untested above"
+        out["capacity"] = f"{name} ({view.capacity})"
+    if view.deploy is not None and view.deploy != view.capacity:
+        out["deploy"] = f"deploy ({view.deploy})"
+    if view.past_users is not None and view.past is not None:
+        out["past"] = f"first past capacity: {view.past} ({view.past_users})"
+    if view.red_line_users is not None and view.past != "red line":
+        out["red_line"] = f"red line ({view.red_line_users})"
+    return out

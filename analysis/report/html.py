@@ -46,7 +46,7 @@ from analysis.report.advice_words import (
     reason_text,
     withheld_text,
 )
-from analysis.report.answer_view import AnswerView, answer_view, interval_words
+from analysis.report.answer_view import AnswerView, answer_view, interval_words, mark_labels
 from analysis.report.colours import VERDICT_COLOURS
 from analysis.report.diagnosis_words import bottleneck_text
 from analysis.report.knee_summary import summary_words
@@ -458,11 +458,18 @@ RECORD_LEGEND = (
 )
 
 
-def _images(images: Mapping[str, bytes]) -> str:
+def _images(images: Mapping[str, bytes], marks: Mapping[str, str] | None = None) -> str:
+    """The plots as figures; ``marks`` (the answer's, :func:`mark_labels`): the plot's legend
+    words for them, in its caption and alt text too, each in a ``data-mark`` span."""
+    said = "".join(
+        f'; <span class="mark" data-mark="{esc(gid)}">{esc(text)}</span>'
+        for gid, text in (marks or {}).items()
+    )
+    alt = "".join(f"; {text}" for text in (marks or {}).values())
     return "".join(
-        f'<figure><img alt="{esc(title)}" '
+        f'<figure><img alt="{esc(title + alt)}" '
         f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
-        f"<figcaption>{esc(title)}</figcaption></figure>"
+        f"<figcaption>{esc(title)}{said}</figcaption></figure>"
         for title, png in images.items()
     )
 
@@ -499,6 +506,7 @@ def render_html(report: HtmlReport) -> str:
     first = {t: png for t, png in report.images.items() if t in FIRST_PLOTS}
     first = dict(sorted(first.items(), key=lambda item: FIRST_PLOTS.index(item[0])))
     others = {t: png for t, png in report.images.items() if t not in FIRST_PLOTS}
+    marks = mark_labels(answer_view(report.knee, report.recommendations))  # as the plots draw
     params = json.dumps(
         local_paths(redact(dict(report.run_info))), indent=2, sort_keys=True, default=str
     )
@@ -517,7 +525,7 @@ def render_html(report: HtmlReport) -> str:
     )
     sections = [
         _section("answer", _headline(report)),
-        _section("plots", _images(first) or "<p>No plots.</p>"),
+        _section("plots", _images(first, marks) or "<p>No plots.</p>"),
         _section(
             "record",
             record_table_html(report.record, report.knee)

@@ -37,7 +37,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from analysis.advice.deploy import memory_pressure_pct
 from analysis.model import KneeResult
-from analysis.report.answer_view import AnswerView, answer_view, span_words
+from analysis.report.answer_view import AnswerView, answer_view, mark_labels
 from analysis.report.colours import VERDICT_COLOURS
 from analysis.stages.levels import level_rows
 
@@ -155,42 +155,37 @@ def _mark_answer(ax: Axes, view: AnswerView | None, *, labels: bool = True) -> N
     ``past``, ``red_line``), so the figures can be read back from the plot."""
     if view is None:
         return
+    words = mark_labels(view)
 
-    def label(text: str) -> str | None:
-        return text if labels else None
+    def label(gid: str) -> str | None:
+        return words[gid] if labels else None
 
     if view.interval is not None and view.low is not None and view.high is not None:
         low, high = view.low, max(view.high, view.low + 0.2)  # one user's band stays visible
-        what = "capacity 90 % interval" if view.contains else "fit's 90 % interval (disagrees)"
         band = ax.axvspan(
-            low, high, color=CAPACITY_COLOUR, alpha=0.12, lw=0,
-            label=label(f"{what} ({span_words(view.interval)})"),
-        )  # fmt: skip
+            low, high, color=CAPACITY_COLOUR, alpha=0.12, lw=0, label=label("capacity_interval")
+        )
         band.set_gid("capacity_interval")
     if view.capacity is not None:
-        same = view.deploy == view.capacity
-        name = "capacity = deploy" if same else "capacity"
-        if not view.reached:
-            name += ", untested above"
         ax.axvline(
             view.capacity, color=CAPACITY_COLOUR, linewidth=1.6,
-            label=label(f"{name} ({view.capacity})"), gid="capacity",
+            label=label("capacity"), gid="capacity",
         )  # fmt: skip
     if view.deploy is not None and view.deploy != view.capacity:
         ax.axvline(
             view.deploy, color=DEPLOY_COLOUR, linestyle="-.", linewidth=1.4,
-            label=label(f"deploy ({view.deploy})"), gid="deploy",
+            label=label("deploy"), gid="deploy",
         )  # fmt: skip
     if view.past_users is not None and view.past is not None:
         colour = VERDICT_COLOURS["knee" if view.past == "knee" else "red_line"]
         ax.axvline(
             view.past_users, color=colour, linestyle=":", linewidth=1.2,
-            label=label(f"first past capacity: {view.past} ({view.past_users})"), gid="past",
+            label=label("past"), gid="past",
         )  # fmt: skip
     if view.red_line_users is not None and view.past != "red line":
         ax.axvline(
             view.red_line_users, color=VERDICT_COLOURS["red_line"], linestyle=":", linewidth=1.2,
-            label=label(f"red line ({view.red_line_users})"), gid="red_line",
+            label=label("red_line"), gid="red_line",
         )  # fmt: skip
 
 

@@ -80,11 +80,17 @@ class LiveVerdict:
     slo_break_users: int | None = None  # the lowest stage that breaks them
     capacity_low: float | None = None  # the fit's 90 % interval on the capacity (a plateau
     capacity_high: float | None = None  # found), None before it has one
+    # the one answer so far (analysis.report.answer_view, the names of docs/method.md): the
+    # first stage past the capacity, its kind ("knee" | "red line") and the capacity in words
+    past_users: int | None = None
+    past: str | None = None
+    capacity_words: str = ""
 
     @classmethod
     def from_json(cls, answer: Mapping[str, Any]) -> LiveVerdict:
         """From ``analysis.live.answer``'s JSON object (ValueError, TypeError or KeyError if
         malformed)."""
+        view = answer.get("answer") or {}
         stages = tuple(
             StageJudgement(
                 stage=int(s["stage"]),
@@ -107,6 +113,11 @@ class LiveVerdict:
             slo_break_users=_opt_int(answer.get("slo_break_users")),
             capacity_low=_opt_float(answer.get("capacity_low")),
             capacity_high=_opt_float(answer.get("capacity_high")),
+            past_users=_opt_int(view.get("first_past_capacity_users")),
+            past=None
+            if view.get("first_past_capacity") is None
+            else str(view["first_past_capacity"]),
+            capacity_words=str(answer.get("capacity_words") or ""),
         )
 
     @property

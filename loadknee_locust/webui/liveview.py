@@ -89,9 +89,11 @@ def banners(
     if hot:
         out.append(Banner("warn", "The load generator is CPU-bound (" + ", ".join(hot) + "): "
                                   "latencies are inflated; add workers."))  # fmt: skip
-    if verdict is not None and verdict.knee_stage is not None and verdict.knee_users is not None:
-        knee_users = verdict.knee_users
-        above = [s.users for s in verdict.stages if s.users > knee_users]
+    if verdict is not None and verdict.capacity_words and verdict.past_users is not None:
+        # the analysis's own words for the capacity (analysis.report.answer_view, as on the
+        # screen and in knee.json), so the live answer reads as the report's will
+        past = verdict.past_users
+        above = [s.users for s in verdict.stages if s.users > past]
         stopped = sched is not None and sched.position().stop_reason == "knee_confirmed"
         if stopped:
             word = "confirmed; the sweep stopped early"
@@ -99,8 +101,8 @@ def banners(
             word = f"confirmed by {max(above)} users"
         else:
             word = "not yet confirmed by a higher level"
-        out.append(Banner("good", f"Knee at {knee_users} users (stage {verdict.knee_stage}), "
-                                  f"{word} (provisional)."))  # fmt: skip
+        out.append(Banner("good", f"Provisional answer: {verdict.capacity_words}; {word}. "
+                                  "The deploy figure comes with the report."))  # fmt: skip
     return out
 
 
@@ -116,10 +118,10 @@ def _kind_words(run: RunLog, kind: str) -> str:
         None,
     )
     if latest is None or latest.max_concurrency is None or latest.limit_users is None:
-        return "<b>refine</b>: between the last good level and the knee"
+        return "<b>refine</b>: between the capacity so far and the first stage past it"
     return (
-        f"<b>refine</b>: between {latest.max_concurrency} users (good) and "
-        f"{latest.limit_users} (past the knee)"
+        f"<b>refine</b>: between {latest.max_concurrency} users (the capacity so far) and "
+        f"{latest.limit_users} (the first stage past it)"
     )
 
 

@@ -1,10 +1,12 @@
-"""One answer everywhere: the screen, report.html's tiles, the plots' marks, knee.json and
-recommendations.yaml show the same deploy figure and capacity (issue 39, item 1), and a flag to
+"""One answer everywhere: the screen, report.html's tiles, the plots' marks, knee.json,
+recommendations.yaml and the cluster files (KEDA, HPA, alerts, latency profile, energy, llm-d)
+show the same deploy figure and capacity (issue 39, item 1), and a flag to
 try is never a command to paste (item 2). Values and structure only: the words are the golden
 files' (test_golden_screen.py)."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -13,9 +15,11 @@ import pytest
 import yaml
 
 from analysis.cli import main
+from analysis.live.answer import judge
 from analysis.pipeline import analyze_run
-from analysis.report.answer_view import answer_view
+from analysis.report.answer_view import answer_view, mark_labels
 from analysis.report.plots import latency_figure, throughput_figure
+from loadknee_locust.sweep.refine import LiveVerdict
 from tests.support.report_fixtures import (
     no_global_figures,  # noqa: F401 (autouse fixture)
     write_run_dir,
@@ -26,6 +30,7 @@ DEMO = {"levels": (1, 2, 4, 8, 12, 16), "slots": 8, "kv_full_pct": 15.0, "stage_
 #: memory binds before the slots: the deploy figure is below the capacity
 MEMORY = {"levels": (1, 2, 4, 6, 8, 10, 12, 16)}
 
+_MARK = re.compile(r'<span class="mark" data-mark="([^"]*)">([^<]*)</span>')
 _CARD = re.compile(r'<div class="card" data-name="([^"]*)" data-value="([^"]*)">')
 
 
@@ -69,11 +74,17 @@ def test_screen_tiles_plots_and_files_agree(case, tmp_path, capsys) -> None:
     # the plots mark the same figures, the capacity in its interval band
     analysis = analyze_run(run)
     view = answer_view(analysis.knee, analysis.recommendations)
+    said = {gid: html.unescape(text) for gid, text in _MARK.findall(page)}
+    assert said == mark_labels(view)
+    assert said["capacity"].endswith(f"({answer['capacity']})")
     for fig in (
         throughput_figure(analysis.summary, analysis.knee, view),
         latency_figure(analysis.summary, analysis.knee, view),
     ):
         marks = _marks(fig.axes[0])
+        # the legend's words for the marks are the ones report.html's caption gives them
+        legend = fig.axes[0].get_legend_handles_labels()[1]
+        assert [label for label in legend if label in said.values()] == list(said.values())
         assert marks["capacity"] == answer["capacity"]
         assert marks.get("deploy", marks["capacity"]) == deploy
         assert marks["past"] == answer["first_past_capacity_users"]
@@ -82,6 +93,84 @@ def test_screen_tiles_plots_and_files_agree(case, tmp_path, capsys) -> None:
         low, high = answer["capacity_interval"]
         assert low <= answer["capacity"] <= high  # printed beside it: it contains it
         assert answer["interval_contains_capacity"] is True
+
+
+#: the answer line every cluster file and recommendations.yaml head with
+_ANSWER = re.compile(
+    r"the answer: deploy (\d+); capacity (\d+) .*?90 % interval (\d+)(?:–(\d+))?; "
+    r"first stage past it: (\d+) users? \((knee|red line)\)"
+)
+
+
+def _header(path: Path) -> str:
+    """The file's leading comment lines as one line of text."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    head = [line[2:] for line in lines[: next(i for i, x in enumerate(lines) if x[:1] != "#")]]
+    return " ".join(head)
+
+
+def _stated(text: str) -> tuple[int, int, list[int], int, str]:
+    """deploy, capacity, interval, first stage past it and its kind, as a header states them."""
+    match = _ANSWER.search(text)
+    assert match, text
+    deploy, capacity, low, high, past, kind = match.groups()
+    interval = [int(low), int(high or low)]
+    return int(deploy), int(capacity), interval, int(past), kind
+
+
+@pytest.mark.parametrize("case", [DEMO, MEMORY], ids=["demo", "memory"])
+def test_cluster_files_state_the_same_answer(case, tmp_path, capsys) -> None:
+    run, screen = _analyzed(tmp_path, case, capsys)
+    report = run / "report"
+    answer = json.loads((report / "knee.json").read_text(encoding="utf-8"))["answer"]
+    expected = (
+        _screen_deploy(screen),
+        answer["capacity"],
+        answer["capacity_interval"],
+        answer["first_past_capacity_users"],
+        answer["first_past_capacity"],
+    )
+    names = ("keda-scaledobject.yaml", "hpa.yaml", "alerts.rules.yaml", "latency-profile.yaml")
+    files = [report / name for name in (*names, "energy.yaml", "recommendations.yaml")]
+    files += sorted((report / "llm-d").glob("*.yaml"))
+    assert len(files) > 6  # the llm-d reports were written too
+    for path in files:
+        assert _stated(_header(path)) == expected, path.name
+    # a per-stage figure names the stage it stands on, with the answer's figures
+    text = (report / "energy.yaml").read_text(encoding="utf-8")
+    capacity = re.search(r"# the capacity's stage \(max_concurrency\), (\d+) users?\n", text)
+    assert capacity and int(capacity.group(1)) == answer["capacity"]
+    knee = re.search(r"# the knee stage, the first past the capacity, (\d+) users?\n", text)
+    assert knee and int(knee.group(1)) == answer["first_past_capacity_users"]
+    # the thresholds' evidence stands on the first stage past the capacity, under its kind
+    for name in ("keda-scaledobject.yaml", "hpa.yaml", "alerts.rules.yaml"):
+        text = (report / name).read_text(encoding="utf-8")
+        said = {
+            int(n)
+            for n in re.findall(rf"at the {answer['first_past_capacity']}, (\d+) users", text)
+        }
+        assert said == {answer["first_past_capacity_users"]}, name
+
+
+@pytest.mark.parametrize("case", [DEMO, MEMORY], ids=["demo", "memory"])
+def test_the_live_answer_is_the_reports(case, tmp_path, capsys) -> None:
+    """The web UI's provisional answer (the live judge's, read by the sweep) on the finished
+    run: the capacity, its interval and the first stage past it of knee.json, in the screen's
+    words (without the resamples' share, which only the full analysis computes)."""
+    run, screen = _analyzed(tmp_path, case, capsys)
+    answer = json.loads((run / "report" / "knee.json").read_text(encoding="utf-8"))["answer"]
+    live = judge(str(run))
+    keys = ("capacity", "capacity_interval", "first_past_capacity_users", "first_past_capacity")
+    assert {k: live["answer"][k] for k in keys} == {k: answer[k] for k in keys}
+    assert live["answer"]["deploy_concurrency"] is None  # only the report has the advice
+    verdict = LiveVerdict.from_json(live)
+    assert (verdict.max_concurrency, verdict.past_users, verdict.past) == (
+        answer["capacity"],
+        answer["first_past_capacity_users"],
+        answer["first_past_capacity"],
+    )
+    said = re.sub(r" \(\d+ % of resamples agree\)", "", screen.splitlines()[1])
+    assert verdict.capacity_words == said
 
 
 def test_deploy_below_capacity_is_marked_apart(tmp_path, capsys) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -150,7 +151,10 @@ def test_refine_stage_in_the_status_line_and_the_table_by_users(tmp_path: Path) 
     now = T0 + 1_000
     html = LiveView().fragment(run, None, verdict, None, now=now)
     status = html[: html.index("</p>")]
-    assert "data-kind='refine'" in status and "refine</b>: between 2 users (good) and 4" in status
+    assert (
+        "data-kind='refine'" in status
+        and "refine</b>: between 2 users (the capacity so far) and 4 (the first" in status
+    )
     assert "Stage 3 of" in status and "3 users</b> planned" in status
     # the finished refine stage (3 users) sits between 2 and 4 users in the table
     now2 = now
@@ -189,13 +193,21 @@ def test_the_banners_name_errors_a_cpu_bound_worker_and_the_knee(tmp_path: Path)
     for outcome in ("ok", "http_error", "timeout"):
         run.add({"start_unix_s": start, "end_unix_s": start + 1, "outcome": outcome,
                  "e2e_ms": 1000.0, "request_id": outcome})  # fmt: skip
-    verdict = sched.verdicts[2]
+    # the live judge's answer block and words (analysis.live.answer; their values:
+    # test_one_answer.py's test_the_live_answer_is_the_reports)
+    words = "capacity 2; no capacity interval (the fit over all stages found no plateau)"
+    verdict = replace(sched.verdicts[2], past_users=4, past="knee", capacity_words=words)
     texts = [(b.level, b.text) for b in banners(run, _Runner(), verdict, now=T0 + 1_000)]
     assert ("bad", "2 failed requests (stage 1: 2).") in texts, texts
     assert any(level == "warn" and "CPU-bound (worker w1 96 %)" in t for level, t in texts)
     assert not any("this process" in t for _, t in texts)  # 40 % is not bound
     knee = [t for level, t in texts if level == "good"]
-    assert knee == ["Knee at 4 users (stage 2), not yet confirmed by a higher level (provisional)."]
+    assert knee == [
+        f"Provisional answer: {words}; not yet confirmed by a higher level. The deploy figure "
+        "comes with the report."
+    ]
+    # a verdict without the answer's words (an older child) shows no answer of its own
+    assert not [b for b in banners(run, None, sched.verdicts[2], now=T0) if b.level == "good"]
     sched.stop(T0 + 2_000, "red_line")
     assert banners(run, None, None, now=T0 + 2_000)[0].text.startswith("Red line crossed at stage")
     run.close()
