@@ -112,7 +112,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
     say(
         f"[loadknee tests] building llama.cpp's llama-server once for the real-engine tests, "
-        f"before any test starts (about 10 min on 2 cores; cached in {cache_dir()}; "
+        f"before any test starts (about 5-10 min on 2 cores; cached in {cache_dir()}; "
         f"log: {cache_dir() / 'setup.log'})"
     )
     started = time.monotonic()

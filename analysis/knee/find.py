@@ -116,6 +116,7 @@ from analysis.knee.facts import (
 )
 from analysis.knee.fit import KneeFit, Levels
 from analysis.knee.late_client import late_client_signal
+from analysis.knee.refusal_signal import REFUSALS
 from analysis.knee.signals import (
     StageContext,
     client_signal,
@@ -764,6 +765,12 @@ def _demote_unqueued(verdicts: list[StageVerdict]) -> list[StageVerdict]:
     return out
 
 
+def _refusing(verdict: StageVerdict) -> bool:
+    """A red line whose every failure was turned away at once (the server's admission limit):
+    the requests it served measure the server as any stage's do."""
+    return any(s.name == REFUSALS and s.fired for s in verdict.signals)
+
+
 def _demote_dips(
     rows: list[Any], verdicts: list[StageVerdict], params: KneeParams, x1: float | None = None
 ) -> list[StageVerdict]:
@@ -778,7 +785,12 @@ def _demote_dips(
     is still flat per added user (below ``flat_gain_ratio`` of one user's rate) is no recovery:
     the knee stage fell below the plateau, the plateau held. llama-server with 8 slots served
     420 tok/s at 8 users, 300 at 16 and 500 at 32 (97 alone): 8 → 32 bought 0.03× per user,
-    yet 16 read as a dip and the knee moved to 32, max_concurrency 16 on 8 slots."""
+    yet 16 read as a dip and the knee moved to 32, max_concurrency 16 on 8 slots.
+
+    A red line of refusals does not end the search: its served requests measure the server. A
+    server refusing above 10, starved for its 2 s refine stage at 10 users beside three other
+    test processes, served 954 tok/s there at twice the latency, then 1,720 at 12 users with 10
+    in flight and its usual latency: 10 was a dip, and the refusals bound the answer."""
     col = params.throughput_column
     rates = [num(row[col]) for row in rows]
     users = [int(v.target_users) for v in verdicts]
@@ -798,8 +810,8 @@ def _demote_dips(
 
         best: tuple[float, int] | None = None
         for later, later_rate in zip(out[i + 1 :], rates[i + 1 :], strict=True):
-            if later.verdict == "red_line":
-                break
+            if later.verdict == "red_line" and not _refusing(later):
+                break  # a breakdown: nothing past it measures the server (a refusal does)
             if (
                 later_rate is not None
                 and later.trusted

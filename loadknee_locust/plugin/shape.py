@@ -129,6 +129,11 @@ class SteppedShape(LoadTestShape):
         assert self.runner is not None  # set by Locust before the first tick
         env = self.runner.environment
         lk = loadknee_of(env) or register(env)
+        if self._run is not None and lk.run is self._run and self._run.test_stopped:
+            # the test stopped (a signal, the web UI's stop) while users finish: a late tick
+            # must not open a new run (it did, beside a second SIGINT on a busy machine: the
+            # run's files split over two directories); a new test opens its run at test_start
+            return None
         now = time.time()
         try:
             options = llm_options(env)

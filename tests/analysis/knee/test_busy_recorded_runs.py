@@ -15,6 +15,9 @@ cores (``tests/support/data/busy_runs``, the files as written, ``locust.log`` le
   of its requests read as waiting, 0.76 on average, the answer was 9 "bound by the knee", while
   16 users, 9.9 in flight (as many), saw 0.10 wait. A queue does not empty as users are added:
   that stage is critical ("queue passed"), and the refusals bound the answer.
+* ``refuse10-hidden-dip`` (no ``/metrics``): the same starved server at 10 users served 954 tok/s
+  at twice its latency, then 1,720 at 12 users (10 in flight, refusing the rest) at its usual
+  latency: the flattening at 10 was a dip, seen past the refusing stage.
 """
 
 from __future__ import annotations
@@ -27,7 +30,12 @@ from tests.support.paths import REPO
 RUNS = REPO / "tests" / "support" / "data" / "busy_runs"
 
 
-CASES = [("refuse10-hidden", 10), ("refuse20-metrics", 20), ("refuse10-hidden-slow-server", 10)]
+CASES = [
+    ("refuse10-hidden", 10),
+    ("refuse20-metrics", 20),
+    ("refuse10-hidden-slow-server", 10),
+    ("refuse10-hidden-dip", 10),
+]
 
 
 @pytest.mark.parametrize(("run", "limit"), CASES)
@@ -43,6 +51,10 @@ def test_a_busy_clients_stragglers_are_not_the_servers_limit(run: str, limit: in
         passed = next(s for s in slow.signals if s.name == "queue_passed")
         assert slow.verdict == "critical" and passed.fired, slow
         assert (passed.fact.later_users, passed.fact.waiting > 0.5) == (16, True), passed.fact
+    if run == "refuse10-hidden-dip":  # the dip is named, with the refusing stage that out-served it
+        (slow,) = [v for v in knee.stages if v.target_users == limit and v.stage == 7]
+        resumed = next(s for s in slow.signals if s.name == "throughput_resumed")
+        assert slow.verdict == "critical" and resumed.fired and resumed.fact.later_users == 12
     waited = [
         v.target_users
         for v in knee.stages
