@@ -88,6 +88,13 @@ class SteppedShape(LoadTestShape):
         self._curve_asked: tuple[int, Any] | None = None  # (scale index, judge greenlet)
         self._curve_judged = 0  # scales whose judgement was asked for
         self._curve_delay = 0.0  # with workers: their last rows' report interval
+        self._test_starting = True  # until the first tick of a shape test opens its run
+
+    def reset_time(self) -> None:
+        """Locust calls this as a shape test starts (the web UI's next run too, before its first
+        tick): that tick may open a new run although the last one has stopped."""
+        super().reset_time()
+        self._test_starting = True
 
     def tick(self) -> tuple[int, float] | None:
         """One step of the sweep; an unexpected error ends the sweep instead of the shape.
@@ -129,11 +136,13 @@ class SteppedShape(LoadTestShape):
         assert self.runner is not None  # set by Locust before the first tick
         env = self.runner.environment
         lk = loadknee_of(env) or register(env)
-        if self._run is not None and lk.run is self._run and self._run.test_stopped:
+        stopped = self._run is not None and lk.run is self._run and self._run.test_stopped
+        if stopped and not self._test_starting:
             # the test stopped (a signal, the web UI's stop) while users finish: a late tick
             # must not open a new run (it did, beside a second SIGINT on a busy machine: the
-            # run's files split over two directories); a new test opens its run at test_start
+            # run's files split over two directories); a new shape test's first tick does
             return None
+        self._test_starting = False
         now = time.time()
         try:
             options = llm_options(env)
