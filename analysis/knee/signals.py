@@ -21,6 +21,7 @@ from analysis.knee.facts import (
     ClientCpuFact,
     ErrorsFact,
     GainFact,
+    GainKind,
     MemoryFact,
     MemorySource,
     NoiseFact,
@@ -112,22 +113,16 @@ def throughput_signals(
                 "gain_ratio": gain,
                 "gain_upper_ratio": upper,
             }
+
+    def below(name: str, kind: GainKind, figure: float | None, limit: float) -> Signal:
+        fired = figure is not None and figure < limit
+        return Signal(name, fired, gain, limit, fact=GainFact(kind, col, limit, **figures))
+
     decisive = upper if upper is not None else gain
-    flat = Signal(
-        "throughput_flattening",
-        decisive is not None and decisive < p.flat_gain_ratio,
-        gain,
-        p.flat_gain_ratio,
-        fact=GainFact("flattening", col, p.flat_gain_ratio, **figures),
+    return (
+        below("throughput_flattening", "flattening", decisive, p.flat_gain_ratio),
+        below("gain_narrowing", "narrowing", gain, p.narrowing_gain_ratio),
     )
-    narrowing = Signal(
-        "gain_narrowing",
-        gain is not None and gain < p.narrowing_gain_ratio,
-        gain,
-        p.narrowing_gain_ratio,
-        fact=GainFact("narrowing", col, p.narrowing_gain_ratio, **figures),
-    )
-    return flat, narrowing
 
 
 def tail_undecided(tail: Signal) -> bool:
