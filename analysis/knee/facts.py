@@ -22,6 +22,8 @@ TailSource = Literal["baseline", "one_user_level"]
 MemorySource = Literal["kv_cache", "gpu", "gpu_preallocated"]
 #: the tail metric: e2e latency (ms) or seconds per 1k prompt+completion tokens (s)
 TailMetric = Literal["e2e", "s_per_1k"]
+#: which memory threshold: the early sign or the OOM risk (each also its signal's name)
+MemoryKind = Literal["memory_pressure", "oom_risk"]
 #: which gain rule: throughput flattening or gain narrowing
 GainKind = Literal["flattening", "narrowing"]
 
@@ -95,7 +97,7 @@ class SlaFact:
 class MemoryFact:
     """Peak memory against the pressure or the OOM-risk threshold."""
 
-    kind: Literal["memory_pressure", "oom_risk"]
+    kind: MemoryKind
     source: MemorySource
     peak_pct: float | None
     threshold_pct: float

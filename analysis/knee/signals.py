@@ -23,6 +23,7 @@ from analysis.knee.facts import (
     GainFact,
     GainKind,
     MemoryFact,
+    MemoryKind,
     MemorySource,
     NoiseFact,
     OomFact,
@@ -206,19 +207,14 @@ def memory_signals(
     p = ctx.params
     mem, source = _memory_pct(row, ctx)
     gpu = num(row.get("gpu_mem_peak_pct"))
-    pressure = Signal(
-        "memory_pressure",
-        mem is not None and mem >= p.memory_pressure_pct,
-        mem,
-        p.memory_pressure_pct,
-        fact=MemoryFact("memory_pressure", source, mem, p.memory_pressure_pct),
-    )
-    risk = Signal(
-        "oom_risk",
-        mem is not None and mem >= p.oom_risk_pct,
-        mem,
-        p.oom_risk_pct,
-        fact=MemoryFact("oom_risk", source, mem, p.oom_risk_pct),
+
+    def reached(kind: MemoryKind, limit: float) -> Signal:
+        fired = mem is not None and mem >= limit
+        return Signal(kind, fired, mem, limit, fact=MemoryFact(kind, source, mem, limit))
+
+    pressure, risk = (
+        reached("memory_pressure", p.memory_pressure_pct),
+        reached("oom_risk", p.oom_risk_pct),
     )
     failed = int(row["errors"])
     oom = Signal(
