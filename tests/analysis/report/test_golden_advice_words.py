@@ -12,7 +12,25 @@ from __future__ import annotations
 
 import os
 
-from analysis.advice import facts
+from analysis.advice.facts import (
+    BaseCapacityFact,
+    CapFact,
+    DeployAnswer,
+    DeployFact,
+    GpuMemoryFact,
+    KneeWhyFact,
+    MaxConcurrencyFact,
+    ModelLenFact,
+    OfflineFact,
+    OwnLimitFact,
+    QueueTimeoutFact,
+    Recommendation,
+    ReplicasFact,
+    RequestTimeoutFact,
+    SloAdviceFact,
+    WatermarkFact,
+    WithheldFact,
+)
 from analysis.knee.facts import ErrorsFact, NoSignalFact, RefusalsFact, SlaFact, TailFact
 from analysis.model import KneeResult, Signal
 from analysis.report.advice_words import (
@@ -42,150 +60,144 @@ _REFUSALS = Signal("refusals", True, 3.2, 0.0, fact=RefusalsFact("refusals", 2, 
 _TTFT_500 = SloParams(slos=(Slo("ttft", 95.0, 500.0),))
 _E2E_300 = SloParams(slos=(Slo("e2e", 95.0, 300.0),))
 _BOTH = SloParams(slos=(Slo("e2e", 95.0, 300.0), Slo("ttft", 95.0, 500.0)))
-_CONFIGURE = facts.DeployFact(
-    "configure", users=16, at_users=24, bounds=("knee",), why=facts.KneeWhyFact("server", True)
+_CONFIGURE = DeployFact(
+    "configure", users=16, at_users=24, bounds=("knee",), why=KneeWhyFact("server", True)
 )
 
 #: case → the deploy answer's fact: every kind, and each branch of its words
 DEPLOY = {
-    "no stage": facts.DeployFact("no_stage"),
-    "none safe, sla": facts.DeployFact("none_safe", at_users=4, bounds=("sla",), why=_SLA),
-    "none safe, knee and errors, first reason": facts.DeployFact(
+    "no stage": DeployFact("no_stage"),
+    "none safe, sla": DeployFact("none_safe", at_users=4, bounds=("sla",), why=_SLA),
+    "none safe, knee and errors, first reason": DeployFact(
         "none_safe", at_users=1, bounds=("knee", "errors"), why=NoSignalFact()
     ),
-    "none safe, nothing said": facts.DeployFact(
+    "none safe, nothing said": DeployFact(
         "none_safe", at_users=2, bounds=("knee", "sla", "memory"), why=None
     ),
-    "configure, the curve": facts.DeployFact(
-        "configure",
-        users=16,
-        at_users=24,
-        bounds=("knee",),
-        why=facts.KneeWhyFact("none", curve=True),
+    "configure, the curve": DeployFact(
+        "configure", users=16, at_users=24, bounds=("knee",), why=KneeWhyFact("none", curve=True)
     ),
-    "configure, the server's queue": facts.DeployFact(
-        "configure", users=16, at_users=24, bounds=("knee",), why=facts.KneeWhyFact("server", False)
+    "configure, the server's queue": DeployFact(
+        "configure", users=16, at_users=24, bounds=("knee",), why=KneeWhyFact("server", False)
     ),
-    "configure, the client's queue and the curve": facts.DeployFact(
+    "configure, the client's queue and the curve": DeployFact(
         "configure",
         users=16,
         at_users=24,
         bounds=("knee", "memory"),
-        why=facts.KneeWhyFact("client", True),
+        why=KneeWhyFact("client", True),
     ),
-    "configure, errors": facts.DeployFact(
+    "configure, errors": DeployFact(
         "configure", users=8, at_users=12, bounds=("errors",), why=_ERRORS
     ),
-    "configure, refusals": facts.DeployFact(
+    "configure, refusals": DeployFact(
         "configure", users=10, at_users=11, bounds=("refusals",), why=_REFUSALS
     ),
-    "configure, capped": facts.DeployFact(
+    "configure, capped": DeployFact(
         "configure",
         users=8,
         at_users=12,
         bounds=("knee",),
-        why=facts.KneeWhyFact("server", True),
+        why=KneeWhyFact("server", True),
         cap_users=8,
     ),
-    "configure, capped by the server's slots": facts.DeployFact(
+    "configure, capped by the server's slots": DeployFact(
         "configure",
         users=8,
         at_users=12,
         bounds=("knee",),
-        why=facts.KneeWhyFact("server", True),
+        why=KneeWhyFact("server", True),
         cap_users=8,
         server_slots=8.0,
     ),
-    "configure, soft knee": facts.DeployFact(
+    "configure, soft knee": DeployFact(
         "configure",
         users=8,
         at_users=32,
         bounds=("knee",),
-        why=facts.KneeWhyFact("none", True),
+        why=KneeWhyFact("none", True),
         departed_users=16,
         departed_tail=_TAIL,
         batch_users=24,
     ),
-    "configure, the tail already departed": facts.DeployFact(
+    "configure, the tail already departed": DeployFact(
         "configure",
         users=16,
         at_users=24,
         bounds=("knee",),
-        why=facts.KneeWhyFact("none", True),
+        why=KneeWhyFact("none", True),
         tail_note=_TAIL,
     ),
-    "no hard knee": facts.DeployFact(
+    "no hard knee": DeployFact(
         "no_hard_knee", users=24, top_users=64, departed_users=32, departed_tail=_TAIL
     ),
-    "no hard knee, tail departed at the first stage": facts.DeployFact(
+    "no hard knee, tail departed at the first stage": DeployFact(
         "no_hard_knee_low", top_users=64, departed_users=1, departed_tail=_TAIL
     ),
-    "tested range": facts.DeployFact("tested_range", top_users=16),
-    "tested range, one user": facts.DeployFact("tested_range", top_users=1),
-    "slo, none meets them": facts.DeployFact("slo_none", slo_limits=_TTFT_500),
-    "slo, bound": facts.DeployFact("slo_bound", users=6, batch_users=8, slo_limits=_BOTH),
+    "tested range": DeployFact("tested_range", top_users=16),
+    "tested range, one user": DeployFact("tested_range", top_users=1),
+    "slo, none meets them": DeployFact("slo_none", slo_limits=_TTFT_500),
+    "slo, bound": DeployFact("slo_bound", users=6, batch_users=8, slo_limits=_BOTH),
 }
 #: case → a setting's reason: every kind, and each branch of its words
 REASONS = {
-    "max_concurrency, before the knee": facts.MaxConcurrencyFact("before_knee", 12),
-    "max_concurrency, before the red line": facts.MaxConcurrencyFact("before_red_line", 24),
-    "max_concurrency, untested limit": facts.MaxConcurrencyFact("untested_limit"),
-    "base_capacity": facts.BaseCapacityFact(True, 85.0),
-    "base_capacity, none": facts.BaseCapacityFact(False, 70.0),
-    "production_watermark": facts.WatermarkFact("watermark", 0.7, 0.8, 24),
-    "interactive_max_concurrency": facts.WatermarkFact("interactive", 0.7, 0.8, 24),
-    "offline, at the knee": facts.OfflineFact("at_knee", 12),
-    "offline, the knee unclean": facts.OfflineFact("knee_unclean", 12),
-    "offline, no knee": facts.OfflineFact("no_knee"),
-    "queue_timeout_ms": facts.QueueTimeoutFact("P95", 681.6859, 3.0),
-    "queue_timeout_ms, median": facts.QueueTimeoutFact("median", 1250.4, 2.5),
-    "request_timeout_ms, tpot": facts.RequestTimeoutFact(
+    "max_concurrency, before the knee": MaxConcurrencyFact("before_knee", 12),
+    "max_concurrency, before the red line": MaxConcurrencyFact("before_red_line", 24),
+    "max_concurrency, untested limit": MaxConcurrencyFact("untested_limit"),
+    "base_capacity": BaseCapacityFact(True, 85.0),
+    "base_capacity, none": BaseCapacityFact(False, 70.0),
+    "production_watermark": WatermarkFact("watermark", 0.7, 0.8, 24),
+    "interactive_max_concurrency": WatermarkFact("interactive", 0.7, 0.8, 24),
+    "offline, at the knee": OfflineFact("at_knee", 12),
+    "offline, the knee unclean": OfflineFact("knee_unclean", 12),
+    "offline, no knee": OfflineFact("no_knee"),
+    "queue_timeout_ms": QueueTimeoutFact("P95", 681.6859, 3.0),
+    "queue_timeout_ms, median": QueueTimeoutFact("median", 1250.4, 2.5),
+    "request_timeout_ms, tpot": RequestTimeoutFact(
         "tpot", 12, 64.0, 1859.05, 1.5, ttft_p95_ms=939.06, tpot_p95_ms=14.3749
     ),
-    "request_timeout_ms, per token": facts.RequestTimeoutFact(
+    "request_timeout_ms, per token": RequestTimeoutFact(
         "per_token", 16, 1024.0, 40960.0, 1.5, ms_per_token=20.0, tail_ratio=2.0
     ),
-    "cap from the knee": facts.CapFact(8, "knee", 16, 4),
-    "cap from the red line": facts.CapFact(24, "red_line", 32, 1),
-    "the server's own limit": facts.OwnLimitFact("--max-num-seqs", 8, 15.527, 43, 85.0),
-    "gpu_memory_utilization": facts.GpuMemoryFact(0.85, False, 0.8),
-    "gpu_memory_utilization, assumed": facts.GpuMemoryFact(0.9, True, 0.85),
-    "max_model_len": facts.ModelLenFact(3500.0, 5000.0, 1.25),
-    "replicas, measured": facts.ReplicasFact(100, 25, 0.65, True),
-    "replicas, assumed": facts.ReplicasFact(100, 25, 1.0, False),
-    "slo_capacity": facts.SloAdviceFact("slo_capacity", slo_limits=_E2E_300, capacity=6),
-    "slo_capacity, in doubt": facts.SloAdviceFact(
+    "cap from the knee": CapFact(8, "knee", 16, 4),
+    "cap from the red line": CapFact(24, "red_line", 32, 1),
+    "the server's own limit": OwnLimitFact("--max-num-seqs", 8, 15.527, 43, 85.0),
+    "gpu_memory_utilization": GpuMemoryFact(0.85, False, 0.8),
+    "gpu_memory_utilization, assumed": GpuMemoryFact(0.9, True, 0.85),
+    "max_model_len": ModelLenFact(3500.0, 5000.0, 1.25),
+    "replicas, measured": ReplicasFact(100, 25, 0.65, True),
+    "replicas, assumed": ReplicasFact(100, 25, 1.0, False),
+    "slo_capacity": SloAdviceFact("slo_capacity", slo_limits=_E2E_300, capacity=6),
+    "slo_capacity, in doubt": SloAdviceFact(
         "slo_capacity", slo_limits=_E2E_300, capacity=6, doubt=CapacityDoubt(breaker_noisy_users=8)
     ),
-    "slo_capacity, none": facts.SloAdviceFact("slo_capacity", slo_limits=_E2E_300),
-    "binding, latency": facts.SloAdviceFact(
-        "binding", capacity=6, binding="latency", max_concurrency=8
-    ),
-    "binding, throughput": facts.SloAdviceFact(
+    "slo_capacity, none": SloAdviceFact("slo_capacity", slo_limits=_E2E_300),
+    "binding, latency": SloAdviceFact("binding", capacity=6, binding="latency", max_concurrency=8),
+    "binding, throughput": SloAdviceFact(
         "binding", capacity=16, binding="throughput", max_concurrency=8
     ),
-    "binding, none": facts.SloAdviceFact("binding", binding="none"),
-    "interactive, the slo": facts.SloAdviceFact("interactive", slo_limits=_E2E_300, capacity=6),
-    "replicas, the slo": facts.SloAdviceFact(
+    "binding, none": SloAdviceFact("binding", binding="none"),
+    "interactive, the slo": SloAdviceFact("interactive", slo_limits=_E2E_300, capacity=6),
+    "replicas, the slo": SloAdviceFact(
         "replicas", binding="latency", target=100, per_replica=6, from_slo=True, efficiency=1.0
     ),
-    "replicas, the watermark": facts.SloAdviceFact(
+    "replicas, the watermark": SloAdviceFact(
         "replicas", binding="throughput", target=100, per_replica=5, efficiency=0.65
     ),
 }
 #: case → a setting withheld: every kind, and each branch of its words
 WITHHELD = {
-    "not saturated": facts.WithheldFact(
+    "not saturated": WithheldFact(
         "not_saturated", top_users=16, host="http://127.0.0.1:8000", levels=(16, 32, 48, 64)
     ),
-    "unknown engine, its own limit": facts.WithheldFact("unknown_engine", slots=8, cap=8),
-    "unknown engine, the cap": facts.WithheldFact("unknown_engine", cap=12),
-    "already at its cap": facts.WithheldFact("already_at_cap", cap=8, flag="--parallel"),
-    "the server refuses above its limit": facts.WithheldFact("refuses", cap=10),
-    "small log": facts.WithheldFact(
+    "unknown engine, its own limit": WithheldFact("unknown_engine", slots=8, cap=8),
+    "unknown engine, the cap": WithheldFact("unknown_engine", cap=12),
+    "already at its cap": WithheldFact("already_at_cap", cap=8, flag="--parallel"),
+    "the server refuses above its limit": WithheldFact("refuses", cap=10),
+    "small log": WithheldFact(
         "small_log", records=20, min_records=1000, longest_tokens=950, rule="max_model_len"
     ),
-    "small log, size unknown": facts.WithheldFact(
+    "small log, size unknown": WithheldFact(
         "small_log", min_records=1000, longest_tokens=3500, rule="max_model_len"
     ),
 }
@@ -199,12 +211,12 @@ CONTEXTS = (
 
 
 def _text() -> str:
-    lines = [f"deploy, {case}: {deploy_text(facts.DeployAnswer(None, 'knee', f))}" for case, f in
+    lines = [f"deploy, {case}: {deploy_text(DeployAnswer(None, 'knee', f))}" for case, f in
              DEPLOY.items()]  # fmt: skip
-    said = facts.DeployAnswer(8, "knee", "configure 8 concurrent requests (read from knee.json)")
+    said = DeployAnswer(8, "knee", "configure 8 concurrent requests (read from knee.json)")
     lines.append(f"deploy, words read back: {deploy_text(said)}")
     lines += [f"{case}: {reason_words(fact)}" for case, fact in REASONS.items()]
-    item = facts.Recommendation("deploy_concurrency", 16, _CONFIGURE)
+    item = Recommendation("deploy_concurrency", 16, _CONFIGURE)
     lines.append(f"deploy_concurrency: {reason_words(item.reason)}")
     lines += [f"withheld, {case}: {withheld_text(f)}" for case, f in WITHHELD.items()]
     lines.append(f"withheld, words read back: {withheld_text('--x withheld: as written')}")
