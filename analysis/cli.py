@@ -31,7 +31,7 @@ from analysis.importers.model import ImportFormatError
 from analysis.inputs.load import RunDirError
 from analysis.knee.find import KneeParams
 from analysis.pipeline import Analysis, analyze_run
-from analysis.report.knee_json import to_json
+from analysis.report.knee_json import analysis_json
 from analysis.report.knee_summary import override_note
 from analysis.report.painter import Painter
 from analysis.report.paths import report_dir, report_paths
@@ -110,15 +110,7 @@ def render_stdout(
     """What stdout shows: the one screen (text or markdown table), with ``explain`` every reason
     below it; or knee.json's text for ``--format json``."""
     if fmt == "json":
-        return to_json(
-            analysis.summary,
-            analysis.knee,
-            analysis.baseline,
-            analysis.recommendations,
-            run_id=analysis.run_id,
-            slo=analysis.slo,
-            standing=analysis.standing,
-        )
+        return analysis_json(analysis)
     text = screen_text(analysis, paths, width=width, markdown=fmt == "markdown")
     if explain:
         text += "\n\n" + explain_text(analysis, paths, width=width)

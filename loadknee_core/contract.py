@@ -241,6 +241,18 @@ STAGE_COLUMNS: Final[tuple[str, ...]] = (
     "stop_reason",
 )
 
+#: requests.csv's columns added after its first release (see :data:`ADDED_COLUMNS`)
+REQUEST_ADDED_COLUMNS: Final[tuple[str, ...]] = (
+    "resent",
+    "conversation_id",
+    "turn",
+    "traffic_class",
+    "cached_tokens",
+    "intended_unix_s",
+    "send_wait_ms",
+    "e2e_intended_ms",
+)
+
 REQUEST_COLUMNS: Final[tuple[str, ...]] = (
     "request_id",
     "stage",
@@ -270,31 +282,13 @@ REQUEST_COLUMNS: Final[tuple[str, ...]] = (
     "http_status",
     "error",
     "prompt_hash",
-    "resent",
-    "conversation_id",
-    "turn",
-    "traffic_class",
-    "cached_tokens",
-    "intended_unix_s",
-    "send_wait_ms",
-    "e2e_intended_ms",
+    *REQUEST_ADDED_COLUMNS,
 )
 
 #: Columns added to a file after its first release: a file without them is still read (older
 #: run directories, other tools' imports), the column then empty. File name → its added columns.
 ADDED_COLUMNS: Final[dict[str, frozenset[str]]] = {
-    REQUESTS_CSV: frozenset(
-        {
-            "resent",
-            "conversation_id",
-            "turn",
-            "traffic_class",
-            "cached_tokens",
-            "intended_unix_s",
-            "send_wait_ms",
-            "e2e_intended_ms",
-        }
-    ),
+    REQUESTS_CSV: frozenset(REQUEST_ADDED_COLUMNS),
     GPU_CSV: frozenset({"power_w"}),
     CLIENT_CSV: frozenset({"loop_lag_max_ms", "loop_lag_mean_ms", "host_load_1m", "host_cpus"}),
 }

@@ -19,7 +19,7 @@ sends fewer of them). A request's class is the ``traffic_class`` column of ``req
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Final
 
@@ -36,13 +36,7 @@ class TrafficClass:
     slos: tuple[str, ...] = ()  # percentile SLO texts, e.g. ("ttft_p95_ms=500",)
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "weight": self.weight,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "slos": list(self.slos),
-        }
+        return {**asdict(self), "slos": list(self.slos)}  # a list: JSON's and YAML's shape
 
 
 def _one(word: str) -> TrafficClass:

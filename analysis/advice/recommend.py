@@ -39,24 +39,9 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from analysis.advice import facts
 from analysis.advice.deploy import deploy_answer, memory_pressure_pct
 from analysis.advice.engine import CAP_FLAGS, CAP_KEYS, RUN_INFO_KEY
-from analysis.advice.facts import (
-    BaseCapacityFact,
-    CapFact,
-    GpuMemoryFact,
-    MaxConcurrencyFact,
-    ModelLenFact,
-    OfflineFact,
-    OwnLimitFact,
-    QueueTimeoutFact,
-    Recommendation,
-    Recommendations,
-    ReplicasFact,
-    RequestTimeoutFact,
-    WatermarkFact,
-    WithheldFact,
-)
 from analysis.knee.find import LOG_SOURCE_KINDS
 from analysis.knee.refusal_signal import refusal_limit
 from analysis.model import Baseline, KneeResult
@@ -146,64 +131,64 @@ def watermark_band(users: int, p: RecommendParams) -> tuple[int, int]:
     return max(1, math.floor(users * p.watermark_low)), max(1, math.floor(users * p.watermark_high))
 
 
-def _capacity_items(knee: KneeResult, p: RecommendParams) -> list[Recommendation]:
+def _capacity_items(knee: KneeResult, p: RecommendParams) -> list[facts.Recommendation]:
     items = []
     if knee.knee_users is not None:
-        why = MaxConcurrencyFact("before_knee", knee.knee_users)
+        why = facts.MaxConcurrencyFact("before_knee", knee.knee_users)
     elif knee.red_line_users is not None:
-        why = MaxConcurrencyFact("before_red_line", knee.red_line_users)
+        why = facts.MaxConcurrencyFact("before_red_line", knee.red_line_users)
     else:
-        why = MaxConcurrencyFact("untested_limit")
-    items.append(Recommendation("max_concurrency", knee.max_concurrency, why))
+        why = facts.MaxConcurrencyFact("untested_limit")
+    items.append(facts.Recommendation("max_concurrency", knee.max_concurrency, why))
     base = knee.base_capacity
     items.append(
-        Recommendation(
+        facts.Recommendation(
             "base_capacity",
             base,
-            BaseCapacityFact(base is not None, memory_pressure_pct(knee)),
+            facts.BaseCapacityFact(base is not None, memory_pressure_pct(knee)),
         )
     )
     if base is not None:
         low, high = watermark_band(base, p)
         items.append(
-            Recommendation(
+            facts.Recommendation(
                 "production_watermark",
                 [low, high],
-                WatermarkFact("watermark", p.watermark_low, p.watermark_high, base),
+                facts.WatermarkFact("watermark", p.watermark_low, p.watermark_high, base),
             )
         )
         items.append(
-            Recommendation(
+            facts.Recommendation(
                 "interactive_max_concurrency",
                 high,
-                WatermarkFact("interactive", p.watermark_low, p.watermark_high, base),
+                facts.WatermarkFact("interactive", p.watermark_low, p.watermark_high, base),
             )
         )
     return items
 
 
-def _offline_item(summary: pd.DataFrame, knee: KneeResult) -> Recommendation | None:
+def _offline_item(summary: pd.DataFrame, knee: KneeResult) -> facts.Recommendation | None:
     row = _stage_row(summary, knee.knee_stage)
     signals = {}
     if knee.knee_stage is not None:
         verdict = next(v for v in knee.stages if v.stage == knee.knee_stage)
         signals = {s.name: s.fired for s in verdict.signals}
     if row is not None and not signals.get("errors") and not signals.get("oom_risk"):
-        return Recommendation(
+        return facts.Recommendation(
             "offline_batch_max_concurrency",
             knee.knee_users,
-            OfflineFact("at_knee", knee.knee_users),
+            facts.OfflineFact("at_knee", knee.knee_users),
         )
     if knee.max_concurrency is None:
         return None
-    return Recommendation(
+    return facts.Recommendation(
         "offline_batch_max_concurrency",
         knee.max_concurrency,
-        OfflineFact("knee_unclean" if row is not None else "no_knee", knee.knee_users),
+        facts.OfflineFact("knee_unclean" if row is not None else "no_knee", knee.knee_users),
     )
 
 
-def _queue_timeout(baseline: Baseline, p: RecommendParams) -> Recommendation | None:
+def _queue_timeout(baseline: Baseline, p: RecommendParams) -> facts.Recommendation | None:
     figures: tuple[tuple[Literal["P95", "P99", "median"], float | None], ...] = (
         ("P95", baseline.e2e_p95_ms),
         ("P99", baseline.e2e_p99_ms),
@@ -212,14 +197,14 @@ def _queue_timeout(baseline: Baseline, p: RecommendParams) -> Recommendation | N
     for name, value in figures:
         if value is not None:
             ms = _round_up(value * p.queue_timeout_margin, p.round_ms)
-            fact = QueueTimeoutFact(name, value, p.queue_timeout_margin)
-            return Recommendation("queue_timeout_ms", ms, fact)
+            fact = facts.QueueTimeoutFact(name, value, p.queue_timeout_margin)
+            return facts.Recommendation("queue_timeout_ms", ms, fact)
     return None
 
 
 def _request_timeout(
     summary: pd.DataFrame, knee: KneeResult, run_info: dict[str, Any], p: RecommendParams
-) -> Recommendation | None:
+) -> facts.Recommendation | None:
     row = _stage_row(summary, knee.knee_stage) if knee.knee_stage is not None else None
     if row is None:
         row = _users_row(summary, knee.max_concurrency)
@@ -237,17 +222,17 @@ def _request_timeout(
     users, margin = int(row["target_users"]), p.request_timeout_margin
     if tpot is not None:
         ms = ttft + longest * tpot
-        fact = RequestTimeoutFact("tpot", users, longest, ms, margin, ttft, tpot_p95_ms=tpot)
+        fact = facts.RequestTimeoutFact("tpot", users, longest, ms, margin, ttft, tpot_p95_ms=tpot)
     elif per1k is not None:
         p50, p99 = num(row.get("e2e_p50_ms")), num(row.get("e2e_p99_ms"))
         tail = p99 / p50 if p50 and p99 else 1.0  # the median rate, scaled to the P99 request
         ms = longest * per1k * tail
-        fact = RequestTimeoutFact(
+        fact = facts.RequestTimeoutFact(
             "per_token", users, longest, ms, margin, ms_per_token=per1k, tail_ratio=tail
         )
     else:
         return None
-    return Recommendation("request_timeout_ms", _round_up(ms * margin, p.round_ms), fact)
+    return facts.Recommendation("request_timeout_ms", _round_up(ms * margin, p.round_ms), fact)
 
 
 def _memory_led(knee: KneeResult) -> bool:
@@ -271,17 +256,17 @@ def sweep_higher(knee: KneeResult, run_info: dict[str, Any]) -> tuple[str, tuple
 
 def _max_num_seqs(
     summary: pd.DataFrame, knee: KneeResult, run_info: dict[str, Any]
-) -> tuple[Recommendation | None, WithheldFact | None]:
+) -> tuple[facts.Recommendation | None, facts.WithheldFact | None]:
     """The cap, only from evidence: a knee or red line inside the tested range."""
     if knee.max_concurrency is None:
         return None, None
     if refusal_limit(knee) is not None:
         # the server turns requests away past its own limit: a lower cap only gives capacity away
-        return None, WithheldFact("refuses", cap=knee.max_concurrency)
+        return None, facts.WithheldFact("refuses", cap=knee.max_concurrency)
     if knee.knee_stage is None and knee.red_line_stage is None:
         top = max((v.target_users for v in knee.judged), default=knee.max_concurrency)
         host, levels = sweep_higher(knee, run_info)
-        return None, WithheldFact("not_saturated", top_users=top, host=host, levels=levels)
+        return None, facts.WithheldFact("not_saturated", top_users=top, host=host, levels=levels)
     row = _users_row(summary, knee.max_concurrency)
     batch = int(num(row.get("batch_size")) or 1) if row is not None else 1
     limit: Literal["knee", "red_line"] = "knee" if knee.knee_users is not None else "red_line"
@@ -293,17 +278,17 @@ def _max_num_seqs(
     own = _own_limit(summary, knee)
     if engine not in CAP_FLAGS:
         slots = own[0] if own is not None else None
-        return None, WithheldFact("unknown_engine", slots=slots, cap=cap)
+        return None, facts.WithheldFact("unknown_engine", slots=slots, cap=cap)
     flag = CAP_FLAGS[engine]
     if own is not None:
         slots, kv, predicted = own
-        own_fact = OwnLimitFact(flag, slots, kv, predicted, memory_pressure_pct(knee))
-        return Recommendation(CAP_KEYS[engine], predicted, own_fact), None
+        own_fact = facts.OwnLimitFact(flag, slots, kv, predicted, memory_pressure_pct(knee))
+        return facts.Recommendation(CAP_KEYS[engine], predicted, own_fact), None
     current = num(_section(run_info, "server").get("slots"))  # what the server said it runs
     if current is not None and int(current) == cap:
-        return None, WithheldFact("already_at_cap", cap=cap, flag=flag)
-    fact = CapFact(knee.max_concurrency, limit, limit_users, batch)
-    return Recommendation(CAP_KEYS[engine], cap, fact), None
+        return None, facts.WithheldFact("already_at_cap", cap=cap, flag=flag)
+    fact = facts.CapFact(knee.max_concurrency, limit, limit_users, batch)
+    return facts.Recommendation(CAP_KEYS[engine], cap, fact), None
 
 
 def _own_limit(summary: pd.DataFrame, knee: KneeResult) -> tuple[int, float, int] | None:
@@ -326,7 +311,7 @@ def _own_limit(summary: pd.DataFrame, knee: KneeResult) -> tuple[int, float, int
 
 def _max_model_len(
     summary: pd.DataFrame, run_info: dict[str, Any], p: RecommendParams
-) -> tuple[Recommendation | None, WithheldFact | None]:
+) -> tuple[facts.Recommendation | None, facts.WithheldFact | None]:
     """From a replayed log's longest context, only when the log is large enough to speak for
     production: a 20-line log's longest request says nothing about tomorrow's."""
     source = _section(run_info, "prompt_source")
@@ -342,7 +327,7 @@ def _max_model_len(
     size = num(source.get("valid_records"))
     size = size if size is not None else num(source.get("records"))
     if size is None or size < p.min_log_records:
-        return None, WithheldFact(
+        return None, facts.WithheldFact(
             "small_log",
             records=size,
             min_records=p.min_log_records,
@@ -350,15 +335,15 @@ def _max_model_len(
             rule="max_model_len",
         )
     length = 1 << max(10, math.ceil(math.log2(longest * p.max_model_len_headroom)))
-    fact = ModelLenFact(longest, size, p.max_model_len_headroom)
-    return Recommendation("vllm.max_model_len", length, fact), None
+    fact = facts.ModelLenFact(longest, size, p.max_model_len_headroom)
+    return facts.Recommendation("vllm.max_model_len", length, fact), None
 
 
 def _vllm_items(
     summary: pd.DataFrame, knee: KneeResult, run_info: dict[str, Any], p: RecommendParams
-) -> tuple[list[Recommendation], list[WithheldFact]]:
-    items: list[Recommendation] = []
-    notes: list[WithheldFact] = []
+) -> tuple[list[facts.Recommendation], list[facts.WithheldFact]]:
+    items: list[facts.Recommendation] = []
+    notes: list[facts.WithheldFact] = []
     seqs, note = _max_num_seqs(summary, knee, run_info)
     items += [seqs] if seqs else []
     notes += [note] if note else []
@@ -369,10 +354,10 @@ def _vllm_items(
         current = current or VLLM_DEFAULT_GPU_MEMORY_UTILIZATION
         lower = round(current - p.gpu_memory_utilization_step, 2)
         items.append(
-            Recommendation(
+            facts.Recommendation(
                 "vllm.gpu_memory_utilization",
                 lower,
-                GpuMemoryFact(current, assumed, lower),
+                facts.GpuMemoryFact(current, assumed, lower),
             )
         )
     length, note = _max_model_len(summary, run_info, p)
@@ -381,14 +366,16 @@ def _vllm_items(
     return items, notes
 
 
-def _replicas(knee: KneeResult, p: RecommendParams) -> Recommendation | None:
+def _replicas(knee: KneeResult, p: RecommendParams) -> facts.Recommendation | None:
     if p.target_concurrency is None or knee.base_capacity is None:
         return None
     per_replica = watermark_band(knee.base_capacity, p)[1]
     efficiency = p.replica_efficiency or 1.0
     count = max(1, math.ceil(p.target_concurrency / (per_replica * efficiency)))
-    fact = ReplicasFact(p.target_concurrency, per_replica, efficiency, bool(p.replica_efficiency))
-    return Recommendation("replicas", count, fact)
+    fact = facts.ReplicasFact(
+        p.target_concurrency, per_replica, efficiency, bool(p.replica_efficiency)
+    )
+    return facts.Recommendation("replicas", count, fact)
 
 
 def recommend(
@@ -398,12 +385,12 @@ def recommend(
     *,
     run_info: dict[str, Any] | None = None,
     params: RecommendParams | None = None,
-) -> Recommendations:
+) -> facts.Recommendations:
     """Settings from the knee: max_concurrency, watermark, timeouts, vLLM flags, replicas."""
     p = params or RecommendParams()
     info = run_info or {}
     if all(v.verdict == "insufficient_data" for v in knee.stages):
-        return Recommendations(items=(), server_flags=())  # no stage could be judged
+        return facts.Recommendations(items=(), server_flags=())  # no stage could be judged
     items = _capacity_items(knee, p)
     vllm, notes = _vllm_items(summary, knee, info, p)
     optional = [
@@ -419,8 +406,8 @@ def recommend(
         if item.key.partition(".")[0] in ENGINE_SECTIONS and item.value is not None:
             flags.append(flag_text(item))
     answer = deploy_answer(summary, knee)
-    items.insert(0, Recommendation("deploy_concurrency", answer.users, answer.fact))
-    return Recommendations(
+    items.insert(0, facts.Recommendation("deploy_concurrency", answer.users, answer.fact))
+    return facts.Recommendations(
         items=tuple(items), server_flags=tuple(flags), withheld=tuple(notes), deploy=answer
     )
 
@@ -429,6 +416,6 @@ def recommend(
 ENGINE_SECTIONS = ("vllm", "sglang", "tgi", "llamacpp")
 
 
-def flag_text(item: Recommendation) -> str:
+def flag_text(item: facts.Recommendation) -> str:
     """``vllm.max_num_seqs`` → ``--max-num-seqs 24``; ``llamacpp.parallel`` → ``--parallel 8``."""
     return f"--{item.key.partition('.')[2].replace('_', '-')} {item.value}"

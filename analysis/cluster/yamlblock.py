@@ -56,11 +56,7 @@ def dump_lines(node: Any, indent: int = 0) -> list[str]:
         for key, raw in node.items():
             value = _unwrap(raw, indent, out)
             name = yaml_text.key(str(key))
-            if _is_block(value):
-                out.append(f"{pad}{name}:")
-                out += dump_lines(value, indent + 2)
-            else:
-                out.append(f"{pad}{name}: {_scalar(value)}")
+            out += _entry(f"{pad}{name}:", value, indent)
         return out
     if isinstance(node, Sequence) and not isinstance(node, str):
         for raw in node:
@@ -70,13 +66,18 @@ def dump_lines(node: Any, indent: int = 0) -> list[str]:
                 first = next(i for i, line in enumerate(inner) if not line.lstrip().startswith("#"))
                 inner[first] = f"{pad}- " + inner[first][indent + 2 :]
                 out += inner
-            elif _is_block(value):
-                out.append(f"{pad}-")
-                out += dump_lines(value, indent + 2)
             else:
-                out.append(f"{pad}- {_scalar(value)}")
+                out += _entry(f"{pad}-", value, indent)
         return out
     return [pad + _scalar(node)]
+
+
+def _entry(lead: str, value: Any, indent: int) -> list[str]:
+    """``lead`` (``key:`` or ``-``) with ``value``: a block on the lines below it, indented two
+    more spaces; a scalar on the same line."""
+    if _is_block(value):
+        return [lead, *dump_lines(value, indent + 2)]
+    return [f"{lead} {_scalar(value)}"]
 
 
 def _scalar(value: Any) -> str:

@@ -13,25 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.diagnosis.facts import (
-    ClientBoundFact,
-    ClosedLoopWaitFact,
-    ComputeSaturatedFact,
-    DecodeFigure,
-    EmptyQueueFact,
-    FailingFact,
-    FailureMix,
-    GpuIdleFact,
-    InterferenceFact,
-    KvContentionFact,
-    MemoryFullFact,
-    MemoryLeadingFact,
-    MemorySeen,
-    MissingData,
-    PrefillFact,
-    ServerQueueFact,
-    ThroughputStuckFact,
-)
+from analysis.diagnosis import facts
 from analysis.knee.refusal_signal import REFUSALS
 from analysis.model import Baseline, StageVerdict
 from loadknee_core.numeric import cell
@@ -63,21 +45,23 @@ class StageFacts:
     baseline: Baseline
     params: DiagnosisParams
     mem: float | None  # the memory % the knee judged (:func:`judged_memory`)
-    memory: MemorySeen  # which figure ``mem`` is
+    memory: facts.MemorySeen  # which figure ``mem`` is
     util: float | None  # GPU utilisation mean %
     idle: float | None  # share of GPU samples at or near 0 % utilisation
     waiting: float | None  # the server's waiting queue, mean over the stage
     departed: bool  # the tail departed (or the SLA broke)
     flat: bool  # throughput flattened or its gain narrowed
     saturated: bool = False  # the server's own counters: at its most running, requests waiting
-    failures: FailureMix | None = None  # the stage's failures by kind (None: none, or unknown)
+    failures: facts.FailureMix | None = (
+        None  # the stage's failures by kind (None: none, or unknown)
+    )
 
 
 def _fired(verdict: StageVerdict, name: str) -> bool:
     return any(s.name == name and s.fired for s in verdict.signals)
 
 
-def judged_memory(row: pd.Series, verdict: StageVerdict) -> tuple[float | None, MemorySeen]:
+def judged_memory(row: pd.Series, verdict: StageVerdict) -> tuple[float | None, facts.MemorySeen]:
     """The memory % the knee judged the stage by (its memory-pressure signal: KV-cache or GPU
     memory, chosen by ``--knee-memory-source``; a pre-allocated pool gives none), and which."""
     value = next((s.value for s in verdict.signals if s.name == "memory_pressure"), None)
@@ -96,7 +80,7 @@ def stage_facts(
     base_row: pd.Series | None,
     baseline: Baseline,
     params: DiagnosisParams,
-    failures: FailureMix | None = None,
+    failures: facts.FailureMix | None = None,
 ) -> StageFacts:
     """Read once the numbers several rules share, so each rule stays a few lines."""
     mem, memory = judged_memory(row, verdict)
@@ -119,21 +103,21 @@ def stage_facts(
     )
 
 
-def client_bound(s: StageFacts) -> ClientBoundFact | None:
+def client_bound(s: StageFacts) -> facts.ClientBoundFact | None:
     if s.verdict.trusted:
         return None
-    return ClientBoundFact(cell(s.row, "client_cpu_peak_pct"))
+    return facts.ClientBoundFact(cell(s.row, "client_cpu_peak_pct"))
 
 
-def memory_full(s: StageFacts) -> MemoryFullFact | None:
+def memory_full(s: StageFacts) -> facts.MemoryFullFact | None:
     preempt, full = cell(s.row, "preemptions"), s.params.memory_full_pct
     crashed = _fired(s.verdict, "oom")
     if not (crashed or (s.mem is not None and s.mem >= full) or (preempt or 0) > 0):
         return None
-    return MemoryFullFact(s.memory, s.mem, full, preempt, s.idle)
+    return facts.MemoryFullFact(s.memory, s.mem, full, preempt, s.idle)
 
 
-def failing(s: StageFacts) -> FailingFact | None:
+def failing(s: StageFacts) -> facts.FailingFact | None:
     """Failures are what the stage is about: the error red line, or errors with no other sign."""
     mix = s.failures
     if mix is None or not mix.failed:
@@ -143,17 +127,17 @@ def failing(s: StageFacts) -> FailingFact | None:
         return None  # a knee that also dropped a few requests: the capacity rules explain it
     family = mix.family
     share = mix.pct(mix.count(family))
-    return FailingFact(family, share, mix, cell(s.row, "e2e_p95_ms"))
+    return facts.FailingFact(family, share, mix, cell(s.row, "e2e_p95_ms"))
 
 
-def gpu_idle(s: StageFacts) -> GpuIdleFact | None:
+def gpu_idle(s: StageFacts) -> facts.GpuIdleFact | None:
     limit = s.params.idle_share_pct
     if s.idle is None or s.idle < limit or int(s.row["ok"]) <= 0:
         return None
-    return GpuIdleFact(s.idle, limit)
+    return facts.GpuIdleFact(s.idle, limit)
 
 
-def server_queue(s: StageFacts) -> ServerQueueFact | None:
+def server_queue(s: StageFacts) -> facts.ServerQueueFact | None:
     """A real waiting queue behind a latency or throughput sign, or behind full slots.
 
     The server's own counters saying it ran at its most while requests waited is queueing
@@ -163,14 +147,14 @@ def server_queue(s: StageFacts) -> ServerQueueFact | None:
     least = s.params.queue_waiting_min
     if s.waiting is None or s.waiting < least or not (s.departed or s.flat or s.saturated):
         return None
-    return ServerQueueFact(s.waiting, cell(s.row, "waiting_max"), s.memory, s.mem, least)
+    return facts.ServerQueueFact(s.waiting, cell(s.row, "waiting_max"), s.memory, s.mem, least)
 
 
-def prefill(s: StageFacts) -> PrefillFact | None:
+def prefill(s: StageFacts) -> facts.PrefillFact | None:
     ttft, base_ttft = cell(s.row, "ttft_p95_ms"), s.baseline.ttft_p95_ms
     # decode speed: TPOT ((e2e - TTFT) / tokens) rather than the chunk gaps where both exist,
     # since servers that flush chunks in bursts (vLLM on CPU) make ITL medians near 0
-    decode: DecodeFigure = "tpot"
+    decode: facts.DecodeFigure = "tpot"
     itl, base_itl = cell(s.row, "tpot_p50_ms"), cell(s.base_row, "tpot_p50_ms")
     if itl is None or not base_itl:
         decode = "itl"
@@ -180,7 +164,7 @@ def prefill(s: StageFacts) -> PrefillFact | None:
     ttft_ratio, itl_ratio = ttft / base_ttft, itl / base_itl
     if ttft_ratio < s.params.prefill_ttft_ratio or itl_ratio >= s.params.itl_normal_ratio:
         return None
-    return PrefillFact(
+    return facts.PrefillFact(
         ttft_p95_ms=ttft,
         ttft_ratio=ttft_ratio,
         decode=decode,
@@ -192,14 +176,14 @@ def prefill(s: StageFacts) -> PrefillFact | None:
     )
 
 
-def kv_contention(s: StageFacts) -> KvContentionFact | None:
+def kv_contention(s: StageFacts) -> facts.KvContentionFact | None:
     waiting, prev_waiting = s.waiting, cell(s.prev, "waiting_mean")
     grows = waiting is not None and waiting > 0 and (prev_waiting is None or waiting > prev_waiting)
     sm, sm_low_pct = cell(s.row, "sm_util_mean_pct"), s.params.sm_low_pct
     sm_low = sm is not None and sm < sm_low_pct
     if not (s.departed and (grows or sm_low)):
         return None
-    return KvContentionFact(
+    return facts.KvContentionFact(
         memory=s.memory,
         memory_pct=s.mem,
         waiting_grew=grows,
@@ -211,45 +195,45 @@ def kv_contention(s: StageFacts) -> KvContentionFact | None:
     )
 
 
-def compute_saturated(s: StageFacts) -> ComputeSaturatedFact | None:
+def compute_saturated(s: StageFacts) -> facts.ComputeSaturatedFact | None:
     high = s.params.compute_util_pct
     if s.util is None or s.util < high or not s.flat:
         return None
-    return ComputeSaturatedFact(s.util, high)
+    return facts.ComputeSaturatedFact(s.util, high)
 
 
-def throughput_stuck(s: StageFacts) -> ThroughputStuckFact | None:
+def throughput_stuck(s: StageFacts) -> facts.ThroughputStuckFact | None:
     low = s.params.low_util_pct
     if not _fired(s.verdict, "throughput_flattening") or s.util is None or s.util >= low:
         return None
-    return ThroughputStuckFact(s.util, low)
+    return facts.ThroughputStuckFact(s.util, low)
 
 
-def empty_queue(s: StageFacts) -> EmptyQueueFact | None:
+def empty_queue(s: StageFacts) -> facts.EmptyQueueFact | None:
     if not (s.flat or s.departed) or s.waiting is None:
         return None
     if s.waiting >= s.params.queue_waiting_min:
         return None
-    return EmptyQueueFact(s.waiting, s.params.queue_waiting_min)
+    return facts.EmptyQueueFact(s.waiting, s.params.queue_waiting_min)
 
 
-def closed_loop_wait(s: StageFacts) -> ClosedLoopWaitFact | None:
+def closed_loop_wait(s: StageFacts) -> facts.ClosedLoopWaitFact | None:
     if not (s.flat or s.departed):
         return None
-    known: tuple[tuple[MissingData, float | None], ...] = (
+    known: tuple[tuple[facts.MissingData, float | None], ...] = (
         ("gpu_util", s.util),
         ("server_queue", s.waiting),
     )
-    return ClosedLoopWaitFact(tuple(name for name, value in known if value is None))
+    return facts.ClosedLoopWaitFact(tuple(name for name, value in known if value is None))
 
 
-def memory_leading(s: StageFacts) -> MemoryLeadingFact | None:
+def memory_leading(s: StageFacts) -> facts.MemoryLeadingFact | None:
     if not _fired(s.verdict, "memory_pressure"):
         return None
-    return MemoryLeadingFact(s.memory, s.mem)
+    return facts.MemoryLeadingFact(s.memory, s.mem)
 
 
-def interference(s: StageFacts) -> InterferenceFact | None:
+def interference(s: StageFacts) -> facts.InterferenceFact | None:
     if not s.baseline.interference_suspected:
         return None
-    return InterferenceFact()
+    return facts.InterferenceFact()

@@ -22,6 +22,10 @@ TailSource = Literal["baseline", "one_user_level"]
 MemorySource = Literal["kv_cache", "gpu", "gpu_preallocated"]
 #: the tail metric: e2e latency (ms) or seconds per 1k prompt+completion tokens (s)
 TailMetric = Literal["e2e", "s_per_1k"]
+#: which memory threshold: the early sign or the OOM risk (each also its signal's name)
+MemoryKind = Literal["memory_pressure", "oom_risk"]
+#: which gain rule: throughput flattening or gain narrowing
+GainKind = Literal["flattening", "narrowing"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class GainFact:
     """Throughput flattening or gain narrowing: what each added user brought, as a share of one
     user's rate alone (``gain_ratio``). No earlier served stage: the figures are ``None``."""
 
-    kind: Literal["flattening", "narrowing"]  # which rule (its key in analysis.rules)
+    kind: GainKind  # which rule (its key in analysis.rules)
     column: str  # the throughput column: output_tok_s | total_tok_s | qps
     threshold_ratio: float  # fires below this gain (flat_gain_ratio or narrowing_gain_ratio)
     prev_users: float | None = None
@@ -93,7 +97,7 @@ class SlaFact:
 class MemoryFact:
     """Peak memory against the pressure or the OOM-risk threshold."""
 
-    kind: Literal["memory_pressure", "oom_risk"]
+    kind: MemoryKind
     source: MemorySource
     peak_pct: float | None
     threshold_pct: float

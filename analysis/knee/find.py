@@ -710,12 +710,7 @@ def _demote_unsaturated(
         if not free.fired or not isinstance(free.fact, ServerQueueFact):
             continue
         free = replace(free, fact=replace(free.fact, overrules_client=True))
-        out[i] = replace(
-            verdict,
-            verdict="critical",
-            reasons=(free, *verdict.reasons),
-            signals=(*verdict.signals, free),
-        )
+        out[i] = _critical_by(verdict, free)
     return out
 
 
@@ -733,6 +728,16 @@ def _recovers(
     if not x1 or before is None or later[1] <= before[1]:
         return True
     return (later[0] - before[0]) / (later[1] - before[1]) / x1 >= params.flat_gain_ratio
+
+
+def _critical_by(verdict: StageVerdict, signal: Signal) -> StageVerdict:
+    """``verdict`` as "critical", ``signal`` its first reason and its last signal."""
+    return replace(
+        verdict,
+        verdict="critical",
+        reasons=(signal, *verdict.reasons),
+        signals=(*verdict.signals, signal),
+    )
 
 
 def _demote_unqueued(verdicts: list[StageVerdict]) -> list[StageVerdict]:
@@ -756,12 +761,7 @@ def _demote_unqueued(verdicts: list[StageVerdict]) -> list[StageVerdict]:
             continue  # something waited, only not enough to call it saturated
         fact = ClientUnqueuedFact("client_unqueued", queue.value, CLIENT_SATURATED_WAITING)
         signal = Signal("client_unqueued", True, queue.value, CLIENT_SATURATED_WAITING, fact=fact)
-        out[i] = replace(
-            verdict,
-            verdict="critical",
-            reasons=(signal, *verdict.reasons),
-            signals=(*verdict.signals, signal),
-        )
+        out[i] = _critical_by(verdict, signal)
     return out
 
 

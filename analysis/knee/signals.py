@@ -21,7 +21,9 @@ from analysis.knee.facts import (
     ClientCpuFact,
     ErrorsFact,
     GainFact,
+    GainKind,
     MemoryFact,
+    MemoryKind,
     MemorySource,
     NoiseFact,
     OomFact,
@@ -112,22 +114,16 @@ def throughput_signals(
                 "gain_ratio": gain,
                 "gain_upper_ratio": upper,
             }
+
+    def below(name: str, kind: GainKind, figure: float | None, limit: float) -> Signal:
+        fired = figure is not None and figure < limit
+        return Signal(name, fired, gain, limit, fact=GainFact(kind, col, limit, **figures))
+
     decisive = upper if upper is not None else gain
-    flat = Signal(
-        "throughput_flattening",
-        decisive is not None and decisive < p.flat_gain_ratio,
-        gain,
-        p.flat_gain_ratio,
-        fact=GainFact("flattening", col, p.flat_gain_ratio, **figures),
+    return (
+        below("throughput_flattening", "flattening", decisive, p.flat_gain_ratio),
+        below("gain_narrowing", "narrowing", gain, p.narrowing_gain_ratio),
     )
-    narrowing = Signal(
-        "gain_narrowing",
-        gain is not None and gain < p.narrowing_gain_ratio,
-        gain,
-        p.narrowing_gain_ratio,
-        fact=GainFact("narrowing", col, p.narrowing_gain_ratio, **figures),
-    )
-    return flat, narrowing
 
 
 def tail_undecided(tail: Signal) -> bool:
@@ -211,19 +207,14 @@ def memory_signals(
     p = ctx.params
     mem, source = _memory_pct(row, ctx)
     gpu = num(row.get("gpu_mem_peak_pct"))
-    pressure = Signal(
-        "memory_pressure",
-        mem is not None and mem >= p.memory_pressure_pct,
-        mem,
-        p.memory_pressure_pct,
-        fact=MemoryFact("memory_pressure", source, mem, p.memory_pressure_pct),
-    )
-    risk = Signal(
-        "oom_risk",
-        mem is not None and mem >= p.oom_risk_pct,
-        mem,
-        p.oom_risk_pct,
-        fact=MemoryFact("oom_risk", source, mem, p.oom_risk_pct),
+
+    def reached(kind: MemoryKind, limit: float) -> Signal:
+        fired = mem is not None and mem >= limit
+        return Signal(kind, fired, mem, limit, fact=MemoryFact(kind, source, mem, limit))
+
+    pressure, risk = (
+        reached("memory_pressure", p.memory_pressure_pct),
+        reached("oom_risk", p.oom_risk_pct),
     )
     failed = int(row["errors"])
     oom = Signal(

@@ -11,28 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from analysis import rules
+from analysis.advice import facts
 from analysis.advice.deploy import memory_pressure_pct
-from analysis.advice.facts import (
-    AdviceFact,
-    BaseCapacityFact,
-    CapFact,
-    DeployAnswer,
-    DeployBound,
-    DeployFact,
-    GpuMemoryFact,
-    KneeWhyFact,
-    MaxConcurrencyFact,
-    ModelLenFact,
-    OfflineFact,
-    OwnLimitFact,
-    QueueTimeoutFact,
-    Recommendation,
-    ReplicasFact,
-    RequestTimeoutFact,
-    SloAdviceFact,
-    WatermarkFact,
-    WithheldFact,
-)
 from analysis.advice.recommend import flag_text
 from analysis.model import KneeResult, Signal
 from analysis.report.knee_words import signal_text
@@ -42,7 +22,7 @@ from loadknee_core.numeric import counted
 from loadknee_core.slo_targets import SloParams
 
 #: bound → the words used in "bound by ..."
-BOUND_WORDS: dict[DeployBound, str] = {
+BOUND_WORDS: dict[facts.DeployBound, str] = {
     "knee": "the knee",
     "sla": "the latency SLA",
     "refusals": "the server's refusals",
@@ -66,7 +46,7 @@ def _why(why: object) -> str:
         return ""
     if isinstance(why, Signal):
         return signal_text(why)
-    if isinstance(why, KneeWhyFact):
+    if isinstance(why, facts.KneeWhyFact):
         if why.queue == "none":
             return _CURVE
         queue = _QUEUE[why.queue]
@@ -74,7 +54,7 @@ def _why(why: object) -> str:
     return stage_reason_text(why)  # type: ignore[arg-type]
 
 
-def _bounds(bounds: Sequence[DeployBound]) -> str:
+def _bounds(bounds: Sequence[facts.DeployBound]) -> str:
     names = [BOUND_WORDS[b] for b in bounds]
     return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
 
@@ -83,7 +63,7 @@ def _tail(users: int | None, tail: Signal | None) -> str:
     return f"{_users(users)} ({signal_text(tail) if tail is not None else ''})"
 
 
-def deploy_fact_text(fact: DeployFact) -> str:
+def deploy_fact_text(fact: facts.DeployFact) -> str:
     """The deploy answer in one line, with its rule cited."""
     cite = rules.cite(fact.rule)
     if fact.kind == "no_stage":
@@ -148,7 +128,7 @@ def deploy_fact_text(fact: DeployFact) -> str:
     )
 
 
-def deploy_text(answer: DeployAnswer) -> str:
+def deploy_text(answer: facts.DeployAnswer) -> str:
     """The answer's words (already words when read back from knee.json)."""
     return answer.fact if isinstance(answer.fact, str) else deploy_fact_text(answer.fact)
 
@@ -177,7 +157,7 @@ def context_lines(knee: KneeResult, watermark: object | None) -> list[str]:
     return lines
 
 
-def _max_concurrency(fact: MaxConcurrencyFact) -> str:
+def _max_concurrency(fact: facts.MaxConcurrencyFact) -> str:
     if fact.kind == "before_knee":
         return (
             f"the capacity: the stage before the knee stage at {fact.limit_users} users, the first "
@@ -191,14 +171,14 @@ def _max_concurrency(fact: MaxConcurrencyFact) -> str:
     )
 
 
-def _base_capacity(fact: BaseCapacityFact) -> str:
+def _base_capacity(fact: facts.BaseCapacityFact) -> str:
     terms = base_capacity_terms(fact.memory_pressure_pct)
     if fact.found:
         return f"highest stage with {terms}, and no knee yet " + rules.cite(fact.rule)
     return f"no stage met {terms}"
 
 
-def _watermark(fact: WatermarkFact) -> str:
+def _watermark(fact: facts.WatermarkFact) -> str:
     if fact.kind == "interactive":
         return "interactive traffic keeps the margin below the knee " + rules.cite(fact.rule)
     return (
@@ -208,7 +188,7 @@ def _watermark(fact: WatermarkFact) -> str:
     )
 
 
-def _offline(fact: OfflineFact) -> str:
+def _offline(fact: facts.OfflineFact) -> str:
     if fact.kind == "at_knee":
         return (
             "offline batch jobs, loose on per-request latency, may run at the knee "
@@ -223,7 +203,7 @@ def _offline(fact: OfflineFact) -> str:
     return "no knee measured: offline batch jobs use the capacity"
 
 
-def _queue_timeout(fact: QueueTimeoutFact) -> str:
+def _queue_timeout(fact: facts.QueueTimeoutFact) -> str:
     return (
         f"baseline e2e {fact.percentile} {fact.baseline_ms:,.0f} ms × {fact.margin:g}: normal "
         "requests are not rejected for a short queue; adjust to the queue seen in production "
@@ -231,7 +211,7 @@ def _queue_timeout(fact: QueueTimeoutFact) -> str:
     )
 
 
-def _request_timeout(fact: RequestTimeoutFact) -> str:
+def _request_timeout(fact: facts.RequestTimeoutFact) -> str:
     if fact.method == "tpot":
         how = (
             f"TTFT P95 {fact.ttft_p95_ms:,.0f} ms + {fact.tokens:,.0f} tokens × TPOT P95 "
@@ -249,7 +229,7 @@ def _request_timeout(fact: RequestTimeoutFact) -> str:
     )
 
 
-def _cap(fact: CapFact) -> str:
+def _cap(fact: facts.CapFact) -> str:
     limit = "the knee" if fact.limit == "knee" else "the red line"
     return (
         f"from the capacity {fact.max_concurrency} (the stage before {limit} at "
@@ -258,7 +238,7 @@ def _cap(fact: CapFact) -> str:
     )
 
 
-def _own_limit(fact: OwnLimitFact) -> str:
+def _own_limit(fact: facts.OwnLimitFact) -> str:
     return (
         f"the knee is the server's own concurrency limit: it ran {fact.slots} at once while "
         f"requests waited, with the KV cache at most {fact.kv_peak_pct:.0f} % full; raise "
@@ -268,7 +248,7 @@ def _own_limit(fact: OwnLimitFact) -> str:
     )
 
 
-def _gpu_memory(fact: GpuMemoryFact) -> str:
+def _gpu_memory(fact: facts.GpuMemoryFact) -> str:
     assumed = " (vLLM default, assumed)" if fact.assumed else ""
     return (
         f"memory led the failure at the knee / red line: lower it from {fact.current:.2f}"
@@ -277,7 +257,7 @@ def _gpu_memory(fact: GpuMemoryFact) -> str:
     )
 
 
-def _model_len(fact: ModelLenFact) -> str:
+def _model_len(fact: facts.ModelLenFact) -> str:
     return (
         f"from the replayed log's longest real context, {fact.longest_tokens:,.0f} tokens over "
         f"{fact.records:,.0f} requests, × {fact.headroom:g} headroom, rounded up to a power of "
@@ -286,7 +266,7 @@ def _model_len(fact: ModelLenFact) -> str:
     )
 
 
-def _replicas(fact: ReplicasFact) -> str:
+def _replicas(fact: facts.ReplicasFact) -> str:
     measured = "measured" if fact.measured else "assumed linear; measure N replicas"
     return (
         f"target {fact.target} concurrent users / ({fact.per_replica} per replica at the "
@@ -298,7 +278,7 @@ def _limits(params: SloParams | None) -> str:
     return "none" if params is None else limits_text(params)
 
 
-def _slo(fact: SloAdviceFact) -> str:
+def _slo(fact: facts.SloAdviceFact) -> str:
     if fact.kind == "slo_capacity":
         if fact.capacity is None:
             return (
@@ -334,33 +314,33 @@ def _slo(fact: SloAdviceFact) -> str:
     )
 
 
-def reason_words(reason: AdviceFact | str) -> str:
+def reason_words(reason: facts.AdviceFact | str) -> str:
     """A recommendation's reason in words."""
     if isinstance(reason, str):
         return reason
-    if isinstance(reason, DeployFact):
+    if isinstance(reason, facts.DeployFact):
         return deploy_fact_text(reason)
-    if isinstance(reason, MaxConcurrencyFact):
+    if isinstance(reason, facts.MaxConcurrencyFact):
         return _max_concurrency(reason)
-    if isinstance(reason, BaseCapacityFact):
+    if isinstance(reason, facts.BaseCapacityFact):
         return _base_capacity(reason)
-    if isinstance(reason, WatermarkFact):
+    if isinstance(reason, facts.WatermarkFact):
         return _watermark(reason)
-    if isinstance(reason, OfflineFact):
+    if isinstance(reason, facts.OfflineFact):
         return _offline(reason)
-    if isinstance(reason, QueueTimeoutFact):
+    if isinstance(reason, facts.QueueTimeoutFact):
         return _queue_timeout(reason)
-    if isinstance(reason, RequestTimeoutFact):
+    if isinstance(reason, facts.RequestTimeoutFact):
         return _request_timeout(reason)
-    if isinstance(reason, CapFact):
+    if isinstance(reason, facts.CapFact):
         return _cap(reason)
-    if isinstance(reason, OwnLimitFact):
+    if isinstance(reason, facts.OwnLimitFact):
         return _own_limit(reason)
-    if isinstance(reason, GpuMemoryFact):
+    if isinstance(reason, facts.GpuMemoryFact):
         return _gpu_memory(reason)
-    if isinstance(reason, ModelLenFact):
+    if isinstance(reason, facts.ModelLenFact):
         return _model_len(reason)
-    if isinstance(reason, SloAdviceFact):
+    if isinstance(reason, facts.SloAdviceFact):
         return _slo(reason)
     return _replicas(reason)
 
@@ -369,34 +349,34 @@ def reason_words(reason: AdviceFact | str) -> str:
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "llamacpp": "llama.cpp"}
 
 
-def is_conditional(item: Recommendation) -> bool:
+def is_conditional(item: facts.Recommendation) -> bool:
     """A flag to try, not to set: the server's own limit binds with memory to spare, so its
     value is what the headroom predicts and only a re-run can confirm it."""
-    return isinstance(item.reason, OwnLimitFact)
+    return isinstance(item.reason, facts.OwnLimitFact)
 
 
-def flag_words(item: Recommendation) -> str:
+def flag_words(item: facts.Recommendation) -> str:
     """An engine flag in one phrase with the measurement it rests on; a flag to try
     (:func:`is_conditional`) says its condition and that a re-run must measure it."""
     flag, fact = flag_text(item), item.reason
     engine = ENGINE_NAMES.get(item.key.partition(".")[0], "")
-    if isinstance(fact, OwnLimitFact):
+    if isinstance(fact, facts.OwnLimitFact):
         return (
             f"the server's {fact.slots} slots bind, KV {fact.kv_peak_pct:.0f} % used: raise "
             f"{fact.flag} toward ~{fact.predicted} and re-run to measure"
         )
-    if isinstance(fact, CapFact):
+    if isinstance(fact, facts.CapFact):
         basis = f"capacity {fact.max_concurrency} × batch size {fact.batch_size}"
-    elif isinstance(fact, GpuMemoryFact):
+    elif isinstance(fact, facts.GpuMemoryFact):
         basis = f"memory led the failure; from {fact.current:.2f}"
-    elif isinstance(fact, ModelLenFact):
+    elif isinstance(fact, facts.ModelLenFact):
         basis = f"longest context {fact.longest_tokens:,.0f} tokens × {fact.headroom:g}"
     else:
         return f"{flag} ({engine})" if engine else flag
     return f"{flag} ({engine}: {basis})" if engine else f"{flag} ({basis})"
 
 
-def reason_text(item: Recommendation) -> str:
+def reason_text(item: facts.Recommendation) -> str:
     """The words after a setting: why this value."""
     return reason_words(item.reason)
 
@@ -406,7 +386,7 @@ def sweep_command(host: str, levels: Sequence[int]) -> str:
     return f"loadknee run --host {host} --levels {','.join(str(n) for n in levels)}"
 
 
-def withheld_text(note: WithheldFact | str) -> str:
+def withheld_text(note: facts.WithheldFact | str) -> str:
     """A setting withheld: why, and what to do instead."""
     if isinstance(note, str):
         return note

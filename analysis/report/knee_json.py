@@ -41,7 +41,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -60,6 +60,9 @@ from analysis.report.stage_reasons import reasons_text
 from analysis.report.stage_words import baseline_note_text, provisional_text
 from analysis.slo.evaluate import SloResult
 from analysis.stages.rate_stages import RateKnee
+
+if TYPE_CHECKING:  # the pipeline imports the report layer
+    from analysis.pipeline import Analysis
 
 SCHEMA = 2
 #: the schemas :func:`from_json` reads
@@ -170,6 +173,25 @@ def to_json(
         document["standing"] = jsonable(standing)
     document.update(workload or {})
     return json.dumps(document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def analysis_json(
+    analysis: Analysis, *, rates: bool = False, workload: Mapping[str, Any] | None = None
+) -> str:
+    """:func:`to_json` of an analysis; ``rates``: with its open-loop rate stages and rate knee
+    (knee.json has them; ``--format json`` on stdout has not)."""
+    return to_json(
+        analysis.summary,
+        analysis.knee,
+        analysis.baseline,
+        analysis.recommendations,
+        run_id=analysis.run_id,
+        slo=analysis.slo,
+        rate_stages=analysis.rate_stages if rates else None,
+        rate_knee=analysis.rate_knee if rates else None,
+        workload=workload,
+        standing=analysis.standing,
+    )
 
 
 @dataclasses.dataclass(frozen=True)

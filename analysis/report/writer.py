@@ -27,7 +27,7 @@ from analysis.pipeline import Analysis
 from analysis.predict.around import around_the_run
 from analysis.report.answer_view import answer_view, capacity_words
 from analysis.report.html import HtmlReport, redact, render_html
-from analysis.report.knee_json import to_json
+from analysis.report.knee_json import analysis_json
 from analysis.report.knee_summary import summary_words
 from analysis.report.painter import Painter, PlotInputs
 from analysis.report.paths import (  # noqa: F401 (report_paths: its old import path)
@@ -121,18 +121,7 @@ def write_report(
     texts = {
         "record.csv": format_csv(record),
         "record.md": record_markdown(analysis),
-        "knee.json": to_json(
-            analysis.summary,
-            analysis.knee,
-            analysis.baseline,
-            analysis.recommendations,
-            run_id=analysis.run_id,
-            slo=analysis.slo,
-            rate_stages=analysis.rate_stages,
-            rate_knee=analysis.rate_knee,
-            workload=workload,
-            standing=analysis.standing,
-        ),
+        "knee.json": analysis_json(analysis, rates=True, workload=workload),
         "recommendations.yaml": analysis.recommendations_yaml,
     }
     paths = {}

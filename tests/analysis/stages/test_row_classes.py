@@ -11,18 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis.inputs.load import Run
-from analysis.stages.row_classes import (
-    CANCELLED,
-    CLASSES,
-    ERROR,
-    MISMATCH,
-    OK,
-    RowClasses,
-    class_codes,
-    class_names,
-    run_classes,
-    text_flags,
-)
+from analysis.stages import row_classes as rc
 
 
 @pytest.mark.parametrize(
@@ -38,7 +27,7 @@ def test_text_flags_are_isin(values: list) -> None:
     """(Was test_array_intervals' test_outcome_flags_are_isin: the helper moved here.)"""
     outcome = pd.Series(values, dtype=object)
     sets = (("ok",), ("cancelled", "timeout"), ("length_mismatch",), ())
-    got = text_flags(outcome, *sets)
+    got = rc.text_flags(outcome, *sets)
     for names, flags in zip(sets, got, strict=True):
         assert flags.tolist() == outcome.isin(names).tolist()
 
@@ -62,23 +51,23 @@ CASES = [
 
 @pytest.mark.parametrize(("outcome", "length_ok", "expected"), CASES)
 def test_one_row_gets_its_class(outcome: object, length_ok: float, expected: str) -> None:
-    code = class_codes(pd.Series([outcome], dtype=object), pd.Series([length_ok]))
-    assert CLASSES[int(code[0])] == expected
+    code = rc.class_codes(pd.Series([outcome], dtype=object), pd.Series([length_ok]))
+    assert rc.CLASSES[int(code[0])] == expected
 
 
 def test_a_frame_of_every_case_gets_every_class_in_row_order() -> None:
     outcome = pd.Series([c[0] for c in CASES], dtype=object)
     length_ok = pd.Series([c[1] for c in CASES])
-    code = class_codes(outcome, length_ok)
+    code = rc.class_codes(outcome, length_ok)
     assert code.dtype == np.int8
-    assert [CLASSES[c] for c in code] == [c[2] for c in CASES]
-    names = class_names(code, pd.RangeIndex(len(CASES)))
+    assert [rc.CLASSES[c] for c in code] == [c[2] for c in CASES]
+    names = rc.class_names(code, pd.RangeIndex(len(CASES)))
     assert names.tolist() == [c[2] for c in CASES]
 
 
 def test_without_length_ok_only_the_outcome_counts() -> None:
-    code = class_codes(pd.Series(["ok", "length_mismatch", "cancelled", "timeout"]))
-    assert code.tolist() == [OK, MISMATCH, CANCELLED, ERROR]
+    code = rc.class_codes(pd.Series(["ok", "length_mismatch", "cancelled", "timeout"]))
+    assert code.tolist() == [rc.OK, rc.MISMATCH, rc.CANCELLED, rc.ERROR]
 
 
 @pytest.mark.parametrize(
@@ -90,13 +79,13 @@ def test_without_length_ok_only_the_outcome_counts() -> None:
 )
 def test_measured_is_the_measured_phases(phases: list, measured: list) -> None:
     rows = pd.DataFrame({"outcome": ["ok"] * len(phases), "phase": pd.Series(phases, dtype=object)})
-    classes = RowClasses.of(rows)
+    classes = rc.RowClasses.of(rows)
     assert classes.measured.tolist() == measured
-    assert RowClasses.of(rows, ("warmup",)).measured.tolist() == [p == "warmup" for p in phases]
+    assert rc.RowClasses.of(rows, ("warmup",)).measured.tolist() == [p == "warmup" for p in phases]
 
 
 def test_without_a_phase_column_no_row_is_measured() -> None:
-    classes = RowClasses.of(pd.DataFrame({"outcome": ["ok", "timeout"]}))
+    classes = rc.RowClasses.of(pd.DataFrame({"outcome": ["ok", "timeout"]}))
     assert classes.measured.tolist() == [False, False]
     assert classes.ok.tolist() == [True, False]
     assert classes.judged.tolist() == [True, True]
@@ -106,11 +95,11 @@ def test_take_keeps_each_row_with_its_class() -> None:
     rows = pd.DataFrame(
         {"outcome": ["ok", "cancelled", "timeout"], "phase": ["measure", "warmup", "baseline"]}
     )
-    classes = RowClasses.of(rows)
+    classes = rc.RowClasses.of(rows)
     picked = classes.take(np.array([2, 0]))
-    assert picked.code.tolist() == [ERROR, OK]
+    assert picked.code.tolist() == [rc.ERROR, rc.OK]
     assert picked.measured.tolist() == [True, True]
-    assert classes.take(classes.measured).code.tolist() == [OK, ERROR]
+    assert classes.take(classes.measured).code.tolist() == [rc.OK, rc.ERROR]
     assert classes.judged.tolist() == [True, False, True]
 
 
@@ -132,8 +121,8 @@ def _run(outcomes: list[str]) -> Run:
 
 def test_a_run_is_classified_once_and_a_replaced_run_anew() -> None:
     run = _run(["ok", "timeout"])
-    first = run_classes(run)
-    assert run_classes(run) is first  # the same arrays, not a second classification
+    first = rc.run_classes(run)
+    assert rc.run_classes(run) is first  # the same arrays, not a second classification
     other = replace(run, requests=run.requests.assign(outcome=["timeout", "ok"]))
-    assert run_classes(other).code.tolist() == [ERROR, OK]
-    assert run_classes(run).code.tolist() == [OK, ERROR]
+    assert rc.run_classes(other).code.tolist() == [rc.ERROR, rc.OK]
+    assert rc.run_classes(run).code.tolist() == [rc.OK, rc.ERROR]
