@@ -10,8 +10,6 @@ files and review the diff:
 
 from __future__ import annotations
 
-import os
-
 from analysis.advice.facts import (
     BaseCapacityFact,
     CapFact,
@@ -42,10 +40,7 @@ from analysis.report.advice_words import (
 )
 from analysis.slo.facts import CapacityDoubt
 from loadknee_core.slo_targets import Slo, SloParams
-from tests.support.paths import DATA
-
-GOLDEN = DATA / "golden" / "advice_words.txt"
-UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
+from tests.support.golden import check_golden
 
 _TAIL = Signal(
     "tail_departure",
@@ -228,6 +223,4 @@ def _text() -> str:
 
 def test_every_advice_fact_kind_has_its_golden_words() -> None:
     text = _text()
-    if UPDATE:
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert text == GOLDEN.read_text(encoding="utf-8")
+    check_golden("advice_words.txt", text)
