@@ -18,14 +18,33 @@ import time
 import urllib.parse
 import urllib.request
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from loadknee_core.contract import GPU_CSV, REQUEST_COLUMNS, SERVER_METRICS_CSV, STAGE_COLUMNS
 
 HERE = Path(__file__).parent
 PROBE = str(HERE / "run_probe_locustfile.py")
+
+T = TypeVar("T")
+
+
+@contextmanager
+def submitted(
+    sweep: Callable[..., T], cases: Iterable[tuple[Any, ...]], out: Path, at_once: int = 3
+) -> Iterator[dict[tuple[Any, ...], Future[T]]]:
+    """Every case's ``sweep(*case, out)`` submitted to ``at_once`` threads (2 cores: the
+    simulators keep time), handed out as futures keyed by case while the later sweeps still run;
+    when the block ends the pool waits for the running ones and cancels the queued ones."""
+    pool = ThreadPoolExecutor(max_workers=at_once)
+    try:
+        yield {case: pool.submit(sweep, *case, out) for case in cases}
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def free_port() -> int:
