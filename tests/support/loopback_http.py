@@ -7,6 +7,7 @@ block ends live here once.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,17 @@ class QuietHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def send_json(self, code: int, obj: object) -> None:
+        self.send_body(code, json.dumps(obj).encode(), "application/json")
+
+    def stream_deltas(self, *deltas: dict[str, str]) -> None:
+        """Read the request's body; answer with one chat-completion chunk per ``delta``, then
+        ``[DONE]`` (an SSE stream, sent whole)."""
+        self.rfile.read(int(self.headers["Content-Length"]))
+        chunks = [{"choices": [{"delta": delta}]} for delta in deltas]
+        events = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+        self.send_body(200, events + b"data: [DONE]\n\n", "text/event-stream")
 
     def log_message(self, *_args: object) -> None:
         pass

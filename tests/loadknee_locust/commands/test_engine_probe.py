@@ -44,16 +44,14 @@ def api(models: dict, *, server_header: str = "", props: dict | None = None) -> 
         def do_GET(self):
             seen["get"].append(self.path)
             if self.path == "/v1/models":
-                self.send_body(200, json.dumps(models).encode(), "application/json")
+                self.send_json(200, models)
             elif self.path == "/props" and props is not None:
-                self.send_body(200, json.dumps(props).encode(), "application/json")
+                self.send_json(200, props)
             else:
-                self.send_body(404, b'{"error": "not found"}', "application/json")
+                self.send_json(404, {"error": "not found"})
 
         def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            self.send_body(200, b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
-                       b"data: [DONE]\n\n", "text/event-stream")  # fmt: skip
+            self.stream_deltas({"content": "hi"})
 
     with loopback_server(Handler) as url:
         yield {"url": url, **seen}

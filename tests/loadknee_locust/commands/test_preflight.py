@@ -58,12 +58,10 @@ def test_wrong_model_fails_fast_and_names_the_served_ones(tmp_path, capsys, sim_
 def test_a_stream_without_content_is_caught(tmp_path):
     class NoContent(QuietHandler):
         def do_GET(self):  # /v1/models
-            self.send_body(200, b'{"data": [{"id": "m"}]}', "application/json")
+            self.send_json(200, {"data": [{"id": "m"}]})
 
         def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            self.send_body(200, b'data: {"choices": [{"delta": {"role": "assistant"}}]}\n\n'
-                           b"data: [DONE]\n\n", "text/event-stream")  # fmt: skip
+            self.stream_deltas({"role": "assistant"})
 
     with loopback_server(NoContent) as host:
         with pytest.raises(PreflightError, match=r"no content chunk.*--no-stream"):
