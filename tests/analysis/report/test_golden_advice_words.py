@@ -10,6 +10,8 @@ files and review the diff:
 
 from __future__ import annotations
 
+from typing import Any
+
 from analysis.advice.facts import (
     BaseCapacityFact,
     CapFact,
@@ -59,6 +61,14 @@ _CONFIGURE = DeployFact(
     "configure", users=16, at_users=24, bounds=("knee",), why=KneeWhyFact("server", True)
 )
 
+
+def _at_knee(users: int, at_users: int, why: KneeWhyFact, **more: Any) -> DeployFact:
+    """A ``configure`` answer bound by the knee at ``at_users``."""
+    return DeployFact(
+        "configure", users=users, at_users=at_users, bounds=("knee",), why=why, **more
+    )
+
+
 #: case → the deploy answer's fact: every kind, and each branch of its words
 DEPLOY = {
     "no stage": DeployFact("no_stage"),
@@ -69,12 +79,8 @@ DEPLOY = {
     "none safe, nothing said": DeployFact(
         "none_safe", at_users=2, bounds=("knee", "sla", "memory"), why=None
     ),
-    "configure, the curve": DeployFact(
-        "configure", users=16, at_users=24, bounds=("knee",), why=KneeWhyFact("none", curve=True)
-    ),
-    "configure, the server's queue": DeployFact(
-        "configure", users=16, at_users=24, bounds=("knee",), why=KneeWhyFact("server", False)
-    ),
+    "configure, the curve": _at_knee(16, 24, KneeWhyFact("none", curve=True)),
+    "configure, the server's queue": _at_knee(16, 24, KneeWhyFact("server", False)),
     "configure, the client's queue and the curve": DeployFact(
         "configure",
         users=16,
@@ -88,40 +94,15 @@ DEPLOY = {
     "configure, refusals": DeployFact(
         "configure", users=10, at_users=11, bounds=("refusals",), why=_REFUSALS
     ),
-    "configure, capped": DeployFact(
-        "configure",
-        users=8,
-        at_users=12,
-        bounds=("knee",),
-        why=KneeWhyFact("server", True),
-        cap_users=8,
+    "configure, capped": _at_knee(8, 12, KneeWhyFact("server", True), cap_users=8),
+    "configure, capped by the server's slots": _at_knee(
+        8, 12, KneeWhyFact("server", True), cap_users=8, server_slots=8.0
     ),
-    "configure, capped by the server's slots": DeployFact(
-        "configure",
-        users=8,
-        at_users=12,
-        bounds=("knee",),
-        why=KneeWhyFact("server", True),
-        cap_users=8,
-        server_slots=8.0,
+    "configure, soft knee": _at_knee(
+        8, 32, KneeWhyFact("none", True), departed_users=16, departed_tail=_TAIL, batch_users=24
     ),
-    "configure, soft knee": DeployFact(
-        "configure",
-        users=8,
-        at_users=32,
-        bounds=("knee",),
-        why=KneeWhyFact("none", True),
-        departed_users=16,
-        departed_tail=_TAIL,
-        batch_users=24,
-    ),
-    "configure, the tail already departed": DeployFact(
-        "configure",
-        users=16,
-        at_users=24,
-        bounds=("knee",),
-        why=KneeWhyFact("none", True),
-        tail_note=_TAIL,
+    "configure, the tail already departed": _at_knee(
+        16, 24, KneeWhyFact("none", True), tail_note=_TAIL
     ),
     "no hard knee": DeployFact(
         "no_hard_knee", users=24, top_users=64, departed_users=32, departed_tail=_TAIL
