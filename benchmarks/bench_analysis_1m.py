@@ -31,6 +31,7 @@ import tempfile
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -41,6 +42,35 @@ from loadknee_core import contract
 
 LEVELS = (1, 2, 4, 8, 16, 24, 32, 48, 64)
 SLOTS = 24  # the synthetic server saturates here: the knee is the first level above (32)
+
+
+def synthetic_requests(
+    start: Any, e2e: Any, outcome: Any, *, input_tokens: int, output_tokens: int, **columns: Any
+) -> pd.DataFrame:
+    """The requests.csv rows of a synthetic run (bench_report_1m's too): one local worker's
+    streamed chat requests that got exactly the tokens they asked for, starting at ``start``,
+    lasting ``e2e`` ms, each with its ``outcome``; ``columns``: the rest (``request_id``,
+    ``stage``, ``phase``, ``user_id``, the TTFT/TPOT/ITL columns, ``prompt_hash``)."""
+    shared = {
+        "worker": "local",
+        "endpoint": "chat",
+        "stream": 1,
+        "batch_size": 1,
+        "start_unix_s": start,
+        "end_unix_s": start + e2e / 1000.0,
+        "e2e_ms": e2e,
+        "chunks": output_tokens,
+        "prompt_tokens": input_tokens,
+        "completion_tokens": output_tokens,
+        "usage_source": "server",
+        "target_input_tokens": input_tokens,
+        "target_output_tokens": output_tokens,
+        "length_ok": 1,
+        "outcome": outcome,
+        "http_status": np.where(outcome == "ok", 200, np.nan),
+        "error": "",
+    }
+    return pd.DataFrame({**shared, **columns}, columns=list(contract.REQUEST_COLUMNS))
 
 
 def write_synthetic_run(run_dir: Path, rows: int, seed: int = 0) -> None:
@@ -62,38 +92,23 @@ def write_synthetic_run(run_dir: Path, rows: int, seed: int = 0) -> None:
             phase = np.full(count, "baseline")
         outcome = np.where(rng.uniform(size=count) < 0.002, "timeout", "ok")
         frames.append(
-            pd.DataFrame(
-                {
-                    "request_id": [f"w{index}-{i}" for i in range(count)],
-                    "stage": index,
-                    "phase": phase,
-                    "worker": "local",
-                    "user_id": rng.integers(0, users, count),
-                    "endpoint": "chat",
-                    "stream": 1,
-                    "batch_size": 1,
-                    "start_unix_s": start,
-                    "end_unix_s": start + e2e / 1000.0,
-                    "e2e_ms": e2e,
-                    "ttft_ms": e2e * 0.1,
-                    "tpot_ms": e2e * 0.9 / 255,
-                    "itl_mean_ms": e2e * 0.9 / 255,
-                    "itl_p50_ms": e2e * 0.85 / 255,
-                    "itl_p95_ms": e2e * 1.5 / 255,
-                    "itl_max_ms": e2e * 3 / 255,
-                    "chunks": 256,
-                    "prompt_tokens": 512,
-                    "completion_tokens": 256,
-                    "usage_source": "server",
-                    "target_input_tokens": 512,
-                    "target_output_tokens": 256,
-                    "length_ok": 1,
-                    "outcome": outcome,
-                    "http_status": np.where(outcome == "ok", 200, np.nan),
-                    "error": "",
-                    "prompt_hash": "ab12cd34",
-                },
-                columns=list(contract.REQUEST_COLUMNS),
+            synthetic_requests(
+                start,
+                e2e,
+                outcome,
+                input_tokens=512,
+                output_tokens=256,
+                request_id=[f"w{index}-{i}" for i in range(count)],
+                stage=index,
+                phase=phase,
+                user_id=rng.integers(0, users, count),
+                ttft_ms=e2e * 0.1,
+                tpot_ms=e2e * 0.9 / 255,
+                itl_mean_ms=e2e * 0.9 / 255,
+                itl_p50_ms=e2e * 0.85 / 255,
+                itl_p95_ms=e2e * 1.5 / 255,
+                itl_max_ms=e2e * 3 / 255,
+                prompt_hash="ab12cd34",
             )
         )
         stage_rows.append(

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from bench_analysis_1m import synthetic_requests  # a sibling: run as a script from this folder
 
 from analysis.pipeline import analyze_run
 from analysis.report.plots import latency_figure, png_bytes, throughput_figure, timeline_figure
@@ -57,39 +58,20 @@ def write_big_run(root: Path, rows: int, seed: int = 0) -> None:
     start = t0 + stage * (stage_s + 10) + rng.uniform(0, stage_s - 3, rows)
     e2e = 250.0 * np.maximum(1.0, users / SLOTS) * rng.uniform(0.9, 1.2, rows)
     ok = rng.random(rows) > 0.001
-    frame = pd.DataFrame(
-        {
-            "request_id": np.char.add("local-", np.arange(rows).astype(str)),
-            "stage": stage,
-            "phase": np.where(start - (t0 + stage * (stage_s + 10)) < warm_s, "warmup", "measure"),
-            "worker": "local",
-            "user_id": rng.integers(0, 64, rows),
-            "endpoint": "chat",
-            "stream": 1,
-            "batch_size": 1,
-            "start_unix_s": start,
-            "end_unix_s": start + e2e / 1000,
-            "e2e_ms": e2e,
-            "ttft_ms": e2e * 0.08,
-            "tpot_ms": e2e * 0.92 / 63,
-            "itl_mean_ms": 7.5,
-            "itl_p50_ms": 7.4,
-            "itl_p95_ms": 9.0,
-            "itl_max_ms": 12.0,
-            "chunks": 64,
-            "prompt_tokens": 256,
-            "completion_tokens": 64,
-            "usage_source": "server",
-            "target_input_tokens": 256,
-            "target_output_tokens": 64,
-            "length_ok": 1,
-            "outcome": np.where(ok, "ok", "timeout"),
-            "http_status": np.where(ok, 200, np.nan),
-            "error": "",
-            "prompt_hash": "abc",
-        },
-        columns=contract.REQUEST_COLUMNS,
-    )
+    frame = synthetic_requests(
+        start, e2e, np.where(ok, "ok", "timeout"), input_tokens=256, output_tokens=64,
+        request_id=np.char.add("local-", np.arange(rows).astype(str)),
+        stage=stage,
+        phase=np.where(start - (t0 + stage * (stage_s + 10)) < warm_s, "warmup", "measure"),
+        user_id=rng.integers(0, 64, rows),
+        ttft_ms=e2e * 0.08,
+        tpot_ms=e2e * 0.92 / 63,
+        itl_mean_ms=7.5,
+        itl_p50_ms=7.4,
+        itl_p95_ms=9.0,
+        itl_max_ms=12.0,
+        prompt_hash="abc",
+    )  # fmt: skip
     frame.to_csv(root / "requests.csv", index=False)
     ts = np.arange(t0, t0 + len(LEVELS) * (stage_s + 10), 0.5)
     gpu = pd.DataFrame(

@@ -20,27 +20,21 @@ The Locust-facing names below are loaded on first use.
 
 from __future__ import annotations
 
-from typing import Any
-
 from loadknee_core import __version__ as __version__  # the old path of the version
-from loadknee_locust.lazy import load
+from loadknee_locust.lazy import exports
 
 #: public name → module that defines it (imported lazily, on attribute access)
-_LAZY: dict[str, str] = {
-    "ChatUser": "loadknee_locust.client.users",
-    "CompletionsUser": "loadknee_locust.client.users",
-    "BatchCompletionsUser": "loadknee_locust.client.users",
-    "LLMUser": "loadknee_locust.client.users",
-    "ConversationUser": "loadknee_locust.client.conversation",
-    "KneeShape": "loadknee_locust.plugin.shape",
-    "SteppedShape": "loadknee_locust.plugin.shape",
-    "register": "loadknee_locust.plugin.wiring",
-    "install": "loadknee_locust.plugin.wiring",
-}
-
-
-def __getattr__(name: str) -> Any:
-    return load(__name__, _LAZY, name)
-
-
-__all__ = sorted(_LAZY)
+__getattr__, __all__ = exports(
+    __name__,
+    {
+        "ChatUser": "loadknee_locust.client.users",
+        "CompletionsUser": "loadknee_locust.client.users",
+        "BatchCompletionsUser": "loadknee_locust.client.users",
+        "LLMUser": "loadknee_locust.client.users",
+        "ConversationUser": "loadknee_locust.client.conversation",
+        "KneeShape": "loadknee_locust.plugin.shape",
+        "SteppedShape": "loadknee_locust.plugin.shape",
+        "register": "loadknee_locust.plugin.wiring",
+        "install": "loadknee_locust.plugin.wiring",
+    },
+)

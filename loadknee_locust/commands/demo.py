@@ -16,12 +16,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 
 from loadknee_core.command_parser import CommandParser
+from loadknee_locust.children import stop_child
 
 LISTEN_RE = re.compile(r"listening on (http://\S+)")
 #: The demo's plan. Every stage must hold the 20 requests and 5 s the analysis asks of a stage
@@ -185,10 +185,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[demo] the sweep failed (exit {returncode})", file=sys.stderr)
             return 1
     finally:
-        sim.send_signal(signal.SIGTERM)
-        try:
-            sim.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            sim.kill()
+        stop_child(sim, 10.0)
     print(f"[demo] done in {time.monotonic() - started:.0f} s", flush=True)
     return returncode

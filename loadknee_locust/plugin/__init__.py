@@ -21,20 +21,14 @@ package layout.
 
 from __future__ import annotations
 
-from typing import Any
+from loadknee_locust.lazy import exports
 
-from loadknee_locust.lazy import load
-
-_LAZY: dict[str, str] = {
-    "install": "loadknee_locust.plugin.wiring",
-    "register": "loadknee_locust.plugin.wiring",
-    "Loadknee": "loadknee_locust.plugin.wiring",
-    "loadknee_of": "loadknee_locust.plugin.wiring",
-}
-
-
-def __getattr__(name: str) -> Any:
-    return load(__name__, _LAZY, name)
-
-
-__all__ = sorted(_LAZY)
+__getattr__, __all__ = exports(
+    __name__,
+    {
+        "install": "loadknee_locust.plugin.wiring",
+        "register": "loadknee_locust.plugin.wiring",
+        "Loadknee": "loadknee_locust.plugin.wiring",
+        "loadknee_of": "loadknee_locust.plugin.wiring",
+    },
+)

@@ -30,6 +30,23 @@ class Prompt:
     prompt_hash: str
     prefix: str = ""
 
+    @classmethod
+    def hashed(
+        cls,
+        prefix: str,
+        text: str | None,
+        messages: tuple[Mapping[str, Any], ...] | None,
+        max_tokens: int,
+        *,
+        pin: bool,
+        input_tokens: int | None = None,
+    ) -> Prompt:
+        """A prompt hashed as it is sent; ``pin`` makes ``max_tokens`` the output length it
+        targets, ``input_tokens`` the prompt length it targets (None: no target)."""
+        target_output = max_tokens if pin else None
+        digest = prompt_hash(prefix, text, messages)
+        return cls(text, messages, max_tokens, pin, input_tokens, target_output, digest, prefix)
+
 
 def prompt_hash(prefix: str, text: str | None, messages: Any = None) -> str:
     """sha256 prefix (16 hex) of what is sent: prefix + text, or prefix + messages as JSON."""

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from loadknee_core.logentry import LogEntry, LogFormat
 from loadknee_core.logindex import LogIndex, index_log, read_entry
-from loadknee_locust.prompts.model import Endpoint, Prompt, prompt_hash
+from loadknee_locust.prompts.model import Endpoint, Prompt
 from loadknee_locust.prompts.synth import PromptSynth
 
 log = logging.getLogger(__name__)
@@ -110,22 +110,9 @@ class LogReplaySource:
         prefix = self.synth.prefix
         if entry.kind == "messages":
             messages = _tagged(entry.messages or (), tag)
-            digest = prompt_hash(prefix, None, messages)
-            text = None
-        else:
-            messages = None
-            text = f"{tag}\n{entry.text}" if tag else entry.text
-            digest = prompt_hash(prefix, text)
-        return Prompt(
-            text=text,
-            messages=messages,
-            max_tokens=max_tokens,
-            pin_output=pin,
-            target_input_tokens=None,
-            target_output_tokens=max_tokens if pin else None,
-            prompt_hash=digest,
-            prefix=prefix,
-        )
+            return Prompt.hashed(prefix, None, messages, max_tokens, pin=pin)
+        text = f"{tag}\n{entry.text}" if tag else entry.text
+        return Prompt.hashed(prefix, text, None, max_tokens, pin=pin)
 
     def info(self) -> dict[str, Any]:
         idx = self.index

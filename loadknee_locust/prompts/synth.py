@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from loadknee_locust.prompts.calibrate import Calibration, assumed
 from loadknee_locust.prompts.filler import DEFAULT_VOCABULARY, Tagger, Vocabulary, filler
-from loadknee_locust.prompts.model import Endpoint, Prompt, prompt_hash
+from loadknee_locust.prompts.model import Endpoint, Prompt
 
 
 class PromptSynth:
@@ -68,13 +68,6 @@ class PromptSynth:
     ) -> Prompt:
         """A prompt of ``input_tokens`` (per the endpoint's calibration), ``output_tokens`` out."""
         text = self.text(self.calibration(endpoint).words_for(input_tokens))
-        return Prompt(
-            text=text,
-            messages=None,
-            max_tokens=output_tokens,
-            pin_output=pin,
-            target_input_tokens=input_tokens,
-            target_output_tokens=output_tokens if pin else None,
-            prompt_hash=prompt_hash(self.prefix, text),
-            prefix=self.prefix,
+        return Prompt.hashed(
+            self.prefix, text, None, output_tokens, pin=pin, input_tokens=input_tokens
         )

@@ -20,6 +20,7 @@ import urllib.request
 from types import TracebackType
 from typing import IO, Any
 
+from loadknee_locust.children import stop_child
 from loadknee_locust.sim.cli import READY_PREFIX
 
 START_TIMEOUT_S = 30.0
@@ -133,13 +134,7 @@ def _read_line(proc: subprocess.Popen[bytes], timeout_s: float) -> str:
 
 
 def _terminate(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+    stop_child(proc, 5.0)
     if proc.stdout is not None:
         proc.stdout.close()
 

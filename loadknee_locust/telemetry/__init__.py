@@ -7,20 +7,14 @@ sampler, which needs a gevent hub, is loaded on first use of its name.
 
 from __future__ import annotations
 
-from typing import Any
-
-from loadknee_locust.lazy import load
+from loadknee_locust.lazy import exports
 
 #: public name → module that defines it (imported lazily, on attribute access)
-_LAZY: dict[str, str] = {
-    "TelemetrySampler": "loadknee_locust.telemetry.sampler",
-    "TelemetryConfig": "loadknee_locust.telemetry.sampler",
-    "register_worker_usage": "loadknee_locust.telemetry.client",
-}
-
-
-def __getattr__(name: str) -> Any:
-    return load(__name__, _LAZY, name)
-
-
-__all__ = sorted(_LAZY)
+__getattr__, __all__ = exports(
+    __name__,
+    {
+        "TelemetrySampler": "loadknee_locust.telemetry.sampler",
+        "TelemetryConfig": "loadknee_locust.telemetry.sampler",
+        "register_worker_usage": "loadknee_locust.telemetry.client",
+    },
+)

@@ -186,35 +186,40 @@ def stage_charts(run: RunLog) -> str:
         return tuple((float(r["users"]), r[key]) for r in steps)
 
     ideal = tuple((float(r["users"]), per_user * r["users"]) for r in steps) if per_user else ()
-    tput = svgchart.Chart(
-        "throughput",
-        "Output tokens/s by users",
-        "users",
-        "tok/s",
-        (
-            svgchart.Series("measured", pts("tok_s")),
-            svgchart.Series("ideal linear", ideal, dashed=True, color="#9ca3af"),
-        ),
-        log2_x=True,
-    )
+    tput = _users_chart(
+        "throughput", "Output tokens/s by users", "tok/s",
+        svgchart.Series("measured", pts("tok_s")),
+        svgchart.Series("ideal linear", ideal, dashed=True, color="#9ca3af"),
+    )  # fmt: skip
     hline = None
     if base is not None and base["e2e_p95"] is not None:
         hline = ("baseline e2e P95", float(base["e2e_p95"]))
-    lat = svgchart.Chart(
-        "latency",
-        "Latency by users (ms)",
-        "users",
-        "ms",
-        (
-            svgchart.Series("e2e P50", pts("e2e_p50")),
-            svgchart.Series("e2e P95", pts("e2e_p95")),
-            svgchart.Series("TTFT P50", pts("ttft_p50")),
-            svgchart.Series("TTFT P95", pts("ttft_p95")),
-        ),
+    lat = _users_chart(
+        "latency", "Latency by users (ms)", "ms",
+        svgchart.Series("e2e P50", pts("e2e_p50")),
+        svgchart.Series("e2e P95", pts("e2e_p95")),
+        svgchart.Series("TTFT P50", pts("ttft_p50")),
+        svgchart.Series("TTFT P95", pts("ttft_p95")),
         hline=hline,
-        log2_x=True,
-    )
-    return svgchart.render(tput) + svgchart.render(lat)
+    )  # fmt: skip
+    return tput + lat
+
+
+def _users_chart(
+    key: str,
+    title: str,
+    unit: str,
+    *series: svgchart.Series,
+    hline: tuple[str, float] | None = None,
+) -> str:
+    """One chart of the finished stages against users (a log2 axis: the levels double)."""
+    chart = svgchart.Chart(key, title, "users", unit, series, hline=hline, log2_x=True)
+    return svgchart.render(chart)
+
+
+def _time_chart(key: str, title: str, unit: str, *series: svgchart.Series) -> str:
+    """One chart of the telemetry against the seconds since the run started."""
+    return svgchart.render(svgchart.Chart(key, title, "seconds since start", unit, series))
 
 
 def telemetry_charts(tail: TelemetryTail, start_unix_s: float) -> str:
@@ -225,33 +230,20 @@ def telemetry_charts(tail: TelemetryTail, start_unix_s: float) -> str:
         step = max(1, len(values) // 300)  # at most ~300 points a line
         return tuple((t - start_unix_s, v) for t, v in values[::step])
 
-    mem = svgchart.Chart(
-        "memory",
-        "KV cache and GPU memory (%)",
-        "seconds since start",
-        "%",
-        (
-            svgchart.Series("KV cache", pts("kv_pct")),
-            svgchart.Series("GPU mem", pts("gpu_mem_pct")),
-        ),
-    )
-    wait = svgchart.Chart(
-        "waiting",
-        "Waiting requests (server queue)",
-        "seconds since start",
-        "requests",
-        (svgchart.Series("waiting", pts("waiting"), color="#ef4444"),),
-    )
-    charts = svgchart.render(mem) + svgchart.render(wait)
+    charts = _time_chart(
+        "memory", "KV cache and GPU memory (%)", "%",
+        svgchart.Series("KV cache", pts("kv_pct")),
+        svgchart.Series("GPU mem", pts("gpu_mem_pct")),
+    )  # fmt: skip
+    charts += _time_chart(
+        "waiting", "Waiting requests (server queue)", "requests",
+        svgchart.Series("waiting", pts("waiting"), color="#ef4444"),
+    )  # fmt: skip
     if tail.series["cache_hit_pct"]:  # only when the server counts prefix-cache lookups
-        hits = svgchart.Chart(
-            "cache",
-            "Prefix-cache hit rate between scrapes (%)",
-            "seconds since start",
-            "%",
-            (svgchart.Series("hit rate", pts("cache_hit_pct"), color="#10b981"),),
-        )
-        charts += svgchart.render(hits)
+        charts += _time_chart(
+            "cache", "Prefix-cache hit rate between scrapes (%)", "%",
+            svgchart.Series("hit rate", pts("cache_hit_pct"), color="#10b981"),
+        )  # fmt: skip
     return charts
 
 

@@ -15,14 +15,12 @@ from analysis.cluster.emit import CLUSTER_ENTRIES
 from analysis.pipeline import analyze_run
 from analysis.report.knee_json import from_json
 from analysis.report.writer import REPORT_FILES, collect_warnings, report_paths, write_report
-from tests.support.paths import PROGRAMS
+from tests.support.kept_out import imports_brought
 from tests.support.report_fixtures import (
     SECRET,
     no_global_figures,  # noqa: F401 (autouse fixture)
     write_run_dir,
 )
-
-KEPT_OUT = PROGRAMS / "imports_kept_out.py"  # no heavy imports
 
 
 @pytest.fixture(scope="module")
@@ -136,11 +134,7 @@ def test_the_answer_is_printed_before_the_report_files_are_written(
 def test_the_answer_does_not_import_matplotlib() -> None:
     """matplotlib takes about as long to import as pandas: only drawing the PNGs loads it."""
     modules = "analysis.cli,analysis.report.screen,analysis.report.writer,analysis.compare.cli"
-    proc = subprocess.run(
-        [sys.executable, str(KEPT_OUT), modules, "matplotlib"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert imports_brought(modules, "matplotlib") == []
 
 
 def test_the_answer_does_not_import_the_report_writers() -> None:
@@ -148,20 +142,12 @@ def test_the_answer_does_not_import_the_report_writers() -> None:
     email) load only once the answer is printed: the answer waits on no import it does not use
     (issue 38: the answer within 2× the pandas import)."""
     kept_out = "analysis.report.writer,analysis.report.html,analysis.cluster.emit,prometheus_client"
-    proc = subprocess.run(
-        [sys.executable, str(KEPT_OUT), "analysis.cli", kept_out],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert imports_brought("analysis.cli", kept_out) == []
 
 
 def test_analysis_never_imports_locust_or_gevent() -> None:
     modules = "analysis.cli,analysis.compare.cli,analysis.report.writer,analysis.report.plots"
-    proc = subprocess.run(
-        [sys.executable, str(KEPT_OUT), modules, "locust,gevent"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert imports_brought(modules, "locust,gevent") == []
 
 
 def _nvidia_smi_lines(root: Path) -> str:

@@ -18,7 +18,7 @@ import pytest
 from analysis.pipeline import analyze_run
 from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.plugin.validate import host_problem, option_problems
-from tests.support.run_support import child_env
+from tests.support.run_support import child_env, reaped
 
 SWEEP = ["--levels", "1", "--stage-seconds", "3", "--warmup-seconds", "0.5",
          "--cooldown-seconds", "0.5", "--baseline-requests", "0"]  # fmt: skip
@@ -106,19 +106,15 @@ def test_a_target_failing_every_request_is_backed_off_then_the_sweep_stops(
            "--host", sim.url, "--levels", "4",
            "--stage-seconds", "120", "--warmup-seconds", "0.5", "--cooldown-seconds", "0.5",
            "--baseline-requests", "0", "--out", str(out), "--stop-timeout", "5"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=child_env())  # fmt: skip
-    try:
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=child_env())  # fmt: skip
+    with reaped(child) as proc:
         deadline = time.monotonic() + 60
         while sum(len(r["request_id"]) == 16 for r in sim.log()) < 20:
             assert proc.poll() is None and time.monotonic() < deadline, "no load"
             time.sleep(0.2)
         sim.crash()
         output, _ = proc.communicate(timeout=90)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 3, output[-3000:]
     # words are the product: the stop message a user reads when a server fails every request
     assert "all of the last" in output and "stopping the sweep" in output

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import csv
 import json
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from loadknee_locust.children import stop_child
 from tests.support.run_support import (
     assert_matches_sim,
     check_run,
@@ -85,12 +85,7 @@ def test_web_ui_stop_with_workers_keeps_the_late_rows(sim_server, tmp_path: Path
         # the workers' next report (every 3 s) brings the last rows: wait for every served one
         wait_requests_counted(base, len(sim.log()), 30.0)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_child(proc, 30.0)
     rd = read_run_dir(only_run_dir(out))
     check_run(rd, levels=[4], baseline=0, stop_reason="stopped")
     assert_matches_sim(rd, sim.log())

@@ -23,8 +23,6 @@ test_openloop_sim.py and test_curve_sim.py (two workers).
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -35,29 +33,18 @@ from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import kv_limit, predicted_knee_level
 from tests.support.late_client import late_cannot_tell
+from tests.support.prefix_truth import INPUT, OUTPUT, PREFIX, SIM, prefix_sweep
 from tests.support.run_support import without_server_metrics
 
 pytestmark = pytest.mark.slow
 
 LEVELS = (4, 8, 16, 24)
-SIM = {"kv_cache_tokens": 5632, "max_model_len": 2048}
-PREFIX, INPUT, OUTPUT = 1024, 1280, 32
 
 
 def _sweep(out: Path, caching: bool) -> Path:
     run_id = f"cache-{'on' if caching else 'off'}"
     with SimProcess.start("kv-bound", enable_prefix_caching=caching, **SIM) as sim:
-        args = [
-            sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
-            "--levels", ",".join(map(str, LEVELS)), "--stage-seconds", "4",
-            "--warmup-seconds", "1", "--cooldown-seconds", "0.5", "--baseline-requests", "6",
-            "--input-tokens", str(INPUT), "--output-tokens", str(OUTPUT),
-            "--llm-shared-prefix-tokens", str(PREFIX), "--out", str(out), "--run-id", run_id,
-            "--no-refine", "--stop-after-knee", "-1",
-        ]  # fmt: skip
-        done = subprocess.run(args, capture_output=True, text=True, timeout=240)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return out / run_id
+        return prefix_sweep(sim.url, out, run_id, LEVELS)
 
 
 @pytest.fixture(scope="module")

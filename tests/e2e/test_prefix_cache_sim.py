@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -31,6 +29,7 @@ from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import expected_throughput, predicted_knee_level
 from tests.support.late_client import late_cannot_tell
 from tests.support.prefix_truth import sim_hit_pct
+from tests.support.run_support import loadknee
 
 pytestmark = pytest.mark.slow
 
@@ -39,18 +38,9 @@ SIM = {"max_num_seqs": 12, "prefill_ms_per_token": 0.1}
 PREFIX, INPUT, OUTPUT = 1024, 1280, 16
 
 
-def _loadknee(*args: str, timeout_s: float = 300.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "loadknee_locust", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
-
-
 def _sweep(out: Path, run_id: str, caching: bool) -> tuple[Path, list[dict]]:
     with SimProcess.start("fast", enable_prefix_caching=caching, **SIM) as sim:
-        done = _loadknee(
+        done = loadknee(
             "run", "--no-analyze", "--host", sim.url, "--levels", ",".join(map(str, LEVELS)),
             "--stage-seconds", "8", "--warmup-seconds", "1", "--cooldown-seconds", "0.5",
             "--baseline-requests", "8", "--input-tokens", str(INPUT),
@@ -155,7 +145,7 @@ def test_the_knee_and_throughput_move_as_the_simulator_predicts(runs) -> None:
 
 def test_compare_prefix_cache_states_the_change_from_both_runs(runs, tmp_path: Path) -> None:
     on_dir, off_dir = runs["on"][0], runs["off"][0]
-    done = _loadknee("compare", "--kind", "prefix-cache", str(off_dir), str(on_dir),
+    done = loadknee("compare", "--kind", "prefix-cache", str(off_dir), str(on_dir),
                      "--out", str(tmp_path), "--quiet")  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     data = json.loads((tmp_path / "prefix-cache.json").read_text())

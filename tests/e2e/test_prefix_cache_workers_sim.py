@@ -10,8 +10,6 @@ simulator's parameters put them (24 and 16).
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -21,31 +19,20 @@ from analysis.pipeline import analyze_run
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import kv_limit, predicted_knee_level
-from tests.support.prefix_truth import sim_hit_pct
+from tests.support.prefix_truth import INPUT, OUTPUT, PREFIX, SIM, prefix_sweep, sim_hit_pct
 
 pytestmark = pytest.mark.slow
 
 LEVELS = (8, 16, 24)
-SIM = {"kv_cache_tokens": 5632, "max_model_len": 2048}
-PREFIX, INPUT, OUTPUT = 1024, 1280, 32
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> tuple[Path, list[dict]]:
     out = tmp_path_factory.mktemp("prefix-workers")
     with SimProcess.start("kv-bound", enable_prefix_caching=True, **SIM) as sim:
-        args = [
-            sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
-            "--levels", ",".join(map(str, LEVELS)), "--stage-seconds", "4",
-            "--warmup-seconds", "1", "--cooldown-seconds", "0.5", "--baseline-requests", "6",
-            "--input-tokens", str(INPUT), "--output-tokens", str(OUTPUT),
-            "--llm-shared-prefix-tokens", str(PREFIX), "--out", str(out), "--run-id", "w2",
-            "--no-refine", "--stop-after-knee", "-1", "--workers", "2",
-        ]  # fmt: skip
-        done = subprocess.run(args, capture_output=True, text=True, timeout=240)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        run_dir = prefix_sweep(sim.url, out, "w2", LEVELS, "--workers", "2")
         log = sim.log()
-    return out / "w2", log
+    return run_dir, log
 
 
 def test_two_workers_hit_rate_and_knee(run) -> None:

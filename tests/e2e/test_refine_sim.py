@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -35,6 +34,7 @@ from analysis.report.knee_summary import summary_words
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import saturation_concurrency
+from tests.support.run_support import submitted
 
 pytestmark = pytest.mark.slow
 
@@ -73,12 +73,8 @@ def sweep(case: int | str, metrics: bool, out: Path) -> tuple[str, Path]:
 def sweeps(tmp_path_factory):  # type: ignore[no-untyped-def]
     """Every case's sweep, three at a time, handed out as they are submitted: a test analyses its
     run (in this process) while the later sweeps still run."""
-    out = tmp_path_factory.mktemp("runs")
-    pool = ThreadPoolExecutor(max_workers=3)
-    try:
-        yield {(c, m): pool.submit(sweep, c, m, out) for c, m in CASES}
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    with submitted(sweep, CASES, tmp_path_factory.mktemp("runs")) as futures:
+        yield futures
 
 
 @pytest.mark.parametrize(("case", "metrics"), CASES, ids=[f"{c}-{m}" for c, m in CASES])

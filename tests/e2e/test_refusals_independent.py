@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -33,6 +32,7 @@ from analysis.stages.refusals import stage_refusals
 from analysis.stages.summary import measured_requests
 from tests.support.late_client import late_cannot_tell
 from tests.support.refusing_server import RefusingServer
+from tests.support.run_support import submitted
 
 pytestmark = pytest.mark.slow
 
@@ -60,12 +60,8 @@ def sweep(limit: int, metrics: bool, out: Path) -> tuple[str, Path, int]:
 
 @pytest.fixture(scope="module")
 def sweeps(tmp_path_factory):  # type: ignore[no-untyped-def]
-    out = tmp_path_factory.mktemp("runs")
-    pool = ThreadPoolExecutor(max_workers=3)
-    try:
-        yield {(n, m): pool.submit(sweep, n, m, out) for n, m in CASES}
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    with submitted(sweep, CASES, tmp_path_factory.mktemp("runs")) as futures:
+        yield futures
 
 
 @pytest.mark.parametrize(("limit", "metrics"), CASES, ids=[f"{n}-{m}" for n, m in CASES])

@@ -27,6 +27,7 @@ from geventhttpclient import HTTPClient
 from analysis.inputs.server_metrics import canonical_timeline, gpu_from_dcgm
 from loadknee_locust.plugin.options import LlmOptions
 from loadknee_locust.telemetry import TelemetrySampler
+from tests.support.run_support import reaped
 
 
 def read(path: Path) -> list[dict[str, str]]:
@@ -150,19 +151,15 @@ def test_sampler_in_a_real_distributed_locust_run(
         "-u", "4", "-r", "4", "-t", "5s", "--processes", "1", "--only-summary",
         "--exit-code-on-error", "0",
     ]  # fmt: skip
-    proc = subprocess.Popen(
+    child = subprocess.Popen(
         command,
         env={**os.environ, "RUN_DIR": str(run_dir)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
-    try:
+    with reaped(child) as proc:
         out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 0, out[-3000:]
     client = read(run_dir / "client.csv")
     workers = {r["worker"] for r in client}

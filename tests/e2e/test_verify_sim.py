@@ -8,8 +8,6 @@ each with 5 s levels, 1 s warm-up and the original's 0.5 s cooldown.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ import pytest
 from analysis.pipeline import analyze_run
 from loadknee_locust.sim.launch import SimProcess
 from tests.support.counter_check import stage_counts
+from tests.support.run_support import loadknee
 
 pytestmark = pytest.mark.slow
 
@@ -24,20 +23,11 @@ SLOTS = 12
 LEVELS = "2,4,8,12,16,24"
 
 
-def _loadknee(*args: str, timeout_s: float = 300.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "loadknee_locust", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
-
-
 @pytest.fixture(scope="module")
 def original(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     out = tmp_path_factory.mktemp("verify")
     with SimProcess.start("fast", max_num_seqs=SLOTS) as sim:
-        done = _loadknee(
+        done = loadknee(
             "run", "--no-analyze", "--host", sim.url, "--levels", LEVELS, "--stage-seconds", "6",
             "--warmup-seconds", "1", "--cooldown-seconds", "0.5", "--baseline-requests", "10",
             "--out", str(out), "--run-id", "original",
@@ -66,14 +56,14 @@ def test_verify_passes_on_the_same_server_and_fails_with_half_the_slots(original
     common = ["--stage-seconds", "5", "--warmup-seconds", "1", "--out", str(out)]
     common += ["--cooldown-seconds", "0.5"]
     with SimProcess.start("fast", max_num_seqs=SLOTS) as sim:
-        same = _loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", "same")
+        same = loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", "same")
     assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-3000:]
     # words are the product: the PASS/FAIL lines a rollout script gates on
     assert "verify: PASS (3 of 3 checks passed)" in same.stdout
     assert (out / "same" / "verify.txt").read_text().startswith("PASS  recommended_level")
     assert ",refine," not in (out / "same" / "stages.csv").read_text()  # only the named levels
     with SimProcess.start("fast", max_num_seqs=SLOTS // 2) as sim:
-        half = _loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", "half")
+        half = loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", "half")
     assert half.returncode == 1, half.stdout[-3000:] + half.stderr[-3000:]
     assert "FAIL  recommended_level: max_concurrency 12 is knee" in half.stdout
     # words are the product: the PASS/FAIL lines a rollout script gates on

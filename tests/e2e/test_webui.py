@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import csv
 import io
-import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from loadknee_locust.children import stop_child
 from loadknee_locust.webui.tab import COLUMNS
 from tests.support.run_support import (
     assert_matches_sim,
@@ -65,12 +65,7 @@ def test_web_ui_two_runs_knee_tab_and_stop(sim_server, tmp_path: Path) -> None:
         http_post(base + "/stop")
         wait_state(base, "stopped", 30.0)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_child(proc, 30.0)
     first, second = sorted(p for p in out.iterdir() if p.is_dir())
     rd1, rd2 = read_run_dir(first), read_run_dir(second)
     check_run(rd1, levels=[1, 2], baseline=2)

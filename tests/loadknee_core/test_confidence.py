@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 import random
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -21,9 +19,7 @@ from loadknee_core.confidence import (
     tail_interval,
     throughput_interval,
 )
-from tests.support.paths import PROGRAMS
-
-KEPT_OUT = PROGRAMS / "imports_kept_out.py"  # no heavy imports
+from tests.support.kept_out import imports_brought
 
 # Student-t quantiles, printed tables (e.g. NIST/SEMATECH e-Handbook 1.3.6.7.2), 3 decimals
 T_TABLE = [
@@ -168,10 +164,4 @@ def test_seconds_needed_scales_with_the_square_of_the_width() -> None:
 
 
 def test_module_imports_nothing_heavy() -> None:
-    out = subprocess.run(
-        [sys.executable, str(KEPT_OUT), "loadknee_core.confidence",
-        "numpy,pandas,locust,gevent"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert out.stdout.strip() == "[]"
+    assert imports_brought("loadknee_core.confidence", "numpy,pandas,locust,gevent") == []

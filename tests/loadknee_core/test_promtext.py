@@ -14,6 +14,7 @@ from loadknee_core.promtext import (
     redact_url,
     render_labels,
 )
+from loadknee_core.redaction import strip_credentials
 
 VLLM_TEXT = """\
 # HELP vllm:num_requests_running Number of requests in model execution batches.
@@ -90,10 +91,18 @@ def test_parse_labels_rejects_non_labels() -> None:
         ("http://user:s3cret@host:9400/metrics", "http://host:9400/metrics"),
         ("https://token@host/metrics?x=1", "https://host/metrics?x=1"),
         ("http://u:p@[::1]:80/m", "http://[::1]:80/m"),
+        ("http://user:pw@host:8000/v1?x=1", "http://host:8000/v1?x=1"),
+        ("https://tok@h", "https://h"),
+        ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
+        ("not a url with @ sign", "not a url with @ sign"),
+        ("", ""),
     ],
 )
-def test_redact_url(url: str, expected: str) -> None:
+def test_redact_url_and_strip_credentials(url: str, expected: str) -> None:
+    """The telemetry's ``redact_url`` and the run directory's ``strip_credentials`` (one rule,
+    :mod:`loadknee_core.redaction`) strip the same way."""
     assert redact_url(url) == expected
+    assert strip_credentials(url) == expected
 
 
 def S(metric: str, value: float, **labels: str) -> Sample:

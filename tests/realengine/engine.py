@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from loadknee_locust.children import stop_child
+
 LCP_VERSION = "0.3.36"
 HERE = Path(__file__).resolve().parent
 
@@ -126,13 +128,7 @@ class LlamaServer:
     log_path: Path
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_child(self.process, 10.0)
 
 
 KEPT_SERVER_LOGS = 10

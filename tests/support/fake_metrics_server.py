@@ -8,7 +8,9 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from tests.support.loopback_http import QuietHandler
 
 GOOD = """\
 # TYPE vllm:num_requests_running gauge
@@ -25,7 +27,7 @@ DCGM_FI_PROF_SM_ACTIVE{{gpu="0",UUID="GPU-1"}} 0.5
 NO_DCGM = 'vllm:num_requests_running{model_name="m"} 1\n'
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuietHandler):
     server: _Server
 
     def do_GET(self) -> None:
@@ -45,15 +47,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, "boom")
 
     def _send(self, status: int, text: str) -> None:
-        body = text.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_body(status, text.encode(), "text/plain; version=0.0.4")
 
 
 class _Server(ThreadingHTTPServer):

@@ -92,3 +92,20 @@ def sweep(
         extra = {name: values[i] for name, values in columns.items()}
         rows.append(stage(users, output_tok_s=tok_s[i], e2e_p95_ms=p95_ms[i], **extra))
     return frame(rows)
+
+
+#: a server with 12 slots seen at 8, 16 and 24 users: 16 fill it and queue 4 on average
+TWELVE_SLOTS = {
+    "running_mean": [8.0, 11.5, 12.0],
+    "running_max": [8.0, 12.0, 12.0],
+    "waiting_mean": [0.0, 4.0, 12.0],
+}
+
+
+def twelve_slots(tok_s: list[float], p95_ms: list[float], **gauges: list[Any]) -> pd.DataFrame:
+    """A sweep of 8, 16 and 24 users against the 12-slot server of :data:`TWELVE_SLOTS` (its
+    gauges replaced by ``gauges``), after a baseline of 100 tok/s at P95 250 ms."""
+    return sweep(
+        [8, 16, 24], tok_s, p95_ms, baseline_tok_s=100.0, baseline_p95_ms=250.0,
+        **{**TWELVE_SLOTS, **gauges},
+    )  # fmt: skip

@@ -10,7 +10,6 @@ import csv
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -18,14 +17,33 @@ import time
 import urllib.parse
 import urllib.request
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from loadknee_core.contract import GPU_CSV, REQUEST_COLUMNS, SERVER_METRICS_CSV, STAGE_COLUMNS
 
 HERE = Path(__file__).parent
 PROBE = str(HERE / "run_probe_locustfile.py")
+
+T = TypeVar("T")
+
+
+@contextmanager
+def submitted(
+    sweep: Callable[..., T], cases: Iterable[tuple[Any, ...]], out: Path, at_once: int = 3
+) -> Iterator[dict[tuple[Any, ...], Future[T]]]:
+    """Every case's ``sweep(*case, out)`` submitted to ``at_once`` threads (2 cores: the
+    simulators keep time), handed out as futures keyed by case while the later sweeps still run;
+    when the block ends the pool waits for the running ones and cancels the queued ones."""
+    pool = ThreadPoolExecutor(max_workers=at_once)
+    try:
+        yield {case: pool.submit(sweep, *case, out) for case in cases}
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def free_port() -> int:
@@ -58,19 +76,37 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run(cmd: list[str], *, timeout: float = 90.0, env: dict[str, str] | None = None) -> str:
-    """Run to completion; return the combined output; fail with it on a non-zero exit."""
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env or child_env()
-    )
+@contextmanager
+def reaped(proc: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """``proc`` for the block; a child still running when the block ends (a failed check, a
+    timeout) is killed and its pipes drained, so no test leaves a process behind."""
     try:
-        out, _ = proc.communicate(timeout=timeout)
+        yield proc
     finally:
         if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
+            proc.kill()
             proc.communicate()
+
+
+def run(cmd: list[str], *, timeout: float = 90.0, env: dict[str, str] | None = None) -> str:
+    """Run to completion; return the combined output; fail with it on a non-zero exit."""
+    child = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env or child_env()
+    )
+    with reaped(child) as proc:
+        out, _ = proc.communicate(timeout=timeout)
     assert proc.returncode == 0, f"exit {proc.returncode}:\n{out[-4000:]}"
     return out
+
+
+def loadknee(*args: str, timeout_s: float = 300.0) -> subprocess.CompletedProcess[str]:
+    """``python -m loadknee_locust ARGS`` to completion, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "loadknee_locust", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
 
 
 def http_get(url: str) -> bytes:

@@ -10,7 +10,7 @@ from analysis.advice.recommend import recommend
 from analysis.diagnosis.bottleneck import diagnose
 from analysis.knee.find import KneeParams, find_knee
 from analysis.stages.baseline import compute_baseline
-from tests.support.knee_frames import seed_002_summary, sweep
+from tests.support.knee_frames import seed_002_summary, sweep, twelve_slots
 
 LEVELS = [4, 8, 16, 24, 32, 48]
 TOK_S = [400, 800, 1500, 2100, 2600, 2650]
@@ -105,12 +105,7 @@ def test_the_answer_never_exceeds_the_knees_max_concurrency():
 
 def test_a_knee_from_the_servers_queue_alone_says_so_not_that_the_tail_departed():
     # 12 slots: 16 users queue at the server while P95 is still 1.3× the baseline's
-    summary = sweep(
-        [8, 16, 24], [800.0, 1150.0, 1400.0], [300.0, 320.0, 330.0],
-        baseline_tok_s=100.0, baseline_p95_ms=250.0,
-        running_mean=[8.0, 11.5, 12.0], running_max=[8.0, 12.0, 12.0],
-        waiting_mean=[0.0, 4.0, 12.0],
-    )  # fmt: skip
+    summary = twelve_slots([800.0, 1150.0, 1400.0], [300.0, 320.0, 330.0])
     knee, recs = _recs(summary)
     assert knee.knee_users == 16
     answer = recs.deploy

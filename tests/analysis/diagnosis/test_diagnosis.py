@@ -22,11 +22,19 @@ def _saw(reason, kind: str, **values) -> bool:
     )
 
 
-def _last(tok_s, p95, **columns):
-    summary = sweep(LEVELS, tok_s, p95, baseline_tok_s=100.0, baseline_p95_ms=100.0, **columns)
+def _sweep(tok_s, p95, **columns):
+    """A sweep over ``LEVELS`` after a baseline of 100 tok/s at P95 100 ms."""
+    return sweep(LEVELS, tok_s, p95, baseline_tok_s=100.0, baseline_p95_ms=100.0, **columns)
+
+
+def _last_of(summary):
+    """The diagnosis of the last stage of ``summary``, its baseline and knee found afresh."""
     baseline = compute_baseline(None, summary)
-    result = diagnose(summary, find_knee(summary, baseline), baseline)
-    return result.stages[-1]
+    return diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+
+
+def _last(tok_s, p95, **columns):
+    return _last_of(_sweep(tok_s, p95, **columns))
 
 
 @pytest.mark.parametrize(
@@ -69,16 +77,14 @@ def test_each_rule(name, tok_s, p95, columns, expected, saw):
 
 def test_prefill_bound_when_ttft_high_and_itl_normal():
     columns = {"ttft_p95_ms": [20, 20, 30, 200], "itl_p50_ms": [10, 10, 11, 12]}
-    summary = sweep(LEVELS, SCALING, [100, 100, 110, 300], baseline_tok_s=100.0,
-                    baseline_p95_ms=100.0, **columns)  # fmt: skip
+    summary = _sweep(SCALING, [100, 100, 110, 300], **columns)
     summary.loc[0, ["ttft_p95_ms", "itl_p50_ms"]] = [20.0, 10.0]  # the baseline stage
-    baseline = compute_baseline(None, summary)
-    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    last = _last_of(summary)
     assert last.bottleneck == "prefill", last.bottleneck_reason
     assert _saw(last.bottleneck_reason, "prefill", ttft_p95_ms=200, ttft_ratio=10,
                 decode="itl", decode_p50_ms=12, decode_ratio=1.2)  # fmt: skip
     summary.loc[4, "itl_p50_ms"] = 40.0  # ITL rose too: not prefill alone
-    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    last = _last_of(summary)
     assert last.bottleneck != "prefill"
 
 
@@ -90,15 +96,13 @@ def test_a_server_queue_is_queueing_not_prefill():
         "waiting_mean": [0, 0, 0, 8],
         "waiting_max": [0, 0, 0, 8],
     }
-    summary = sweep(LEVELS, FLAT, [100, 100, 110, 300], baseline_tok_s=100.0,
-                    baseline_p95_ms=100.0, **columns)  # fmt: skip
+    summary = _sweep(FLAT, [100, 100, 110, 300], **columns)
     summary.loc[0, ["ttft_p95_ms", "itl_p50_ms", "waiting_mean"]] = [20.0, 10.0, 0.0]
-    baseline = compute_baseline(None, summary)
-    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    last = _last_of(summary)
     assert last.bottleneck == "queueing", last.bottleneck_reason
     assert _saw(last.bottleneck_reason, "server_queue", waiting_mean=8, waiting_max=8)
     summary.loc[4, ["waiting_mean", "waiting_max"]] = [0.0, 0.0]  # no queue: prefill again
-    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    last = _last_of(summary)
     assert last.bottleneck == "prefill", last.bottleneck_reason
 
 
@@ -109,42 +113,35 @@ def test_bursty_chunks_judge_decode_speed_by_tpot_not_itl():
         "itl_p50_ms": [0.01] * 4,
         "tpot_p50_ms": [10, 10, 20, 40],
     }
-    summary = sweep(LEVELS, SCALING, [100, 100, 110, 300], baseline_tok_s=100.0,
-                    baseline_p95_ms=100.0, **columns)  # fmt: skip
+    summary = _sweep(SCALING, [100, 100, 110, 300], **columns)
     summary.loc[0, ["ttft_p95_ms", "itl_p50_ms", "tpot_p50_ms"]] = [20.0, 0.01, 10.0]
-    baseline = compute_baseline(None, summary)
-    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    last = _last_of(summary)
     assert last.bottleneck != "prefill", last.bottleneck_reason
     summary.loc[4, "tpot_p50_ms"] = 11.0  # decode as fast as alone: the TTFT rise is prefill
-    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    last = _last_of(summary)
     assert last.bottleneck == "prefill"
     assert _saw(last.bottleneck_reason, "prefill", decode="tpot", decode_ratio=1.1)
 
 
 def test_an_empty_server_queue_with_a_rising_tail_is_compute_not_queueing():
-    summary = sweep(LEVELS, FLAT, [100, 100, 110, 300], baseline_tok_s=100.0,
-                    baseline_p95_ms=100.0, waiting_mean=[0.0] * 4)  # fmt: skip
-    baseline = compute_baseline(None, summary)
-    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    summary = _sweep(FLAT, [100, 100, 110, 300], waiting_mean=[0.0] * 4)
+    last = _last_of(summary)
     assert last.bottleneck == "compute", last.bottleneck_reason
     assert _saw(last.bottleneck_reason, "empty_queue", waiting_mean=0, threshold_waiting=0.5)
 
 
 def test_interference_from_the_baseline_warning():
-    summary = sweep(LEVELS, SCALING, [100, 100, 110, 160], baseline_tok_s=100.0,
-                    baseline_p95_ms=100.0, gpu_util_mean_pct=[50] * 4)  # fmt: skip
+    summary = _sweep(SCALING, [100, 100, 110, 160], gpu_util_mean_pct=[50] * 4)
     summary.loc[0, "e2e_p50_ms"] = 40.0  # baseline P95 2.5× its median
     summary.loc[4, "success_pct"], summary.loc[4, "errors"] = 99.9, 1  # an early sign only
-    baseline = compute_baseline(None, summary)
-    last = diagnose(summary, find_knee(summary, baseline), baseline).stages[-1]
+    last = _last_of(summary)
     assert last.verdict == "critical"
     assert last.bottleneck == "interference", last.bottleneck_reason
 
 
 def test_thresholds_are_parameters():
     columns = {"gpu_util_mean_pct": [60, 80, 85, 85]}
-    summary = sweep(LEVELS, FLAT, [100, 100, 110, 300], baseline_tok_s=100.0,
-                    baseline_p95_ms=100.0, **columns)  # fmt: skip
+    summary = _sweep(FLAT, [100, 100, 110, 300], **columns)
     baseline = compute_baseline(None, summary)
     knee = find_knee(summary, baseline)
     assert diagnose(summary, knee, baseline).stages[-1].bottleneck == "queueing"

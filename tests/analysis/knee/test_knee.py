@@ -80,6 +80,14 @@ def test_marginal_gain_separates_stages_that_scaling_efficiency_cannot():
 LEVELS = [2, 4, 8, 16]
 
 
+def _scaling(**columns):
+    """Throughput doubling with the users at the baseline's latency, plus ``columns``."""
+    return sweep(
+        LEVELS, [200, 400, 800, 1600], [100] * 4, baseline_tok_s=100.0, baseline_p95_ms=100.0,
+        **columns,
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("name", "tok_s", "p95", "extra", "params", "expected"),
     [
@@ -126,24 +134,14 @@ def test_each_rule(name, tok_s, p95, extra, params, expected):
 
 
 def test_no_knee_in_range_says_so():
-    summary = sweep(
-        LEVELS, [200, 400, 800, 1600], [100] * 4, baseline_tok_s=100.0, baseline_p95_ms=100.0
-    )
+    summary = _scaling()
     result = _knee(summary)
     assert result.knee_stage is None and result.red_line_stage is None
     assert result.max_concurrency == 16 and result.base_capacity == 16
 
 
 def test_knee_before_red_line_and_max_concurrency_before_red_line_without_knee():
-    summary = sweep(
-        LEVELS,
-        [200, 400, 800, 1600],
-        [100] * 4,
-        baseline_tok_s=100.0,
-        baseline_p95_ms=100.0,
-        ok=[1000, 1000, 500, 500],
-        errors=[0, 0, 500, 500],
-    )
+    summary = _scaling(ok=[1000, 1000, 500, 500], errors=[0, 0, 500, 500])
     result = _knee(summary)
     assert result.knee_users is None and result.red_line_users == 8
     assert result.max_concurrency == 4 and result.base_capacity == 4
@@ -151,20 +149,11 @@ def test_knee_before_red_line_and_max_concurrency_before_red_line_without_knee()
 
 def test_kv_cache_wins_over_flat_preallocated_gpu_memory():
     kv = {"gpu_mem_peak_pct": [90.0] * 4, "kv_cache_peak_pct": [10, 20, 40, 80]}
-    summary = sweep(
-        LEVELS, [200, 400, 800, 1600], [100] * 4, baseline_tok_s=100.0, baseline_p95_ms=100.0, **kv
-    )
+    summary = _scaling(**kv)
     assert _verdicts(_knee(summary)) == ["comfortable"] * 4  # NVML 90 % is pre-allocation
     assert _verdicts(_knee(summary, memory_source="gpu")) == ["critical"] * 4
     moving = {"gpu_mem_peak_pct": [50, 60, 70, 88], "kv_cache_peak_pct": [10, 20, 40, 60]}
-    summary = sweep(
-        LEVELS,
-        [200, 400, 800, 1600],
-        [100] * 4,
-        baseline_tok_s=100.0,
-        baseline_p95_ms=100.0,
-        **moving,
-    )
+    summary = _scaling(**moving)
     assert _verdicts(_knee(summary))[-1] == "critical"  # dynamic GPU memory counts
 
 

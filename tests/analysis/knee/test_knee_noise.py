@@ -9,7 +9,7 @@ from analysis.knee.confidence import knee_confidence
 from analysis.knee.find import KneeParams, find_knee
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.intervals import StageBatches
-from tests.support.knee_frames import sweep
+from tests.support.knee_frames import sweep, twelve_slots
 
 
 def _knee(summary, **params):
@@ -159,21 +159,14 @@ def test_the_servers_queue_makes_the_knee_and_bounds_max_concurrency():
 
 def test_the_running_maximum_bounds_max_concurrency_between_grid_levels():
     # 12 slots: 16 users saturate it; the stage before the knee is 12, never above the slots
-    summary = sweep(
-        [8, 16, 24], [800.0, 1150.0, 1160.0], [300.0, 700.0, 1000.0],
-        baseline_tok_s=100.0, baseline_p95_ms=250.0,
-        running_mean=[8.0, 11.5, 12.0], running_max=[8.0, 12.0, 12.0],
-        waiting_mean=[0.0, 4.0, 12.0],
-    )  # fmt: skip
+    summary = twelve_slots([800.0, 1150.0, 1160.0], [300.0, 700.0, 1000.0])
     result = _knee(summary)
     assert (result.knee_users, result.max_concurrency) == (16, 8)
     # with the knee at 24 (16 had no real queue) the stage before it is 16, above the server's
     # 12 slots: the running maximum caps max_concurrency at 12
-    summary = sweep(
-        [8, 16, 24], [800.0, 1150.0, 1160.0], [300.0, 320.0, 1000.0],
-        baseline_tok_s=100.0, baseline_p95_ms=250.0,
-        running_mean=[8.0, 11.0, 12.0], running_max=[8.0, 12.0, 12.0],
-        waiting_mean=[0.0, 0.5, 12.0],
+    summary = twelve_slots(
+        [800.0, 1150.0, 1160.0], [300.0, 320.0, 1000.0],
+        running_mean=[8.0, 11.0, 12.0], waiting_mean=[0.0, 0.5, 12.0],
     )  # fmt: skip
     result = _knee(summary)
     assert (result.knee_users, result.max_concurrency) == (24, 12)

@@ -10,7 +10,7 @@ files and review the diff:
 
 from __future__ import annotations
 
-import os
+from typing import Any
 
 from analysis.advice.facts import (
     BaseCapacityFact,
@@ -42,10 +42,7 @@ from analysis.report.advice_words import (
 )
 from analysis.slo.facts import CapacityDoubt
 from loadknee_core.slo_targets import Slo, SloParams
-from tests.support.paths import DATA
-
-GOLDEN = DATA / "golden" / "advice_words.txt"
-UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
+from tests.support.golden import check_golden
 
 _TAIL = Signal(
     "tail_departure",
@@ -64,6 +61,14 @@ _CONFIGURE = DeployFact(
     "configure", users=16, at_users=24, bounds=("knee",), why=KneeWhyFact("server", True)
 )
 
+
+def _at_knee(users: int, at_users: int, why: KneeWhyFact, **more: Any) -> DeployFact:
+    """A ``configure`` answer bound by the knee at ``at_users``."""
+    return DeployFact(
+        "configure", users=users, at_users=at_users, bounds=("knee",), why=why, **more
+    )
+
+
 #: case → the deploy answer's fact: every kind, and each branch of its words
 DEPLOY = {
     "no stage": DeployFact("no_stage"),
@@ -74,12 +79,8 @@ DEPLOY = {
     "none safe, nothing said": DeployFact(
         "none_safe", at_users=2, bounds=("knee", "sla", "memory"), why=None
     ),
-    "configure, the curve": DeployFact(
-        "configure", users=16, at_users=24, bounds=("knee",), why=KneeWhyFact("none", curve=True)
-    ),
-    "configure, the server's queue": DeployFact(
-        "configure", users=16, at_users=24, bounds=("knee",), why=KneeWhyFact("server", False)
-    ),
+    "configure, the curve": _at_knee(16, 24, KneeWhyFact("none", curve=True)),
+    "configure, the server's queue": _at_knee(16, 24, KneeWhyFact("server", False)),
     "configure, the client's queue and the curve": DeployFact(
         "configure",
         users=16,
@@ -93,40 +94,15 @@ DEPLOY = {
     "configure, refusals": DeployFact(
         "configure", users=10, at_users=11, bounds=("refusals",), why=_REFUSALS
     ),
-    "configure, capped": DeployFact(
-        "configure",
-        users=8,
-        at_users=12,
-        bounds=("knee",),
-        why=KneeWhyFact("server", True),
-        cap_users=8,
+    "configure, capped": _at_knee(8, 12, KneeWhyFact("server", True), cap_users=8),
+    "configure, capped by the server's slots": _at_knee(
+        8, 12, KneeWhyFact("server", True), cap_users=8, server_slots=8.0
     ),
-    "configure, capped by the server's slots": DeployFact(
-        "configure",
-        users=8,
-        at_users=12,
-        bounds=("knee",),
-        why=KneeWhyFact("server", True),
-        cap_users=8,
-        server_slots=8.0,
+    "configure, soft knee": _at_knee(
+        8, 32, KneeWhyFact("none", True), departed_users=16, departed_tail=_TAIL, batch_users=24
     ),
-    "configure, soft knee": DeployFact(
-        "configure",
-        users=8,
-        at_users=32,
-        bounds=("knee",),
-        why=KneeWhyFact("none", True),
-        departed_users=16,
-        departed_tail=_TAIL,
-        batch_users=24,
-    ),
-    "configure, the tail already departed": DeployFact(
-        "configure",
-        users=16,
-        at_users=24,
-        bounds=("knee",),
-        why=KneeWhyFact("none", True),
-        tail_note=_TAIL,
+    "configure, the tail already departed": _at_knee(
+        16, 24, KneeWhyFact("none", True), tail_note=_TAIL
     ),
     "no hard knee": DeployFact(
         "no_hard_knee", users=24, top_users=64, departed_users=32, departed_tail=_TAIL
@@ -228,6 +204,4 @@ def _text() -> str:
 
 def test_every_advice_fact_kind_has_its_golden_words() -> None:
     text = _text()
-    if UPDATE:
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert text == GOLDEN.read_text(encoding="utf-8")
+    check_golden("advice_words.txt", text)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +31,7 @@ from tests.support.check_cases import (
     saturating_run,
     unmeasured_checks,
 )
-from tests.support.paths import DATA
-
-GOLDEN = DATA / "golden" / "check_words.txt"
-UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
+from tests.support.golden import check_golden
 
 #: trace cases: name → (the run's levels, the log's (start s, duration s) requests)
 LOGS: dict[str, tuple[tuple[int, ...], list[tuple[float, float]]]] = {
@@ -101,6 +97,4 @@ def _text(tmp: Path) -> str:
 
 def test_every_check_and_headroom_has_its_golden_words(tmp_path: Path) -> None:
     text = _text(tmp_path)
-    if UPDATE:
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert text == GOLDEN.read_text(encoding="utf-8")
+    check_golden("check_words.txt", text)

@@ -10,15 +10,10 @@ rewording is intended, regenerate it with the other golden files and review the 
 
 from __future__ import annotations
 
-import os
-
 from analysis.compare.cli import wide_rows
 from analysis.compare.core import Comparison, compare_runs
 from tests.support.compare_cases import batch_sides, broken_after, compare_side, replay_sides
-from tests.support.paths import DATA
-
-GOLDEN = DATA / "golden" / "compare_words.txt"
-UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
+from tests.support.golden import check_golden
 
 
 def _cases() -> dict[str, Comparison]:
@@ -59,6 +54,4 @@ def _text() -> str:
 
 def test_every_comparison_reading_has_its_golden_words() -> None:
     text = _text()
-    if UPDATE:
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert text == GOLDEN.read_text(encoding="utf-8")
+    check_golden("compare_words.txt", text)

@@ -12,8 +12,6 @@ files and review the diff:
 
 from __future__ import annotations
 
-import os
-
 import pandas as pd
 
 from analysis.diagnosis.bottleneck import diagnose_stage, first_match
@@ -31,11 +29,8 @@ from analysis.report.diagnosis_words import (
     small_stage_text,
 )
 from tests.analysis.diagnosis.test_diagnosis_rules import BY_NAME, CASES, REJECTED, _facts
+from tests.support.golden import check_golden
 from tests.support.knee_frames import sweep
-from tests.support.paths import DATA
-
-GOLDEN = DATA / "golden" / "diagnosis_words.txt"
-UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
 
 _STALLED = FailureMix(requests=200,
                       kinds=((FailureKind("timeout"), 30), (FailureKind("http_error", 500), 1)),
@@ -105,6 +100,4 @@ def _text() -> str:
 
 def test_every_diagnosis_fact_kind_has_its_golden_words() -> None:
     text = _text()
-    if UPDATE:
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert text == GOLDEN.read_text(encoding="utf-8")
+    check_golden("diagnosis_words.txt", text)

@@ -11,7 +11,6 @@ is intended, regenerate it with the other golden files and review the diff:
 from __future__ import annotations
 
 import dataclasses
-import os
 
 from analysis.knee.facts import (
     AbsentFact,
@@ -42,10 +41,7 @@ from analysis.report.knee_summary import confidence_text, fit_text, summary_text
 from analysis.report.knee_words import fact_text, signal_text
 from analysis.report.stage_reasons import reason_text, rows_text
 from analysis.stages.data_check import RowsFact
-from tests.support.paths import DATA
-
-GOLDEN = DATA / "golden" / "knee_words.txt"
-UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
+from tests.support.golden import check_golden
 
 _GAIN = {
     "prev_users": 24.0, "users": 32.0, "prev_rate": 1480.0, "rate": 1536.0,
@@ -205,6 +201,4 @@ def _text() -> str:
 
 def test_every_knee_fact_kind_has_its_golden_words() -> None:
     text = _text()
-    if UPDATE:
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert text == GOLDEN.read_text(encoding="utf-8")
+    check_golden("knee_words.txt", text)

@@ -10,18 +10,14 @@ intended, regenerate it and review the diff:
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 from analysis.predict.check import check
 from analysis.predict.facts import CapacityParams, Estimate, MeasuredRun, Workload, WorkloadSource
 from analysis.predict.whatif import predict
 from analysis.report.predict_words import check_text, prediction_text
-from tests.support.paths import DATA
+from tests.support.golden import check_golden
 from tests.support.predict_fits import synthetic_fit
-
-GOLDEN = DATA / "golden" / "predict_words.txt"
-UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
 
 X = Estimate.exact
 NAN = Estimate(float("nan"), float("nan"), float("nan"))
@@ -74,8 +70,4 @@ def rendered() -> str:
 
 def test_the_words_of_every_kind_of_prediction() -> None:
     text = rendered()
-    if UPDATE:
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert text == GOLDEN.read_text(encoding="utf-8"), (
-        "predict's words changed: if intended, LOADKNEE_UPDATE_GOLDEN=1 and review the diff"
-    )
+    check_golden("predict_words.txt", text)

@@ -10,14 +10,9 @@ rewording is intended, regenerate it with the other golden files and review the 
 
 from __future__ import annotations
 
-import os
-
 from analysis.report.refusal_text import refusal_sentence
 from analysis.stages.refusals import StageRefusals
-from tests.support.paths import DATA
-
-GOLDEN = DATA / "golden" / "refusal_words.txt"
-UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
+from tests.support.golden import check_golden
 
 #: case → (limit, users at the refusing stage, its requests, what the refusals said)
 CASES = {
@@ -38,6 +33,4 @@ def _text() -> str:
 
 def test_every_refusal_sentence_has_its_golden_words() -> None:
     text = _text()
-    if UPDATE:
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert text == GOLDEN.read_text(encoding="utf-8")
+    check_golden("refusal_words.txt", text)

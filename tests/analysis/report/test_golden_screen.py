@@ -25,14 +25,11 @@ import pytest
 
 from analysis.cli import main
 from analysis.report.screen import EXPLAIN_HEADING, WIDTH
-from tests.support.paths import DATA
+from tests.support.golden import check_golden
 from tests.support.report_fixtures import (
     no_global_figures,  # noqa: F401 (autouse fixture)
     write_run_dir,
 )
-
-GOLDEN = DATA / "golden"
-UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
 
 #: case → (write_run_dir keywords, analyze flags)
 CASES: dict[str, tuple[dict, list[str]]] = {
@@ -76,21 +73,12 @@ def _analyze(tmp_path: Path, case: str, explain: bool, capsys: pytest.CaptureFix
     return capsys.readouterr().out.replace(str(run), "<RUN>")
 
 
-def _check(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert path.is_file(), f"no golden file {path}: run with LOADKNEE_UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8")
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_screen_and_its_explanation(case, tmp_path, capsys) -> None:
     screen = _analyze(tmp_path, case, False, capsys)
-    _check(f"{case}.txt", screen)
+    check_golden(f"{case}.txt", screen)
     explained = _analyze(tmp_path, case, True, capsys)
-    _check(f"{case}.explain.txt", explained)
+    check_golden(f"{case}.explain.txt", explained)
     # the explanation comes below the same screen; the screen is one screen, narrow enough
     assert explained.startswith(screen.rstrip("\n") + "\n\n" + EXPLAIN_HEADING)
     lines = screen.splitlines()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 
 import pandas as pd
 
@@ -31,11 +30,8 @@ from analysis.slo.evaluate import SloResult, StageSlo, evaluate_slos, evaluate_s
 from analysis.stages.baseline import compute_baseline
 from loadknee_core.slo_targets import SloParams, Threshold, parse_slo
 from loadknee_core.traffic_classes import TrafficClass
+from tests.support.golden import check_golden
 from tests.support.knee_frames import seed_002_summary
-from tests.support.paths import DATA
-
-GOLDEN = DATA / "golden" / "slo_words.txt"
-UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
 
 
 # --- the words, as the report layer writes them -------------------------------------------
@@ -178,6 +174,4 @@ def _text() -> str:
 
 def test_every_slo_verdict_has_its_golden_words() -> None:
     text = _text()
-    if UPDATE:
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert text == GOLDEN.read_text(encoding="utf-8")
+    check_golden("slo_words.txt", text)

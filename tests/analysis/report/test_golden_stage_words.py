@@ -13,17 +13,12 @@ is intended, regenerate it with the other golden files and review the diff:
 
 from __future__ import annotations
 
-import os
-
 from analysis.model import BaselineNote
 from analysis.report.rate_words import rate_knee_text, rate_reasons_text
 from analysis.report.stage_words import baseline_note_text, cut_text, provisional_text
 from analysis.stages.rate_stages import RateKnee, RateSignal
 from analysis.stages.run_cut import RunCut
-from tests.support.paths import DATA
-
-GOLDEN = DATA / "golden" / "stage_words.txt"
-UPDATE = os.environ.get("LOADKNEE_UPDATE_GOLDEN") == "1"
+from tests.support.golden import check_golden
 
 #: case → where a run was cut
 CUTS = {
@@ -69,6 +64,4 @@ def _text() -> str:
 
 def test_every_stage_finding_has_its_golden_words() -> None:
     text = _text()
-    if UPDATE:
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert text == GOLDEN.read_text(encoding="utf-8")
+    check_golden("stage_words.txt", text)

@@ -74,67 +74,47 @@ END = 1e9  # no cut
 
 CUT = ("requests.csv",)  # the file's last line was cut mid-row
 
-COVERAGE_CASES: dict[str, tuple[Callable[[], tuple], dict[int, RowFault]]] = {
-    "every row there": (
-        lambda: (
-            [_stage(1, 2, 0), _stage(2, 4, 14)],
-            _closed_loop(1, 2, 0, until=END) + _closed_loop(2, 4, 14, until=END),
-        ),
-        {},
-    ),
-    "file ends before the last stage opens": (
-        lambda: ([_stage(1, 2, 0), _stage(2, 4, 14)], _closed_loop(1, 2, 0, until=END)),
-        {2: "not_measured"},
-    ),
-    "a stage's rows deleted, the file goes on": (
-        lambda: ([_stage(1, 2, 0), _stage(2, 4, 14)], _closed_loop(2, 4, 14, until=END)),
-        {1: "no_rows"},
-    ),
-    "file cut mid-row halfway through the last window": (
-        lambda: (
-            [_stage(1, 2, 0), _stage(2, 4, 14)],
-            _closed_loop(1, 2, 0, until=END) + _closed_loop(2, 4, 14, until=20.0),
-            CUT,
-        ),
-        {2: "rows_cut"},
-    ),
+
+def _two_stages(
+    first_until: float | None, second_until: float | None, first_measure_s: float = 10.0
+) -> tuple[list, list]:
+    """Stage 1 (2 users from 0 s) and stage 2 (4 users from 14 s), each stage's rows kept when
+    they end by its ``until`` (None: the stage has no rows at all)."""
+    stages = [_stage(1, 2, 0, measure_s=first_measure_s), _stage(2, 4, 14)]
+    rows = [] if first_until is None else _closed_loop(1, 2, 0, until=first_until)
+    rows += [] if second_until is None else _closed_loop(2, 4, 14, until=second_until)
+    return stages, rows
+
+
+#: case → (stage 1's rows until, stage 2's, stage 1's measured seconds, cut files, the faults)
+COVERAGE_CASES: dict[
+    str, tuple[float | None, float | None, float, tuple[str, ...], dict[int, RowFault]]
+] = {
+    "every row there": (END, END, 10.0, (), {}),
+    "file ends before the last stage opens": (END, None, 10.0, (), {2: "not_measured"}),
+    "a stage's rows deleted, the file goes on": (None, END, 10.0, (), {1: "no_rows"}),
+    "file cut mid-row halfway through the last window": (END, 20.0, 10.0, CUT, {2: "rows_cut"}),
     "no completion in the last window's last seconds, no cut: sparse arrivals": (
-        lambda: (
-            [_stage(1, 2, 0), _stage(2, 4, 14)],
-            _closed_loop(1, 2, 0, until=END) + _closed_loop(2, 4, 14, until=20.0),
-        ),
-        {},
+        END, 20.0, 10.0, (), {},
     ),
-    "an empty measured window": (
-        lambda: (
-            [_stage(1, 2, 0, measure_s=0.0), _stage(2, 4, 14)],
-            _closed_loop(1, 2, 0, until=END) + _closed_loop(2, 4, 14, until=END),
-        ),
-        {1: "empty_window"},
-    ),
+    "an empty measured window": (END, END, 0.0, (), {1: "empty_window"}),
     "file ends while the requests running at the close still ran": (
-        lambda: ([_stage(1, 2, 0), _stage(2, 4, 14)], _closed_loop(1, 2, 0, until=11.15)),
-        {1: "rows_cut", 2: "not_measured"},
+        11.15, None, 10.0, (), {1: "rows_cut", 2: "not_measured"},
     ),
     "file ends after every request running at the close was recorded": (
-        lambda: ([_stage(1, 2, 0), _stage(2, 4, 14)], _closed_loop(1, 2, 0, until=11.6)),
-        {2: "not_measured"},
+        11.6, None, 10.0, (), {2: "not_measured"},
     ),
     "a run stopped in its last stage keeps its rows, cut last line or not": (
-        lambda: (
-            [_stage(1, 2, 0), _stage(2, 4, 14)],
-            _closed_loop(1, 2, 0, until=END) + _closed_loop(2, 4, 14, until=24.7),
-            CUT,
-        ),
-        {},
+        END, 24.7, 10.0, CUT, {},
     ),
-}
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("case", COVERAGE_CASES)
 def test_row_coverage_names_each_stage_the_rows_do_not_cover(case: str) -> None:
-    make, expected = COVERAGE_CASES[case]
-    assert _coverage(*make()) == expected
+    first_until, second_until, first_measure_s, cut, expected = COVERAGE_CASES[case]
+    stages, rows = _two_stages(first_until, second_until, first_measure_s)
+    assert _coverage(stages, rows, cut) == expected
 
 
 def test_rows_of_a_stage_stages_csv_lacks_are_named() -> None:

@@ -12,9 +12,7 @@ from __future__ import annotations
 import ast
 import importlib
 import logging
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -26,35 +24,23 @@ from geventhttpclient.useragent import CompatRequest, UserAgent
 
 from loadknee_locust.client import ghc_internals, reconnect, streamread
 from loadknee_locust.client.ghc_internals import GEVENTHTTPCLIENT_INTERNALS, TESTED_RANGE
+from tests.support.loopback_http import QuietHandler, loopback_server
 
 CLIENT_DIR = Path(ghc_internals.__file__).parent
 USERS_OF_INTERNALS = ("streamread.py", "reconnect.py", "keepalive.py", "users.py")
 
 
-class _Hello(BaseHTTPRequestHandler):
+class _Hello(QuietHandler):
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.send_body(200, b"ok")
 
 
 @pytest.fixture
 def hello_port() -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with loopback_server(_Hello) as url:
+        yield int(url.rsplit(":", 1)[1])
 
 
 def test_every_listed_geventhttpclient_internal_exists_with_its_kind(hello_port: int) -> None:

@@ -6,52 +6,36 @@ empty folder; the hosts are loopback servers of this test (port 0).
 
 from __future__ import annotations
 
-import http.server
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.loopback_http import QuietHandler, loopback_server
+
 PAGE = b"<!DOCTYPE html><html><head><title>Welcome to nginx!</title></head><body>" + b"x" * 400
 
 
-class FakeSite(http.server.BaseHTTPRequestHandler):
+class FakeSite(QuietHandler):
     """``/v1/models`` as an LLM server answers it; ``/site/…`` a web page; the rest a JSON 404
     (as vLLM's FastAPI answers an unknown path)."""
 
     def do_GET(self) -> None:
         if self.path == "/v1/models":
-            self._send(200, b'{"data": [{"id": "m"}]}', "application/json")
+            self.send_body(200, b'{"data": [{"id": "m"}]}', "application/json")
         elif self.path.startswith("/site/"):
-            self._send(200, PAGE, "text/html")
+            self.send_body(200, PAGE, "text/html")
         else:
-            self._send(404, b'{"detail": "Not Found"}', "application/json")
-
-    def _send(self, code: int, body: bytes, kind: str) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_args: object) -> None:
-        pass
+            self.send_body(404, b'{"detail": "Not Found"}', "application/json")
 
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeSite)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_server(FakeSite) as url:
+        yield url
 
 
 #: (id, arguments with {inputs} and {site} to fill, words the one line must hold)

@@ -10,9 +10,7 @@ it for a run directory with no ``server_metrics.csv``.
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,6 +22,7 @@ from loadknee_locust.commands import engine_probe
 from loadknee_locust.commands.preflight import Target, preflight_server
 from loadknee_locust.commands.run import _count_preflight
 from loadknee_locust.record.rundir import write_run_json
+from tests.support.loopback_http import QuietHandler, loopback_server
 
 LLAMA_MODELS = {"object": "list", "data": [{"id": "tiny", "object": "model", "owned_by": "llamacpp",
                 "meta": {"n_ctx_train": 2048, "n_params": 98583552}}]}  # fmt: skip
@@ -38,42 +37,24 @@ def api(models: dict, *, server_header: str = "", props: dict | None = None) -> 
     completion; ``seen`` lists the GET paths asked."""
     seen: dict[str, list[str]] = {"get": []}
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def version_string(self) -> str:  # the Server header
             return server_header or "gateway"
 
         def do_GET(self):
             seen["get"].append(self.path)
             if self.path == "/v1/models":
-                self._send(200, json.dumps(models).encode(), "application/json")
+                self.send_json(200, models)
             elif self.path == "/props" and props is not None:
-                self._send(200, json.dumps(props).encode(), "application/json")
+                self.send_json(200, props)
             else:
-                self._send(404, b'{"error": "not found"}', "application/json")
+                self.send_json(404, {"error": "not found"})
 
         def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            self._send(200, b'data: {"choices": [{"delta": {"content": "hi"}}]}\n\n'
-                       b"data: [DONE]\n\n", "text/event-stream")  # fmt: skip
+            self.stream_deltas({"content": "hi"})
 
-        def _send(self, code, body, kind):
-            self.send_response(code)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *_args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield {"url": f"http://127.0.0.1:{server.server_address[1]}", **seen}
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_server(Handler) as url:
+        yield {"url": url, **seen}
 
 
 def _target(url: str, tmp_path) -> Target:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import csv
-import http.server
-import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ from loadknee_core.contract import REQUEST_COLUMNS, REQUESTS_CSV
 from loadknee_locust.commands import run as run_cmd
 from loadknee_locust.commands.failures import all_failed_text
 from loadknee_locust.commands.preflight import PreflightError, Target, preflight
+from tests.support.loopback_http import QuietHandler, loopback_server
 from tests.support.run_support import free_port
 
 
@@ -57,38 +56,19 @@ def test_wrong_model_fails_fast_and_names_the_served_ones(tmp_path, capsys, sim_
 
 
 def test_a_stream_without_content_is_caught(tmp_path):
-    class NoContent(http.server.BaseHTTPRequestHandler):
+    class NoContent(QuietHandler):
         def do_GET(self):  # /v1/models
-            self._send(b'{"data": [{"id": "m"}]}', "application/json")
+            self.send_json(200, {"data": [{"id": "m"}]})
 
         def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            self._send(b'data: {"choices": [{"delta": {"role": "assistant"}}]}\n\n'
-                       b"data: [DONE]\n\n", "text/event-stream")  # fmt: skip
+            self.stream_deltas({"role": "assistant"})
 
-        def _send(self, body, kind):
-            self.send_response(200)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *_args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoContent)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        host = f"http://127.0.0.1:{server.server_address[1]}"
+    with loopback_server(NoContent) as host:
         with pytest.raises(PreflightError, match=r"no content chunk.*--no-stream"):
             preflight(Target(host, "", "chat", True, "", "", str(tmp_path)))
         # not streamed, the same server's JSON-less answer is caught too
         with pytest.raises(PreflightError, match="not JSON"):
             preflight(Target(host, "m", "chat", False, "", "", str(tmp_path)))
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_run_whose_every_request_failed_is_named_with_its_causes(tmp_path):
@@ -135,22 +115,12 @@ def test_errors_name_the_flags_typed_and_help_shows_defaults(tmp_path, capsys):
 def test_a_web_server_is_named_as_one_not_dumped_as_html(tmp_path):
     """An nginx 404 page answered /v1/models: the error carried its raw HTML, cut mid-tag."""
 
-    class Nginx(http.server.BaseHTTPRequestHandler):
+    class Nginx(QuietHandler):
         def do_GET(self):
             body = b"<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>" + b"x" * 500
-            self.send_response(404)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.send_body(404, body, "text/html")
 
-        def log_message(self, *_args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Nginx)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        host = f"http://127.0.0.1:{server.server_address[1]}"
+    with loopback_server(Nginx) as host:
         with pytest.raises(PreflightError) as caught:
             preflight(Target(host, "", "chat", True, "", "", str(tmp_path)))
         message = str(caught.value)
@@ -159,6 +129,3 @@ def test_a_web_server_is_named_as_one_not_dumped_as_html(tmp_path):
         assert "<" not in message and "\n" not in message
         with pytest.raises(PreflightError, match=f"drop the /v1 from --host.*--host {host}$"):
             preflight(Target(host + "/v1/", "", "chat", True, "", "", str(tmp_path)))
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -8,9 +8,7 @@ import sys
 import pytest
 
 from loadknee_locust.commands import run as runcli
-from tests.support.paths import PROGRAMS
-
-KEPT_OUT = PROGRAMS / "imports_kept_out.py"  # no heavy imports
+from tests.support.kept_out import imports_brought
 
 
 def command(*argv: str) -> list[str]:
@@ -156,12 +154,8 @@ def test_help_all_lists_the_plugin_options_once_each() -> None:
         assert flag in text
     for flag in ("--llm-levels", "--llm-prompt-log", "--llm-red-line-p95-ms"):  # the short one
         assert flag not in text
-    imported = subprocess.run(
-        [sys.executable, str(KEPT_OUT), "loadknee_locust.commands.run", "gevent,locust"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert imported.returncode == 0, imported.stdout + imported.stderr
-    assert imported.stdout.strip() == "[]"  # the wrapper keeps gevent out
+    # the wrapper keeps gevent out
+    assert imports_brought("loadknee_locust.commands.run", "gevent,locust") == []
 
 
 def test_explain_stays_with_the_wrapper_and_reaches_the_next_command() -> None:

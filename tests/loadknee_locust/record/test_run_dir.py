@@ -15,23 +15,8 @@ from loadknee_locust.record.rundir import (
     create_run_dir,
     prompt_info_from_options,
     public_options,
-    strip_credentials,
     write_run_json,
 )
-
-
-@pytest.mark.parametrize(
-    ("url", "expected"),
-    [
-        ("http://user:pw@host:8000/v1?x=1", "http://host:8000/v1?x=1"),
-        ("https://tok@h", "https://h"),
-        ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
-        ("not a url with @ sign", "not a url with @ sign"),
-        ("", ""),
-    ],
-)
-def test_strip_credentials(url: str, expected: str) -> None:
-    assert strip_credentials(url) == expected
 
 
 def test_public_options_drop_secrets_and_strip_urls() -> None:

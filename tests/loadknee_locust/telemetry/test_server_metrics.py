@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pandas as pd
 import pytest
 
@@ -17,9 +14,7 @@ from analysis.inputs.server_metrics import (
 from loadknee_core import dcgm
 from loadknee_core.contract import GPU_COLUMNS, SERVER_METRIC_COLUMNS
 from loadknee_core.promtext import parse_text
-from tests.support.paths import PROGRAMS
-
-KEPT_OUT = PROGRAMS / "imports_kept_out.py"  # no heavy imports
+from tests.support.kept_out import imports_brought
 
 
 def frame(
@@ -156,12 +151,8 @@ def test_gpu_from_dcgm_matches_the_sampler_mapping() -> None:
 
 
 def test_importing_the_analysis_side_imports_no_gevent_nor_locust() -> None:
-    result = subprocess.run(
-        [sys.executable, str(KEPT_OUT), "analysis.inputs.server_metrics,analysis.inputs.nvsmi",
-         "gevent,locust,pynvml"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
+    modules = "analysis.inputs.server_metrics,analysis.inputs.nvsmi"
+    assert imports_brought(modules, "gevent,locust,pynvml") == []
 
 
 def test_tensor_parallel_ranks_are_one_scheduler_data_parallel_ranks_add_up() -> None:
