@@ -89,12 +89,17 @@ class ProvisionalVerdicts:
             self.result = verdict
 
 
+#: ``loadknee analyze``'s exit code when the run cannot tell its capacity (its report is written)
+CANNOT_TELL_EXIT = 3
+
+
 class FinalReport:
     """``loadknee analyze`` over the finished run, once, in a child process."""
 
     def __init__(self) -> None:
         self.run_dir: Path | None = None
         self.state = "none"  # none | running | done | failed
+        self.cannot_tell = False  # done, and the analysis could not tell a capacity (exit 3)
         self._job: Any = None
 
     def report_path(self, run_dir: Path) -> Path:
@@ -113,8 +118,11 @@ class FinalReport:
     def _analyze(self, run_dir: Path) -> None:
         args = [sys.executable, "-m", "analysis.cli", str(run_dir), "--quiet"]
         code, _out, _err = _run_child(args, ANALYZE_TIMEOUT_S)
-        ok = code == 0 and self.report_path(run_dir).is_file()
+        # exit 3: the run cannot tell its capacity; the report is written and says why (a busy
+        # machine's late load generator gives it: the user needs that page most)
+        ok = code in (0, CANNOT_TELL_EXIT) and self.report_path(run_dir).is_file()
         if run_dir == self.run_dir:
+            self.cannot_tell = ok and code == CANNOT_TELL_EXIT
             self.state = "done" if ok else "failed"
         if not ok:
             log.warning("loadknee: loadknee analyze %s failed (exit %d)", run_dir, code)

@@ -315,6 +315,8 @@ def end_links(run: RunLog, report: FinalReport | None) -> str:
             f"<a class='lk-report' href='.{FILES_PREFIX}report/report.html' target='_blank'>"
             "Open the report (report.html)</a>"
         )
+        if report is not None and report.cannot_tell:
+            rep += " — the run cannot tell its capacity; the report says why and what to do"
     elif state == "running":
         rep = "<span class='lk-report-wait'>The report is being written (loadknee analyze)…</span>"
     else:
