@@ -96,9 +96,15 @@ def test_the_kv_bound_knee_moves_as_the_simulator_predicts(runs, request) -> Non
             assert steps["running_max"].max() == limit
         else:
             assert steps["running_max"].isna().all()
-        # beyond the limit the added users only queue (the hard reservation keeps it flat)
+        # beyond the limit the added users only queue (the hard reservation keeps it flat):
+        # 24 users serve no more than 10 % above the limit's stage, beyond the two stages' own
+        # 95 % intervals (a busy box once slowed the 16-user stage alone: 698 then 781 tok/s)
+        # (a stage too short for an interval is read at its point figure)
         top = steps["output_tok_s"]
-        assert top.at[24] == pytest.approx(top.at[limit], rel=0.1), top
+        low = steps["output_tok_s_low"].fillna(top)
+        high = steps["output_tok_s_high"].fillna(top)
+        assert low.at[24] <= 1.1 * high.at[limit], (top, low, high)
+        assert top.at[24] >= 0.9 * top.at[limit], top  # and no less: queued users lose nothing
 
 
 def test_the_hit_rate_needs_the_servers_counters(runs, request) -> None:
