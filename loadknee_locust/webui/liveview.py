@@ -369,7 +369,11 @@ class LiveView:
         answer = result.rates if result is not None else None
         parts = [_status(run, runner, now=now, rates=rates)]
         found = banners(run, runner, None if rates else result, now=now)
-        if rates and (words := openloop.knee_words(answer)):
+        ended = run is not None and (
+            run.test_stopped or bool(run.schedule and run.schedule.finished)
+        )
+        final = bool(ended and report and report.state == "done")
+        if rates and (words := openloop.knee_words(answer, final)):
             found.append(Banner("good", words))
         parts.extend(f"<div class='lk-banner lk-{b.level}'>{html.escape(b.text)}</div>"
                      for b in found)  # fmt: skip
@@ -380,14 +384,12 @@ class LiveView:
             self._stage_key, self._stage_svg = key, stage_charts(run)
         if self._tail is None or self._tail.run_dir != run.run_dir:
             self._tail, self._tele_at = TelemetryTail(run.run_dir), 0.0
-        ended = run.test_stopped or run.schedule.finished
         if now - self._tele_at >= TELEMETRY_EVERY_S or (ended and not self._tele_svg):
             self._tail.update()
             self._tele_svg = telemetry_charts(self._tail, run.schedule.start_unix_s)
             self._tele_at = now
         track = getattr(run, "curve_track", None)  # a curve replay: the log beside measured
         curve = curve_chart(track) if track is not None else ""
-        final = bool(ended and report and report.state == "done")
         if open_plan is not None and rates:
             rows = openloop.rate_rows(
                 openloop.rate_windows(run, open_plan, self._sends), answer, now

@@ -212,10 +212,13 @@ def rate_table(rows: Sequence[RateRow], final: bool) -> str:
     return "".join(lines)
 
 
-def knee_words(answer: RateAnswer | None) -> str | None:
-    """The banner's sentence: the rate knee so far, in the report's words."""
+def knee_words(answer: RateAnswer | None, final: bool) -> str | None:
+    """The banner's sentence: the rate knee so far, in the report's words (``final``: the
+    report is written, so the answer is no longer provisional)."""
     if answer is None or not answer.stages or not answer.text:
         return None
+    if final:
+        return f"Open loop: {answer.text} (the report has the details)."
     return f"Provisional: {answer.text}. The report confirms it."
 
 

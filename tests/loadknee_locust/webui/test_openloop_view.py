@@ -16,7 +16,7 @@ from loadknee_locust.sweep.refine import LiveVerdict
 from loadknee_locust.sweep.schedule import Schedule, SchedulePlan
 from loadknee_locust.webui.formcheck import check_form
 from loadknee_locust.webui.liveview import LiveView
-from loadknee_locust.webui.openloop import RateRow, RateWindow, live_row, rate_rows
+from loadknee_locust.webui.openloop import RateRow, RateWindow, knee_words, live_row, rate_rows
 
 #: 4 requests/s, constant gaps from 0.5 s: 0.5, 0.75, 1.0, ... (s after the stage's start)
 EVERY_QUARTER = tuple(0.5 + 0.25 * i for i in range(38))  # the last at 9.75 s
@@ -134,7 +134,7 @@ def test_the_open_loop_view_shows_rates_not_users(tmp_path: Path) -> None:
     run, now = _open_run(tmp_path)
     view = LiveView().fragment(run, None, None, None, now=now, open_plan=PLAN)
     status = view[: view.index("</p>")]
-    assert "4 requests/s</b> offered (open loop)" in status and "users" not in status, status
+    assert "<b>4 requests/s</b>" in status and "users" not in status, status
     assert "lk-verdicts" not in view and 'data-chart="throughput"' not in view
     rows = re.findall(r"<tr data-stage='(\d)' data-rate='([\d.]+)' data-judged='0'"
                       r" data-offered='([\d.]+)' data-served='([\d.]+)' data-backlog='(\d+)'",
@@ -155,12 +155,15 @@ def test_the_rate_knee_banner_and_the_judged_rows(tmp_path: Path) -> None:
     answer = RateAnswer((judged,), None, None, 2.0, "no rate knee up to 2 requests/s")
     verdict = LiveVerdict(None, None, 1, capacity_words="1 user", past_users=1, rates=answer)
     view = LiveView().fragment(run, None, verdict, None, now=now, open_plan=PLAN)
-    assert "Provisional: no rate knee up to 2 requests/s." in view
+    provisional, final = knee_words(answer, final=False), knee_words(answer, final=True)
+    assert provisional is not None and final is not None
+    assert provisional in view and final not in view  # the report is not written yet
+    assert answer.text in final and "Provisional" not in final
     assert "1 user" not in view  # the closed loop's answer in users means nothing here
     assert (
         "data-stage='0' data-rate='2' data-judged='1' data-offered='2' data-served='1.98'" in view
     )
-    assert "0.2 on average (0.2 → 0.2)" in view and "served followed offered" in view
+    assert "(0.2 → 0.2)" in view and "lk-v-follows" in view
     run.close()
 
 
