@@ -10,7 +10,8 @@ the planned sends come from the run's own plan (:class:`~loadknee_locust.arrival
 OpenLoopPlan`: seeded, the same schedule the dispatchers send), the answered ones from the
 recorder's per-stage counts (:class:`~loadknee_locust.record.recorder.StageStats`: a row belongs
 to the stage of its planned send). Live, ``offered`` is the planned sends in the measured window
-so far per second and ``served`` the ones of them answered ok so far per second, so a request
+so far per second and ``served`` the ones of them answered ok so far per second (shown from the
+window's first second, :data:`MIN_SPAN_S`), so a request
 still running counts in the backlog, not as served; with workers, rows reach the master with
 their reports (~3 s later), and the backlog reads that much high. Once the analysis has judged a
 finished stage (``python -m analysis.live.answer`` in a child, :mod:`~loadknee_locust.sweep.
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
     from loadknee_locust.arrivals.plan import OpenLoopPlan
     from loadknee_locust.record.recorder import RunLog
     from loadknee_locust.sweep.rateanswer import RateAnswer
+
+
+#: the measured seconds before a live rate is shown: over less, one send more or less swings it
+MIN_SPAN_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,7 @@ def live_row(w: RateWindow, now: float) -> RateRow:
     stop = min(now, w.measure_end_unix_s)
     span = stop - w.warmup_end_unix_s
     offered = served = pct = None
-    if span > 0:
+    if span >= MIN_SPAN_S:
         # planned sends in [warm-up end, stop): the analysis's window, so a finished stage's
         # offered rate is the analysis's figure
         count = bisect.bisect_left(w.planned_s, stop - w.start_unix_s) - bisect.bisect_left(

@@ -34,6 +34,9 @@ def _window(ended: int, served: int) -> RateWindow:
         (99.0, 0, 0, None, None, None, None),
         # in the warm-up: no measured window yet; sends at 0.5 and 0.75 s, one answered
         (100.9, 1, 0, None, None, None, 1.0),
+        # half a second into the window: too short a span for a rate (one send swings it by
+        # 2/s); 5 sends due (0.5 .. 1.5 s), 4 ended
+        (101.5, 4, 0, None, None, None, 1.0),
         # 4 s into the window: 16 sends planned in it (1.0 .. 4.75 s), 10 answered ok; 19 due
         # by now (0.5 .. 5.0 s), 14 ended: 5 outstanding
         (105.0, 14, 10, 4.0, 2.5, 62.5, 5.0),
@@ -42,7 +45,7 @@ def _window(ended: int, served: int) -> RateWindow:
         # more rows than planned sends (a retried or duplicated row) never shows a negative
         (130.0, 40, 36, 4.0, 4.0, 100.0, 0.0),
     ],
-    ids=["before", "warm-up", "measuring", "after", "over-counted"],
+    ids=["before", "warm-up", "first-second", "measuring", "after", "over-counted"],
 )
 def test_live_numbers(
     now: float,
