@@ -12,7 +12,8 @@ finished stage (the sweep's shape starts the child; the web UI reads the answer 
      "capacity_low": float|null, "capacity_high": float|null,
      "answer": {knee.json's answer block}, "capacity_words": str,
      "stages": [{"stage": int, "users": int, "verdict": str, "reasons": [str], "trusted": bool,
-                 "noisy": bool}]}
+                 "noisy": bool}],
+     "rates": null | {"knee": {knee.json's rate_knee}, "stages": [{knee.json's rate_stages row}]}}
 
 ``stages`` holds the judged (step and refine) stages; the baseline is the yardstick and has none.
 ``slo_capacity`` and ``slo_break_users`` (the first stage that breaks them) come from the SLOs the
@@ -22,7 +23,10 @@ sweep was given (``run.json``), null without any: the sweep refines between them
 aims its refine stages inside it and stops refining once it is narrow.
 ``answer`` and ``capacity_words`` are the one answer's figures and words
 (:mod:`analysis.report.answer_view`, as the screen and knee.json show them) over the stages so
-far: the web UI shows them, so its provisional capacity reads as the report's will. The deploy
+far: the web UI shows them, so its provisional capacity reads as the report's will.
+``rates`` is an open-loop rate run's offered vs served rate, backlog and rate knee over the
+stages so far (:mod:`analysis.stages.rate_stages`, as knee.json's ``rate_knee`` and
+``rate_stages``), null for any other run: the web UI's open-loop view shows it. The deploy
 figure is null here: it needs the advice, which only ``loadknee analyze`` computes.
 Why a child process: the Locust process must not import pandas (a pandas call on the gevent hub
 stalls every in-flight stream). A run that cannot be judged yet prints ``{"error": str}``, the
@@ -39,10 +43,13 @@ from typing import Any
 from analysis.inputs.load import read_run
 from analysis.knee.find import find_knee, resolve_tail_metric
 from analysis.report.answer_view import answer_view, capacity_words
+from analysis.report.knee_json import jsonable, summary_records
 from analysis.report.knee_summary import summary_words
+from analysis.report.rate_words import rate_knee_json, rate_records
 from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import evaluate_slos
 from analysis.stages.baseline import compute_baseline
+from analysis.stages.rate_stages import RateParams, analyze_rates
 from analysis.stages.summary import measured_requests, summarize_stages
 from loadknee_core.knee_params import run_knee_params
 from loadknee_core.slo_targets import run_slo_params
@@ -68,6 +75,15 @@ def judge(run_dir: str) -> dict[str, Any]:
     slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)
     broken = [s.target_users for s in slo.stages if not s.met] if slo is not None else []
     view = answer_view(knee, None)
+    rated = analyze_rates(
+        summary,
+        run.requests,
+        run.stages,
+        run.run_info,
+        baseline_e2e_p95_ms=baseline.e2e_p95_ms,
+        slo_met=None if slo is None else {s.stage: s.met for s in slo.stages},
+        params=RateParams.judged_with(params),
+    )
     return {
         "knee_users": knee.knee_users,
         "red_line_users": knee.red_line_users,
@@ -91,6 +107,12 @@ def judge(run_dir: str) -> dict[str, Any]:
             }
             for v in knee.stages
         ],
+        "rates": None
+        if rated is None
+        else {
+            "knee": jsonable(rate_knee_json(rated[1])),
+            "stages": summary_records(rate_records(rated[0])),
+        },
     }
 
 

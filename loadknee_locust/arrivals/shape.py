@@ -31,6 +31,7 @@ class OpenLoopShape(SteppedShape):
     """Rate stages or an arrival replay, from the ``--llm-*`` options (subclass to use)."""
 
     abstract = True
+    open_loop = True  # the web UI's open-loop view and form check read this
 
     def __init__(self) -> None:
         super().__init__()

@@ -39,6 +39,7 @@ from loadknee_core.contract import (
     REQUESTS_CSV,
     STAGE_COLUMNS,
     STAGES_CSV,
+    SUCCESS_OUTCOMES,
 )
 from loadknee_core.refusals import Failure
 from loadknee_locust.client.timing import percentile as sorted_percentile
@@ -91,7 +92,10 @@ class StageStats:
 
     def __init__(self, stage: int) -> None:
         self.stage = stage
+        self.ended = 0  # every row labelled with this stage, a cancelled one too (open loop:
+        # the planned sends so far less these are the backlog)
         self.requests = 0  # every completed request labelled with this stage, any phase
+        self.served = 0  # measured rows answered ok (open loop: the served rate)
         self.measured = 0  # phase measure/baseline
         self.errors = 0  # measured rows whose outcome is an error
         self.e2e_ms: deque[float] = deque(maxlen=LATENCY_CAP)  # measured, not errors
@@ -107,6 +111,7 @@ class StageStats:
         self.miss_ttft_ms: deque[float] = deque(maxlen=LATENCY_CAP)
 
     def add(self, row: Mapping[str, Any]) -> None:
+        self.ended += 1
         if row.get("outcome") in NOT_JUDGED_OUTCOMES:
             return  # our own stop cut it: not a completed request, not an error
         self.requests += 1
@@ -125,6 +130,7 @@ class StageStats:
                 )
             )
             return
+        self.served += row.get("outcome") in SUCCESS_OUTCOMES
         for key, into in (("e2e_ms", self.e2e_ms), ("ttft_ms", self.ttft_ms)):
             value = _number(row.get(key))
             if value is not None:

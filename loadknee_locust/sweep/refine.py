@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from loadknee_locust.sweep.narrow import MIN_USERS, TARGET_PCT, answer_resolved, narrowing_level
+from loadknee_locust.sweep.rateanswer import RateAnswer
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class LiveVerdict:
     past_users: int | None = None
     past: str | None = None
     capacity_words: str = ""
+    rates: RateAnswer | None = None  # an open-loop rate run: offered vs served, the rate knee
 
     @classmethod
     def from_json(cls, answer: Mapping[str, Any]) -> LiveVerdict:
@@ -118,6 +120,7 @@ class LiveVerdict:
             if view.get("first_past_capacity") is None
             else str(view["first_past_capacity"]),
             capacity_words=str(answer.get("capacity_words") or ""),
+            rates=RateAnswer.from_json(answer["rates"]) if answer.get("rates") else None,
         )
 
     @property

@@ -13,6 +13,7 @@
     "#lk-live .lk-good{border-color:#10b981;background:rgba(16,185,129,.14)}" +
     "#lk-live .lk-charts{display:flex;flex-wrap:wrap;gap:8px;margin:8px 0}" +
     "#lk-live .lk-chart{border:1px solid rgba(128,128,128,.35);border-radius:4px}" +
+    "#lk-live .lk-v-past-knee{color:#ef4444;font-weight:bold}#lk-live .lk-v-follows{color:#10b981}" +
     "#lk-live table{border-collapse:collapse;margin:6px 0}" +
     "#lk-live td,#lk-live th{border-bottom:1px solid rgba(128,128,128,.3);padding:3px 8px;text-align:left}" +
     "#lk-live .lk-v-knee,#lk-live .lk-v-red-line{color:#ef4444;font-weight:bold}" +
@@ -119,7 +120,10 @@
     if (users && users.disabled && !document.querySelector(".lk-users-note")) {
       var note = document.createElement("div");
       note.className = "lk-users-note";
-      note.textContent = "The stepped shape drives the load: users and ramp-up come from " +
+      note.textContent = FORM.open_loop ?
+        "Open loop: the rates drive the load, one stage per rate from \u201cRates " +
+        "(requests/s)\u201d (Custom parameters \u2192 Sweep); users and ramp-up are not used." :
+        "The stepped shape drives the load: users and ramp-up come from " +
         "\u201cLevels (users)\u201d (Custom parameters \u2192 Sweep), one stage per level.";
       var ramp = document.querySelector('[name="spawnRate"]');
       var after = fieldRoot(ramp || users);

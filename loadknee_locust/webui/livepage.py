@@ -21,6 +21,7 @@ from loadknee_locust.plugin.options import FORM_GROUP_TITLES, llm_options, optio
 from loadknee_locust.sweep.childjobs import FinalReport, ProvisionalVerdicts
 from loadknee_locust.webui.formcheck import check_form
 from loadknee_locust.webui.liveview import FILES_PREFIX, LiveView
+from loadknee_locust.webui.openloop import is_open_loop, open_loop_plan
 
 if TYPE_CHECKING:
     from loadknee_locust.record.recorder import RunLog
@@ -49,9 +50,11 @@ document.documentElement.classList.add("lk-dark");</script></head>
 <script src="./loadknee/ui.js"></script></body></html>"""
 
 
-def form_fields() -> dict[str, Any]:
-    """What the script needs to relabel the start form: label, help, group of each option."""
+def form_fields(open_loop: bool = False) -> dict[str, Any]:
+    """What the script needs to relabel the start form: label, help, group of each option, and
+    whether the load is open loop (the note under the users fields names what drives it)."""
     return {
+        "open_loop": open_loop,
         "groups": FORM_GROUP_TITLES,
         "fields": {
             s.dest: {
@@ -79,7 +82,10 @@ def install(web_ui: Any, lk: PluginState) -> None:
     verdicts = ProvisionalVerdicts()
     report = FinalReport()
     app = web_ui.app
-    script = SCRIPT.read_text(encoding="utf-8").replace("__LK_FORM__", json.dumps(form_fields()))
+    script = SCRIPT.read_text(encoding="utf-8").replace(
+        "__LK_FORM__",
+        json.dumps(form_fields(is_open_loop(getattr(lk.environment, "shape_class", None)))),
+    )
 
     def on_test_stop(**_: Any) -> None:
         run = lk.run
@@ -108,7 +114,8 @@ def install(web_ui: Any, lk: PluginState) -> None:
         if run is not None:
             settle_s = WORKER_REPORT_WAIT_S if lk.role == "master" else 0.0
             verdict = verdicts.latest(run, now=now, settle_s=settle_s)
-        body = view.fragment(run, runner, verdict, report, now=now)
+        plan = open_loop_plan(lk.environment)
+        body = view.fragment(run, runner, verdict, report, now=now, open_plan=plan)
         return Response(body, mimetype="text/html", headers={"Cache-Control": "no-store"})
 
     @app.route(FILES_PREFIX + "<path:name>")
@@ -128,7 +135,8 @@ def install(web_ui: Any, lk: PluginState) -> None:
     def check_swarm() -> Any:
         if request.path != "/swarm" or request.method != "POST":
             return None
-        message = check_form(request.form, llm_options(lk.environment))
+        open_loop = is_open_loop(getattr(lk.environment, "shape_class", None))
+        message = check_form(request.form, llm_options(lk.environment), open_loop=open_loop)
         if message is None:
             return None
         return jsonify({"success": False, "message": message, "host": lk.environment.host})

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loadknee_locust.record.recorder import RunLog, percentile
-from loadknee_locust.webui import svgchart
+from loadknee_locust.webui import openloop, svgchart
 from loadknee_locust.webui.livetail import TelemetryTail
 
 if TYPE_CHECKING:
+    from loadknee_locust.arrivals.plan import OpenLoopPlan
     from loadknee_locust.curve.live import InflightTrack
     from loadknee_locust.sweep.childjobs import FinalReport
     from loadknee_locust.sweep.refine import LiveVerdict
@@ -125,7 +126,7 @@ def _kind_words(run: RunLog, kind: str) -> str:
     )
 
 
-def _status(run: RunLog | None, runner: Any, *, now: float) -> str:
+def _status(run: RunLog | None, runner: Any, *, now: float, rates: tuple[float, ...] = ()) -> str:
     state = str(getattr(runner, "state", ""))
     if run is None or run.schedule is None:
         return f"<p class='lk-status'>No sweep yet (Locust state: {html.escape(state)}).</p>"
@@ -142,10 +143,15 @@ def _status(run: RunLog | None, runner: Any, *, now: float) -> str:
         )
     phase = PHASE_WORDS.get(pos.phase, pos.phase)
     running = int(getattr(runner, "user_count", 0) or 0)
+    load = f"<b>{plan.users} users</b> planned, {running} running"
+    steps = [p.index for p in sched.stages if p.kind != "baseline"]
+    if rates and plan.kind != "baseline" and steps.index(pos.stage) < len(rates):
+        load = f"<b>{rates[steps.index(pos.stage)]:g} requests/s</b> offered (open loop)"
+    kind = "rate stage" if rates and plan.kind != "baseline" else _kind_words(run, plan.kind)
     return (
         f"<p class='lk-status' data-stage='{pos.stage}' data-kind='{html.escape(plan.kind)}' "
-        f"data-finished='0'><b>Stage {pos.stage} of {last}</b> ({_kind_words(run, plan.kind)}) · "
-        f"<b>{plan.users} users</b> planned, {running} running · phase <b>{phase}</b> · "
+        f"data-finished='0'><b>Stage {pos.stage} of {last}</b> ({kind}) · "
+        f"{load} · phase <b>{phase}</b> · "
         f"left in stage: {_duration(sched.stage_seconds_left(now))} · "
         f"left in sweep: {_duration(sched.seconds_left(now))}</p>"
     )
@@ -337,6 +343,7 @@ class LiveView:
         self._tail: TelemetryTail | None = None
         self._tele_at = 0.0
         self._tele_svg = ""
+        self._sends = openloop.PlannedSends()
 
     def fragment(
         self,
@@ -346,14 +353,24 @@ class LiveView:
         report: FinalReport | None,
         *,
         now: float | None = None,
+        open_plan: OpenLoopPlan | None = None,
     ) -> str:
+        """The view; ``open_plan``: an open-loop rate run's plan (its rates replace the users:
+        :mod:`~loadknee_locust.webui.openloop`'s table and chart replace the sweep's)."""
         now = time.time() if now is None else now
         result = verdict
-        parts = [_status(run, runner, now=now)]
-        parts.extend(
-            f"<div class='lk-banner lk-{b.level}'>{html.escape(b.text)}</div>"
-            for b in banners(run, runner, result, now=now)
+        rates = open_plan.rates if open_plan is not None else ()
+        answer = result.rates if result is not None else None
+        parts = [_status(run, runner, now=now, rates=rates)]
+        found = banners(run, runner, None if rates else result, now=now)
+        ended = run is not None and (
+            run.test_stopped or bool(run.schedule and run.schedule.finished)
         )
+        final = bool(ended and report and report.state == "done")
+        if rates and (words := openloop.knee_words(answer, final)):
+            found.append(Banner("good", words))
+        parts.extend(f"<div class='lk-banner lk-{b.level}'>{html.escape(b.text)}</div>"
+                     for b in found)  # fmt: skip
         if run is None or run.schedule is None:
             return "".join(parts)
         key = (run.run_dir, len(run.schedule.closed))
@@ -361,17 +378,22 @@ class LiveView:
             self._stage_key, self._stage_svg = key, stage_charts(run)
         if self._tail is None or self._tail.run_dir != run.run_dir:
             self._tail, self._tele_at = TelemetryTail(run.run_dir), 0.0
-        ended = run.test_stopped or run.schedule.finished
         if now - self._tele_at >= TELEMETRY_EVERY_S or (ended and not self._tele_svg):
             self._tail.update()
             self._tele_svg = telemetry_charts(self._tail, run.schedule.start_unix_s)
             self._tele_at = now
         track = getattr(run, "curve_track", None)  # a curve replay: the log beside measured
         curve = curve_chart(track) if track is not None else ""
-        parts.append(f"<div class='lk-charts'>{curve}{self._stage_svg}{self._tele_svg}</div>")
-        parts.append(
-            verdict_table(run, result, final=bool(ended and report and report.state == "done"))
-        )
+        if open_plan is not None and rates:
+            rows = openloop.rate_rows(
+                openloop.rate_windows(run, open_plan, self._sends), answer, now
+            )
+            chart = openloop.rate_chart(rows)
+            parts.append(f"<div class='lk-charts'>{chart}{self._tele_svg}</div>")
+            parts.append(openloop.rate_table(rows, final))
+        else:
+            parts.append(f"<div class='lk-charts'>{curve}{self._stage_svg}{self._tele_svg}</div>")
+            parts.append(verdict_table(run, result, final=final))
         if ended:
             parts.append(end_links(run, report))
         return "".join(parts)

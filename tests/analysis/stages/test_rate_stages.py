@@ -9,7 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.live.answer import judge
 from analysis.pipeline import analyze_run
+from analysis.report.rate_words import rate_knee_text, rate_reasons_text
 from analysis.stages.rate_stages import (
     RateParams,
     analyze_rates,
@@ -19,7 +21,7 @@ from analysis.stages.rate_stages import (
     rate_table,
 )
 from loadknee_core.knee_params import KneeParams
-from tests.support.knee_rundir import request_row, stage_row, write_run
+from tests.support.knee_rundir import request_row, saturating_run, stage_row, write_run
 
 WINDOW = (100.0, 110.0)  # each stage's measured window, 10 s
 
@@ -192,3 +194,28 @@ def test_the_rate_knee_follows_the_knee_tail_ratio_flag(tmp_path: Path) -> None:
     assert default is not None and default.knee_rate_rps == 4.0  # 2.5 × the baseline's tail
     typed = analyze_run(run_dir, knee_overrides={"tail_ratio": 3.0}).rate_knee
     assert typed is not None and typed.knee_stage is None and typed.max_rate_rps == 4.0
+
+
+def test_the_live_answer_carries_the_rate_table_and_knee(tmp_path: Path) -> None:
+    """The web UI's open-loop view reads the live judge's ``rates``: knee.json's rate figures."""
+    run_dir = _rate_run(tmp_path / "run")
+    rates = judge(str(run_dir))["rates"]
+    full = analyze_run(run_dir)
+    assert full.rate_stages is not None and full.rate_knee is not None
+    assert rates["knee"]["knee_rate_rps"] == full.rate_knee.knee_rate_rps == 4.0
+    assert rates["knee"]["max_rate_rps"] == 2.0
+    assert rates["knee"]["text"] == rate_knee_text(full.rate_knee)  # the report's own words
+    assert [s["stage"] for s in rates["stages"]] == list(full.rate_stages["stage"]) == [1, 2]
+    for live, (_, row) in zip(rates["stages"], full.rate_stages.iterrows(), strict=True):
+        for key in ("rate_rps", "offered_rps", "served_rps", "backlog_first", "backlog_last"):
+            assert live[key] == pytest.approx(row[key]), key
+    verdicts = list(full.rate_stages["rate_verdict"])
+    assert [s["rate_verdict"] for s in rates["stages"]] == verdicts and len(set(verdicts)) == 2
+    words = [rate_reasons_text(r) for r in full.rate_stages["rate_reasons"]]
+    assert [s["rate_reasons"] for s in rates["stages"]] == words and words[1]  # words, not objects
+
+
+def test_a_closed_loop_live_answer_has_no_rates(tmp_path: Path) -> None:
+    assert (
+        judge(str(saturating_run(tmp_path / "run", capacity=2, levels=(1, 2, 4))))["rates"] is None
+    )
