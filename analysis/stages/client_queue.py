@@ -4,17 +4,13 @@ A server that exports no ``/metrics`` (a gateway in front of the engine, a hoste
 llama-server without ``--metrics``) still leaves its queue in the client's own rows. Per stage,
 from the rows alone (pure; needs TTFT, so a streamed run):
 
-* **the wait** of a request: its time to first token beyond ``T1``, the single-user median
-  TTFT (the baseline stage's, else the lowest level's), less the stage's own unqueued excess:
-  the 10th percentile of the excess of the requests that were not late (admission at a step
-  boundary, a slower first step, a busy client: what a request admitted at once pays). A
-  request is *late* — it came "a service time late" — when its excess is at least
-  ``LATE_SHARE`` (0.15) of the stage's service time (its median decode time, first token to end,
-  plus ``T1``) and 1.5 of its steps. A queue with requests in step shows as a separate group of
-  late requests; one whose requests are out of step makes many short waits, which the floor
-  still counts. Taking the floor from the stage itself, not from ``T1`` plus an allowance, keeps
-  a busy client from reading as a queue: the 28-slot simulator at 26 users on busy cores had TTFT
-  86 ms against 15 ms alone, every request alike, and a fixed allowance read 0.8 waiting.
+* **the wait** of a request: from its start to the moment a slot freed for it, with the
+  server's slots read over the whole run from the requests decoding at once
+  (:mod:`analysis.stages.slot_count`: a growing batch makes every TTFT grow too, and a wait
+  read off TTFT took a batched prefill for a queue). A request is *late* when its wait is at
+  least ``LATE_SHARE`` (0.15) of the stage's service time (its median decode time, first token
+  to end, plus ``T1``, the single-user TTFT) and 1.5 of its steps: a queue shows as a group of
+  late requests.
 * **in service** and **waiting** (Little's law, measured as time averages): the number of
   requests in service at each instant of the measured window, averaged (each request's service
   is from its start plus its wait to its end), and the same for the waits. Over a steady window
@@ -47,6 +43,7 @@ import pandas as pd
 from analysis.stages.array_intervals import batch_count, batch_rates
 from analysis.stages.groups import median
 from analysis.stages.row_classes import RowClasses
+from analysis.stages.slot_count import service_starts
 from loadknee_core.confidence import mean_interval
 
 #: the record-table columns this module fills (NaN where they cannot be computed)
@@ -62,12 +59,10 @@ CLIENT_QUEUE_COLUMNS: tuple[str, ...] = (
     "client_wait_ms",  # median wait of those requests
 )
 
-#: an unqueued request waits up to this many of the stage's steps (ITL) beyond the 1-user TTFT
+#: a wait shorter than this many of the stage's steps (ITL) is admission at a step boundary
 ADMISSION_STEPS = 1.5
 #: a request counts as having waited for a slot when its wait is this share of a service time
 LATE_SHARE = 0.15
-#: the unqueued excess: this percentile of the excess of the requests that were not late
-FLOOR_PCT = 10.0
 
 
 @dataclass(frozen=True)
@@ -126,6 +121,7 @@ class QueueRows:
     ttft_ms: np.ndarray
     e2e_ms: np.ndarray
     itl_p50_ms: np.ndarray | None  # None without the column
+    served_from: np.ndarray  # when a slot freed for the request (NaN without a first token)
 
     @classmethod
     def of(cls, rows: pd.DataFrame, classes: RowClasses | None = None) -> QueueRows:
@@ -136,15 +132,24 @@ class QueueRows:
         ok = classes.ok & ~np.isnan(ttft) & ~np.isnan(e2e)
         measured = classes.measured
         itl = rows["itl_p50_ms"].to_numpy(dtype=float) if "itl_p50_ms" in rows else None
+        starts = rows["start_unix_s"].to_numpy(dtype=float)
+        ends = rows["end_unix_s"].to_numpy(dtype=float)
+        # every request with a first token held a slot, whatever its outcome (one cut off at
+        # a stage's end held it until then): all of them enter the slot count
+        timed = ~np.isnan(starts) & ~np.isnan(ends) & ~np.isnan(ttft)
+        served_from = np.full(len(rows), np.nan)
+        firsts = starts[timed] + ttft[timed] / 1000.0
+        served_from[timed] = service_starts(starts[timed], firsts, ends[timed])
         return cls(
             classes.judged,
             ok,
             measured,
-            rows["start_unix_s"].to_numpy(dtype=float),
-            rows["end_unix_s"].to_numpy(dtype=float),
+            starts,
+            ends,
             ttft,
             e2e,
             itl,
+            served_from,
         )
 
     def take(self, index: np.ndarray) -> QueueRows:
@@ -158,6 +163,7 @@ class QueueRows:
             self.ttft_ms[index],
             self.e2e_ms[index],
             None if self.itl_p50_ms is None else self.itl_p50_ms[index],
+            self.served_from[index],
         )
 
 
@@ -187,8 +193,8 @@ def _median(values: np.ndarray) -> float:
 
 
 def service_spans(rows: pd.DataFrame | QueueRows, t1_ms: float) -> ServiceSpans | None:
-    """The service spans of one stage's ok streamed rows (module docstring: the wait, the
-    floor, late); None with fewer than two such rows."""
+    """The service spans of one stage's ok streamed rows (module docstring: the wait, late);
+    None with fewer than two such rows."""
     q = _rows(rows)
     ok = q.ok
     if np.count_nonzero(ok) < 2:
@@ -196,16 +202,11 @@ def service_spans(rows: pd.DataFrame | QueueRows, t1_ms: float) -> ServiceSpans 
     itl = math.nan if q.itl_p50_ms is None else _median(q.itl_p50_ms[ok])
     itl = 0.0 if math.isnan(itl) else itl
     starts, ends, ttft = q.starts[ok], q.ends[ok], q.ttft_ms[ok]
-    excess = ttft - t1_ms
     # a service time: the decode (first token to end) plus the single-user TTFT (the prefill)
     service_ms = median(q.e2e_ms[ok] - ttft) + t1_ms
     late_ms = max(ADMISSION_STEPS * itl, LATE_SHARE * service_ms)
-    late = excess >= late_ms
-    # the stage's own unqueued excess (admission at a step boundary, a slower first step, a
-    # busy client): what the requests that did not wait paid beyond the single-user TTFT
-    floor = float(np.percentile(excess[~late], FLOOR_PCT)) if (~late).any() else 0.5 * itl
-    wait_ms = excess - max(0.0, floor)
-    wait_s = np.minimum(np.clip(wait_ms, 0, None) / 1000.0, ends - starts)
+    wait_s = np.clip(q.served_from[ok] - starts, 0.0, None)
+    late = wait_s * 1000.0 >= late_ms
     return ServiceSpans(q.measured[ok], starts, starts + wait_s, ends, late, wait_s)
 
 

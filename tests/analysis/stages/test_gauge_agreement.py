@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from analysis.inputs.load import read_run
-from analysis.stages.gauge_agreement import gauge_agreement
+from analysis.stages.gauge_agreement import StageAgreement, gauge_agreement
 from analysis.stages.summary import summarize_stages
 from tests.support.knee_rundir import request_row, stage_row, write_run
 
@@ -100,3 +100,18 @@ def test_a_scrape_in_transit_is_left_out_and_counted(tmp_path):
     (stage,), times = _run(tmp_path, gap_at=float(np.arange(t0 + 11.05, t0 + 21.0, 0.5)[3]))
     assert (stage.samples, stage.in_transit) == (len(times) - 1, 1)
     assert stage.relative <= 0.02, stage
+
+
+@pytest.mark.parametrize(
+    ("samples", "gauge", "client", "agrees"),
+    [
+        (4, 1.75, 2.0, True),  # one request on one of four samples: the finest step they show
+        (4, 1.5, 2.0, False),  # two such samples: a real gap (25 %)
+        (20, 8.0, 8.7, True),  # 8.75 % of the gauge
+        (20, 8.0, 9.0, False),  # 12.5 % over 20 samples: far more than one request on one
+        (19, 4.0, 3.58, False),  # the TTFT reading on llama-server at 4 users
+    ],
+)
+def test_agreement_is_ten_percent_or_one_request_on_one_sample(samples, gauge, client, agrees):
+    stage = StageAgreement(1, 2, samples, 0, gauge, client)
+    assert stage.within(0.10) is agrees
