@@ -35,7 +35,7 @@ from analysis.slo.evaluate import SloResult, evaluate_slos
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.coverage import row_coverage
 from analysis.stages.intervals import IntervalParams
-from analysis.stages.rate_stages import RateKnee, RateParams, analyze_rates
+from analysis.stages.rate_stages import RateKnee, run_rates
 from analysis.stages.run_cut import run_cut
 from analysis.stages.summary import measured_requests, run_batches, summarize_stages
 from loadknee_core.knee_params import KneeOverride, KneeParams, overrides, run_knee_params
@@ -202,14 +202,12 @@ def analyze_run(
         slo_params = run_slo_params(run.run_info)
     slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)
     recs = with_slo(recs, slo, knee, recommend_params)
-    rated = analyze_rates(
+    rated = run_rates(
+        run,
         summary,
-        run.requests,
-        run.stages,
-        run.run_info,
         baseline_e2e_p95_ms=baseline.e2e_p95_ms,
         slo_met=None if slo is None else {s.stage: s.met for s in slo.stages},
-        params=RateParams.judged_with(params),
+        knee=params,
     )
     cut = run_cut(run.run_info, run.stages)
     if cut is not None:

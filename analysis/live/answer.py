@@ -49,7 +49,7 @@ from analysis.report.rate_words import rate_knee_json, rate_records
 from analysis.report.stage_reasons import reasons_text
 from analysis.slo.evaluate import evaluate_slos
 from analysis.stages.baseline import compute_baseline
-from analysis.stages.rate_stages import RateParams, analyze_rates
+from analysis.stages.rate_stages import run_rates
 from analysis.stages.summary import measured_requests, summarize_stages
 from loadknee_core.knee_params import run_knee_params
 from loadknee_core.slo_targets import run_slo_params
@@ -75,14 +75,12 @@ def judge(run_dir: str) -> dict[str, Any]:
     slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)
     broken = [s.target_users for s in slo.stages if not s.met] if slo is not None else []
     view = answer_view(knee, None)
-    rated = analyze_rates(
+    rated = run_rates(
+        run,
         summary,
-        run.requests,
-        run.stages,
-        run.run_info,
         baseline_e2e_p95_ms=baseline.e2e_p95_ms,
         slo_met=None if slo is None else {s.stage: s.met for s in slo.stages},
-        params=RateParams.judged_with(params),
+        knee=params,
     )
     return {
         "knee_users": knee.knee_users,

@@ -41,6 +41,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from analysis.inputs.load import Run
 from analysis.stages.levels import level_rows
 from loadknee_core.knee_params import DEFAULTS, KneeParams
 
@@ -262,3 +263,24 @@ def analyze_rates(
         params=params,
     )
     return table, rate_knee(table, slo_met)
+
+
+def run_rates(
+    run: Run,
+    summary: pd.DataFrame,
+    *,
+    baseline_e2e_p95_ms: float | None,
+    slo_met: Mapping[int, bool | None] | None,
+    knee: KneeParams,
+) -> tuple[pd.DataFrame, RateKnee] | None:
+    """:func:`analyze_rates` over a run's own rows, judged with the run's knee thresholds (the
+    offline analysis and the live judge ask it the same way)."""
+    return analyze_rates(
+        summary,
+        run.requests,
+        run.stages,
+        run.run_info,
+        baseline_e2e_p95_ms=baseline_e2e_p95_ms,
+        slo_met=slo_met,
+        params=RateParams.judged_with(knee),
+    )
