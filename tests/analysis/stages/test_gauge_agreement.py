@@ -113,5 +113,5 @@ def test_a_scrape_in_transit_is_left_out_and_counted(tmp_path):
     ],
 )
 def test_agreement_is_ten_percent_or_one_request_on_one_sample(samples, gauge, client, agrees):
-    stage = StageAgreement(1, 2, samples, 0, gauge, client)
+    stage = StageAgreement(1, 2, samples, 0, 0, gauge, client)
     assert stage.within(0.10) is agrees
