@@ -33,7 +33,6 @@ import logging
 import math
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -42,6 +41,7 @@ from typing import Any
 
 import gevent
 import gevent.event
+import gevent.subprocess
 from gevent.fileobject import FileObjectPosix
 
 from loadknee_core import dcgm
@@ -90,7 +90,7 @@ class ScrapeProcess:
             "gpu_rows": gpu_rows,
         }
         self._on_result = on_result
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: gevent.subprocess.Popen | None = None
         self._reader: gevent.Greenlet | None = None
         self._stopping = False
         self.returncode: int | None = None
@@ -100,10 +100,14 @@ class ScrapeProcess:
         root = str(Path(__file__).resolve().parents[2])  # the folder holding loadknee_locust
         path = os.environ.get("PYTHONPATH")
         env = {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
-        self._proc = subprocess.Popen(
+        # gevent's Popen: its exit status comes from gevent's child watcher. A stdlib Popen in a
+        # process where that watcher runs (the web UI's analyze child starts it) finds its child
+        # already reaped and reads status 0: a killed scrape process was reported as "exited
+        # with status 0" (CI)
+        self._proc = gevent.subprocess.Popen(
             [sys.executable, "-m", __name__],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdin=gevent.subprocess.PIPE,
+            stdout=gevent.subprocess.PIPE,
             env=env,
             close_fds=True,
         )
@@ -147,7 +151,7 @@ class ScrapeProcess:
         proc.stdout.close()
         self.returncode = proc.returncode
 
-    def _send(self, line: str, proc: subprocess.Popen[bytes] | None = None) -> None:
+    def _send(self, line: str, proc: gevent.subprocess.Popen | None = None) -> None:
         proc = proc or self._proc
         assert proc is not None and proc.stdin is not None
         proc.stdin.write(line.encode() + b"\n")
