@@ -104,6 +104,8 @@ table.record tr.why summary{cursor:pointer;color:#616161;font-size:12px}
 table.record tr.why ul{margin:4px 0 6px;padding-left:18px}
 nav#toc ol{columns:3;margin:8px 0;padding-left:22px}p.why{margin:4px 0}
 p.legend{color:#616161;font-size:12px}figure{margin:8px 0}figcaption{color:#616161}
+section#plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:0 16px}
+section#plots h2{grid-column:1/-1}
 """
 
 ROW_TINTS = {

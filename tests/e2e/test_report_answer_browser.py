@@ -30,15 +30,26 @@ from tests.support.report_fixtures import (
 pytestmark = pytest.mark.slow
 
 #: the first tile and the first two plots' marks, as the page shows them
-READ = """
+READ = r"""
 const card = document.querySelector('.card');  // the first tile
 const figures = [...document.querySelectorAll('#plots figure')].map(f => ({
   alt: f.querySelector('img').getAttribute('alt'),
   marks: Object.fromEntries([...f.querySelectorAll('figcaption .mark')].map(
     m => [m.dataset.mark, m.textContent])),
 }));
+const top = el => el ? el.getBoundingClientRect().top + window.scrollY : null;
+// every table whose number cells all read zero: a section that does not apply
+const zero = [...document.querySelectorAll('section table')].filter(t => {
+  const cells = [...t.querySelectorAll('tbody td')].map(c => c.textContent.trim())
+    .filter(v => /^-?[0-9][0-9,.]*\s*%?$/.test(v));
+  return cells.length > 0 && cells.every(v => parseFloat(v.replace(/,/g, '')) === 0);
+}).map(t => t.closest('section').id);
 return {name: card.dataset.name, title: card.querySelector('span').textContent,
-        figure: card.querySelector('b').textContent, figures: figures};
+        figure: card.querySelector('b').textContent, figures: figures,
+        screen: window.innerHeight, width: window.innerWidth,
+        tops: {answer: top(card), plot: top(document.querySelector('#plots img')),
+               record: top(document.querySelector('table.record'))},
+        zero: zero};
 """
 SCREEN = re.compile(
     r"DEPLOY: (?P<deploy>\d+) .*\n(?:.*\n)*?capacity (?P<capacity>\d+)\b.*"
@@ -90,3 +101,10 @@ def test_the_first_tile_and_the_plots_marks_are_the_screens(
         assert _figure(marks.get("deploy", marks["capacity"])) == deploy, marks
         assert _figure(marks["past"]) == past and said["kind"] in marks["past"], marks
         assert all(text in figure["alt"] for text in marks.values()), figure
+    # at 1400 px a reviewer sees the answer, a plot and the record table in the first two
+    # screens, and no section of zeros (a workload table that does not apply is left out)
+    assert page["width"] == 1400, page["width"]
+    tops = page["tops"]
+    assert None not in tops.values(), tops
+    assert max(tops.values()) < 2 * page["screen"], (tops, page["screen"])
+    assert page["zero"] == [], page["zero"]
