@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from analysis.pipeline import analyze_run
-from analysis.predict.fit import fit_capacity
+from analysis.predict.fit import fit_capacity, plateau_batch
 from tests.support.report_fixtures import write_run_dir
 
 #: the fixture server: ITL 7.4 ms at every batch, TTFT 20 ms below its 6 slots, 128 + 32 tokens,
@@ -69,3 +69,26 @@ def test_without_streamed_tokens_the_decode_line_comes_from_e2e_where_nothing_wa
     assert fit.params.beta_ms.value == pytest.approx(0.0, abs=0.2)
     assert fit.max_batch <= SLOTS  # only the stages where nothing waited
     assert summary.loc[16, "e2e_p50_ms"] > 2 * 250.0  # the queued stage is left out
+
+
+@pytest.mark.parametrize(
+    ("rate", "alpha", "beta", "capacity", "slots"),
+    [
+        # a 4-slot simulator's plateau, 12 % above the line's 308.6 tok/s at 4 (a fresh run's)
+        (338.2, 10.07, 0.722, 4, 4.0),
+        # a plateau exactly on the line at 4 slots
+        (1000 * 4 / (10.07 + 4 * 0.722), 10.07, 0.722, 4, 4.0),
+        # a noisy plateau a little below the line: the run's capacity holds
+        (300.0, 10.07, 0.722, 4, 4.0),
+        # 8 slots, 5 % over the line, the capacity read lower (a level grid of 1, 2, 4, 16)
+        (1.05 * 1000 * 8 / (10.0 + 8 * 0.5), 10.0, 0.5, 4, 8.0),
+        # no capacity: the line alone, never below one slot
+        (50.0, 10.0, 0.5, None, 1.0),
+        # a rate the line never gives (beyond 1000 / beta)
+        (2500.0, 10.0, 0.5, 4, None),
+    ],
+)
+def test_the_plateau_batch_rounds_down_and_keeps_the_runs_capacity(
+    rate: float, alpha: float, beta: float, capacity: int | None, slots: float | None
+) -> None:
+    assert plateau_batch(rate, alpha, beta, capacity) == slots
