@@ -29,6 +29,8 @@ from analysis.inputs.server_metrics import gpu_from_dcgm
 from analysis.pipeline import Analysis
 from analysis.report.answer_view import answer_note, capacity_stage_words, knee_stage_words
 
+#: the reason a run has no energy table: it carried no power reading
+NO_POWER = "no power samples: gpu.csv has no power_w and no DCGM power was scraped"
 COLUMNS = ("stage", "users", "power_mean_w", "output_tok_s", "output_tokens_per_j", "samples")
 
 
@@ -101,7 +103,7 @@ def energy(analysis: Analysis) -> Energy:
         return float(users / (match["power_mean_w"].iloc[-1] / 1000.0))
 
     view = answer(analysis)
-    why = "" if source else "no power samples: gpu.csv has no power_w and no DCGM power was scraped"
+    why = "" if source else NO_POWER
     knee_users = view.past_users if view.past == "knee" else None
     return Energy(table, source, per_kw(knee_users), per_kw(view.capacity), why)
 

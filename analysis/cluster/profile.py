@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -56,6 +57,8 @@ class LineFit:
     points: int
     residuals: tuple[float, ...] = ()
     why: str = ""
+    #: fitted, or why not: too few points, or every x the same (no slope to find)
+    kind: Literal["fitted", "too-few-points", "no-spread"] = "fitted"
 
 
 def fit_line(x: np.ndarray, y: np.ndarray, *, min_points: int = 3) -> LineFit:
@@ -64,10 +67,12 @@ def fit_line(x: np.ndarray, y: np.ndarray, *, min_points: int = 3) -> LineFit:
     x, y = x[keep], y[keep]
     n = len(x)
     if n < min_points:
-        return LineFit(None, None, None, None, None, n, why=f"{n} points; {min_points} needed")
+        why = f"{n} points; {min_points} needed"
+        return LineFit(None, None, None, None, None, n, why=why, kind="too-few-points")
     sxx = float(((x - x.mean()) ** 2).sum())
     if sxx <= 1e-12 * max(1.0, float((x**2).sum())):
-        return LineFit(None, None, None, None, None, n, why="no spread in x: the slope is unknown")
+        why = "no spread in x: the slope is unknown"
+        return LineFit(None, None, None, None, None, n, why=why, kind="no-spread")
     slope = float(((x - x.mean()) * (y - y.mean())).sum() / sxx)
     intercept = float(y.mean() - slope * x.mean())
     residuals = y - (intercept + slope * x)

@@ -23,6 +23,7 @@ from analysis.compare.verify import all_passed, format_checks, verify_checks
 from analysis.inputs.load import RunDirError
 from analysis.knee.find import KneeParams
 from analysis.pipeline import analyze_run
+from analysis.report.compare_words import reading_lines
 from analysis.report.table import fmt_magnitude, fmt_pct, fmt_text
 from loadknee_core.command_parser import CommandParser
 from loadknee_core.numeric import is_missing
@@ -72,7 +73,7 @@ def format_markdown(comparison: Comparison) -> str:
         f"max concurrency {m if m is not None else '—'}"
         for label, k, m in comparison.knees
     ]
-    lines += ["", "## Reading", ""] + [f"- {text}" for text in comparison.interpretations]
+    lines += ["", "## Reading", ""] + [f"- {text}" for text in reading_lines(comparison.readings)]
     return "\n".join(lines) + "\n"
 
 
@@ -102,7 +103,7 @@ def format_text(comparison: Comparison) -> str:
             *knees,
             "",
             "reading:",
-            *(f"  - {t}" for t in comparison.interpretations),
+            *(f"  - {t}" for t in reading_lines(comparison.readings)),
         ]
     )
 

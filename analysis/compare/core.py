@@ -30,6 +30,20 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from analysis.compare.facts import (
+    BatchAtFlight,
+    BatchBest,
+    ConfigCheck,
+    ConfigMove,
+    FlightPoint,
+    Note,
+    PrefixChange,
+    PrefixGain,
+    Reading,
+    ReplayBuffer,
+    ReplayGap,
+    ReplicaScaling,
+)
 from analysis.compare.kind import (
     KINDS,
     RunSide,
@@ -41,14 +55,10 @@ from analysis.compare.kind import (
 )
 from analysis.compare.prefix_cache import prefix_cache_change
 from analysis.model import VERDICT_LABELS
-from analysis.report.table import fmt_magnitude
 from analysis.stages.levels import level_rows
 from loadknee_core.numeric import is_missing, num
 
 __all__ = ["KINDS", "Comparison", "RunSide", "batch_size", "compare_runs", "detect_kind", "lookup"]
-
-#: below this replica efficiency a shared bottleneck is named (1.3× from 2 = 0.65)
-SHARED_BOTTLENECK_EFFICIENCY = 0.8
 
 #: per run and concurrency: (long-table column, summary column)
 METRICS: tuple[tuple[str, str], ...] = (
@@ -77,7 +87,9 @@ class Comparison:
     labels: tuple[str, ...]
     table: pd.DataFrame  # long form: LONG_COLUMNS, one row per (run, step stage)
     knees: tuple[tuple[str, int | None, int | None], ...]  # (label, knee users, max concurrency)
-    interpretations: tuple[str, ...]
+    #: what the comparison found, as facts (:mod:`analysis.compare.facts`); the words are
+    #: :func:`analysis.report.compare_words.reading_lines`
+    readings: tuple[Reading, ...]
 
 
 def long_table(sides: Sequence[RunSide]) -> pd.DataFrame:
@@ -122,32 +134,17 @@ def _common_levels(table: pd.DataFrame, a: str, b: str) -> list[int]:
     return sorted(levels_a & set(table.loc[table["label"] == b, "target_users"]))
 
 
-def _x(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}×"
-
-
-def _benchmark_vs_replay(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:
+def _benchmark_vs_replay(sides: Sequence[RunSide], table: pd.DataFrame) -> list[Reading]:
     flags = [is_replay(s) for s in sides]
-    out = []
+    out: list[Reading] = []
     if all(flags) or not any(flags):
-        out.append("run.json does not tell the replay apart: read as first = benchmark.")
+        out.append(Note("replay-unmarked"))
         flags = [False] + [True] * (len(sides) - 1)
     bench = next(s for s, f in zip(sides, flags, strict=True) if not f)
     replays = [s for s, f in zip(sides, flags, strict=True) if f]
     for rep in replays:
         mb, mr = bench.knee.max_concurrency, rep.knee.max_concurrency
-        line = (
-            f"benchmark '{bench.label}' stays below the knee up to {mb} users, "
-            f"replay '{rep.label}' up to {mr}"
-        )
-        if mb is not None and mr is not None and mr < mb:
-            line += (
-                f": the long-tail buffer is {mb - mr} users ({100 * (mb - mr) / mb:.0f} % of "
-                f"the benchmark's number). Promise the replay's {mr}, not {mb}."
-            )
-        elif mb is not None and mr is not None:
-            line += ": the real prompt mix is no harder than the benchmark here."
-        out.append(line)
+        out.append(ReplayBuffer(bench.label, rep.label, mb, mr))
         common = [u for u in _common_levels(table, bench.label, rep.label) if mr is None or u <= mr]
         if common:
             u = common[-1]
@@ -157,72 +154,58 @@ def _benchmark_vs_replay(sides: Sequence[RunSide], table: pd.DataFrame) -> list[
             tok = _ratio(
                 _at(table, rep.label, u, "output_tok_s"), _at(table, bench.label, u, "output_tok_s")
             )
-            out.append(
-                f"at {u} users the replay's P99 is {_x(p99)} and its tok/s {_x(tok)} the "
-                "benchmark's: that gap is what long prompts cost."
-            )
+            out.append(ReplayGap(u, p99, tok))
     return out
 
 
-def _config(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:
-    before, out = sides[0], []
+def _verdict_at(side: RunSide, users: int) -> tuple[bool, str | None]:
+    """Whether ``side`` tested ``users`` and the verdict of its first stage there (as in
+    :func:`long_table`)."""
+    rows = level_rows(side.summary)
+    rows = rows[rows["target_users"] == users]
+    if rows.empty:
+        return False, None
+    verdict = next((v for v in side.knee.stages if v.stage == int(rows.iloc[0]["stage"])), None)
+    return True, None if verdict is None else verdict.verdict
+
+
+def _config(sides: Sequence[RunSide]) -> list[Reading]:
+    before = sides[0]
+    out: list[Reading] = []
     for after in sides[1:]:
         out.append(
-            f"knee moved from {before.knee.knee_users} to {after.knee.knee_users} users; "
-            f"max concurrency {before.knee.max_concurrency} → {after.knee.max_concurrency}; "
-            f"peak tok/s {fmt_magnitude(peak_throughput(before))} → "
-            f"{fmt_magnitude(peak_throughput(after))}."
+            ConfigMove(
+                after.label,
+                before.knee.knee_users,
+                after.knee.knee_users,
+                before.knee.max_concurrency,
+                after.knee.max_concurrency,
+                peak_throughput(before),
+                peak_throughput(after),
+            )
         )
         m = before.knee.max_concurrency
-        if m is None:
-            continue
-        verdict = table[(table["label"] == after.label) & (table["target_users"] == m)]["verdict"]
-        if verdict.empty:
-            out.append(f"'{after.label}' did not test {m} users: re-run with that level to verify.")
-        elif verdict.iloc[0] in ("comfortable", "critical"):
-            out.append(
-                f"at the recommended {m} users '{after.label}' is {verdict.iloc[0]}: "
-                "the table holds after the change."
-            )
-        else:
-            out.append(
-                f"at the recommended {m} users '{after.label}' is {verdict.iloc[0]}: the "
-                "change broke the table; do not deploy max_concurrency "
-                f"{m} without re-tuning."
-            )
+        if m is not None:
+            out.append(ConfigCheck(after.label, m, *_verdict_at(after, m)))
     return out
 
 
-def _replicas(sides: Sequence[RunSide]) -> list[str]:
+def _replicas(sides: Sequence[RunSide]) -> list[Reading]:
     counted = sorted(((replica_count(s) or 0, s) for s in sides), key=lambda p: p[0])
     if any(n <= 0 for n, _ in counted):
-        return ["replica counts unknown: pass --replicas N1,N2,... (or 'replicas' in run.json)"]
+        return [Note("replicas-unknown")]
     n1, one = counted[0]
     x1 = peak_throughput(one)
-    out = []
+    out: list[Reading] = []
     for n, side in counted[1:]:
         xn = peak_throughput(side)
         eff = _ratio(xn, None if x1 is None else x1 * n / n1)
-        if eff is None or xn is None or x1 is None:
-            out.append(f"'{side.label}' ({n} replicas): no throughput to compare.")
-            continue
-        text = (
-            f"{n} replicas vs {n1}: peak {fmt_magnitude(xn)} vs {fmt_magnitude(x1)} tok/s = "
-            f"{xn / x1:.2f}× for {n / n1:.0f}× the replicas, efficiency {eff:.2f}"
-        )
-        if eff < SHARED_BOTTLENECK_EFFICIENCY:
-            text += (
-                " — a shared bottleneck (node network, storage I/O, a lock) eats the gain: "
-                "more replicas are wasted money until it is found."
-            )
-        else:
-            text += " — near-linear: scale out with replicas rather than pushing one pod."
-        out.append(text)
+        out.append(ReplicaScaling(side.label, n, n1, xn, x1, eff))
     return out
 
 
-def _batch(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:
-    out = []
+def _batch(sides: Sequence[RunSide], table: pd.DataFrame) -> list[Reading]:
+    out: list[Reading] = []
     for side in sides:
         # a stage without a throughput figure (no request ended in its window) is no one's best:
         # sorted, its NaN came last and was picked
@@ -231,54 +214,49 @@ def _batch(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:
         if not best.empty:
             row = best.iloc[0]
             out.append(
-                f"'{side.label}' (batch {row['batch_size']}): best "
-                f"{fmt_magnitude(row['output_tok_s'])} tok/s at {row['target_users']} users "
-                f"({row['in_flight']} prompts in flight), P50 "
-                f"{fmt_magnitude(row['e2e_p50_ms'], 0.001)} s."
+                BatchBest(
+                    side.label,
+                    int(row["batch_size"]),
+                    int(row["target_users"]),
+                    int(row["in_flight"]),
+                    num(row["output_tok_s"]),
+                    num(row["e2e_p50_ms"]),
+                )
             )
     shared = set.intersection(
         *(set(table.loc[table["label"] == s.label, "in_flight"]) for s in sides)
     )
     for flight in sorted(shared)[-2:]:
         rows = table[table["in_flight"] == flight]
-        parts = ", ".join(
-            f"{r.label}: {fmt_magnitude(r.output_tok_s)} tok/s P50 "
-            f"{fmt_magnitude(r.e2e_p50_ms, 0.001)} s"
-            for r in rows.itertuples()
+        points = tuple(
+            FlightPoint(r.label, num(r.output_tok_s), num(r.e2e_p50_ms)) for r in rows.itertuples()
         )
-        out.append(f"at {flight} prompts in flight — {parts}.")
-    out.append(
-        "offline batch jobs: prefer the larger batch size to fill the GPU; interactive "
-        "traffic: raise concurrency and keep it under the knee; change one at a time."
-    )
+        out.append(BatchAtFlight(int(flight), points))
+    out.append(Note("batch-advice"))
     return out
 
 
-def _prefix_cache(sides: Sequence[RunSide], table: pd.DataFrame) -> list[str]:
-    off, out = sides[0], []
+def _prefix_cache(sides: Sequence[RunSide], table: pd.DataFrame) -> list[Reading]:
+    off = sides[0]
+    out: list[Reading] = []
     for on in sides[1:]:
         gain = _ratio(peak_throughput(on), peak_throughput(off))
-        text = f"'{on.label}' vs '{off.label}': peak tok/s {_x(gain)}"
         common = _common_levels(table, off.label, on.label)
+        u = ttft = None
         if common:
             u = common[len(common) // 2]
             ttft = _ratio(
                 _at(table, on.label, u, "ttft_p50_ms"), _at(table, off.label, u, "ttft_p50_ms")
             )
-            text += f", TTFT P50 at {u} users {_x(ttft)}"
-        text += f"; knee {off.knee.knee_users} → {on.knee.knee_users} users."
-        if gain is not None and gain < 1.05:
-            text += (
-                " Little gain: the prompts share little prefix, or the cache is off "
-                "(check the server's prefix-cache hit rate)."
-            )
-        out.append(text)
-        out.append(prefix_cache_change(off, on).sentence)
+        out.append(
+            PrefixGain(on.label, off.label, gain, u, ttft, off.knee.knee_users, on.knee.knee_users)
+        )
+        out.append(PrefixChange(prefix_cache_change(off, on)))
     return out
 
 
 def compare_runs(sides: Sequence[RunSide], *, kind: str = "auto") -> Comparison:
-    """Side-by-side table, knees and interpretations of two or more runs."""
+    """Side-by-side table, knees and readings (facts) of two or more runs."""
     if len(sides) < 2:
         raise ValueError("compare needs at least two runs")
     if kind not in KINDS:
@@ -288,20 +266,20 @@ def compare_runs(sides: Sequence[RunSide], *, kind: str = "auto") -> Comparison:
         kind, reason = detect_kind(sides)
     table = long_table(sides)
     if kind == "benchmark-vs-replay":
-        interpretations = _benchmark_vs_replay(sides, table)
+        readings = _benchmark_vs_replay(sides, table)
     elif kind == "replicas":
-        interpretations = _replicas(sides)
+        readings = _replicas(sides)
     elif kind == "batch":
-        interpretations = _batch(sides, table)
+        readings = _batch(sides, table)
     elif kind == "prefix-cache":
-        interpretations = _prefix_cache(sides, table)
+        readings = _prefix_cache(sides, table)
     else:
-        interpretations = _config(sides, table)
+        readings = _config(sides)
     return Comparison(
         kind=kind,
         kind_reason=reason,
         labels=tuple(s.label for s in sides),
         table=table,
         knees=tuple((s.label, s.knee.knee_users, s.knee.max_concurrency) for s in sides),
-        interpretations=tuple(interpretations),
+        readings=tuple(readings),
     )

@@ -105,12 +105,15 @@ def save_png(fig: Figure, path: str | Path) -> Path:
     return path
 
 
-def note(ax: Axes, text: str, *, y: float = 0.5) -> None:
-    """A grey message inside the axes: what is missing and why the line is absent."""
+def note(ax: Axes, text: str, *, gid: str, y: float = 0.5) -> None:
+    """A grey message inside the axes: what is missing and why the line is absent; ``gid``
+    names what is missing (``no-ttft``, ``no-data:<columns>``), for whoever reads the figure
+    without its words."""
     ax.text(
         0.5,
         y,
         text,
+        gid=gid,
         transform=ax.transAxes,
         ha="center",
         va="center",
@@ -238,6 +241,9 @@ LATENCY_SERIES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("ttft_p50_ms", "TTFT P50", {"marker": "o", "color": "#6a1b9a"}),
     ("ttft_p95_ms", "TTFT P95", {"marker": "s", "color": "#ad1457", "linestyle": "--"}),
 )  # fmt: skip
+#: the two answer plots' titles (the page shows its own, analysis.report.figures)
+LATENCY_TITLE = "Latency percentiles vs concurrency"
+THROUGHPUT_TITLE = "Throughput vs concurrency"
 #: GPU memory's label when the knee found it flat across the stages: a pool allocated at start
 #: (vLLM's --gpu-memory-utilization), not pressure, whatever its height against the threshold
 PREALLOCATED_LABEL = "GPU memory: pre-allocated pool (flat)"
@@ -254,7 +260,7 @@ def latency_figure(
     ax, ax_ttft = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1.4])
     steps = _steps(summary)
     users = steps["target_users"].astype(float)
-    missing = []
+    missing: list[tuple[str, str]] = []  # (column, label)
     for target, scale, series in (
         (ax, 0.001, LATENCY_SERIES[:3]),
         (ax_ttft, 1.0, LATENCY_SERIES[3:]),
@@ -264,7 +270,7 @@ def latency_figure(
                 target.plot(users, steps[column] * scale, label=label, gid=column, **style)
                 _error_bars(target, steps, column, scale, str(style["color"]))
             else:
-                missing.append(label)
+                missing.append((column, label))
         target.set_ylim(bottom=0)
         _users_axis(target, steps["target_users"])
         _mark_answer(target, view, labels=target is ax)
@@ -272,7 +278,7 @@ def latency_figure(
     ax.set_ylabel("e2e latency (s)")
     ax_ttft.set_ylabel("TTFT (ms)")
     if not any(_has(steps, c) for c in ("ttft_p50_ms", "ttft_p95_ms")):
-        note(ax_ttft, "no TTFT (non-streaming requests)")
+        note(ax_ttft, "no TTFT (non-streaming requests)", gid="no-ttft")
     right = ax.twinx()
     right.set_ylabel("GPU memory / KV cache peak (%)")
     right.set_ylim(0, 105)
@@ -289,10 +295,15 @@ def latency_figure(
                 **({"linestyle": "--"} | style),
             )  # fmt: skip
         else:
-            missing.append(label)
+            missing.append((column, label))
     _pressure_line(right, None if knee is None else memory_pressure_pct(knee), label=True)
     if missing:
-        note(ax, "no data: " + ", ".join(missing), y=0.95)
+        note(
+            ax,
+            "no data: " + ", ".join(label for _, label in missing),
+            gid="no-data:" + ",".join(column for column, _ in missing),
+            y=0.95,
+        )
     handles, labels = [], []
     for source in (ax, right, ax_ttft):
         h, lab = source.get_legend_handles_labels()
@@ -301,7 +312,7 @@ def latency_figure(
         labels += [y for _, y in pairs]
     if handles:
         fig.legend(handles, labels, loc="lower center", ncols=4, fontsize=8)
-    ax.set_title("Latency percentiles vs concurrency")
+    ax.set_title(LATENCY_TITLE)
     return fig
 
 
@@ -319,12 +330,16 @@ def throughput_figure(
     ax.set_ylabel("output tokens / s")
     _users_axis(ax, steps["target_users"])
     if measured.empty:
-        note(ax, "no throughput measured (no successful requests with token counts)")
-        ax.set_title("Throughput vs concurrency")
+        note(
+            ax,
+            "no throughput measured (no successful requests with token counts)",
+            gid="no-throughput",
+        )
+        ax.set_title(THROUGHPUT_TITLE)
         return fig
     users = measured["target_users"].astype(float).to_numpy()
     tok_s = measured["output_tok_s"].astype(float).to_numpy()
-    ax.plot(users, tok_s, color="#1565c0", marker="o", label="measured")
+    ax.plot(users, tok_s, color="#1565c0", marker="o", label="measured", gid="measured")
     _error_bars(ax, measured, "output_tok_s", 1.0, "#1565c0", label="95 % interval")
     verdicts = {v.stage: v.verdict for v in knee.stages} if knee is not None else {}
     for stage, x, y in zip(measured["stage"], users, tok_s, strict=True):
@@ -343,6 +358,7 @@ def throughput_figure(
         color="#9e9e9e",
         linestyle="--",
         label=f"ideal linear scaling from {users[0]:.0f} user(s)",
+        gid="ideal",
     )
     ax.set_ylim(0, max(float(np.nanmax(tok_s)) * 1.35, 1e-9))
     _mark_answer(ax, view)
@@ -350,7 +366,7 @@ def throughput_figure(
         if verdict in verdicts.values():
             ax.scatter([], [], color=colour, label=verdict.replace("_", " "))
     ax.legend(loc="upper left", fontsize=8)
-    ax.set_title("Throughput vs concurrency")
+    ax.set_title(THROUGHPUT_TITLE)
     return fig
 
 
@@ -389,7 +405,7 @@ def _shade_stages(axes: list[Axes], stages: pd.DataFrame, t0: float) -> None:
 def _latency_panel(ax: Axes, requests: pd.DataFrame, t0: float) -> None:
     ax.set_ylabel("request e2e (s)")
     if requests.empty or not _has(requests, "end_unix_s"):
-        note(ax, "no requests recorded")
+        note(ax, "no requests recorded", gid="no-requests")
         return
     rows = requests
     if len(rows) > MAX_SCATTER_POINTS:
@@ -397,7 +413,9 @@ def _latency_panel(ax: Axes, requests: pd.DataFrame, t0: float) -> None:
         rows = pd.concat(
             [rows[rows["outcome"] == "ok"].sample(MAX_SCATTER_POINTS, random_state=0), failed]
         )
-        note(ax, f"{MAX_SCATTER_POINTS} of {len(requests)} ok requests shown", y=0.92)
+        note(
+            ax, f"{MAX_SCATTER_POINTS} of {len(requests)} ok requests shown", gid="sampled", y=0.92
+        )
     ok = rows["outcome"] == "ok"
     x = _numeric(rows, "end_unix_s") - t0
     y = _numeric(rows, "e2e_ms") / 1000.0
@@ -434,7 +452,7 @@ def _gpu_panel(
     ax.set_ylabel("GPU (%)")
     ax.set_ylim(0, 105)
     if gpu is None or gpu.empty or not (_has(gpu, "memory_used_mib") or _has(gpu, "gpu_util_pct")):
-        note(ax, "no GPU telemetry (gpu.csv absent or empty)")
+        note(ax, "no GPU telemetry (gpu.csv absent or empty)", gid="no-gpu")
         return
     for index, one in gpu.groupby("gpu_index", dropna=False):
         one = one.sort_values("timestamp_unix_s")
@@ -451,6 +469,7 @@ def _gpu_panel(
                 color="#2e7d32",
                 lw=0.9,
                 label="utilisation %" + suffix,
+                gid="gpu_util",
             )
         if _has(one, "sm_util_pct"):
             ax.plot(
@@ -472,8 +491,8 @@ def _server_panels(
     ax_kv.set_ylim(0, 105)
     ax_queue.set_ylabel("requests")
     if server is None or server.empty:
-        note(ax_kv, "no server metrics (server_metrics.csv absent or empty)")
-        note(ax_queue, "no server metrics: running / waiting unknown")
+        note(ax_kv, "no server metrics (server_metrics.csv absent or empty)", gid="no-server")
+        note(ax_queue, "no server metrics: running / waiting unknown", gid="no-server")
         return
     by_time = server.groupby("timestamp_unix_s").agg(
         kv=("kv_cache_usage_pct", "max"),
@@ -483,22 +502,22 @@ def _server_panels(
     by_time = by_time.sort_index()
     x = by_time.index.to_numpy(dtype=float) - t0
     if by_time["kv"].notna().any():
-        ax_kv.plot(x, by_time["kv"], color="#00838f", lw=1.2, label="KV cache usage %")
+        ax_kv.plot(x, by_time["kv"], color="#00838f", lw=1.2, label="KV cache usage %", gid="kv")
         _pressure_line(ax_kv, pressure)
         ax_kv.legend(loc="upper left", fontsize=7)
     else:
-        note(ax_kv, "the server exports no KV-cache gauge")
+        note(ax_kv, "the server exports no KV-cache gauge", gid="no-kv-gauge")
     drawn = False
     for column, colour in (("running", "#1565c0"), ("waiting", "#c62828")):
         values = by_time[column]
         if server[f"requests_{column}"].notna().any():
-            ax_queue.plot(x, values, color=colour, lw=1.2, label=column)
+            ax_queue.plot(x, values, color=colour, lw=1.2, label=column, gid=column)
             drawn = True
     if drawn:
         ax_queue.set_ylim(bottom=0)
         ax_queue.legend(loc="upper left", fontsize=7, ncols=2)
     else:
-        note(ax_queue, "the server exports no running / waiting gauges")
+        note(ax_queue, "the server exports no running / waiting gauges", gid="no-queue-gauges")
 
 
 def timeline_figure(

@@ -52,7 +52,7 @@ def interactivity_figure(summary: pd.DataFrame, slo: SloResult | None = None) ->
     )
     shown = x.notna() & y.notna()
     if not shown.any():
-        note(ax, "no stage with both throughput and per-user speed measured")
+        note(ax, "no stage with both throughput and per-user speed measured", gid="no-slo-points")
         return fig
     met = {s.stage: s.met for s in slo.stages} if slo is not None else {}
     top = float(np.nanmax(y[shown].to_numpy()))

@@ -46,6 +46,10 @@ from analysis.stages.levels import level_rows
 from loadknee_core.knee_params import DEFAULTS, KneeParams
 
 WAITED_MS = 5.0  # a send later than this past its planned time waited (not timer jitter)
+#: a rate stage's verdict (the ``rate_verdict`` column): the server followed the offered rate,
+#: or one of the rate knee's signals fired
+FOLLOWS = "follows"
+PAST_KNEE = "past knee"
 RATE_COLUMNS: tuple[str, ...] = (
     "stage",
     "rate_rps",
@@ -193,7 +197,7 @@ def rate_table(
             {
                 "stage": stage,
                 **row,
-                "rate_verdict": "past knee" if reasons else "follows",
+                "rate_verdict": PAST_KNEE if reasons else FOLLOWS,
                 "rate_reasons": tuple(reasons),
             }
         )
@@ -225,7 +229,7 @@ def rate_signals(row: Mapping[str, Any], params: RateParams) -> list[RateSignal]
 def rate_knee(table: pd.DataFrame, slo_met: Mapping[int, bool | None] | None = None) -> RateKnee:
     """The first stage past the knee, by rate; the rates below it (module docstring)."""
     ordered = table.sort_values("rate_rps", kind="stable")
-    knee_row = next((r for _, r in ordered.iterrows() if r["rate_verdict"] == "past knee"), None)
+    knee_row = next((r for _, r in ordered.iterrows() if r["rate_verdict"] == PAST_KNEE), None)
     below = ordered if knee_row is None else ordered[ordered["rate_rps"] < knee_row["rate_rps"]]
     max_rate = float(below["rate_rps"].max()) if len(below) else None
     slo_rate: float | None = None

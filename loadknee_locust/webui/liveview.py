@@ -42,10 +42,24 @@ FILES_PREFIX = "/loadknee/files/"
 
 @dataclass(frozen=True)
 class Banner:
-    """One line above the charts; ``level`` picks its colour (info, warn, bad, good)."""
+    """One line above the charts; ``level`` picks its colour (info, warn, bad, good). ``text``
+    is the line a watcher reads; ``kind`` and the fields after it are what it says, for a script
+    or a test that should not read the words."""
 
     level: str
     text: str
+    #: red_line | failures | cpu_bound | answer | open_loop ("" for none of these)
+    kind: str = ""
+    #: red_line: the stage the sweep stopped at
+    stage: int | None = None
+    #: failures: (stage, failed requests) of each stage with a failure
+    failures: tuple[tuple[int, int], ...] = ()
+    #: cpu_bound: (process, CPU %) of each load-generator process at or over CPU_BOUND_PCT
+    hot: tuple[tuple[str, float], ...] = ()
+    #: answer: the highest level run above its first stage past the capacity (None: none yet),
+    #: and whether the sweep stopped because the knee was confirmed
+    confirmed_by: int | None = None
+    stopped: bool = False
 
 
 def _duration(seconds: float | None) -> str:
@@ -80,16 +94,22 @@ def banners(
         return out
     sched = run.schedule
     if sched is not None and sched.finished and sched.position().stop_reason == "red_line":
-        out.append(Banner("bad", f"Red line crossed at stage {sched.position().stage}: the sweep "
-                                 "stopped early (error rate or P95 over its limit)."))  # fmt: skip
+        stage = sched.position().stage
+        text = (
+            f"Red line crossed at stage {stage}: the sweep stopped early (error rate or P95 over "
+            "its limit)."
+        )
+        out.append(Banner("bad", text, "red_line", stage=stage))
     errors = {s: st.errors for s, st in sorted(run.stats.items()) if st.errors}
     if errors:
         where = ", ".join(f"stage {s}: {n}" for s, n in errors.items())
-        out.append(Banner("bad", f"{sum(errors.values())} failed requests ({where})."))
-    hot = [f"{name} {cpu:.0f} %" for name, cpu in cpu_readings(runner) if cpu >= CPU_BOUND_PCT]
+        text = f"{sum(errors.values())} failed requests ({where})."
+        out.append(Banner("bad", text, "failures", failures=tuple(errors.items())))
+    hot = [(name, cpu) for name, cpu in cpu_readings(runner) if cpu >= CPU_BOUND_PCT]
     if hot:
-        out.append(Banner("warn", "The load generator is CPU-bound (" + ", ".join(hot) + "): "
-                                  "latencies are inflated; add workers."))  # fmt: skip
+        said = ", ".join(f"{name} {cpu:.0f} %" for name, cpu in hot)
+        text = f"The load generator is CPU-bound ({said}): latencies are inflated; add workers."
+        out.append(Banner("warn", text, "cpu_bound", hot=tuple(hot)))
     if verdict is not None and verdict.capacity_words and verdict.past_users is not None:
         # the analysis's own words for the capacity (analysis.report.answer_view, as on the
         # screen and in knee.json), so the live answer reads as the report's will
@@ -102,8 +122,19 @@ def banners(
             word = f"confirmed by {max(above)} users"
         else:
             word = "not yet confirmed by a higher level"
-        out.append(Banner("good", f"Provisional answer: {verdict.capacity_words}; {word}. "
-                                  "The deploy figure comes with the report."))  # fmt: skip
+        text = (
+            f"Provisional answer: {verdict.capacity_words}; {word}. The deploy figure comes with "
+            "the report."
+        )
+        out.append(
+            Banner(
+                "good",
+                text,
+                "answer",
+                confirmed_by=max(above) if above else None,
+                stopped=stopped,
+            )
+        )
     return out
 
 
@@ -368,7 +399,7 @@ class LiveView:
         )
         final = bool(ended and report and report.state == "done")
         if rates and (words := openloop.knee_words(answer, final)):
-            found.append(Banner("good", words))
+            found.append(Banner("good", words, "open_loop"))
         parts.extend(f"<div class='lk-banner lk-{b.level}'>{html.escape(b.text)}</div>"
                      for b in found)  # fmt: skip
         if run is None or run.schedule is None:

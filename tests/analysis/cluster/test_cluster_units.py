@@ -102,7 +102,7 @@ def test_an_old_gpu_csv_without_power_still_loads_and_says_so(tmp_path) -> None:
     gpu = pd.read_csv(root / contract.GPU_CSV).drop(columns=["power_w"])
     gpu.to_csv(root / contract.GPU_CSV, index=False)
     e = energy.energy(analyze_run(root))
-    assert e.source == "" and "no power samples" in e.why
+    assert e.source == "" and e.why == energy.NO_POWER
     assert e.stages["power_mean_w"].isna().all()
 
 
@@ -114,9 +114,11 @@ def test_fit_line_matches_numpy_and_says_why_it_cannot_fit() -> None:
     slope, intercept = np.polyfit(x, y, 1)
     assert fit.slope == pytest.approx(slope) and fit.intercept == pytest.approx(intercept)
     assert fit.slope_ci[0] < 2 < fit.slope_ci[1]
-    assert sum(fit.residuals) == pytest.approx(0, abs=1e-9)
-    assert fit_line(np.full(5, 3.0), y[:5]).why.startswith("no spread")
-    assert fit_line(x[:2], y[:2]).slope is None
+    assert sum(fit.residuals) == pytest.approx(0, abs=1e-9) and fit.kind == "fitted"
+    flat = fit_line(np.full(5, 3.0), y[:5])
+    assert flat.kind == "no-spread" and flat.slope is None and flat.why
+    short = fit_line(x[:2], y[:2])
+    assert short.kind == "too-few-points" and short.slope is None
 
 
 def test_yaml_block_reads_back_with_comments_kept() -> None:

@@ -9,8 +9,24 @@ from pathlib import Path
 import pytest
 
 from analysis.compare.cli import format_csv, format_markdown, format_text, main
-from analysis.compare.core import compare_runs, detect_kind, lookup
+from analysis.compare.core import RunSide, compare_runs, detect_kind, lookup
+from analysis.compare.facts import (
+    LITTLE_PREFIX_GAIN,
+    SHARED_BOTTLENECK_EFFICIENCY,
+    BatchAtFlight,
+    BatchBest,
+    ConfigCheck,
+    ConfigMove,
+    Note,
+    PrefixChange,
+    PrefixGain,
+    ReplayBuffer,
+    ReplayGap,
+    ReplicaScaling,
+)
+from analysis.compare.verify import Check, all_passed, format_checks, verify_checks
 from analysis.model import VERDICT_LABELS
+from analysis.pipeline import analyze_run
 from tests.support.compare_cases import (
     FIXED,
     REPLAY,
@@ -58,28 +74,42 @@ def test_benchmark_vs_replay_names_the_long_tail_buffer() -> None:
     at16 = result.table[result.table["target_users"] == 16].set_index("label")
     assert at16.loc["replay", "e2e_p99_ms"] == at16.loc["bench", "e2e_p99_ms"]  # P99 1.00×
     assert at16.loc["replay", "output_tok_s"] / at16.loc["bench", "output_tok_s"] == 0.5
+    buffer, gap = result.readings
+    assert isinstance(buffer, ReplayBuffer) and isinstance(gap, ReplayGap)
+    assert (buffer.bench, buffer.replay, buffer.buffer_users) == ("bench", "replay", 8)
+    assert buffer.buffer_pct == pytest.approx(100 * 8 / 24)
+    assert (gap.users, gap.p99_ratio, gap.tok_s_ratio) == (16, 1.0, 0.5)
 
 
 @pytest.mark.parametrize(("scale", "shared"), [(1.3, True), (1.95, False)])
 def test_replicas_efficiency_and_shared_bottleneck(scale: float, shared: bool) -> None:
     one, two = _side("x1", replicas=1), _side("x2", tok_scale=scale, replicas=2)
     result = compare_runs([two, one], kind="replicas")
-    (text,) = result.interpretations
-    assert f"efficiency {scale / 2:.2f}" in text
-    assert ("shared bottleneck" in text) is shared
+    (found,) = result.readings
+    assert isinstance(found, ReplicaScaling)
+    assert (found.label, found.replicas, found.base_replicas) == ("x2", 2, 1)
+    assert found.peak_tok_s == pytest.approx(scale * found.base_peak_tok_s)
+    assert found.efficiency == pytest.approx(scale / 2)
+    assert found.threshold == SHARED_BOTTLENECK_EFFICIENCY
+    assert found.shared_bottleneck is shared
 
 
 def test_replicas_without_counts_says_how_to_give_them() -> None:
     result = compare_runs([_side("a"), _side("b")], kind="replicas")
-    assert "--replicas" in result.interpretations[0]
+    assert result.readings == (Note("replicas-unknown"),)  # its words name --replicas (golden)
 
 
 def test_config_checks_the_recommended_stage_after_the_change() -> None:
     before = _side("before")  # max_concurrency 24
     good = compare_runs([before, _side("after")], kind="config")
-    assert any("the table holds" in t for t in good.interpretations)
+    moved, held = good.readings
+    assert isinstance(moved, ConfigMove) and isinstance(held, ConfigCheck)
+    assert (moved.max_users_before, moved.max_users_after) == (24, 24)
+    assert (held.users, held.tested, held.verdict, held.holds) == (24, True, "critical", True)
     bad = compare_runs([before, broken_after()], kind="config")
-    assert any("broke the table" in t for t in bad.interpretations)
+    broke = bad.readings[-1]
+    assert isinstance(broke, ConfigCheck)
+    assert (broke.users, broke.verdict, broke.holds) == (24, "knee", False)
 
 
 def test_batch_aligns_on_prompts_in_flight() -> None:
@@ -94,7 +124,11 @@ def test_batch_aligns_on_prompts_in_flight() -> None:
         128,
         192,
     }
-    assert any("at 16 prompts in flight" in t for t in result.interpretations)
+    (flight,) = [r for r in result.readings if isinstance(r, BatchAtFlight)]
+    assert flight.in_flight == 16  # b1 at 16 users, b4 at 4
+    assert [p.label for p in flight.points] == ["b1", "b4"]
+    best = {r.label: r for r in result.readings if isinstance(r, BatchBest)}
+    assert (best["b4"].batch_size, best["b4"].users, best["b4"].in_flight) == (4, 32, 128)
 
 
 def _wide(result):
@@ -106,8 +140,11 @@ def _wide(result):
 
 def test_prefix_cache_reports_gain_and_flags_little_gain() -> None:
     result = compare_runs([_side("off"), _side("on", tok_scale=1.02)], kind="prefix-cache")
-    assert "peak tok/s 1.02×" in result.interpretations[0]
-    assert "Little gain" in result.interpretations[0]
+    gain, change = result.readings
+    assert isinstance(gain, PrefixGain) and isinstance(change, PrefixChange)
+    assert gain.peak_tok_s_ratio == pytest.approx(1.02)
+    assert gain.threshold == LITTLE_PREFIX_GAIN and gain.little_gain
+    assert change.change.peak_tok_s_ratio == pytest.approx(1.02)
 
 
 def test_renderings_have_every_run_and_level() -> None:
@@ -127,8 +164,12 @@ def test_compare_cli_on_two_run_dirs(tmp_path: Path, capsys) -> None:
     code = main([str(a), str(b), "--labels", "before,after", "--out", str(out), "--quiet"])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "comparison: config" in printed and "[before]" in printed and "P99 s" in printed
-    assert (out / "compare.md").read_text().startswith("# Comparison (config): before vs after")
+    sides = [_analysed("before", a), _analysed("after", b)]
+    comparison = compare_runs(sides)
+    assert comparison.kind == "config"
+    assert format_text(comparison) in printed  # the table, the knees and the reading
+    assert "[before]" in printed and "P99 s" in printed
+    assert (out / "compare.md").read_text() == format_markdown(comparison)
     assert len((out / "compare.csv").read_text().splitlines()) == 1 + 8
 
 
@@ -140,6 +181,15 @@ def test_compare_cli_bad_dir_exits_2(tmp_path: Path, capsys) -> None:
     assert "cannot analyse" in err and "missing" in err and "Traceback" not in err
 
 
+def _analysed(label: str, run_dir: Path) -> RunSide:
+    analysis = analyze_run(run_dir)
+    return RunSide(label, analysis.summary, analysis.knee, analysis.run.run_info, run=analysis.run)
+
+
+def _checks(before: RunSide, after: RunSide) -> tuple[Check, ...]:
+    return verify_checks(before.summary, before.knee, after.summary, after.knee)
+
+
 def test_compare_config_prints_the_verify_checks_and_exits_1_on_a_failure(
     tmp_path: Path, capsys
 ) -> None:
@@ -147,10 +197,16 @@ def test_compare_config_prints_the_verify_checks_and_exits_1_on_a_failure(
     b = write_run_dir(tmp_path / "b", levels=(1, 2, 4, 8), slots=2, with_gpu=False)
     out = tmp_path / "cmp"
     assert main([str(a), str(a), "--labels", "x,y", "--out", str(out), "--quiet"]) == 0
-    assert "verify: PASS (3 of 3 checks passed)" in capsys.readouterr().out
+    same = _checks(_analysed("x", a), _analysed("y", a))
+    assert len(same) == 3 and all_passed(same)
+    assert format_checks(same) in capsys.readouterr().out
     code = main([str(a), str(b), "--labels", "before,after", "--out", str(out), "--quiet"])
     printed = capsys.readouterr().out
     assert code == 1, printed
-    assert "after against before:" in printed
-    assert "FAIL  recommended_level" in printed or "FAIL  throughput" in printed
-    assert "verify: FAIL" in printed
+    checks = _checks(_analysed("before", a), _analysed("after", b))
+    failed = {c.name for c in checks if not c.passed}
+    assert failed and failed <= {"recommended_level", "throughput"}
+    block = format_checks(checks)
+    assert block in printed  # every PASS/FAIL line and the overall FAIL
+    head = printed[: printed.index(block)].splitlines()[-1]  # which run against which
+    assert head.index("after") < head.index("before")

@@ -20,6 +20,7 @@ import pytest
 from analysis.importers.cli import import_files
 from analysis.importers.model import ImportFormatError
 from analysis.pipeline import analyze_run
+from analysis.report.screen import NOT_JUDGED
 from tests.support.paths import DATA
 
 DATA = DATA / "imports"
@@ -156,9 +157,11 @@ def test_the_commands_as_a_user_types_them(tmp_path: Path) -> None:
     shown = subprocess.run([*loadknee, "analyze", str(run_dir)], capture_output=True, text=True,
                            timeout=300)  # fmt: skip
     assert shown.returncode == 0, shown.stderr[-2000:]
-    assert "not judged (imported results carry no telemetry):" in shown.stdout
+    assert NOT_JUDGED in shown.stdout  # the screen's not-judged line
+    missing = json.loads((run_dir / "run.json").read_text())["not_judged"]
     page = (run_dir / "report" / "report.html").read_text()
-    assert "<h2>Not judged (imported results carry no telemetry)</h2>" in page
+    section = page.split('<section id="not-judged">', 1)[1].split("</section>", 1)[0]
+    assert section.count("<li>") == len(missing) > 0
     foreign = tmp_path / "foreign.json"
     foreign.write_text("not json at all")
     bad = subprocess.run([*loadknee, "import", "--from", "guidellm", "--out",

@@ -1,5 +1,6 @@
 """Golden output: what ``loadknee compare`` reads into each kind of comparison (the
-interpretations of :func:`analysis.compare.core.compare_runs`, and the side-by-side table's first
+readings of :func:`analysis.compare.core.compare_runs` as
+:mod:`analysis.report.compare_words` words them, and the side-by-side table's first
 header), on the runs whose values tests/analysis/compare/test_compare.py asserts
 (:mod:`tests.support.compare_cases`), in ``tests/support/data/golden/compare_words.txt``. When a
 rewording is intended, regenerate it with the other golden files and review the diff:
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from analysis.compare.cli import wide_rows
 from analysis.compare.core import Comparison, compare_runs
+from analysis.report.compare_words import reading_lines
 from tests.support.compare_cases import batch_sides, broken_after, compare_side, replay_sides
 from tests.support.golden import check_golden
 
@@ -44,7 +46,9 @@ def _cases() -> dict[str, Comparison]:
 
 def _text() -> str:
     cases = _cases()
-    lines = [f"{case}: {line}" for case, found in cases.items() for line in found.interpretations]
+    lines = [
+        f"{case}: {line}" for case, found in cases.items() for line in reading_lines(found.readings)
+    ]
     lines += [
         f"table header, {case}: {wide_rows(cases[case])[0][0]}"
         for case in ("batch", "config, the table holds")

@@ -11,6 +11,8 @@ import pytest
 
 from analysis.advice.deploy import memory_pressure_pct
 from analysis.report.plots import (
+    LATENCY_TITLE,
+    THROUGHPUT_TITLE,
     latency_figure,
     png_bytes,
     save_png,
@@ -28,17 +30,18 @@ from tests.support.report_fixtures import (
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def _labels(ax) -> list[str]:
-    return [line.get_label() for line in ax.get_lines()]
-
-
 def _marks(ax) -> dict[str, float]:
     """The answer's vertical marks by their ``gid``: name → users."""
     return {str(line.get_gid()): line.get_xdata()[0] for line in ax.get_lines() if line.get_gid()}
 
 
-def _texts(fig) -> str:
-    return " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+def _gids(ax) -> set[str]:
+    return {str(line.get_gid()) for line in ax.get_lines() if line.get_gid()}
+
+
+def _notes(fig) -> set[str]:
+    """What the figure's notes say is missing, by their ``gid`` (``no-ttft``, …)."""
+    return {str(t.get_gid()) for ax in fig.axes for t in ax.texts if t.get_gid()}
 
 
 @pytest.fixture(scope="module")
@@ -55,13 +58,13 @@ def run_frames(tmp_path_factory) -> dict[str, pd.DataFrame]:
 def test_latency_figure_lines_second_axis_and_knee() -> None:
     fig = latency_figure(seed002_summary(), seed002_knee())
     main, ttft, right = fig.axes
-    assert main.get_title() == "Latency percentiles vs concurrency"
-    assert {"e2e P50", "e2e P95", "e2e P99"} <= set(_labels(main))
+    assert main.get_title() == LATENCY_TITLE
+    assert {"e2e_p50_ms", "e2e_p95_ms", "e2e_p99_ms"} <= _gids(main)
     assert _marks(main)["past"] == 32 and _marks(main)["red_line"] == 48
-    assert {"TTFT P50", "TTFT P95"} <= set(_labels(ttft))
+    assert {"ttft_p50_ms", "ttft_p95_ms"} <= _gids(ttft)
     assert right.get_ylabel().startswith("GPU memory")
-    assert {"GPU memory peak %", "KV cache peak %"} <= set(_labels(right))
-    p50 = next(line for line in main.get_lines() if line.get_label() == "e2e P50")
+    assert {"gpu_mem_peak_pct", "kv_cache_peak_pct"} <= _gids(right)
+    p50 = next(line for line in main.get_lines() if line.get_gid() == "e2e_p50_ms")
     assert list(p50.get_ydata()) == pytest.approx([0.6, 0.9, 1.8, 4.5, 12.0])  # seconds
     assert list(p50.get_xdata()) == [4, 16, 24, 32, 48]  # step stages only, no baseline
     assert png_bytes(fig).startswith(PNG_MAGIC)
@@ -80,17 +83,19 @@ def test_latency_figure_without_telemetry_notes_it() -> None:
     guide = right.get_lines()[0]
     assert guide.get_linestyle() == ":"
     assert list(guide.get_ydata()) == [memory_pressure_pct(knee)] * 2
-    assert not any(label.startswith("TTFT") for label in _labels(ttft))
-    text = _texts(fig)
-    assert "GPU memory peak %" in text and "no TTFT" in text
+    assert not any(gid.startswith("ttft") for gid in _gids(ttft))
+    notes = _notes(fig)
+    assert "no-ttft" in notes
+    (no_data,) = [n for n in notes if n.startswith("no-data:")]
+    assert {"gpu_mem_peak_pct", "kv_cache_peak_pct"} <= set(no_data.split(":")[1].split(","))
 
 
 def test_throughput_figure_ideal_line_from_first_stage() -> None:
     fig = throughput_figure(seed002_summary(), seed002_knee())
     (ax,) = fig.axes
-    assert ax.get_title() == "Throughput vs concurrency"
-    lines = {line.get_label(): line for line in ax.get_lines()}
-    ideal = lines["ideal linear scaling from 4 user(s)"]
+    assert ax.get_title() == THROUGHPUT_TITLE
+    lines = {line.get_gid(): line for line in ax.get_lines()}
+    ideal = lines["ideal"]
     assert list(ideal.get_xdata()) == [4, 48]
     assert list(ideal.get_ydata()) == pytest.approx([220, 220 * 12])
     measured = lines["measured"]
@@ -104,7 +109,7 @@ def test_throughput_figure_with_nothing_measured() -> None:
     summary = seed002_summary()
     summary["output_tok_s"] = math.nan
     fig = throughput_figure(summary, None)
-    assert "no throughput measured" in _texts(fig)
+    assert _notes(fig) == {"no-throughput"}
     assert png_bytes(fig).startswith(PNG_MAGIC)
 
 
@@ -118,9 +123,10 @@ def test_timeline_has_four_panels_bands_and_all_series(run_frames, tmp_path: Pat
     lat, gpu, kv, queue = fig.axes
     assert len(lat.collections) >= 2  # scatter per phase
     assert len(lat.patches) >= len(run_frames["stages"])  # shaded measured windows
-    assert {"memory %", "utilisation %"} <= set(_labels(gpu))
-    assert "KV cache usage %" in _labels(kv)
-    assert {"running", "waiting"} <= set(_labels(queue))
+    assert {"gpu_memory", "gpu_util"} <= _gids(gpu)
+    assert "kv" in _gids(kv)
+    assert {"running", "waiting"} <= _gids(queue)
+    assert not _notes(fig) - {"sampled"}  # nothing noted missing
     stage_labels = [t.get_text() for t in lat.texts]
     assert stage_labels[:3] == ["base", "c=1", "c=2"]
     path = save_png(fig, tmp_path / "timeline.png")
@@ -129,15 +135,14 @@ def test_timeline_has_four_panels_bands_and_all_series(run_frames, tmp_path: Pat
 
 def test_timeline_without_telemetry_notes_instead_of_crashing(run_frames) -> None:
     fig = timeline_figure(stages=run_frames["stages"], requests=run_frames["requests"])
-    text = _texts(fig)
-    assert "no GPU telemetry" in text and "no server metrics" in text
+    assert {"no-gpu", "no-server"} <= _notes(fig)
     assert png_bytes(fig).startswith(PNG_MAGIC)
 
 
 def test_timeline_with_empty_everything() -> None:
     empty = pd.DataFrame(columns=["start_unix_s", "end_unix_s", "outcome", "phase", "e2e_ms"])
     fig = timeline_figure(stages=pd.DataFrame(), requests=empty)
-    assert "no requests recorded" in _texts(fig)
+    assert "no-requests" in _notes(fig)
     assert png_bytes(fig).startswith(PNG_MAGIC)
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import base64
+import html
+import re
 from html.parser import HTMLParser
 
 import pytest
 
-from analysis.report.html import HtmlReport, is_secret_key, redact, render_html
+from analysis.model import PERCENTILE_METHOD
+from analysis.report.html import FIRST_PLOTS, HtmlReport, is_secret_key, redact, render_html
 from analysis.report.plots import png_bytes, throughput_figure
 from analysis.report.table import record_frame
 from tests.support.report_fixtures import (
@@ -121,7 +124,7 @@ def test_html_contains_table_verdicts_reasons_and_recommendations() -> None:
     assert "vllm serve qwen-7b" in page
     assert "16–19" in page  # watermark card
     assert "external interference" in page
-    assert "exact, from raw per-request rows" in page
+    assert html.escape(PERCENTILE_METHOD) in _body(page, "method")
     assert "run-&lt;1&gt;" in page  # escaped
 
 
@@ -136,7 +139,18 @@ def test_html_without_knee_or_recommendations() -> None:
     page = render_html(
         _report(knee=None, recommendations=None, baseline=None, images={}, warnings=())
     )
-    assert "No recommendations." in page and "No plots." in page and "No baseline." in page
+    for key in ("recommendations", "plots", "baseline"):  # one paragraph saying there is none
+        assert re.fullmatch(r"<p>[^<]+</p>", _body(page, key)), key
+    (png,) = _report().images.values()
+    full = render_html(_report(images={FIRST_PLOTS[0]: png}))
+    for key in ("recommendations", "plots", "baseline"):  # each has its table, plot or list
+        assert not re.fullmatch(r"<p>[^<]+</p>", _body(full, key)), key
+
+
+def _body(page: str, key: str) -> str:
+    """The body of the page's section ``key`` (after its heading)."""
+    section = page.split(f'<section id="{key}">', 1)[1].split("</section>", 1)[0]
+    return section.split("</h2>\n", 1)[1]
 
 
 def test_a_one_user_stage_is_headed_in_the_singular() -> None:

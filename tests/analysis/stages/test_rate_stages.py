@@ -13,6 +13,8 @@ from analysis.live.answer import judge
 from analysis.pipeline import analyze_run
 from analysis.report.rate_words import rate_knee_text, rate_reasons_text
 from analysis.stages.rate_stages import (
+    FOLLOWS,
+    PAST_KNEE,
     RateParams,
     analyze_rates,
     planned_rates,
@@ -71,7 +73,7 @@ def test_a_stage_that_follows() -> None:
     assert row["e2e_intended_p95_ms"] == pytest.approx(400.0)
     assert row["tail_ratio"] == pytest.approx(0.8)
     assert row["waited_pct"] == 0.0
-    assert row["rate_verdict"] == "follows" and row["rate_reasons"] == ()
+    assert row["rate_verdict"] == FOLLOWS and row["rate_reasons"] == ()
 
 
 @pytest.mark.parametrize(
@@ -86,7 +88,7 @@ def test_each_signal_alone(
     rows: pd.DataFrame, served: float, base_p95: float, kind: str, figure: tuple | None
 ) -> None:
     row = _one(rows, 10.0, served=served, base_p95=base_p95)
-    assert row["rate_verdict"] == "past knee"
+    assert row["rate_verdict"] == PAST_KNEE
     (signal,) = row["rate_reasons"]
     assert signal.kind == kind, row["rate_reasons"]
     if figure is not None:
@@ -121,7 +123,7 @@ def _sweep(slo: dict[int, bool | None] | None = None) -> tuple[pd.DataFrame, obj
 
 def test_the_rate_knee_and_the_rates_below() -> None:
     table, knee = _sweep()
-    assert list(table["rate_verdict"]) == ["follows"] * 3 + ["past knee"]
+    assert list(table["rate_verdict"]) == [FOLLOWS] * 3 + [PAST_KNEE]
     assert knee.knee_stage == 3 and knee.knee_rate_rps == 16.0  # type: ignore[attr-defined]
     assert knee.max_rate_rps == 8.0 and knee.slo_max_rate_rps is None  # type: ignore[attr-defined]
     assert knee.reasons[0].kind == "not_following"  # type: ignore[attr-defined]

@@ -4,6 +4,7 @@ to a run whose capacity is known by construction."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,16 @@ def test_each_fixture_gives_a_table_json_and_plot_without_prompt_text(
 ) -> None:
     rc, out = _trace(tmp_path, str(DATA / name), capsys=capsys)
     assert rc == 0
-    assert "arrivals" in out and "in flight" in out and "input tok" in out
     data = json.loads((tmp_path / "out" / f"{name}.trace.json").read_text())
+    shape = data["shape"]  # the table prints the JSON's numbers: arrivals, in flight, input tok
+    assert f" {shape['mean_rate_per_s']:.3g}/s" in out
+    tok = shape["input_tokens"]
+    assert re.search(rf" {tok['p50']:g}\b.* {tok['p95']:g}\b.* {tok['max']:g}\n", out), out
+    flight = shape["inflight"]
+    if flight is None:  # the row says how to get it
+        assert "--latency-seconds" in out and "--against" in out
+    else:
+        assert re.search(rf" {flight['p50']:g}\b.* {flight['p95']:g}\b.* {flight['max']:g}\b", out)
     assert data["log"]["used"] == data["shape"]["requests"] + data["shape"]["order"]["left_out"]
     assert (tmp_path / "out" / f"{name}.trace.png").stat().st_size > 1000
     for path in (tmp_path / "out").iterdir():

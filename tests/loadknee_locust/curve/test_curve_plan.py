@@ -3,6 +3,9 @@ windows over the scales, and each logged record taken once, split across workers
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 import pytest
 
 from loadknee_core.traces import TraceRecord
@@ -124,7 +127,17 @@ def test_the_live_track_holds_the_logs_curve_beside_the_measured_count() -> None
     assert [m for _, m in measured] == pytest.approx([2.5, 2, 2, 2])
     svg = curve_chart(track)
     assert 'data-chart="curve"' in svg
-    assert "measured" in svg and "log curve" in svg
+    # two lines, the log's curve (first) and the measured count, each point where it should be
+    drawn: dict[str, list[tuple[float, float]]] = {}
+    for name, x, y in re.findall(r'data-series="([^"]*)" data-x="([^"]*)" data-y="([^"]*)"', svg):
+        drawn.setdefault(name, []).append((float(x), float(y)))
+    curve, count = drawn.values()
+    assert _flat(curve) == pytest.approx(_flat(p for p in target if p[1] is not None), rel=1e-5)
+    assert _flat(count) == pytest.approx(_flat(measured), rel=1e-5)
+
+
+def _flat(points: Iterable[tuple[float, float | None]]) -> list[float | None]:
+    return [v for point in points for v in point]
 
 
 def test_the_options_are_checked_before_any_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -141,4 +154,4 @@ def test_the_options_are_checked_before_any_load(tmp_path) -> None:  # type: ign
     # words are the product: the message a user reads for bad input
     assert "--llm-time-scale" in text and "cannot read" in text and "--llm-prompt-log" in text
     both = " | ".join(option_problems(LlmOptions(replay_curve=str(log), rates="1,2")))
-    assert "open loop" in both
+    assert "--llm-replay-curve" in both and "--llm-rates" in both  # the two that conflict

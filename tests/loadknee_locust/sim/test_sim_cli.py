@@ -104,11 +104,14 @@ def test_help_shows_the_chosen_presets_values() -> None:
 
 def test_sim_prints_its_parameters_and_predicted_knee() -> None:
     from loadknee_locust.sim.cli import describe
-    from loadknee_locust.sim.saturation import predicted_knee_level
+    from loadknee_locust.sim.saturation import predicted_knee_level, saturation_concurrency
 
     params = PRESETS["gpu-like"]
     lines = describe(params, "gpu-like")
-    assert lines[0].startswith("parameters (preset gpu-like): ")
-    assert f"max_num_seqs={params.max_num_seqs}" in lines[0]
+    assert "gpu-like" in lines[0]  # the preset, then every parameter with its value
+    assert all(
+        f"{f.name}={getattr(params, f.name)}" in lines[0] for f in dataclasses.fields(params)
+    )
+    assert f" {saturation_concurrency(params, 128, 64):.1f} " in lines[1]  # where it saturates
     level = predicted_knee_level(params, (1, 2, 4, 8, 16, 24, 32, 48, 64), 128, 64)
-    assert "saturates at " in lines[1] and f"expect the knee at {level} users" in lines[1]
+    assert level is not None and lines[1].split()[-2] == str(level)  # the knee it predicts

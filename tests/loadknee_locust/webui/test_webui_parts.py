@@ -28,6 +28,8 @@ from loadknee_locust.webui.livetail import TelemetryTail
 from loadknee_locust.webui.liveview import LiveView, banners, telemetry_charts, verdict_table
 
 T0 = 5_000.0
+#: the knee stage's reason in the live judgement (the input the verdict table shows)
+FLAT = "throughput flat"
 
 
 def circles(svg: str) -> list[tuple[str, float, float, float]]:
@@ -35,6 +37,19 @@ def circles(svg: str) -> list[tuple[str, float, float, float]]:
     found = re.findall(r'<circle cx="[^"]+" cy="([^"]+)"[^>]*data-series="([^"]+)" '
                        r'data-x="([^"]+)" data-y="([^"]+)"', svg)  # fmt: skip
     return [(name, float(x), float(y), float(cy)) for cy, name, x, y in found]
+
+
+def by_chart(svg: str) -> dict[str, list[list[tuple[float, float]]]]:
+    """Each chart's (``data-chart``) series, in order, as their markers' (x, y)."""
+    out: dict[str, list[list[tuple[float, float]]]] = {}
+    for block in svg.split("<svg")[1:]:
+        key = re.search(r'data-chart="([^"]+)"', block)
+        assert key, block
+        series: dict[str, list[tuple[float, float]]] = {}
+        for name, x, y, _ in circles(block):
+            series.setdefault(name, []).append((x, y))
+        out[key.group(1)] = list(series.values())
+    return out
 
 
 def chart(*series: svgchart.Series, **kw: object) -> str:
@@ -51,7 +66,10 @@ def test_chart_points_sit_on_their_values() -> None:
     assert [cy for *_, cy in pts] == [bottom, (top + bottom) / 2, top]
     cxs = [float(v) for v in re.findall(r'<circle cx="([^"]+)"', svg)]
     assert cxs[1] - cxs[0] == pytest.approx(cxs[2] - cxs[1], abs=0.2)  # log2: equal steps
-    assert "<title>a: 50 tok/s at 2 users</title>" in svg  # the hover text
+    # the hover text: the series, its value with the y unit, then x with the x unit
+    hover = re.findall(r"<title>([^<]*)</title>", svg)[1]
+    at = [hover.find(part) for part in ("a:", "50 tok/s", "2 users")]
+    assert -1 not in at and at == sorted(at), hover
 
 
 def test_chart_axes_labels_and_reference_line() -> None:
@@ -68,7 +86,9 @@ def test_chart_axes_labels_and_reference_line() -> None:
 )
 def test_chart_without_data_says_so(points: tuple[tuple[float, float | None], ...]) -> None:
     svg = chart(svgchart.Series("a", points))
-    assert "waiting for data" in svg and "<circle" not in svg and "nan" not in svg.lower()
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert texts[0] == "Title" and len(texts) == 2 and texts[1]  # the title, then one note
+    assert "<circle" not in svg and "<rect" not in svg and "nan" not in svg.lower()  # no legend
 
 
 def test_chart_single_point_and_a_gap() -> None:
@@ -132,7 +152,7 @@ def _refined_run(tmp_path: Path) -> RunLog:
         1: LiveVerdict(None, None, 2),
         2: LiveVerdict(4, None, 2, knee_stage=2, stages=(
             StageJudgement(0, 1, "comfortable"), StageJudgement(1, 2, "comfortable", noisy=True),
-            StageJudgement(2, 4, "knee", ("throughput flat",)))),
+            StageJudgement(2, 4, "knee", (FLAT,)))),
     }  # fmt: skip
     now = T0
     for _ in range(200):  # 0.5 s ticks; the refine stage opens after about 40 s
@@ -151,11 +171,10 @@ def test_refine_stage_in_the_status_line_and_the_table_by_users(tmp_path: Path) 
     now = T0 + 1_000
     html = LiveView().fragment(run, None, verdict, None, now=now)
     status = html[: html.index("</p>")]
-    assert (
-        "data-kind='refine'" in status
-        and "refine</b>: between 2 users (the capacity so far) and 4 (the first" in status
-    )
-    assert "Stage 3 of" in status and "3 users</b> planned" in status
+    assert "data-kind='refine'" in status
+    # the bracket it narrows: the capacity so far (2 users), the first stage past it (4)
+    assert re.search(r"<b>refine</b>\D*\b2\b\D*\b4\b", status), status
+    assert "data-stage='3'" in status and "<b>3 users</b>" in status  # the stage, its users
     # the finished refine stage (3 users) sits between 2 and 4 users in the table
     now2 = now
     for _ in range(100):
@@ -165,7 +184,7 @@ def test_refine_stage_in_the_status_line_and_the_table_by_users(tmp_path: Path) 
     table = verdict_table(run, verdict, final=False)
     users = [int(u) for u in re.findall(r"data-users='(\d+)'", table)]
     assert users == [1, 2, 3, 4, 8], table  # ran as 1, 2, 4, 3, 8
-    assert "<td>refine</td>" in table and "knee</span></td><td>throughput flat" in table
+    assert "<td>refine</td>" in table and f"knee</span></td><td>{FLAT}" in table
     # the noisy 2-user stage's verdict is marked as in the record table, and only it
     rows = dict(re.findall(r"data-users='(\d+)'>(.*?)</tr>", table))
     assert "comfortable</span><span class='lk-noisy'" in rows["2"], rows["2"]
@@ -197,19 +216,19 @@ def test_the_banners_name_errors_a_cpu_bound_worker_and_the_knee(tmp_path: Path)
     # test_one_answer.py's test_the_live_answer_is_the_reports)
     words = "capacity 2; no capacity interval (the fit over all stages found no plateau)"
     verdict = replace(sched.verdicts[2], past_users=4, past="knee", capacity_words=words)
-    texts = [(b.level, b.text) for b in banners(run, _Runner(), verdict, now=T0 + 1_000)]
-    assert ("bad", "2 failed requests (stage 1: 2).") in texts, texts
-    assert any(level == "warn" and "CPU-bound (worker w1 96 %)" in t for level, t in texts)
-    assert not any("this process" in t for _, t in texts)  # 40 % is not bound
-    knee = [t for level, t in texts if level == "good"]
-    assert knee == [
-        f"Provisional answer: {words}; not yet confirmed by a higher level. The deploy figure "
-        "comes with the report."
-    ]
+    found = {b.kind: b for b in banners(run, _Runner(), verdict, now=T0 + 1_000)}
+    assert set(found) == {"failures", "cpu_bound", "answer"}, found
+    assert (found["failures"].level, found["failures"].failures) == ("bad", ((1, 2),))
+    # the worker at 96 % is bound; this process at 40 % is not
+    assert (found["cpu_bound"].level, found["cpu_bound"].hot) == ("warn", (("worker w1", 96.0),))
+    knee = found["answer"]
+    assert knee.level == "good" and words in knee.text  # the analysis's words for the capacity
+    assert (knee.confirmed_by, knee.stopped) == (None, False)  # no higher level run yet
     # a verdict without the answer's words (an older child) shows no answer of its own
     assert not [b for b in banners(run, None, sched.verdicts[2], now=T0) if b.level == "good"]
     sched.stop(T0 + 2_000, "red_line")
-    assert banners(run, None, None, now=T0 + 2_000)[0].text.startswith("Red line crossed at stage")
+    first = banners(run, None, None, now=T0 + 2_000)[0]
+    assert (first.level, first.kind, first.stage) == ("bad", "red_line", sched.position().stage)
     run.close()
 
 
@@ -230,11 +249,10 @@ def test_the_memory_and_waiting_charts_read_the_run_files(tmp_path: Path) -> Non
     ])  # fmt: skip
     tail = TelemetryTail(tmp_path)
     tail.update()
-    svg = telemetry_charts(tail, T0)
-    points = circles(svg)
-    assert ("KV cache", 1.0, 25.0) in [(n, x, y) for n, x, y, _ in points], points
-    assert ("GPU mem", 1.0, 50.0) in [(n, x, y) for n, x, y, _ in points], points
-    assert ("waiting", 2.0, 3.0) in [(n, x, y) for n, x, y, _ in points], points
+    charts = by_chart(telemetry_charts(tail, T0))
+    kv, gpu_mem = charts["memory"]  # KV cache, then GPU memory
+    assert (1.0, 25.0) in kv and (1.0, 50.0) in gpu_mem, charts
+    assert (2.0, 3.0) in charts["waiting"][0], charts
 
 
 def test_the_prefix_cache_chart_shows_the_hit_rate_between_scrapes(tmp_path: Path) -> None:
@@ -250,6 +268,5 @@ def test_the_prefix_cache_chart_shows_the_hit_rate_between_scrapes(tmp_path: Pat
     tail = TelemetryTail(tmp_path)
     tail.update()  # the last scrape waits for a later one (its label sets may not all be in)
     assert list(tail.series["cache_hit_pct"]) == [(T0 + 2, 80.0), (T0 + 3, 50.0)]
-    points = [(n, x, y) for n, x, y, _ in circles(telemetry_charts(tail, T0))]
-    assert ("hit rate", 2.0, 80.0) in points and ("hit rate", 3.0, 50.0) in points
-    assert "Prefix-cache hit rate" not in telemetry_charts(TelemetryTail(tmp_path / "none"), T0)
+    assert by_chart(telemetry_charts(tail, T0))["cache"] == [[(2.0, 80.0), (3.0, 50.0)]]
+    assert "cache" not in by_chart(telemetry_charts(TelemetryTail(tmp_path / "none"), T0))

@@ -1,0 +1,144 @@
+"""The words of ``loadknee compare``'s reading: one line per fact of
+:mod:`analysis.compare.facts`, for the screen and ``compare.md``.
+
+The comparison decides (ratios, efficiency, the verdict at the recommended level); this module
+only words what it found, with the report's number formats. The golden file
+``tests/support/data/golden/compare_words.txt`` pins every sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from analysis.compare import facts
+from analysis.compare.facts import Reading
+from analysis.model import VERDICT_LABELS
+from loadknee_core.numeric import fmt_magnitude
+
+
+def _x(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+def _replay_buffer(r: facts.ReplayBuffer) -> str:
+    mb, mr = r.bench_max_users, r.replay_max_users
+    line = (
+        f"benchmark '{r.bench}' stays below the knee up to {mb} users, "
+        f"replay '{r.replay}' up to {mr}"
+    )
+    if r.buffer_pct is not None:
+        line += (
+            f": the long-tail buffer is {r.buffer_users} users ({r.buffer_pct:.0f} % of "
+            f"the benchmark's number). Promise the replay's {mr}, not {mb}."
+        )
+    elif r.buffer_users is not None:
+        line += ": the real prompt mix is no harder than the benchmark here."
+    return line
+
+
+def _config_check(r: facts.ConfigCheck) -> str:
+    if not r.tested:
+        return f"'{r.after}' did not test {r.users} users: re-run with that level to verify."
+    label = None if r.verdict is None else VERDICT_LABELS[r.verdict]
+    head = f"at the recommended {r.users} users '{r.after}' is {label}: "
+    if r.holds:
+        return head + "the table holds after the change."
+    return (
+        head + "the change broke the table; do not deploy max_concurrency "
+        f"{r.users} without re-tuning."
+    )
+
+
+def _replica_scaling(r: facts.ReplicaScaling) -> str:
+    xn, x1 = r.peak_tok_s, r.base_peak_tok_s
+    if r.efficiency is None or xn is None or x1 is None:
+        return f"'{r.label}' ({r.replicas} replicas): no throughput to compare."
+    text = (
+        f"{r.replicas} replicas vs {r.base_replicas}: peak {fmt_magnitude(xn)} vs "
+        f"{fmt_magnitude(x1)} tok/s = {xn / x1:.2f}× for {r.replicas / r.base_replicas:.0f}× "
+        f"the replicas, efficiency {r.efficiency:.2f}"
+    )
+    if r.shared_bottleneck:
+        return text + (
+            " — a shared bottleneck (node network, storage I/O, a lock) eats the gain: "
+            "more replicas are wasted money until it is found."
+        )
+    return text + " — near-linear: scale out with replicas rather than pushing one pod."
+
+
+def _prefix_gain(r: facts.PrefixGain) -> str:
+    text = f"'{r.on}' vs '{r.off}': peak tok/s {_x(r.peak_tok_s_ratio)}"
+    if r.ttft_users is not None:
+        text += f", TTFT P50 at {r.ttft_users} users {_x(r.ttft_p50_ratio)}"
+    text += f"; knee {r.knee_users_off} → {r.knee_users_on} users."
+    if r.little_gain:
+        text += (
+            " Little gain: the prompts share little prefix, or the cache is off "
+            "(check the server's prefix-cache hit rate)."
+        )
+    return text
+
+
+def _replay_gap(r: facts.ReplayGap) -> str:
+    return (
+        f"at {r.users} users the replay's P99 is {_x(r.p99_ratio)} and its "
+        f"tok/s {_x(r.tok_s_ratio)} the benchmark's: that gap is what long prompts cost."
+    )
+
+
+def _config_move(r: facts.ConfigMove) -> str:
+    return (
+        f"knee moved from {r.knee_users_before} to {r.knee_users_after} users; "
+        f"max concurrency {r.max_users_before} → {r.max_users_after}; "
+        f"peak tok/s {fmt_magnitude(r.peak_tok_s_before)} → {fmt_magnitude(r.peak_tok_s_after)}."
+    )
+
+
+def _batch_best(r: facts.BatchBest) -> str:
+    return (
+        f"'{r.label}' (batch {r.batch_size}): best {fmt_magnitude(r.tok_s)} tok/s at {r.users} "
+        f"users ({r.in_flight} prompts in flight), P50 {fmt_magnitude(r.e2e_p50_ms, 0.001)} s."
+    )
+
+
+def _batch_at_flight(r: facts.BatchAtFlight) -> str:
+    parts = ", ".join(
+        f"{p.label}: {fmt_magnitude(p.tok_s)} tok/s P50 {fmt_magnitude(p.e2e_p50_ms, 0.001)} s"
+        for p in r.points
+    )
+    return f"at {r.in_flight} prompts in flight — {parts}."
+
+
+#: the notes' words (a note has no number)
+_NOTES = {
+    "replay-unmarked": "run.json does not tell the replay apart: read as first = benchmark.",
+    "replicas-unknown": "replica counts unknown: pass --replicas N1,N2,... (or 'replicas' in "
+    "run.json)",
+    "batch-advice": "offline batch jobs: prefer the larger batch size to fill the GPU; "
+    "interactive traffic: raise concurrency and keep it under the knee; change one at a time.",
+}
+#: each reading's words, by its type
+_WORDS: dict[type[Any], Callable[[Any], str]] = {
+    facts.ReplayBuffer: _replay_buffer,
+    facts.ReplayGap: _replay_gap,
+    facts.ConfigMove: _config_move,
+    facts.ConfigCheck: _config_check,
+    facts.ReplicaScaling: _replica_scaling,
+    facts.BatchBest: _batch_best,
+    facts.BatchAtFlight: _batch_at_flight,
+    facts.PrefixGain: _prefix_gain,
+    facts.PrefixChange: lambda r: r.change.sentence,
+}
+
+
+def reading_line(reading: Reading) -> str:
+    """One fact of the comparison in words."""
+    if isinstance(reading, facts.Note):
+        return _NOTES[reading.kind]
+    return _WORDS[type(reading)](reading)
+
+
+def reading_lines(readings: Iterable[Reading]) -> tuple[str, ...]:
+    """The comparison's reading, one line per fact, in order."""
+    return tuple(reading_line(r) for r in readings)
