@@ -151,9 +151,19 @@ LONGEST_FIRST = (
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
+    """Longest files first, and files holding a ``quiet`` test last of all.
+
+    A quiet test waits for the test each other process is running to end, and they wait for
+    it: at the start of the run (where the open-loop timing checks once sat, ninth) it waited
+    150 s for the llama-server sweep's setup with five processes idle beside it (``-n 6``:
+    ~160 s of each process's 570 s); last, only short tests run beside it. Keep such files
+    small (tests/e2e/test_openloop_timing_sim.py holds only its two quiet tests)."""
+    quiet_files = {item.path for item in items if item.get_closest_marker("quiet") is not None}
+
+    def rank(item: pytest.Item) -> tuple[bool, int]:
         name = item.path.name
-        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+        longest = LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+        return item.path in quiet_files, longest
 
     items.sort(key=rank)  # stable: a file's tests keep their order
 
