@@ -12,6 +12,8 @@ suite's time).
 
 from __future__ import annotations
 
+import html
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +23,8 @@ import pandas as pd
 import pytest
 
 from analysis.pipeline import analyze_run
+from analysis.report.slo_words import classes_text
+from analysis.report.workload import workload_html
 from analysis.report.writer import record_markdown
 from analysis.slo.classes import analyze_classes
 from loadknee_locust.sim.launch import SimProcess
@@ -92,8 +96,9 @@ def test_each_class_capacity_is_the_rule_on_its_own_rows(run_dir: Path) -> None:
     lowest = min(capacity, key=lambda n: capacity[n] or 0)
     if len({c or 0 for c in capacity.values()}) == 2:  # the capacities differ: no tie-break
         assert result.binding == lowest
-    text = record_markdown(analysis)
-    assert f"binding class: {result.binding}" in text
+    # record.md carries the classes' lines, which name the binding class
+    words = classes_text(result)
+    assert result.binding in words and words.replace("\n", "  \n") in record_markdown(analysis)
     assert capacity["summ"] != capacity["chat"] or result.binding == "chat"
 
 
@@ -120,6 +125,12 @@ def test_knee_json_and_the_html_report_carry_each_class(run_dir: Path, tmp_path:
             assert row["share_pct"] == pytest.approx(WEIGHTS[name], abs=3.0)
             p95 = float(np.quantile(ok[column].dropna().to_numpy(), 0.95))
             assert row["slo_met"] == (p95 <= limit), (name, row)
+    # the page's workload section: the classes' lines, then a heading per class, the binding
+    # one's marked (it differs from the same heading when no class binds)
     page = paths["report.html"].read_text()
-    assert "<h3>Traffic classes</h3>" in page
-    assert f"{section['binding']} — binding" in page and "binding class:" in page
+    workload = page.split('<section id="workload">', 1)[1].split("</section>", 1)[0]
+    assert all(f"<p>{html.escape(line)}</p>" in workload for line in section["text"].splitlines())
+    unbound = workload_html({"classes": {**section, "binding": None}})
+    heads, plain = (dict(re.findall(r"<h4>(\w+)(.*?)</h4>", p)) for p in (workload, unbound))
+    assert set(heads) == set(found) == set(plain)
+    assert {n for n in heads if heads[n] != plain[n]} == {section["binding"]}

@@ -33,9 +33,13 @@ import yaml
 
 from analysis.cli import main
 from analysis.cluster import alerts, autoscale, energy, llmd, profile
+from analysis.cluster.engines import detect_engine
+from analysis.cluster.plan import AlertParams
 from analysis.cluster.stages import anchors
 from analysis.pipeline import Analysis, analyze_run
+from analysis.report.knee_summary import summary_words
 from analysis.report.table import record_frame
+from loadknee_core.numeric import counted
 from loadknee_locust.sim.launch import SimProcess
 from tests.support.knee_simdriver import DriveSpec, drive_sim
 from tests.support.late_client import late_cannot_tell
@@ -99,6 +103,16 @@ def _keda_schema() -> dict:
     return schema
 
 
+def _comments(text: str) -> str:
+    """A YAML file's comment lines, joined (the evidence each threshold carries)."""
+    return " ".join(line.strip()[1:] for line in text.splitlines() if line.strip().startswith("#"))
+
+
+def _compact(text: str) -> str:
+    """``text`` without whitespace: comment lines wrap wherever they like, hyphens included."""
+    return "".join(text.split())
+
+
 def _summary_row(analysis: Analysis, stage: int) -> pd.Series:
     return analysis.summary.set_index("stage").loc[stage]
 
@@ -124,9 +138,13 @@ def test_keda_and_hpa_validate_and_carry_the_measured_vllm_thresholds(runs) -> N
     assert knee["waiting_mean"] > 0.5  # the knee of an 8-slot server queues
     names = {m["external"]["metric"]["name"] for m in hpa["spec"]["metrics"]}
     assert {"vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"} <= names
-    text = autoscale.scaled_object(a)
-    assert f"at the watermark, {marks.watermark.users} users" in text
-    assert f"at the knee, {marks.knee.users} users" in text
+    # each trigger carries its evidence above it; the queue's cites the watermark, then the knee
+    evidence = {t.name: t.evidence for t in autoscale.triggers(a, marks)[1]}
+    said = _compact(_comments(autoscale.scaled_object(a)))
+    assert evidence and all(_compact(e) in said for e in evidence.values())
+    wait = evidence["waiting"]
+    at_wm, at_knee = counted(marks.watermark.users, "user"), counted(marks.knee.users, "user")
+    assert at_wm in wait and at_knee in wait and wait.index(at_wm) < wait.index(at_knee)
 
 
 def test_llama_server_names_and_no_kv_trigger(runs) -> None:
@@ -137,7 +155,13 @@ def test_llama_server_names_and_no_kv_trigger(runs) -> None:
     queries = " ".join(t["metadata"]["query"] for t in keda["spec"]["triggers"])
     assert "llamacpp:requests_deferred" in queries and "llamacpp:requests_processing" in queries
     assert "vllm" not in queries and "kv" not in queries
-    assert "exports no request-latency histogram" in alerts.rules_yaml(a)
+    # no latency rule, and the rule file's header says why (the engine exports no histogram)
+    engine = detect_engine(a.run.server_metrics)
+    assert engine is not None and engine.latency_histogram is None
+    latency, left_out = alerts.latency_rules(a, AlertParams())
+    assert latency == [] and len(left_out) == 1
+    written = alerts.rules_yaml(a)
+    assert "LLMLatency" not in written and _compact(left_out[0]) in _compact(_comments(written))
 
 
 def test_without_server_metrics_the_gateway_must_export_the_client_figure(runs) -> None:
@@ -150,8 +174,11 @@ def test_without_server_metrics_the_gateway_must_export_the_client_figure(runs) 
     assert trigger["metadata"]["query"] == f"sum({autoscale.GATEWAY_METRIC})"
     high = anchors(a).watermark_range[1]
     assert float(trigger["metadata"]["threshold"]) == high
-    comments = " ".join(line.strip().lstrip("#").strip() for line in text.splitlines())
-    assert "the gateway (or a sidecar) must export" in comments
+    # the one trigger is the gateway's placeholder, and its comment says so above it
+    (gateway,) = autoscale.triggers(a)[1]
+    assert (gateway.name, gateway.metric) == ("gateway", autoscale.GATEWAY_METRIC)
+    assert autoscale.GATEWAY_METRIC in gateway.evidence
+    assert _compact(gateway.evidence) in _compact(_comments(text))
 
 
 @pytest.mark.skipif(
@@ -238,7 +265,7 @@ def test_llmd_reports_validate_and_import_back_to_the_record_table(runs, tmp_pat
     # (known: it reads 8 slots as max 6 here); the round trip above is what must be exact.
     said = capsys.readouterr().out
     assert imported_knee.knee_users is not None, said
-    assert f"knee stage at {imported_knee.knee_users} users" in said, said
+    assert said.rstrip("\n").splitlines()[-1] == "knee: " + summary_words(imported_knee), said
 
 
 def test_analyze_emit_writes_lists_and_links_the_chosen_files(runs, tmp_path, capsys) -> None:
@@ -254,8 +281,12 @@ def test_analyze_emit_writes_lists_and_links_the_chosen_files(runs, tmp_path, ca
     files_line = out[at : out.index("\n\n", at) if "\n\n" in out[at:] else len(out)]
     assert "keda-scaledobject.yaml" in files_line and "llm-d/ (" in files_line
     assert len(list((report / "llm-d").glob("*.yaml"))) == len(runs["vllm"].summary)
+    # the page's cluster section: the links, then the energy table, a row per stage measured
     page = (report / "report.html").read_text()
-    assert "From the knee to your cluster" in page and "out tokens / J" in page
+    section = page.split('<section id="cluster">', 1)[1].split("</section>", 1)[0]
+    assert 'href="energy.yaml"' in section
+    stages = energy.energy(runs["vllm"]).stages
+    assert section.count("<tr>") == len(stages) + 1  # the header and a row per stage
     assert not math.isnan(energy.energy(runs["vllm"]).stages["power_mean_w"].iloc[-1])
 
 

@@ -21,8 +21,10 @@ import pandas as pd
 import pytest
 
 from analysis.pipeline import analyze_run
+from analysis.report.workload import workload_html, workload_sections
+from analysis.report.workload_words import turn_lines
 from analysis.report.writer import record_markdown
-from analysis.stages.conversations import by_turn
+from analysis.stages.conversations import by_turn, planned_turns
 from loadknee_locust.sim.launch import SimProcess
 
 pytestmark = pytest.mark.slow
@@ -104,8 +106,9 @@ def test_the_report_shows_latency_by_turn(run) -> None:
     table = by_turn(analysis.run.requests).set_index("turn")
     assert list(table.index) == list(range(TURNS))
     assert table["prompt_tokens_mean"].is_monotonic_increasing
-    text = record_markdown(analysis)
-    assert "| turn | requests | prompt tokens |" in text and "conversations:" in text
+    # record.md carries the conversations' line and the table by turn, a row per turn
+    lines = turn_lines(analysis.run.requests, planned_turns(analysis.run.run_info))
+    assert len(lines) == 3 + TURNS and "\n".join(lines) in record_markdown(analysis)
 
 
 def test_knee_json_and_the_html_report_show_latency_by_turn(run, tmp_path: Path) -> None:
@@ -114,7 +117,8 @@ def test_knee_json_and_the_html_report_show_latency_by_turn(run, tmp_path: Path)
     from analysis.report.writer import write_report
 
     run_dir, log = run
-    paths = write_report(analyze_run(run_dir), tmp_path)
+    analysis = analyze_run(run_dir)
+    paths = write_report(analysis, tmp_path)
     section = json.loads(paths["knee.json"].read_text())["conversations"]
     assert section["turns"] == TURNS and section["conversations"] >= 3
     assert section["completed"] + section["cut"] == section["conversations"]
@@ -125,5 +129,7 @@ def test_knee_json_and_the_html_report_show_latency_by_turn(run, tmp_path: Path)
         assert row["requests"] == len(mine)
         assert row["prompt_tokens_mean"] == pytest.approx(mine["prompt_tokens_sim"].mean())
         assert row["ttft_p50_ms"] == pytest.approx(mine["ttft_ms"].quantile(0.5))
+    # the page's workload section shows the conversations and their table, a row per turn
     page = paths["report.html"].read_text()
-    assert "<h3>Conversations</h3>" in page and "TTFT P95 ms" in page
+    turns = workload_html({"conversations": workload_sections(analysis)["conversations"]})
+    assert turns in page and turns.count("<tr><td") == len(section["by_turn"]) == TURNS

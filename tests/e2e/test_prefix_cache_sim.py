@@ -23,7 +23,11 @@ import pandas as pd
 import pytest
 
 from analysis.pipeline import analyze_run
+from analysis.report.table import CACHE_RECORD_COLUMNS
+from analysis.report.workload import workload_html, workload_sections
+from analysis.report.workload_words import hit_miss_line, source_note
 from analysis.report.writer import record_markdown
+from analysis.stages.prefix_cache import counters_found, hit_miss_ttft
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import expected_throughput, predicted_knee_level
@@ -82,8 +86,11 @@ def test_without_the_servers_metrics_the_hit_rate_is_not_measured(runs, tmp_path
     (bare / "server_metrics.csv").write_text(header + "\n")
     analysis = analyze_run(bare)
     assert analysis.summary["prefix_cache_hit_pct"].isna().all()
+    assert counters_found(analysis.run.server_metrics) is None
+    # record.md says where the hit rate would come from (none), and has no hit-rate column
     text = record_markdown(analysis)
-    assert "the server exposes no prefix-cache counters" in text and "cache hit %" not in text
+    (column,) = CACHE_RECORD_COLUMNS
+    assert source_note(analysis.run.server_metrics) in text and f"| {column.header} |" not in text
 
 
 def _ttft_by_cache(run_dir: Path, log: list[dict]) -> pd.DataFrame:
@@ -106,8 +113,12 @@ def test_hits_come_back_sooner_than_misses(runs) -> None:
     # without caching does not report it
     assert (hits["cached_tokens"] == hits["cached_tokens_sim"]).all()
     assert misses["cached_tokens"].isna().all()
-    line = record_markdown(analyze_run(runs["on"][0]))
-    assert "TTFT P50 of prefix-cache hits vs misses" in line and "0 misses" in line
+    # record.md's hits-vs-misses line: every stage's served rows hit, none missed
+    on_run = analyze_run(runs["on"][0])
+    table = hit_miss_ttft(on_run.run.requests)
+    assert len(table) and (table["hits"] > 0).all() and (table["misses"] == 0).all()
+    users = dict(zip(on_run.summary["stage"], on_run.summary["target_users"], strict=True))
+    assert hit_miss_line(on_run.run.requests, users) in record_markdown(on_run)
     for stage in sorted(set(hits["stage"]) & set(misses["stage"])):
         on = hits.loc[hits["stage"] == stage, "ttft_ms"].median()
         off = misses.loc[misses["stage"] == stage, "ttft_ms"].median()
@@ -185,7 +196,7 @@ def test_compare_prefix_cache_states_the_change_from_both_runs(runs, tmp_path: P
         on_steps["output_tok_s"].max() / off_steps["output_tok_s"].max()
     )
     sentence = data["sentence"]
-    assert f"a hit rate of {on_hit:.0f} %" in sentence and f"TTFT P95 at {level} users" in sentence
+    assert f"{on_hit:.0f} %" in sentence and f"{level} users" in sentence  # its figures
     assert sentence in done.stdout
 
 
@@ -205,6 +216,9 @@ def test_knee_json_and_the_html_report_carry_the_hit_rate(runs, tmp_path: Path) 
         mine = hits[(hits["stage"] == row["stage"]) & (hits["cached_tokens"] > 0)]
         assert row["hits"] == len(mine) and row["misses"] == 0
         assert row["hit_ttft_p50_ms"] == pytest.approx(mine["ttft_ms"].median())
+    # the page's workload section: the hit rate per stage and the hits' vs misses' TTFT
+    assert section["hit_miss_ttft"]
     page = paths["report.html"].read_text()
-    assert "<h3>Prefix cache</h3>" in page and "hit TTFT P50 ms" in page
+    cache = workload_html({"prefix_cache": workload_sections(analysis)["prefix_cache"]})
+    assert cache in page and cache.count("<table") == 2
     assert '<td class="n">80.0</td>' in page or '<td class="n">80</td>' in page

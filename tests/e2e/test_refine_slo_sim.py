@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from loadknee_core.numeric import counted
 from loadknee_locust.sim.launch import SimProcess
 
 pytestmark = pytest.mark.slow
@@ -62,4 +63,6 @@ def test_the_sweep_refines_between_the_slo_capacity_and_the_first_break(tmp_path
     assert slo["capacity"] == capacity, (slo["summary"], p95)
     said = run.stdout[-3000:] + run.stderr[-3000:]
     assert first_break - capacity == 1, (p95, refined, said)  # bisected until adjacent
-    assert f"SLO capacity {capacity} user" in analyze.stdout
+    # the screen's SLO capacity: its users, its limits and what binds, as knee.json has them
+    shown = f"{counted(capacity, 'user')} ({slo['limits']}), {slo['binding']}-bound"
+    assert "".join(shown.split()) in "".join(analyze.stdout.split()), analyze.stdout

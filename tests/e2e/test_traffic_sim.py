@@ -60,10 +60,12 @@ def test_headroom_uses_the_capacity_the_sim_implies(
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out"
     assert cli.main([str(log), "--against", str(run_dir), "--out", str(out), "--no-plot"]) == 0
-    room = json.loads((out / "prod.jsonl.trace.json").read_text())["headroom"]
+    doc = json.loads((out / "prod.jsonl.trace.json").read_text())
+    room = doc["headroom"]
+    assert (doc["capacity"]["kind"], doc["capacity"]["users"]) == ("knee", allowed)
     assert (room["peak"], room["allowed"]) == (3, allowed)
     assert room["ratio"] == pytest.approx(allowed / 3)
     # the first growth step whose peak passes the capacity: 3 × s > 4 first at s = 1.5
     assert room["breaking_scale"] == min(s for s in SCALES if 3 * s > allowed)
     assert room["breaks_at_s"] == pytest.approx(t0 + 30)
-    assert f"the knee allows {allowed}" in capsys.readouterr().out
+    assert room["text"] in capsys.readouterr().out  # the screen shows trace.json's headroom

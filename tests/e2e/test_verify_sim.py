@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.compare.verify import verify_checks
 from analysis.pipeline import analyze_run
 from loadknee_locust.sim.launch import SimProcess
 from tests.support.counter_check import stage_counts
@@ -65,7 +66,13 @@ def test_verify_passes_on_the_same_server_and_fails_with_half_the_slots(original
     with SimProcess.start("fast", max_num_seqs=SLOTS // 2) as sim:
         half = loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", "half")
     assert half.returncode == 1, half.stdout[-3000:] + half.stderr[-3000:]
-    assert "FAIL  recommended_level: max_concurrency 12 is knee" in half.stdout
+    # the re-run, judged with the original's thresholds as verify judges it: its max_concurrency
+    # (12 users, past the halved server's slots) is the knee, and its FAIL line says so
+    after = analyze_run(out / "half", knee_params=before.knee_params)
+    recommended = verify_checks(before.summary, before.knee, after.summary, after.knee)[0]
+    found = (recommended.name, recommended.passed, recommended.users, recommended.verdict)
+    assert found == ("recommended_level", False, SLOTS, "knee"), found
+    assert f"FAIL  recommended_level: {recommended.text}" in half.stdout
     # words are the product: the PASS/FAIL lines a rollout script gates on
     assert "FAIL  throughput" in half.stdout
     # words are the product: the PASS/FAIL lines a rollout script gates on

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from loadknee_locust.plugin.options import FORM_GROUP_TITLES
 from tests.support.browser_support import open_browser, screenshot
 from tests.support.paths import REPO
 from tests.support.run_support import (
@@ -116,8 +117,11 @@ def _watch(driver: Any, base: str, shots: Path, workers: int) -> dict[str, Any]:
     _displayed(driver, "xpath", "//*[text()='Custom parameters']").click()
     _displayed(driver, "css selector", "[name='llmLevels']")
     _displayed(driver, "css selector", ".lk-group-title[data-group='record']")  # fully open
-    titles = [e.text for e in driver.find_elements("css selector", ".lk-group-title")]
-    assert titles == ["Target", "Prompts", "Sweep", "Telemetry and run directory"], titles
+    shown = driver.find_elements("css selector", ".lk-group-title")
+    groups = [e.get_attribute("data-group") for e in shown]
+    assert groups == list(FORM_GROUP_TITLES), groups  # every group, in the form's order
+    titles = [e.text for e in shown]
+    assert titles == [FORM_GROUP_TITLES[g] for g in groups], titles
     screenshot(driver, shots, "01-form-custom")
     if workers:
         deadline = time.monotonic() + 30

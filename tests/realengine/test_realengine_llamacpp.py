@@ -40,6 +40,8 @@ import pytest
 from analysis.inputs.load import read_run
 from analysis.stages.gauge_agreement import gauge_agreement
 from analysis.stages.summary import summarize_stages
+from loadknee_core.numeric import counted
+from loadknee_core.slo_targets import parse_slo
 from tests.realengine.engine import ensure_built, missing_tools, start_llama_server
 from tests.support.counter_check import stage_counts
 
@@ -310,11 +312,12 @@ def test_slo_capacity_from_the_same_run_is_latency_bound(sweep: Sweep) -> None:
     said = " ".join(slo_run.stdout.split())  # the screen wraps its lines at 100 characters
     slo = json.loads((report / "knee.json").read_text())["slo"]
     assert (slo["capacity"], slo["binding"]) == (expected, "latency"), (slo["summary"], ttft)
-    assert "Latency-bound" in said or "latency-bound" in said
-    passes_again = by_rule is not None and any(users > by_rule for users in passing)
-    if not passes_again:  # one clean break: the capacity is stated plainly
-        assert f"SLO capacity {expected} user" in said, slo_run.stdout
-    else:  # a noisy stage broke the run below 8 users, and one above passed again: it cannot tell
-        assert "Uncertain" in slo["summary"], slo["summary"]
-        assert "met every SLO again above the break" in slo["summary"], slo["summary"]
-    assert f"TTFT P95 ≤ {limit:g} ms" in said
+    # the screen's SLO capacity: its users (none without one), its limits and what binds
+    cap = "none" if expected is None else counted(expected, "user")
+    shown = f"{cap} ({slo['limits']}), {slo['binding']}-bound"
+    assert "".join(shown.split()) in "".join(said.split()), slo_run.stdout
+    again = [users for users in passing if by_rule is not None and users > by_rule]
+    if again:  # a noisy stage broke the run below 8 users and one above passed: cannot tell
+        assert slo["doubt"] and slo["doubt"] in slo["summary"], slo["summary"]
+        assert f"{', '.join(map(str, again))} users" in slo["doubt"], slo["doubt"]
+    assert slo["limits"] == parse_slo(f"ttft_p95_ms={limit}").text()  # the limit given, shown
