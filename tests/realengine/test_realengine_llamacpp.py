@@ -268,12 +268,14 @@ def test_each_stage_matches_the_servers_token_counter(sweep: Sweep) -> None:
     """Every stage's tokens against llama-server's own counter, exactly: over the scrape samples
     around each window, the completion tokens of the rows that ended between them equal the
     counter's increase (it jumps by a request's tokens at its slot release; a row ending within a
-    scrape of the edge may fall on either side)."""
+    scrape of the edge may fall on either side, and so may a whole batch that ended within one
+    engine step of it: with fixed lengths the requests admitted together end together)."""
     counts = stage_counts(sweep.run_dir, "llamacpp:tokens_predicted_total")
     assert len(counts) == len(sweep.knee["summary"])  # the baseline, the step and refine stages
     for c in counts:
         print(c)
-        assert abs(c.row_tokens_aligned - c.server_tokens_aligned) <= 2 * OUTPUT_TOKENS, c
+        either_side = max(2 * OUTPUT_TOKENS, c.edge_tokens)
+        assert abs(c.row_tokens_aligned - c.server_tokens_aligned) <= either_side, c
     # and the record table's tok/s against the counter's rate for the grid's stages. The table
     # counts each request's share generated inside the window; the counter counts a request only
     # when it ends, so the requests still running at the window's end separate the two by up to

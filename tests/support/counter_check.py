@@ -35,6 +35,10 @@ class StageCount:
     server_tok_s_aligned: float
     server_tokens_aligned: float  # the counter's increase between those scrapes
     row_tokens_aligned: float  # completion tokens of the rows that ended between them
+    #: completion tokens of the rows that ended within one engine step (the stage's median ITL)
+    #: of either scrape: a row the client saw end just before a scrape's stamp may be counted
+    #: by the server only after it (ci25: four requests of one batch, 7-9 ms before the stamp)
+    edge_tokens: float
 
 
 def stage_counts(run_dir: Path, metric: str) -> list[StageCount]:
@@ -53,6 +57,10 @@ def stage_counts(run_dir: Path, metric: str) -> list[StageCount]:
         after = min(int(np.searchsorted(ts, end, side="left")), len(ts) - 1)
         t_a, t_b = float(ts[before]), float(ts[after])
         ended = rows[(rows["end_unix_s"] > t_a) & (rows["end_unix_s"] <= t_b)]
+        step_s = float(row.get("itl_p50_ms", np.nan)) / 1000.0
+        near = ((rows["end_unix_s"] - t_a).abs() <= step_s) | (
+            (rows["end_unix_s"] - t_b).abs() <= step_s
+        )
         out.append(
             StageCount(
                 stage=int(stage),
@@ -65,6 +73,7 @@ def stage_counts(run_dir: Path, metric: str) -> list[StageCount]:
                 server_tok_s_aligned=float(vs[after] - vs[before]) / (t_b - t_a),
                 server_tokens_aligned=float(vs[after] - vs[before]),
                 row_tokens_aligned=float(ended["completion_tokens"].fillna(0).sum()),
+                edge_tokens=float(rows.loc[near, "completion_tokens"].fillna(0).sum()),
             )
         )
     return out
