@@ -45,7 +45,12 @@ from loadknee_core.slo_targets import parse_slo
 from tests.realengine.engine import ensure_built, missing_tools, start_llama_server
 from tests.support.counter_check import stage_counts
 
-pytestmark = [pytest.mark.slow, pytest.mark.realengine]
+#: ``quiet``: the sweep runs alone (tests/conftest.py). The engine computes on one thread of this
+#: machine, so its throughput is the CPU it gets: beside three other test processes' sweeps (load
+#: 2.7-5.0 on 2 cores, a fresh run) its step time doubled from 4 to 8 users, the throughput
+#: flattened at 4 and the knee read 5 users for 8 slots -- a right reading of a starved engine,
+#: not the slot queue this file checks
+pytestmark = [pytest.mark.slow, pytest.mark.realengine, pytest.mark.quiet]
 
 LEVELS = "1,2,4,8,16"
 SLOTS = 8  # the server: --parallel 8
