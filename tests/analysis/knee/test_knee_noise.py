@@ -240,6 +240,41 @@ def test_a_trusted_flattening_keeps_its_verdict_below_the_slots():
     assert result.max_concurrency == 32
 
 
+# a compute-bound simulator (12 slots, prefill-heavy) on a fresh machine under a CPU hog: 8 users
+# flat within a ±12.5 % interval (too wide: noisy), tail far past 2× at its low end, 7 of 12 slots
+# running; 16 users queued behind 12 (a 7 s window: no interval)
+COMPUTE_BOUND = {"levels": [4, 8, 16], "tok": [88.9, 103.7, 106.4], "p95": [845.0, 1533.0, 2601.0]}
+
+
+@pytest.mark.parametrize(
+    ("hw_pct", "p95_low", "verdict_8", "knee_users", "why"),
+    [
+        (12.5, 1316.0, "knee", 8, "flat at the gain's upper end, departed at the tail's low end"),
+        (None, None, "critical", 16, "point figures only: the server's free slots overrule"),
+        (12.5, 550.0, "critical", 16, "the tail's low end under 2×: the knee needs its noise"),
+    ],
+)
+def test_a_noisy_knee_that_clears_its_noise_stands_beside_free_slots(
+    hw_pct, p95_low, verdict_8, knee_users, why
+):
+    nan = float("nan")
+    summary = sweep(
+        COMPUTE_BOUND["levels"], COMPUTE_BOUND["tok"], COMPUTE_BOUND["p95"],
+        baseline_tok_s=47.7, baseline_p95_ms=307.0,
+        running_mean=[3.4, 7.0, 11.9], running_max=[4.0, 8.0, 12.0],
+        waiting_mean=[0.57, 0.93, 4.14],
+        output_tok_s_hw_pct=[4.0 if hw_pct else nan, hw_pct or nan, nan],
+        interval_batches=[9.0 if hw_pct else 0.0, 9.0 if hw_pct else 0.0, 0.0],
+        e2e_p95_low_ms=[800.0, p95_low or nan, nan],
+        window_s=[7.0] * 3, window_needed_s=[9.0, 44.0, 9.0],
+    )  # fmt: skip
+    result = _knee(summary)
+    v = _by_users(result)
+    assert v[8].noisy, why
+    assert (v[8].verdict, result.knee_users) == (verdict_8, knee_users), why
+    assert result.max_concurrency == {8: 4, 16: 8}[knee_users], why
+
+
 def test_a_queue_with_the_running_gauge_dipping_between_batches_is_saturation():
     # the 10-slot simulator on 2 s windows: lockstep batches pull the running mean to 6.0 while
     # it peaked at 10 and 2 requests waited on average; 12 is past the slots, whatever 8 → 12 gained
