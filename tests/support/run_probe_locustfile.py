@@ -29,6 +29,7 @@ class ProbeUser(FastHttpUser):
         runner = self.environment.runner
         worker = getattr(runner, "worker_index", 0)
         user = uuid.uuid4().hex[:8]
+        self._user = f"w{worker}u{user}"  # as the real users' rows carry one (clock order per user)
         self._ids = (f"{os.getpid()}w{worker}u{user}-{n}" for n in itertools.count())
 
     @task
@@ -57,6 +58,7 @@ class ProbeUser(FastHttpUser):
             resp.request_meta["context"] = {
                 "loadknee": {
                     "request_id": rid,
+                    "user_id": self._user,
                     "endpoint": "chat",
                     "stream": False,
                     "start_unix_s": start,

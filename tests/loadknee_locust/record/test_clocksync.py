@@ -65,3 +65,30 @@ def test_unknown_workers_and_bad_facts_leave_rows_alone() -> None:
     row = {"start_unix_s": 5.0, "end_unix_s": 6.0}
     assert clocks.to_master("9", dict(row)) == row
     assert clocks.as_json() == {}
+
+
+def _row(user: str, start: float, end: float) -> dict:
+    return {"start_unix_s": start, "end_unix_s": end, "worker": "1", "user_id": user}
+
+
+@pytest.mark.parametrize(
+    ("gap_s", "kept_theta", "why"),
+    [
+        (0.0002, 2.0, "0.2 ms after the last row: the newer θ (2.0014) would put it 1.2 ms before"),
+        (0.0100, 2.0014, "10 ms after: the newer θ keeps the order, so it applies"),
+    ],
+)
+def test_one_users_rows_keep_their_order_when_the_estimate_moves(
+    gap_s: float, kept_theta: float, why: str
+) -> None:
+    clocks = WorkerClocks()
+    clocks.observe(_worker_facts(2.0, [0.001], 50.0), 50.001)  # θ 2.0 (2.0 + (1 ms - 1 ms) / 2)
+    third = clocks.to_master("1", _row("7", 112.0, 112.3))
+    clocks.observe(_worker_facts(2.0, [0.0038], 51.0), 51.001)  # a later report: θ 2.0014
+    assert clocks.offset("1").offset_s == pytest.approx(2.0014, abs=1e-9)
+    fourth = clocks.to_master("1", _row("7", 112.3 + gap_s, 112.6))
+    other = clocks.to_master("1", _row("8", 112.3 + gap_s, 112.6))  # another user: newer θ
+    assert fourth["start_unix_s"] >= third["end_unix_s"], why
+    assert fourth["start_unix_s"] == pytest.approx(112.3 + gap_s - kept_theta, abs=1e-9), why
+    assert other["start_unix_s"] == pytest.approx(112.3 + gap_s - 2.0014, abs=1e-9)
+    assert fourth["end_unix_s"] - fourth["start_unix_s"] == pytest.approx(0.3 - gap_s)
