@@ -202,13 +202,7 @@ def analyze_run(
         slo_params = run_slo_params(run.run_info)
     slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)
     recs = with_slo(recs, slo, knee, recommend_params)
-    rated = run_rates(
-        run,
-        summary,
-        baseline_e2e_p95_ms=baseline.e2e_p95_ms,
-        slo_met=None if slo is None else {s.stage: s.met for s in slo.stages},
-        knee=params,
-    )
+    rated = run_rates(run, summary, baseline=baseline, slo=slo, knee=params)
     cut = run_cut(run.run_info, run.stages)
     if cut is not None:
         recs = replace(recs, provisional=cut)

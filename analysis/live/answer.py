@@ -75,13 +75,7 @@ def judge(run_dir: str) -> dict[str, Any]:
     slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)
     broken = [s.target_users for s in slo.stages if not s.met] if slo is not None else []
     view = answer_view(knee, None)
-    rated = run_rates(
-        run,
-        summary,
-        baseline_e2e_p95_ms=baseline.e2e_p95_ms,
-        slo_met=None if slo is None else {s.stage: s.met for s in slo.stages},
-        knee=params,
-    )
+    rated = run_rates(run, summary, baseline=baseline, slo=slo, knee=params)
     return {
         "knee_users": knee.knee_users,
         "red_line_users": knee.red_line_users,

@@ -42,6 +42,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.inputs.load import Run
+from analysis.model import Baseline
+from analysis.slo.evaluate import SloResult
 from analysis.stages.levels import level_rows
 from loadknee_core.knee_params import DEFAULTS, KneeParams
 
@@ -273,18 +275,19 @@ def run_rates(
     run: Run,
     summary: pd.DataFrame,
     *,
-    baseline_e2e_p95_ms: float | None,
-    slo_met: Mapping[int, bool | None] | None,
+    baseline: Baseline,
+    slo: SloResult | None,
     knee: KneeParams,
 ) -> tuple[pd.DataFrame, RateKnee] | None:
-    """:func:`analyze_rates` over a run's own rows, judged with the run's knee thresholds (the
-    offline analysis and the live judge ask it the same way)."""
+    """:func:`analyze_rates` over a run's own rows, judged with the run's knee thresholds, its
+    baseline's e2e P95 and each stage's SLO verdict: one place for the offline analysis and the
+    live judge, so that both ask it the same way."""
     return analyze_rates(
         summary,
         run.requests,
         run.stages,
         run.run_info,
-        baseline_e2e_p95_ms=baseline_e2e_p95_ms,
-        slo_met=slo_met,
+        baseline_e2e_p95_ms=baseline.e2e_p95_ms,
+        slo_met=None if slo is None else {s.stage: s.met for s in slo.stages},
         params=RateParams.judged_with(knee),
     )

@@ -61,22 +61,6 @@ class LLMState:
         self.options = llm_options(environment)
         self._load_options(self.options)
 
-    @property
-    def api_key_env(self) -> str:
-        return self.options.api_key_env
-
-    @property
-    def timeout_s(self) -> float:
-        return self.options.request_timeout
-
-    @property
-    def stream(self) -> bool:
-        return self.options.stream
-
-    @property
-    def batch_size(self) -> int:
-        return self.options.batch_size
-
     def _load_options(self, options: LlmOptions) -> None:
         """(Re)start from ``options``: the web UI may change them between runs."""
         self.options = options
@@ -132,7 +116,8 @@ class LLMState:
     def auth_headers(self) -> dict[str, str]:
         """Bearer header from the named env var, read at use time (never stored or logged); with
         no key, Basic from the host URL's credentials (plugin/credentials.py: the one rule)."""
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        env = self.options.api_key_env
+        key = os.environ.get(env) if env else None
         if key and not self._warned_both and has_url_credentials(self.environment):
             self._warned_both = True
             log.warning(
@@ -174,7 +159,7 @@ class LLMState:
             if self.body_options is None or self.body_options.model != self.model:
                 self.body_options = payloads.BodyOptions(
                     model=self.model,
-                    stream=self.stream,
+                    stream=self.options.stream,
                     temperature=self.options.temperature,
                     ignore_eos=self.options.ignore_eos,
                     extra=self._extra,
@@ -191,8 +176,8 @@ class LLMState:
             base_url=host,
             request_event=hook,
             user=None,
-            network_timeout=self.timeout_s,
-            connection_timeout=self.timeout_s,
+            network_timeout=self.options.request_timeout,
+            connection_timeout=self.options.request_timeout,
         )
         install_stale_retry(session.client)
         try:

@@ -118,7 +118,7 @@ class LLMUser(FastHttpUser):
             chosen, class_source = mix.next()
             self._traffic_class = chosen.name
             return [class_source.next_prompt(self.endpoint)]
-        k = self.batch_size if self.batch_size is not None else self.llm.batch_size
+        k = self.batch_size if self.batch_size is not None else self.llm.options.batch_size
         source = self.llm.source
         assert source is not None
         return [source.next_prompt(self.endpoint) for _ in range(max(1, k))]
@@ -132,7 +132,7 @@ class LLMUser(FastHttpUser):
         """Send one request, fire its one event, return its row."""
         llm = self.llm
         request_id = uuid.uuid4().hex[:16]
-        stream = llm.stream
+        stream = llm.options.stream
         base: dict[str, Any] = {
             "request_id": request_id,
             "user_id": self.user_id,

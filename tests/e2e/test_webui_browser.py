@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from loadknee_locust.plugin.options import FORM_GROUP_TITLES
-from tests.support.browser_support import open_browser, screenshot
+from tests.support.browser_support import displayed, open_browser, screenshot
 from tests.support.paths import REPO
 from tests.support.run_support import (
     check_run,
@@ -81,17 +81,6 @@ return {
 """
 
 
-def _displayed(driver: Any, by: str, what: str, timeout_s: float = 15.0) -> Any:
-    """The element once the page has rendered it visibly (React draws after the load event)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found = [e for e in driver.find_elements(by, what) if e.is_displayed()]
-        if found:
-            return found[0]
-        assert time.monotonic() < deadline, f"{what} not shown in {timeout_s:.0f} s"
-        time.sleep(0.1)
-
-
 def _wait_for(
     driver: Any, check: Any, what: str, seen: Any, timeout_s: float = 20.0
 ) -> dict[str, Any]:
@@ -114,9 +103,9 @@ def _watch(driver: Any, base: str, shots: Path, workers: int) -> dict[str, Any]:
     driver.get(base + "/?tab=knee")
     screenshot(driver, shots, "00-form")
     # the start form's own options, as a user opens them: short labels under section titles
-    _displayed(driver, "xpath", "//*[text()='Custom parameters']").click()
-    _displayed(driver, "css selector", "[name='llmLevels']")
-    _displayed(driver, "css selector", ".lk-group-title[data-group='record']")  # fully open
+    displayed(driver, "xpath", "//*[text()='Custom parameters']").click()
+    displayed(driver, "css selector", "[name='llmLevels']")
+    displayed(driver, "css selector", ".lk-group-title[data-group='record']")  # fully open
     shown = driver.find_elements("css selector", ".lk-group-title")
     groups = [e.get_attribute("data-group") for e in shown]
     assert groups == list(FORM_GROUP_TITLES), groups  # every group, in the form's order

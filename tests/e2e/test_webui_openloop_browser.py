@@ -19,7 +19,7 @@ import pytest
 from loadknee_locust.plugin.options import LABELS
 from loadknee_locust.sim.params import SimParams
 from loadknee_locust.sim.saturation import expected_throughput
-from tests.support.browser_support import open_browser, screenshot
+from tests.support.browser_support import displayed, open_browser, screenshot
 from tests.support.paths import REPO
 from tests.support.run_support import (
     child_env,
@@ -66,16 +66,6 @@ def browser() -> Iterator[Any]:
     yield from open_browser()
 
 
-def _displayed(driver: Any, by: str, what: str, timeout_s: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found = [e for e in driver.find_elements(by, what) if e.is_displayed()]
-        if found:
-            return found[0]
-        assert time.monotonic() < deadline, f"{what} not shown in {timeout_s:.0f} s"
-        time.sleep(0.1)
-
-
 def _type(field: Any, text: str) -> None:
     """Replace a React input's value as a person does (select all, type)."""
     from selenium.webdriver.common.keys import Keys
@@ -87,14 +77,14 @@ def _type(field: Any, text: str) -> None:
 
 def _start_from_the_form(driver: Any, base: str, shots: Path) -> None:
     driver.get(base + "/")
-    _displayed(driver, "xpath", "//*[text()='Custom parameters']").click()
-    rates = _displayed(driver, "css selector", "[name='llmRates']")
-    note = _displayed(driver, "css selector", ".lk-users-note").text
+    displayed(driver, "xpath", "//*[text()='Custom parameters']").click()
+    rates = displayed(driver, "css selector", "[name='llmRates']")
+    note = displayed(driver, "css selector", ".lk-users-note").text
     assert LABELS["rates"] in note and LABELS["levels"] not in note, note  # what drives it
-    start = _displayed(driver, "xpath", "//button[@type='submit' and text()='Start']")
+    start = displayed(driver, "xpath", "//button[@type='submit' and text()='Start']")
     _type(rates, "4,abc")  # refused on the form: the message, and nothing starts
     start.click()
-    _displayed(driver, "xpath", "//*[contains(text(), '--llm-rates must be comma-separated')]")
+    displayed(driver, "xpath", "//*[contains(text(), '--llm-rates must be comma-separated')]")
     state = json.loads(http_get(base + "/stats/requests"))["state"]
     assert state in ("ready", "stopped"), state
     screenshot(driver, shots, "00-refused")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,18 @@ def open_browser(width: int = 1400, height: int = 1900) -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+def displayed(driver: Any, by: str, what: str, timeout_s: float = 15.0) -> Any:
+    """The element once the page has rendered it visibly (React draws after the load event);
+    one home for every browser test that waits on the page, so they all wait the same way."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = [e for e in driver.find_elements(by, what) if e.is_displayed()]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"{what} not shown in {timeout_s:.0f} s"
+        time.sleep(0.1)
 
 
 def screenshot(driver: Any, folder: Path, name: str) -> Path:

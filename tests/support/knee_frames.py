@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analysis.model import SUMMARY_COLUMNS
+from analysis.stages.intervals import StageBatches
 
 NAN = float("nan")
 
 #: the vLLM source's record table (docs/method.md, Sources): users, P50 s, P99 s, tok/s,
-#: memory %, success %, verdict
+#: memory %, success %, verdict (one home: the report fixtures, report_fixtures.py, use it too)
 SEED_002_TABLE = (
     (4, 0.6, 1.0, 220.0, 62.0, 100.0, "comfortable"),
     (16, 0.9, 1.1, 760.0, 78.0, 100.0, "comfortable"),
@@ -109,3 +111,35 @@ def twelve_slots(tok_s: list[float], p95_ms: list[float], **gauges: list[Any]) -
         [8, 16, 24], tok_s, p95_ms, baseline_tok_s=100.0, baseline_p95_ms=250.0,
         **{**TWELVE_SLOTS, **gauges},
     )  # fmt: skip
+
+
+def drawn_batches(
+    summary: pd.DataFrame,
+    rng: np.random.Generator,
+    *,
+    windows: int,
+    rate_spread: float,
+    tail_spread: float,
+    sizes: Callable[[int], Iterable[int]],
+    without: int,
+    whole_ms: bool = False,
+) -> dict[int, StageBatches]:
+    """Per-window data drawn around each stage's own figures, for the tests that resample a
+    sweep: ``windows`` output rates of ``tok_s × N(1, rate_spread)`` and, per window, ``sizes
+    (stage)`` e2e values lognormal around ``P95 / 1.6`` (``whole_ms``: rounded to the ms).
+    Stage ``without`` gets none, as a stage without per-window data keeps its figures. One
+    home, so the knee's resampled inputs and the resampled tables are tested on data drawn the
+    same way (the draws' order is part of it: rates, then sizes, then the groups)."""
+    batches: dict[int, StageBatches] = {}
+    for stage, tok, p95 in zip(
+        summary["stage"], summary["output_tok_s"], summary["e2e_p95_ms"], strict=True
+    ):
+        if stage == without:
+            continue
+        rates = tuple(float(r) for r in tok * rng.normal(1.0, rate_spread, windows))
+        drawn = [rng.lognormal(np.log(p95 / 1.6), tail_spread, k) for k in sizes(int(stage))]
+        groups = tuple(g.round(0) if whole_ms else g for g in drawn)
+        batches[int(stage)] = StageBatches(
+            int(stage), 60.0, windows, 1.0, rates, groups, None, None, None
+        )
+    return batches

@@ -19,18 +19,9 @@ import pytest
 from analysis.advice.facts import Recommendation, Recommendations
 from analysis.model import SUMMARY_COLUMNS, Baseline, KneeResult, Signal, StageVerdict
 from loadknee_core import contract
+from tests.support.knee_frames import SEED_002_TABLE
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789"
-
-#: the vLLM source's record table (docs/method.md, Sources): users, P50 s, P99 s, tok/s,
-#: memory %, success %, verdict
-SEED002 = (
-    (4, 0.6, 1.0, 220.0, 62.0, 100.0, "comfortable"),
-    (16, 0.9, 1.1, 760.0, 78.0, 100.0, "comfortable"),
-    (24, 1.8, 2.8, 880.0, 85.0, 100.0, "critical"),
-    (32, 4.5, 9.0, 910.0, 97.0, 98.0, "knee"),
-    (48, 12.0, math.nan, math.nan, 100.0, 80.0, "red_line"),
-)
 
 
 def seed002_summary() -> pd.DataFrame:
@@ -51,7 +42,7 @@ def seed002_summary() -> pd.DataFrame:
         output_tok_s=60.0,
         qps=2.0,
     )
-    for i, (users, p50, p99, tok_s, mem, ok_pct, _) in enumerate(SEED002, start=1):
+    for i, (users, p50, p99, tok_s, mem, ok_pct, _) in enumerate(SEED_002_TABLE, start=1):
         row = dict.fromkeys(SUMMARY_COLUMNS, math.nan)
         row.update(
             stage=i,
@@ -91,7 +82,7 @@ def seed002_summary() -> pd.DataFrame:
 
 def seed002_knee(*, untrusted_stage: int | None = None) -> KneeResult:
     stages = []
-    for i, (users, _p50, p99, _, mem, ok_pct, verdict) in enumerate(SEED002, start=1):
+    for i, (users, _p50, p99, _, mem, ok_pct, verdict) in enumerate(SEED_002_TABLE, start=1):
         reasons: tuple[str, ...] = ()
         if verdict == "critical":
             reasons = ("memory 85 % reached the 85 % threshold",)

@@ -23,7 +23,7 @@ from analysis.knee.fit import Levels
 from analysis.stages.array_intervals import cleared, resampled_columns, resampled_tables
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.intervals import StageBatches
-from tests.support.knee_frames import sweep
+from tests.support.knee_frames import drawn_batches, sweep
 
 LEVELS = [2, 4, 6, 8, 8, 8, 10, 12, 16]
 TOK = [200.0, 390.0, 560.0, 700.0, 690.0, 710.0, 730.0, 735.0, 740.0]
@@ -36,18 +36,10 @@ def _noisy() -> tuple[pd.DataFrame, dict[int, StageBatches]]:
         total_tok_s=[t * 3 for t in TOK],
     )  # fmt: skip
     summary.loc[summary["kind"] == "baseline", "total_tok_s"] = 300.0
-    rng = np.random.default_rng(3)
-    batches: dict[int, StageBatches] = {}
-    for stage, tok, p95 in zip(
-        summary["stage"], summary["output_tok_s"], summary["e2e_p95_ms"], strict=True
-    ):
-        if stage == 5:  # a stage without per-window data keeps its figures
-            continue
-        rates = tuple(float(r) for r in tok * rng.normal(1.0, 0.12, 8))
-        groups = tuple(rng.lognormal(np.log(p95 / 1.6), 0.4, 25) for _ in range(8))
-        batches[int(stage)] = StageBatches(
-            int(stage), 60.0, 8, 1.0, rates, groups, None, None, None
-        )
+    batches = drawn_batches(
+        summary, np.random.default_rng(3), windows=8, rate_spread=0.12, tail_spread=0.4,
+        sizes=lambda _stage: [25] * 8, without=5,
+    )  # fmt: skip
     return summary, batches
 
 

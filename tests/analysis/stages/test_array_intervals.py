@@ -10,7 +10,7 @@ close (the report prints them and ``knee.json`` must not change).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
 import numpy as np
@@ -23,7 +23,7 @@ from analysis.stages import array_intervals, intervals
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.intervals import INTERVAL_COLUMNS, IntervalParams, StageBatches
 from loadknee_core import confidence
-from tests.support.knee_frames import sweep
+from tests.support.knee_frames import drawn_batches, sweep
 
 
 def _rows(
@@ -206,18 +206,14 @@ def _summary_and_batches() -> tuple[pd.DataFrame, dict[int, StageBatches]]:
         baseline_tok_s=100.0, baseline_p95_ms=200.0,
     )  # fmt: skip
     rng = np.random.default_rng(5)
-    batches: dict[int, StageBatches] = {}
-    for stage, tok, p95 in zip(
-        summary["stage"], summary["output_tok_s"], summary["e2e_p95_ms"], strict=True
-    ):
-        if stage == 2:  # a stage without per-window data keeps its figures
-            continue
-        rates = tuple(float(r) for r in tok * rng.normal(1.0, 0.05, 10))
-        sizes = rng.integers(0, 40, 10) if stage != 3 else np.array([0] * 9 + [30])
-        groups = tuple(rng.lognormal(np.log(p95 / 1.6), 0.3, k).round(0) for k in sizes)
-        batches[int(stage)] = StageBatches(
-            int(stage), 60.0, 10, 1.0, rates, groups, None, None, None
-        )
+
+    def sizes(stage: int) -> Iterable[int]:  # stage 3: one window holds every row
+        return rng.integers(0, 40, 10) if stage != 3 else np.array([0] * 9 + [30])
+
+    batches = drawn_batches(
+        summary, rng, windows=10, rate_spread=0.05, tail_spread=0.3, sizes=sizes, without=2,
+        whole_ms=True,
+    )  # fmt: skip
     return summary, batches
 
 
