@@ -54,7 +54,9 @@ def knee_confidence(
         fact = ConfidenceFact(knee.max_concurrency, False, None, 0, (), CONFIDENT_PCT, UNSURE_PCT)
         return replace(knee, confidence=fact)
     answers = Counter(
-        resampled_answers(summary, baseline, batches, random.Random(seed), params, resamples)
+        resampled_answers(
+            summary, baseline, batches, random.Random(seed), params, resamples, judged=knee
+        )
     )
     same = answers[knee.max_concurrency] / resamples * 100.0
     others = tuple(
@@ -81,6 +83,7 @@ def resampled_answers(
     rng: random.Random,
     params: KneeParams,
     resamples: int,
+    judged: KneeResult | None = None,
 ) -> list[int | None]:
     """Per resample, the ``max_concurrency`` the knee rule gives for its table.
 
@@ -88,9 +91,12 @@ def resampled_answers(
     intervals cleared); each resample only swaps in its throughput and tail columns
     (:func:`~analysis.stages.array_intervals.resampled_columns`) and runs the rule again: what
     :func:`~analysis.knee.find.find_knee` would answer on the resampled table, without
-    rebuilding the rest from a frame 200 times."""
+    rebuilding the rest from a frame 200 times. ``judged``: the answer's own judgement, whose
+    stages' noise the resamples keep (:meth:`~analysis.knee.find.KneeInputs.noise_as`)."""
     params = replace(params, fit_resamples=0)  # the resampling here is the fit's noise too
     inputs = KneeInputs(cleared(summary), baseline, params)
+    if judged is not None:
+        inputs = inputs.noise_as(judged)
     columns = resampled_columns(summary, batches, rng, params.throughput_column, resamples)
     rows = {name: values.tolist() for name, values in columns.items()}
     return [

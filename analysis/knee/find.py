@@ -384,6 +384,24 @@ class KneeInputs:
         self.levels = Levels(summary, params.throughput_column)
         #: per (stage, previous stage) position, its :func:`stage_facts`
         self.facts: dict[tuple[int, int | None], StageFacts | RowsFact] = {}
+        #: per stage id, whether it is noisy as another judgement found it (:meth:`noise_as`)
+        self.noise: dict[int, bool] | None = None
+
+    def noise_as(self, judged: KneeResult) -> KneeInputs:
+        """These inputs with each stage as noisy as ``judged`` found it, where a stage's noise
+        mattered: noisy, unless its knee cleared its noise (:func:`_knee_clears_noise`).
+
+        Why: the knee's confidence judges resampled tables whose interval columns are cleared
+        (the resample is the noise), so no stage reads as noisy there and no noisy knee yields
+        to the server's word; the resamples then answered by another rule than the answer's.
+        The 8-slot simulator on 1.8 s stages: the answer 8 (a noisy flattening at 8 users with
+        8 of 8 slots free of a queue yields; 12 users queued), 0 % of resamples agreeing and
+        100 % saying 6. Whether a stage's figures are too noisy to judge is a property of its
+        measurement, not of one resample of it."""
+        out = copy(self)
+        out.facts = {}
+        out.noise = {int(v.stage): v.noisy and not _knee_clears_noise(v) for v in judged.stages}
+        return out
 
     def with_columns(self, values: Mapping[str, Sequence[float]]) -> KneeInputs:
         """The same table with these columns' figures (one per stage, in the table's order)
@@ -593,11 +611,25 @@ def _stage_verdicts(
         prev = None if prev_at is None else inputs.records[prev_at]
         facts = inputs.facts.get((at, prev_at))
         if facts is None:  # no fact reads the fit: the same with or without it
-            facts = inputs.facts[at, prev_at] = stage_facts(row, prev, ctx)
+            facts = inputs.facts[at, prev_at] = _with_noise(
+                stage_facts(row, prev, ctx), inputs.noise, row
+            )
         verdicts.append(evaluate_stage(row, prev, ctx, facts, words=words))
         if int(row["ok"]) > 0 and not pd.isna(row[column]):
             prev_at = at
     return verdicts
+
+
+def _with_noise(
+    facts: StageFacts | RowsFact, noise: dict[int, bool] | None, row: Any
+) -> StageFacts | RowsFact:
+    """``facts`` with the stage's noise as :meth:`KneeInputs.noise_as` set it, if it did."""
+    if noise is None or not isinstance(facts, StageFacts):
+        return facts
+    fired = noise.get(int(row["stage"]))
+    if fired is None:
+        return facts
+    return replace(facts, noisy=replace(facts.noisy, fired=fired))
 
 
 def _plateau_could_decide(verdict: StageVerdict) -> bool:

@@ -3,6 +3,8 @@ too noisy to judge, the running/waiting saturation rule and the knee's resampled
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from analysis.knee.confidence import knee_confidence
@@ -223,6 +225,24 @@ def test_an_untrusted_flattening_with_free_slots_yields_to_the_servers_word():
     assert (free.fact.running_mean, free.fact.slots, free.fact.waiting_mean) == (34, 40, 0)
     assert v[40].verdict == "critical"  # 40 in flight on 40 slots: all admitted
     assert (result.knee_users, result.max_concurrency) == (48, 40)
+
+
+def test_the_resamples_keep_each_stages_noise_as_the_answer_judged_it():
+    """The answer 40 rests on 34's noisy flattening yielding to the server's free slots; every
+    resample (its intervals cleared) must judge 34 as noisy too, or it answers by another rule."""
+    summary = _sim40(40.0, 8.0)
+    baseline = compute_baseline(None, summary)
+    knee = find_knee(summary, baseline)
+    assert knee.max_concurrency == 40 and _by_users(knee)[34].noisy
+    e2e = dict(zip(summary["stage"], summary["e2e_p95_ms"], strict=True))
+    tok = dict(zip(summary["stage"], summary["output_tok_s"], strict=True))
+    tight = {s: _batches(s, tok[s], 0.01, e2e[s] / 1.09) for s in summary["stage"]}
+    same = knee_confidence(summary, baseline, knee, tight, resamples=50)
+    assert same.confidence_pct == 100.0, same.confidence
+    # judged as if no stage were noisy, the resamples stop at 34: 32, whatever the server said
+    plain = replace(knee, stages=tuple(replace(v, noisy=False) for v in knee.stages))
+    other = knee_confidence(summary, baseline, plain, tight, resamples=50)
+    assert other.confidence_pct == 0.0 and other.confidence.others == ((32, 100.0),)
 
 
 def test_free_slots_overrule_nothing_until_a_queue_proved_the_limit():
