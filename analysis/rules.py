@@ -63,6 +63,7 @@ RULES: dict[str, str] = {
     "all_failed": "All requests failed",
     "small_stage": "Small stage",
     "late_client": "Late load generator",
+    "shared_host": "Shared host",
     "total_failure": "Total failure stop",
     "cut_short": "Cut-short run",
     "missing_rows": "Missing rows",

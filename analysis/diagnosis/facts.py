@@ -238,6 +238,19 @@ class SmallStageFact:
 
 
 @dataclass(frozen=True)
+class SharedHostFact:
+    """The server shares the load generator's machine (a loopback address) and that machine was
+    overloaded: the stage where its 1-minute load per CPU was highest, at or above the limit."""
+
+    users: int  # the stage's users (1 for the baseline)
+    host_load_1m: float
+    host_cpus: int
+    server_host: str  # the loopback host the run targeted
+    limit_per_cpu: float
+    rule: str = "shared_host"
+
+
+@dataclass(frozen=True)
 class AllFailedFact:
     """Every judged request of the run failed; ``causes``: the top causes, counted, most first."""
 

@@ -11,11 +11,14 @@ record of :mod:`analysis.diagnosis.facts`; :mod:`analysis.report.diagnosis_words
 
 from __future__ import annotations
 
-from typing import cast
+import ipaddress
+from collections.abc import Mapping
+from typing import Any, cast
+from urllib.parse import urlsplit
 
 import pandas as pd
 
-from analysis.diagnosis.facts import AllFailedFact, SmallStageFact
+from analysis.diagnosis.facts import AllFailedFact, SharedHostFact, SmallStageFact
 from analysis.knee.facts import LateClientFact
 from analysis.knee.late_client import late_client_fact
 from analysis.stages.levels import level_rows
@@ -27,6 +30,9 @@ MIN_STAGE_REQUESTS = 20
 MIN_STAGE_SECONDS = 5.0
 #: how many distinct error causes to name
 TOP_CAUSES = 3
+#: a 1-minute load per CPU at or above this is an overloaded machine: 1.5 runnable threads per
+#: core, so each waits a third of its time (docs/method.md: Shared host)
+OVERLOADED_PER_CPU = 1.5
 
 
 def small_stage_warnings(summary: pd.DataFrame) -> list[SmallStageFact]:
@@ -61,6 +67,46 @@ def late_client_warnings(summary: pd.DataFrame) -> list[LateClientFact]:
         return []
     facts = (late_client_fact(row) for row in summary.to_dict(orient="records"))
     return [f for f in facts if f is not None and f.late]
+
+
+def shared_host_warning(
+    summary: pd.DataFrame, run_info: Mapping[str, Any]
+) -> SharedHostFact | None:
+    """The stage where a server on the load generator's own machine (a loopback target) met that
+    machine at its most overloaded, when the load per CPU reached :data:`OVERLOADED_PER_CPU`.
+
+    Why: a server on 127.0.0.1 shares the CPU with the load generator and whatever else runs
+    there; on an overloaded machine its step times include the CPU it waited for, and the knee
+    reads the machine, not the server (a fresh machine under a CPU hog, load 3.8 on 2 cores: a
+    compute-bound simulator's 8-user stage read ±12.5 %, noisy). A late load generator shows in
+    its own loop's lag (:func:`late_client_warnings`); a starved server shows only here."""
+    host = _loopback_host(run_info.get("target_url"))
+    if host is None or "host_load_1m" not in summary or "host_cpus" not in summary:
+        return None
+    worst: SharedHostFact | None = None
+    for row in summary.to_dict(orient="records"):
+        load, cpus = num(row.get("host_load_1m")), num(row.get("host_cpus"))
+        if load is None or not cpus or load / cpus < OVERLOADED_PER_CPU:
+            continue
+        if worst is None or load / cpus > worst.host_load_1m / worst.host_cpus:
+            users = int(row["target_users"])
+            worst = SharedHostFact(users, load, int(cpus), host, OVERLOADED_PER_CPU)
+    return worst
+
+
+def _loopback_host(url: Any) -> str | None:
+    """The host of ``url`` when it is this machine's loopback (127.0.0.0/8, ::1, localhost)."""
+    if not isinstance(url, str) or not url:
+        return None
+    host = urlsplit(url if "://" in url else f"http://{url}").hostname
+    if host is None:
+        return None
+    if host == "localhost":
+        return host
+    try:
+        return host if ipaddress.ip_address(host).is_loopback else None
+    except ValueError:
+        return None
 
 
 #: the columns a failed row's cause is read from (:func:`~loadknee_core.contract.failure_cause`)

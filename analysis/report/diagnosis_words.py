@@ -31,6 +31,7 @@ from analysis.diagnosis.facts import (
     NoRuleFact,
     PrefillFact,
     ServerQueueFact,
+    SharedHostFact,
     SmallStageFact,
     ThroughputStuckFact,
 )
@@ -262,6 +263,17 @@ def late_client_text(fact: LateClientFact) -> str:
         "there read the client, not the server; run on a quieter machine or with more "
         "--processes "
         f"{rules.cite(fact.rule)}"
+    )
+
+
+def shared_host_text(fact: SharedHostFact) -> str:
+    """The warning on a server that shared an overloaded machine with the load generator."""
+    return (
+        f"the server shares this machine ({fact.server_host}) and the machine was overloaded "
+        f"at {counted(fact.users, 'user')}: load {fact.host_load_1m:.1f} on "
+        f"{counted(fact.host_cpus, 'core')} ({fact.limit_per_cpu:g} or more per core); the "
+        "server's figures include the CPU it waited for: run the load generator on another "
+        f"machine, or stop what else runs here {rules.cite(fact.rule)}"
     )
 
 

@@ -13,11 +13,17 @@ from analysis.advice.recommend import flag_text
 from analysis.diagnosis.failures import (
     all_failed_warnings,
     late_client_warnings,
+    shared_host_warning,
     small_stage_warnings,
 )
 from analysis.pipeline import Analysis
 from analysis.report.advice_words import reason_text, withheld_text
-from analysis.report.diagnosis_words import all_failed_text, late_client_text, small_stage_text
+from analysis.report.diagnosis_words import (
+    all_failed_text,
+    late_client_text,
+    shared_host_text,
+    small_stage_text,
+)
 from analysis.report.slo_words import breaks_text, limits_text, summary_text
 from analysis.report.stage_words import baseline_note_text, provisional_text
 from analysis.slo.evaluate import SloResult
@@ -42,6 +48,9 @@ def collect_warnings(analysis: Analysis) -> tuple[str, ...]:
             warnings.append(f"no {name} samples: the memory / KV-cache signals could not be used")
     warnings += [small_stage_text(f) for f in small_stage_warnings(analysis.summary)]
     warnings += [late_client_text(f) for f in late_client_warnings(analysis.summary)]
+    shared = shared_host_warning(analysis.summary, analysis.run.run_info)
+    if shared is not None:
+        warnings.append(shared_host_text(shared))
     warnings += [all_failed_text(f) for f in all_failed_warnings(analysis.run.requests)]
     if analysis.rate_knee is not None:
         warnings.append(

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analysis.diagnosis.facts import AllFailedFact, SmallStageFact
+from analysis.diagnosis.facts import AllFailedFact, SharedHostFact, SmallStageFact
 from analysis.diagnosis.failures import (
     all_failed_warnings,
     error_causes,
     late_client_warnings,
+    shared_host_warning,
     small_stage_warnings,
 )
 from analysis.inputs.load import read_run
@@ -103,3 +104,35 @@ def test_late_client_from_a_run_dir_fires_where_the_client_lagged(tmp_path):
     old = summarize_stages(read_run(write_run_dir(tmp_path / "old")))
     assert old["client_lag_mean_ms"].isna().all() and old["client_lag_p95_ms"].isna().all()
     assert late_client_warnings(old) == []
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    ("url", "loads", "expected"),
+    [
+        ("http://127.0.0.1:8000", [1.0, 3.8, 4.2], SharedHostFact(16, 4.2, 2, "127.0.0.1", 1.5)),
+        ("http://localhost:8000/v1", [3.0, 1.0, 1.0], SharedHostFact(4, 3.0, 2, "localhost", 1.5)),
+        ("http://[::1]:8000", [NAN, 3.2, NAN], SharedHostFact(8, 3.2, 2, "::1", 1.5)),
+        ("127.0.0.2:9000", [NAN, NAN, 3.0], SharedHostFact(16, 3.0, 2, "127.0.0.2", 1.5)),
+        ("http://127.0.0.1:8000", [1.0, 2.9, 2.0], None),  # 1.45 per core: under the limit
+        ("http://10.0.0.7:8000", [4.0, 4.0, 4.0], None),  # another machine's server
+        ("http://gpu-box:8000", [4.0, 4.0, 4.0], None),
+        ("", [4.0, 4.0, 4.0], None),  # a run without its target
+    ],
+)
+def test_a_server_sharing_an_overloaded_machine_is_named_at_its_worst_stage(url, loads, expected):
+    summary = sweep([4, 8, 16], [400.0, 700.0, 720.0], [100.0] * 3,
+                    host_load_1m=loads, host_cpus=[2, 2, 2])  # fmt: skip
+    assert shared_host_warning(summary, {"target_url": url}) == expected
+
+
+def test_a_run_recorded_before_the_host_load_gives_no_shared_host_warning():
+    summary = sweep([4, 8], [400.0, 700.0], [100.0] * 2)
+    assert (
+        shared_host_warning(
+            summary.drop(columns=["host_load_1m"]), {"target_url": "http://127.0.0.1:1"}
+        )
+        is None
+    )

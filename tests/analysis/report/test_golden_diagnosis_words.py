@@ -19,6 +19,7 @@ from analysis.diagnosis.facts import FailureKind, FailureMix
 from analysis.diagnosis.failures import (
     all_failed_warnings,
     late_client_warnings,
+    shared_host_warning,
     small_stage_warnings,
 )
 from analysis.report.diagnosis_words import (
@@ -26,6 +27,7 @@ from analysis.report.diagnosis_words import (
     diagnosis_words,
     late_client_text,
     mix_text,
+    shared_host_text,
     small_stage_text,
 )
 from tests.analysis.diagnosis.test_diagnosis_rules import BY_NAME, CASES, REJECTED, _facts
@@ -95,6 +97,9 @@ def _text() -> str:
                    client_lag_max_ms=[60.0, 212.5],
                    host_load_1m=[float("nan"), 7.94], host_cpus=[float("nan"), 2])  # fmt: skip
     lines += [f"late client: {late_client_text(f)}" for f in late_client_warnings(lagged)]
+    shared = shared_host_warning(lagged, {"target_url": "http://127.0.0.1:8000"})
+    assert shared is not None
+    lines.append(f"shared host: {shared_host_text(shared)}")
     return "\n".join(lines) + "\n"
 
 
