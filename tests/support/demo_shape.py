@@ -52,24 +52,31 @@ def _masked(line: str) -> str:
     return line.strip()
 
 
-#: the one warning a demo may raise that is about the machine, not the demo's plan
+#: the warnings a demo may raise that are about the machine, not the demo's plan: a busy machine
+#: (a CPU hog, a loaded CI box) makes the client late and overloads the server's shared CPU, and
+#: the run then says so honestly
 LATE_CLIENT = "warning: the load generator was late"
+SHARED_HOST = "warning: the server shares this machine"
+MACHINE_WARNINGS = (LATE_CLIENT, SHARED_HOST)
 
 
-def without_late_client(text: str) -> str:
-    """``text`` less the late-load-generator warning and its wrapped lines: a busy machine
-    (a CPU hog, a loaded CI box) makes the client late, and the run then says so honestly."""
+def without_machine_warnings(text: str) -> tuple[str, set[str]]:
+    """``text`` less the machine's warnings (:data:`MACHINE_WARNINGS`) and their wrapped lines,
+    and which of them it held."""
     kept: list[str] = []
+    seen: set[str] = set()
     skipping = False
     for line in text.splitlines():
-        if line.startswith(LATE_CLIENT):
+        warning = next((w for w in MACHINE_WARNINGS if line.startswith(w)), None)
+        if warning is not None:
+            seen.add(warning)
             skipping = True
             continue
         if skipping and line.startswith("  "):
             continue
         skipping = False
         kept.append(line)
-    return "\n".join(kept) + ("\n" if text.endswith("\n") else "")
+    return "\n".join(kept) + ("\n" if text.endswith("\n") else ""), seen
 
 
 def shape(text: str) -> list[str]:
