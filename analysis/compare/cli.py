@@ -23,7 +23,7 @@ from analysis.compare.verify import all_passed, format_checks, verify_checks
 from analysis.inputs.load import RunDirError
 from analysis.knee.find import KneeParams
 from analysis.pipeline import analyze_run
-from analysis.report.compare_words import reading_lines
+from analysis.report.compare_words import kind_reason_text, reading_lines
 from analysis.report.table import fmt_magnitude, fmt_pct, fmt_text
 from loadknee_core.command_parser import CommandParser
 from loadknee_core.numeric import is_missing
@@ -61,7 +61,7 @@ def format_markdown(comparison: Comparison) -> str:
     lines = [
         f"# Comparison ({comparison.kind}): {' vs '.join(comparison.labels)}",
         "",
-        f"Kind: {comparison.kind} — {comparison.kind_reason}.",
+        f"Kind: {comparison.kind} — {kind_reason_text(comparison.kind, comparison.kind_chosen)}.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---:" for _ in header) + "|",
@@ -95,7 +95,8 @@ def format_text(comparison: Comparison) -> str:
     ]
     return "\n".join(
         [
-            f"comparison: {comparison.kind} ({comparison.kind_reason})",
+            f"comparison: {comparison.kind} "
+            f"({kind_reason_text(comparison.kind, comparison.kind_chosen)})",
             "",
             *table,
             "",

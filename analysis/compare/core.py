@@ -83,7 +83,7 @@ LONG_COLUMNS = (
 @dataclass(frozen=True)
 class Comparison:
     kind: str
-    kind_reason: str
+    kind_chosen: bool  # True: named with --kind; False: detected from run.json (detect_kind)
     labels: tuple[str, ...]
     table: pd.DataFrame  # long form: LONG_COLUMNS, one row per (run, step stage)
     knees: tuple[tuple[str, int | None, int | None], ...]  # (label, knee users, max concurrency)
@@ -261,9 +261,9 @@ def compare_runs(sides: Sequence[RunSide], *, kind: str = "auto") -> Comparison:
         raise ValueError("compare needs at least two runs")
     if kind not in KINDS:
         raise ValueError(f"unknown comparison kind {kind!r}; one of {', '.join(KINDS)}")
-    reason = "chosen with --kind"
-    if kind == "auto":
-        kind, reason = detect_kind(sides)
+    chosen = kind != "auto"
+    if not chosen:
+        kind = detect_kind(sides)
     table = long_table(sides)
     if kind == "benchmark-vs-replay":
         readings = _benchmark_vs_replay(sides, table)
@@ -277,7 +277,7 @@ def compare_runs(sides: Sequence[RunSide], *, kind: str = "auto") -> Comparison:
         readings = _config(sides)
     return Comparison(
         kind=kind,
-        kind_reason=reason,
+        kind_chosen=chosen,
         labels=tuple(s.label for s in sides),
         table=table,
         knees=tuple((s.label, s.knee.knee_users, s.knee.max_concurrency) for s in sides),

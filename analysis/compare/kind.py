@@ -106,15 +106,16 @@ def replica_count(side: RunSide) -> int | None:
     return int(value) if value is not None else None
 
 
-def detect_kind(sides: Sequence[RunSide]) -> tuple[str, str]:
-    """The comparison kind from run.json differences, and the reason in words."""
+def detect_kind(sides: Sequence[RunSide]) -> str:
+    """The comparison kind from run.json differences (the first of the module's order that
+    differs; :func:`analysis.report.compare_words.kind_reason_text` says why in words)."""
     replay = [is_replay(s) for s in sides]
     if any(replay) and not all(replay):
-        return "benchmark-vs-replay", "one run replays a prompt log, the other uses fixed lengths"
+        return "benchmark-vs-replay"
     if len({replica_count(s) for s in sides}) > 1:
-        return "replicas", "the runs have different replica counts"
+        return "replicas"
     if len({batch_size(s) for s in sides}) > 1:
-        return "batch", "the runs use different batch sizes"
+        return "batch"
     if len({str(prefix_setting(s)) for s in sides}) > 1:
-        return "prefix-cache", "the runs differ in prefix caching / shared prefix"
-    return "config", "same workload: read as before (first) vs after (later runs)"
+        return "prefix-cache"
+    return "config"

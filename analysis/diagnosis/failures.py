@@ -98,7 +98,7 @@ def _loopback_host(url: Any) -> str | None:
     """The host of ``url`` when it is this machine's loopback (127.0.0.0/8, ::1, localhost)."""
     if not isinstance(url, str) or not url:
         return None
-    host = urlsplit(url if "://" in url else f"http://{url}").hostname
+    host = urlsplit(url if "://" in url else "http://" + url).hostname
     if host is None:
         return None
     if host == "localhost":

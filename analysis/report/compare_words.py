@@ -16,6 +16,20 @@ from analysis.compare.facts import Reading
 from analysis.model import VERDICT_LABELS
 from loadknee_core.numeric import fmt_magnitude
 
+#: why ``compare`` read the runs as their kind (:func:`analysis.compare.kind.detect_kind`'s order)
+KIND_REASONS: dict[str, str] = {
+    "benchmark-vs-replay": "one run replays a prompt log, the other uses fixed lengths",
+    "replicas": "the runs have different replica counts",
+    "batch": "the runs use different batch sizes",
+    "prefix-cache": "the runs differ in prefix caching / shared prefix",
+    "config": "same workload: read as before (first) vs after (later runs)",
+}
+
+
+def kind_reason_text(kind: str, chosen: bool) -> str:
+    """Why the comparison is of ``kind``: named with ``--kind``, or what differed."""
+    return "chosen with --kind" if chosen else KIND_REASONS[kind]
+
 
 def _x(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}×"

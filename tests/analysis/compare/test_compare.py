@@ -63,7 +63,7 @@ def test_detect_kind(infos, replicas, kind) -> None:
         _side(f"r{i}", run_info=info, replicas=n)
         for i, (info, n) in enumerate(zip(infos, replicas, strict=True))
     ]
-    assert detect_kind(sides)[0] == kind
+    assert detect_kind(sides) == kind
 
 
 def test_benchmark_vs_replay_names_the_long_tail_buffer() -> None:

@@ -129,5 +129,5 @@ def test_compare_kind_reads_the_servers_prefix_caching_label() -> None:
 
     off, on = side("off", "False"), side("on", "True")
     assert server_prefix_caching(on) == "true"
-    assert detect_kind([off, on])[0] == "prefix-cache"
-    assert detect_kind([on, side("on2", "True")])[0] == "config"
+    assert detect_kind([off, on]) == "prefix-cache"
+    assert detect_kind([on, side("on2", "True")]) == "config"
