@@ -23,7 +23,7 @@ from analysis.compare.verify import all_passed, format_checks, verify_checks
 from analysis.inputs.load import RunDirError
 from analysis.knee.find import KneeParams
 from analysis.pipeline import analyze_run
-from analysis.report.compare_words import kind_reason_text, reading_lines
+from analysis.report.compare_words import kind_reason_text, prefix_change_text, reading_lines
 from analysis.report.table import fmt_magnitude, fmt_pct, fmt_text
 from loadknee_core.command_parser import CommandParser
 from loadknee_core.numeric import is_missing
@@ -195,7 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     (out / "compare.csv").write_text(format_csv(comparison), encoding="utf-8")
     written = [out / "compare.md", out / "compare.csv"]
     if comparison.kind == "prefix-cache":  # the change and its intervals, for scripts
-        changes = [prefix_cache_change(sides[0], side).as_dict() for side in sides[1:]]
+        changes = [
+            {**change.as_dict(), "sentence": prefix_change_text(change)}
+            for change in (prefix_cache_change(sides[0], side) for side in sides[1:])
+        ]
         (out / "prefix-cache.json").write_text(
             json.dumps(changes[0] if len(changes) == 1 else changes, indent=2) + "\n",
             encoding="utf-8",

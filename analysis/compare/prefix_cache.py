@@ -1,4 +1,4 @@
-"""``compare --kind prefix-cache``: what the cache bought, with its intervals, in one sentence.
+"""``compare --kind prefix-cache``: what the cache bought, with its intervals, as facts.
 
 The first run is the one without (cache off, or unique prefixes), the later ones with. Per run:
 
@@ -14,7 +14,8 @@ The first run is the one without (cache off, or unique prefixes), the later ones
 
 The TTFT change's interval is the widest the two intervals allow: from the low end of the
 second over the high end of the first to the high end over the low end (conservative; no
-pairing is assumed between two separate runs).
+pairing is assumed between two separate runs). The sentence is
+:func:`analysis.report.compare_words.prefix_change_text`'s.
 """
 
 from __future__ import annotations
@@ -55,7 +56,6 @@ class PrefixCacheChange:
     ttft_p95_change_pct: float | None
     ttft_p95_change_pct_interval: tuple[float, float] | None
     peak_tok_s_ratio: float | None
-    sentence: str
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,39 +154,6 @@ def _side(side: RunSide, level: int | None) -> CacheSide:
     )
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x:.0f} %"
-
-
-def _knee(users: int | None) -> str:
-    return "no knee in range" if users is None else f"{users} users"
-
-
-def _sentence(a: CacheSide, b: CacheSide, change: PrefixCacheChange) -> str:
-    if b.hit_pct is None:
-        hit = f"'{b.label}' (the server exposes no prefix-cache counters: hit rate not measured)"
-    else:
-        hit = f"a hit rate of {b.hit_pct:.0f} % (vs {_pct(a.hit_pct)} in '{a.label}')"
-    if a.knee_users == b.knee_users:
-        knee = f"left the knee at {_knee(a.knee_users)}"
-    else:
-        knee = f"moved the knee from {_knee(a.knee_users)} to {_knee(b.knee_users)}"
-    conf = [c for c in (a.knee_confidence_pct, b.knee_confidence_pct) if c is not None]
-    if len(conf) == 2:
-        knee += f" (knee confidence {conf[0]:.0f} % / {conf[1]:.0f} %)"
-    text = f"{hit} {knee}"
-    chg = change.ttft_p95_change_pct
-    if chg is not None:
-        verb = "cut" if chg < 0 else "raised"
-        text += f" and {verb} TTFT P95 at {change.ttft_level} users by {abs(chg):.0f} %"
-        band = change.ttft_p95_change_pct_interval
-        if band is not None:
-            text += f" (95 % interval {band[0]:+.0f} % to {band[1]:+.0f} %)"
-    if change.peak_tok_s_ratio is not None:
-        text += f"; peak output tok/s ×{change.peak_tok_s_ratio:.2f}"
-    return text + "."
-
-
 def prefix_cache_change(a: RunSide, b: RunSide) -> PrefixCacheChange:
     """The change from ``a`` (without) to ``b`` (with the prefix cache)."""
     level = ttft_level(a, b)
@@ -202,5 +169,4 @@ def prefix_cache_change(a: RunSide, b: RunSide) -> PrefixCacheChange:
     hit_change = (
         sb.hit_pct - sa.hit_pct if sa.hit_pct is not None and sb.hit_pct is not None else None
     )
-    change = PrefixCacheChange(sa, sb, level, hit_change, change_pct, band, ratio, sentence="")
-    return PrefixCacheChange(**{**change.__dict__, "sentence": _sentence(sa, sb, change)})
+    return PrefixCacheChange(sa, sb, level, hit_change, change_pct, band, ratio)

@@ -13,6 +13,7 @@ from typing import Any
 
 from analysis.compare import facts
 from analysis.compare.facts import Reading
+from analysis.compare.prefix_cache import PrefixCacheChange
 from analysis.model import VERDICT_LABELS
 from loadknee_core.numeric import fmt_magnitude
 
@@ -29,6 +30,41 @@ KIND_REASONS: dict[str, str] = {
 def kind_reason_text(kind: str, chosen: bool) -> str:
     """Why the comparison is of ``kind``: named with ``--kind``, or what differed."""
     return "chosen with --kind" if chosen else KIND_REASONS[kind]
+
+
+def _cache_pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0f} %"
+
+
+def _knee_users(users: int | None) -> str:
+    return "no knee in range" if users is None else f"{users} users"
+
+
+def prefix_change_text(change: PrefixCacheChange) -> str:
+    """What the prefix cache bought, in one sentence (the screen's reading, prefix-cache.json)."""
+    a, b = change.a, change.b
+    if b.hit_pct is None:
+        hit = f"'{b.label}' (the server exposes no prefix-cache counters: hit rate not measured)"
+    else:
+        hit = f"a hit rate of {b.hit_pct:.0f} % (vs {_cache_pct(a.hit_pct)} in '{a.label}')"
+    if a.knee_users == b.knee_users:
+        knee = f"left the knee at {_knee_users(a.knee_users)}"
+    else:
+        knee = f"moved the knee from {_knee_users(a.knee_users)} to {_knee_users(b.knee_users)}"
+    conf = [c for c in (a.knee_confidence_pct, b.knee_confidence_pct) if c is not None]
+    if len(conf) == 2:
+        knee += f" (knee confidence {conf[0]:.0f} % / {conf[1]:.0f} %)"
+    text = f"{hit} {knee}"
+    chg = change.ttft_p95_change_pct
+    if chg is not None:
+        verb = "cut" if chg < 0 else "raised"
+        text += f" and {verb} TTFT P95 at {change.ttft_level} users by {abs(chg):.0f} %"
+        band = change.ttft_p95_change_pct_interval
+        if band is not None:
+            text += f" (95 % interval {band[0]:+.0f} % to {band[1]:+.0f} %)"
+    if change.peak_tok_s_ratio is not None:
+        text += f"; peak output tok/s ×{change.peak_tok_s_ratio:.2f}"
+    return text + "."
 
 
 def _x(value: float | None) -> str:
@@ -142,7 +178,7 @@ _WORDS: dict[type[Any], Callable[[Any], str]] = {
     facts.BatchBest: _batch_best,
     facts.BatchAtFlight: _batch_at_flight,
     facts.PrefixGain: _prefix_gain,
-    facts.PrefixChange: lambda r: r.change.sentence,
+    facts.PrefixChange: lambda r: prefix_change_text(r.change),
 }
 
 
