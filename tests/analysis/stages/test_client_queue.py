@@ -19,7 +19,7 @@ from analysis.knee.facts import (
     ServerQueueFact,
 )
 from analysis.knee.find import KneeParams, find_knee
-from analysis.knee.fit import fit_knee, whole
+from analysis.knee.fit import Levels, whole
 from analysis.model import Signal
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.client_queue import (
@@ -155,7 +155,7 @@ def test_the_fit_over_all_stages_carries_an_interval_that_covers_the_slots():
         levels, tok, [600.0] * len(levels), baseline_tok_s=x1, baseline_p95_ms=600.0,
         output_tok_s_hw_pct=[2.0] * len(levels), interval_batches=[10.0] * len(levels),
     )  # fmt: skip
-    fit = fit_knee(summary, x1)
+    fit = Levels(summary, "output_tok_s").fit(summary["output_tok_s"].to_numpy(), x1)
     assert fit is not None and fit.flat
     assert fit.low <= 8 <= fit.high + 0.5 and fit.high - fit.low < 2
     assert whole(fit.capacity) == 8
@@ -166,7 +166,7 @@ def test_the_fit_over_all_stages_carries_an_interval_that_covers_the_slots():
         levels, [x1 * c * 0.9 for c in levels], [600.0] * len(levels), baseline_tok_s=x1,
         baseline_p95_ms=600.0,
     )  # fmt: skip
-    fit = fit_knee(growing, x1)
+    fit = Levels(growing, "output_tok_s").fit(growing["output_tok_s"].to_numpy(), x1)
     assert fit is not None and not fit.flat and fit.plateau_high >= fit.flat_gain_ratio
 
 
