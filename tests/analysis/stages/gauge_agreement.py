@@ -1,4 +1,5 @@
-"""The client's running estimate against the server's own running gauge, sample for sample.
+"""Test instrument: the client's running estimate against the server's own running gauge, sample
+for sample (no product code reads it; the tests of the estimate do).
 
 :mod:`analysis.stages.client_queue` estimates from the client's rows alone how many requests the
 server had in service at each instant (``client_running`` is its time average over the stage's
