@@ -22,12 +22,8 @@ from analysis.knee.find import KneeParams, find_knee
 from analysis.knee.fit import Levels, whole
 from analysis.model import Signal
 from analysis.stages.baseline import compute_baseline
-from analysis.stages.client_queue import (
-    ServiceSpans,
-    in_flight_at,
-    running_at,
-    stage_queue,
-)
+from analysis.stages.client_queue import QueueRows, ServiceSpans, stage_queue
+from tests.analysis.stages.gauge_agreement import in_flight_at, running_at
 from tests.support.knee_frames import sweep
 
 T1_MS, ITL_MS, TOKENS = 20.0, 10.0, 60  # prefill, step, output tokens: service ≈ 0.61 s
@@ -225,5 +221,7 @@ def test_the_counts_at_instants_are_the_spans_that_hold_them():
     rows = pd.DataFrame({"outcome": outcome, "start_unix_s": starts, "end_unix_s": ends,
                          "ttft_ms": 1.0, "e2e_ms": 1.0})  # fmt: skip
     judged = outcome != "cancelled"
-    assert np.array_equal(in_flight_at(rows, times), table(starts[judged], ends[judged]))
+    assert np.array_equal(
+        in_flight_at(QueueRows.of(rows), times), table(starts[judged], ends[judged])
+    )
     assert table(served, ends).max() > 5  # the instants do catch overlapping spans
