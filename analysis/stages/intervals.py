@@ -66,8 +66,8 @@ class StageBatches:
     batches: int  # windows used; 0 when the window is too short for an interval
     median_span_s: float | None  # median generation span of its ok requests
     rates: tuple[float, ...]  # output tok/s per window (empty when batches is 0)
-    # e2e ms of the measured ok rows, per window (tuples here, arrays from
-    # analysis.stages.array_intervals)
+    # e2e ms of the measured ok rows, per window (arrays from analysis.stages.array_intervals;
+    # tuples from the stdlib reference in tests/analysis/stages/stdlib_intervals.py)
     e2e_groups: tuple[Sequence[float] | np.ndarray, ...]
     throughput: Interval | None
     p95: Interval | None
