@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 
 Verdict = Literal["comfortable", "critical", "knee", "red_line", "insufficient_data"]
-VERDICTS: tuple[str, ...] = ("comfortable", "critical", "knee", "red_line", "insufficient_data")
 #: how the verdicts are printed in tables (docs/method.md, Verdicts)
 VERDICT_LABELS: dict[str, str] = {
     "comfortable": "comfortable",

@@ -70,14 +70,6 @@ ENGINES: Final[tuple[Engine, ...]] = (
 VLLM_OLD_KV: Final = "vllm:gpu_cache_usage_perc"
 
 
-def by_name(name: str) -> Engine:
-    """The engine called ``name`` (``vllm``, ``sglang``, ``tgi``, ``llama.cpp``)."""
-    for engine in ENGINES:
-        if engine.name == name:
-            return engine
-    raise ValueError(f"unknown engine {name!r}; choose from {', '.join(e.name for e in ENGINES)}")
-
-
 def detect_engine(server_metrics: pd.DataFrame) -> Engine | None:
     """The engine whose running/waiting gauges the run scraped; None without server metrics."""
     if server_metrics.empty or "metric" not in server_metrics:

@@ -58,12 +58,6 @@ from analysis.report.table import record_frame
 from analysis.stages.baseline import compute_baseline
 
 VERSION = "0.2"
-#: the units the format allows (its ``Units`` enumeration)
-UNITS = (
-    "count", "percent", "fraction", "ms", "s", "MB", "GB", "TB", "MiB", "GiB", "TiB",
-    "Mbit/s", "Gbit/s", "Tbit/s", "GiB/s", "MB/s", "GB/s", "TB/s", "ms/token", "s/token",
-    "token/s", "qps", "Watts",
-)  # fmt: skip
 #: statistic key → summary column, per latency field
 LATENCY_FIELDS: dict[str, tuple[str, dict[str, str]]] = {
     "request_latency": (

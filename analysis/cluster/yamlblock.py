@@ -92,8 +92,3 @@ def dump(node: Any, *, header: Sequence[str] = ()) -> str:
     """One YAML document: ``header`` as comment lines, then ``node``."""
     lines = [line for text in header for line in comment_lines(text)]
     return "\n".join([*lines, *dump_lines(node)]) + "\n"
-
-
-def dump_all(documents: Sequence[tuple[Sequence[str], Any]]) -> str:
-    """Several documents (``---`` between them), each with its header comments."""
-    return "---\n".join(dump(node, header=header) for header, node in documents)

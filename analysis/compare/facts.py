@@ -1,5 +1,5 @@
 """What a comparison found, as typed facts: one frozen record per reading, its ``kind`` from a
-closed vocabulary (:data:`READING_KINDS`), the numbers with their units in the field names and
+closed vocabulary (:data:`ReadingKind`), the numbers with their units in the field names and
 the threshold it was judged by.
 
 :func:`analysis.compare.core.compare_runs` returns them (``Comparison.readings``) and
@@ -10,7 +10,7 @@ only the golden file (``tests/support/data/golden/compare_words.txt``) pins the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Literal
 
 from analysis.compare.prefix_cache import PrefixCacheChange
 
@@ -28,7 +28,6 @@ ReadingKind = Literal[
     "prefix-gain",
     "prefix-cache-change",
 ]
-READING_KINDS: tuple[ReadingKind, ...] = get_args(ReadingKind)
 
 #: below this replica efficiency a shared bottleneck is named (1.3× from 2 = 0.65)
 SHARED_BOTTLENECK_EFFICIENCY = 0.8

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
@@ -21,7 +21,6 @@ from analysis.inputs.load import Run
 from analysis.model import KneeResult
 from analysis.stages.levels import level_rows
 
-CompareKind = Literal["auto", "benchmark-vs-replay", "config", "replicas", "batch", "prefix-cache"]
 KINDS: tuple[str, ...] = (
     "auto",
     "benchmark-vs-replay",

@@ -22,7 +22,7 @@ from analysis.diagnosis.facts import AllFailedFact, SharedHostFact, SmallStageFa
 from analysis.knee.facts import LateClientFact
 from analysis.knee.late_client import late_client_fact
 from analysis.stages.levels import level_rows
-from loadknee_core.contract import all_failed, failure_causes
+from loadknee_core.contract import all_failed
 from loadknee_core.numeric import num
 
 #: below these, a stage's percentiles rest on too few samples (docs/method.md: Small stage)
@@ -116,15 +116,6 @@ CAUSE_COLUMNS = ("outcome", "http_status", "error")
 def _records(requests: pd.DataFrame) -> list[dict[str, object]]:
     records = requests[[c for c in CAUSE_COLUMNS if c in requests]].to_dict(orient="records")
     return cast("list[dict[str, object]]", records)
-
-
-def error_causes(requests: pd.DataFrame) -> list[tuple[str, int]]:
-    """Failed requests counted by cause (short error, else HTTP status, else outcome): the rule
-    ``loadknee run`` counts with, in :mod:`loadknee_core.contract`."""
-    if requests.empty or "outcome" not in requests:
-        return []
-    failed = requests[requests["outcome"] != "ok"]
-    return failure_causes(_records(failed)).most_common(TOP_CAUSES)
 
 
 def all_failed_warnings(requests: pd.DataFrame) -> list[AllFailedFact]:

@@ -54,7 +54,6 @@ VOCABULARIES: dict[tuple[str, str], tuple[str, ...]] = {
     (contract.REQUESTS_CSV, "phase"): contract.PHASES,
 }
 
-REQUIRED_FILES = (contract.STAGES_CSV, contract.REQUESTS_CSV)
 OPTIONAL_FILES = (contract.GPU_CSV, contract.SERVER_METRICS_CSV, contract.CLIENT_CSV)
 
 

@@ -12,8 +12,7 @@ file hard to line up with ``requests.csv``:
   reads it in ``tz`` — default: the zone of the machine running the analysis (right when the
   capture was taken on the same machine or one in the same zone). Pass the GPU host's zone
   otherwise: an IANA name (``"Asia/Shanghai"``), ``"UTC"``, an offset (``"+08:00"``, ``"-0530"``)
-  or a ``tzinfo``. :func:`align_to_requests` notices a capture that misses the run by whole hours
-  and says which offset would fit.
+  or a ``tzinfo``.
 * **Several GPUs print consecutive lines with the same timestamp.** ``gpu_index`` is the line's
   position within its timestamp, or the ``index`` field when the query asked for it.
 
@@ -102,36 +101,6 @@ def read_nvidia_smi_csv(
     return frame
 
 
-def align_to_requests(
-    gpu: pd.DataFrame, requests: pd.DataFrame, *, pad_s: float = 5.0
-) -> pd.DataFrame:
-    """The GPU samples that fall within the run (its requests' span ± ``pad_s``), sorted by time.
-
-    Raises ``ValueError`` when none do, naming the whole-hour (or half-hour) shift that would
-    make the capture cover the run — the usual cause is reading it in the wrong ``tz``.
-    """
-    starts = pd.to_numeric(requests["start_unix_s"], errors="coerce")
-    ends = pd.to_numeric(requests["end_unix_s"], errors="coerce").fillna(starts)
-    stamps = pd.to_numeric(gpu["timestamp_unix_s"], errors="coerce")
-    if starts.isna().all() or stamps.isna().all():
-        raise ValueError("no timestamps to align (empty requests or GPU samples)")
-    lo, hi = float(starts.min()) - pad_s, float(ends.max()) + pad_s
-    inside = stamps.between(lo, hi)
-    if not inside.any():
-        message = (
-            f"the GPU samples ({_utc(stamps.min())} … {_utc(stamps.max())} UTC) do not overlap "
-            f"the run ({_utc(lo + pad_s)} … {_utc(hi - pad_s)} UTC)"
-        )
-        shift = _zone_shift_h(stamps, lo, hi)
-        if shift is not None:
-            message += (
-                f"; shifted by {shift:+g} h they would: was the capture read in the wrong "
-                f"time zone? pass the GPU host's zone as tz="
-            )
-        raise ValueError(message)
-    return gpu.loc[inside].sort_values("timestamp_unix_s", kind="stable", ignore_index=True)
-
-
 def resolve_tz(tz: str | tzinfo | None) -> tzinfo | None:
     """``None`` (this machine's zone), a ``tzinfo``, or one parsed from a name or offset."""
     if tz is None or isinstance(tz, tzinfo):
@@ -198,17 +167,3 @@ def _number(text: str) -> float:
         return float(text)
     except ValueError:
         return math.nan
-
-
-def _zone_shift_h(stamps: pd.Series, lo: float, hi: float) -> float | None:
-    """The half-hour multiple within ±14 h that brings most samples into [lo, hi], if any."""
-    best, best_count = None, 0
-    for half_hours in range(-28, 29):
-        count = int(stamps.add(half_hours * 1800).between(lo, hi).sum())
-        if count > best_count:
-            best, best_count = half_hours / 2, count
-    return best
-
-
-def _utc(stamp: float) -> str:
-    return datetime.fromtimestamp(float(stamp), UTC).strftime("%Y-%m-%d %H:%M:%S")

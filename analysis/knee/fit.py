@@ -136,8 +136,10 @@ class Levels:
         resamples: int = RESAMPLES,
         seed: int = 0,
     ) -> KneeFit | None:
-        """:func:`fit_knee` with the table's throughput column given as ``values`` (one per row
-        of the table the levels were taken from)."""
+        """The rise-then-plateau fit over the step stages of the table, with its throughput
+        column given as ``values`` (one per row of the table the levels were taken from); None:
+        too few levels, or no single-user rate to judge the slopes by. One point per level:
+        repeated levels (a refine stage on a grid level) are averaged."""
         c = self.c
         if len(c) < MIN_LEVELS or not x1 or x1 <= 0:
             return None
@@ -219,27 +221,6 @@ def _levels(summary: pd.DataFrame, column: str) -> pd.DataFrame:
     steps = steps[steps["ok"] > 0]
     steps = steps[steps[column].notna() & steps["target_users"].notna()]
     return steps.sort_values("target_users")
-
-
-def fit_knee(
-    summary: pd.DataFrame,
-    x1: float | None,
-    *,
-    column: str = "output_tok_s",
-    flat_gain_ratio: float = DEFAULTS.flat_gain_ratio,
-    resamples: int = RESAMPLES,
-    seed: int = 0,
-) -> KneeFit | None:
-    """The rise-then-plateau fit over the step stages of ``summary`` (None: too few levels, or
-    no single-user rate to judge the slopes by). One point per level: repeated levels (a refine
-    stage on a grid level) are averaged."""
-    return Levels(summary, column).fit(
-        summary[column].to_numpy(dtype=float, na_value=np.nan),
-        x1,
-        flat_gain_ratio=flat_gain_ratio,
-        resamples=resamples,
-        seed=seed,
-    )
 
 
 def whole(value: float) -> int:

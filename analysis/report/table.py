@@ -107,14 +107,6 @@ SLO_RECORD_COLUMNS: tuple[Column, ...] = (
     Column("good_pct", "good %", fmt_pct, 1),
     Column("goodput_rps", "good req/s", fmt_magnitude, 4),
 )  # fmt: skip
-#: Columns the record frame adds with SLOs: verdict, goodput, what broke (in words).
-SLO_COLUMNS: tuple[str, ...] = (
-    "slo_met",
-    "good_pct",
-    "goodput_rps",
-    "good_output_tok_s",
-    "slo_breaks",
-)
 
 
 #: Printed only when the server's prefix-cache counters (analysis.stages.prefix_cache) found a
@@ -175,7 +167,8 @@ def record_frame(
     rates: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The summary rows with the verdict, trust flag, bottleneck and reasons of each stage, and
-    with ``slo`` given the SLO verdict, % good, goodput and what broke (:data:`SLO_COLUMNS`).
+    with ``slo`` given the SLO verdict, % good, goodput and what broke (``slo_met``,
+    ``good_pct``, ``goodput_rps``, ``good_output_tok_s``, ``slo_breaks``).
 
     Rows are listed by users (the baseline first), not in run order: a refine stage at 12 users
     runs after the 16-user stage that revealed the knee, and reads between 8 and 16."""

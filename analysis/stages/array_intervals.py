@@ -23,8 +23,9 @@ figures, bit for bit, on arrays:
 
 ``tests/analysis/stages/test_array_intervals.py`` holds the two implementations to the same figures
 on the same
-rows. :func:`stage_batches` and :func:`resampled_tables` replace their stdlib counterparts in
-:mod:`analysis.stages.intervals` and :mod:`analysis.knee.confidence`.
+rows. :func:`stage_batches` and :func:`resampled_columns` replace their stdlib counterparts
+(``tests/analysis/stages/stdlib_intervals.py`` and the knee's one-resample-at-a-time loop in that
+test).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from __future__ import annotations
 import functools
 import math
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -202,19 +203,10 @@ class WindowPool:
         return a + (b - a) * (pos - lo)
 
 
-def window_pool(
-    ends: FloatArray, values: FloatArray, start_s: float, end_s: float, *, batches: int
-) -> WindowPool | None:
-    """The non-NaN values by the (non-empty) window their request ended in; None when no
-    window holds any. Its windows are numbered densely in time order, as the stdlib code keeps
-    its non-empty groups."""
-    win = window_of(ends, start_s, end_s, batches=batches)
-    win[np.isnan(values)] = -1
-    return pool_of(values, win, batches)
-
-
 def pool_of(values: FloatArray, win: FloatArray, batches: int) -> WindowPool | None:
-    """:func:`window_pool` from each value's window (``win``; -1: none, NaN values' too)."""
+    """The values by the (non-empty) window their request ended in (``win``; -1: none, NaN
+    values' too); None when no window holds any. Its windows are numbered densely in time
+    order, as the stdlib code keeps its non-empty groups."""
     used = win >= 0
     if not used.any():
         return None
@@ -281,25 +273,6 @@ def draw_counts(rng: random.Random, groups: int, resamples: int) -> FloatArray:
     return counts
 
 
-def tail_intervals(
-    ends: FloatArray,
-    values: FloatArray,
-    start_s: float,
-    end_s: float,
-    *,
-    qs: Sequence[float] = (0.95,),
-    batches: int = 10,
-    level: float = 0.95,
-    resamples: int = 1000,
-    seed: int = 0,
-) -> dict[float, Interval | None]:
-    """:func:`loadknee_core.confidence.tail_interval` for each of ``qs`` (no ``starts_s``):
-    the same draws serve every percentile, as the stdlib code reseeds for each."""
-    count = batches if end_s - start_s > 0 and batches >= 1 else 0
-    pool = window_pool(ends, values, start_s, end_s, batches=count)
-    return pool_intervals(pool, qs=qs, level=level, resamples=resamples, seed=seed)
-
-
 def pool_intervals(
     pool: WindowPool | None,
     *,
@@ -308,7 +281,9 @@ def pool_intervals(
     resamples: int,
     seed: int,
 ) -> dict[float, Interval | None]:
-    """:func:`tail_intervals` from its :func:`window_pool`."""
+    """:func:`loadknee_core.confidence.tail_interval` for each of ``qs`` from the stage's
+    :func:`pool_of`: the same draws serve every percentile, as the stdlib code reseeds for
+    each."""
     out: dict[float, Interval | None] = dict.fromkeys(qs)
     if pool is None or pool.groups < MIN_BATCHES:
         return out
@@ -492,20 +467,3 @@ def resampled_columns(
             p95[:, i], p99[:, i] = pool.quantiles_at(weights, (0.95, 0.99))
     out = {column: other} if column != "output_tok_s" else {}
     return {**out, "output_tok_s": tok, "e2e_p95_ms": p95, "e2e_p99_ms": p99}
-
-
-def resampled_tables(
-    summary: pd.DataFrame,
-    batches: Mapping[int, StageBatches],
-    rng: random.Random,
-    column: str,
-    resamples: int,
-) -> Iterator[pd.DataFrame]:
-    """:func:`resampled_columns` as whole record tables, one per resample."""
-    base = cleared(summary)
-    columns = resampled_columns(summary, batches, rng, column, resamples)
-    for r in range(resamples):
-        out = base.copy()
-        for name, values in columns.items():
-            out[name] = values[r]
-        yield out

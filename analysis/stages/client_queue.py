@@ -210,32 +210,6 @@ def service_spans(rows: pd.DataFrame | QueueRows, t1_ms: float) -> ServiceSpans 
     return ServiceSpans(q.measured[ok], starts, starts + wait_s, ends, late, wait_s)
 
 
-def _open_at(begins: np.ndarray, ends: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """At each of ``times``, how many ``[begin, end)`` hold it: those begun by then less those
-    ended by then (a begin past its end counts as its end: such a span holds no instant), by
-    two sorted searches instead of a times × spans table."""
-    known = ~np.isnan(begins) & ~np.isnan(ends)
-    ends = ends[known]
-    begun = np.sort(np.minimum(begins[known], ends))
-    t = np.asarray(times, dtype=float)
-    counts = np.searchsorted(begun, t, side="right") - np.searchsorted(np.sort(ends), t, "right")
-    return counts.astype(np.int64)
-
-
-def running_at(spans: ServiceSpans, times: np.ndarray) -> np.ndarray:
-    """The client's count of requests in service at each instant of ``times`` (unix s): the
-    same spans as ``client_running``, read where the server's gauge was sampled, so the two can
-    be compared sample for sample (a gauge's mean over a few scrapes is itself a sample)."""
-    return _open_at(spans.served_from, spans.ends, times)
-
-
-def in_flight_at(rows: pd.DataFrame | QueueRows, times: np.ndarray) -> np.ndarray:
-    """The client's requests outstanding (sent, not yet ended; every judged outcome) at each
-    instant of ``times``."""
-    q = _rows(rows)
-    return _open_at(q.starts[q.judged], q.ends[q.judged], times)
-
-
 def stage_queue(
     rows: pd.DataFrame | QueueRows, start: float, end: float, t1_ms: float, *, batches: int = 10
 ) -> StageQueue | None:

@@ -99,7 +99,8 @@ def _increase(series: pd.Series, start: float, end: float) -> float:
 def _counts(
     queries: dict[str, pd.Series], hits: dict[str, pd.Series], start: float, end: float
 ) -> dict[str, float]:
-    """:func:`window_counts` from the counters' :func:`_series`."""
+    """Queries, hits (tokens) and hit % over ``[start, end]``, summed over endpoints, from the
+    counters' :func:`_series`."""
     nan = float("nan")
     q_parts = [_increase(s, start, end) for s in queries.values()]
     h_parts = [_increase(s, start, end) for s in hits.values()]
@@ -107,18 +108,6 @@ def _counts(
     h = float(np.sum(h_parts)) if h_parts and not np.isnan(h_parts).any() else nan
     pct = h / q * 100.0 if q == q and h == h and q > 0 else nan
     return {"prefix_cache_queries": q, "prefix_cache_hits": h, "prefix_cache_hit_pct": pct}
-
-
-def window_counts(
-    server_metrics: pd.DataFrame, start: float, end: float, pair: CacheCounters | None = None
-) -> dict[str, float]:
-    """Queries, hits (tokens) and hit % over ``[start, end]``, summed over endpoints."""
-    pair = pair if pair is not None else counters_found(server_metrics)
-    if pair is None:
-        return dict.fromkeys(PREFIX_CACHE_COLUMNS, float("nan"))
-    return _counts(
-        _series(server_metrics, pair.queries), _series(server_metrics, pair.hits), start, end
-    )
 
 
 def stage_prefix_cache(server_metrics: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:

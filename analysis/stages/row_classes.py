@@ -39,9 +39,6 @@ MEASURED_PHASES: tuple[str, ...] = ("measure", "baseline")
 CLASSES: tuple[str, ...] = ("cancelled", "ok", "length_mismatch", "error")
 CANCELLED, OK, MISMATCH, ERROR = range(len(CLASSES))
 
-_NAMES = np.array(CLASSES, dtype=object)
-_NAME_DTYPE = pd.Series(_NAMES).dtype  # pandas' own for strings (str, or object before 3.0)
-
 
 def text_flags(values: pd.Series, *name_sets: Sequence[str]) -> list[np.ndarray]:
     """Per set of names, ``values.isin(names)`` as a bool array (missing: False), comparing
@@ -62,13 +59,6 @@ def class_codes(outcome: pd.Series, length_ok: pd.Series | None = None) -> np.nd
     code[ok & ~mismatch] = OK
     code[cancelled] = CANCELLED
     return code
-
-
-def class_names(code: np.ndarray, index: pd.Index) -> pd.Series:
-    """The codes as the class names, a text Series on ``index``."""
-    # codes into an object array of the names: a Series from numpy's fixed-width strings
-    # costs ~10× as much to build (0.1 s a million rows), for the same str values
-    return pd.Series(_NAMES[code], index=index, dtype=_NAME_DTYPE)
 
 
 @dataclass(frozen=True, eq=False)

@@ -28,7 +28,7 @@ prefill takes as long as a decode never has all its requests decoding at once, a
 limit below its users (a closed loop modelled so, 16 users with TTFT growing 50 ms per request in
 service against a 600 ms decode, read 11). The reading of TTFT that this replaced erred the
 same way on every compute-bound server; the server's own gauge, where scraped, is checked
-against this estimate (:mod:`analysis.stages.gauge_agreement`).
+against this estimate (``tests/analysis/stages/gauge_agreement.py``).
 
 Pure numpy: two sorted searches for the count, two sorts for the starts.
 """

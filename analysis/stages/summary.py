@@ -35,8 +35,6 @@ from analysis.stages.row_classes import (
     MISMATCH,
     OK,
     RowClasses,
-    class_codes,
-    class_names,
     run_classes,
 )
 
@@ -47,18 +45,13 @@ IDLE_UTIL_PCT = 5.0
 CLASS_DTYPE = pd.CategoricalDtype(list(CLASSES))
 
 
-def classify_outcomes(requests: pd.DataFrame) -> pd.Series:
-    """``ok`` / ``length_mismatch`` / ``error`` / ``cancelled`` per row (a length_ok of 0 is a
-    mismatch; :mod:`analysis.stages.row_classes`). ``cancelled`` rows (the load generator
-    stopped the user mid-request) say nothing about the server: no statistic, count or error
-    rate includes them."""
-    return class_names(class_codes(requests["outcome"], requests["length_ok"]), requests.index)
-
-
 def measured_requests(run: Run, columns: Sequence[str] | None = None) -> pd.DataFrame:
-    """Rows of the measured windows, with a ``cls`` column (:data:`CLASS_DTYPE`: the names of
-    :func:`classify_outcomes`) from the run's :func:`~analysis.stages.row_classes.run_classes`:
-    one boolean mask over the rows, no text compared again. ``columns``: only these of the
+    """Rows of the measured windows, with a ``cls`` column (:data:`CLASS_DTYPE`: ``ok`` /
+    ``length_mismatch`` / ``error`` / ``cancelled``, a length_ok of 0 a mismatch; ``cancelled``
+    rows, the load generator stopping the user mid-request, say nothing about the server: no
+    statistic, count or error rate includes them) from the run's
+    :func:`~analysis.stages.row_classes.run_classes`: one boolean mask over the rows, no text
+    compared again. ``columns``: only these of the
     run's columns (those it has), for a caller that reads no others: copying a million rows'
     every column is most of the cost."""
     classes = run_classes(run)

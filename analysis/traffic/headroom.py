@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import pandas as pd
@@ -156,10 +155,3 @@ def headroom(
     elif breaking is not None:
         text += f"; traffic ×{breaking:g} is the first step past it"
     return Headroom(peak, dist.p95, allowed, lower, ratio, p95_ratio, breaking, breaks_at, text)
-
-
-def load_capacity(run_dir: str | Path, **analyze: object) -> Capacity:
-    """Analyse ``run_dir`` (as ``loadknee analyze`` does) and return what it allows."""
-    from analysis.pipeline import analyze_run
-
-    return run_capacity(analyze_run(run_dir, **analyze))  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ from analysis.inputs.load import read_run
 from analysis.pipeline import analyze_run as load_analysis
 from analysis.traffic import cli as trace_cli
 from analysis.traffic.curve_headroom import tracking
-from analysis.traffic.headroom import load_capacity
+from analysis.traffic.headroom import run_capacity
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import saturation_concurrency
@@ -177,7 +177,7 @@ def test_replay_at_scales_finds_the_headroom_the_sim_implies(
     windows = json.loads((run_dir / "run.json").read_text())["curve"]["windows"]
     tested = max(w["target_users"] for w in windows if w["target_users"] <= c_star)
     first_break = min(s for s in scales if peak * s > c_star)
-    capacity = load_capacity(run_dir)
+    capacity = run_capacity(load_analysis(run_dir))
     if capacity.kind == "cannot_tell":  # a late load generator: "cannot tell", with its lag
         assert capacity.users is None and late_cannot_tell(load_analysis(run_dir)), capacity
         return

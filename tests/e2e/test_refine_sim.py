@@ -11,7 +11,7 @@ hidden (a simulator without ``/metrics``: the sweep's own refine choices and the
 client's own rows, so these are sweeps of their own, not the shown runs re-analysed). Where the
 gauges are shown, the client's estimate of the requests running (``analysis/stages/slot_count``:
 the slots from the requests decoding at once) is held within 10 % of the simulator's running gauge
-at every stage, read at the gauge's own instants (``analysis/stages/gauge_agreement``).
+at every stage, read at the gauge's own instants (``tests/analysis/stages/gauge_agreement``).
 
 Stages are short (3 s) so the table fits a few minutes on 2 busy cores; three sweeps at a time.
 CI runs every capacity with metrics and a subset without; ``LOADKNEE_FULL_TABLE=1`` runs the whole
@@ -31,11 +31,11 @@ import pytest
 from analysis.inputs.load import read_run
 from analysis.pipeline import analyze_run
 from analysis.report.knee_summary import summary_words
-from analysis.stages.gauge_agreement import gauge_agreement
 from analysis.stages.summary import summarize_stages
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import saturation_concurrency
+from tests.analysis.stages.gauge_agreement import gauge_agreement
 from tests.support.run_support import submitted
 
 pytestmark = pytest.mark.slow

@@ -45,10 +45,10 @@ from typing import Any
 import pytest
 
 from analysis.inputs.load import read_run
-from analysis.stages.gauge_agreement import gauge_agreement
 from analysis.stages.summary import summarize_stages
 from loadknee_core.numeric import counted
 from loadknee_core.slo_targets import parse_slo
+from tests.analysis.stages.gauge_agreement import gauge_agreement
 from tests.realengine.engine import ensure_built, missing_tools, start_llama_server
 from tests.support.counter_check import stage_counts
 
@@ -260,7 +260,7 @@ def test_the_clients_running_estimate_matches_the_servers_gauge(sweep: Sweep) ->
     once, ``analysis/stages/slot_count``) against llama-server's own
     ``llamacpp:requests_processing``, within 10 % at every stage, read at the gauge's sample
     instants (samples that catch a request in transit, in neither of the server's counts, are
-    left out and counted: ``analysis/stages/gauge_agreement``). With 8 slots, at 8 users on the
+    left out and counted: tests/analysis/stages/gauge_agreement). With 8 slots, at 8 users on the
     server's one thread every request takes about a service time to its first token (a batched
     prefill), with nothing waiting: a wait read off TTFT put 4.8-5.2 running there against the
     gauge's 8.0."""

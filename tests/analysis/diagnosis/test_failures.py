@@ -8,7 +8,6 @@ import pytest
 from analysis.diagnosis.facts import AllFailedFact, SharedHostFact, SmallStageFact
 from analysis.diagnosis.failures import (
     all_failed_warnings,
-    error_causes,
     late_client_warnings,
     shared_host_warning,
     small_stage_warnings,
@@ -41,7 +40,6 @@ def test_all_failed_names_the_top_causes_counted():
         "http_status": [503.0] * 5 + [float("nan")] * 4,
         "error": [""] * 5 + ["read timed out"] * 2 + ["", "user stopped before the response"],
     })  # fmt: skip  # the stop's cancelled row is neither counted nor a cause
-    assert error_causes(requests) == [("HTTP 503", 5), ("read timed out", 2), ("incomplete", 1)]
     assert all_failed_warnings(requests) == [
         AllFailedFact(8, (("HTTP 503", 5), ("read timed out", 2), ("incomplete", 1)))
     ]

@@ -1,4 +1,4 @@
-"""nvsmi: a capture in the single-machine source's format, read on the run's clock, aligned."""
+"""nvsmi: a capture in the single-machine source's format, read on the run's clock."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ import math
 from datetime import UTC, datetime, timezone
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
-from analysis.inputs.nvsmi import align_to_requests, read_nvidia_smi_csv, resolve_tz
+from analysis.inputs.nvsmi import read_nvidia_smi_csv, resolve_tz
 from loadknee_core.contract import GPU_COLUMNS
 from tests.support.paths import DATA
 
@@ -89,30 +88,3 @@ def test_unreadable_file(tmp_path: Path, text: str, match: str) -> None:
         read_nvidia_smi_csv(path, tz="UTC")
     with pytest.raises(ValueError, match="timestamp"):
         read_nvidia_smi_csv(CAPTURE, query="memory.used,memory.total")
-
-
-def requests_during(start: float, seconds: float) -> pd.DataFrame:
-    starts = [start + i for i in range(int(seconds))]
-    return pd.DataFrame({"start_unix_s": starts, "end_unix_s": [s + 0.8 for s in starts]})
-
-
-def test_align_keeps_the_samples_within_the_run() -> None:
-    gpu = read_nvidia_smi_csv(CAPTURE, tz="+08:00")
-    requests = requests_during(T0_SHANGHAI + 3, 4)  # 3 s … 6.8 s into the capture
-    aligned = align_to_requests(gpu, requests, pad_s=1.0)
-    stamps = aligned["timestamp_unix_s"] - T0_SHANGHAI
-    assert stamps.min() == 2.0 and stamps.max() == 7.5
-    assert len(aligned) == 2 * 12  # both GPUs, every 0.5 s over [2, 7.5]
-
-
-def test_align_names_the_zone_shift_when_read_in_the_wrong_zone() -> None:
-    gpu = read_nvidia_smi_csv(CAPTURE, tz="UTC")  # but the host was UTC+8
-    with pytest.raises(ValueError, match=r"shifted by -8 h they would"):
-        align_to_requests(gpu, requests_during(T0_SHANGHAI, 10))
-
-
-def test_align_without_any_fit() -> None:
-    gpu = read_nvidia_smi_csv(CAPTURE, tz="UTC")
-    with pytest.raises(ValueError, match="do not overlap") as info:
-        align_to_requests(gpu, requests_during(T0_SHANGHAI + 86400 * 3, 10))
-    assert "shifted" not in str(info.value)

@@ -20,9 +20,10 @@ from analysis.knee.confidence import resampled_answers
 from analysis.knee.facts import PlateauFact
 from analysis.knee.find import KneeInputs, KneeParams, find_knee, judge, judged_max_concurrency
 from analysis.knee.fit import Levels
-from analysis.stages.array_intervals import cleared, resampled_columns, resampled_tables
+from analysis.stages.array_intervals import cleared, resampled_columns
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.intervals import StageBatches
+from tests.analysis.stages.stdlib_intervals import resampled_tables
 from tests.support.knee_frames import drawn_batches, sweep
 
 LEVELS = [2, 4, 6, 8, 8, 8, 10, 12, 16]

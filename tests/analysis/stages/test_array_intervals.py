@@ -1,7 +1,7 @@
 """The numpy intervals (analysis.stages.array_intervals) give the stdlib code's figures exactly.
 
 Table-driven over row sets from plain to awkward: the same rows go through the stdlib
-implementation (``loadknee_core.confidence`` via ``analysis.stages.intervals``, and the
+implementation (``loadknee_core.confidence`` via ``tests/analysis/stages/stdlib_intervals``, and the
 knee's
 one-resample-at-a-time loop written out here) and the array one; every figure must be equal, not
 close (the report prints them and ``knee.json`` must not change).
@@ -23,6 +23,7 @@ from analysis.stages import array_intervals, intervals
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.intervals import INTERVAL_COLUMNS, IntervalParams, StageBatches
 from loadknee_core import confidence
+from tests.analysis.stages.stdlib_intervals import resampled_tables, stage_batches
 from tests.support.knee_frames import drawn_batches, sweep
 
 
@@ -127,7 +128,7 @@ def _same_batches(a: StageBatches, b: StageBatches) -> None:
 def test_stage_batches_are_the_stdlib_figures(name: str, batches: int) -> None:
     rows = ROW_SETS[name](np.random.default_rng(len(name)))
     params = IntervalParams(batches=batches, resamples=150, seed=3)
-    want = intervals.stage_batches(rows, WINDOWS, params=params)
+    want = stage_batches(rows, WINDOWS, params=params)
     got = array_intervals.stage_batches(rows, WINDOWS, params=params)
     assert want.keys() == got.keys()
     for stage in want:
@@ -150,9 +151,8 @@ def test_tail_intervals_are_the_stdlib_ones(n: int, q: float) -> None:
     want = confidence.tail_interval(
         list(ends), list(values), 0.0, 30.0, q=q, batches=7, resamples=200, seed=n
     )
-    got = array_intervals.tail_intervals(
-        ends, values, 0.0, 30.0, qs=(q,), batches=7, resamples=200, seed=n
-    )
+    pool = array_intervals.pool_of(values, array_intervals.window_of(ends, 0.0, 30.0, batches=7), 7)
+    got = array_intervals.pool_intervals(pool, qs=(q,), level=0.95, resamples=200, seed=n)
     assert got[q] == want
 
 
@@ -222,7 +222,7 @@ def test_the_knees_resampled_tables_are_the_stdlib_ones(column: str) -> None:
     summary, batches = _summary_and_batches()
     ref = random.Random(11)
     want = [_stdlib_resampled(summary, batches, ref, column) for _ in range(30)]
-    got = list(array_intervals.resampled_tables(summary, batches, random.Random(11), column, 30))
+    got = list(resampled_tables(summary, batches, random.Random(11), column, 30))
     assert len(got) == 30
     for a, b in zip(want, got, strict=True):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
@@ -254,7 +254,7 @@ def test_the_pools_kept_from_the_tails_resample_as_the_windows_do() -> None:
                stages[3]: replace(measured[1], stage=stages[3])}  # fmt: skip
     ref = random.Random(4)
     want = [_stdlib_resampled(summary, batches, ref, "output_tok_s") for _ in range(20)]
-    got = array_intervals.resampled_tables(summary, batches, random.Random(4), "output_tok_s", 20)
+    got = resampled_tables(summary, batches, random.Random(4), "output_tok_s", 20)
     for a, b in zip(want, got, strict=True):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
 

@@ -19,15 +19,11 @@ from analysis.knee.facts import (
     ServerQueueFact,
 )
 from analysis.knee.find import KneeParams, find_knee
-from analysis.knee.fit import fit_knee, whole
+from analysis.knee.fit import Levels, whole
 from analysis.model import Signal
 from analysis.stages.baseline import compute_baseline
-from analysis.stages.client_queue import (
-    ServiceSpans,
-    in_flight_at,
-    running_at,
-    stage_queue,
-)
+from analysis.stages.client_queue import QueueRows, ServiceSpans, stage_queue
+from tests.analysis.stages.gauge_agreement import in_flight_at, running_at
 from tests.support.knee_frames import sweep
 
 T1_MS, ITL_MS, TOKENS = 20.0, 10.0, 60  # prefill, step, output tokens: service ≈ 0.61 s
@@ -155,7 +151,7 @@ def test_the_fit_over_all_stages_carries_an_interval_that_covers_the_slots():
         levels, tok, [600.0] * len(levels), baseline_tok_s=x1, baseline_p95_ms=600.0,
         output_tok_s_hw_pct=[2.0] * len(levels), interval_batches=[10.0] * len(levels),
     )  # fmt: skip
-    fit = fit_knee(summary, x1)
+    fit = Levels(summary, "output_tok_s").fit(summary["output_tok_s"].to_numpy(), x1)
     assert fit is not None and fit.flat
     assert fit.low <= 8 <= fit.high + 0.5 and fit.high - fit.low < 2
     assert whole(fit.capacity) == 8
@@ -166,7 +162,7 @@ def test_the_fit_over_all_stages_carries_an_interval_that_covers_the_slots():
         levels, [x1 * c * 0.9 for c in levels], [600.0] * len(levels), baseline_tok_s=x1,
         baseline_p95_ms=600.0,
     )  # fmt: skip
-    fit = fit_knee(growing, x1)
+    fit = Levels(growing, "output_tok_s").fit(growing["output_tok_s"].to_numpy(), x1)
     assert fit is not None and not fit.flat and fit.plateau_high >= fit.flat_gain_ratio
 
 
@@ -225,5 +221,7 @@ def test_the_counts_at_instants_are_the_spans_that_hold_them():
     rows = pd.DataFrame({"outcome": outcome, "start_unix_s": starts, "end_unix_s": ends,
                          "ttft_ms": 1.0, "e2e_ms": 1.0})  # fmt: skip
     judged = outcome != "cancelled"
-    assert np.array_equal(in_flight_at(rows, times), table(starts[judged], ends[judged]))
+    assert np.array_equal(
+        in_flight_at(QueueRows.of(rows), times), table(starts[judged], ends[judged])
+    )
     assert table(served, ends).max() > 5  # the instants do catch overlapping spans

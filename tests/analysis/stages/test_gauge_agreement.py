@@ -1,4 +1,4 @@
-"""The client's running estimate read at the gauge's sample instants (stages/gauge_agreement).
+"""The client's running estimate read at the gauge's sample instants (gauge_agreement.py here).
 
 A closed loop simulated exactly here (users, FIFO slots, fixed service ± 5 %) gives the client's
 rows and, at each scrape instant, the server's own running and waiting counts: the two agree
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from analysis.inputs.load import read_run
-from analysis.stages.gauge_agreement import StageAgreement, gauge_agreement
 from analysis.stages.summary import summarize_stages
+from tests.analysis.stages.gauge_agreement import StageAgreement, gauge_agreement
 from tests.support.knee_rundir import request_row, stage_row, write_run
 
 T1_MS, SERVICE_S = 20.0, 0.62

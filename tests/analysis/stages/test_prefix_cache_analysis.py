@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.stages.prefix_cache import counters_found, stage_prefix_cache, window_counts
+from analysis.stages.prefix_cache import counters_found, stage_prefix_cache
 from loadknee_core.traffic_classes import WeightedCycle, parse_classes
 from loadknee_locust.client.sse import Usage
 from loadknee_locust.plugin.options import LlmOptions
@@ -21,6 +21,12 @@ def _samples(metric_values: dict[str, list[float]], times: list[float]) -> pd.Da
         for m, values in metric_values.items() for t, v in zip(times, values, strict=True)
     ]  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def window_counts(frame: pd.DataFrame, start: float, end: float) -> dict[str, float]:
+    """The counts over one stage's window ``[start, end]``."""
+    windows = pd.DataFrame({"window_start": [start], "window_end": [end]})
+    return stage_prefix_cache(frame, windows).iloc[0].to_dict()
 
 
 def test_hit_rate_uses_only_the_scrapes_inside_the_window_and_survives_a_reset() -> None:

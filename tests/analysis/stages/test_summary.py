@@ -11,9 +11,9 @@ import pytest
 from analysis.inputs.load import read_run
 from analysis.model import SUMMARY_COLUMNS
 from analysis.pipeline import MEASURED_COLUMNS
+from analysis.stages.row_classes import CLASSES, class_codes
 from analysis.stages.summary import (
     CLIENT_LAG_FIGURES,
-    classify_outcomes,
     measured_codes,
     measured_requests,
     summarize_stages,
@@ -257,7 +257,8 @@ def test_measured_rows_are_the_measured_phases_with_their_class(tmp_path):
     measured = measured_requests(run)
     want = run.requests[run.requests["phase"].isin(("measure", "baseline"))]
     assert measured.index.tolist() == want.index.tolist()
-    assert measured["cls"].astype(str).tolist() == classify_outcomes(want).tolist()
+    classes = class_codes(want["outcome"], want["length_ok"])
+    assert measured["cls"].astype(str).tolist() == [CLASSES[c] for c in classes]
     assert (measured["cls"] == "cancelled").sum() == 1
     assert (measured["cls"] == "error").sum() == 5  # http_error, timeout, 3 connect_error
     # the codes come back from the column, not from classifying the rows again

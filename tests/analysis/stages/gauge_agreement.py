@@ -1,4 +1,5 @@
-"""The client's running estimate against the server's own running gauge, sample for sample.
+"""Test instrument: the client's running estimate against the server's own running gauge, sample
+for sample (no product code reads it; the tests of the estimate do).
 
 :mod:`analysis.stages.client_queue` estimates from the client's rows alone how many requests the
 server had in service at each instant (``client_running`` is its time average over the stage's
@@ -8,7 +9,7 @@ the estimate's error with the gauge's sampling error: a 3 s window at the defaul
 holds ~6 scrapes, and requests that start and end together (a slot-bound server in lockstep) make
 each scrape a coin toss between "all" and "some" — a CI run read 6.07 estimated against 5.50 on
 the gauge from that alone. So the client's count is read at the gauge's own sample instants
-(:func:`~analysis.stages.client_queue.running_at`, the instant recorded for each scrape: the
+(:func:`running_at`, the instant recorded for each scrape: the
 midpoint of its request) and averaged over the same samples.
 
 One more thing separates the two views: a request in transit. When a batch of requests ends
@@ -43,8 +44,7 @@ from analysis.inputs.load import Run
 from analysis.inputs.server_metrics import canonical_timeline
 from analysis.stages.client_queue import (
     QueueRows,
-    in_flight_at,
-    running_at,
+    ServiceSpans,
     service_spans,
     single_user_ttft_ms,
     stage_positions,
@@ -85,6 +85,31 @@ class StageAgreement:
         return abs(self.client - self.gauge) * self.samples <= max(
             share * self.gauge * self.samples, 1.0
         )
+
+
+def _open_at(begins: np.ndarray, ends: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """At each of ``times``, how many ``[begin, end)`` hold it: those begun by then less those
+    ended by then (a begin past its end counts as its end: such a span holds no instant), by
+    two sorted searches instead of a times × spans table."""
+    known = ~np.isnan(begins) & ~np.isnan(ends)
+    ends = ends[known]
+    begun = np.sort(np.minimum(begins[known], ends))
+    t = np.asarray(times, dtype=float)
+    counts = np.searchsorted(begun, t, side="right") - np.searchsorted(np.sort(ends), t, "right")
+    return counts.astype(np.int64)
+
+
+def running_at(spans: ServiceSpans, times: np.ndarray) -> np.ndarray:
+    """The client's count of requests in service at each instant of ``times`` (unix s): the
+    same spans as ``client_running``, read where the server's gauge was sampled, so the two can
+    be compared sample for sample (a gauge's mean over a few scrapes is itself a sample)."""
+    return _open_at(spans.served_from, spans.ends, times)
+
+
+def in_flight_at(q: QueueRows, times: np.ndarray) -> np.ndarray:
+    """The client's requests outstanding (sent, not yet ended; every judged outcome) at each
+    instant of ``times``."""
+    return _open_at(q.starts[q.judged], q.ends[q.judged], times)
 
 
 def gauge_agreement(run: Run, summary: pd.DataFrame) -> list[StageAgreement]:
