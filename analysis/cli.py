@@ -9,7 +9,9 @@ Exit codes: 0 analysed (an answer, perhaps from the judged stages only, each sta
 named); 3 analysed, but it cannot tell: no stage had enough usable data to judge (no rows, most
 rows excluded, or rows missing from a cut requests.csv), or the lowest judged stage already
 breaks a limit while the stages below it could not be judged, or the load generator ran late at
-a stage that could have moved the answer (docs/method.md: Late load generator): the screen and
+a stage that could have moved the answer (docs/method.md: Late load generator), or most
+resamples of the stages' time windows gave another answer (docs/method.md: Noisy stage): the
+screen and
 stderr say "cannot tell: …" with what to do, nothing is recommended and no cluster file is
 written; 2 the run directory is missing or invalid (one paragraph on stderr listing every
 problem, no traceback) or the arguments are wrong. Progress of the long steps goes to stderr,
@@ -50,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
         "a self-contained report.html and the cluster files (KEDA, HPA, alert rules, latency "
         "profile, energy, llm-d reports; --emit) into RUN_DIR/report/. Exit codes: 0 "
         "analysed; 3 cannot tell (no stage judged, or the stages below the first limit not "
-        "judged: rows missing or unusable, or a late load generator at or below the first "
-        "level past the answer; nothing recommended, no cluster file); 2 a missing "
+        "judged: rows missing or unusable, a late load generator at or below the first "
+        "level past the answer, or an answer most resamples of the stages do not give; "
+        "nothing recommended, no cluster file); 2 a missing "
         "or invalid run directory, or wrong arguments.",
     )
     parser.add_argument(

@@ -301,7 +301,7 @@ class RowCoverage:
 #: ``late_client``: the load generator ran late at a stage (or the baseline) at or below the
 #: first level past the answer, so that stage may have moved it (docs/method.md: Late load
 #: generator)
-CannotTell = Literal["no_judged_stage", "unjudged_below", "late_client"]
+CannotTell = Literal["no_judged_stage", "unjudged_below", "late_client", "unsure"]
 
 
 @dataclass(frozen=True)

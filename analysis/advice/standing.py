@@ -14,6 +14,9 @@ figure; this step says what that leaves:
   at a stage at or below the first level past the answer, or at the baseline (every tail's
   yardstick): that stage is untrusted, and with it untrusted the answer could be the client's;
   a late stage above the first level past the answer could not have moved it: the answer stands;
+* ``cannot_tell`` / ``unsure`` — most resamples of the stages' time windows give another
+  ``max_concurrency`` than the stages' own figures (:func:`moved_by_noise`): the answer is the
+  noise's pick, not the server's;
 * ``partial`` — an answer from the judged stages, with the stages left out named;
 * ``answer`` — every level stage judged.
 
@@ -24,7 +27,7 @@ file written. Facts only: :mod:`analysis.report.standing` has the words.
 from __future__ import annotations
 
 from analysis.advice.facts import DeployAnswer
-from analysis.knee.facts import LateClientFact
+from analysis.knee.facts import ConfidenceFact, LateClientFact
 from analysis.model import KneeResult, RowCoverage, Standing
 
 
@@ -52,9 +55,31 @@ def answer_standing(
     base = baseline_late if baseline_late is not None and baseline_late.late else None
     if late or base is not None:
         return Standing("cannot_tell", "late_client", unjudged, coverage, late, base, first_past)
+    if moved_by_noise(knee) is not None:
+        return Standing("cannot_tell", "unsure", unjudged, coverage)
     if unjudged or coverage.faults:
         return Standing("partial", None, unjudged, coverage)
     return Standing("answer", None, (), coverage)
+
+
+def moved_by_noise(knee: KneeResult) -> ConfidenceFact | None:
+    """The knee's confidence when another ``max_concurrency`` is more common among the resamples
+    than the answer itself (None otherwise, or with no confidence figure).
+
+    Why: the resamples judge every stage by the answer's own rule (:mod:`analysis.knee.confidence`),
+    so an answer that most of them do not give sits on the noise's edge: a flattening at 0.149×
+    of one user's rate against the 0.15× rule flips with a few windows. Printing it as the
+    capacity would be the noise's pick; an answer that holds in most resamples stands, with its
+    share beside it."""
+    fact = knee.confidence
+    if (
+        not isinstance(fact, ConfidenceFact)
+        or fact.same_pct is None
+        or knee.max_concurrency is None
+    ):
+        return None
+    top = max((share for _, share in fact.others), default=0.0)
+    return fact if top > fact.same_pct else None
 
 
 def late_stages(knee: KneeResult) -> list[LateClientFact]:

@@ -683,22 +683,27 @@ def _saturated_slots(verdicts: list[StageVerdict], ctx: StageContext) -> int | N
 
 
 def _client_seen_slots(rows: list[Any], verdicts: list[StageVerdict]) -> int | None:
-    """The requests the server ran at once by the client's estimate: the lowest estimate of the
-    stages the client saw saturated, rounded (None when no stage was). The lowest, because a
-    stage just past the limit whose requests are out of step makes every request wait a little,
-    which reads as service: 44 users on 40 slots read 41.4 running in an exact FIFO loop, 48
-    read 40.0 (the default sweep runs the grid level above before refining below it).
+    """The requests the server ran at once by the client's estimate: the estimate of the stage
+    the client saw most deeply queued (the most waiting on average; on a tie the lower estimate),
+    among the stages it saw saturated, rounded (None when no stage was).
+
+    The deepest queue, because just past the limit the estimate errs both ways and deeper it
+    settles: 44 users on 40 slots read 41.4 running in an exact FIFO loop (out-of-step requests
+    all wait a little, which reads as service), 48 read 40.0; on a busy machine (load 3.6 on 2
+    cores) 7 users on 6 slots read 5.46 running and 0.86 waiting (the client's gaps between
+    requests grow), 8 users read 6.0 and 2.0. The lowest estimate, the rule before, answered 5
+    for 6 slots there.
 
     Only stages without the server's own gauges count (:func:`_client_queued`): where the server
     counts its queue and saw nothing wait, a busy client's late requests are not a limit (a
     server refusing above 20 that never queued read 18.2 running at 20 users from the client
     beside three other test processes, and the answer fell to 18)."""
     seen = [
-        float(row["client_running"])
+        (num(row.get("client_waiting")) or 0.0, -float(row["client_running"]))
         for row, v in zip(rows, verdicts, strict=True)
         if _client_queued(v)
     ]
-    return max(1, int(min(seen) + 0.5)) if seen else None
+    return max(1, int(-max(seen)[1] + 0.5)) if seen else None
 
 
 def _client_queued(verdict: StageVerdict) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from analysis import rules
+from analysis.knee.facts import ConfidenceFact
 from analysis.model import KneeResult, RowCoverage, Standing
 from analysis.report import yaml_text
 from analysis.report.knee_words import lag_text
@@ -112,11 +113,28 @@ def late_text(standing: Standing) -> str:
     )
 
 
+def unsure_text(fact: ConfidenceFact) -> str:
+    """Why the answer is the noise's pick: its share of the resamples against the others'."""
+    answers = [(fact.max_concurrency, fact.same_pct or 0.0), *fact.others]
+    shares = ", ".join(
+        f"{'none' if users is None else users} in {pct:.0f} %"
+        for users, pct in sorted(answers, key=lambda a: -a[1])
+    )
+    return (
+        f"the capacity moves with the noise: resampling the stages' time windows "
+        f"{fact.resamples} times gives {shares}, and the stages' own figures "
+        f"{fact.max_concurrency}; hold the stages longer (--stage-seconds) or re-run on a "
+        f"quieter machine {rules.cite(fact.rule)}"
+    )
+
+
 def cannot_tell_text(standing: Standing, knee: KneeResult) -> str:
     """The "cannot tell: …" line: the reason and what to do (the first line on screen; exit 3)."""
     faults = standing.coverage.faults
     if standing.reason == "late_client":
         return "cannot tell: " + late_text(standing)
+    if standing.reason == "unsure" and isinstance(knee.confidence, ConfidenceFact):
+        return "cannot tell: " + unsure_text(knee.confidence)
     if standing.reason == "unjudged_below":
         below = _users(standing.unjudged)
         text = (

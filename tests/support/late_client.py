@@ -1,23 +1,29 @@
-"""End-to-end tests on a busy machine: the right answer, or "cannot tell" for a late client.
+"""End-to-end tests on a busy machine: the right answer, or "cannot tell" for a late client or
+an answer the noise picked.
 
 A sweep whose load generator was starved (a CPU hog beside it, four test workers on two cores)
 measured the client, not the server; the analysis then says "cannot tell" (exit 3, reason
 ``late_client``: docs/method.md, Late load generator) instead of a wrong number. An end-to-end
 test accepts that answer only with its evidence: the standing names late stages whose measured
 lag breaks the one rule (:func:`analysis.knee.late_client.is_late_client`), each at or below the
-first level past the answer, and the run's own record table has that lag. Asserted on the facts,
-never on the words.
+first level past the answer, and the run's own record table has that lag; or the standing is
+``unsure`` and the knee's own resamples gave another answer more often than the answer
+(:func:`analysis.advice.standing.moved_by_noise`). Asserted on the facts, never on the words.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from analysis.advice.standing import moved_by_noise
 from analysis.knee.late_client import is_late_client
 from analysis.pipeline import Analysis
 
 
-def _check(standing: dict[str, Any], summary: list[dict[str, Any]]) -> None:
+def _check(standing: dict[str, Any], summary: list[dict[str, Any]], confidence_pct: Any) -> None:
+    if standing["reason"] == "unsure":  # most resamples gave another answer: under half agree
+        assert confidence_pct is not None and confidence_pct < 50.0, (standing, confidence_pct)
+        return
     assert standing["reason"] == "late_client", standing
     late = list(standing["late"])
     if standing.get("baseline_late") is not None:
@@ -34,16 +40,18 @@ def _check(standing: dict[str, Any], summary: list[dict[str, Any]]) -> None:
 
 
 def late_cannot_tell(analysis: Analysis) -> bool:
-    """True when ``analysis`` says "cannot tell" because its load generator was late (checked
-    against its facts); False when it answers (the caller checks the answer). Any other "cannot
-    tell" fails."""
+    """True when ``analysis`` says "cannot tell" because its load generator was late or the noise
+    picked its answer (checked against its facts); False when it answers (the caller checks the
+    answer). Any other "cannot tell" fails."""
     import dataclasses
 
     standing = analysis.standing
     if not standing.cannot_tell:
         return False
     summary = analysis.summary.to_dict(orient="records")
-    _check(dataclasses.asdict(standing), summary)
+    _check(dataclasses.asdict(standing), summary, analysis.knee.confidence_pct)
+    if standing.reason == "unsure":  # the evidence in full: another answer more common
+        assert moved_by_noise(analysis.knee) is not None, analysis.knee.confidence
     recs = analysis.recommendations
     assert recs.deploy is None and recs.items == (), recs  # nothing recommended from it
     return True
@@ -54,5 +62,5 @@ def late_cannot_tell_doc(doc: dict[str, Any]) -> bool:
     standing = doc.get("standing")
     if standing is None or standing["kind"] != "cannot_tell":
         return False
-    _check(standing, doc["summary"])
+    _check(standing, doc["summary"], doc["knee"].get("confidence_pct"))
     return True
