@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import http.client
+import json
 import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 from loadknee_locust.children import stop_child
@@ -185,6 +190,49 @@ def start_llama_server(
             time.sleep(0.3)
     proc.kill()
     raise RuntimeError("llama-server did not answer within 60 s")
+
+
+def decode_step_ms(
+    url: str, streams: tuple[int, ...], tokens: int = 32, rounds: int = 3
+) -> dict[int, float]:
+    """The engine's decode step (median gap between streamed tokens, ms) with each count of
+    streams running at once: ``{1: 7.4, 2: 18.9, 4: 20.6}``.
+
+    How the step grows with the batch is the engine's own on this CPU, and it decides which
+    limit binds first: on one kind of 2-core machine llama.cpp's step was 21-24 ms for one
+    sequence and 28-32 ms for four (it batches: the slots bind), on another (AVX-512) 7.4 ms
+    for one and 18.9 ms for two (a one-sequence fast path: compute binds at 2 users).
+    """
+    port = int(url.rsplit(":", 1)[1])
+    body = json.dumps({
+        "model": "tiny", "prompt": "hello " * 30, "max_tokens": tokens, "ignore_eos": True,
+        "stream": True, "temperature": 0,
+    })  # fmt: skip
+
+    def one(gaps: list[float]) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+            stamps = [
+                time.perf_counter() for line in conn.getresponse() if line.startswith(b"data: {")
+            ]
+        finally:
+            conn.close()
+        steps = sorted(b - a for a, b in pairwise(stamps[1:]))  # the first gap holds the prefill
+        if steps:
+            gaps.append(steps[len(steps) // 2] * 1000)
+
+    profile: dict[int, float] = {}
+    for count in streams:
+        gaps: list[float] = []
+        for _ in range(rounds):
+            threads = [threading.Thread(target=one, args=(gaps,)) for _ in range(count)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        profile[count] = statistics.median(gaps)
+    return profile
 
 
 # --- vLLM (CPU build), opt-in -------------------------------------------------------------------

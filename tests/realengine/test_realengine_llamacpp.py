@@ -1,4 +1,4 @@
-"""A real loadknee sweep against llama.cpp's llama-server: calibration, zero loss, the slot knee.
+"""A real loadknee sweep against llama.cpp's llama-server: calibration, zero loss, the knee.
 
 llama-server is built once from the llama.cpp sources in the llama-cpp-python sdist (cached outside
 the repo, see ``tests/realengine/engine.py``; ``tests/conftest.py`` builds it before any test
@@ -10,12 +10,20 @@ with a reason naming the queue, the tail must have departed at twice the slots, 
 recommended max_concurrency must be the 4 slots. ``--stop-after-knee -1`` keeps the 8-user level
 (twice the slots), whose queue the server's own counts must show.
 
-Why 4 slots and not more: on one thread this model's compute is spent at about 4 sequences at
-once on this kind of machine (median ITL 21-24 ms at 1, 28-32 ms at 4, 44-47 ms at 5-6 and 52-54
-ms at 8; 100 tok/s at 4 users, 102-111 at 8, in five runs). An 8-slot server is compute-bound
-past 4 users, so its knee is at 5 users with no queue at all, which the product said (CI at
-0223b4b: "4 → 5 users lost 15 tok/s"); a test that asked for a knee at the 8 slots was
+Why 4 slots and not more: on one kind of 2-core machine (no AVX-512) this model's compute is spent
+at about 4 sequences at once on one thread (median ITL 21-24 ms at 1, 28-32 ms at 4, 44-47 ms at
+5-6 and 52-54 ms at 8; 100 tok/s at 4 users, 102-111 at 8, in five runs). An 8-slot server is
+compute-bound past 4 users, so its knee is at 5 users with no queue at all, which the product said
+(CI at 0223b4b: "4 → 5 users lost 15 tok/s"); a test that asked for a knee at the 8 slots was
 asking for a wrong answer that noise sometimes gave. With 4 slots the slots bind first.
+
+Which limit binds is the engine's, on the CPU it gets, and the fixture measures it before the
+sweep (``decode_step_ms``): on an AVX-512 machine (AMD EPYC, fresh run #14) llama.cpp decodes one
+sequence in 7.4 ms and two in 18.9 ms (its one-sequence path is a matrix-vector product; two or
+more take the batched kernel), so the tail doubles at 2 users with no slot short: the knee is at
+2 users from the compute, and the answer is 1 (1 → 2 users lost 10 % of the throughput at 2.3×
+the tail). Each test asks for the answer that the measured step implies (:func:`_expected`), and
+the queue past the 4 slots at 8 users is checked on both kinds.
 
 ONE sweep (one server, the module's ``sweep`` fixture) serves every test here; each test asserts
 on its run directory what only a real engine can show: rows that are all ok and exactly on target
@@ -49,7 +57,12 @@ from analysis.stages.summary import summarize_stages
 from loadknee_core.numeric import counted
 from loadknee_core.slo_targets import parse_slo
 from tests.analysis.stages.gauge_agreement import gauge_agreement
-from tests.realengine.engine import ensure_built, missing_tools, start_llama_server
+from tests.realengine.engine import (
+    decode_step_ms,
+    ensure_built,
+    missing_tools,
+    start_llama_server,
+)
 from tests.support.counter_check import stage_counts
 
 #: ``quiet``: the sweep runs alone (tests/conftest.py). The engine computes on one thread of this
@@ -70,6 +83,13 @@ LEAST_SERVED = 3
 OUTPUT_TOKENS = 32
 INPUT_TOKENS = 32
 RELEASE_LINE = re.compile(r"slot\s+release:")
+#: the engine batches when its step with the slots full is under this many times its one-sequence
+#: step (measured 1.2-1.4×): the tail stays under 2× until requests queue past the slots
+BATCHES_BELOW = 1.5
+#: and compute binds at 2 users when the two-sequence step is at least this many times the one-
+#: sequence step (measured 2.5-2.9× on AVX-512, F16, F32 and Q8_0 weights alike): the tail has
+#: doubled before any slot is short
+COMPUTE_AT_TWO_FROM = 2.0
 # A guard against a hung run, not a speed target (about 2 min alone; a busy box is much slower)
 SWEEP_GUARD_S = 2400
 
@@ -85,6 +105,34 @@ class Sweep:
     info: dict[str, Any]
     served: int  # generation tasks the server finished during the sweep (its own log)
     knee: dict[str, Any]  # report/knee.json, as `loadknee analyze` wrote it
+    step_ms: dict[int, float]  # the engine's decode step with 1, 2 and SLOTS sequences at once
+
+
+@dataclass(frozen=True)
+class Expected:
+    """An answer the engine's measured step implies: the knee's users, the capacity, and a word
+    its stage's reasons must hold."""
+
+    limit: str  # "slots" or "compute"
+    knee_users: range
+    capacity: range
+    word: str
+
+
+SLOT_BOUND = Expected("slots", range(SLOTS + 1, 2 * SLOTS + 1), range(LEAST_SERVED, SLOTS + 1),
+                      "queue")  # fmt: skip
+COMPUTE_AT_TWO = Expected("compute", range(2, 3), range(1, 2), "throughput has flattened")
+
+
+def _expected(step_ms: dict[int, float]) -> tuple[Expected, ...]:
+    """What the product must answer on this engine: the slot knee where it batches, the compute
+    knee at 2 users where two sequences take twice one's step, either (each with its own reason)
+    on an engine in between, where noise may tip the reading."""
+    if step_ms[SLOTS] < BATCHES_BELOW * step_ms[1]:
+        return (SLOT_BOUND,)
+    if step_ms[2] >= COMPUTE_AT_TWO_FROM * step_ms[1]:
+        return (COMPUTE_AT_TWO,)
+    return (SLOT_BOUND, COMPUTE_AT_TWO)
 
 
 def _require_toolchain() -> None:
@@ -118,6 +166,8 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     tmp = tmp_path_factory.mktemp("llama")
     server = start_llama_server(ensure_built(), model="model-small", parallel=SLOTS)
     try:
+        step_ms = decode_step_ms(server.url, (1, 2, SLOTS), tokens=OUTPUT_TOKENS)
+        print(f"decode step, ms by sequences at once: {step_ms}")
         before = _served_tasks(server.log_path)
         run = _loadknee(
             "run", "--host", server.url, "--model", "tiny",
@@ -140,7 +190,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     assert "\nDEPLOY: " in run.stdout and (run_dir / "report" / "knee.json").exists(), run.stdout
     print((run_dir / "report" / "record.md").read_text())  # the record table, for the CI log
     knee = json.loads((run_dir / "report" / "knee.json").read_text())
-    return Sweep(server.url, tmp, run_dir, rows, info, served, knee)
+    return Sweep(server.url, tmp, run_dir, rows, info, served, knee, step_ms)
 
 
 def test_every_row_is_ok_and_exactly_on_target(sweep: Sweep) -> None:
@@ -191,12 +241,24 @@ def test_every_generation_the_server_finished_is_a_row(sweep: Sweep) -> None:
     assert len(dropped) <= 1, (len(dropped), len(rows))
 
 
-def test_sweep_finds_the_slot_knee_from_the_servers_queue(sweep: Sweep) -> None:
-    result = sweep.knee["knee"]
-    assert SLOTS < result["knee_users"] <= 2 * SLOTS, result["summary"]
+def _matching(result: dict[str, Any], step_ms: dict[int, float]) -> Expected:
+    """The expected answer this knee result is, or a failure saying what was expected."""
     knee_stage = next(s for s in result["stages"] if s["stage"] == result["knee_stage"])
     words = " ".join(knee_stage["reasons"]) + " " + knee_stage["bottleneck_reason"]
-    assert "queue" in words, words
+    for expected in _expected(step_ms):
+        if result["knee_users"] in expected.knee_users and expected.word in words:
+            return expected
+    raise AssertionError(
+        f"decode step {step_ms} ms implies {_expected(step_ms)}; got knee at "
+        f"{result['knee_users']} users: {words}"
+    )
+
+
+def test_sweep_finds_the_knee_the_engines_step_implies(sweep: Sweep) -> None:
+    """The slot knee from the server's queue where the engine batches; the compute knee at 2
+    users where its two-sequence step is twice its one-sequence step (the module's docstring)."""
+    result = sweep.knee["knee"]
+    expected = _matching(result, sweep.step_ms)
     # the tail: at twice the slots (8) half the requests wait a whole service time, so P95
     # must be past 2× the single-user tail there, named in each stage's reasons: departed, or, when
     # the machine's noise reaches below 2×, said to be undecided (never silent, never "held"). At
@@ -221,9 +283,9 @@ def test_sweep_finds_the_slot_knee_from_the_servers_queue(sweep: Sweep) -> None:
         told = any(f"{verdict} the tail has departed" in said for verdict in (":", "whether"))
         assert "P95" in said and told, (stage["target_users"], said)
     # what these 4 slots can serve at once: at most 4 (past them requests wait in the server's
-    # queue), and at least LEAST_SERVED (2 users get 58-63 tok/s, 4 users 93-103)
-    assert result["max_concurrency"] is not None
-    assert LEAST_SERVED <= result["max_concurrency"] <= SLOTS, result["summary"]
+    # queue), and at least LEAST_SERVED (2 users get 58-63 tok/s, 4 users 93-103); where the
+    # compute binds at 2 users, the one user it serves at its one-sequence step
+    assert result["max_concurrency"] in expected.capacity, (expected, result["summary"])
 
 
 def test_without_server_metrics_the_answer_stays_within_the_same_bounds(sweep: Sweep) -> None:
@@ -236,8 +298,8 @@ def test_without_server_metrics_the_answer_stays_within_the_same_bounds(sweep: S
     blind = _loadknee("analyze", str(hidden), "--quiet")
     assert blind.returncode == 0, blind.stderr[-3000:]
     blind_knee = json.loads((hidden / "report" / "knee.json").read_text())["knee"]
-    assert blind_knee["max_concurrency"] is not None, blind_knee["summary"]
-    assert LEAST_SERVED <= blind_knee["max_concurrency"] <= SLOTS, blind_knee["summary"]
+    expected = _matching(blind_knee, sweep.step_ms)
+    assert blind_knee["max_concurrency"] in expected.capacity, (expected, blind_knee["summary"])
 
 
 def test_llamacpp_metric_names_reach_the_record_and_the_autoscaler_files(sweep: Sweep) -> None:
@@ -267,7 +329,9 @@ def test_the_clients_running_estimate_matches_the_servers_gauge(sweep: Sweep) ->
     run = read_run(sweep.run_dir)
     agreement = gauge_agreement(run, summarize_stages(run))
     print(*agreement, sep="\n")
-    assert len(agreement) >= 5, agreement
+    # every stage of the sweep is compared (the grid's four, and its refine stages)
+    swept = [row for row in sweep.knee["summary"] if row["kind"] in ("step", "refine")]
+    assert len(agreement) == len(swept), (agreement, swept)
     kept, left = sum(a.samples for a in agreement), sum(a.in_transit for a in agreement)
     assert left <= 0.25 * (kept + left), agreement
     for a in agreement:
@@ -301,15 +365,19 @@ def test_each_stage_matches_the_servers_token_counter(sweep: Sweep) -> None:
 
 def test_slo_capacity_from_the_same_run_is_latency_bound(sweep: Sweep) -> None:
     """SLO capacity from the same run directory (no second sweep): a TTFT P95 limit between the
-    2- and 4-user stages' gives a capacity of 2 (or a refine level below 4 under the limit),
-    below the knee's answer at the 4 slots: latency-bound. On a busy machine a stage of ~35
+    stage at the knee's answer (the 4 slots, or 2 users where the compute binds there) and the
+    stage below it gives the lower one's users as capacity, at or below the knee's answer:
+    latency-bound. On a busy machine a stage of ~35
     requests can put 2's P95 above 4's (one slow request is its P95), or 1's above the limit: then
     the capacity is still what the rule gives (the unbroken run of passing stages from the
     lowest, grid and refine levels alike, computed here by hand) and the product must say it
     cannot tell, since a stage above the break passes again."""
     ttft = {row["target_users"]: row["ttft_p95_ms"] for row in sweep.knee["summary"]
             if row["kind"] in ("step", "refine")}  # fmt: skip
-    limit = float(f"{(ttft[2] * ttft[4]) ** 0.5:.1f}")  # as given on the command line
+    answer = sweep.knee["knee"]["max_concurrency"]
+    upper = min(users for users in ttft if users > 1 and users >= answer)
+    lower = max(users for users in ttft if users < upper)
+    limit = float(f"{(ttft[lower] * ttft[upper]) ** 0.5:.1f}")  # as given on the command line
     passing = [users for users in sorted(ttft) if ttft[users] <= limit]
     by_rule = next((u for u in sorted(ttft) if u not in passing), None)
     expected = max((u for u in passing if by_rule is None or u < by_rule), default=None)
@@ -328,7 +396,7 @@ def test_slo_capacity_from_the_same_run_is_latency_bound(sweep: Sweep) -> None:
     shown = f"{cap} ({slo['limits']}), {slo['binding']}-bound"
     assert "".join(shown.split()) in "".join(said.split()), slo_run.stdout
     again = [users for users in passing if by_rule is not None and users > by_rule]
-    if again:  # a noisy stage broke the run below 4 users and one above passed: cannot tell
+    if again:  # a noisy stage broke the run below the answer and one above passed: cannot tell
         assert slo["doubt"] and slo["doubt"] in slo["summary"], slo["summary"]
         assert f"{', '.join(map(str, again))} users" in slo["doubt"], slo["doubt"]
     assert slo["limits"] == parse_slo(f"ttft_p95_ms={limit}").text()  # the limit given, shown
