@@ -20,10 +20,13 @@ asking for a wrong answer that noise sometimes gave. With 4 slots the slots bind
 Which limit binds is the engine's, on the CPU it gets, and the fixture measures it before the
 sweep (``decode_step_ms``): on an AVX-512 machine (AMD EPYC, fresh run #14) llama.cpp decodes one
 sequence in 7.4 ms and two in 18.9 ms (its one-sequence path is a matrix-vector product; two or
-more take the batched kernel), so the tail doubles at 2 users with no slot short: the knee is at
-2 users from the compute, and the answer is 1 (1 → 2 users lost 10 % of the throughput at 2.3×
-the tail). Each test asks for the answer that the measured step implies (:func:`_expected`), and
-the queue past the 4 slots at 8 users is checked on both kinds.
+more take the batched kernel), so the tail doubles at 2 users with no slot short; 4 users then
+serve 40-50 % more than one, 13-16 % of one user's rate per added user, against the 15 % that
+makes 2 users' flat step a dip. The product's rules straddle that engine: it answered 1 (the
+compute knee at 2 users; fresh run #14) and, in another run, "cannot tell" (its resamples gave 2
+and 1, its point figure 4). Each test asks for what the measured step allows (:func:`_expected`):
+the slot knee where the engine batches; there, either knee with its own reason, or "cannot tell"
+with its evidence. The queue past the 4 slots at 8 users is checked on both kinds.
 
 ONE sweep (one server, the module's ``sweep`` fixture) serves every test here; each test asserts
 on its run directory what only a real engine can show: rows that are all ok and exactly on target
@@ -64,6 +67,7 @@ from tests.realengine.engine import (
     start_llama_server,
 )
 from tests.support.counter_check import stage_counts
+from tests.support.late_client import late_cannot_tell_doc
 
 #: ``quiet``: the sweep runs alone (tests/conftest.py). The engine computes on one thread of this
 #: machine, so its throughput is the CPU it gets: beside three other test processes' sweeps (load
@@ -86,10 +90,6 @@ RELEASE_LINE = re.compile(r"slot\s+release:")
 #: the engine batches when its step with the slots full is under this many times its one-sequence
 #: step (measured 1.2-1.4×): the tail stays under 2× until requests queue past the slots
 BATCHES_BELOW = 1.5
-#: and compute binds at 2 users when the two-sequence step is at least this many times the one-
-#: sequence step (measured 2.5-2.9× on AVX-512, F16, F32 and Q8_0 weights alike): the tail has
-#: doubled before any slot is short
-COMPUTE_AT_TWO_FROM = 2.0
 # A guard against a hung run, not a speed target (about 2 min alone; a busy box is much slower)
 SWEEP_GUARD_S = 2400
 
@@ -106,6 +106,7 @@ class Sweep:
     served: int  # generation tasks the server finished during the sweep (its own log)
     knee: dict[str, Any]  # report/knee.json, as `loadknee analyze` wrote it
     step_ms: dict[int, float]  # the engine's decode step with 1, 2 and SLOTS sequences at once
+    answered: bool  # False: "cannot tell", with its evidence (:func:`_answered`)
 
 
 @dataclass(frozen=True)
@@ -125,14 +126,28 @@ COMPUTE_AT_TWO = Expected("compute", range(2, 3), range(1, 2), "throughput has f
 
 
 def _expected(step_ms: dict[int, float]) -> tuple[Expected, ...]:
-    """What the product must answer on this engine: the slot knee where it batches, the compute
-    knee at 2 users where two sequences take twice one's step, either (each with its own reason)
-    on an engine in between, where noise may tip the reading."""
+    """What the product may answer on this engine: the slot knee where it batches; where it does
+    not (one sequence on a fast path, two or more at 2.3-2.6× its step), the product's own rules
+    straddle: 1 → 4 users gain 13-16 % of one user's rate per added user against the 15 % that
+    calls 2 users' flat step a dip (then the knee is the slots' queue) or the knee (then the
+    answer is 1), and noise picks; either, each with its own reason, or "cannot tell" with its
+    evidence (:func:`_answered`)."""
     if step_ms[SLOTS] < BATCHES_BELOW * step_ms[1]:
         return (SLOT_BOUND,)
-    if step_ms[2] >= COMPUTE_AT_TWO_FROM * step_ms[1]:
-        return (COMPUTE_AT_TWO,)
     return (SLOT_BOUND, COMPUTE_AT_TWO)
+
+
+def _answered(
+    done: subprocess.CompletedProcess[str], doc: dict[str, Any], step_ms: dict[int, float]
+) -> bool:
+    """True when ``loadknee`` answered (exit 0); False when it said "cannot tell" (exit 3), which
+    only an engine with two answers within its noise may get, and only with its evidence."""
+    if done.returncode == 0:
+        return True
+    assert done.returncode == 3, done.stdout[-3000:] + done.stderr[-3000:]
+    assert len(_expected(step_ms)) > 1, (step_ms, done.stdout[-3000:])
+    assert late_cannot_tell_doc(doc), doc.get("standing")
+    return False
 
 
 def _require_toolchain() -> None:
@@ -181,16 +196,17 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
         served = _served_tasks(server.log_path) - before
     finally:
         server.stop()
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     run_dir = tmp / "runs" / "llama"
+    assert (run_dir / "report" / "knee.json").exists(), run.stdout[-3000:] + run.stderr[-3000:]
     with (run_dir / "requests.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     info = json.loads((run_dir / "run.json").read_text())
-    # `loadknee run` ends with the answer: the analysis, as `loadknee analyze` runs it
-    assert "\nDEPLOY: " in run.stdout and (run_dir / "report" / "knee.json").exists(), run.stdout
     print((run_dir / "report" / "record.md").read_text())  # the record table, for the CI log
     knee = json.loads((run_dir / "report" / "knee.json").read_text())
-    return Sweep(server.url, tmp, run_dir, rows, info, served, knee, step_ms)
+    # `loadknee run` ends with the answer: the analysis, as `loadknee analyze` runs it
+    answered = _answered(run, knee, step_ms)
+    assert ("\nDEPLOY: " in run.stdout) == answered, run.stdout
+    return Sweep(server.url, tmp, run_dir, rows, info, served, knee, step_ms, answered)
 
 
 def test_every_row_is_ok_and_exactly_on_target(sweep: Sweep) -> None:
@@ -296,19 +312,31 @@ def test_without_server_metrics_the_answer_stays_within_the_same_bounds(sweep: S
         sweep.run_dir, hidden, ignore=shutil.ignore_patterns("report", "server_metrics.csv")
     )
     blind = _loadknee("analyze", str(hidden), "--quiet")
-    assert blind.returncode == 0, blind.stderr[-3000:]
-    blind_knee = json.loads((hidden / "report" / "knee.json").read_text())["knee"]
+    blind_doc = json.loads((hidden / "report" / "knee.json").read_text())
+    _answered(blind, blind_doc, sweep.step_ms)
+    blind_knee = blind_doc["knee"]
     expected = _matching(blind_knee, sweep.step_ms)
     assert blind_knee["max_concurrency"] in expected.capacity, (expected, blind_knee["summary"])
 
 
 def test_llamacpp_metric_names_reach_the_record_and_the_autoscaler_files(sweep: Sweep) -> None:
     report = sweep.run_dir / "report"
-    # the autoscaler files scale on llama.cpp's own names (analysis/cluster, written by analyze)
+    if not sweep.answered:  # "cannot tell" writes no autoscaler file: nothing to scale on
+        assert not (report / "keda-scaledobject.yaml").exists()
+        assert not (report / "hpa.yaml").exists()
+    else:  # the autoscaler files scale on llama.cpp's own names (analysis/cluster)
+        _autoscaler_files_name_llamacpp(report)
+    _queue_at_twice_the_slots(sweep)
+
+
+def _autoscaler_files_name_llamacpp(report: Path) -> None:
     keda = (report / "keda-scaledobject.yaml").read_text()
     hpa = (report / "hpa.yaml").read_text()
     assert "# Engine: llama.cpp" in keda and "vllm:" not in keda + hpa, keda
     assert "llamacpp:requests_processing" in keda and "llamacpp:requests_processing" in hpa
+
+
+def _queue_at_twice_the_slots(sweep: Sweep) -> None:
     # llama.cpp's metric names reached the canonical running / waiting columns
     # at twice the slots, 4 requests wait beside the 4 running; a scrape may fall while a few
     # users are between a finished request and their next one, so at least half of them
@@ -386,15 +414,17 @@ def test_slo_capacity_from_the_same_run_is_latency_bound(sweep: Sweep) -> None:
         "analyze", str(sweep.run_dir), "--quiet", "--out", str(report),
         "--slo", f"ttft_p95_ms={limit}",
     )  # fmt: skip
-    assert slo_run.returncode == 0, slo_run.stderr[-3000:]
+    slo_doc = json.loads((report / "knee.json").read_text())
+    slo_answered = _answered(slo_run, slo_doc, sweep.step_ms)
     print(slo_run.stdout)
     said = " ".join(slo_run.stdout.split())  # the screen wraps its lines at 100 characters
-    slo = json.loads((report / "knee.json").read_text())["slo"]
+    slo = slo_doc["slo"]
     assert (slo["capacity"], slo["binding"]) == (expected, "latency"), (slo["summary"], ttft)
     # the screen's SLO capacity: its users (none without one), its limits and what binds
     cap = "none" if expected is None else counted(expected, "user")
     shown = f"{cap} ({slo['limits']}), {slo['binding']}-bound"
-    assert "".join(shown.split()) in "".join(said.split()), slo_run.stdout
+    # ("cannot tell" puts the noise's answers on the screen instead of the capacities)
+    assert ("".join(shown.split()) in "".join(said.split())) == slo_answered, slo_run.stdout
     again = [users for users in passing if by_rule is not None and users > by_rule]
     if again:  # a noisy stage broke the run below the answer and one above passed: cannot tell
         assert slo["doubt"] and slo["doubt"] in slo["summary"], slo["summary"]
