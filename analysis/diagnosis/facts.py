@@ -64,6 +64,23 @@ MissingData = Literal["gpu_util", "server_queue"]
 
 
 @dataclass(frozen=True)
+class _MemoryReading:
+    """The memory figure a memory-minded rule read first: which one the knee judged the stage
+    by, and its peak (None: not measured)."""
+
+    memory: MemorySeen
+    memory_pct: float | None
+
+
+@dataclass(frozen=True)
+class _GpuUtilReading:
+    """GPU utilisation held against the one threshold that makes its rule's verdict."""
+
+    gpu_util_pct: float
+    threshold_pct: float
+
+
+@dataclass(frozen=True)
 class ClientBoundFact:
     """The load generator's CPU was at its limit: the stage is not trusted."""
 
@@ -72,11 +89,9 @@ class ClientBoundFact:
 
 
 @dataclass(frozen=True)
-class MemoryFullFact:
+class MemoryFullFact(_MemoryReading):
     """Memory at or above ``full_pct``, the OOM signal, or preempted sequences."""
 
-    memory: MemorySeen
-    memory_pct: float | None
     full_pct: float
     preemptions: float | None
     gpu_idle_pct: float | None
@@ -133,11 +148,9 @@ class PrefillFact:
 
 
 @dataclass(frozen=True)
-class KvContentionFact:
+class KvContentionFact(_MemoryReading):
     """The tail departed with memory not full, and the queue grew or SM utilisation stayed low."""
 
-    memory: MemorySeen
-    memory_pct: float | None
     waiting_grew: bool
     prev_waiting: float | None
     waiting: float | None
@@ -148,20 +161,16 @@ class KvContentionFact:
 
 
 @dataclass(frozen=True)
-class ComputeSaturatedFact:
+class ComputeSaturatedFact(_GpuUtilReading):
     """GPU utilisation at or above ``threshold_pct`` while throughput stopped growing."""
 
-    gpu_util_pct: float
-    threshold_pct: float
     kind: Literal["compute_saturated"] = "compute_saturated"
 
 
 @dataclass(frozen=True)
-class ThroughputStuckFact:
+class ThroughputStuckFact(_GpuUtilReading):
     """Throughput flat while the GPU stayed under ``threshold_pct`` busy."""
 
-    gpu_util_pct: float
-    threshold_pct: float
     kind: Literal["throughput_stuck"] = "throughput_stuck"
 
 
@@ -184,11 +193,9 @@ class ClosedLoopWaitFact:
 
 
 @dataclass(frozen=True)
-class MemoryLeadingFact:
+class MemoryLeadingFact(_MemoryReading):
     """Only the memory-pressure signal fired: memory fills before latency collapses."""
 
-    memory: MemorySeen
-    memory_pct: float | None
     kind: Literal["memory_leading"] = "memory_leading"
 
 

@@ -380,27 +380,8 @@ SignalFact = (
 )
 
 _BY_KIND: dict[str, type[Any]] = {}
-for _cls in (
-    GainFact,
-    PlateauFact,
-    TailFact,
-    SlaFact,
-    MemoryFact,
-    OomFact,
-    ErrorsFact,
-    RefusalsFact,
-    ClientCpuFact,
-    AbsentFact,
-    ServerQueueFact,
-    NoiseFact,
-    ClientQueueFact,
-    ClientUnqueuedFact,
-    InFlightFact,
-    LateClientFact,
-    ResumedFact,
-    QueuePassedFact,
-    GaugeCheckFact,
-):
+# every signal's record, and the gauge check (a knee's caveat, not a signal's)
+for _cls in (*get_args(SignalFact), GaugeCheckFact):
     for _kind in get_args(get_type_hints(_cls)["kind"]):
         _BY_KIND[_kind] = _cls
 
