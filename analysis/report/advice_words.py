@@ -9,6 +9,8 @@ record.md, report.html, the YAML comments and knee.json; a reason that is alread
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import singledispatch
+from typing import TypeAlias
 
 from analysis import rules
 from analysis.advice import facts
@@ -34,6 +36,15 @@ _QUEUE = {
     "server": "the server queued requests with every slot busy",
     "client": "requests waited for a slot while the server ran all it would (seen from the client)",
 }
+
+
+@singledispatch
+def reason_words(reason: facts.AdviceFact | str) -> str:
+    """A recommendation's reason in words: each fact's type registers its own words below (a str
+    is words already)."""
+    if isinstance(reason, str):
+        return reason
+    raise TypeError(f"no words for {reason!r}")
 
 
 def _users(n: int | None) -> str:
@@ -63,68 +74,69 @@ def _tail(users: int | None, tail: Signal | None) -> str:
     return f"{_users(users)} ({signal_text(tail) if tail is not None else ''})"
 
 
+#: the deploy answer by its kind (``configure``: :func:`_configure`), over the fact's figures
+#: (``f``) and the words :func:`deploy_fact_text` derives from them
+DEPLOY_WORDS = {
+    "no_stage": "no step stage was measured {cite}",
+    "none_safe": "no tested concurrency is safe: already at {at} {bounds} ({why}); test lower "
+    "concurrency {cite}",
+    "slo_none": "no tested concurrency meets the SLOs ({limits}); test lower {cite}",
+    "slo_bound": "configure {f.users} concurrent requests, bound by the SLOs ({limits}): the "
+    "highest tested concurrency that meets every one (the knee alone would allow "
+    "{f.batch_users}) {cite}",
+    "no_hard_knee_low": "no hard knee up to {top}, but the tail already departs at {departed}; "
+    "test lower concurrency for interactive traffic {cite}",
+    "no_hard_knee": "no hard knee up to {top}: latency grows steadily, the tail doubles at "
+    "~{departed_users}; configure {f.users} concurrent requests for interactive traffic (the "
+    "highest level whose tail has not left the single-user one; at {departed}); offline batch "
+    "jobs, loose on latency, may run at {f.top_users} {cite}",
+    "tested_range": "configure {f.top_users} concurrent requests, bound only by the tested "
+    "range: not saturated up to {top}; sweep higher to find the limit {cite}",
+}
+
+
+@reason_words.register
 def deploy_fact_text(fact: facts.DeployFact) -> str:
     """The deploy answer in one line, with its rule cited."""
-    cite = rules.cite(fact.rule)
-    if fact.kind == "no_stage":
-        return f"no step stage was measured {cite}"
-    if fact.kind == "none_safe":
-        return (
-            f"no tested concurrency is safe: already at {_users(fact.at_users)} "
-            f"{_bounds(fact.bounds)} ({_why(fact.why)}); test lower concurrency {cite}"
-        )
     if fact.kind == "configure":
-        capped = ""
-        if fact.cap_users is not None:
-            capped = f"; the capacity {fact.cap_users} bounds it"
-            if fact.server_slots is not None:
-                capped += f" (the server ran at most {fact.server_slots:g} at once)"
-        if fact.departed_users is not None:
-            capped += (
-                f"; no queue at the knee, and the tail already departed at "
-                f"{_tail(fact.departed_users, fact.departed_tail)}: {fact.users} for "
-                f"interactive traffic, the highest level whose tail has not left the "
-                f"single-user one (offline batch may run at {fact.batch_users})"
-            )
-        note = ""
-        if fact.tail_note is not None:
-            note = (
-                f"; note: at {_users(fact.users)} the tail has already departed "
-                f"({signal_text(fact.tail_note)})"
-            )
-        return (
-            f"configure {fact.users} concurrent requests, bound by {_bounds(fact.bounds)}: at "
-            f"{_users(fact.at_users)} {_why(fact.why)}{capped}{note} {cite}"
+        return _configure(fact)
+    return DEPLOY_WORDS[fact.kind].format(
+        f=fact,
+        at=_users(fact.at_users),
+        bounds=_bounds(fact.bounds) if fact.bounds else "",
+        why=_why(fact.why),
+        limits=_limits(fact.slo_limits),
+        top=_users(fact.top_users),
+        departed=_tail(fact.departed_users, fact.departed_tail),
+        departed_users=_users(fact.departed_users),
+        cite=rules.cite(fact.rule),
+    )
+
+
+def _configure(fact: facts.DeployFact) -> str:
+    """The stage before the first limit-breaking stage, what bounds it and its tail's note."""
+    cite = rules.cite(fact.rule)
+    capped = ""
+    if fact.cap_users is not None:
+        capped = f"; the capacity {fact.cap_users} bounds it"
+        if fact.server_slots is not None:
+            capped += f" (the server ran at most {fact.server_slots:g} at once)"
+    if fact.departed_users is not None:
+        capped += (
+            f"; no queue at the knee, and the tail already departed at "
+            f"{_tail(fact.departed_users, fact.departed_tail)}: {fact.users} for "
+            f"interactive traffic, the highest level whose tail has not left the "
+            f"single-user one (offline batch may run at {fact.batch_users})"
         )
-    if fact.kind == "slo_none":
-        return (
-            f"no tested concurrency meets the SLOs ({_limits(fact.slo_limits)}); test lower {cite}"
-        )
-    if fact.kind == "slo_bound":
-        return (
-            f"configure {fact.users} concurrent requests, bound by the SLOs "
-            f"({_limits(fact.slo_limits)}): "
-            f"the highest tested concurrency that meets every one (the knee alone would allow "
-            f"{fact.batch_users}) {cite}"
-        )
-    top = _users(fact.top_users)
-    if fact.kind == "no_hard_knee_low":
-        return (
-            f"no hard knee up to {top}, but the tail already departs at "
-            f"{_tail(fact.departed_users, fact.departed_tail)}; test lower concurrency for "
-            f"interactive traffic {cite}"
-        )
-    if fact.kind == "no_hard_knee":
-        return (
-            f"no hard knee up to {top}: latency grows steadily, the tail doubles at "
-            f"~{_users(fact.departed_users)}; configure {fact.users} concurrent requests for "
-            f"interactive traffic (the highest level whose tail has not left the single-user "
-            f"one; at {_tail(fact.departed_users, fact.departed_tail)}); offline batch jobs, "
-            f"loose on latency, may run at {fact.top_users} {cite}"
+    note = ""
+    if fact.tail_note is not None:
+        note = (
+            f"; note: at {_users(fact.users)} the tail has already departed "
+            f"({signal_text(fact.tail_note)})"
         )
     return (
-        f"configure {fact.top_users} concurrent requests, bound only by the tested range: not "
-        f"saturated up to {top}; sweep higher to find the limit {cite}"
+        f"configure {fact.users} concurrent requests, bound by {_bounds(fact.bounds)}: at "
+        f"{_users(fact.at_users)} {_why(fact.why)}{capped}{note} {cite}"
     )
 
 
@@ -157,6 +169,7 @@ def context_lines(knee: KneeResult, watermark: object | None) -> list[str]:
     return lines
 
 
+@reason_words.register
 def _max_concurrency(fact: facts.MaxConcurrencyFact) -> str:
     if fact.kind == "before_knee":
         return (
@@ -171,6 +184,7 @@ def _max_concurrency(fact: facts.MaxConcurrencyFact) -> str:
     )
 
 
+@reason_words.register
 def _base_capacity(fact: facts.BaseCapacityFact) -> str:
     terms = base_capacity_terms(fact.memory_pressure_pct)
     if fact.found:
@@ -178,6 +192,7 @@ def _base_capacity(fact: facts.BaseCapacityFact) -> str:
     return f"no stage met {terms}"
 
 
+@reason_words.register
 def _watermark(fact: facts.WatermarkFact) -> str:
     if fact.kind == "interactive":
         return "interactive traffic keeps the margin below the knee " + rules.cite(fact.rule)
@@ -188,6 +203,7 @@ def _watermark(fact: facts.WatermarkFact) -> str:
     )
 
 
+@reason_words.register
 def _offline(fact: facts.OfflineFact) -> str:
     if fact.kind == "at_knee":
         return (
@@ -203,14 +219,51 @@ def _offline(fact: facts.OfflineFact) -> str:
     return "no knee measured: offline batch jobs use the capacity"
 
 
-def _queue_timeout(fact: facts.QueueTimeoutFact) -> str:
-    return (
-        f"baseline e2e {fact.percentile} {fact.baseline_ms:,.0f} ms × {fact.margin:g}: normal "
-        "requests are not rejected for a short queue; adjust to the queue seen in production "
-        + rules.cite(fact.rule)
-    )
+#: the settings' reasons that are one sentence over their fact's figures (``f``), each followed by
+#: its rule; ``limit`` and ``assumed`` are the words :func:`_said` adds for a cap and for memory
+SAID: dict[type, str] = {
+    facts.QueueTimeoutFact: "baseline e2e {f.percentile} {f.baseline_ms:,.0f} ms × {f.margin:g}: "
+    "normal requests are not rejected for a short queue; adjust to the queue seen in production",
+    facts.CapFact: "from the capacity {f.max_concurrency} (the stage before {limit} at "
+    "{f.limit_users} users) × batch size {f.batch_size}: past it the server queues requests "
+    "instead of running out of memory",
+    facts.OwnLimitFact: "the knee is the server's own concurrency limit: it ran {f.slots} at once "
+    "while requests waited, with the KV cache at most {f.kv_peak_pct:.0f} % full; raise {f.flag} "
+    "to ~{f.predicted} (what the KV headroom predicts at {f.memory_pressure_pct:g} %) and re-run "
+    "the sweep; its current value is the limit, not the fix",
+    facts.GpuMemoryFact: "memory led the failure at the knee / red line: lower it from "
+    "{f.current:.2f}{assumed} to {f.lower:.2f} for steadier queueing instead of OOM, at the cost "
+    "of a smaller KV-cache pool",
+    facts.ModelLenFact: "from the replayed log's longest real context, {f.longest_tokens:,.0f} "
+    "tokens over {f.records:,.0f} requests, × {f.headroom:g} headroom, rounded up to a power of "
+    "two: reserving the model's full length wastes KV cache that concurrency could use",
+}
+OneSentenceFact: TypeAlias = (
+    facts.QueueTimeoutFact | facts.CapFact | facts.OwnLimitFact | facts.GpuMemoryFact
+    | facts.ModelLenFact
+)  # fmt: skip
+#: where a concurrency cap was read: the stage before which limit
+CAP_LIMITS = {"knee": "the knee", "red_line": "the red line"}
 
 
+@reason_words.register(facts.QueueTimeoutFact)
+@reason_words.register(facts.OwnLimitFact)
+@reason_words.register(facts.ModelLenFact)
+def _said(fact: OneSentenceFact, **words: str) -> str:
+    return f"{SAID[type(fact)].format(f=fact, **words)} {rules.cite(fact.rule)}"
+
+
+@reason_words.register
+def _cap(fact: facts.CapFact) -> str:
+    return _said(fact, limit=CAP_LIMITS[fact.limit])
+
+
+@reason_words.register
+def _gpu_memory(fact: facts.GpuMemoryFact) -> str:
+    return _said(fact, assumed=" (vLLM default, assumed)" if fact.assumed else "")
+
+
+@reason_words.register
 def _request_timeout(fact: facts.RequestTimeoutFact) -> str:
     if fact.method == "tpot":
         how = (
@@ -229,43 +282,7 @@ def _request_timeout(fact: facts.RequestTimeoutFact) -> str:
     )
 
 
-def _cap(fact: facts.CapFact) -> str:
-    limit = "the knee" if fact.limit == "knee" else "the red line"
-    return (
-        f"from the capacity {fact.max_concurrency} (the stage before {limit} at "
-        f"{fact.limit_users} users) × batch size {fact.batch_size}: past it the server queues "
-        "requests instead of running out of memory " + rules.cite(fact.rule)
-    )
-
-
-def _own_limit(fact: facts.OwnLimitFact) -> str:
-    return (
-        f"the knee is the server's own concurrency limit: it ran {fact.slots} at once while "
-        f"requests waited, with the KV cache at most {fact.kv_peak_pct:.0f} % full; raise "
-        f"{fact.flag} to ~{fact.predicted} (what the KV headroom predicts at "
-        f"{fact.memory_pressure_pct:g} %) and re-run the sweep; its current value is the limit, "
-        "not the fix " + rules.cite(fact.rule)
-    )
-
-
-def _gpu_memory(fact: facts.GpuMemoryFact) -> str:
-    assumed = " (vLLM default, assumed)" if fact.assumed else ""
-    return (
-        f"memory led the failure at the knee / red line: lower it from {fact.current:.2f}"
-        f"{assumed} to {fact.lower:.2f} for steadier queueing instead of OOM, at the cost of a "
-        "smaller KV-cache pool " + rules.cite(fact.rule)
-    )
-
-
-def _model_len(fact: facts.ModelLenFact) -> str:
-    return (
-        f"from the replayed log's longest real context, {fact.longest_tokens:,.0f} tokens over "
-        f"{fact.records:,.0f} requests, × {fact.headroom:g} headroom, rounded up to a power of "
-        "two: reserving the model's full length wastes KV cache that concurrency could use "
-        + rules.cite(fact.rule)
-    )
-
-
+@reason_words.register
 def _replicas(fact: facts.ReplicasFact) -> str:
     measured = "measured" if fact.measured else "assumed linear; measure N replicas"
     return (
@@ -278,6 +295,7 @@ def _limits(params: SloParams | None) -> str:
     return "none" if params is None else limits_text(params)
 
 
+@reason_words.register
 def _slo(fact: facts.SloAdviceFact) -> str:
     if fact.kind == "slo_capacity":
         if fact.capacity is None:
@@ -312,37 +330,6 @@ def _slo(fact: facts.SloAdviceFact) -> str:
         f"target {fact.target} concurrent users / ({fact.per_replica} per replica from the "
         f"{source} × replica efficiency {fact.efficiency or 0.0:.2f}); {fact.binding}-bound"
     )
-
-
-def reason_words(reason: facts.AdviceFact | str) -> str:
-    """A recommendation's reason in words."""
-    if isinstance(reason, str):
-        return reason
-    if isinstance(reason, facts.DeployFact):
-        return deploy_fact_text(reason)
-    if isinstance(reason, facts.MaxConcurrencyFact):
-        return _max_concurrency(reason)
-    if isinstance(reason, facts.BaseCapacityFact):
-        return _base_capacity(reason)
-    if isinstance(reason, facts.WatermarkFact):
-        return _watermark(reason)
-    if isinstance(reason, facts.OfflineFact):
-        return _offline(reason)
-    if isinstance(reason, facts.QueueTimeoutFact):
-        return _queue_timeout(reason)
-    if isinstance(reason, facts.RequestTimeoutFact):
-        return _request_timeout(reason)
-    if isinstance(reason, facts.CapFact):
-        return _cap(reason)
-    if isinstance(reason, facts.OwnLimitFact):
-        return _own_limit(reason)
-    if isinstance(reason, facts.GpuMemoryFact):
-        return _gpu_memory(reason)
-    if isinstance(reason, facts.ModelLenFact):
-        return _model_len(reason)
-    if isinstance(reason, facts.SloAdviceFact):
-        return _slo(reason)
-    return _replicas(reason)
 
 
 #: recommendation-key section → the engine's name

@@ -26,7 +26,6 @@ from analysis.diagnosis.facts import (
     KvContentionFact,
     MemoryFullFact,
     MemoryLeadingFact,
-    MemorySeen,
     MissingData,
     NoRuleFact,
     PrefillFact,
@@ -36,16 +35,10 @@ from analysis.diagnosis.facts import (
     ThroughputStuckFact,
 )
 from analysis.knee.facts import LateClientFact
-from analysis.report.knee_words import host_load_text
+from analysis.report.knee_words import MEMORY_NAMES, host_load_text
 from loadknee_core.contract import all_failed_words
 from loadknee_core.numeric import counted, fmt, fmt_ms
 
-#: how each memory figure is named
-MEMORY_NAMES: dict[MemorySeen, str] = {
-    "unknown": "memory",
-    "kv_cache": "KV-cache",
-    "gpu": "GPU memory",
-}
 #: how each decode-speed figure is named
 DECODE_NAMES = {"tpot": "TPOT", "itl": "ITL"}
 #: how each missing server figure is named

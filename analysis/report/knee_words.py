@@ -8,6 +8,7 @@ of number formats, so a rewording is one change here and one reviewed diff of th
 
 from __future__ import annotations
 
+from functools import singledispatch
 from typing import TYPE_CHECKING
 
 from analysis import rules
@@ -49,7 +50,9 @@ TAIL_SOURCES: dict[TailSource, str] = {
 }
 #: what a stage says when its tail's point figure is past the limit but its noise reaches below
 TAIL_UNDECIDED = "cannot tell whether the tail has departed"
-MEMORY_SOURCES = {
+#: how each memory figure is named, the knee's and the diagnosis's ("unknown": no gauge named it)
+MEMORY_NAMES = {
+    "unknown": "memory",
     "kv_cache": "KV-cache",
     "gpu": "GPU memory",
     "gpu_preallocated": "GPU memory (flat across stages: pre-allocated)",
@@ -76,73 +79,10 @@ def signal_text(signal: Signal) -> str:
     return signal.said if signal.fact is None else fact_text(signal.fact)
 
 
+@singledispatch
 def fact_text(fact: SignalFact | GaugeCheckFact) -> str:
-    """One fact in words."""
-    match fact:
-        case GainFact():
-            return _gain(fact)
-        case PlateauFact():
-            return _plateau(fact)
-        case TailFact():
-            return _tail(fact)
-        case SlaFact():
-            return (
-                f"{fact.percentile.upper()} e2e {fmt(fact.tail_ms, ' ms')} against the SLA of "
-                f"{fact.threshold_ms:g} ms"
-            )
-        case MemoryFact():
-            return _memory(fact)
-        case OomFact():
-            return _oom(fact)
-        case ErrorsFact():
-            text = f"success {fmt(fact.success_pct, ' %')} ({fact.failed} of {fact.served} failed)"
-            if fact.kind == "errors":
-                return text
-            return f"{text}; red line above {fact.threshold_pct:g} % errors"
-        case RefusalsFact():
-            return (
-                f"{fact.refused} of {fact.served} requests refused at once "
-                f"({fmt(fact.error_pct, ' %')})"
-            )
-        case ClientCpuFact():
-            return (
-                f"load-generator CPU peak {fmt(fact.cpu_peak_pct, ' %')} of a core "
-                f"(client-bound at {fact.threshold_pct:g} %)"
-            )
-        case AbsentFact():
-            return ABSENT[fact.kind]
-        case ServerQueueFact():
-            return _server_queue(fact)
-        case NoiseFact():
-            return _noise(fact)
-        case ClientQueueFact():
-            return _client_queue(fact)
-        case ClientUnqueuedFact():
-            return (
-                f"seen from the client: {fact.waiting:.1f} requests waited on average, no queue; "
-                "the client's throughput figure is untrusted, the queue estimate's word stands "
-                + rules.cite(fact.rule)
-            )
-        case InFlightFact():
-            return _in_flight(fact)
-        case LateClientFact():
-            return _late(fact)
-        case ResumedFact():
-            more = (fact.later_rate / fact.rate - 1) * 100
-            return (
-                f"throughput grew again: {fact.later_users} users served {fmt(fact.later_rate)} "
-                f"{fact.column}, {more:.0f} % more than {fmt(fact.rate)} here (a dip, not the "
-                f"knee; {fact.threshold_pct:g} % or more counts)"
-            )
-        case QueuePassedFact():
-            return (
-                f"the queue passed: {fmt(fact.waiting)} requests waited here on average (seen "
-                f"from the client), yet at {fact.later_users} users, {fmt(fact.later_in_flight)} "
-                f"in flight, {fmt(fact.later_waiting)} did: a slowdown, not the server's limit "
-                f"(a queue does not empty as users are added)"
-            )
-        case GaugeCheckFact():
-            return _gauges(fact)
+    """One fact in words: each fact's type registers its own words below (one function per
+    kind of fact, found by the argument's type rather than a chain of cases)."""
     raise TypeError(f"no words for {fact!r}")
 
 
@@ -159,6 +99,7 @@ def _times(ratio: float, bound: float | None = None) -> str:
     return f"{ratio:.1f}".rstrip("0").rstrip(".")
 
 
+@fact_text.register
 def _gain(fact: GainFact) -> str:
     text = "no earlier stage to compare with"
     if (
@@ -201,6 +142,7 @@ def capacity_words(low: float, high: float, capacity: float, *, named: bool = Tr
     return f"{'capacity ' if named else ''}{mid} users, 90 % interval {span}"
 
 
+@fact_text.register
 def _plateau(fact: PlateauFact) -> str:
     words = capacity_words(fact.capacity_low_users, fact.capacity_high_users, fact.capacity_users)
     return (
@@ -210,6 +152,7 @@ def _plateau(fact: PlateauFact) -> str:
     )
 
 
+@fact_text.register
 def _tail(fact: TailFact) -> str:
     name = fact.percentile.upper()
     what, unit = ("seconds per 1k tokens", " s") if fact.metric == "s_per_1k" else ("e2e", " ms")
@@ -234,13 +177,21 @@ def _tail(fact: TailFact) -> str:
     )
 
 
+@fact_text.register
+def _sla(fact: SlaFact) -> str:
+    name, tail = fact.percentile.upper(), fmt(fact.tail_ms, " ms")
+    return f"{name} e2e {tail} against the SLA of {fact.threshold_ms:g} ms"
+
+
+@fact_text.register
 def _memory(fact: MemoryFact) -> str:
-    text = f"{MEMORY_SOURCES[fact.source]} peak {fmt(fact.peak_pct, ' %')}"
+    text = f"{MEMORY_NAMES[fact.source]} peak {fmt(fact.peak_pct, ' %')}"
     if fact.kind == "memory_pressure":
         return f"{text} (pressure at {fact.threshold_pct:g} %)"
     return f"{text}: at or above {fact.threshold_pct:g} % the next stage risks OOM"
 
 
+@fact_text.register
 def _oom(fact: OomFact) -> str:
     if fact.kind == "oom_crash":
         return (
@@ -254,6 +205,30 @@ def _oom(fact: OomFact) -> str:
     )
 
 
+@fact_text.register
+def _errors(fact: ErrorsFact) -> str:
+    text = f"success {fmt(fact.success_pct, ' %')} ({fact.failed} of {fact.served} failed)"
+    red_line = f"; red line above {fact.threshold_pct:g} % errors"
+    return text if fact.kind == "errors" else text + red_line
+
+
+@fact_text.register
+def _refusals(fact: RefusalsFact) -> str:
+    return f"{fact.refused} of {fact.served} requests refused at once ({fmt(fact.error_pct, ' %')})"
+
+
+@fact_text.register
+def _client_cpu(fact: ClientCpuFact) -> str:
+    peak = fmt(fact.cpu_peak_pct, " %")
+    return f"load-generator CPU peak {peak} of a core (client-bound at {fact.threshold_pct:g} %)"
+
+
+@fact_text.register
+def _absent(fact: AbsentFact) -> str:
+    return ABSENT[fact.kind]
+
+
+@fact_text.register
 def _server_queue(fact: ServerQueueFact) -> str:
     if fact.kind == "server_free_slots":
         text = (
@@ -274,6 +249,7 @@ def _server_queue(fact: ServerQueueFact) -> str:
     )
 
 
+@fact_text.register
 def _noise(fact: NoiseFact) -> str:
     need = fact.window_needed_s
     need_text = (
@@ -292,6 +268,7 @@ def _noise(fact: NoiseFact) -> str:
     return f"throughput ±{fact.width_pct:.1f} % (95 %, {windows} time windows)"
 
 
+@fact_text.register
 def _client_queue(fact: ClientQueueFact) -> str:
     late = ""
     share, wait_ms = fact.late_share_pct, fact.late_wait_ms
@@ -309,6 +286,16 @@ def _client_queue(fact: ClientQueueFact) -> str:
     )
 
 
+@fact_text.register
+def _client_unqueued(fact: ClientUnqueuedFact) -> str:
+    return (
+        f"seen from the client: {fact.waiting:.1f} requests waited on average, no queue; "
+        "the client's throughput figure is untrusted, the queue estimate's word stands "
+        + rules.cite(fact.rule)
+    )
+
+
+@fact_text.register
 def _in_flight(fact: InFlightFact) -> str:
     head = (
         f"the client kept {fact.in_flight:.1f} requests in flight on average for "
@@ -341,6 +328,7 @@ def lag_text(fact: LateClientFact) -> str:
     )
 
 
+@fact_text.register
 def _late(fact: LateClientFact) -> str:
     rule = (
         f"late at {fact.limit_ms:g} ms on average, or over {fact.share_pct:g} % of the e2e P50 "
@@ -354,6 +342,27 @@ def _late(fact: LateClientFact) -> str:
     )
 
 
+@fact_text.register
+def _resumed(fact: ResumedFact) -> str:
+    more = (fact.later_rate / fact.rate - 1) * 100
+    return (
+        f"throughput grew again: {fact.later_users} users served {fmt(fact.later_rate)} "
+        f"{fact.column}, {more:.0f} % more than {fmt(fact.rate)} here (a dip, not the "
+        f"knee; {fact.threshold_pct:g} % or more counts)"
+    )
+
+
+@fact_text.register
+def _queue_passed(fact: QueuePassedFact) -> str:
+    return (
+        f"the queue passed: {fmt(fact.waiting)} requests waited here on average (seen "
+        f"from the client), yet at {fact.later_users} users, {fmt(fact.later_in_flight)} "
+        f"in flight, {fmt(fact.later_waiting)} did: a slowdown, not the server's limit "
+        f"(a queue does not empty as users are added)"
+    )
+
+
+@fact_text.register
 def _gauges(fact: GaugeCheckFact) -> str:
     parts = []
     if fact.running_off:

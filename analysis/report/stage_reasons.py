@@ -36,21 +36,20 @@ LENGTH_ADVICE = (
 )
 
 
+#: a stage's rows in words, by their kind, over the fact's figures (``f``) and the share left out
+ROWS_WORDS = {
+    "no_requests": "no requests were measured in this stage",
+    "lengths_missed": "{f.excluded} of {f.requests} requests ({share}) missed the requested "
+    "token lengths and were excluded; " + LENGTH_ADVICE,
+    "none_usable": "no request of this stage was usable",
+    "some_excluded": "{f.excluded} of {f.requests} requests ({share}) excluded: their token "
+    "counts missed the requested lengths",
+}
+
+
 def _rows_words(fact: RowsFact) -> str:
     share = f"{100.0 * fact.excluded / fact.requests:.0f} %" if fact.requests else ""
-    if fact.kind == "no_requests":
-        return "no requests were measured in this stage"
-    if fact.kind == "lengths_missed":
-        return (
-            f"{fact.excluded} of {fact.requests} requests ({share}) missed the requested token "
-            f"lengths and were excluded; {LENGTH_ADVICE}"
-        )
-    if fact.kind == "none_usable":
-        return "no request of this stage was usable"
-    return (
-        f"{fact.excluded} of {fact.requests} requests ({share}) excluded: "
-        "their token counts missed the requested lengths"
-    )
+    return ROWS_WORDS[fact.kind].format(f=fact, share=share)
 
 
 def rows_detail(fact: RowsFact) -> str:

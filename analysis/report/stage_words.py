@@ -50,24 +50,22 @@ def provisional_text(provisional: RunCut | str) -> str:
 
 #: how each figure of a spread warning is named
 SPREAD_FIGURES = {"e2e_ms": "e2e latency (ms)", "s_per_1k": "seconds per 1k tokens"}
+#: each warning on the baseline but the spread's, over the note's figures (``n``) and its rule
+NOTES = {
+    "no_baseline": "no stage served any request: there is no baseline to compare against",
+    "first_stage": "no baseline stage: the first step stage ({n.users} users) stands in for it, "
+    "and its throughput / {n.users} for the single-user rate",
+    "few_requests": "baseline has only {n.requests} served requests (the method asks for "
+    "{n.min_requests} or more): its P95 is rough {cite}",
+}
 
 
 def baseline_note_text(note: BaselineNote | str) -> str:
     """One warning on the baseline in words (a str is words read back from knee.json)."""
     if isinstance(note, str):
         return note
-    if note.kind == "no_baseline":
-        return "no stage served any request: there is no baseline to compare against"
-    if note.kind == "first_stage":
-        return (
-            f"no baseline stage: the first step stage ({note.users} users) stands in for it, "
-            f"and its throughput / {note.users} for the single-user rate"
-        )
-    if note.kind == "few_requests":
-        return (
-            f"baseline has only {note.requests} served requests (the method asks for "
-            f"{note.min_requests} or more): its P95 is rough {rules.cite(note.rule)}"
-        )
+    if note.kind in NOTES:
+        return NOTES[note.kind].format(n=note, cite=rules.cite(note.rule))
     p50, p95 = note.p50 or 0.0, note.p95 or 0.0
     return (
         f"baseline {SPREAD_FIGURES[note.figure or 'e2e_ms']} P95 {sig4(p95)} is "

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from analysis.predict.around import WhatIfRow
 from analysis.predict.facts import Prediction
-from analysis.report.html import _table, esc
+from analysis.report.html_kit import esc, table
 from analysis.report.predict_words import BOUND_WORDS, span_text
 
 #: the table's columns, in order
@@ -78,5 +78,5 @@ def whatif_html(rows: Sequence[WhatIfRow], measured: int | None) -> str:
         "<code>loadknee predict RUN_DIR --input-tokens N --output-tokens M</code> or "
         "<code>--prompt-log LOG</code>; the model is in the method (What-if prediction)."
     )
-    table = _table(HEADERS, body, numeric=(1, 2)).replace("<table>", '<table class="whatif">', 1)
-    return f'<h3 id="what-if">What if?</h3><p class="legend">{caption}</p>{table}'
+    shown = table(HEADERS, body, numeric=(1, 2), css="whatif")
+    return f'<h3 id="what-if">What if?</h3><p class="legend">{caption}</p>{shown}'

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from analysis.report.html import _table, esc
+from analysis.report.html_kit import esc, table
 from analysis.report.knee_json import jsonable
 from analysis.report.slo_words import breaks_text, classes_text, limits_text
 from analysis.report.table import fmt_magnitude
@@ -129,7 +129,7 @@ def _num(value: Any) -> str:
 
 def _rows_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[_num(v) if not isinstance(v, str) else esc(v) for v in row] for row in rows]
-    return _table(headers, cells, numeric=tuple(range(len(headers))))
+    return table(headers, cells, numeric=tuple(range(len(headers))))
 
 
 def _cache_html(section: Mapping[str, Any]) -> str:

@@ -26,7 +26,8 @@ from analysis.cluster.emit import (
 from analysis.pipeline import Analysis
 from analysis.predict.around import around_the_run
 from analysis.report.answer_view import answer_view, capacity_words
-from analysis.report.html import HtmlReport, redact, render_html
+from analysis.report.html import HtmlReport, render_html
+from analysis.report.html_params import redact
 from analysis.report.knee_json import analysis_json
 from analysis.report.knee_summary import summary_words
 from analysis.report.painter import Painter, PlotInputs

@@ -22,7 +22,7 @@ from analysis.inputs.nvsmi import resolve_tz
 from analysis.pipeline import analyze_run
 from analysis.traffic.curve_headroom import ReplayBreak, Tracking, replay_break, tracking
 from analysis.traffic.headroom import SCALES, Capacity, Headroom, headroom, run_capacity
-from analysis.traffic.render import text_lines, to_json
+from analysis.traffic.render import TraceReading, text_lines, to_json
 from analysis.traffic.shape import LatencyModel, ShapeParams, traffic_shape
 from loadknee_core.command_parser import CommandParser, fail
 from loadknee_core.slo_targets import SloParams
@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     stem = Path(ns.log).name
     json_path = out / f"{stem}.trace.json"
-    doc = to_json(shape, read, room=room, capacity=capacity)
+    reading = TraceReading(shape, read, room, capacity)
+    doc = to_json(reading)
     if replay is not None:
         doc["curve_replay"] = asdict(replay)
     if followed is not None:
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         fig = traffic_figure(shape, room=room, title=f"{stem} ({read.format})")
         written.append(save_png(fig, out / f"{stem}.trace.png"))
     if not ns.quiet:
-        for line in text_lines(shape, read, tz=tz, room=room, capacity=capacity):
+        for line in text_lines(reading, tz=tz):
             print(line)
         if followed is not None:
             print(followed.text)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime, tzinfo
 from typing import Any
 
@@ -63,15 +63,20 @@ def _inflight(shape: TrafficShape, tz: tzinfo | None) -> str:
     return text
 
 
-def text_lines(
-    shape: TrafficShape,
-    read: TraceRead,
-    *,
-    tz: tzinfo | None = None,
-    room: Headroom | None = None,
-    capacity: Capacity | None = None,
-) -> list[str]:
+@dataclass(frozen=True)
+class TraceReading:
+    """What ``loadknee trace`` found, as both renderers take it: the log as read and its shape;
+    against a run, the run's capacity and the headroom the shape leaves under it."""
+
+    shape: TrafficShape
+    read: TraceRead
+    room: Headroom | None = None
+    capacity: Capacity | None = None
+
+
+def text_lines(reading: TraceReading, *, tz: tzinfo | None = None) -> list[str]:
     """The terminal table: a few lines, numbers with their units."""
+    shape, read, room, capacity = reading.shape, reading.read, reading.room, reading.capacity
     lines = [f"trace  {read.summary()}"]
     if read.failed:
         lines.append(f"       {read.failed} failed requests (0 response tokens): arrivals only")
@@ -112,14 +117,9 @@ def text_lines(
     return lines
 
 
-def to_json(
-    shape: TrafficShape,
-    read: TraceRead,
-    *,
-    room: Headroom | None = None,
-    capacity: Capacity | None = None,
-) -> dict[str, Any]:
+def to_json(reading: TraceReading) -> dict[str, Any]:
     """Everything measured, curves included; times are the log's (unix or relative seconds)."""
+    shape, read, room, capacity = reading.shape, reading.read, reading.room, reading.capacity
     out: dict[str, Any] = {
         "log": {
             "file": read.path.rsplit("/", 1)[-1],

@@ -10,7 +10,8 @@ from html.parser import HTMLParser
 import pytest
 
 from analysis.model import PERCENTILE_METHOD
-from analysis.report.html import FIRST_PLOTS, HtmlReport, is_secret_key, redact, render_html
+from analysis.report.html import FIRST_PLOTS, HtmlReport, render_html
+from analysis.report.html_params import is_secret_key, redact
 from analysis.report.plots import png_bytes, throughput_figure
 from analysis.report.table import record_frame
 from tests.support.report_fixtures import (

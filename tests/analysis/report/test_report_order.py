@@ -17,7 +17,8 @@ import pytest
 from analysis.advice.deploy import memory_pressure_pct
 from analysis.cli import main
 from analysis.knee.find import find_knee
-from analysis.report.html import FIRST_PLOTS, SECTIONS, local_paths
+from analysis.report.html import FIRST_PLOTS, SECTIONS
+from analysis.report.html_params import local_paths
 from analysis.report.plots import PREALLOCATED_LABEL, latency_figure
 from analysis.report.slo_plot import interactivity_figure
 from tests.support.report_fixtures import (
