@@ -82,7 +82,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 RUN_JSON: Final = "run.json"
 STAGES_CSV: Final = "stages.csv"
@@ -94,14 +94,14 @@ CLIENT_CSV: Final = "client.csv"
 LOCUST_LOG: Final = "locust.log"
 
 Phase = Literal["baseline", "warmup", "measure", "cooldown"]
-PHASES: Final[tuple[str, ...]] = ("baseline", "warmup", "measure", "cooldown")
+PHASES: Final[tuple[str, ...]] = get_args(Phase)
 
-StageKind = Literal["baseline", "step", "refine"]
-STAGE_KINDS: Final[tuple[str, ...]] = (
+StageKind = Literal[
     "baseline",  # one user, sequential requests
     "step",  # a level of the planned (coarse) grid
     "refine",  # a level added between the last good level and the knee, to pin max_concurrency
-)
+]
+STAGE_KINDS: Final[tuple[str, ...]] = get_args(StageKind)
 #: The red line's error share, one setting for the sweep and the analysis: a stage whose failed
 #: requests are more than this % of its measured ones is the red line. The sweep stops there
 #: (``--llm-red-line-error-pct``) and the analysis names it so (``--red-line-error-pct``); 0 makes
@@ -117,17 +117,6 @@ INTERVAL_TARGET_PCT: Final[float] = 5.0
 LEVEL_KINDS: Final[tuple[str, ...]] = ("step", "refine")
 
 StopReason = Literal[
-    "duration",
-    "request_count",
-    "precise",
-    "imprecise",
-    "red_line",
-    "knee_confirmed",
-    "time_limit",
-    "stopped",
-    "interrupted",
-]
-STOP_REASONS: Final[tuple[str, ...]] = (
     "duration",  # held for the configured time
     "request_count",  # reached the configured number of completed requests
     "precise",  # stage length auto: the throughput interval reached the asked precision
@@ -137,22 +126,10 @@ STOP_REASONS: Final[tuple[str, ...]] = (
     "time_limit",  # the run's overall time limit cut it
     "stopped",  # stopped by the user (web UI stop)
     "interrupted",  # Ctrl-C / SIGTERM (or the wrapper died): the stage is partial
-)
+]
+STOP_REASONS: Final[tuple[str, ...]] = get_args(StopReason)
 
 Outcome = Literal[
-    "ok",
-    "length_mismatch",
-    "http_error",
-    "connect_error",
-    "timeout",
-    "incomplete",
-    "malformed",
-    "stream_error",
-    "empty_response",
-    "client_error",
-    "cancelled",
-]
-OUTCOMES: Final[tuple[str, ...]] = (
     "ok",  # complete response, lengths as targeted (or no target)
     "length_mismatch",  # complete, but the server's token counts miss the target: kept, flagged
     "http_error",  # non-200 status (429/503 rejections, 400 too long, 500)
@@ -164,7 +141,8 @@ OUTCOMES: Final[tuple[str, ...]] = (
     "empty_response",  # HTTP 200 with no choices / no content
     "client_error",  # an exception in the load generator itself
     "cancelled",  # the load generator stopped the user mid-request (run end, ramp-down, Ctrl-C)
-)
+]
+OUTCOMES: Final[tuple[str, ...]] = get_args(Outcome)
 #: Outcomes that are not errors: served, or served with a length miss (kept, flagged).
 NOT_ERROR_OUTCOMES: Final[tuple[str, ...]] = ("ok", "length_mismatch")
 #: Outcomes that say nothing about the server: neither served nor an error in any statistic.
@@ -224,10 +202,10 @@ def all_failed_summary(rows: Iterable[Mapping[str, object]], *, top: int = 3) ->
 
 
 UsageSource = Literal["server", "estimate", "none"]
-USAGE_SOURCES: Final[tuple[str, ...]] = ("server", "estimate", "none")
+USAGE_SOURCES: Final[tuple[str, ...]] = get_args(UsageSource)
 
 GpuSource = Literal["nvml", "dcgm", "nvidia-smi", "sim"]
-GPU_SOURCES: Final[tuple[str, ...]] = ("nvml", "dcgm", "nvidia-smi", "sim")
+GPU_SOURCES: Final[tuple[str, ...]] = get_args(GpuSource)
 
 STAGE_COLUMNS: Final[tuple[str, ...]] = (
     "stage",

@@ -72,8 +72,9 @@ def metavar(name: str, kind: type | None) -> str:
     return METAVAR_KINDS.get(kind, "TEXT") if kind is not None else "TEXT"
 
 
-def flag(default: Any, help: str, *, spelling: str, action: str | None = None) -> Any:
-    """A parameter field that is a command-line flag (``help`` may hold ``%(default)s``)."""
+def flag(default: Any, help: str, *, spelling: str = "", action: str | None = None) -> Any:
+    """A parameter field that is a command-line flag (``help`` may hold ``%(default)s``);
+    ``spelling`` defaults to its dest's, as argparse spells one (``--knee-tail-ratio``)."""
     meta = {"flag": spelling, "help": help, "action": action}
     return dataclasses.field(default=default, metadata={"flag": meta})
 
@@ -110,7 +111,7 @@ def flag_specs(cls: type, *, prefix: str) -> tuple[FlagSpec, ...]:
             FlagSpec(
                 name=f.name,
                 dest=prefix + f.name,
-                spelling=meta["flag"],
+                spelling=meta["flag"] or "--" + (prefix + f.name).replace("_", "-"),
                 default=f.default,
                 kind=kind,
                 choices=choices,

@@ -60,12 +60,9 @@ class KneeParams:
         "auto",
         "tail on e2e latency, or on e2e seconds per 1k tokens (see docs/method.md; for runs whose "
         "lengths vary); auto: s_per_1k for a replayed log, else e2e (default %(default)s)",
-        spelling="--knee-tail-metric",
     )
     tail_ratio: float = flag(
-        2.0,
-        "tail / baseline tail at which the tail has departed (default %(default)s)",
-        spelling="--knee-tail-ratio",
+        2.0, "tail / baseline tail at which the tail has departed (default %(default)s)"
     )
     sla_ms: float | None = flag(
         None,
@@ -73,23 +70,17 @@ class KneeParams:
         spelling="--sla-ms",
     )
     memory_source: Literal["auto", "kv_cache", "gpu"] = flag(
-        "auto",
-        "memory signal: KV-cache %% when present, or GPU memory %% (default %(default)s)",
-        spelling="--knee-memory-source",
+        "auto", "memory signal: KV-cache %% when present, or GPU memory %% (default %(default)s)"
     )
     memory_pressure_pct: float = flag(
         85.0, "memory %% that is an early sign (default %(default)s)",
         spelling="--knee-memory-pct",
     )  # fmt: skip
     oom_risk_pct: float = flag(
-        95.0,
-        "memory %% at which the next stage risks OOM (default %(default)s)",
-        spelling="--knee-oom-risk-pct",
+        95.0, "memory %% at which the next stage risks OOM (default %(default)s)"
     )
     oom_pct: float = flag(
-        99.0,
-        "GPU memory %% that, with failures, means OOM (default %(default)s)",
-        spelling="--knee-oom-pct",
+        99.0, "GPU memory %% that, with failures, means OOM (default %(default)s)"
     )
     red_line_error_pct: float = flag(
         RED_LINE_ERROR_PCT,
@@ -120,14 +111,12 @@ class KneeParams:
         10.0,
         "a stage whose throughput interval is wider than ±this %% is marked untrusted "
         "(default %(default)s)",
-        spelling="--knee-max-interval-pct",
     )
     target_interval_pct: float = INTERVAL_TARGET_PCT
     saturated_waiting: float = flag(
         1.0,
         "mean waiting requests (server metrics) that, with the running count at its most, mean "
         "the server is saturated (default %(default)s)",
-        spelling="--knee-saturated-waiting",
     )
     saturated_running_share: float = 0.9
     fit_resamples: int = 200

@@ -32,13 +32,13 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import tzinfo
-from typing import IO, Any, Literal, NamedTuple
+from typing import IO, Any, Literal, NamedTuple, get_args
 
 from loadknee_core.logindex import bad_lines_text
 from loadknee_core.tracetime import TimeUnit, duration_seconds, time_seconds
 
 TraceFormat = Literal["auto", "log", "mooncake", "azure", "burstgpt"]
-TRACE_FORMATS: tuple[str, ...] = ("auto", "log", "mooncake", "azure", "burstgpt")
+TRACE_FORMATS: tuple[str, ...] = get_args(TraceFormat)
 
 START_FIELDS = (
     "timestamp", "start_time", "start_unix_s", "start", "arrival_time", "request_time", "time",

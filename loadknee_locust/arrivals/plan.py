@@ -179,15 +179,8 @@ class OpenLoopPlan:
         seconds = parse_stage_length(options.stage_seconds, "--llm-stage-seconds")
         if rates and (seconds is None or str(options.stage_requests).strip() not in ("", "0")):
             raise ValueError("rate stages are timed: give --llm-stage-seconds a number")
-        return cls(
-            stage_seconds=seconds or 0.0,
-            rates=rates,
-            process=options.arrivals,
-            burstiness=options.burstiness,
-            max_in_flight=options.max_in_flight,
-            arrival_log=options.arrival_log,
-            time_scale=options.time_scale,
-            seed=options.seed,
+        return options.part(
+            cls, stage_seconds=seconds or 0.0, rates=rates, process=options.arrivals
         )
 
     def stage_arrivals(self, step: int, duration_s: float) -> list[Arrival]:

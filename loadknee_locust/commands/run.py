@@ -135,12 +135,6 @@ def timespan_seconds(text: str) -> float:
 timespan_seconds.__name__ = "time span"  # argparse names the type in its error
 
 
-def short_flags(name: str) -> tuple[str, ...]:
-    """The spellings of a plugin option on ``loadknee run``, the primary first (Locust's name
-    where it has one: ``--run-time``)."""
-    return _specs()[name].run_flags
-
-
 def _help_with_default(spec: OptionSpec) -> str:
     """The option's help with its default always shown (a help text without ``%(default)s``
     gets one), the other options it names spelt as ``loadknee run`` takes them."""

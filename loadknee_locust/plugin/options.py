@@ -29,42 +29,46 @@ import functools
 import operator
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from loadknee_core.contract import INTERVAL_TARGET_PCT, RED_LINE_ERROR_PCT
 from loadknee_core.flags import metavar
 from loadknee_core.logentry import LogFormat
 from loadknee_locust.prompts.model import Endpoint
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_Part = TypeVar("_Part", bound="DataclassInstance")
 GpuMode = Literal["auto", "nvml", "dcgm", "none"]
 #: the open loop's arrival processes (loadknee_locust/arrivals/plan.py draws them)
 ArrivalProcess = Literal["constant", "poisson", "gamma"]
 Group = Literal["target", "prompts", "shape", "record"]
 #: an option's group in ``loadknee run --help-all`` (the titles: ``commands/run.py``)
 RunGroup = Literal["target", "sweep", "workload", "open", "output", "telemetry", "locust"]
-#: the ``loadknee run`` group of an option that names none: its plugin group's
-RUN_GROUP_OF: dict[str, RunGroup] = {
+#: the plugin group (Locust's ``--help``, the web UI's form) of each ``loadknee run`` group
+PLUGIN_GROUP_OF: dict[RunGroup, Group] = {
     "target": "target",
-    "prompts": "workload",
-    "shape": "sweep",
-    "record": "output",
+    "workload": "prompts",
+    "sweep": "shape",
+    "open": "shape",
+    "locust": "shape",
+    "output": "record",
+    "telemetry": "record",
 }
 
 PREFIX = "llm_"
 ENV_PREFIX = "LOADKNEE_"
-GROUP_TITLES: dict[str, str] = {
-    "target": "loadknee: target and requests",
-    "prompts": "loadknee: prompts",
-    "shape": "loadknee: stepped shape",
-    "record": "loadknee: run directory and telemetry",
+#: each plugin group's titles: its group in Locust's ``--help``, its section of the web UI's
+#: start form (the form shows the groups in this order)
+_GROUP_TITLE_PAIRS: dict[str, tuple[str, str]] = {
+    "target": ("loadknee: target and requests", "Target"),
+    "prompts": ("loadknee: prompts", "Prompts"),
+    "shape": ("loadknee: stepped shape", "Sweep"),
+    "record": ("loadknee: run directory and telemetry", "Telemetry and run directory"),
 }
-#: the start form's section titles (the web UI shows the groups in this order)
-FORM_GROUP_TITLES: dict[str, str] = {
-    "target": "Target",
-    "prompts": "Prompts",
-    "shape": "Sweep",
-    "record": "Telemetry and run directory",
-}
+GROUP_TITLES: dict[str, str] = {g: titles[0] for g, titles in _GROUP_TITLE_PAIRS.items()}
+FORM_GROUP_TITLES: dict[str, str] = {g: titles[1] for g, titles in _GROUP_TITLE_PAIRS.items()}
 #: short labels for the web UI's start form (the help becomes the field's tooltip); kept apart
 #: from the help texts so each can change alone. A test checks that every field has one.
 LABELS: dict[str, str] = {
@@ -138,21 +142,24 @@ _ATTR = "_loadknee_llm_options"  # on the Environment: (parsed values seen, the 
 
 
 def opt(
-    default: Any,
-    help: str,
-    *,
-    group: Group,
-    run: RunGroup | None = None,
-    flags: tuple[str, ...] = (),
-    excludes: str = "",
+    run: RunGroup, default: Any, help: str, *, flags: tuple[str, ...] = (), excludes: str = ""
 ) -> Any:
-    """One option's default, help and argument group (a dataclass field with metadata), and how
-    ``loadknee run`` takes it: ``run``, its help group there (default: the plugin group's, see
-    :data:`RUN_GROUP_OF`); ``flags``, its spellings there, the primary first (default: the
-    field's name, ``--stage-seconds``; the ``--llm-`` one stays a hidden alias); ``excludes``,
-    a key shared by the options that exclude each other there."""
-    meta = {"help": help, "group": group, "run": run or RUN_GROUP_OF[group]}
+    """One option's ``loadknee run`` help group, default and help (a dataclass field with
+    metadata); its plugin argument group follows from ``run`` (:data:`PLUGIN_GROUP_OF`).
+    ``flags``: its spellings on ``loadknee run``, the primary first (default: the field's name,
+    ``--stage-seconds``; the ``--llm-`` one stays a hidden alias); ``excludes``: a key shared
+    by the options that exclude each other there."""
+    meta = {"help": help, "group": PLUGIN_GROUP_OF[run], "run": run}
     return field(default=default, metadata={**meta, "flags": flags, "excludes": excludes})
+
+
+#: :func:`opt` for each section of :class:`LlmOptions`, so a section names its group once
+_target = functools.partial(opt, "target")
+_workload = functools.partial(opt, "workload")
+_sweep = functools.partial(opt, "sweep")
+_open = functools.partial(opt, "open")
+_output = functools.partial(opt, "output")
+_telemetry = functools.partial(opt, "telemetry")
 
 
 @dataclass(frozen=True)
@@ -160,346 +167,264 @@ class LlmOptions:
     """The plugin's options, typed; the field order is the order of ``--help``."""
 
     # -- target and requests
-    model: str = opt(
-        "",
-        "Model name sent in every request (default: the first id from GET /v1/models).",
-        group="target",
+    model: str = _target(
+        "", "Model name sent in every request (default: the first id from GET /v1/models)."
     )
-    endpoint: Endpoint = opt(
-        "chat", "OpenAI endpoint: /v1/chat/completions or /v1/completions.", group="target"
+    endpoint: Endpoint = _target(  # noqa: RUF009 (a partial of opt: a field)
+        "chat", "OpenAI endpoint: /v1/chat/completions or /v1/completions."
     )
-    no_stream: bool = opt(
-        False,
-        "Send stream=false (e2e only, no TTFT/ITL). Default: stream with include_usage.",
-        group="target",
+    no_stream: bool = _target(
+        False, "Send stream=false (e2e only, no TTFT/ITL). Default: stream with include_usage."
     )
-    temperature: float = opt(0.0, "Sampling temperature (default %(default)s).", group="target")
-    extra_body: str = opt(
-        "",
-        "JSON object merged into every request body, e.g. '{\"top_p\": 1}'.",
-        group="target",
+    temperature: float = _target(0.0, "Sampling temperature (default %(default)s).")
+    extra_body: str = _target(
+        "", "JSON object merged into every request body, e.g. '{\"top_p\": 1}'."
     )
-    api_key_env: str = opt(
+    api_key_env: str = _target(
         "OPENAI_API_KEY",
         "Name of the environment variable holding the API key (the key itself is never "
         "written to any file, log or report).",
-        group="target",
     )
-    request_timeout: float = opt(
+    request_timeout: float = _target(
         120.0,
         "Seconds allowed for each socket read (longest prefill or inter-token gap); also "
         "the default --stop-timeout.",
-        group="target",
     )
-    no_ignore_eos: bool = opt(
-        False, "Do not send ignore_eos/min_tokens (for servers that reject them).", group="target"
+    no_ignore_eos: bool = _target(
+        False, "Do not send ignore_eos/min_tokens (for servers that reject them)."
     )
-    batch_size: int = opt(
-        1,
-        "Prompts per /v1/completions request (batch mode; 1 = one prompt per request).",
-        group="target",
+    batch_size: int = _target(
+        1, "Prompts per /v1/completions request (batch mode; 1 = one prompt per request)."
     )
 
     # -- prompts
-    input_tokens: int = opt(
-        128,
-        "Fixed-length mode: prompt length in the server's tokens (calibrated before the run).",
-        group="prompts",
+    input_tokens: int = _workload(
+        128, "Fixed-length mode: prompt length in the server's tokens (calibrated before the run)."
     )
-    output_tokens: int = opt(
+    output_tokens: int = _workload(
         64,
         "Fixed-length mode: completion length (max_tokens, plus ignore_eos/min_tokens).",
-        group="prompts",
         excludes="lengths",
     )
-    prompt_log: str = opt(
+    prompt_log: str = _workload(
         "",
         "Replay a production prompt log (JSONL of OpenAI bodies, JSONL/CSV of prompt text, "
         "or a lengths-only log) instead of fixed-length prompts.",
-        group="prompts",
         excludes="lengths",
     )
-    log_format: LogFormat = opt(
-        "auto", "Format of --llm-prompt-log (default: detect).", group="prompts"
+    log_format: LogFormat = _workload(  # noqa: RUF009 (a partial of opt: a field)
+        "auto", "Format of --llm-prompt-log (default: detect)."
     )
-    sample_without_replacement: bool = opt(
-        False,
-        "Sample log entries without replacement (default: with replacement).",
-        group="prompts",
+    sample_without_replacement: bool = _workload(
+        False, "Sample log entries without replacement (default: with replacement)."
     )
-    output_scale: float = opt(
-        1.0, "Multiply replayed output lengths by this factor.", group="prompts"
+    output_scale: float = _workload(1.0, "Multiply replayed output lengths by this factor.")
+    shared_prefix_tokens: int = _workload(
+        0, "Put the same N-token system prefix before every prompt (measure prefix caching)."
     )
-    shared_prefix_tokens: int = opt(
-        0,
-        "Put the same N-token system prefix before every prompt (measure prefix caching).",
-        group="prompts",
+    no_unique_tag: bool = _workload(
+        False, "Do not start each prompt with a unique tag (lets the prefix cache flatter results)."
     )
-    no_unique_tag: bool = opt(
-        False,
-        "Do not start each prompt with a unique tag (lets the prefix cache flatter results).",
-        group="prompts",
-    )
-    turns: int = opt(
+    turns: int = _workload(
         1,
         "Turns per conversation: each user holds a chat whose every turn resends the history "
         "so far (1 = single requests).",
-        group="prompts",
     )
-    think_time: str = opt(
-        "0",
-        "Pause between a conversation's turns: seconds (2), exp:MEAN or uniform:LOW,HIGH.",
-        group="prompts",
+    think_time: str = _workload(
+        "0", "Pause between a conversation's turns: seconds (2), exp:MEAN or uniform:LOW,HIGH."
     )
-    replay_conversations: bool = opt(
+    replay_conversations: bool = _workload(
         False,
         "Replay the prompt log's recorded conversations (records with a conversation_id) turn "
         "by turn, in order, each user one at a time.",
-        group="prompts",
     )
-    gap_scale: float = opt(
+    gap_scale: float = _workload(
         1.0,
         "With --llm-replay-conversations: multiply the recorded gaps between turns (their "
         "timestamp field) by this.",
-        group="prompts",
     )
-    classes: str = opt(
+    classes: str = _workload(
         "",
         "Traffic classes in one run, each request's class by weight: "
         "'NAME:WEIGHT:INPUT:OUTPUT[:SLO[+SLO]] ...' or @FILE, e.g. "
         "'chat:70:256:64:ttft_p95_ms=500 summ:30:1024:256:e2e_p95_ms=20000'.",
-        group="prompts",
     )
-    no_calibrate: bool = opt(
-        False,
-        "Skip calibrating the prompt length against the server's tokenizer.",
-        group="prompts",
+    no_calibrate: bool = _workload(
+        False, "Skip calibrating the prompt length against the server's tokenizer."
     )
-    seed: int = opt(0, "Seed for prompt sampling.", group="prompts")
+    seed: int = _workload(0, "Seed for prompt sampling.")
 
     # -- stepped shape
-    levels: str = opt(
+    levels: str = _sweep(
         "1,2,4,8,16,24,32,48,64",
         "Concurrency levels, comma separated (default %(default)s; the short four-level "
         "method: 1,2,4,8).",
-        group="shape",
     )
-    stage_seconds: str = opt(
+    stage_seconds: str = _sweep(
         "120",
         "Hold each level this long, warm-up included (ignored with --llm-stage-requests); "
         "'auto': until its throughput is known within --llm-stage-precision-pct.",
-        group="shape",
         excludes="stage_length",
     )
-    stage_requests: str = opt(
+    stage_requests: str = _sweep(
         "0",
         "Instead of a duration, hold each level until N requests completed (the fixed-count "
         "method: 40; never fewer than 5 per user); 'auto': until its throughput is known "
         "within --llm-stage-precision-pct.",
-        group="shape",
         excludes="stage_length",
     )
-    stage_precision_pct: float = opt(
+    stage_precision_pct: float = _sweep(
         INTERVAL_TARGET_PCT,
         "With a stage length of 'auto': hold each level until its output throughput's 95 %% "
         "interval is within +/- this %% (default %(default)s).",
-        group="shape",
     )
-    stage_min_seconds: float = opt(
+    stage_min_seconds: float = _sweep(
         10.0,
         "With 'auto': measure each level at least this long (default %(default)s s; a window "
         "that reached the precision by chance in its first seconds would end too soon).",
-        group="shape",
     )
-    stage_max_seconds: float = opt(
+    stage_max_seconds: float = _sweep(
         300.0,
         "With 'auto': measure each level at most this long, precise or not (default "
         "%(default)s s, about twice the timed method's 2-3 minutes).",
-        group="shape",
     )
-    warmup_seconds: str = opt(
+    warmup_seconds: str = _sweep(
         "auto",
         "Discard the first S seconds of each level as warm-up (default auto: a quarter of "
         "--llm-stage-seconds, at most 30 s, the timed method's 30 s for its 2-minute stages; "
         "30 s when the stage has no planned length).",
-        group="shape",
     )
-    cooldown_seconds: str = opt(
+    cooldown_seconds: str = _sweep(
         "auto",
         "Pause with 0 users between levels so queues and memory drain (default auto: a "
         "quarter of --llm-stage-seconds, at most 10 s; 10 s when the stage has no planned "
         "length).",
-        group="shape",
     )
-    baseline_requests: int = opt(
-        20,
-        "Sequential single-user baseline before the sweep: 1 warm-up + N measured (0 = off).",
-        group="shape",
+    baseline_requests: int = _sweep(
+        20, "Sequential single-user baseline before the sweep: 1 warm-up + N measured (0 = off)."
     )
     time_limit: float = opt(
+        "locust",
         0.0,
         "Stop the whole test after S seconds (0 = no limit); Locust's --run-time (90s, 5m, "
         "1h30m) sets it too.",
-        group="shape",
-        run="locust",
         flags=("--run-time", "--time-limit"),
     )
-    red_line_error_pct: float = opt(
+    red_line_error_pct: float = _sweep(
         RED_LINE_ERROR_PCT,
         "The red line: stop the sweep after a stage whose failed requests are more than this "
         "%% of its measured ones, the stage the analysis names the red line (default "
         "%(default)s; 0 = any error, 100 = never).",
-        group="shape",
     )
-    red_line_p95_ms: float = opt(
-        0.0,
-        "Stop the sweep early when a stage's P95 e2e latency exceeds this (0 = never).",
-        group="shape",
+    red_line_p95_ms: float = _sweep(
+        0.0, "Stop the sweep early when a stage's P95 e2e latency exceeds this (0 = never)."
     )
-    no_refine: bool = opt(
+    no_refine: bool = _sweep(
         False,
         "Do not run extra levels between the last good level and the knee (default: refine "
         "until the capacity is known within --llm-refine-target-pct).",
-        group="shape",
     )
-    refine_target_pct: float = opt(
+    refine_target_pct: float = _sweep(
         10.0,
         "Refine until the capacity is known within this %% of the last good level, at least "
         "1 user (default %(default)s): the bracket up to the knee, or the part of the fit's "
         "90 %% interval above that level once the fit over all stages has one.",
-        group="shape",
     )
-    refine_max_stages: int = opt(
+    refine_max_stages: int = _sweep(
         4,
         "At most this many refine stages per run (default %(default)s: the default grid's widest "
         "bracket, 8 to 16 users, needs 3; one more for a knee that moves).",
-        group="shape",
     )
-    stop_after_knee: int = opt(
+    stop_after_knee: int = _sweep(
         1,
         "Once the knee is refined, stop when this many tested levels lie above it "
         "(default %(default)s; -1 = run the whole grid).",
-        group="shape",
     )
-    replay_curve: str = opt(
+    replay_curve: str = _open(
         "",
         "Replay this log's in-flight curve instead of the levels (closed loop): the users follow "
         "its requests in flight × --llm-curve-scales, compressed by --llm-time-scale; each user "
         "sends the lengths of a logged request around the replayed time. A prompt log with "
         "times, or a Mooncake / Azure / BurstGPT trace.",
-        group="shape",
-        run="open",
         excludes="load",
     )
-    curve_scales: str = opt(
+    curve_scales: str = _open(
         "1",
         "Replay the curve once at each of these traffic scales, in order (e.g. 1,1.5,2,3: the "
         "growth the deployment can take; default %(default)s).",
-        group="shape",
-        run="open",
     )
-    curve_window_seconds: float = opt(
+    curve_window_seconds: float = _open(
         30.0,
         "Each stage of a curve replay is a window this many replay seconds long (whole "
         "seconds; default %(default)s).",
-        group="shape",
-        run="open",
     )
-    curve_latency_seconds: float = opt(
+    curve_latency_seconds: float = _open(
         0.0,
         "A request's latency where the replayed log has no end or duration (Little's law; "
         "0 = use the logged durations only).",
-        group="shape",
-        run="open",
     )
-    slo: str = opt(
+    slo: str = _sweep(
         "",
         "Latency targets, comma separated (loadknee run --slo may also be repeated), as loadknee "
         "analyze --slo takes them (e.g. "
         "ttft_p95_ms=500,tpot_p95_ms=50): the sweep refines around the highest concurrency that "
         "meets them as it does around the knee, and the analysis reports that SLO capacity "
         "(default: none).",
-        group="shape",
     )
     # open loop (loadknee_locust/arrivals): requests at planned times, not a user count
-    rates: str = opt(
+    rates: str = _open(
         "",
         "Open loop: one stage per request rate, comma separated (e.g. 1,2,4,8 requests/s), "
         "each --llm-stage-seconds long, arrivals by --llm-arrivals (default: off, stepped "
         "concurrency).",
-        group="shape",
-        run="open",
         excludes="load",
     )
-    arrivals: ArrivalProcess = opt(
+    arrivals: ArrivalProcess = _open(  # noqa: RUF009 (a partial of opt: a field)
         "poisson",
         "Open loop: how the rate stages' requests arrive: constant gaps, poisson, or gamma "
         "with --llm-burstiness (default %(default)s).",
-        group="shape",
-        run="open",
     )
-    burstiness: float = opt(
+    burstiness: float = _open(
         1.0,
         "Gamma arrivals: the shape b of the gaps (CV 1/sqrt(b): < 1 bursty, 1 Poisson, > 1 "
         "smoother; default %(default)s).",
-        group="shape",
-        run="open",
     )
-    max_in_flight: int = opt(
+    max_in_flight: int = _open(
         256,
         "Open loop: at most this many requests in flight at once; a request that waits for a "
         "free slot records the wait (send_wait_ms) and is timed from its planned send "
         "(default %(default)s).",
-        group="shape",
-        run="open",
     )
-    arrival_log: str = opt(
+    arrival_log: str = _open(
         "",
         "Open loop: send the requests of this log or trace (prompt log with timestamps, "
         "Mooncake, Azure, BurstGPT) at their logged times divided by --llm-time-scale, with "
         "their logged lengths (default: off).",
-        group="shape",
-        run="open",
         excludes="load",
     )
-    time_scale: float = opt(
+    time_scale: float = _open(
         1.0,
         "Arrival and curve replay (--llm-arrival-log, --llm-replay-curve): play the log this "
         "many times faster (60: an hour in a minute, 72: a day in 20 minutes; default "
         "%(default)s).",
-        group="shape",
-        run="open",
     )
 
     # -- run directory and telemetry
-    out: str = opt(
-        "runs", "Parent folder of run directories (default ./%(default)s).", group="record"
-    )
-    run_id: str = opt("", "Name of the run directory (default: a timestamp).", group="record")
-    gpu: GpuMode = opt(
+    out: str = _output("runs", "Parent folder of run directories (default ./%(default)s).")
+    run_id: str = _output("", "Name of the run directory (default: a timestamp).")
+    gpu: GpuMode = _telemetry(  # noqa: RUF009 (a partial of opt: a field)
         "auto",
         "GPU telemetry source (auto: NVML if a local GPU, else DCGM "
         "names on the server's /metrics or --llm-dcgm-url).",
-        group="record",
-        run="telemetry",
     )
-    dcgm_url: str = opt(
-        "",
-        "DCGM exporter URL to scrape (e.g. http://gpu-host:9400/metrics).",
-        group="record",
-        run="telemetry",
+    dcgm_url: str = _telemetry(
+        "", "DCGM exporter URL to scrape (e.g. http://gpu-host:9400/metrics)."
     )
-    metrics_url: str = opt(
-        "",
-        "Server Prometheus endpoint (default: <host>/metrics; 'none' to disable).",
-        group="record",
-        run="telemetry",
+    metrics_url: str = _telemetry(
+        "", "Server Prometheus endpoint (default: <host>/metrics; 'none' to disable)."
     )
-    sample_interval: float = opt(
-        0.5,
-        "Seconds between telemetry samples (default %(default)s, as nvidia-smi -lms 500).",
-        group="record",
-        run="telemetry",
+    sample_interval: float = _telemetry(
+        0.5, "Seconds between telemetry samples (default %(default)s, as nvidia-smi -lms 500)."
     )
 
     @property
@@ -530,6 +455,14 @@ class LlmOptions:
             limit = float(values.get("time_limit", 0.0))
             values["time_limit"] = min(limit, float(run_time)) if limit else float(run_time)
         return cls(**values)
+
+    def part(self, cls: type[_Part], **overrides: Any) -> _Part:
+        """A ``cls`` (a dataclass: a sub-plan such as the prompt options) that takes each option
+        it names a field after as is; ``overrides`` give the fields it takes converted or
+        renamed, and win over a same-named option."""
+        own = {f.name for f in dataclasses.fields(self)}
+        taken = {f.name: getattr(self, f.name) for f in dataclasses.fields(cls) if f.name in own}
+        return cls(**{**taken, **overrides})
 
     def as_parameters(self) -> dict[str, Any]:
         """``{dest: value}`` as Locust's parser would hold them (run.json without a parser)."""

@@ -269,13 +269,6 @@ class Loadknee:
         log.info("loadknee: run directory %s", run_dir.resolve())
         return self.run
 
-    def note_prompt_source(self, info: dict[str, Any]) -> None:
-        """The user classes report their prompt source (kind, calibration, log sha256)."""
-        if self.run is None:
-            return
-        self.run_info["prompt_source"] = {**self.run_info.get("prompt_source", {}), **info}
-        rundir.write_run_json(self.run.run_dir, self.run_info)
-
     def note_run_info(self, key: str, value: Any) -> None:
         """One more part of run.json (the curve replay's plan, say), written at once."""
         if self.run is not None:

@@ -52,14 +52,8 @@ class SourceOptions:
     @classmethod
     def from_options(cls, options: LlmOptions, *, seed_offset: int = 0) -> SourceOptions:
         """The prompt part of ``options``; ``seed_offset`` gives each worker its own sequence."""
-        return cls(
-            input_tokens=options.input_tokens,
-            output_tokens=options.output_tokens,
-            prompt_log=options.prompt_log,
-            log_format=options.log_format,
-            sample_without_replacement=options.sample_without_replacement,
-            output_scale=options.output_scale,
-            shared_prefix_tokens=options.shared_prefix_tokens,
+        return options.part(
+            cls,
             unique_tag=not options.no_unique_tag,
             calibrate=not options.no_calibrate,
             seed=options.seed + seed_offset,

@@ -275,14 +275,12 @@ class RequestRecorder:
         self._current_run = current_run
         self.clocks = clocks
         self.buffer: list[dict[str, Any]] = []
-        self.rows_seen = 0
         self._warned_keys = False
 
     def on_request(self, context: Any = None, **_: Any) -> None:
         row = request_row(context, self._worker())
         if row is None:
             return
-        self.rows_seen += 1
         if not self._warned_keys and isinstance(context, Mapping):
             extra = set(context[CONTEXT_KEY]) - _COLUMNS
             if extra:

@@ -107,10 +107,8 @@ class Request:
         self.spec = spec
         self.seqs = seqs
         self.arrival_mono = arrival_mono
-        self.arrival_unix_s = time.time()
         self.first_token_unix_s: float | None = None
         self.cut = False
-        self.aborted = False
         self._pending: list[TokenEvent] = []
         self._unfinished = len(seqs)
         self._wake = asyncio.Event()
@@ -223,7 +221,6 @@ class Engine:
 
     def abort(self, request: Request) -> None:
         """The client went away: free the request's slots and KV."""
-        request.aborted = True
         self.scheduler.remove(request.seqs)
 
     def shut_down(self) -> None:

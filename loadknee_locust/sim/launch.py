@@ -99,9 +99,6 @@ class SimProcess:
         with urllib.request.urlopen(request, timeout=10) as response:
             response.read()
 
-    def stderr_text(self) -> str:
-        return _tail(self._stderr)
-
     def stop(self) -> None:
         _terminate(self.proc)
         self._stderr.close()

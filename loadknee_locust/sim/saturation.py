@@ -90,30 +90,13 @@ def compute_limit(
     return max(1.0, (math.sqrt(a * (a + k) / flat_fraction) - a) / k)
 
 
-def saturation_concurrency(
-    params: SimParams,
-    input_tokens: int,
-    output_tokens: int,
-    *,
-    flat_fraction: float = FLAT_FRACTION,
-    cached_tokens: int = 0,
-) -> float:
-    """``c*``: the smallest of the slot, KV-cache and compute limits (see the module docstring)."""
+def saturation_concurrency(params: SimParams, input_tokens: int, output_tokens: int) -> float:
+    """``c*``: the smallest of the slot, KV-cache and compute limits (see the module docstring),
+    at the default ``flat_fraction`` and with no prefix-cache hits (every caller's case)."""
     if input_tokens < 0 or output_tokens < 1:
         raise ValueError("input_tokens must be ≥ 0 and output_tokens ≥ 1")
-    return float(
-        min(
-            params.max_num_seqs,
-            kv_limit(params, input_tokens, output_tokens, cached_tokens),
-            compute_limit(
-                params,
-                input_tokens,
-                output_tokens,
-                flat_fraction=flat_fraction,
-                cached_tokens=cached_tokens,
-            ),
-        )
-    )
+    kv = kv_limit(params, input_tokens, output_tokens)
+    return float(min(params.max_num_seqs, kv, compute_limit(params, input_tokens, output_tokens)))
 
 
 def expected_throughput(

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import asdict, dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
-SimOutcome = Literal["ok", "rejected", "too_long", "cut", "bad_request", "aborted", "faulted"]
-SIM_OUTCOMES: Final[tuple[str, ...]] = (
+SimOutcome = Literal[
     "ok",  # served completely
     "rejected",  # 429/503: waiting queue full, or the engine restarting
     "too_long",  # 400: prompt + max_tokens > max_model_len
@@ -25,7 +24,8 @@ SIM_OUTCOMES: Final[tuple[str, ...]] = (
     "bad_request",  # other 4xx: malformed JSON, wrong shape, unknown model
     "aborted",  # the client went away mid-response
     "faulted",  # a fault injected on purpose (``fault`` says which; sim/faults.py)
-)
+]
+SIM_OUTCOMES: Final[tuple[str, ...]] = get_args(SimOutcome)
 DEFAULT_CAPACITY: Final = 200_000
 
 

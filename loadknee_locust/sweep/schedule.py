@@ -220,7 +220,8 @@ class SchedulePlan:
         cooldown = phase_defaults.parse_phase_seconds(
             options.cooldown_seconds, "--llm-cooldown-seconds"
         )
-        return cls(
+        return options.part(
+            cls,
             levels=parse_levels(options.levels),
             stage_seconds=seconds or 0.0,
             stage_requests=int(requests or 0),
@@ -230,12 +231,8 @@ class SchedulePlan:
             max_measure_s=options.stage_max_seconds,
             warmup_seconds=phase_defaults.warmup_seconds(warmup, timed_s),
             cooldown_seconds=phase_defaults.cooldown_seconds(cooldown, timed_s),
-            baseline_requests=options.baseline_requests,
             time_limit_s=options.time_limit,
             refine=not options.no_refine,
-            refine_max_stages=options.refine_max_stages,
-            refine_target_pct=options.refine_target_pct,
-            stop_after_knee=options.stop_after_knee,
         )
 
     def stages(self) -> tuple[StagePlan, ...]:

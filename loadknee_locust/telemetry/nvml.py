@@ -67,10 +67,6 @@ class NvmlReader:
         self._next_attempt = 0.0
 
     @property
-    def gpu_count(self) -> int:
-        return len(self._handles)
-
-    @property
     def last_error(self) -> str | None:
         return self._last_error
 

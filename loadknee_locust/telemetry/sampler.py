@@ -167,7 +167,6 @@ class TelemetrySampler:
         self._sinks: dict[str, CsvSink] = {}
         self._scrape_process: ScrapeProcess | None = None
         self._reader: NvmlReader | None = None
-        self._dcgm_seen = False
         self._dcgm_rows_held: list[dict[str, Any]] = []  # scraped before the GPU source was known
         self._unlisten: Callable[[], None] | None = None
         self._lag = LoopLagMeter()
@@ -286,7 +285,6 @@ class TelemetrySampler:
                 )
         finally:
             if not self._use_nvml and self._dcgm_rows_held:  # no local GPU: DCGM's rows stand
-                self._dcgm_seen = True
                 self._sinks[GPU_CSV].write_many(self._dcgm_rows_held)
             self._dcgm_rows_held = []
             self._gpu_decided.set()
@@ -346,7 +344,6 @@ class TelemetrySampler:
         if self._use_nvml:
             return
         if rows:
-            self._dcgm_seen = True
             self._sinks[GPU_CSV].write_many(rows)
         elif mode == "dcgm" and has_samples and self._is_gpu_target(endpoint):
             message = f"no DCGM_FI_* metrics at {endpoint}"
