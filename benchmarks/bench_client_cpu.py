@@ -152,6 +152,41 @@ def _ttft_error(result: dict, server: dict[str, dict]) -> tuple[float, float, in
     return statistics.median(diffs), sorted(diffs)[int(0.95 * (len(diffs) - 1))], len(diffs)
 
 
+def _print_results(
+    args: argparse.Namespace, names: list[str], results: list[tuple[str, dict]], server: dict
+) -> None:
+    """One line per client and round, then the medians the goal is judged by."""
+    print(
+        f"{args.streams} streams, {args.ms_per_token} ms/token, {args.output_tokens} tokens "
+        f"per request, {args.seconds} s per client, same simulator"
+    )
+    head = (
+        f"{'client':<20}{'requests':>9}{'tokens':>9}{'CPU s':>8}{'µs/token':>10}"
+        f"{'µs/request':>12}{'TTFT err med ms':>17}{'p95 ms':>8}"
+    )
+    print(head)
+    per_token: dict[str, list[float]] = {name: [] for name in names}
+    ttft_err: dict[str, list[float]] = {name: [] for name in names}
+    for name, r in results:
+        us_tok = r["cpu"] / r["tokens"] * 1e6 if r["tokens"] else float("nan")
+        us_req = r["cpu"] / r["requests"] * 1e6 if r["requests"] else float("nan")
+        med, p95, _ = _ttft_error(r, server)
+        per_token[name].append(us_tok)
+        ttft_err[name].append(med)
+        print(
+            f"{name:<20}{r['requests']:>9}{r['tokens']:>9}{r['cpu']:>8.2f}{us_tok:>10.1f}"
+            f"{us_req:>12.0f}{med:>17.2f}{p95:>8.2f}"
+        )
+    ours = statistics.median(per_token["loadknee ChatUser"])
+    plain = statistics.median(per_token["aiohttp"])
+    print(
+        f"medians over {args.rounds} rounds: {ours:.1f} vs {plain:.1f} µs/token; "
+        f"TTFT error {statistics.median(ttft_err['loadknee ChatUser']):.2f} vs "
+        f"{statistics.median(ttft_err['aiohttp']):.2f} ms"
+    )
+    print(f"CPU per token, loadknee / aiohttp: {ours / plain:.2f} (goal ≤ 1.0)")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--streams", type=int, default=64)
@@ -198,35 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
         server = {r["request_id"]: r for r in sim.log()}
 
-    print(
-        f"{args.streams} streams, {args.ms_per_token} ms/token, {args.output_tokens} tokens "
-        f"per request, {args.seconds} s per client, same simulator"
-    )
-    head = (
-        f"{'client':<20}{'requests':>9}{'tokens':>9}{'CPU s':>8}{'µs/token':>10}"
-        f"{'µs/request':>12}{'TTFT err med ms':>17}{'p95 ms':>8}"
-    )
-    print(head)
-    per_token: dict[str, list[float]] = {name: [] for name, _ in clients}
-    ttft_err: dict[str, list[float]] = {name: [] for name, _ in clients}
-    for name, r in results:
-        us_tok = r["cpu"] / r["tokens"] * 1e6 if r["tokens"] else float("nan")
-        us_req = r["cpu"] / r["requests"] * 1e6 if r["requests"] else float("nan")
-        med, p95, _ = _ttft_error(r, server)
-        per_token[name].append(us_tok)
-        ttft_err[name].append(med)
-        print(
-            f"{name:<20}{r['requests']:>9}{r['tokens']:>9}{r['cpu']:>8.2f}{us_tok:>10.1f}"
-            f"{us_req:>12.0f}{med:>17.2f}{p95:>8.2f}"
-        )
-    ours = statistics.median(per_token["loadknee ChatUser"])
-    plain = statistics.median(per_token["aiohttp"])
-    print(
-        f"medians over {args.rounds} rounds: {ours:.1f} vs {plain:.1f} µs/token; "
-        f"TTFT error {statistics.median(ttft_err['loadknee ChatUser']):.2f} vs "
-        f"{statistics.median(ttft_err['aiohttp']):.2f} ms"
-    )
-    print(f"CPU per token, loadknee / aiohttp: {ours / plain:.2f} (goal ≤ 1.0)")
+    _print_results(args, [name for name, _ in clients], results, server)
     return 0
 
 

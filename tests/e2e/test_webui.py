@@ -5,45 +5,35 @@ from __future__ import annotations
 
 import csv
 import io
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from loadknee_locust.children import stop_child
 from loadknee_locust.webui.tab import COLUMNS
 from tests.support.run_support import (
     assert_matches_sim,
     check_run,
-    child_env,
-    free_port,
     http_get,
     http_post,
-    locust_cmd,
     read_run_dir,
     sweep_args,
-    wait_for_web_ui,
     wait_requests_counted,
     wait_state,
+    web_ui,
 )
 
 pytestmark = pytest.mark.slow
 
 
 def test_web_ui_two_runs_knee_tab_and_stop(sim_server, tmp_path: Path) -> None:
+    """One Locust process, two runs: a short sweep set in the form runs to its end (its Knee tab
+    rows and CSV checked), then the command line's long sweep is stopped from the UI; together
+    the two run dirs hold every request the simulator served."""
     sim = sim_server(preset="fast")
     out = tmp_path / "runs"
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    cmd = locust_cmd(
-        "--web-host", "127.0.0.1", "--web-port", str(port), "--host", sim.url,
-        "--stop-timeout", "10", *sweep_args(out, levels="4", stage_s=30.0, baseline=0),
-    )  # fmt: skip
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env()
-    )
-    try:
-        page = wait_for_web_ui(base)
+    args = ("--host", sim.url, "--stop-timeout", "10",
+            *sweep_args(out, levels="4", stage_s=30.0, baseline=0))  # fmt: skip
+    with web_ui(*args) as (base, page):
         assert "llm_levels" in page  # the plugin's options are custom parameters in the form
         # run 1: a complete short sweep, configured from the form
         form = {"user_count": "1", "spawn_rate": "1", "host": sim.url, "llm_levels": "1,2",
@@ -64,8 +54,6 @@ def test_web_ui_two_runs_knee_tab_and_stop(sim_server, tmp_path: Path) -> None:
         wait_requests_counted(base, 4, 30.0)  # the sweep is under way before it is stopped
         http_post(base + "/stop")
         wait_state(base, "stopped", 30.0)
-    finally:
-        stop_child(proc, 30.0)
     first, second = sorted(p for p in out.iterdir() if p.is_dir())
     rd1, rd2 = read_run_dir(first), read_run_dir(second)
     check_run(rd1, levels=[1, 2], baseline=2)

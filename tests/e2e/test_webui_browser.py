@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,15 +18,14 @@ from tests.support.browser_support import displayed, open_browser, screenshot
 from tests.support.paths import REPO
 from tests.support.run_support import (
     check_run,
-    child_env,
-    free_port,
     http_get,
     http_post,
-    locust_cmd,
     only_run_dir,
     read_run_dir,
     sweep_args,
-    wait_for_web_ui,
+    wait_workers,
+    web_ui,
+    worker_args,
 )
 
 pytestmark = pytest.mark.slow
@@ -42,18 +39,6 @@ SWEEP_TIMEOUT_S = 90.0
 @pytest.fixture
 def browser() -> Iterator[Any]:
     yield from open_browser()
-
-
-def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    for proc in procs:
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _js(driver: Any, script: str) -> Any:
@@ -113,10 +98,7 @@ def _watch(driver: Any, base: str, shots: Path, workers: int) -> dict[str, Any]:
     assert titles == [FORM_GROUP_TITLES[g] for g in groups], titles
     screenshot(driver, shots, "01-form-custom")
     if workers:
-        deadline = time.monotonic() + 30
-        while len(json.loads(http_get(base + "/stats/requests")).get("workers", [])) < workers:
-            assert time.monotonic() < deadline, "workers did not connect"
-            time.sleep(0.3)
+        wait_workers(base, workers, 30.0)
     form = {"user_count": "1", "spawn_rate": "1", "llm_levels": "abc"}
     refused = http_post(base + "/swarm", form)  # a bad value: a message, nothing starts
     assert refused["success"] is False and "--llm-levels" in refused["message"], refused
@@ -207,32 +189,17 @@ def _check_numbers(base: str, run_dir: Path) -> None:
 
 def _sweep(driver: Any, sim: Any, tmp_path: Path, workers: int) -> None:
     out = tmp_path / "runs"
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    args = [
-        "--web-host", "127.0.0.1", "--web-port", str(port), "--host", sim.url,
-        "--stop-timeout", "10", *sweep_args(out, levels="8", stage_s=4.0, baseline=3),
-    ]  # fmt: skip
+    args = ["--host", sim.url, "--stop-timeout", "10",
+            *sweep_args(out, levels="8", stage_s=4.0, baseline=3)]  # fmt: skip
     if workers:
-        mport = str(free_port())
-        args += ["--processes", str(workers), "--master-bind-host", "127.0.0.1",
-                 "--master-bind-port", mport, "--master-port", mport]  # fmt: skip
+        args += worker_args(workers)
     args += ["--llm-input-tokens", "32", "--llm-output-tokens", "16"]
-    proc = subprocess.Popen(
-        locust_cmd(*args, locustfile=STREAMING),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=child_env(),
-    )
     shots = tmp_path / "screenshots"
-    try:
-        wait_for_web_ui(base)
+    with web_ui(*args, locustfile=STREAMING) as (base, _):
         seen = _watch(driver, base, shots, workers)
         run_dir = only_run_dir(out)
         _check_numbers(base, run_dir)
         _check_view(seen, driver, shots)
-    finally:
-        _stop([proc])
     rd = read_run_dir(only_run_dir(out))
     check_run(rd, levels=LEVELS, baseline=3)
     if workers:

@@ -23,18 +23,17 @@ def stage_row(
     kind: str = "step",
     warmup_s: float = 1.0,
     measure_s: float = 10.0,
-    cooldown_s: float = 1.0,
-    batch_size: int = 1,
 ) -> dict[str, Any]:
+    """A stages.csv row: one request per user at a time, a one-second cool-down."""
     return {
         "stage": stage,
         "kind": kind,
         "target_users": users,
-        "batch_size": batch_size,
+        "batch_size": 1,
         "start_unix_s": start,
         "warmup_end_unix_s": start + warmup_s,
         "measure_end_unix_s": start + warmup_s + measure_s,
-        "end_unix_s": start + warmup_s + measure_s + cooldown_s,
+        "end_unix_s": start + warmup_s + measure_s + 1.0,
         "stop_reason": "duration",
     }
 

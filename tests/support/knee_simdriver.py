@@ -29,18 +29,23 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.knee_rundir import write_run
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DriveSpec:
-    levels: tuple[int, ...]
+    """What to drive: by keyword only, as a row of unnamed numbers is easy to misread."""
+
+    # each request
     input_tokens: int = 64
     output_tokens: int = 24
+    stream: bool = False
+    request_timeout_s: float = 20.0
+    # the sweep: a baseline stage, then each level's warm-up, measured window and cool-down
+    levels: tuple[int, ...]
+    baseline_requests: int = 8
     warmup_s: float = 0.5
     measure_s: float = 1.8
     cooldown_s: float = 0.2
-    baseline_requests: int = 8
+    # the /metrics scrape
     scrape_s: float = 0.25
-    request_timeout_s: float = 20.0
-    stream: bool = False
 
 
 def _prompt(tokens: int) -> str:

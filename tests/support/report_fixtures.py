@@ -22,26 +22,19 @@ from loadknee_core import contract
 from tests.support.knee_frames import SEED_002_TABLE
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789"
+#: every request of the synthetic run: a fixed prompt, the answer streamed one token a chunk
+PROMPT_TOKENS, OUTPUT_TOKENS = 128, 32
 
 
 def seed002_summary() -> pd.DataFrame:
     """A summary frame (exact SUMMARY_COLUMNS): a baseline row and the vLLM source's 5 stages."""
+    base = seed002_baseline()  # the baseline stage's row agrees with the Baseline fixture
     rows = [dict.fromkeys(SUMMARY_COLUMNS, math.nan)]
     rows[0].update(
-        stage=0,
-        kind="baseline",
-        target_users=1,
-        batch_size=1,
-        requests=21,
-        ok=21,
-        errors=0,
-        success_pct=100.0,
-        e2e_p50_ms=500.0,
-        e2e_p95_ms=560.0,
-        e2e_p99_ms=580.0,
-        output_tok_s=60.0,
-        qps=2.0,
-    )
+        stage=0, kind="baseline", target_users=1, batch_size=1, requests=21, ok=21, errors=0,
+        success_pct=100.0, e2e_p50_ms=base.e2e_p50_ms, e2e_p95_ms=base.e2e_p95_ms,
+        e2e_p99_ms=580.0, output_tok_s=base.output_tok_s, qps=2.0,
+    )  # fmt: skip
     for i, (users, p50, p99, tok_s, mem, ok_pct, _) in enumerate(SEED_002_TABLE, start=1):
         row = dict.fromkeys(SUMMARY_COLUMNS, math.nan)
         row.update(
@@ -105,14 +98,17 @@ def seed002_knee(*, untrusted_stage: int | None = None) -> KneeResult:
                 bottleneck_reason="memory ≥ 95 %" if mem >= 95 else "",
             )
         )
+    level_users = [row[0] for row in SEED_002_TABLE]
+    verdicts = [row[-1] for row in SEED_002_TABLE]
+    knee, red_line = verdicts.index("knee") + 1, verdicts.index("red_line") + 1
     return KneeResult(
         stages=tuple(stages),
-        knee_stage=4,
-        knee_users=32,
-        red_line_stage=5,
-        red_line_users=48,
-        max_concurrency=24,
-        base_capacity=24,
+        knee_stage=knee,
+        knee_users=level_users[knee - 1],
+        red_line_stage=red_line,
+        red_line_users=level_users[red_line - 1],
+        max_concurrency=level_users[knee - 2],  # the stage before the knee
+        base_capacity=level_users[knee - 2],
         summary="Knee at 32 users: throughput flattens while P99 departs from the baseline.",
         params={"marginal_gain_min": 0.15, "tail_ratio": 2.0, "sla_p99_ms": math.nan},
     )
@@ -249,17 +245,17 @@ def write_run_dir(
                         end_unix_s=now + e2e,
                         e2e_ms=e2e * 1000,
                         ttft_ms=ttft * 1000,
-                        tpot_ms=(e2e - ttft) * 1000 / 31,
+                        tpot_ms=(e2e - ttft) * 1000 / (OUTPUT_TOKENS - 1),
                         itl_mean_ms=7.5,
                         itl_p50_ms=7.4,
                         itl_p95_ms=9.0,
                         itl_max_ms=12.0,
-                        chunks=32,
-                        prompt_tokens=128,
-                        completion_tokens=32,
+                        chunks=OUTPUT_TOKENS,
+                        prompt_tokens=PROMPT_TOKENS,
+                        completion_tokens=OUTPUT_TOKENS,
                         usage_source="server",
-                        target_input_tokens=128,
-                        target_output_tokens=32,
+                        target_input_tokens=PROMPT_TOKENS,
+                        target_output_tokens=OUTPUT_TOKENS,
                         length_ok=1,
                         outcome="ok",
                         http_status=200,
@@ -330,7 +326,11 @@ def write_run_dir(
         "levels": list(levels),
         "options": {"llm_api_key_env": "OPENAI_API_KEY", "llm_batch_size": 1},
         "api_key": SECRET,
-        "prompt_source": {"kind": "fixed", "input_tokens": 128, "output_tokens": 32},
+        "prompt_source": {
+            "kind": "fixed",
+            "input_tokens": PROMPT_TOKENS,
+            "output_tokens": OUTPUT_TOKENS,
+        },
     }
     info.update(run_info or {})
     (root / contract.RUN_JSON).write_text(json.dumps(info, indent=2))

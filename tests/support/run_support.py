@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from loadknee_core.contract import GPU_CSV, REQUEST_COLUMNS, SERVER_METRICS_CSV, STAGE_COLUMNS
+from loadknee_locust.children import stop_child
 
 HERE = Path(__file__).parent
 PROBE = str(HERE / "run_probe_locustfile.py")
@@ -162,6 +163,42 @@ def wait_for_web_ui(base: str, timeout: float = 30.0) -> str:
         except OSError:
             assert time.monotonic() < deadline, "web UI did not come up"
             time.sleep(0.3)
+
+
+def worker_args(processes: int) -> list[str]:
+    """Options for a master with ``processes`` local workers, bound to a free loopback port."""
+    port = str(free_port())
+    return [
+        "--processes", str(processes),
+        "--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--master-port", port,
+    ]  # fmt: skip
+
+
+@contextmanager
+def web_ui(*args: str, locustfile: str = PROBE) -> Iterator[tuple[str, str]]:
+    """Locust with ``args`` serving its web UI on a free loopback port: (its base URL, the start
+    page's HTML) once the page answers. When the block ends Locust is stopped (SIGTERM, SIGKILL
+    after 30 s), so a failed check leaves no process behind."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    cmd = locust_cmd(
+        "--web-host", "127.0.0.1", "--web-port", str(port), *args, locustfile=locustfile
+    )
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=child_env()
+    )
+    try:
+        yield base, wait_for_web_ui(base)
+    finally:
+        stop_child(proc, 30.0)
+
+
+def wait_workers(base: str, workers: int, timeout: float) -> None:
+    """Poll /stats/requests until ``workers`` workers are connected (ready or busy)."""
+    deadline = time.monotonic() + timeout
+    while json.loads(http_get(base + "/stats/requests")).get("worker_count", 0) < workers:
+        assert time.monotonic() < deadline, f"{workers} workers did not connect in {timeout} s"
+        time.sleep(0.3)
 
 
 @dataclass

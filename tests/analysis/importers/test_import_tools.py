@@ -70,16 +70,24 @@ def _cut(src: Path, dest: Path, keep: float) -> Path:
     return dest
 
 
+#: per importer: files it must refuse (content, words its message must hold)
+FOREIGN_FILES = {
+    "guidellm": [
+        ("", "empty file"),
+        ("not json at all", "not JSON"),
+        ('{"benchmarks": []}', "with keys benchmarks"),
+        ("[1, 2]", "a JSON list"),
+    ],
+    "vllm-bench": [
+        ('{"max_concurrency": 4, "duration": 1.0}', "--save-detailed"),
+        ('{"metadata": {"guidellm_version": "0.8.1"}}', "without max_concurrency"),
+    ],
+}
+
+
 @pytest.mark.parametrize(
     ("source", "content", "message"),
-    [
-        ("guidellm", "", "empty file"),
-        ("guidellm", "not json at all", "not JSON"),
-        ("guidellm", '{"benchmarks": []}', "with keys benchmarks"),
-        ("guidellm", "[1, 2]", "a JSON list"),
-        ("vllm-bench", '{"max_concurrency": 4, "duration": 1.0}', "--save-detailed"),
-        ("vllm-bench", '{"metadata": {"guidellm_version": "0.8.1"}}', "without max_concurrency"),
-    ],
+    [(source, *case) for source, cases in FOREIGN_FILES.items() for case in cases],
 )
 def test_foreign_file_one_clear_message(
     source: str, content: str, message: str, tmp_path: Path

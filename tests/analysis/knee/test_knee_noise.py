@@ -324,37 +324,33 @@ def test_a_stage_that_out_serves_the_plateau_makes_the_flat_stage_a_dip():
     assert (result.knee_users, result.max_concurrency) == (16, 8)
 
 
+#: per stage: users, tok/s, p95 ms, the client's running and waiting estimates, wait share %.
+#: A busy machine (load 3.6 on 2 cores), 6 slots, no gauges: just past the limit the client's
+#: gaps read 5.46 running; one level deeper the queue settles it at 6.0
+BUSY_6_SLOTS = [
+    (4, 328.0, 788.0, 3.99, 0.0, 0.0),
+    (6, 438.0, 886.0, 5.95, 0.0, 0.0),
+    (7, 396.0, 1310.0, 5.46, 0.86, 31.0),
+    (8, 454.0, 1680.0, 6.0, 2.0, 60.0),
+]
+#: 40 slots in an exact FIFO loop: out-of-step requests read 41.4 at 44, 40.0 at 48
+FIFO_40_SLOTS = [
+    (32, 2800.0, 700.0, 32.0, 0.0, 0.0),
+    (40, 3400.0, 760.0, 40.0, 0.0, 0.0),
+    (44, 3420.0, 1500.0, 41.4, 2.6, 60.0),
+    (48, 3430.0, 1900.0, 40.0, 8.0, 90.0),
+]
+
+
 @pytest.mark.parametrize(
-    ("levels", "tok", "p95", "running", "waiting", "share", "truth", "why"),
+    ("stages", "truth", "why"),
     [
-        # a busy machine (load 3.6 on 2 cores), 6 slots, no gauges: just past the limit the
-        # client's gaps read 5.46 running; one level deeper the queue settles it at 6.0
-        (
-            [4, 6, 7, 8],
-            [328.0, 438.0, 396.0, 454.0],
-            [788.0, 886.0, 1310.0, 1680.0],
-            [3.99, 5.95, 5.46, 6.0],
-            [0.0, 0.0, 0.86, 2.0],
-            [0.0, 0.0, 31.0, 60.0],
-            6,
-            "the deepest queue, not the lowest estimate",
-        ),
-        # 40 slots in an exact FIFO loop: out-of-step requests read 41.4 at 44, 40.0 at 48
-        (
-            [32, 40, 44, 48],
-            [2800.0, 3400.0, 3420.0, 3430.0],
-            [700.0, 760.0, 1500.0, 1900.0],
-            [32.0, 40.0, 41.4, 40.0],
-            [0.0, 0.0, 2.6, 8.0],
-            [0.0, 0.0, 60.0, 90.0],
-            40,
-            "the deepest queue reads the slots where just past them overshoots",
-        ),
+        (BUSY_6_SLOTS, 6, "the deepest queue, not the lowest estimate"),
+        (FIFO_40_SLOTS, 40, "the deepest queue reads the slots where just past them overshoots"),
     ],
 )
-def test_the_clients_slot_bound_comes_from_its_deepest_queue(
-    levels, tok, p95, running, waiting, share, truth, why
-):
+def test_the_clients_slot_bound_comes_from_its_deepest_queue(stages, truth, why):
+    levels, tok, p95, running, waiting, share = (list(col) for col in zip(*stages, strict=True))
     summary = sweep(
         levels, tok, p95, baseline_tok_s=88.0, baseline_p95_ms=680.0,
         client_running=running, client_waiting=waiting, client_wait_share_pct=share,

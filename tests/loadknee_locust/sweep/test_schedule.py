@@ -246,19 +246,12 @@ def test_seconds_left() -> None:
 
 
 def test_from_options_reads_run_time_as_time_limit() -> None:
-    opts = SimpleNamespace(
-        llm_levels="1,2,4,8",
-        llm_stage_seconds=60.0,
-        llm_stage_requests=0,
-        llm_warmup_seconds=30.0,
-        llm_cooldown_seconds=5.0,
-        llm_baseline_requests=20,
-        llm_time_limit=0.0,
-        run_time=300,
-        llm_no_refine=False,
-        llm_refine_max_stages=4,
-        llm_stop_after_knee=1,
-    )
+    opts = SimpleNamespace(  # as Locust parsed them: the sweep, the two limits, the refine pass
+        llm_levels="1,2,4,8", llm_stage_seconds=60.0, llm_stage_requests=0,
+        llm_warmup_seconds=30.0, llm_cooldown_seconds=5.0, llm_baseline_requests=20,
+        llm_time_limit=0.0, run_time=300,
+        llm_no_refine=False, llm_refine_max_stages=4, llm_stop_after_knee=1,
+    )  # fmt: skip
     plan = SchedulePlan.from_options(LlmOptions.from_parsed(opts))
     assert plan.levels == (1, 2, 4, 8) and plan.time_limit_s == 300.0
     assert [(s.kind, s.users) for s in plan.stages()][:2] == [("baseline", 1), ("step", 1)]

@@ -157,10 +157,11 @@ def test_importing_the_analysis_side_imports_no_gevent_nor_locust() -> None:
 
 def test_tensor_parallel_ranks_are_one_scheduler_data_parallel_ranks_add_up() -> None:
     rows = [  # SGLang, dp 2 × tp 2: each tp rank repeats its scheduler's numbers
-        (1.0, "sglang:num_running_reqs", 'dp_rank="0",tp_rank="0"', 4),
-        (1.0, "sglang:num_running_reqs", 'dp_rank="0",tp_rank="1"', 4),
-        (1.0, "sglang:num_running_reqs", 'dp_rank="1",tp_rank="0"', 6),
-        (1.0, "sglang:num_running_reqs", 'dp_rank="1",tp_rank="1"', 6),
+        *(
+            (1.0, "sglang:num_running_reqs", f'dp_rank="{dp}",tp_rank="{tp}"', running)
+            for dp, running in ((0, 4), (1, 6))
+            for tp in (0, 1)
+        ),
         (1.0, "sglang:token_usage", 'dp_rank="0",tp_rank="0"', 0.3),
         (1.0, "sglang:token_usage", 'dp_rank="1",tp_rank="1"', 0.8),
     ]
