@@ -1,8 +1,8 @@
 """Which names are secrets and how URLs lose their credentials: one rule for every output.
 
 Shared by run.json (``rundir``), the telemetry CSVs and logs (``telemetry``) and the HTML report
-(``analysis.report.html``), so that a key withheld in one place is withheld in all. Pure stdlib,
-so ``analysis`` can import it without locust or gevent.
+(``analysis.report.html_params``), so that a key withheld in one place is withheld in all. Pure
+stdlib, so ``analysis`` can import it without locust or gevent.
 
 A name is secret when one of its words (split at ``_``, ``-``, ``.`` and camelCase) is a secret
 word: ``api_key``, ``OPENAI_API_KEY``, ``hfToken``, ``web_auth`` are; ``max_tokens``,
