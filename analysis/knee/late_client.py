@@ -9,10 +9,10 @@ stage's figures; a single stall (a worker starting its users, a garbage collecti
 P95 of the rows' largest lags and barely moves a percentile of hundreds of requests (beside a
 test suite a worker's start read 97 ms at the baseline, mean 6 ms). A stage whose lag is
 large against its latency measured the client, not the server: it is untrusted and cannot be
-the knee (:func:`analysis.knee.find.evaluate_stage`), and an answer that such a stage could have
-moved is "cannot tell" (:mod:`analysis.advice.standing`). On two busy cores an independent
-server refusing above 10 was answered 9 "bound by the knee", and a simulator whose knee is at 8
-users was answered 16, each with the stages that decided it late by hundreds of ms.
+the knee (:func:`analysis.knee.stage_verdict.evaluate_stage`), and an answer that such a stage
+could have moved is "cannot tell" (:mod:`analysis.advice.standing`). On two busy cores an
+independent server refusing above 10 was answered 9 "bound by the knee", and a simulator whose
+knee is at 8 users was answered 16, each with the stages that decided it late by hundreds of ms.
 
 docs/method.md: Late load generator.
 """

@@ -5,7 +5,7 @@ Each function takes one summary row (and the previous served stage where the rul
 plus the :class:`StageContext` every stage is compared against, and returns
 :class:`~analysis.model.Signal` objects whose ``fact`` (:mod:`analysis.knee.facts`) records what
 was measured against which threshold; :mod:`analysis.report.knee_words` says it in words.
-:func:`analysis.knee.find.evaluate_stage` turns them into a verdict.
+:func:`analysis.knee.stage_verdict.evaluate_stage` turns them into a verdict.
 """
 
 from __future__ import annotations
@@ -276,6 +276,16 @@ def client_signal(row: pd.Series, ctx: StageContext) -> Signal:
     )
 
 
+def _server_queue(row: pd.Series, ctx: StageContext) -> tuple[float, float, float, float] | None:
+    """The stage's mean running and waiting counts, the server's slots (``server_slots``) and
+    the requests in flight (users × batch); None where the server reports no queue."""
+    running, waiting = num(row.get("running_mean")), num(row.get("waiting_mean"))
+    slots = ctx.server_slots
+    if running is None or waiting is None or not slots:
+        return None
+    return running, waiting, slots, float(row["target_users"]) * (num(row.get("batch_size")) or 1.0)
+
+
 def saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     """The server's own word: requests waited while the running count sat at its maximum.
 
@@ -292,15 +302,12 @@ def saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     of 10 and a running mean of 6.0; judged by the mean it was "not saturated" and the sweep
     recommended 12 for 10 slots. With more requests in flight than the slots, a queue that
     persists on average is the slots being full."""
-    p = ctx.params
-    running, waiting = num(row.get("running_mean")), num(row.get("waiting_mean"))
-    slots = ctx.server_slots
-    if running is None or waiting is None or not slots:
+    p, queue = ctx.params, _server_queue(row, ctx)
+    if queue is None:
         return Signal("server_saturated", False, None, None, fact=AbsentFact("no_server_queue"))
+    running, waiting, slots, in_flight = queue
     peak = num(row.get("running_max"))
     peak = running if peak is None else max(peak, running)
-    batch = num(row.get("batch_size")) or 1.0
-    in_flight = float(row["target_users"]) * batch
     # with no more requests in flight than the server ever ran, a waiting request is only
     # between scheduler steps (16 users on 16 slots showed 1.2 waiting on average)
     fired = (
@@ -332,16 +339,14 @@ def free_slots_signal(row: pd.Series, ctx: StageContext) -> Signal:
     Fires when the server reports its queue, a stage had no more requests in flight (users ×
     batch) than the server's running maximum (``server_slots``), and its mean waiting count
     stayed below ``saturated_waiting``: every added user was admitted at once, so the stage is
-    not saturated. :func:`analysis.knee.find.find_knee` lets this overrule a flattening seen by the
-    client only where the client's figure is untrusted (no interval, or one too wide) and some
-    stage proved the running maximum is a real limit (requests waited there)."""
-    p = ctx.params
-    running, waiting = num(row.get("running_mean")), num(row.get("waiting_mean"))
-    slots = ctx.server_slots
-    if running is None or waiting is None or not slots:
+    not saturated. :func:`analysis.knee.queue_demotions.demote_unsaturated` lets this overrule
+    a flattening seen by the client only where the client's figure is untrusted (no interval,
+    or one too wide) and some stage proved the running maximum is a real limit (requests waited
+    there)."""
+    p, queue = ctx.params, _server_queue(row, ctx)
+    if queue is None:
         return Signal("server_free_slots", False, None, None, fact=AbsentFact("no_server_queue"))
-    batch = num(row.get("batch_size")) or 1.0
-    in_flight = float(row["target_users"]) * batch
+    running, waiting, slots, in_flight = queue
     fired = in_flight <= slots and waiting < p.saturated_waiting
     return Signal(
         "server_free_slots",
