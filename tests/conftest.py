@@ -125,8 +125,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     say(f"[loadknee tests] llama-server built in {time.monotonic() - started:.0f} s")
 
 
-#: test files that take minutes, longest first (their wall time at ``-n 4``): pyproject's
-#: ``--dist loadfile --no-loadscope-reorder`` hands files to the four processes in this order, so
+#: test files that take minutes, longest first (their wall time at ``-n 4``, measured): pyproject's
+#: ``--dist loadfile --no-loadscope-reorder`` hands files to the test processes in this order, so
 #: the longest start first and short ones fill in at the end, instead of xdist's own order (files
 #: with the most tests first). Files holding a quiet test go after all of these (the llama-server
 #: sweep among them: it runs alone, last)

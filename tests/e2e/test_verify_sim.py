@@ -8,7 +8,9 @@ each with 5 s levels, 1 s warm-up and the original's 0.5 s cooldown.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 
@@ -46,6 +48,11 @@ def test_each_stage_matches_the_servers_generation_token_counter(original) -> No
     assert len(steps) == len(LEVELS.split(","))
 
 
+def _verify(run_dir: Path, slots: int, common: list[str], run_id: str) -> CompletedProcess[str]:
+    with SimProcess.start("fast", max_num_seqs=slots) as sim:
+        return loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", run_id)
+
+
 def test_verify_passes_on_the_same_server_and_fails_with_half_the_slots(original) -> None:
     out, run_dir = original
     before = analyze_run(run_dir)
@@ -56,15 +63,16 @@ def test_verify_passes_on_the_same_server_and_fails_with_half_the_slots(original
     # users to stop, then discards its first second as warm-up)
     common = ["--stage-seconds", "5", "--warmup-seconds", "1", "--out", str(out)]
     common += ["--cooldown-seconds", "0.5"]
-    with SimProcess.start("fast", max_num_seqs=SLOTS) as sim:
-        same = loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", "same")
+    # the two re-runs at once, each against its own simulator (their waits overlap)
+    with ThreadPoolExecutor(2) as pool:
+        same_run = pool.submit(_verify, run_dir, SLOTS, common, "same")
+        half_run = pool.submit(_verify, run_dir, SLOTS // 2, common, "half")
+        same, half = same_run.result(), half_run.result()
     assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-3000:]
     # words are the product: the PASS/FAIL lines a rollout script gates on
     assert "verify: PASS (3 of 3 checks passed)" in same.stdout
     assert (out / "same" / "verify.txt").read_text().startswith("PASS  recommended_level")
     assert ",refine," not in (out / "same" / "stages.csv").read_text()  # only the named levels
-    with SimProcess.start("fast", max_num_seqs=SLOTS // 2) as sim:
-        half = loadknee("verify", str(run_dir), "--host", sim.url, *common, "--run-id", "half")
     assert half.returncode == 1, half.stdout[-3000:] + half.stderr[-3000:]
     # the re-run, judged with the original's thresholds as verify judges it: its max_concurrency
     # (12 users, past the halved server's slots) is the knee, and its FAIL line says so
