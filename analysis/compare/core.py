@@ -216,11 +216,11 @@ def _batch(sides: Sequence[RunSide], table: pd.DataFrame) -> list[Reading]:
             out.append(
                 BatchBest(
                     side.label,
-                    int(row["batch_size"]),
-                    int(row["target_users"]),
-                    int(row["in_flight"]),
                     num(row["output_tok_s"]),
                     num(row["e2e_p50_ms"]),
+                    batch_size=int(row["batch_size"]),
+                    users=int(row["target_users"]),
+                    in_flight=int(row["in_flight"]),
                 )
             )
     shared = set.intersection(

@@ -134,23 +134,22 @@ class ReplicaScaling:
 
 
 @dataclass(frozen=True)
-class BatchBest:
-    """A run's best output tok/s stage, with its batch size and prompts in flight."""
+class FlightPoint:
+    """One run's stage: its output tok/s and e2e P50."""
 
     label: str
-    batch_size: int
-    users: int
-    in_flight: int
     tok_s: float | None
     e2e_p50_ms: float | None
-    kind: ReadingKind = field(default="batch-best", init=False)
 
 
 @dataclass(frozen=True)
-class FlightPoint:
-    label: str
-    tok_s: float | None
-    e2e_p50_ms: float | None
+class BatchBest(FlightPoint):
+    """A run's best output tok/s stage, with its batch size, users and prompts in flight."""
+
+    batch_size: int
+    users: int
+    in_flight: int
+    kind: ReadingKind = field(default="batch-best", init=False)
 
 
 @dataclass(frozen=True)

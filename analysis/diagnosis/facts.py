@@ -73,14 +73,6 @@ class _MemoryReading:
 
 
 @dataclass(frozen=True)
-class _GpuUtilReading:
-    """GPU utilisation held against the one threshold that makes its rule's verdict."""
-
-    gpu_util_pct: float
-    threshold_pct: float
-
-
-@dataclass(frozen=True)
 class ClientBoundFact:
     """The load generator's CPU was at its limit: the stage is not trusted."""
 
@@ -122,14 +114,17 @@ class GpuIdleFact:
 
 @dataclass(frozen=True)
 class ServerQueueFact:
-    """The server's own waiting queue held requests behind a latency, throughput or slots sign."""
+    """The server's own waiting queue against ``threshold_waiting``, the least that counts as a
+    queue: it held requests behind a latency, throughput or slots sign (``server_queue``, with
+    its max and the memory figure the knee judged by), or stayed under it while throughput went
+    flat or the tail departed (``empty_queue``)."""
 
+    kind: Literal["server_queue", "empty_queue"]
     waiting_mean: float
-    waiting_max: float | None
-    memory: MemorySeen
-    memory_pct: float | None
     threshold_waiting: float
-    kind: Literal["server_queue"] = "server_queue"
+    waiting_max: float | None = None
+    memory: MemorySeen = "unknown"
+    memory_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -161,26 +156,13 @@ class KvContentionFact(_MemoryReading):
 
 
 @dataclass(frozen=True)
-class ComputeSaturatedFact(_GpuUtilReading):
-    """GPU utilisation at or above ``threshold_pct`` while throughput stopped growing."""
+class GpuUtilFact:
+    """Throughput stopped growing with GPU utilisation held against ``threshold_pct``: at or
+    above it (``compute_saturated``), or under it (``throughput_stuck``)."""
 
-    kind: Literal["compute_saturated"] = "compute_saturated"
-
-
-@dataclass(frozen=True)
-class ThroughputStuckFact(_GpuUtilReading):
-    """Throughput flat while the GPU stayed under ``threshold_pct`` busy."""
-
-    kind: Literal["throughput_stuck"] = "throughput_stuck"
-
-
-@dataclass(frozen=True)
-class EmptyQueueFact:
-    """Throughput flat or the tail departed while the server's queue stayed under the minimum."""
-
-    waiting_mean: float
-    threshold_waiting: float
-    kind: Literal["empty_queue"] = "empty_queue"
+    kind: Literal["compute_saturated", "throughput_stuck"]
+    gpu_util_pct: float
+    threshold_pct: float
 
 
 @dataclass(frozen=True)
@@ -222,9 +204,7 @@ DiagnosisFact: TypeAlias = (
     | ServerQueueFact
     | PrefillFact
     | KvContentionFact
-    | ComputeSaturatedFact
-    | ThroughputStuckFact
-    | EmptyQueueFact
+    | GpuUtilFact
     | ClosedLoopWaitFact
     | MemoryLeadingFact
     | InterferenceFact

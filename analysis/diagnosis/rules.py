@@ -147,7 +147,9 @@ def server_queue(s: StageFacts) -> facts.ServerQueueFact | None:
     least = s.params.queue_waiting_min
     if s.waiting is None or s.waiting < least or not (s.departed or s.flat or s.saturated):
         return None
-    return facts.ServerQueueFact(s.waiting, cell(s.row, "waiting_max"), s.memory, s.mem, least)
+    return facts.ServerQueueFact(
+        "server_queue", s.waiting, least, cell(s.row, "waiting_max"), s.memory, s.mem
+    )
 
 
 def prefill(s: StageFacts) -> facts.PrefillFact | None:
@@ -195,26 +197,26 @@ def kv_contention(s: StageFacts) -> facts.KvContentionFact | None:
     )
 
 
-def compute_saturated(s: StageFacts) -> facts.ComputeSaturatedFact | None:
+def compute_saturated(s: StageFacts) -> facts.GpuUtilFact | None:
     high = s.params.compute_util_pct
     if s.util is None or s.util < high or not s.flat:
         return None
-    return facts.ComputeSaturatedFact(s.util, high)
+    return facts.GpuUtilFact("compute_saturated", s.util, high)
 
 
-def throughput_stuck(s: StageFacts) -> facts.ThroughputStuckFact | None:
+def throughput_stuck(s: StageFacts) -> facts.GpuUtilFact | None:
     low = s.params.low_util_pct
     if not _fired(s.verdict, "throughput_flattening") or s.util is None or s.util >= low:
         return None
-    return facts.ThroughputStuckFact(s.util, low)
+    return facts.GpuUtilFact("throughput_stuck", s.util, low)
 
 
-def empty_queue(s: StageFacts) -> facts.EmptyQueueFact | None:
+def empty_queue(s: StageFacts) -> facts.ServerQueueFact | None:
     if not (s.flat or s.departed) or s.waiting is None:
         return None
     if s.waiting >= s.params.queue_waiting_min:
         return None
-    return facts.EmptyQueueFact(s.waiting, s.params.queue_waiting_min)
+    return facts.ServerQueueFact("empty_queue", s.waiting, s.params.queue_waiting_min)
 
 
 def closed_loop_wait(s: StageFacts) -> facts.ClosedLoopWaitFact | None:

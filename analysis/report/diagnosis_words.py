@@ -15,13 +15,12 @@ from analysis.diagnosis.facts import (
     AllFailedFact,
     ClientBoundFact,
     ClosedLoopWaitFact,
-    ComputeSaturatedFact,
     DiagnosisFact,
-    EmptyQueueFact,
     FailingFact,
     FailureKind,
     FailureMix,
     GpuIdleFact,
+    GpuUtilFact,
     InterferenceFact,
     KvContentionFact,
     MemoryFullFact,
@@ -32,7 +31,6 @@ from analysis.diagnosis.facts import (
     ServerQueueFact,
     SharedHostFact,
     SmallStageFact,
-    ThroughputStuckFact,
 )
 from analysis.knee.facts import LateClientFact
 from analysis.report.knee_words import MEMORY_NAMES, host_load_text
@@ -145,6 +143,37 @@ def _kv_contention(fact: KvContentionFact) -> str:
     )
 
 
+def _server_queue(fact: ServerQueueFact) -> str:
+    if fact.kind == "empty_queue":
+        return (
+            f"the server's waiting queue stayed empty ({fmt(fact.waiting_mean)} on average) "
+            "while throughput stopped keeping pace with users and latency rose: every "
+            "request runs, but each decode step slows as the batch grows (compute-bound "
+            "batching)"
+        )
+    return (
+        f"the server's waiting queue held "
+        f"{counted_figure(fact.waiting_mean, 'request')} on average (max "
+        f"{fmt(fact.waiting_max)}) while {MEMORY_NAMES[fact.memory]} was at "
+        f"{fmt(fact.memory_pct, ' %')}: {QUEUEING}"
+    )
+
+
+#: what GPU utilisation against its threshold says (``util``: its figure), by the rule that read it
+GPU_UTIL_WORDS = {
+    "compute_saturated": "GPU utilisation averaged {util} (high at {f.threshold_pct:g} %) while "
+    "throughput stopped growing: compute is saturated, more concurrency only queues",
+    "throughput_stuck": "throughput stopped growing while the GPU was busy only {util} of the "
+    "time (low under {f.threshold_pct:g} %): the limit is scheduling, the network or the "
+    "client's ability to drive the concurrency, not the model; check that the load generator "
+    "keeps up",
+}
+
+
+def _gpu_util(fact: GpuUtilFact) -> str:
+    return GPU_UTIL_WORDS[fact.kind].format(f=fact, util=fmt(fact.gpu_util_pct, " %"))
+
+
 def _closed_loop(fact: ClosedLoopWaitFact) -> str:
     missing = " or ".join(MISSING_NAMES[m] for m in fact.missing)
     why = f" (no {missing} data to tell compute from KV contention)" if missing else ""
@@ -181,36 +210,13 @@ def diagnosis_words(fact: DiagnosisFact) -> str:
                 "lengthens the queue"
             )
         case ServerQueueFact():
-            return (
-                f"the server's waiting queue held "
-                f"{counted_figure(fact.waiting_mean, 'request')} on average (max "
-                f"{fmt(fact.waiting_max)}) while {MEMORY_NAMES[fact.memory]} was at "
-                f"{fmt(fact.memory_pct, ' %')}: {QUEUEING}"
-            )
+            return _server_queue(fact)
         case PrefillFact():
             return _prefill(fact)
         case KvContentionFact():
             return _kv_contention(fact)
-        case ComputeSaturatedFact():
-            return (
-                f"GPU utilisation averaged {fmt(fact.gpu_util_pct, ' %')} (high at "
-                f"{fact.threshold_pct:g} %) while throughput stopped growing: compute is "
-                "saturated, more concurrency only queues"
-            )
-        case ThroughputStuckFact():
-            return (
-                f"throughput stopped growing while the GPU was busy only "
-                f"{fmt(fact.gpu_util_pct, ' %')} of the time (low under {fact.threshold_pct:g} "
-                "%): the limit is scheduling, the network or the client's ability to drive the "
-                "concurrency, not the model; check that the load generator keeps up"
-            )
-        case EmptyQueueFact():
-            return (
-                f"the server's waiting queue stayed empty ({fmt(fact.waiting_mean)} on average) "
-                "while throughput stopped keeping pace with users and latency rose: every "
-                "request runs, but each decode step slows as the batch grows (compute-bound "
-                "batching)"
-            )
+        case GpuUtilFact():
+            return _gpu_util(fact)
         case ClosedLoopWaitFact():
             return _closed_loop(fact)
         case MemoryLeadingFact():
