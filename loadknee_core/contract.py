@@ -36,14 +36,14 @@ Files in ``runs/<run_id>/``:
     when not streaming), ``tpot_ms`` ((e2e - ttft) / (completion_tokens - 1)), ``itl_mean_ms``,
     ``itl_p50_ms``, ``itl_p95_ms``, ``itl_max_ms`` (gaps between content chunks), ``chunks``
     (content-bearing chunks), ``prompt_tokens``, ``completion_tokens``, ``usage_source``
-    (:data:`USAGE_SOURCES`), ``target_input_tokens``, ``target_output_tokens``, ``length_ok``
-    (1/0, empty when no target), ``outcome`` (:data:`OUTCOMES`), ``http_status``, ``error`` (short,
-    one line), ``prompt_hash`` (sha256 prefix of the prompt text; the text itself is never
-    written), ``resent`` (times the request was sent again on a fresh connection because its
-    reused keep-alive socket was found closed before the request reached the server: 0 or 1;
-    empty in files written before the column existed), ``conversation_id`` and ``turn`` (a
-    multi-turn user's conversation and the request's turn in it, 0 first; empty for single-turn
-    requests and in files written before the columns existed), ``traffic_class`` (the
+    (``server`` | ``estimate`` | ``none``), ``target_input_tokens``, ``target_output_tokens``,
+    ``length_ok`` (1/0, empty when no target), ``outcome`` (:data:`OUTCOMES`), ``http_status``,
+    ``error`` (short, one line), ``prompt_hash`` (sha256 prefix of the prompt text; the text
+    itself is never written), ``resent`` (times the request was sent again on a fresh
+    connection because its reused keep-alive socket was found closed before the request reached
+    the server: 0 or 1; empty in files written before the column existed), ``conversation_id``
+    and ``turn`` (a multi-turn user's conversation and the request's turn in it, 0 first; empty for
+    single-turn requests and in files written before the columns existed), ``traffic_class`` (the
     request's class under ``--llm-classes``; empty without classes), ``cached_tokens`` (prompt
     tokens the server says it found in its prefix cache, from ``usage.prompt_tokens_details``;
     empty when it does not say), ``intended_unix_s`` (open loop: when the schedule meant the
@@ -54,11 +54,11 @@ Files in ``runs/<run_id>/``:
     omission); the three are empty in closed-loop runs.
 
 ``gpu.csv`` (one row per GPU per sample; see :data:`GPU_COLUMNS`)
-    ``timestamp_unix_s``, ``gpu_index``, ``source`` (:data:`GPU_SOURCES`), ``memory_used_mib``,
-    ``memory_total_mib``, ``gpu_util_pct``, ``sm_util_pct``, ``mem_bw_util_pct``, ``power_w`` (board
-    power draw, W; empty in files written before the column existed), ``error`` (empty
-    on a good sample; a failed sample is a row with empty values and the reason here, so the gap is
-    visible).
+    ``timestamp_unix_s``, ``gpu_index``, ``source`` (``nvml`` | ``dcgm`` | ``nvidia-smi`` |
+    ``sim``), ``memory_used_mib``, ``memory_total_mib``, ``gpu_util_pct``, ``sm_util_pct``,
+    ``mem_bw_util_pct``, ``power_w`` (board power draw, W; empty in files written before the
+    column existed), ``error`` (empty on a good sample; a failed sample is a row with empty
+    values and the reason here, so the gap is visible).
 
 ``server_metrics.csv`` (one row per scraped sample, long form; see :data:`SERVER_METRIC_COLUMNS`)
     ``timestamp_unix_s``, ``endpoint`` (the scraped URL, credentials stripped), ``metric`` (the
@@ -200,12 +200,6 @@ def all_failed_summary(rows: Iterable[Mapping[str, object]], *, top: int = 3) ->
     failed = all_failed(rows, top=top)
     return None if failed is None else all_failed_words(*failed)
 
-
-UsageSource = Literal["server", "estimate", "none"]
-USAGE_SOURCES: Final[tuple[str, ...]] = get_args(UsageSource)
-
-GpuSource = Literal["nvml", "dcgm", "nvidia-smi", "sim"]
-GPU_SOURCES: Final[tuple[str, ...]] = get_args(GpuSource)
 
 STAGE_COLUMNS: Final[tuple[str, ...]] = (
     "stage",

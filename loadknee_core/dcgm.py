@@ -32,8 +32,6 @@ from typing import Any, Final
 
 from loadknee_core.promtext import Sample
 
-DCGM_PREFIX: Final = "DCGM_FI_"
-
 FB_USED: Final = "DCGM_FI_DEV_FB_USED"
 FB_FREE: Final = "DCGM_FI_DEV_FB_FREE"
 FB_TOTAL: Final = "DCGM_FI_DEV_FB_TOTAL"

@@ -63,7 +63,7 @@ class ImportedRun:
     stream: bool | None = None
     model: str = ""
     target_url: str = ""
-    usage_source: str = "server"  # contract.USAGE_SOURCES: how the tool counted tokens
+    usage_source: str = "server"  # server | estimate | none: how the tool counted tokens
     #: how each request's start time was obtained, in words (see the importer's docstring)
     start_times: str = "recorded per request by the tool"
     notes: tuple[str, ...] = field(default=())
