@@ -40,6 +40,7 @@ from analysis.report.paths import (  # noqa: F401 (report_paths: its old import 
 from analysis.report.rate_words import rate_knee_text
 from analysis.report.screen import why_line
 from analysis.report.slo_words import classes_text
+from analysis.report.standing import cannot_tell_text
 from analysis.report.table import format_csv, format_markdown, record_frame
 from analysis.report.texts import (  # noqa: F401 (collect_warnings: its old import path)
     collect_warnings,
@@ -54,6 +55,15 @@ from analysis.stages.conversations import planned_turns
 
 #: the page's why line holds as many of the binding stage's figures as this many characters
 WHY_WIDTH = 200
+
+
+def _page_why(analysis: Analysis) -> str:
+    """The page's line of why: the screen's own "cannot tell" words where the run has no
+    answer (the page showed the point figures' why under a "deploy: none" tile and never said
+    it could not tell, while the screen did), else the figures that bound the answer."""
+    if analysis.standing.cannot_tell:
+        return cannot_tell_text(analysis.standing, analysis.knee)
+    return why_line(analysis, width=WHY_WIDTH).removeprefix("why: ")
 
 
 def answer_markdown(analysis: Analysis) -> str:
@@ -150,7 +160,7 @@ def write_report(
             analysis.recommend_params.watermark_high,
         ),
         workload_html=workload_html(workload),
-        why=why_line(analysis, width=WHY_WIDTH).removeprefix("why: "),
+        why=_page_why(analysis),
         whatif_html=whatif_html(around_the_run(analysis), analysis.knee.max_concurrency),
     )
     images = {}

@@ -13,6 +13,7 @@ the whole analysis on a copy of a real ``loadknee`` run directory (the simulator
 from __future__ import annotations
 
 import csv
+import html
 import json
 import shutil
 from collections.abc import Callable
@@ -239,6 +240,10 @@ def test_the_cli_exit_code_and_files(case: str, tmp_path: Path) -> None:
     if code == 3:
         assert written == {}
         assert not list((report / "llm-d").glob("*.yaml"))
+        # the page says it cannot tell, in the screen's words, where its why line stands
+        judged = analyze_run(run)
+        said = html.escape(cannot_tell_text(judged.standing, judged.knee), quote=True)
+        assert f"<b>Why:</b> {said}</p>" in (report / "report.html").read_text()
     else:
         assert set(written) == set(CLUSTER_FILES)
         assert "stale" not in "".join(written.values())
