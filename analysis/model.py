@@ -301,7 +301,10 @@ class RowCoverage:
 #: ``late_client``: the load generator ran late at a stage (or the baseline) at or below the
 #: first level past the answer, so that stage may have moved it (docs/method.md: Late load
 #: generator)
-CannotTell = Literal["no_judged_stage", "unjudged_below", "late_client", "unsure"]
+#: ``tail_in_doubt``: the answer counts a level as before the knee whose throughput had flattened
+#: and whose tail was within the noise of the limit, while the fit over all stages puts the
+#: capacity below that level (docs/method.md: Knee from all stages)
+CannotTell = Literal["no_judged_stage", "unjudged_below", "late_client", "unsure", "tail_in_doubt"]
 
 
 @dataclass(frozen=True)
@@ -322,6 +325,8 @@ class Standing:
     baseline_late: LateClientFact | None = None
     #: ``late_client``: the first tested level past the answer (None: the answer is the top)
     first_past: int | None = None
+    #: ``tail_in_doubt``: the level whose tail was in doubt
+    in_doubt: int | None = None
 
     @property
     def cannot_tell(self) -> bool:

@@ -17,6 +17,10 @@ figure; this step says what that leaves:
 * ``cannot_tell`` / ``unsure`` — most resamples of the stages' time windows give another
   ``max_concurrency`` than the stages' own figures (:func:`moved_by_noise`): the answer is the
   noise's pick, not the server's;
+* ``cannot_tell`` / ``tail_in_doubt`` — the answer counts a level as before the knee although
+  its throughput had flattened and its tail was undecided (within the noise of the limit), and
+  the fit over all stages puts the capacity below that level (:func:`tail_in_doubt`): which side
+  of the knee the level is on is the noise's call;
 * ``partial`` — an answer from the judged stages, with the stages left out named;
 * ``answer`` — every level stage judged.
 
@@ -28,6 +32,8 @@ from __future__ import annotations
 
 from analysis.advice.facts import DeployAnswer
 from analysis.knee.facts import ConfidenceFact, LateClientFact
+from analysis.knee.signals import tail_undecided
+from analysis.knee.stage_verdict import has_fired, signal_of
 from analysis.model import KneeResult, RowCoverage, Standing
 
 
@@ -57,6 +63,8 @@ def answer_standing(
         return Standing("cannot_tell", "late_client", unjudged, coverage, late, base, first_past)
     if moved_by_noise(knee) is not None:
         return Standing("cannot_tell", "unsure", unjudged, coverage)
+    if (doubt := tail_in_doubt(knee, None if deploy is None else deploy.users)) is not None:
+        return Standing("cannot_tell", "tail_in_doubt", unjudged, coverage, in_doubt=doubt)
     if unjudged or coverage.faults:
         return Standing("partial", None, unjudged, coverage)
     return Standing("answer", None, (), coverage)
@@ -80,6 +88,36 @@ def moved_by_noise(knee: KneeResult) -> ConfidenceFact | None:
         return None
     top = max((share for _, share in fact.others), default=0.0)
     return fact if top > fact.same_pct else None
+
+
+def tail_in_doubt(knee: KneeResult, deployed: int | None = None) -> int | None:
+    """The lowest level at or below the answer (and at or below ``deployed``, the deploy figure,
+    where there is one: an SLO or the memory may set it lower, and levels above it do not move
+    it) whose throughput had flattened and whose tail was undecided, above the fit's 90 %
+    interval of the capacity (None: no such level, or no fit).
+
+    Why: the answer is the level below the first knee, so every level up to it was judged "not
+    past the knee". A level whose throughput had stopped growing was held back only by its
+    tail; where that tail is within the noise of the limit (a 6-request baseline's P95 one slow
+    request above its median: twice a 4-slot server's slots at 1.96x, "held") the level's side
+    of the knee is the noise's call, and so is the answer. The resamples cannot see it (stages
+    too short for an interval resample to themselves: 100 % agreement), but the fit over all
+    stages can: when it puts the capacity below the level (4 users, 90 % interval 3-4, for an
+    answer of 8) the answer is not the server's. A flattened level with an undecided tail
+    inside the fit's interval is the fit's answer too: it stands."""
+    high, answer = knee.capacity_high, knee.max_concurrency
+    if high is None or answer is None:
+        return None
+    if deployed is not None:
+        answer = min(answer, deployed)
+    for verdict in sorted(knee.judged, key=lambda v: v.target_users):
+        users = verdict.target_users
+        if not high < users <= answer or not has_fired(verdict, "throughput_flattening"):
+            continue
+        tail = signal_of(verdict, "tail_departure")
+        if tail is not None and tail_undecided(tail):
+            return users
+    return None
 
 
 def late_stages(knee: KneeResult) -> list[LateClientFact]:

@@ -79,8 +79,8 @@ class TailFact:
     threshold_ratio: float
     outcome: Literal["departed", "undecided", "held"]  # undecided: the interval spans the limit
     rule: str = "tail"
-    #: the ratio's upper bound: the stage's tail at its interval's high end over the yardstick
-    #: at its low end (None without both intervals)
+    #: the ratio's upper bound: the stage's tail at its interval's high end (its point figure
+    #: without one) over the yardstick at its low end (None without the yardstick's low end)
     upper_ratio: float | None = None
 
 

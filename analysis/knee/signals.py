@@ -155,7 +155,9 @@ def _outcome(
 def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | None]:
     """Tail departure fires only when the tail's lower bound (its 95 % interval, from
     resampling time windows) is at or above ``tail_ratio`` × the baseline's tail; without an
-    interval the point figure decides."""
+    interval the point figure decides. It is undecided, not held, where the upper bound (the
+    stage's tail at its interval's high end, or its point figure without one, over the
+    yardstick's low end) reaches the limit."""
     p = ctx.params
     if p.tail_metric == "s_per_1k":
         tail = num(row.get(f"s_per_1k_total_{ctx.tail_percentile}"))
@@ -168,10 +170,13 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
     lower = upper = None
     if p.noise_aware and ratio is not None and e2e and e2e_low is not None:
         lower = ratio * e2e_low / e2e  # the e2e interval's relative width, on either metric
-    if p.noise_aware and ratio is not None and tail and e2e and e2e_high is not None:
-        base_low = ctx.base_tail_low_ms
-        if base_low is not None and base_low > 0:
-            upper = tail * e2e_high / e2e / base_low
+    base_low = ctx.base_tail_low_ms
+    if p.noise_aware and ratio is not None and tail and base_low is not None and base_low > 0:
+        # without a stage interval its point figure is the high end: the yardstick's own
+        # spread still reaches the limit (a 6-request baseline's P95 one slow request above
+        # its median put twice the slots at 1.96x, "held", and the answer at twice the truth)
+        high = 1.0 if e2e_high is None or not e2e else e2e_high / e2e
+        upper = tail * max(high, 1.0) / base_low
     decisive = lower if lower is not None else ratio
     fired = decisive is not None and decisive >= p.tail_ratio
     fact = TailFact(

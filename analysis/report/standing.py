@@ -13,12 +13,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from analysis import rules
-from analysis.knee.facts import ConfidenceFact
+from analysis.knee.facts import ConfidenceFact, TailFact
+from analysis.knee.stage_verdict import signal_of
 from analysis.model import KneeResult, RowCoverage, Standing
 from analysis.report import yaml_text
-from analysis.report.knee_words import lag_text
+from analysis.report.knee_words import TAIL_SOURCES, lag_text
 from analysis.report.stage_reasons import unjudged_detail
-from loadknee_core.numeric import counted
+from loadknee_core.numeric import counted, fmt
 
 if TYPE_CHECKING:
     from analysis.model import Reason
@@ -128,6 +129,34 @@ def unsure_text(fact: ConfidenceFact) -> str:
     )
 
 
+def in_doubt_text(standing: Standing, knee: KneeResult) -> str:
+    """Why the answer sits on one level's noise: that level's tail against the limit, and the
+    fit over all stages' capacity below it."""
+    users = standing.in_doubt or 0
+    verdict = next((v for v in knee.judged if v.target_users == users), None)
+    tail = None if verdict is None else signal_of(verdict, "tail_departure")
+    fact = None if tail is None else tail.fact
+    its_tail = "its tail is"
+    if isinstance(fact, TailFact) and fact.ratio is not None:
+        reach = "" if fact.upper_ratio is None else f" (up to {fact.upper_ratio:.2f}×)"
+        its_tail = (
+            f"its {fact.percentile.upper()}, {fact.ratio:.2f}× {TAIL_SOURCES[fact.source]}"
+            f"{reach}, is"
+        )
+        limit = f" of the {fact.threshold_ratio:g}× limit"
+    else:
+        limit = " of the limit"
+    return (
+        f"at {counted(users, 'user')} throughput had stopped growing while {its_tail} within "
+        f"the noise{limit}: whether {counted(users, 'user')} is past the knee, and with it the "
+        f"answer {knee.max_concurrency}, is the noise's call; the fit over all stages puts the "
+        f"capacity at {fmt(knee.capacity)} (90 % interval {fmt(knee.capacity_low)}–"
+        f"{fmt(knee.capacity_high)}) {rules.cite('knee_fit')}; take more baseline requests "
+        f"(--baseline-requests), hold the stages longer (--stage-seconds) or re-run on a quieter "
+        f"machine"
+    )
+
+
 def cannot_tell_text(standing: Standing, knee: KneeResult) -> str:
     """The "cannot tell: …" line: the reason and what to do (the first line on screen; exit 3)."""
     faults = standing.coverage.faults
@@ -135,6 +164,8 @@ def cannot_tell_text(standing: Standing, knee: KneeResult) -> str:
         return "cannot tell: " + late_text(standing)
     if standing.reason == "unsure" and isinstance(knee.confidence, ConfidenceFact):
         return "cannot tell: " + unsure_text(knee.confidence)
+    if standing.reason == "tail_in_doubt":
+        return "cannot tell: " + in_doubt_text(standing, knee)
     if standing.reason == "unjudged_below":
         below = _users(standing.unjudged)
         text = (

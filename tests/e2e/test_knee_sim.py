@@ -38,7 +38,7 @@ from tests.support.recorded_runs import SLOTS4_LEVELS, SLOTS4_SPEC
 
 pytestmark = pytest.mark.slow
 
-SPEC = {"warmup_s": 0.4, "measure_s": 1.5, "baseline_requests": 6}
+SPEC = {"warmup_s": 0.4, "measure_s": 1.5, "baseline_requests": 20}
 
 
 def _analyse(sim: SimProcess, run_dir: Path, name: str, overrides: dict[str, Any],

@@ -1,5 +1,5 @@
 """End-to-end tests on a busy machine: the right answer, or "cannot tell" for a late client or
-an answer the noise picked.
+an answer the noise picked (or that rests on a tail within the noise of the limit).
 
 A sweep whose load generator was starved (a CPU hog beside it, four test workers on two cores)
 measured the client, not the server; the analysis then says "cannot tell" (exit 3, reason
@@ -8,14 +8,17 @@ test accepts that answer only with its evidence: the standing names late stages 
 lag breaks the one rule (:func:`analysis.knee.late_client.is_late_client`), each at or below the
 first level past the answer, and the run's own record table has that lag; or the standing is
 ``unsure`` and the knee's own resamples gave another answer more often than the answer
-(:func:`analysis.advice.standing.moved_by_noise`). Asserted on the facts, never on the words.
+(:func:`analysis.advice.standing.moved_by_noise`); or the standing is ``tail_in_doubt`` and a
+level the answer counts before the knee had flattened with its tail undecided, above the fit's
+interval (:func:`analysis.advice.standing.tail_in_doubt`). Asserted on the facts, never on the
+words.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from analysis.advice.standing import moved_by_noise
+from analysis.advice.standing import moved_by_noise, tail_in_doubt
 from analysis.knee.late_client import is_late_client
 from analysis.pipeline import Analysis
 
@@ -23,6 +26,9 @@ from analysis.pipeline import Analysis
 def _check(standing: dict[str, Any], summary: list[dict[str, Any]], confidence_pct: Any) -> None:
     if standing["reason"] == "unsure":  # most resamples gave another answer: under half agree
         assert confidence_pct is not None and confidence_pct < 50.0, (standing, confidence_pct)
+        return
+    if standing["reason"] == "tail_in_doubt":  # checked on the knee: see late_cannot_tell
+        assert standing["in_doubt"] is not None, standing
         return
     assert standing["reason"] == "late_client", standing
     late = list(standing["late"])
@@ -52,6 +58,12 @@ def late_cannot_tell(analysis: Analysis) -> bool:
     _check(dataclasses.asdict(standing), summary, analysis.knee.confidence_pct)
     if standing.reason == "unsure":  # the evidence in full: another answer more common
         assert moved_by_noise(analysis.knee) is not None, analysis.knee.confidence
+    if standing.reason == "tail_in_doubt":  # a flattened level's tail within the noise of 2x,
+        # above the fit's interval, yet counted before the knee
+        knee = analysis.knee
+        assert tail_in_doubt(knee) == standing.in_doubt, standing  # the lowest such level
+        assert knee.capacity_high is not None and knee.max_concurrency is not None, knee
+        assert knee.capacity_high < (standing.in_doubt or 0) <= knee.max_concurrency, knee
     recs = analysis.recommendations
     assert recs.deploy is None and recs.items == (), recs  # nothing recommended from it
     return True
