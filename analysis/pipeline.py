@@ -208,7 +208,9 @@ def analyze_run(
         recs = replace(recs, provisional=cut)
     standing = answer_standing(knee, recs.deploy, coverage, late_baseline(summary, baseline))
     if standing.cannot_tell:  # nothing is recommended from an answer that is not one
-        recs = Recommendations(items=(), server_flags=(), provisional=recs.provisional)
+        recs = Recommendations(
+            items=(), server_flags=(), provisional=recs.provisional, cannot_tell=True
+        )
     recs_yaml = with_yaml_note(to_yaml(recs, knee), standing, knee)
     return Analysis(
         run=run,

@@ -297,6 +297,9 @@ class Recommendations:
     #: why these settings cannot be trusted yet: the run's cut ("" when final; a str: words read
     #: back from knee.json); its words: analysis.report.stage_words.provisional_text
     provisional: RunCut | str = ""
+    #: the answer's standing is "cannot tell" (analysis.advice.standing): nothing is recommended
+    #: and no capacity stands, the stages' point figure included (it is the noise's pick)
+    cannot_tell: bool = False
 
     def get(self, key: str) -> Any:
         for item in self.items:

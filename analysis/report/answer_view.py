@@ -6,7 +6,9 @@ and recommendations.yaml read these figures from :func:`answer_view`, so they ca
 The capacity is the stages' answer (``max_concurrency``: the highest tested level before the
 first stage past it); the fit over all stages (:mod:`analysis.knee.fit`) gives its interval.
 An interval shown beside the capacity contains it, or :func:`capacity_words` says in words that
-the fit disagrees: an interval that excludes the answer is never printed bare.
+the fit disagrees: an interval that excludes the answer is never printed bare. Where the answer
+is "cannot tell" no capacity stands (the stages' point figure is the noise's pick): every output
+shows none, and the fit's interval as the fit's own.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class AnswerView:
     past: Literal["knee", "red line"] | None
     agree_pct: float | None  # share of resamples giving the same capacity
     red_line_users: int | None = None  # the red line, also when the knee stage came first
+    cannot_tell: bool = False  # the answer's standing: no capacity, no stage past it
 
     @property
     def interval(self) -> tuple[int, int] | None:
@@ -69,6 +72,20 @@ def answer_view(knee: KneeResult | None, recs: Recommendations | None) -> Answer
     deploy = None if recs is None or recs.deploy is None else recs.deploy.users
     if knee is None:
         return AnswerView(deploy, None, False, None, None, None, None, None, None)
+    if recs is not None and recs.cannot_tell:
+        return AnswerView(
+            deploy=None,
+            capacity=None,
+            reached=False,
+            fit=knee.capacity,
+            low=knee.capacity_low,
+            high=knee.capacity_high,
+            past_users=None,
+            past=None,
+            agree_pct=None,
+            red_line_users=knee.red_line_users,
+            cannot_tell=True,
+        )
     past: Literal["knee", "red line"] | None = None
     past_users = knee.knee_users
     if past_users is not None:
@@ -102,6 +119,8 @@ def interval_words(view: AnswerView) -> str:
     span = span_words(view.interval)
     if view.contains:
         return f"90 % interval {span}"
+    if view.capacity is None:
+        return f"the fit over all stages: {whole(view.fit)}, 90 % interval {span}"
     return (
         f"the fit over all stages disagrees: {whole(view.fit)}, 90 % interval {span}, which "
         "leaves the capacity out"
@@ -111,6 +130,8 @@ def interval_words(view: AnswerView) -> str:
 def capacity_words(view: AnswerView) -> str:
     """The capacity in one phrase: its figure, its interval (or why not), how often the
     resamples agree and the first stage past it."""
+    if view.cannot_tell:
+        return f"no capacity: cannot tell; {interval_words(view)}"
     if view.capacity is None:
         return "no capacity: no stage could be judged"
     if view.reached:
@@ -160,6 +181,8 @@ def mark_labels(view: AnswerView) -> dict[str, str]:
     out: dict[str, str] = {}
     if view.interval is not None and view.low is not None and view.high is not None:
         what = "capacity 90 % interval" if view.contains else "fit's 90 % interval (disagrees)"
+        if view.capacity is None:  # "cannot tell": the fit's own, nothing to disagree with
+            what = "fit's 90 % interval"
         out["capacity_interval"] = f"{what} ({span_words(view.interval)})"
     if view.capacity is not None:
         name = "capacity = deploy" if view.deploy == view.capacity else "capacity"

@@ -26,6 +26,8 @@ def _watermark_hint(share: tuple[float, float] | None) -> str:
 
 def _capacity_hint(view: AnswerView) -> str:
     """The capacity tile's small print: its interval, or why it shows none beside it."""
+    if view.cannot_tell:
+        return "cannot tell (see why); " + interval_words(view)
     if view.capacity is not None and not view.reached:
         return "not reached: untested above; " + interval_words(view)
     return interval_words(view)
@@ -45,7 +47,8 @@ def _tiles(
         ("deploy", "deploy", view.deploy, told),
         ("capacity", "capacity", view.capacity, _capacity_hint(view)),
         ("past", past, view.past_users, "users: where the limit broke"),
-        ("base_capacity", "base capacity", None if knee is None else knee.base_capacity,
+        ("base_capacity", "base capacity",
+         None if knee is None or view.cannot_tell else knee.base_capacity,
          "tail/memory/success ok"),
     ]  # fmt: skip
     if knee is not None and knee.red_line_users is not None and view.past != "red line":

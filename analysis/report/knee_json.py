@@ -12,7 +12,8 @@ Layout (``schema`` 2)::
                                                # threshold, text (its words) and fact (what it
                                                # measured: {"kind": ..., figures}, or null)
      "recommendations": {"items": [...], "server_flags": [...], "withheld": [...],
-                         "deploy": DeployAnswer | null, "provisional": ""} | null,
+                         "deploy": DeployAnswer | null, "provisional": "",
+                         "cannot_tell": true (only where the answer is "cannot tell")} | null,
      "summary": [{column: value, ...}, ...],   # one object per stage, SUMMARY_COLUMNS order
      "answer": {"deploy_concurrency", "capacity", "capacity_interval", ...},
                                                # the figures every output shows, named as in
@@ -92,6 +93,7 @@ def jsonable(value: Any) -> Any:
             "withheld": [withheld_text(note) for note in value.withheld],
             "deploy": jsonable(value.deploy),
             "provisional": provisional_text(value.provisional),
+            **({"cannot_tell": True} if value.cannot_tell else {}),
         }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         words = _words(value)  # what the file keeps in words, written now from the facts
@@ -259,6 +261,7 @@ def _recommendations(data: dict[str, Any] | None) -> Recommendations | None:
             else None
         ),
         provisional=str(data.get("provisional", "")),
+        cannot_tell=bool(data.get("cannot_tell", False)),
     )
 
 

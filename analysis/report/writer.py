@@ -67,10 +67,15 @@ def _page_why(analysis: Analysis) -> str:
 
 
 def answer_markdown(analysis: Analysis) -> str:
-    """record.md's first line: the deploy figure and the capacity as every output says them
-    ("" when there is no figure to deploy)."""
+    """record.md's first line: the deploy figure and the capacity as every output says them, or
+    the screen's "cannot tell" words where the run has no answer ("" when there is no figure to
+    deploy): the knee's summary under it names the stages' point figure, which alone would
+    read as the answer."""
     recs = analysis.recommendations
-    if analysis.standing.cannot_tell or recs.deploy is None or recs.deploy.users is None:
+    if analysis.standing.cannot_tell:
+        said = cannot_tell_text(analysis.standing, analysis.knee).removeprefix("cannot tell: ")
+        return f"**cannot tell**: {said}\n\n"
+    if recs.deploy is None or recs.deploy.users is None:
         return ""
     view = answer_view(analysis.knee, recs)
     return f"**deploy {view.deploy}** concurrent requests; {capacity_words(view)}\n\n"

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.advice.facts import DeployAnswer
+from analysis.advice.facts import DeployAnswer, Recommendations
 from analysis.advice.standing import answer_standing, tail_in_doubt
 from analysis.knee.find import find_knee
 from analysis.knee.signals import tail_undecided
 from analysis.knee.stage_verdict import signal_of
+from analysis.report import html_answer
+from analysis.report.answer_view import answer_view, capacity_words, mark_labels
 from analysis.report.standing import cannot_tell_text
 from analysis.stages.baseline import compute_baseline
 from tests.support.golden import check_golden
@@ -92,3 +94,22 @@ def test_only_levels_up_to_the_deploy_figure_can_put_it_in_doubt(deployed, kind)
     knee = _knee(280.0, 316.0, 620.0)
     deploy = DeployAnswer(deployed, "sla", "typed in")
     assert answer_standing(knee, deploy).kind == kind
+
+
+def test_on_cannot_tell_no_output_shows_the_stages_point_figure():
+    """The stages' answer (8) is the noise's pick: the tiles, the plots' marks, knee.json's
+    answer and the one-line words show no capacity, only the fit's interval as the fit's own."""
+    knee = _knee(280.0, 316.0, 620.0)
+    assert knee.max_concurrency == 8 and knee.base_capacity is not None
+    view = answer_view(knee, Recommendations(items=(), server_flags=(), cannot_tell=True))
+    assert (view.capacity, view.past_users, view.deploy, view.agree_pct) == (None, None, None, None)
+    assert view.interval == (4, 4)
+    assert view.as_json()["capacity"] is None
+    assert list(mark_labels(view)) == ["capacity_interval"]  # no capacity, no stage past it
+    words = f"{mark_labels(view)['capacity_interval']}\n{capacity_words(view)}\n"
+    check_golden("tail_in_doubt_view.txt", words)  # the fit's interval as its own, no "8"
+    tiles = {name: figure for name, _, figure, _ in html_answer._tiles(knee, None, None)}
+    assert tiles["capacity"] == 8  # without the standing: the point figure, as before
+    told = Recommendations(items=(), server_flags=(), cannot_tell=True)
+    tiles = {name: figure for name, _, figure, _ in html_answer._tiles(knee, told, None)}
+    assert (tiles["capacity"], tiles["past"], tiles["base_capacity"]) == (None, None, None)

@@ -244,6 +244,13 @@ def test_the_cli_exit_code_and_files(case: str, tmp_path: Path) -> None:
         judged = analyze_run(run)
         said = html.escape(cannot_tell_text(judged.standing, judged.knee), quote=True)
         assert f"<b>Why:</b> {said}</p>" in (report / "report.html").read_text()
+        # no capacity stands anywhere, and record.md leads with the same words
+        assert knee["recommendations"]["cannot_tell"] is True
+        assert knee["answer"]["capacity"] is None and knee["answer"]["deploy_concurrency"] is None
+        record = (report / "record.md").read_text()
+        assert record.split("\n")[2] == "**cannot tell**: " + cannot_tell_text(
+            judged.standing, judged.knee
+        ).removeprefix("cannot tell: ")
     else:
         assert set(written) == set(CLUSTER_FILES)
         assert "stale" not in "".join(written.values())
