@@ -10,7 +10,7 @@ finished stage (the sweep's shape starts the child; the web UI reads the answer 
      "knee_stage": int|null, "summary": str,
      "slo_capacity": int|null, "slo_break_users": int|null,
      "capacity_low": float|null, "capacity_high": float|null,
-     "answer": {knee.json's answer block}, "capacity_words": str,
+     "answer": {knee.json's answer block}, "capacity_words": str, "cannot_tell": str,
      "stages": [{"stage": int, "users": int, "verdict": str, "reasons": [str], "trusted": bool,
                  "noisy": bool}],
      "rates": null | {"knee": {knee.json's rate_knee}, "stages": [{knee.json's rate_stages row}]}}
@@ -24,6 +24,11 @@ aims its refine stages inside it and stops refining once it is narrow.
 ``answer`` and ``capacity_words`` are the one answer's figures and words
 (:mod:`analysis.report.answer_view`, as the screen and knee.json show them) over the stages so
 far: the web UI shows them, so its provisional capacity reads as the report's will.
+``cannot_tell`` is the report's "cannot tell: …" line where the stages so far give no answer
+that stands (:mod:`analysis.advice.standing`: a late load generator, a tail in the noise of the
+limit above the fit's interval, no judged stage), "" otherwise: the web UI shows it instead of
+a provisional capacity. The resampled confidence is the report's alone, so the noise's pick
+(``unsure``) shows only there.
 ``rates`` is an open-loop rate run's offered vs served rate, backlog and rate knee over the
 stages so far (:mod:`analysis.stages.rate_stages`, as knee.json's ``rate_knee`` and
 ``rate_stages``), null for any other run: the web UI's open-loop view shows it. The deploy
@@ -40,13 +45,17 @@ import json
 import sys
 from typing import Any
 
+from analysis.advice.facts import DeployAnswer
+from analysis.advice.standing import answer_standing
 from analysis.inputs.load import read_run
 from analysis.knee.find import find_knee, resolve_tail_metric
+from analysis.knee.late_client import late_baseline
 from analysis.report.answer_view import answer_view, capacity_words
 from analysis.report.knee_json import jsonable, summary_records
 from analysis.report.knee_summary import summary_words
 from analysis.report.rate_words import rate_knee_json, rate_records
 from analysis.report.stage_reasons import reasons_text
+from analysis.report.standing import cannot_tell_text
 from analysis.slo.evaluate import evaluate_slos
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.rate_stages import run_rates
@@ -75,6 +84,10 @@ def judge(run_dir: str) -> dict[str, Any]:
     slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)
     broken = [s.target_users for s in slo.stages if not s.met] if slo is not None else []
     view = answer_view(knee, None)
+    # the report's deploy figure needs the advice; the sweep's SLOs already bound it, and only
+    # levels up to it can put the answer in doubt (analysis.advice.standing.tail_in_doubt)
+    bound = None if slo is None or slo.capacity is None else DeployAnswer(slo.capacity, "sla", "")
+    standing = answer_standing(knee, bound, baseline_late=late_baseline(summary, baseline))
     rated = run_rates(run, summary, baseline=baseline, slo=slo, knee=params)
     return {
         "knee_users": knee.knee_users,
@@ -88,6 +101,7 @@ def judge(run_dir: str) -> dict[str, Any]:
         "capacity_high": knee.capacity_high,
         "answer": view.as_json(),
         "capacity_words": capacity_words(view),
+        "cannot_tell": cannot_tell_text(standing, knee) if standing.cannot_tell else "",
         "stages": [
             {
                 "stage": v.stage,

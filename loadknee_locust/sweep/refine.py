@@ -86,6 +86,9 @@ class LiveVerdict:
     past_users: int | None = None
     past: str | None = None
     capacity_words: str = ""
+    #: the report's "cannot tell: …" line over the stages so far ("" where they answer): the web
+    #: UI shows it instead of the provisional capacity
+    cannot_tell: str = ""
     rates: RateAnswer | None = None  # an open-loop rate run: offered vs served, the rate knee
 
     @classmethod
@@ -120,6 +123,7 @@ class LiveVerdict:
             if view.get("first_past_capacity") is None
             else str(view["first_past_capacity"]),
             capacity_words=str(answer.get("capacity_words") or ""),
+            cannot_tell=str(answer.get("cannot_tell") or ""),
             rates=RateAnswer.from_json(answer["rates"]) if answer.get("rates") else None,
         )
 

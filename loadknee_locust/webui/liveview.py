@@ -48,7 +48,7 @@ class Banner:
 
     level: str
     text: str
-    #: red_line | failures | cpu_bound | answer | open_loop ("" for none of these)
+    #: red_line | failures | cpu_bound | answer | cannot_tell | open_loop ("" for none of these)
     kind: str = ""
     #: red_line: the stage the sweep stopped at
     stage: int | None = None
@@ -110,7 +110,12 @@ def banners(
         said = ", ".join(f"{name} {cpu:.0f} %" for name, cpu in hot)
         text = f"The load generator is CPU-bound ({said}): latencies are inflated; add workers."
         out.append(Banner("warn", text, "cpu_bound", hot=tuple(hot)))
-    if verdict is not None and verdict.capacity_words and verdict.past_users is not None:
+    if verdict is not None and verdict.cannot_tell:
+        # the report's own "cannot tell" words over the stages so far: a provisional capacity
+        # beside them would be the figure the report will refuse to give
+        text = f"Provisional: {verdict.cannot_tell}"
+        out.append(Banner("warn", text, "cannot_tell"))
+    elif verdict is not None and verdict.capacity_words and verdict.past_users is not None:
         # the analysis's own words for the capacity (analysis.report.answer_view, as on the
         # screen and in knee.json), so the live answer reads as the report's will
         past = verdict.past_users

@@ -19,6 +19,8 @@ from analysis.live.answer import judge
 from analysis.pipeline import analyze_run
 from analysis.report.answer_view import answer_view, mark_labels
 from analysis.report.plots import latency_figure, throughput_figure
+from analysis.report.standing import cannot_tell_text
+from loadknee_core.slo_targets import RUN_SLO_PARAMETER
 from loadknee_locust.sweep.refine import LiveVerdict
 from tests.support.report_fixtures import (
     no_global_figures,  # noqa: F401 (autouse fixture)
@@ -222,3 +224,22 @@ def test_the_interval_shown_contains_the_capacity_or_says_not(
     assert view.interval == interval
     assert view.contains is contains
     assert view.as_json()["interval_contains_capacity"] is contains
+
+
+def test_the_live_judge_says_the_reports_cannot_tell(tmp_path) -> None:
+    """The web UI's live answer on a run the report cannot answer: the golden ``slo`` case's run
+    without its SLO (throughput flat from 6 users, 12 users' P95 at 2.00x the baseline's with
+    its interval reaching past it, the fit over all stages at 6): the report says "cannot tell"
+    (tail_in_doubt), and the live judge gives the same words instead of a provisional capacity
+    of 12. With the SLO in run.json (capacity 6) the doubt at 12 does not reach the answer."""
+    run = write_run_dir(tmp_path / "run", levels=(1, 2, 4, 6, 8, 12), with_server_metrics=False)
+    analysis = analyze_run(run)
+    assert (analysis.standing.reason, analysis.standing.in_doubt) == ("tail_in_doubt", 12)
+    live = judge(str(run))
+    assert live["cannot_tell"] == cannot_tell_text(analysis.standing, analysis.knee)
+    assert LiveVerdict.from_json(live).cannot_tell == live["cannot_tell"]
+    info = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    info.setdefault("parameters", {})[RUN_SLO_PARAMETER] = "e2e_p95_ms=300"  # as `run --slo`
+    (run / "run.json").write_text(json.dumps(info), encoding="utf-8")
+    bound = judge(str(run))
+    assert bound["slo_capacity"] == 6 and bound["cannot_tell"] == ""

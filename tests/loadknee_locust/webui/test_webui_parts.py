@@ -270,3 +270,20 @@ def test_the_prefix_cache_chart_shows_the_hit_rate_between_scrapes(tmp_path: Pat
     assert list(tail.series["cache_hit_pct"]) == [(T0 + 2, 80.0), (T0 + 3, 50.0)]
     assert by_chart(telemetry_charts(tail, T0))["cache"] == [[(2.0, 80.0), (3.0, 50.0)]]
     assert "cache" not in by_chart(telemetry_charts(TelemetryTail(tmp_path / "none"), T0))
+
+
+def test_a_live_cannot_tell_replaces_the_provisional_answer(tmp_path: Path) -> None:
+    """Where the stages so far give no answer that stands, the watcher reads the report's own
+    "cannot tell" words, not a provisional capacity the report will refuse to give."""
+    run = _refined_run(tmp_path)
+    sched = run.schedule
+    assert sched is not None
+    said = "cannot tell: the words of analysis.report.standing.cannot_tell_text"
+    words = "capacity 2; no capacity interval (the fit over all stages found no plateau)"
+    verdict = replace(sched.verdicts[2], past_users=4, past="knee", capacity_words=words)
+    assert [b.kind for b in banners(run, None, verdict, now=T0)] == ["answer"]
+    told = replace(verdict, cannot_tell=said)
+    (banner,) = banners(run, None, told, now=T0)
+    assert (banner.kind, banner.level) == ("cannot_tell", "warn")
+    assert said in banner.text and words not in banner.text
+    run.close()
