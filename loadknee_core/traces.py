@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import IO, Any, Literal, NamedTuple, get_args
 
-from loadknee_core.logindex import bad_lines_text
+from loadknee_core.logindex import bad_lines_text, csv_rows
 from loadknee_core.tracetime import TimeUnit, duration_seconds, time_seconds
 
 TraceFormat = Literal["auto", "log", "mooncake", "azure", "burstgpt"]
@@ -216,26 +216,6 @@ def _jsonl(f: IO[str], row: _JsonRow, opts: _Reading, read: TraceRead) -> Iterat
             yield record
 
 
-def _rows(reader: Any, read: TraceRead) -> Iterator[tuple[int, list[str]]]:
-    """(first line number, cells) of each non-blank CSV row after the header; CSV errors named."""
-    prev = 0
-    while True:
-        line = prev + 2  # the header is line 1, read before this reader started
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            read.records += 1
-            read.bad(line, f"CSV: {exc}")
-            continue
-        finally:
-            prev = reader.line_num
-        if row and any(row):
-            read.records += 1
-            yield line, row
-
-
 def _csv(
     f: IO[str], fmt: str, header: list[str], opts: _Reading, read: TraceRead
 ) -> Iterator[TraceRecord]:
@@ -243,7 +223,7 @@ def _csv(
     if fmt == "log":
         opts = opts.narrowed(header)
         wanted = [(name, header.index(name)) for name in opts.columns()]  # never the prompt
-        for line, row in _rows(reader, read):
+        for _, line, row in csv_rows(reader, read, lines_before=1):
             if len(row) != len(header):
                 read.bad(line, f"{len(row)} fields where the header has {len(header)}")
                 continue
@@ -256,7 +236,7 @@ def _csv(
     i_t, i_in, i_out = (header.index(name) for name in names)
     unit: TimeUnit = opts.unit if fmt == "azure" else "s"
     width = max(i_t, i_in, i_out) + 1
-    for line, row in _rows(reader, read):
+    for _, line, row in csv_rows(reader, read, lines_before=1):
         if len(row) < width:
             read.bad(line, f"{len(row)} fields where the header has {len(header)}")
             continue
