@@ -21,7 +21,7 @@ import os
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 from loadknee_core.logentry import LogEntry, LogFormat, entry_from_mapping
 
@@ -29,8 +29,24 @@ MAX_BAD_SAMPLES = 20
 SNIFF_BYTES = 65536  # enough to see NUL bytes or the line endings of a header and a few rows
 
 
+class RecordTally:
+    """What a log reader counts: every record it saw, and the bad ones (all counted, the first
+    :data:`MAX_BAD_SAMPLES` kept as ``(line number, reason)``). The prompt-log index and the
+    trace reader keep the same tally; this is its one rule. Subclasses are dataclasses that
+    declare these three fields."""
+
+    records: int
+    bad_count: int
+    bad_samples: list[tuple[int, str]]
+
+    def bad(self, line_no: int, reason: str) -> None:
+        self.bad_count += 1
+        if len(self.bad_samples) < MAX_BAD_SAMPLES:
+            self.bad_samples.append((line_no, reason))
+
+
 @dataclass
-class LogIndex:
+class LogIndex(RecordTally):
     """Where the valid records are, and what was wrong with the others."""
 
     path: str
@@ -46,11 +62,6 @@ class LogIndex:
     @property
     def valid(self) -> int:
         return len(self.offsets)
-
-    def bad(self, line_no: int, reason: str) -> None:
-        self.bad_count += 1
-        if len(self.bad_samples) < MAX_BAD_SAMPLES:
-            self.bad_samples.append((line_no, reason))
 
     def _ok(self, offset: int, entry: LogEntry) -> None:
         self.offsets.append(offset)
@@ -150,17 +161,9 @@ def _index_csv(f: IO[bytes], index: LogIndex, fmt: LogFormat, digest: Any) -> No
         index._ok(start, entry)
 
 
-class Tally(Protocol):
-    """What a log reader counts: every record seen, and the bad ones with their line."""
-
-    records: int
-
-    def bad(self, line_no: int, reason: str, /) -> None: ...
-
-
 def csv_rows(
     reader: Any,
-    tally: Tally,
+    tally: RecordTally,
     *,
     lines_before: int = 0,
     offset: Callable[[], int] = lambda: 0,

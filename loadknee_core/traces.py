@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import IO, Any, Literal, NamedTuple, get_args
 
-from loadknee_core.logindex import bad_lines_text, csv_rows
+from loadknee_core.logindex import RecordTally, bad_lines_text, csv_rows
 from loadknee_core.tracetime import TimeUnit, duration_seconds, time_seconds
 
 TraceFormat = Literal["auto", "log", "mooncake", "azure", "burstgpt"]
@@ -51,7 +51,6 @@ INPUT_FIELDS = ("input_tokens", "prompt_tokens", "input_length")
 OUTPUT_FIELDS = ("output_tokens", "completion_tokens", "output_length")
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 BURSTGPT_COLUMNS = ("Timestamp", "Request tokens", "Response tokens")
-MAX_BAD_SAMPLES = 20
 
 
 class TraceRecord(NamedTuple):
@@ -65,7 +64,7 @@ class TraceRecord(NamedTuple):
 
 
 @dataclass
-class TraceRead:
+class TraceRead(RecordTally):
     """What the reader saw; filled while the records are read."""
 
     path: str
@@ -75,11 +74,6 @@ class TraceRead:
     bad_count: int = 0
     bad_samples: list[tuple[int, str]] = field(default_factory=list)
     failed: int = 0  # BurstGPT rows with 0 response tokens (failed requests)
-
-    def bad(self, line: int, reason: str) -> None:
-        self.bad_count += 1
-        if len(self.bad_samples) < MAX_BAD_SAMPLES:
-            self.bad_samples.append((line, reason))
 
     def summary(self) -> str:
         """One line: counts and the first bad lines with their reasons."""
