@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -29,8 +29,24 @@ MAX_BAD_SAMPLES = 20
 SNIFF_BYTES = 65536  # enough to see NUL bytes or the line endings of a header and a few rows
 
 
+class RecordTally:
+    """What a log reader counts: every record it saw, and the bad ones (all counted, the first
+    :data:`MAX_BAD_SAMPLES` kept as ``(line number, reason)``). The prompt-log index and the
+    trace reader keep the same tally; this is its one rule. Subclasses are dataclasses that
+    declare these three fields."""
+
+    records: int
+    bad_count: int
+    bad_samples: list[tuple[int, str]]
+
+    def bad(self, line_no: int, reason: str) -> None:
+        self.bad_count += 1
+        if len(self.bad_samples) < MAX_BAD_SAMPLES:
+            self.bad_samples.append((line_no, reason))
+
+
 @dataclass
-class LogIndex:
+class LogIndex(RecordTally):
     """Where the valid records are, and what was wrong with the others."""
 
     path: str
@@ -46,11 +62,6 @@ class LogIndex:
     @property
     def valid(self) -> int:
         return len(self.offsets)
-
-    def _bad(self, line_no: int, reason: str) -> None:
-        self.bad_count += 1
-        if len(self.bad_samples) < MAX_BAD_SAMPLES:
-            self.bad_samples.append((line_no, reason))
 
     def _ok(self, offset: int, entry: LogEntry) -> None:
         self.offsets.append(offset)
@@ -121,7 +132,7 @@ def _index_jsonl(f: IO[bytes], index: LogIndex, fmt: LogFormat, digest: Any) -> 
                 if not str(exc) or isinstance(exc, json.JSONDecodeError)
                 else str(exc)
             )
-            index._bad(line_no, reason)
+            index.bad(line_no, reason)
             continue
         index._ok(start, entry)
 
@@ -140,26 +151,48 @@ def _index_csv(f: IO[bytes], index: LogIndex, fmt: LogFormat, digest: Any) -> No
         raise ValueError(
             f"prompt log {index.path}: its CSV header cannot be read ({exc})"
         ) from None
-    while True:
-        start = f.tell()  # csv.reader pulls lines lazily: this is the next record's first byte
-        line_no = reader.line_num + 1
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            index.records += 1
-            index._bad(line_no, f"CSV: {exc}")
-            continue
-        if not row or not any(cell.strip() for cell in row):
-            continue
-        index.records += 1
+    # csv.reader pulls lines lazily: f.tell() before a row is read is that record's first byte
+    for start, line_no, row in csv_rows(reader, index, offset=f.tell, blank_spaces=True):
         try:
             entry = entry_from_mapping(_csv_record(index.header, row), fmt)
         except ValueError as exc:
-            index._bad(line_no, str(exc))
+            index.bad(line_no, str(exc))
             continue
         index._ok(start, entry)
+
+
+def csv_rows(
+    reader: Any,
+    tally: RecordTally,
+    *,
+    lines_before: int = 0,
+    offset: Callable[[], int] = lambda: 0,
+    blank_spaces: bool = False,
+) -> Iterator[tuple[int, int, list[str]]]:
+    """(``offset()`` before the row, first line number, cells) of each non-blank row of
+    ``reader``, each counted in ``tally``; a row csv cannot parse is counted bad as ``CSV: …``
+    at its line, never raised, so one broken quote costs one record, not the log.
+
+    The prompt-log index and the trace reader both read CSV records this way; one loop keeps
+    their counts and line numbers alike. ``lines_before``: lines read before ``reader`` started
+    (a header read by another reader). ``blank_spaces``: a row of only whitespace is blank too
+    (the prompt log's rule; a trace counts such a row and finds it short).
+    """
+    while True:
+        start = offset()
+        line_no = lines_before + reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            tally.records += 1
+            tally.bad(line_no, f"CSV: {exc}")
+            continue
+        if not any(cell.strip() if blank_spaces else cell for cell in row):
+            continue
+        tally.records += 1
+        yield start, line_no, row
 
 
 def _head_problem(path: str, head: bytes, *, is_csv: bool) -> str | None:

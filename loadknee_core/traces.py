@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import IO, Any, Literal, NamedTuple, get_args
 
-from loadknee_core.logindex import bad_lines_text
+from loadknee_core.logindex import RecordTally, bad_lines_text, csv_rows
 from loadknee_core.tracetime import TimeUnit, duration_seconds, time_seconds
 
 TraceFormat = Literal["auto", "log", "mooncake", "azure", "burstgpt"]
@@ -51,7 +51,6 @@ INPUT_FIELDS = ("input_tokens", "prompt_tokens", "input_length")
 OUTPUT_FIELDS = ("output_tokens", "completion_tokens", "output_length")
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 BURSTGPT_COLUMNS = ("Timestamp", "Request tokens", "Response tokens")
-MAX_BAD_SAMPLES = 20
 
 
 class TraceRecord(NamedTuple):
@@ -65,7 +64,7 @@ class TraceRecord(NamedTuple):
 
 
 @dataclass
-class TraceRead:
+class TraceRead(RecordTally):
     """What the reader saw; filled while the records are read."""
 
     path: str
@@ -75,11 +74,6 @@ class TraceRead:
     bad_count: int = 0
     bad_samples: list[tuple[int, str]] = field(default_factory=list)
     failed: int = 0  # BurstGPT rows with 0 response tokens (failed requests)
-
-    def bad(self, line: int, reason: str) -> None:
-        self.bad_count += 1
-        if len(self.bad_samples) < MAX_BAD_SAMPLES:
-            self.bad_samples.append((line, reason))
 
     def summary(self) -> str:
         """One line: counts and the first bad lines with their reasons."""
@@ -216,26 +210,6 @@ def _jsonl(f: IO[str], row: _JsonRow, opts: _Reading, read: TraceRead) -> Iterat
             yield record
 
 
-def _rows(reader: Any, read: TraceRead) -> Iterator[tuple[int, list[str]]]:
-    """(first line number, cells) of each non-blank CSV row after the header; CSV errors named."""
-    prev = 0
-    while True:
-        line = prev + 2  # the header is line 1, read before this reader started
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            read.records += 1
-            read.bad(line, f"CSV: {exc}")
-            continue
-        finally:
-            prev = reader.line_num
-        if row and any(row):
-            read.records += 1
-            yield line, row
-
-
 def _csv(
     f: IO[str], fmt: str, header: list[str], opts: _Reading, read: TraceRead
 ) -> Iterator[TraceRecord]:
@@ -243,7 +217,7 @@ def _csv(
     if fmt == "log":
         opts = opts.narrowed(header)
         wanted = [(name, header.index(name)) for name in opts.columns()]  # never the prompt
-        for line, row in _rows(reader, read):
+        for _, line, row in csv_rows(reader, read, lines_before=1):
             if len(row) != len(header):
                 read.bad(line, f"{len(row)} fields where the header has {len(header)}")
                 continue
@@ -256,7 +230,7 @@ def _csv(
     i_t, i_in, i_out = (header.index(name) for name in names)
     unit: TimeUnit = opts.unit if fmt == "azure" else "s"
     width = max(i_t, i_in, i_out) + 1
-    for line, row in _rows(reader, read):
+    for _, line, row in csv_rows(reader, read, lines_before=1):
         if len(row) < width:
             read.bad(line, f"{len(row)} fields where the header has {len(header)}")
             continue

@@ -36,7 +36,7 @@ from analysis.predict.facts import (
     WorkloadSource,
 )
 from analysis.predict.fit import measured_workload
-from analysis.predict.whatif import RESAMPLES, draws, predict
+from analysis.predict.whatif import draws, predict
 from loadknee_core.knee_params import DEFAULTS, KneeParams
 
 
@@ -119,17 +119,11 @@ def _measured_span(m: MeasuredRun) -> tuple[int | None, int | None]:
     return cap, None if past is None else max(cap, past - 1)
 
 
-def check(
-    fit: CapacityFit,
-    measured: MeasuredRun,
-    params: KneeParams = DEFAULTS,
-    *,
-    resamples: int = RESAMPLES,
-    top: int = TOP_USERS,
-) -> Check:
+def check(fit: CapacityFit, measured: MeasuredRun, params: KneeParams = DEFAULTS) -> Check:
     """``fit``'s prediction at ``measured``'s lengths and thresholds, against what it measured
-    (see the module docstring)."""
-    p = predict(fit, measured.workload, params, resamples=resamples, top=top)
+    (see the module docstring). The prediction's resamples and level range are
+    :func:`~.whatif.predict`'s defaults, the ones ``loadknee predict`` shows."""
+    p = predict(fit, measured.workload, params)
     cap = measured.capacity
     low_m, high_m = _measured_span(measured)
     users = p.point.users if p.point is not None and p.refusal is None else None
@@ -148,5 +142,5 @@ def check(
         inside=inside,
         error=error,
         raw_error=raw,
-        levels=_level_checks(p, measured, top) if p.refusal is None else (),
+        levels=_level_checks(p, measured, TOP_USERS) if p.refusal is None else (),
     )
