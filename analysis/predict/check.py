@@ -13,6 +13,9 @@ run and a second run (:func:`measured_run`: its lengths, its capacity, its P95 e
 * **Latency per level**: at each step level both have, the model's e2e (the same for every
   request: the model has no spread, so it sits below a measured P95 by the run's own spread)
   with the 5th–95th percentile over the prediction's resampled parameters, against the P95.
+* **A run that cannot tell** (``loadknee analyze`` exits 3 on it): as the source, the prediction
+  is refused (:func:`~.whatif.predict`); as the run checked against, it has no capacity
+  (``MeasuredRun.cannot_tell``), so only the latency per level is compared.
 
 Facts only; :mod:`analysis.report.predict_words` words them.
 """
@@ -60,6 +63,7 @@ def measured_run(analysis: Analysis) -> MeasuredRun | None:
         workload, source = fallback, "run_json"
     knee = analysis.knee
     past = knee.knee_users if knee.knee_users is not None else knee.red_line_users
+    unknown = analysis.standing.cannot_tell  # no capacity to check against: none is kept
     s = analysis.summary
     steps = s[s["kind"] == "step"]
     p95 = pd.to_numeric(steps["e2e_p95_ms"], errors="coerce")
@@ -68,12 +72,13 @@ def measured_run(analysis: Analysis) -> MeasuredRun | None:
         run_id=analysis.run_id,
         workload=workload,
         workload_source=source,
-        capacity=knee.max_concurrency,
-        past_users=past,
+        capacity=None if unknown else knee.max_concurrency,
+        past_users=None if unknown else past,
         levels=tuple(sorted({int(u) for u in steps["target_users"]})),
         p95_e2e_ms=tuple(
             zip(per_level.index.astype(int).tolist(), per_level.astype(float).tolist(), strict=True)
         ),
+        cannot_tell=analysis.standing.reason if unknown else None,
     )
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from analysis.model import CannotTell
+
 #: where the prefill cost per prompt token came from: a line through TTFT against prompt tokens
 #: (the lengths varied), or the baseline's TTFT less one decode step over its prompt (assumed)
 PrefillSource = Literal["ttft_fit", "baseline_assumed", "in_step"]
@@ -141,6 +143,9 @@ class CapacityFit:
     host: str | None  # the server the run measured (for the check command)
     levels: tuple[int, ...]  # the run's tested levels
     decode_source: DecodeSource = "itl"
+    #: why the run itself cannot tell its capacity (None: it answers); then
+    #: ``measured_capacity`` is None and no prediction is made from the fit
+    cannot_tell: CannotTell | None = None
 
 
 @dataclass(frozen=True)
@@ -170,8 +175,10 @@ class Capacity:
 
 
 #: why a prediction gives no number: the decode line could not be fitted; the capacity lies
-#: beyond twice the largest batch the run measured
-Refusal = Literal["no_decode_fit", "beyond_measured"]
+#: beyond twice the largest batch the run measured; the run it was fitted from cannot tell its
+#: own capacity ("cannot tell" in ``loadknee analyze``: a what-if from it would read that doubt
+#: as a number — its slot limit and KV budget lean on the run's answer)
+Refusal = Literal["no_decode_fit", "beyond_measured", "source_cannot_tell"]
 
 
 @dataclass(frozen=True)
@@ -212,6 +219,9 @@ class MeasuredRun:
     past_users: int | None  # the first stage past the capacity (None: not reached)
     levels: tuple[int, ...]  # its step levels
     p95_e2e_ms: tuple[tuple[int, float], ...]  # (users, P95 e2e) per step level
+    #: why the run cannot tell its capacity (None: it answers); then ``capacity`` and
+    #: ``past_users`` are None: there is no measured capacity to check against
+    cannot_tell: CannotTell | None = None
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,10 @@
   client saw a running limit, ``compute`` where the knee came without one (the step grew with
   the batch), ``none`` where no stage reached a knee. Where KV bound the run, the running
   maximum was the KV budget's doing, so no separate slot limit is kept.
+* **A run that cannot tell** (``Standing.cannot_tell``: exit 3 from ``loadknee analyze``): the
+  fit is made all the same (its decode line is the run's), but it keeps no measured capacity
+  and carries the reason; :func:`~analysis.predict.whatif.predict` refuses a number from it,
+  since the slot limit and the KV budget above lean on the very answer the run could not give.
 """
 
 from __future__ import annotations
@@ -261,6 +265,7 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
 
     users = [v.target_users for v in knee.judged]
     parameters = analysis.run.run_info.get("parameters") or {}
+    standing = analysis.standing
     levels = tuple(sorted({int(u) for u in users}))
     return CapacityFit(
         run_id=analysis.run_id,
@@ -275,11 +280,12 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
         kv_pct=kv_pct,
         max_batch=max_batch if np.isfinite(max_batch) else 1.0,
         max_users=max(users) if users else 0,
-        measured_capacity=knee.max_concurrency,
+        measured_capacity=None if standing.cannot_tell else knee.max_concurrency,
         run_bound=RunBound(bound, knee_users, running, kv_peak, slots, kv_slots),
         host=parameters.get("host") if isinstance(parameters.get("host"), str) else None,
         levels=levels,
         decode_source=decode_source,
+        cannot_tell=standing.reason if standing.cannot_tell else None,
     )
 
 

@@ -13,7 +13,10 @@
    batch exceeds the largest of them extrapolates it: β's interval is widened by the ratio
    (batch / largest measured batch) and the prediction says so; beyond
    :data:`REFUSE_BEYOND` × the largest batch the model refuses a number (``beyond_measured``).
-4. **Check**: the levels a real run should test to check it: one user, half the capacity, the
+4. **Source**: a run that cannot tell its own capacity (``fit.cannot_tell``) gives no number
+   (``source_cannot_tell``): what ``loadknee analyze`` would not say for the run's own lengths
+   a what-if must not say for any.
+5. **Check**: the levels a real run should test to check it: one user, half the capacity, the
    interval's ends and the capacity, one past each, and twice the capacity.
 
 Deterministic: the draws use a fixed seed, so the same run gives the same interval.
@@ -22,6 +25,7 @@ Deterministic: the draws use a fixed seed, so the same run gives the same interv
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -100,6 +104,8 @@ def predict(
     limits = {"tail_ratio_limit": params.tail_ratio, "flat_gain_limit": params.flat_gain_ratio}
     empty = Prediction(workload, fit, None, None, None, None, None, 0, (), False, 1.0,
                        "no_decode_fit", kv_slots, (), **limits)  # fmt: skip
+    if fit.cannot_tell is not None:
+        return replace(empty, refusal="source_cannot_tell")
     if not all(math.isfinite(e.value) for e in (p.alpha_ms, p.beta_ms)):
         return empty
     g = grid(Draws.point(p), workload, top)

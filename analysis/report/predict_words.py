@@ -24,6 +24,7 @@ from analysis.predict.facts import (
     PrefillSource,
     SlotSource,
 )
+from analysis.report.standing import CANNOT_TELL_SHORT
 
 BOUND_WORDS: dict[Bound, str] = {
     "slots": "the slot limit",
@@ -122,9 +123,20 @@ def why_text(p: Prediction) -> str:
     return "no limit binds within the levels looked at"
 
 
+def _unknown(fit: CapacityFit) -> str:
+    """Why the run cannot tell its capacity, in a few words (``fit.cannot_tell`` is set)."""
+    return CANNOT_TELL_SHORT[fit.cannot_tell] if fit.cannot_tell else ""
+
+
 def _measured(fit: CapacityFit) -> str:
     b = fit.run_bound
     w = fit.workload
+    if fit.cannot_tell is not None:
+        return (
+            f"run {fit.run_id} measured: cannot tell its capacity at {w.input_tokens:g} + "
+            f"{w.output_tokens:g} tokens ({_unknown(fit)}: `loadknee analyze` on the run says "
+            "why and what to re-run)"
+        )
     cap = "—" if fit.measured_capacity is None else f"{fit.measured_capacity}"
     evidence = []
     if b.knee_users is not None:
@@ -253,6 +265,11 @@ def prediction_text(
     """The screen of ``loadknee predict`` (``mix``: the prompt log's lengths it predicts at,
     ``prompt_log``: the path the check command replays)."""
     point = p.point
+    if p.refusal == "source_cannot_tell":
+        return (
+            f"PREDICT: no prediction at {_lengths(p)}: the run cannot tell its own capacity, "
+            "and a what-if fitted from it would pass that doubt on as a number\n" + _measured(p.fit)
+        )
     if p.refusal == "no_decode_fit":
         return (
             f"PREDICT: no prediction at {_lengths(p)}: the run's decode step could not be "
@@ -305,6 +322,8 @@ def _measured_span(c: Check) -> str:
 def _capacity_line(c: Check) -> str:
     p, m = c.prediction, c.measured
     measured = "—" if m.capacity is None else f"{m.capacity} ({_measured_span(c)})"
+    if m.cannot_tell is not None:
+        measured = f"cannot tell ({CANNOT_TELL_SHORT[m.cannot_tell]}: no capacity to check)"
     point = p.point.users if p.point is not None and p.refusal is None else None
     if point is None:
         return f"  capacity: no prediction; measured {measured}"
@@ -343,6 +362,9 @@ def check_text(c: Check) -> str:
     ]
     if p.refusal == "no_decode_fit":
         lines.append("  no prediction: the source run's decode step could not be fitted")
+    elif p.refusal == "source_cannot_tell":
+        unknown = _unknown(p.fit)
+        lines.append(f"  no prediction: the source run cannot tell its own capacity ({unknown})")
     else:
         lines.append(f"  reach: {_reach(p)}")
     if c.levels:
@@ -352,7 +374,7 @@ def check_text(c: Check) -> str:
         )
         lines += _level_rows(c)
     lines.append(_measured(p.fit))
-    if p.refusal != "no_decode_fit":
+    if p.refusal not in ("no_decode_fit", "source_cannot_tell"):
         lines.append("model (from the run):")
         lines += _model(p.fit)
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from analysis import rules
 from analysis.knee.facts import ConfidenceFact, TailFact
 from analysis.knee.stage_verdict import signal_of
-from analysis.model import KneeResult, RowCoverage, Standing
+from analysis.model import CannotTell, KneeResult, RowCoverage, Standing
 from analysis.report import yaml_text
 from analysis.report.knee_words import TAIL_SOURCES, lag_text
 from analysis.report.stage_reasons import unjudged_detail
@@ -25,6 +25,16 @@ if TYPE_CHECKING:
     from analysis.model import Reason
 
 _CITE = rules.cite("missing_rows")
+
+#: each "cannot tell" in a few words, for a line that only points at the run's own analysis
+#: (``loadknee predict`` on such a run): ``loadknee analyze`` says it in full
+CANNOT_TELL_SHORT: dict[CannotTell, str] = {
+    "no_judged_stage": "no stage had enough usable data to judge",
+    "unjudged_below": "the levels below its first judged one were not judged",
+    "late_client": "its load generator ran late",
+    "unsure": "its capacity moved with the noise",
+    "tail_in_doubt": "a level's tail sat within the noise of the limit",
+}
 
 #: what to do about rows that are missing from a cut or incomplete requests.csv
 RECOPY = (

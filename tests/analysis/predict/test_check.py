@@ -52,6 +52,14 @@ def test_the_capacity_is_compared_with_the_span_the_runs_levels_allow(
         assert (c.error, c.raw_error) == (pytest.approx(error), pytest.approx(raw))
 
 
+def test_a_measured_run_that_cannot_tell_has_no_capacity_to_compare() -> None:
+    unknown = dataclasses.replace(_measured(None, None), cannot_tell="tail_in_doubt")
+    c = check(SLOTS8, unknown)
+    assert c.prediction.point.users == 8  # the prediction stands: the other run has no number
+    assert (c.measured_low, c.measured_high, c.inside, c.error, c.raw_error) == (None,) * 5
+    assert [lv.users for lv in c.levels] == [1]  # the latency per level is still compared
+
+
 def test_each_measured_level_gets_the_models_e2e_against_its_p95() -> None:
     c = check(SLOTS8, _measured(8, 12))
     (level,) = c.levels
@@ -179,3 +187,37 @@ def test_wrong_arguments_are_one_line_and_exit_2(argv, capsys) -> None:
 def test_a_missing_other_run_is_one_line_and_exit_2(runs, tmp_path: Path, capsys) -> None:
     assert main(["--check", str(runs(6)), str(tmp_path / "nope")]) == 2
     assert _one_line(capsys.readouterr().err)
+
+
+@pytest.fixture(scope="module")
+def late_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run whose load generator ran late from 4 users on: ``loadknee analyze`` cannot tell."""
+    lag = {1: 2.0, 2: 2.0, 4: 400.0, 8: 400.0, 16: 400.0}
+    run = write_run_dir(tmp_path_factory.mktemp("late") / "run", slots=6, client_lag_ms=lag)
+    assert analyze_run(run).standing.reason == "late_client"
+    return run
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_no_prediction_from_a_run_that_cannot_tell(late_run: Path, capsys, fmt) -> None:
+    # analyze exits 3 with no capacity on this run; predict at its own lengths must not give one
+    assert main([str(late_run), "--format", fmt]) == 3
+    out = capsys.readouterr().out
+    if fmt == "json":
+        p = json.loads(out)["prediction"]
+        assert p["refusal"] == "source_cannot_tell" and p["point"] is None
+        assert p["fit"]["cannot_tell"] == "late_client"
+        assert p["fit"]["measured_capacity"] is None
+    else:
+        assert out.startswith("PREDICT: no prediction")
+
+
+def test_a_check_with_a_run_that_cannot_tell_on_either_side_exits_3(runs, late_run, capsys):
+    assert main(["--check", str(late_run), str(runs(6)), "--format", "json"]) == 3
+    c = json.loads(capsys.readouterr().out)["check"]
+    assert c["prediction"]["refusal"] == "source_cannot_tell" and c["levels"] == []
+    assert main(["--check", str(runs(6)), str(late_run), "--format", "json"]) == 3
+    c = json.loads(capsys.readouterr().out)["check"]
+    assert c["prediction"]["point"]["users"] == 6
+    assert c["measured"]["cannot_tell"] == "late_client" and c["measured"]["capacity"] is None
+    assert c["inside"] is None and [lv["users"] for lv in c["levels"]] == [1, 2, 4, 8, 16]

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import get_args
 
+import pytest
+
+from analysis.model import CannotTell
 from analysis.predict.facts import CapacityParams, Estimate, Workload
 from analysis.predict.whatif import check_levels, predict
 from tests.support.predict_fits import synthetic_fit
@@ -55,6 +59,17 @@ def test_no_decode_fit_no_number() -> None:
     nan = Estimate(float("nan"), float("nan"), float("nan"))
     p = predict(fit_of(replace(SLOTS8, alpha_ms=nan, beta_ms=nan)), Workload(256, 64))
     assert p.refusal == "no_decode_fit" and p.point is None
+
+
+@pytest.mark.parametrize("reason", get_args(CannotTell))
+def test_a_run_that_cannot_tell_its_capacity_gives_no_number(reason) -> None:
+    # the same fit predicts 8 when its run answers: the refusal is the run's doubt, not the fit's
+    fit = fit_of(SLOTS8)
+    assert predict(fit, Workload(256, 64)).point.users == 8
+    doubtful = replace(fit, cannot_tell=reason, measured_capacity=None)
+    p = predict(doubtful, Workload(256, 64))
+    assert p.refusal == "source_cannot_tell" and p.point is None
+    assert (p.low, p.high, p.levels, p.check_levels) == (None, None, (), ())
 
 
 def test_a_kv_budget_assumed_from_the_knee_spans_slots_and_kv() -> None:

@@ -41,6 +41,8 @@ CASES = {
     "compute, refused": (synthetic_fit(COMPUTE, max_batch=8.0), Workload(256, 64)),
     "no decode fit": (synthetic_fit(replace(SLOTS8, alpha_ms=NAN, beta_ms=NAN)),
                       Workload(256, 64)),
+    "the run cannot tell": (replace(synthetic_fit(SLOTS8), cannot_tell="tail_in_doubt",
+                                    measured_capacity=None), Workload(256, 64)),
 }  # fmt: skip
 
 
@@ -59,6 +61,14 @@ CHECKS = {
     "check, top level not reached": (synthetic_fit(COMPUTE, max_batch=40.0), _other(16, None)),
     "check, no decode fit": (synthetic_fit(replace(SLOTS8, alpha_ms=NAN, beta_ms=NAN)),
                              _other(8, 12)),
+    "check, the other run cannot tell": (
+        synthetic_fit(SLOTS8, kv_pct=14.0, kv_source="kv_gauge"),
+        replace(_other(None, None), cannot_tell="late_client"),
+    ),
+    "check, the source run cannot tell": (
+        replace(synthetic_fit(SLOTS8), cannot_tell="unsure", measured_capacity=None),
+        _other(8, 12),
+    ),
 }  # fmt: skip
 
 
