@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
-    from analysis.diagnosis.facts import DiagnosisFact, FailureMix
+    from analysis.diagnosis.facts import DiagnosisFact, FailureMix, SharedHostFact
     from analysis.knee.facts import (
         ClientBoundFact,
         ConfidenceFact,
@@ -304,7 +304,13 @@ class RowCoverage:
 #: ``tail_in_doubt``: the answer counts a level as before the knee whose throughput had flattened
 #: and whose tail was within the noise of the limit, while the fit over all stages puts the
 #: capacity below that level (docs/method.md: Knee from all stages)
-CannotTell = Literal["no_judged_stage", "unjudged_below", "late_client", "unsure", "tail_in_doubt"]
+#: ``starved_server``: the server shares the load generator's machine, that machine was
+#: overloaded at a level that decided the answer (the first past the deploy figure or past the
+#: capacity), and the server's throughput fell there: the fall is the CPU it waited for
+#: (docs/method.md: Shared host)
+CannotTell = Literal[
+    "no_judged_stage", "unjudged_below", "late_client", "unsure", "tail_in_doubt", "starved_server"
+]
 
 
 @dataclass(frozen=True)
@@ -327,6 +333,8 @@ class Standing:
     first_past: int | None = None
     #: ``tail_in_doubt``: the level whose tail was in doubt
     in_doubt: int | None = None
+    #: ``starved_server``: the deciding level on the overloaded shared machine
+    starved: SharedHostFact | None = None
 
     @property
     def cannot_tell(self) -> bool:

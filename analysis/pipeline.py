@@ -21,6 +21,7 @@ from analysis.advice.recommend import RecommendParams, recommend
 from analysis.advice.standing import answer_standing
 from analysis.diagnosis.bottleneck import diagnose
 from analysis.diagnosis.failure_mix import failure_mixes, name_failures
+from analysis.diagnosis.failures import overloaded_stages
 from analysis.inputs.load import Run, read_run
 from analysis.inputs.nvsmi import read_nvidia_smi_csv
 from analysis.inputs.server_metrics import canonical_timeline
@@ -206,7 +207,10 @@ def analyze_run(
     cut = run_cut(run.run_info, run.stages)
     if cut is not None:
         recs = replace(recs, provisional=cut)
-    standing = answer_standing(knee, recs.deploy, coverage, late_baseline(summary, baseline))
+    overloaded = overloaded_stages(summary, run.run_info)
+    standing = answer_standing(
+        knee, recs.deploy, coverage, late_baseline(summary, baseline), overloaded
+    )
     if standing.cannot_tell:  # nothing is recommended from an answer that is not one
         recs = Recommendations(
             items=(), server_flags=(), provisional=recs.provisional, cannot_tell=True

@@ -21,6 +21,10 @@ figure; this step says what that leaves:
   its throughput had flattened and its tail was undecided (within the noise of the limit), and
   the fit over all stages puts the capacity below that level (:func:`tail_in_doubt`): which side
   of the knee the level is on is the noise's call;
+* ``cannot_tell`` / ``starved_server`` — the server shares the load generator's machine, the
+  machine was overloaded at a level that decided the answer (the first past the deploy figure
+  or past the capacity), and the server's throughput fell there (:func:`starved_server`): that
+  level measured the machine;
 * ``partial`` — an answer from the judged stages, with the stages left out named;
 * ``answer`` — every level stage judged.
 
@@ -30,8 +34,11 @@ file written. Facts only: :mod:`analysis.report.standing` has the words.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from analysis.advice.facts import DeployAnswer
-from analysis.knee.facts import ConfidenceFact, LateClientFact
+from analysis.diagnosis.facts import SharedHostFact
+from analysis.knee.facts import ConfidenceFact, GainFact, LateClientFact
 from analysis.knee.signals import tail_undecided
 from analysis.knee.stage_verdict import has_fired, signal_of
 from analysis.model import KneeResult, RowCoverage, Standing
@@ -42,9 +49,12 @@ def answer_standing(
     deploy: DeployAnswer | None,
     coverage: RowCoverage | None = None,
     baseline_late: LateClientFact | None = None,
+    overloaded: Sequence[SharedHostFact] = (),
 ) -> Standing:
     """What the answer rests on (pure); ``baseline_late``: the baseline stage's lag where it
-    was late (:func:`analysis.knee.late_client.late_baseline`)."""
+    was late (:func:`analysis.knee.late_client.late_baseline`); ``overloaded``: the stages
+    where a server on this machine met it overloaded
+    (:func:`analysis.diagnosis.failures.overloaded_stages`)."""
     coverage = coverage or RowCoverage()
     unjudged = tuple(
         sorted(v.target_users for v in knee.stages if v.verdict == "insufficient_data")
@@ -61,6 +71,10 @@ def answer_standing(
     base = baseline_late if baseline_late is not None and baseline_late.late else None
     if late or base is not None:
         return Standing("cannot_tell", "late_client", unjudged, coverage, late, base, first_past)
+    deciding = deciding_levels(knee, deploy)
+    if (starved := starved_server(knee, deciding, overloaded)) is not None:
+        return Standing("cannot_tell", "starved_server", unjudged, coverage,
+                        first_past=first_past, starved=starved)  # fmt: skip
     if moved_by_noise(knee) is not None:
         return Standing("cannot_tell", "unsure", unjudged, coverage)
     if (doubt := tail_in_doubt(knee, None if deploy is None else deploy.users)) is not None:
@@ -117,6 +131,49 @@ def tail_in_doubt(knee: KneeResult, deployed: int | None = None) -> int | None:
         tail = signal_of(verdict, "tail_departure")
         if tail is not None and tail_undecided(tail):
             return users
+    return None
+
+
+def deciding_levels(knee: KneeResult, deploy: DeployAnswer | None) -> tuple[int, ...]:
+    """The judged levels whose verdicts set the answer: the first past the deploy figure (the
+    level whose tail, errors or memory held the deploy figure where it is) and the first past
+    every figure the answer gives (:func:`first_level_past`), lowest first."""
+    levels = {first_level_past(knee, deploy)}
+    if deploy is not None and deploy.users:
+        reach = deploy.users
+        levels.add(
+            min((v.target_users for v in knee.judged if v.target_users > reach), default=None)
+        )
+    return tuple(sorted(u for u in levels if u is not None))
+
+
+def starved_server(
+    knee: KneeResult, deciding: Sequence[int], overloaded: Sequence[SharedHostFact]
+) -> SharedHostFact | None:
+    """The overloaded-machine fact of the lowest ``deciding`` level (:func:`deciding_levels`)
+    where the server's throughput fell by at least the flat rule's margin per added user (the
+    upper bound within both stages' intervals where they have one); None otherwise.
+
+    Why: a server that runs out of slots, KV or compute stops gaining throughput; it does not
+    lose it. On a machine it shares with the load generator and the test's other work, a fall
+    at a level that decided the answer is the CPU the server waited for: a 10-slot simulator
+    under a test suite (load 5-6 on 2 cores) served 428 tok/s at 6 users and 333 at 8 with its
+    P95 at 2.01x the baseline, and the answer 6 stood beside a warning only, its fit agreeing
+    (the fit reads the same starved stages); without /metrics the same run deployed 6 "bound by
+    the tail's departure" at 8. Only deciding levels count: a starved stage below them that
+    still gained did not move the answer, and one that lost would have decided it itself."""
+    for users in deciding:
+        fact = next((f for f in overloaded if f.users == users), None)
+        verdict = next((v for v in knee.judged if v.target_users == users), None)
+        if fact is None or verdict is None:
+            continue
+        flat = signal_of(verdict, "throughput_flattening")
+        gain = None if flat is None else flat.fact
+        if not isinstance(gain, GainFact):
+            continue
+        ratio = gain.gain_upper_ratio if gain.gain_upper_ratio is not None else gain.gain_ratio
+        if ratio is not None and ratio <= -gain.threshold_ratio:
+            return fact
     return None
 
 

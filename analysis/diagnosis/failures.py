@@ -69,11 +69,12 @@ def late_client_warnings(summary: pd.DataFrame) -> list[LateClientFact]:
     return [f for f in facts if f is not None and f.late]
 
 
-def shared_host_warning(
+def overloaded_stages(
     summary: pd.DataFrame, run_info: Mapping[str, Any]
-) -> SharedHostFact | None:
-    """The stage where a server on the load generator's own machine (a loopback target) met that
-    machine at its most overloaded, when the load per CPU reached :data:`OVERLOADED_PER_CPU`.
+) -> tuple[SharedHostFact, ...]:
+    """Each stage where a server on the load generator's own machine (a loopback target) met
+    that machine overloaded: its 1-minute load per CPU at or above :data:`OVERLOADED_PER_CPU`
+    (in the summary's order; none for a remote server or a run without the host's load).
 
     Why: a server on 127.0.0.1 shares the CPU with the load generator and whatever else runs
     there; on an overloaded machine its step times include the CPU it waited for, and the knee
@@ -82,15 +83,29 @@ def shared_host_warning(
     its own loop's lag (:func:`late_client_warnings`); a starved server shows only here."""
     host = _loopback_host(run_info.get("target_url"))
     if host is None or "host_load_1m" not in summary or "host_cpus" not in summary:
-        return None
-    worst: SharedHostFact | None = None
+        return ()
+    out = []
     for row in summary.to_dict(orient="records"):
         load, cpus = num(row.get("host_load_1m")), num(row.get("host_cpus"))
         if load is None or not cpus or load / cpus < OVERLOADED_PER_CPU:
             continue
-        if worst is None or load / cpus > worst.host_load_1m / worst.host_cpus:
-            users = int(row["target_users"])
-            worst = SharedHostFact(users, load, int(cpus), host, OVERLOADED_PER_CPU)
+        out.append(SharedHostFact(int(row["target_users"]), load, int(cpus), host,
+                                  OVERLOADED_PER_CPU))  # fmt: skip
+    return tuple(out)
+
+
+def shared_host_warning(
+    summary: pd.DataFrame, run_info: Mapping[str, Any]
+) -> SharedHostFact | None:
+    """The overloaded stage (:func:`overloaded_stages`) where the load per CPU was highest (the
+    first of equals): the run's one warning about its shared machine."""
+    worst: SharedHostFact | None = None
+    for fact in overloaded_stages(summary, run_info):
+        if (
+            worst is None
+            or fact.host_load_1m / fact.host_cpus > worst.host_load_1m / worst.host_cpus
+        ):
+            worst = fact
     return worst
 
 

@@ -26,13 +26,16 @@ aims its refine stages inside it and stops refining once it is narrow.
 far: the web UI shows them, so its provisional capacity reads as the report's will.
 ``cannot_tell`` is the report's "cannot tell: …" line where the stages so far give no answer
 that stands (:mod:`analysis.advice.standing`: a late load generator, a tail in the noise of the
-limit above the fit's interval, no judged stage), "" otherwise: the web UI shows it instead of
+limit above the fit's interval, a server starved on its shared machine, no judged stage), ""
+otherwise: the web UI shows it instead of
 a provisional capacity. The resampled confidence is the report's alone, so the noise's pick
 (``unsure``) shows only there.
 ``rates`` is an open-loop rate run's offered vs served rate, backlog and rate knee over the
 stages so far (:mod:`analysis.stages.rate_stages`, as knee.json's ``rate_knee`` and
 ``rate_stages``), null for any other run: the web UI's open-loop view shows it. The deploy
-figure is null here: it needs the advice, which only ``loadknee analyze`` computes.
+figure is null in ``answer``: the advice, which only ``loadknee analyze`` computes, may lower it
+(memory, engine limits); the standing reads the stages' own deploy figure
+(:func:`analysis.advice.deploy.deploy_answer`) bounded by the sweep's SLO capacity.
 Why a child process: the Locust process must not import pandas (a pandas call on the gevent hub
 stalls every in-flight stream). A run that cannot be judged yet prints ``{"error": str}``, the
 same reason on stderr, and exits 1; the sweep then goes on as the plain grid.
@@ -45,8 +48,10 @@ import json
 import sys
 from typing import Any
 
+from analysis.advice.deploy import deploy_answer
 from analysis.advice.facts import DeployAnswer
 from analysis.advice.standing import answer_standing
+from analysis.diagnosis.failures import overloaded_stages
 from analysis.inputs.load import read_run
 from analysis.knee.find import find_knee, resolve_tail_metric
 from analysis.knee.late_client import late_baseline
@@ -84,10 +89,19 @@ def judge(run_dir: str) -> dict[str, Any]:
     slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)
     broken = [s.target_users for s in slo.stages if not s.met] if slo is not None else []
     view = answer_view(knee, None)
-    # the report's deploy figure needs the advice; the sweep's SLOs already bound it, and only
-    # levels up to it can put the answer in doubt (analysis.advice.standing.tail_in_doubt)
-    bound = None if slo is None or slo.capacity is None else DeployAnswer(slo.capacity, "sla", "")
-    standing = answer_standing(knee, bound, baseline_late=late_baseline(summary, baseline))
+    # the report's deploy figure: the stages' own (a departed tail may set it below the knee)
+    # or the sweep's SLO capacity where lower; only levels up to it can put the answer in doubt
+    # (analysis.advice.standing.tail_in_doubt), and the level past it decided it (starved_server)
+    bound = deploy_answer(summary, knee)
+    capacity = None if slo is None else slo.capacity
+    if capacity is not None and (bound.users is None or capacity < bound.users):
+        bound = DeployAnswer(capacity, "sla", "")
+    standing = answer_standing(
+        knee,
+        bound,
+        baseline_late=late_baseline(summary, baseline),
+        overloaded=overloaded_stages(summary, run.run_info),
+    )
     rated = run_rates(run, summary, baseline=baseline, slo=slo, knee=params)
     return {
         "knee_users": knee.knee_users,

@@ -13,11 +13,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from analysis import rules
-from analysis.knee.facts import ConfidenceFact, TailFact
+from analysis.knee.facts import ConfidenceFact, GainFact, TailFact
 from analysis.knee.stage_verdict import signal_of
 from analysis.model import CannotTell, KneeResult, RowCoverage, Standing
 from analysis.report import yaml_text
-from analysis.report.knee_words import TAIL_SOURCES, lag_text
+from analysis.report.knee_words import RATE_UNITS, TAIL_SOURCES, lag_text
 from analysis.report.stage_reasons import unjudged_detail
 from loadknee_core.numeric import counted, fmt
 
@@ -34,6 +34,7 @@ CANNOT_TELL_SHORT: dict[CannotTell, str] = {
     "late_client": "its load generator ran late",
     "unsure": "its capacity moved with the noise",
     "tail_in_doubt": "a level's tail sat within the noise of the limit",
+    "starved_server": "its server shared an overloaded machine and lost throughput there",
 }
 
 #: what to do about rows that are missing from a cut or incomplete requests.csv
@@ -167,6 +168,38 @@ def in_doubt_text(standing: Standing, knee: KneeResult) -> str:
     )
 
 
+def _whole(rate: float) -> str:
+    """A throughput to the digits a fall needs: 427.9 → "428", 3.25 → "3.2"."""
+    return f"{rate:,.0f}" if rate >= 100 else fmt(rate)
+
+
+def starved_text(standing: Standing, knee: KneeResult) -> str:
+    """Why the level that decided the answer measured the machine: the server's fall in
+    throughput there, and the machine's load."""
+    fact = standing.starved
+    if fact is None:
+        return ""
+    verdict = next((v for v in knee.judged if v.target_users == fact.users), None)
+    flat = None if verdict is None else signal_of(verdict, "throughput_flattening")
+    gain = None if flat is None else flat.fact
+    fell = "the server's throughput fell"
+    if isinstance(gain, GainFact) and None not in (gain.prev_users, gain.prev_rate, gain.rate):
+        unit = RATE_UNITS.get(gain.column, gain.column)
+        before, after = (_whole(v or 0.0) for v in (gain.prev_rate, gain.rate))
+        fell += (
+            f" ({before} {unit} at {counted(int(gain.prev_users or 0), 'user')}, {after} at "
+            f"{fact.users})"
+        )
+    return (
+        f"at {counted(fact.users, 'user')} {fell} while this machine, which the server shares "
+        f"({fact.server_host}), was overloaded (load {fact.host_load_1m:.1f} on "
+        f"{counted(fact.host_cpus, 'core')}): a server short of slots, KV or compute stops "
+        f"gaining, it does not lose, so the fall is the CPU the server waited for, and the "
+        f"answer with it; run the load generator on another machine, or "
+        f"stop what else runs here {rules.cite(fact.rule)}"
+    )
+
+
 def cannot_tell_text(standing: Standing, knee: KneeResult) -> str:
     """The "cannot tell: …" line: the reason and what to do (the first line on screen; exit 3)."""
     faults = standing.coverage.faults
@@ -176,6 +209,8 @@ def cannot_tell_text(standing: Standing, knee: KneeResult) -> str:
         return "cannot tell: " + unsure_text(knee.confidence)
     if standing.reason == "tail_in_doubt":
         return "cannot tell: " + in_doubt_text(standing, knee)
+    if standing.reason == "starved_server":
+        return "cannot tell: " + starved_text(standing, knee)
     if standing.reason == "unjudged_below":
         below = _users(standing.unjudged)
         text = (

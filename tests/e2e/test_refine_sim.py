@@ -6,12 +6,14 @@ loopback with the default sweep (refinement and early stop on), the analysis tha
 analyze`` runs (:func:`analysis.pipeline.analyze_run`, in the test's process: the report's PNGs,
 HTML and cluster files are other tests' business) reads the run directory, and the recommended
 ``max_concurrency`` must lie within 15 % below the simulator's true saturation
-(``saturation_concurrency``) and never above it — with the server's ``/metrics`` shown and with them
-hidden (a simulator without ``/metrics``: the sweep's own refine choices and the answer rest on the
-client's own rows, so these are sweeps of their own, not the shown runs re-analysed). Where the
-gauges are shown, the client's estimate of the requests running (``analysis/stages/slot_count``:
-the slots from the requests decoding at once) is held within 10 % of the simulator's running gauge
-at every stage, read at the gauge's own instants (``tests/analysis/stages/gauge_agreement``).
+(``saturation_concurrency``) and never above it, or the analysis says "cannot tell" with its
+evidence (a simulator starved on this shared machine lost throughput at the deciding level) — with
+the server's ``/metrics`` shown and with them hidden (a simulator without ``/metrics``: the sweep's
+own refine choices and the answer rest on the client's own rows, so these are sweeps of their own,
+not the shown runs re-analysed). Where the gauges are shown, the client's estimate of the requests
+running (``analysis/stages/slot_count``: the slots from the requests decoding at once) is held
+within 10 % of the simulator's running gauge at every stage, read at the gauge's own instants
+(``tests/analysis/stages/gauge_agreement``).
 
 Stages are short (3 s) so the table fits a few minutes on 2 busy cores; three sweeps at a time.
 CI runs every capacity with metrics and a subset without; ``LOADKNEE_FULL_TABLE=1`` runs the whole
@@ -36,6 +38,7 @@ from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import saturation_concurrency
 from tests.analysis.stages.gauge_agreement import gauge_agreement
+from tests.support.late_client import late_cannot_tell
 from tests.support.run_support import submitted
 
 pytestmark = pytest.mark.slow
@@ -82,12 +85,16 @@ def sweeps(tmp_path_factory):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(("case", "metrics"), CASES, ids=[f"{c}-{m}" for c, m in CASES])
 def test_max_concurrency_within_15_pct_below_the_truth(sweeps, case, metrics: bool) -> None:
     stages, run_dir = sweeps[(case, metrics)].result()
-    knee = analyze_run(run_dir).knee  # what `loadknee analyze` writes into knee.json
-    truth = saturation_concurrency(_params(case), INPUT_TOKENS, OUTPUT_TOKENS)
-    got = knee.max_concurrency
-    assert got is not None, stages
+    analysis = analyze_run(run_dir)
+    knee = analysis.knee  # what `loadknee analyze` writes into knee.json
     summary = summary_words(knee)
-    assert 0.85 * truth <= got <= truth, f"truth {truth:g}, max_concurrency {got}\n{summary}"
+    # the answer, or "cannot tell" with its evidence (a late load generator, a simulator starved
+    # on this shared machine: tests/support/late_client.py); never a wrong number
+    if not late_cannot_tell(analysis):
+        truth = saturation_concurrency(_params(case), INPUT_TOKENS, OUTPUT_TOKENS)
+        got = knee.max_concurrency
+        assert got is not None, stages
+        assert 0.85 * truth <= got <= truth, f"truth {truth:g}, max_concurrency {got}\n{summary}"
     grid = (1, 2, 4, 8, 16, 24, 32, 48, 64)
     assert ",refine," in stages or case in grid, stages
     if not metrics:  # without /metrics no bound comes from the server's own counts

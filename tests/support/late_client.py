@@ -10,15 +10,18 @@ first level past the answer, and the run's own record table has that lag; or the
 ``unsure`` and the knee's own resamples gave another answer more often than the answer
 (:func:`analysis.advice.standing.moved_by_noise`); or the standing is ``tail_in_doubt`` and a
 level the answer counts before the knee had flattened with its tail undecided, above the fit's
-interval (:func:`analysis.advice.standing.tail_in_doubt`). Asserted on the facts, never on the
-words.
+interval (:func:`analysis.advice.standing.tail_in_doubt`); or the standing is ``starved_server``:
+the server shared the machine, the machine was overloaded at the first level past the answer by
+the run's own host-load figure, and the server's throughput fell there
+(:func:`analysis.advice.standing.starved_server`). Asserted on the facts, never on the words.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from analysis.advice.standing import moved_by_noise, tail_in_doubt
+from analysis.advice.standing import moved_by_noise, starved_server, tail_in_doubt
+from analysis.diagnosis.failures import overloaded_stages
 from analysis.knee.late_client import is_late_client
 from analysis.pipeline import Analysis
 
@@ -29,6 +32,12 @@ def _check(standing: dict[str, Any], summary: list[dict[str, Any]], confidence_p
         return
     if standing["reason"] == "tail_in_doubt":  # checked on the knee: see late_cannot_tell
         assert standing["in_doubt"] is not None, standing
+        return
+    if standing["reason"] == "starved_server":  # the fall: checked on the knee in late_cannot_tell
+        fact = standing["starved"]
+        assert fact["host_load_1m"] >= fact["limit_per_cpu"] * fact["host_cpus"], fact
+        loads = [row.get("host_load_1m") for row in summary if row["target_users"] == fact["users"]]
+        assert fact["host_load_1m"] in loads, (fact, loads)  # the run's own figure
         return
     assert standing["reason"] == "late_client", standing
     late = list(standing["late"])
@@ -64,6 +73,12 @@ def late_cannot_tell(analysis: Analysis) -> bool:
         assert tail_in_doubt(knee) == standing.in_doubt, standing  # the lowest such level
         assert knee.capacity_high is not None and knee.max_concurrency is not None, knee
         assert knee.capacity_high < (standing.in_doubt or 0) <= knee.max_concurrency, knee
+    if standing.reason == "starved_server":  # overloaded there, and the throughput fell
+        overloaded = overloaded_stages(analysis.summary, analysis.run.run_info)
+        fact, past = standing.starved, standing.first_past
+        assert fact is not None and fact in overloaded, (fact, overloaded)
+        assert starved_server(analysis.knee, (fact.users,), overloaded) == fact  # it fell there
+        assert past is None or fact.users <= past, (fact, past)  # a level that decided it
     recs = analysis.recommendations
     assert recs.deploy is None and recs.items == (), recs  # nothing recommended from it
     return True

@@ -1,5 +1,5 @@
 """Runs recorded on a busy machine, where the answer once came out wrong: the knee must now get
-them right (a table on values, no sweep).
+them right, or say "cannot tell" with its evidence (a table on values, no sweep).
 
 Both are default ``loadknee run`` sweeps against the independent refusing server of
 ``tests/e2e/test_refusals_independent.py`` (it answers 429 "Model is overloaded" while ``limit``
@@ -23,13 +23,20 @@ cores (``tests/support/data/busy_runs``, the files as written, ``locust.log`` le
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
+from analysis.cli import main as analyze_main
 from analysis.inputs.load import read_run
 from analysis.knee.find import find_knee
+from analysis.live.answer import judge
 from analysis.pipeline import analyze_run
+from analysis.predict.cli import main as predict_main
+from analysis.report.standing import cannot_tell_text
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.summary import summarize_stages
+from tests.support.late_client import late_cannot_tell
 from tests.support.paths import REPO
 
 RUNS = REPO / "tests" / "support" / "data" / "busy_runs"
@@ -78,3 +85,27 @@ def test_a_queue_one_stage_alone_reads_is_passed_not_the_knee() -> None:
     passed = next(s for s in verdict.signals if s.name == "queue_passed")
     assert verdict.verdict == "critical" and passed.fired, verdict
     assert (passed.fact.later_users, passed.fact.waiting) == (16, 0.76), passed.fact
+
+
+#: the refine table's 10-slot simulator (``--max-num-seqs 10``, 3 s stages) recorded while the
+#: suite swept beside it with llama-server at a raised priority (fresh #17): 428 tok/s at 6
+#: users, 333 at 8 (load 5-6 on 2 cores), P95 at 8 users 2.01x the baseline. It answered 6
+#: for 10 (with /metrics; without, it deployed 6 "bound by the tail's departure"). Kept with
+#: the simulator's vllm gauges and counters only (histogram buckets and DCGM rows left out).
+STARVED = RUNS / "starved10-metrics"
+
+
+@pytest.mark.parametrize("metrics", [True, False], ids=["with-metrics", "without-metrics"])
+def test_a_starved_simulator_on_a_shared_machine_is_cannot_tell(tmp_path, capsys, metrics):
+    run = tmp_path / "run"
+    shutil.copytree(STARVED, run)
+    if not metrics:
+        (run / "server_metrics.csv").unlink()
+    analysis = analyze_run(run)
+    standing = analysis.standing
+    assert (standing.reason, standing.starved and standing.starved.users) == ("starved_server", 8)
+    assert late_cannot_tell(analysis)  # with its evidence: overloaded at 8, and the fall there
+    assert analyze_main([str(run), "--quiet", "--emit", "none"]) == 3
+    assert predict_main([str(run)]) == 3  # no what-if from it either
+    assert judge(str(run))["cannot_tell"] == cannot_tell_text(standing, analysis.knee)  # live
+    capsys.readouterr()

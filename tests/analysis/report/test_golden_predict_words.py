@@ -11,11 +11,14 @@ intended, regenerate it and review the diff:
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import get_args
 
+from analysis.model import CannotTell
 from analysis.predict.check import check
 from analysis.predict.facts import CapacityParams, Estimate, MeasuredRun, Workload, WorkloadSource
 from analysis.predict.whatif import predict
 from analysis.report.predict_words import check_text, prediction_text
+from analysis.report.standing import CANNOT_TELL_SHORT
 from tests.support.golden import check_golden
 from tests.support.predict_fits import synthetic_fit
 
@@ -81,3 +84,7 @@ def rendered() -> str:
 def test_the_words_of_every_kind_of_prediction() -> None:
     text = rendered()
     check_golden("predict_words.txt", text)
+
+
+def test_every_cannot_tell_reason_has_its_few_words() -> None:
+    assert set(CANNOT_TELL_SHORT) == set(get_args(CannotTell))
