@@ -87,9 +87,11 @@ def _selects_realengine(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Build llama-server before any test starts, in the controller, before pytest-xdist hands
-    out work: the compile holds both cores for about ten minutes, and run beside the suite it
-    starved timing checks into failing on a fresh machine. Says what it does and how long it took.
+    """Build llama-server and record its one sweep before any test starts, in the controller,
+    before pytest-xdist hands out work: the compile holds both cores for about ten minutes, and
+    run beside the suite it starved timing checks into failing on a fresh machine; the sweep
+    measures an engine that computes on one thread, so it must run alone (tests/realengine/
+    llama_sweep.py). Says what it does and how long each took.
     """
     config = session.config
     if (
@@ -100,8 +102,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return  # an xdist worker, a listing, or a run that has no real-engine test
     from tests.realengine.engine import cache_dir, engine_built, ensure_built, missing_tools
 
-    if engine_built() or missing_tools():
-        return  # cached, or no toolchain (those tests skip and say why)
+    if missing_tools():
+        return  # no toolchain: those tests skip and say why
     reporter = config.pluginmanager.get_plugin("terminalreporter")
 
     def say(line: str) -> None:
@@ -110,28 +112,53 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         else:
             print(line, file=sys.stderr)
 
+    if not engine_built():
+        say(
+            f"[loadknee tests] building llama.cpp's llama-server once for the real-engine tests, "
+            f"before any test starts (about 5-10 min on 2 cores; cached in {cache_dir()}; "
+            f"log: {cache_dir() / 'setup.log'})"
+        )
+        started = time.monotonic()
+        try:
+            ensure_built(progress=lambda s: say(f"[loadknee tests] still building: {s:.0f} s"))
+        except Exception as exc:  # the real-engine tests fail themselves, with the log's tail
+            elapsed = time.monotonic() - started
+            say(f"[loadknee tests] the llama-server build failed after {elapsed:.0f} s: {exc}")
+            return
+        say(f"[loadknee tests] llama-server built in {time.monotonic() - started:.0f} s")
+    _record_llama_sweep(config, say)
+
+
+def _record_llama_sweep(config: pytest.Config, say: Callable[[str], None]) -> None:
+    """Record the real-engine tests' sweep alone and name it to every test process (an
+    environment variable they inherit); removed at the session's end."""
+    import shutil
+
+    from tests.realengine import llama_sweep
+
+    dest = Path(tempfile.mkdtemp(prefix="loadknee-llama-sweep-"))
+    config.add_cleanup(lambda: shutil.rmtree(dest, ignore_errors=True))
     say(
-        f"[loadknee tests] building llama.cpp's llama-server once for the real-engine tests, "
-        f"before any test starts (about 5-10 min on 2 cores; cached in {cache_dir()}; "
-        f"log: {cache_dir() / 'setup.log'})"
+        "[loadknee tests] recording the llama-server sweep alone, before the test processes "
+        "start (about 2 min)"
     )
-    started = time.monotonic()
     try:
-        ensure_built(progress=lambda s: say(f"[loadknee tests] still building: {s:.0f} s"))
-    except Exception as exc:  # the real-engine tests fail themselves, with the log's tail
-        elapsed = time.monotonic() - started
-        say(f"[loadknee tests] the llama-server build failed after {elapsed:.0f} s: {exc}")
+        recorded = llama_sweep.record(dest)
+    except Exception as exc:  # the fixture records its own and fails there, with the reason
+        say(f"[loadknee tests] the llama-server sweep could not be recorded: {exc}")
         return
-    say(f"[loadknee tests] llama-server built in {time.monotonic() - started:.0f} s")
+    path = dest / "sweep.json"
+    llama_sweep.save(recorded, path)
+    os.environ[llama_sweep.ENV] = str(path)
+    say(f"[loadknee tests] llama-server sweep recorded in {recorded.seconds:.0f} s")
 
 
 #: test files that take minutes, longest first (their wall time at ``-n 4``, measured): pyproject's
 #: ``--dist loadfile --no-loadscope-reorder`` hands files to the test processes in this order, so
 #: the longest start first and short ones fill in at the end, instead of xdist's own order (files
 #: with the most tests first). Files holding a quiet test go after all of these (the llama-server
-#: sweep among them: it runs alone, last)
+#: sweep is recorded before any of them: tests/realengine/llama_sweep.py)
 LONGEST_FIRST = (
-    "test_realengine_llamacpp.py",
     "test_refine_sim.py",
     "test_verify_sim.py",
     "test_curve_sim.py",

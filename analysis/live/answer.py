@@ -107,6 +107,7 @@ def judge(run_dir: str) -> dict[str, Any]:
         "knee_users": knee.knee_users,
         "red_line_users": knee.red_line_users,
         "max_concurrency": knee.max_concurrency,
+        "server_slots": knee.server_slots,
         "knee_stage": knee.knee_stage,
         "summary": summary_words(knee),
         "slo_capacity": slo.capacity if slo is not None else None,

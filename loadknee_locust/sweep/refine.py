@@ -20,7 +20,9 @@ The rule (:func:`next_step`), after every finished stage:
    of the part of that interval inside the bracket, and the capacity counts as known once the
    interval's top lies within the target above L (an interval of a user or two inside an 8-user
    bracket: one stage where bisection took three); both only after at least one refine stage
-   (before it the breakpoint between two grid levels is an extrapolation). The interval never
+   (before it the breakpoint between two grid levels is an extrapolation). Where the server's
+   gauge named its slot count inside the bracket (the running maximum while requests waited),
+   that level goes first, untested: it is the capacity if any level is. The interval never
    leaves the bracket: a level is still judged good or past by the stage rule, and the verdict
    is re-read after each refine stage, so a level judged good moves L up, one judged past the
    knee moves K down, and a knee that a later stage shows to be a dip (the analysis demotes it)
@@ -90,6 +92,9 @@ class LiveVerdict:
     #: UI shows it instead of the provisional capacity
     cannot_tell: str = ""
     rates: RateAnswer | None = None  # an open-loop rate run: offered vs served, the rate knee
+    #: the server's own running maximum while requests waited (its gauge: the knee's
+    #: ``server_slots``), None without one: the slot count, so the capacity is at most that
+    server_slots: int | None = None
 
     @classmethod
     def from_json(cls, answer: Mapping[str, Any]) -> LiveVerdict:
@@ -125,6 +130,7 @@ class LiveVerdict:
             capacity_words=str(answer.get("capacity_words") or ""),
             cannot_tell=str(answer.get("cannot_tell") or ""),
             rates=RateAnswer.from_json(answer["rates"]) if answer.get("rates") else None,
+            server_slots=_opt_int(answer.get("server_slots")),
         )
 
     @property
@@ -188,6 +194,13 @@ def next_step(
         # a tested level between L and the knee that the analysis did not make L is past the
         # capacity too (a level the server's own slot count caps, or a dip): the bracket's top
         high = min((u for u in done if low < u < limit), default=limit)
+        slots = verdict.server_slots
+        if slots is not None and low < slots < high and slots not in done:
+            # the server's gauge names its slot count inside the bracket: that level is the
+            # capacity if any is, so it goes first, whatever the fit's interval says (the fit
+            # reads stages a busy machine may have starved: a 10-slot server's 9-9 left 10
+            # untested and the answer at 8)
+            return NextStep("refine", slots)
         # before a refine stage anchors it the interval is the fit's extrapolation between two
         # grid levels (seen 3 users low on a 20-slot server): bisect instead
         aim = interval if refined > 0 else None

@@ -29,7 +29,8 @@ for what the measured step allows (:func:`_expected`): the slot knee where the e
 there, the slot knee or a knee where throughput flattened with an answer within the 4 slots, or
 "cannot tell" with its evidence. The queue past the 4 slots at 8 users is checked on both kinds.
 
-ONE sweep (one server, the module's ``sweep`` fixture) serves every test here; each test asserts
+ONE sweep (one server, recorded alone before the test processes start: tests/realengine/
+llama_sweep.py; the module's ``sweep`` fixture reads it) serves every test here; each test asserts
 on its run directory what only a real engine can show: rows that are all ok and exactly on target
 (llama-server closes each connection after its answer and counts tokens with its own tokenizer),
 nothing lost against the server's own log, the slot knee from its queue, the answer without its
@@ -45,7 +46,7 @@ from __future__ import annotations
 
 import csv
 import json
-import re
+import os
 import shutil
 import subprocess
 import sys
@@ -61,38 +62,22 @@ from analysis.stages.summary import summarize_stages
 from loadknee_core.numeric import counted
 from loadknee_core.slo_targets import parse_slo
 from tests.analysis.stages.gauge_agreement import gauge_agreement
-from tests.realengine.engine import (
-    decode_step_ms,
-    ensure_built,
-    missing_tools,
-    start_llama_server,
-)
+from tests.realengine import llama_sweep
+from tests.realengine.engine import missing_tools
+from tests.realengine.llama_sweep import INPUT_TOKENS, OUTPUT_TOKENS, SLOTS
 from tests.support.counter_check import stage_counts
 from tests.support.late_client import late_cannot_tell_doc
 
-#: ``quiet``: the sweep runs alone (tests/conftest.py). The engine computes on one thread of this
-#: machine, so its throughput is the CPU it gets: beside three other test processes' sweeps (load
-#: 2.7-5.0 on 2 cores, a fresh run) its step time doubled from 4 to 8 users -- a right reading of a
-#: starved engine, not the slot queue this file checks
-pytestmark = [pytest.mark.slow, pytest.mark.realengine, pytest.mark.quiet]
+#: the sweep itself is recorded alone, before the test processes start (tests/realengine/
+#: llama_sweep.py, tests/conftest.py): these tests read its run directory beside the others
+pytestmark = [pytest.mark.slow, pytest.mark.realengine]
 
-LEVELS = "1,2,4,8"
-SLOTS = 4  # the server: --parallel 4
 #: the lowest answer that still uses what the server serves: a refine stage at 3 users may be
 #: read as the last comfortable one (see the knee test); 2 would leave 40 % of it unused
 LEAST_SERVED = 3
-#: 32-token prompts and answers: every stage of the sweep is held to a count of requests, so the
-#: work per request sets the sweep's length (it is the suite's longest test: 64-token answers and
-#: prompts and a 32-user level took 361 s alone; this sweep, on the server's one thread, 184 s and
-#: 177 CPU-s); the slots, the queue past them and the counters show the same
-OUTPUT_TOKENS = 32
-INPUT_TOKENS = 32
-RELEASE_LINE = re.compile(r"slot\s+release:")
 #: the engine batches when its step with the slots full is under this many times its one-sequence
 #: step (measured 1.2-1.4×): the tail stays under 2× until requests queue past the slots
 BATCHES_BELOW = 1.5
-# A guard against a hung run, not a speed target (about 2 min alone; a busy box is much slower)
-SWEEP_GUARD_S = 2400
 
 
 @dataclass(frozen=True)
@@ -162,12 +147,6 @@ def _require_toolchain() -> None:
         pytest.skip(f"cannot build llama-server here: {', '.join(missing)} not installed")
 
 
-def _served_tasks(log_path: Path) -> int:
-    """Generation tasks the server finished, from its own log (one 'slot release' per task)."""
-    return sum(1 for line in log_path.read_text(errors="replace").splitlines()
-               if RELEASE_LINE.search(line))  # fmt: skip
-
-
 def _loadknee(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "loadknee_locust", *args]
     try:
@@ -182,27 +161,18 @@ def _loadknee(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
-    """One default sweep (refinement on) over 1..8 users against the 4-slot server, analysed."""
+    """One default sweep (refinement on) over 1..8 users against the 4-slot server, analysed:
+    the controller's recording (tests/realengine/llama_sweep.py), or this process's own where
+    the controller recorded none."""
     _require_toolchain()
     tmp = tmp_path_factory.mktemp("llama")
-    server = start_llama_server(ensure_built(), model="model-small", parallel=SLOTS)
-    try:
-        step_ms = decode_step_ms(server.url, (1, 2, SLOTS), tokens=OUTPUT_TOKENS)
-        print(f"decode step, ms by sequences at once: {step_ms}")
-        before = _served_tasks(server.log_path)
-        run = _loadknee(
-            "run", "--host", server.url, "--model", "tiny",
-            "--levels", LEVELS, "--stage-requests", "32",
-            "--warmup-seconds", "0", "--cooldown-seconds", "1",
-            "--baseline-requests", "10", "--stop-after-knee", "-1",
-            "--input-tokens", str(INPUT_TOKENS), "--output-tokens", str(OUTPUT_TOKENS),
-            "--out", str(tmp / "runs"), "--run-id", "llama",
-            timeout_s=SWEEP_GUARD_S,
-        )  # fmt: skip
-        served = _served_tasks(server.log_path) - before
-    finally:
-        server.stop()
-    run_dir = tmp / "runs" / "llama"
+    recorded = llama_sweep.load()
+    if recorded is None:  # no recording named: this process records its own
+        assert not os.environ.get(llama_sweep.ENV), "the controller's recording is unreadable"
+        recorded = llama_sweep.record(tmp)
+    print(f"decode step, ms by sequences at once: {recorded.step_ms}; "
+          f"recorded in {recorded.seconds:.0f} s")  # fmt: skip
+    run, run_dir = recorded.completed(), Path(recorded.run_dir)
     assert (run_dir / "report" / "knee.json").exists(), run.stdout[-3000:] + run.stderr[-3000:]
     with (run_dir / "requests.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
@@ -210,9 +180,10 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> Sweep:
     print((run_dir / "report" / "record.md").read_text())  # the record table, for the CI log
     knee = json.loads((run_dir / "report" / "knee.json").read_text())
     # `loadknee run` ends with the answer: the analysis, as `loadknee analyze` runs it
-    answered = _answered(run, knee, step_ms)
+    answered = _answered(run, knee, recorded.step_ms)
     assert ("\nDEPLOY: " in run.stdout) == answered, run.stdout
-    return Sweep(server.url, tmp, run_dir, rows, info, served, knee, step_ms, answered)
+    return Sweep(recorded.url, tmp, run_dir, rows, info, recorded.served, knee,
+                 recorded.step_ms, answered)  # fmt: skip
 
 
 def test_every_row_is_ok_and_exactly_on_target(sweep: Sweep) -> None:

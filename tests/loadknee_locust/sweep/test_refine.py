@@ -16,12 +16,13 @@ def verdict(
     red: int | None = None,
     slo: tuple[int, int] | None = None,
     fit: tuple[float, float] | None = None,
+    slots: int | None = None,
 ) -> LiveVerdict:
     good, bad = slo if slo is not None else (None, None)
     lo, hi = fit if fit is not None else (None, None)
     return LiveVerdict(
         knee_users=knee, red_line_users=red, max_concurrency=max_conc, slo_capacity=good,
-        slo_break_users=bad, capacity_low=lo, capacity_high=hi,
+        slo_break_users=bad, capacity_low=lo, capacity_high=hi, server_slots=slots,
     )  # fmt: skip
 
 
@@ -147,6 +148,22 @@ NEXT_TABLE = [
     # contradicted by that level's verdict and ignored (bisection again)
     (verdict(16, 12, fit=(11.5, 11.99)), (1, 2, 4, 8, 16, 12), (24,), 3, 1, CONFIRMED),
     (verdict(16, 12, fit=(9.0, 10.0)), (1, 2, 4, 8, 16, 12), (24,), 3, 1, NextStep("refine", 14)),
+    # the server's gauge ran 10 at most while requests waited (its slots): 10 goes first, whatever
+    # the fit says (fresh #20: a starved 10-slot server's fit 9-9 resolved 8 → 12 at 8); once 10
+    # is judged good the gauge's bound resolves it; a count outside the bracket changes nothing
+    (
+        verdict(12, 8, fit=(9.0, 9.0), slots=10),
+        (1, 2, 4, 8, 16, 12),
+        (24,),
+        3,
+        1,
+        NextStep("refine", 10),
+    ),
+    (verdict(12, 8, fit=(9.0, 9.0)), (1, 2, 4, 8, 16, 12), (24,), 3, 1, CONFIRMED),
+    (verdict(12, 10, fit=(9.0, 9.0), slots=10), (1, 2, 4, 8, 16, 12, 10), (24,), 2, 1, CONFIRMED),
+    (verdict(16, 8, slots=16), (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("refine", 12)),
+    (verdict(16, 8, slots=8), (1, 2, 4, 8, 16), (24,), 4, 1, NextStep("refine", 12)),
+    (verdict(16, 8, slots=10), (1, 2, 4, 8, 16), (24,), 0, 1, NextStep("grid", 24)),  # no budget
     # a red line is refined the same way, then never driven further
     (verdict(None, 8, red=16, fit=(7.6, 8.4)), (4, 8, 16), (24,), 4, 1, NextStep("refine", 12)),
     (verdict(None, 8, red=9, fit=(7.6, 8.4)), (4, 8, 16, 9), (24,), 3, 1, RED_LINE),
