@@ -85,6 +85,21 @@ def _selects_realengine(config: pytest.Config) -> bool:
     return False
 
 
+#: when the session started, before the engine build and the llama-server sweep
+_STARTED = pytest.StashKey[float]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The session's whole wall time: pytest's own figure (the last line) starts after the
+    engine build and the llama-server sweep that run before the first test."""
+    started = config.stash.get(_STARTED, None)
+    if started is not None and not hasattr(config, "workerinput"):
+        terminalreporter.write_line(
+            f"[loadknee tests] wall time with the build and the llama-server sweep before the "
+            f"first test: {time.monotonic() - started:.0f} s"
+        )
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Build llama-server and record its one sweep before any test starts, in the controller,
@@ -94,6 +109,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     llama_sweep.py). Says what it does and how long each took.
     """
     config = session.config
+    config.stash[_STARTED] = time.monotonic()
     if (
         hasattr(config, "workerinput")
         or config.getoption("collectonly")
