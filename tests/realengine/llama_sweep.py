@@ -66,6 +66,38 @@ def _served_tasks(log_path: Path) -> int:
     return sum(1 for line in text.splitlines() if RELEASE_LINE.search(line))
 
 
+def _processing(url: str) -> float | None:
+    """The server's own count of requests in progress (``llamacpp:requests_processing``)."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url + "/metrics", timeout=2) as resp:
+            text = resp.read().decode(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("llamacpp:requests_processing"):
+            return float(line.split()[-1])
+    return None
+
+
+def _settled_count(url: str, log_path: Path, timeout_s: float = 15.0) -> int:
+    """The finished generations in the server's log once the decode-step probes are all done:
+    nothing in progress and the count unchanged over a poll. Why: the last probe's "slot
+    release" line can reach the log after its client has read the last token; read too early,
+    it was counted as a generation of the sweep (fresh #22, a CPU hog beside: 170 for 169)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    last = -1
+    while True:
+        count = _served_tasks(log_path)
+        if (count == last and _processing(url) == 0) or time.monotonic() > deadline:
+            return count
+        last = count
+        time.sleep(0.3)
+
+
 def record(dest: Path) -> Recorded:
     """One default sweep (refinement on) over 1..8 users against the 4-slot server, into
     ``dest/runs/llama``; ``loadknee run`` analyses it at its end, as a user's run does."""
@@ -75,7 +107,7 @@ def record(dest: Path) -> Recorded:
     server = start_llama_server(ensure_built(), model="model-small", parallel=SLOTS)
     try:
         step_ms = decode_step_ms(server.url, (1, 2, SLOTS), tokens=OUTPUT_TOKENS)
-        before = _served_tasks(server.log_path)
+        before = _settled_count(server.url, server.log_path)
         cmd = [
             sys.executable, "-m", "loadknee_locust", "run", "--host", server.url,
             "--model", "tiny", "--levels", LEVELS, "--stage-requests", "32",
