@@ -75,10 +75,11 @@ def _processing(url: str) -> float | None:
             text = resp.read().decode(errors="replace")
     except OSError:
         return None
-    for line in text.splitlines():
-        if line.startswith("llamacpp:requests_processing"):
-            return float(line.split()[-1])
-    return None
+    from loadknee_core.promtext import parse_text
+
+    name = "llamacpp:requests_processing"
+    found = [x.value for x in parse_text(text).samples if x.metric == name]
+    return found[0] if found else None
 
 
 def _settled_count(url: str, log_path: Path, timeout_s: float = 15.0) -> int:
