@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -44,6 +43,7 @@ from loadknee_locust.sim.launch import SimProcess
 from tests.support.knee_simdriver import DriveSpec, drive_sim
 from tests.support.late_client import late_cannot_tell
 from tests.support.paths import DATA
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -290,12 +290,6 @@ def test_analyze_emit_writes_lists_and_links_the_chosen_files(runs, tmp_path, ca
     assert not math.isnan(energy.energy(runs["vllm"]).stages["power_mean_w"].iloc[-1])
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _get(url: str) -> dict:
     with urllib.request.urlopen(url, timeout=2) as resp:  # loopback only
         return json.loads(resp.read())
@@ -319,7 +313,7 @@ def test_live_prometheus_fires_warning_past_the_watermark_critical_at_the_knee(
         "rule_files: [rules.yaml]\n"
         f"scrape_configs: [{{job_name: sim, static_configs: [{{targets: ['{host}']}}]}}]\n"
     )
-    port = _free_port()
+    port = free_port()
     api = f"http://127.0.0.1:{port}"
     command = [
         "prometheus",

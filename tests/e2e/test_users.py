@@ -8,7 +8,6 @@ JSONL.
 from __future__ import annotations
 
 import json
-import socket
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from loadknee_core.contract import OUTCOMES, REQUEST_COLUMNS
 from tests.support.fake_llm_server import BEHAVIOURS, FakeLLMServer
 from tests.support.llm_locust import LocustResult, run_locust
+from tests.support.ports import free_port
 
 EXPECTED = {
     "ok": "ok",
@@ -88,15 +88,9 @@ def test_every_failure_kind_is_a_row(tmp_path: Path, stream: bool, expected: dic
     assert by_outcome["length_mismatch"]["length_ok"] is False
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.slow
 def test_refused_connection_is_a_row_and_does_not_spin(tmp_path: Path) -> None:
-    port = _closed_port()
+    port = free_port()
     extra = ["--llm-model", "m", "--llm-no-calibrate"]
     result = run_locust(tmp_path, f"http://127.0.0.1:{port}", ["Chat"], seconds=2, extra=extra)
     _check_event_contract(result)

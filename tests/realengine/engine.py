@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import threading
@@ -29,6 +28,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from loadknee_locust.children import stop_child
+from tests.support.ports import free_port
 
 LCP_VERSION = "0.3.36"
 HERE = Path(__file__).resolve().parent
@@ -118,12 +118,6 @@ def _run_setup_script(
                     progress(elapsed)
     if proc.returncode != 0:
         raise subprocess.CalledProcessError(proc.returncode, proc.args)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 import threading
 import time
@@ -11,6 +10,7 @@ from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
 
 from tests.support.loopback_http import QuietHandler
+from tests.support.ports import free_port
 
 GOOD = """\
 # TYPE vllm:num_requests_running gauge
@@ -83,7 +83,4 @@ def base_url(server: _Server) -> str:
 
 def refused_url() -> str:
     """A loopback URL nobody listens on (bound, then closed)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/metrics"
+    return f"http://127.0.0.1:{free_port()}/metrics"

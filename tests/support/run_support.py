@@ -10,7 +10,6 @@ import csv
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from typing import Any, TypeVar
 
 from loadknee_core.contract import GPU_CSV, REQUEST_COLUMNS, SERVER_METRICS_CSV, STAGE_COLUMNS
 from loadknee_locust.children import stop_child
+from tests.support.ports import free_port
 
 HERE = Path(__file__).parent
 PROBE = str(HERE / "run_probe_locustfile.py")
@@ -45,12 +45,6 @@ def submitted(
         yield {case: pool.submit(sweep, *case, out) for case in cases}
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def sweep_args(
