@@ -167,6 +167,7 @@ class Loadknee:
         self.run_info: dict[str, Any] = {}
         self.stage: dict[str, Any] | None = None  # the last stage announcement
         self._telemetry: Any = None
+        self._stopping: Any = None  # the greenlet finishing the last run's stop, if any
         self._prompt_info_sent: dict[str, Any] | None = None
         self._prompt_infos: dict[str, dict[str, Any]] = {}  # by process: "local", "worker <id>"
         self.interrupt: InterruptGuard | None = None
@@ -256,6 +257,7 @@ class Loadknee:
         run = self.run
         if run is not None and not run.closed and not run.test_stopped:
             return run
+        self.join_stop()
         if run is not None:
             self.close_run()
         now = time.time() if now is None else now
@@ -327,8 +329,24 @@ class Loadknee:
             run.schedule.stop(now, "interrupted" if self.interrupted else "stopped")
             run.add_stages(run.schedule.pop_closed())
         run.test_stopped = True
+        # Locust marks the runner stopped before its test_stop listeners run and ends its shape
+        # only after them: a listener that yields (the telemetry's last scrape can take seconds)
+        # opens a window in which the web UI's next Start is dropped ("There is an ongoing shape
+        # test running"). So the slow part runs beside, and whatever needs it joins it.
+        import gevent
+
+        self._stopping = gevent.spawn(self._finish_stop, run, now)
+
+    def _finish_stop(self, run: RunLog, now: float) -> None:
+        """The stop's slow part: the telemetry's last scrape and files, then run.json's end."""
         self._stop_telemetry()
         self._update_end(run, now)
+
+    def join_stop(self) -> None:
+        """Wait for the last run's stop to finish (telemetry closed, run.json's end written)."""
+        stopping, self._stopping = self._stopping, None
+        if stopping is not None:
+            stopping.join()
 
     def _local_prompt_info(self) -> dict[str, Any] | None:
         """What the LLM users learned in this process (calibration, model), if any ran here."""
@@ -387,6 +405,7 @@ class Loadknee:
             return
         if not run.test_stopped:
             self._on_test_stop()
+        self.join_stop()
         self._stop_telemetry()
         end = self.run_info.get("end_unix_s") or time.time()
         self._update_end(run, end)

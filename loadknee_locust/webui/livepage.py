@@ -35,6 +35,8 @@ class PluginState(Protocol):
     role: str
     run: RunLog | None
 
+    def join_stop(self) -> None: ...
+
 
 REPORT_DELAY_S = 4.0  # > Locust's worker report interval: the last worker rows land first
 WORKER_REPORT_WAIT_S = 3.5  # the same, before a plain grid's stage is judged on the master
@@ -96,6 +98,7 @@ def install(web_ui: Any, lk: PluginState) -> None:
         run = lk.run
         if run is None or run.run_dir != run_dir:
             return
+        lk.join_stop()  # the telemetry's files closed, run.json's end written
         run.flush()
         report.start(run_dir)
 

@@ -18,7 +18,6 @@ from tests.support.run_support import (
     read_run_dir,
     sweep_args,
     wait_requests_counted,
-    wait_run_finished,
     wait_state,
     web_ui,
 )
@@ -42,7 +41,6 @@ def test_web_ui_two_runs_knee_tab_and_stop(sim_server, tmp_path: Path) -> None:
         assert http_post(base + "/swarm", form)["success"]
         wait_state(base, "running", 15.0)
         knee = wait_state(base, "stopped", 40.0)
-        wait_run_finished(out, 30.0)  # its files complete: the UI takes the next start
         assert [row["stage"] for row in knee] == [0, 1, 2]
         assert set(knee[0]) == {key for key, _ in COLUMNS}
         assert knee[2]["users"] == 2 and knee[2]["measured"] > 0 and knee[2]["e2e_p50_ms"] > 0

@@ -187,28 +187,6 @@ def web_ui(*args: str, locustfile: str = PROBE) -> Iterator[tuple[str, str]]:
         stop_child(proc, 30.0)
 
 
-def wait_run_finished(out: Path, timeout: float) -> Path:
-    """Poll until the one run directory under ``out`` has its end in run.json; return it.
-
-    Why: Locust shows "stopped" before its ``test_stop`` listeners run, and the plugin's (the
-    schedule's last stage, the telemetry's last scrape, run.json's end) yields while it stops
-    the scrape; a start posted in that window is dropped ("There is an ongoing shape test
-    running"). run.json's ``end_unix_s`` is written last, with no yield after it, so once it is
-    there the web UI takes the next start."""
-    deadline = time.monotonic() + timeout
-    while True:
-        dirs = [p for p in out.iterdir() if p.is_dir()] if out.is_dir() else []
-        if len(dirs) == 1:
-            try:
-                info = json.loads((dirs[0] / "run.json").read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                info = {}
-            if info.get("end_unix_s"):
-                return dirs[0]
-        assert time.monotonic() < deadline, f"no finished run under {out} in {timeout} s: {dirs}"
-        time.sleep(0.2)
-
-
 def wait_workers(base: str, workers: int, timeout: float) -> None:
     """Poll /stats/requests until ``workers`` workers are connected (ready or busy)."""
     deadline = time.monotonic() + timeout
