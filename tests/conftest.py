@@ -183,6 +183,7 @@ LONGEST_FIRST = (
     "test_webui_browser.py",
     "test_prefix_cache_sim.py",
     "test_openloop_sim.py",
+    "test_compute_bound_sim.py",
     "test_demo.py",
     "test_packaging.py",
     "test_run_local.py",

@@ -26,7 +26,6 @@ from analysis.advice.facts import OwnLimitFact
 from analysis.advice.recommend import recommend
 from analysis.diagnosis.bottleneck import diagnose
 from analysis.inputs.load import read_run
-from analysis.knee.facts import KneeSummaryFact
 from analysis.knee.find import find_knee
 from analysis.stages.baseline import compute_baseline
 from analysis.stages.summary import summarize_stages
@@ -73,8 +72,6 @@ KNEE_CASES = {
     # KV-limited: 704 tokens / (64 + 24) = 8 sequences fit; past them the sim preempts
     "kv-8": ("kv-tight", {"max_model_len": 512, "kv_cache_tokens": 704}, (2, 4, 8, 16), "memory"),
 }
-# 64 slots and a big KV cache: c* ≈ 40 (compute), far above the tested 8 users
-NO_KNEE = ("fast", {"max_num_seqs": 64}, (1, 2, 4, 8))
 # dynamic memory: 4608 MiB + 4 MiB per KV token of 8192 → the engine crashes past ~10 streams
 OOM = ("oom", {"kv_mib_per_token": 4, "restart_s": 5.0}, (1, 2, 4, 8, 16))
 
@@ -96,7 +93,7 @@ def runs(tmp_path_factory, recorded_run):
         done[key] = Future()
         done[key].set_result(_judge(recorded_run(kind).path, *KNEE_CASES[key][:3]))
     cases = {key: case[:3] for key, case in KNEE_CASES.items() if key not in RECORDED}
-    cases.update({"no-knee": NO_KNEE, "oom": OOM})
+    cases.update({"oom": OOM})
     with ExitStack() as stack:
         sims = {
             key: stack.enter_context(SimProcess.start(c[0], **c[1])) for key, c in cases.items()
@@ -128,15 +125,6 @@ def test_knee_lands_on_predicted_level(runs, case):
         assert cap.value == before
     knee_stage = next(v for v in knee.stages if v.stage == knee.knee_stage)
     assert knee_stage.bottleneck == bottleneck, knee_stage.bottleneck_reason
-
-
-def test_no_knee_within_the_tested_range(runs):
-    summary, knee, _recs, predicted = runs["no-knee"].result()
-    assert predicted is None
-    assert knee.knee_stage is None and knee.red_line_stage is None, _explain(summary, knee)
-    assert isinstance(knee.summary, KneeSummaryFact) and knee.summary.knee is None
-    assert knee.summary.top_users == 8  # "no knee within the tested range (up to 8 users)"
-    assert knee.max_concurrency == 8
 
 
 def test_oom_crash_is_the_red_line(runs):

@@ -30,14 +30,12 @@ from pathlib import Path
 
 import pytest
 
-from analysis.inputs.load import read_run
 from analysis.pipeline import analyze_run
 from analysis.report.knee_summary import summary_words
-from analysis.stages.summary import summarize_stages
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import saturation_concurrency
-from tests.analysis.stages.gauge_agreement import gauge_agreement
+from tests.analysis.stages.gauge_agreement import assert_gauge_agreement
 from tests.support.late_client import late_cannot_tell
 from tests.support.run_support import submitted
 
@@ -100,9 +98,4 @@ def test_max_concurrency_within_15_pct_below_the_truth(sweeps, case, metrics: bo
     if not metrics:  # without /metrics no bound comes from the server's own counts
         assert knee.server_slots is None, summary
     else:  # the client's running estimate against the gauge, stage by stage
-        run = read_run(run_dir)
-        agreement = gauge_agreement(run, summarize_stages(run))
-        assert len(agreement) >= 4, agreement
-        kept, left = sum(a.samples for a in agreement), sum(a.in_transit for a in agreement)
-        assert left <= 0.25 * (kept + left), agreement
-        assert all(a.within(0.10) for a in agreement), agreement
+        assert_gauge_agreement(run_dir)

