@@ -14,8 +14,10 @@ from typing import Literal
 from analysis.model import CannotTell
 
 #: where the prefill cost per prompt token came from: a line through TTFT against prompt tokens
-#: (the lengths varied), or the baseline's TTFT less one decode step over its prompt (assumed)
-PrefillSource = Literal["ttft_fit", "baseline_assumed", "in_step"]
+#: (the lengths varied), a line through the client's timed single-request probes at a few
+#: prompt lengths before the sweep (fixed lengths), or the baseline's TTFT less one decode step
+#: over its prompt (assumed)
+PrefillSource = Literal["ttft_fit", "probe_fit", "baseline_assumed", "in_step"]
 #: where the decode line came from: each stage's median inter-token latency (streamed), or its
 #: median e2e over the completion tokens at the stages where nothing waited (no tokens streamed:
 #: the prefill is then inside the step, ``in_step``)
@@ -146,6 +148,8 @@ class CapacityFit:
     #: why the run itself cannot tell its capacity (None: it answers); then
     #: ``measured_capacity`` is None and no prediction is made from the fit
     cannot_tell: CannotTell | None = None
+    #: the ``(prompt tokens, ms)`` probes behind a ``probe_fit`` prefill (empty otherwise)
+    prefill_probes: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,12 @@
   knee): ``e2e_per_token``; the prefill then rides inside the step (``in_step``, γ = 0).
 * **Prefill cost per prompt token** γ: where the prompts' lengths varied, the profile's line
   through TTFT against prompt tokens (its slope and interval: ``ttft_fit``); where they did not,
-  an assumption (``baseline_assumed``): the baseline's median TTFT less one decode step at batch
-  1, over its prompt tokens; its interval from α + β's.
+  the line of wall ms against prompt tokens through the single-request prefill probes the client
+  timed at a few lengths before the sweep (run.json's ``prompt_source.prefill_probes``, at least
+  3 at 2 or more lengths: ``probe_fit``; each probe asks one token, so its time is the prefill
+  plus a constant the slope leaves out); else an assumption (``baseline_assumed``): the
+  baseline's median TTFT less one decode step at batch 1, over its prompt tokens; its interval
+  from α + β's.
 * **Slot limit**: the server's running maximum while requests waited
   (``KneeResult.server_slots``, ``server_gauge``), else the client-side estimate
   (``KneeResult.client_slots``, ``client_estimate``); else, where the knee came with the
@@ -39,6 +43,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -59,6 +65,7 @@ from analysis.predict.facts import (
     Workload,
 )
 from loadknee_core.knee_params import KneeParams
+from loadknee_core.numeric import json_number
 
 #: the KV budget holds no more than this multiple of the slot limit: the KV bound the run
 KV_BINDS_WITHIN = 1.1
@@ -84,16 +91,36 @@ def measured_workload(analysis: Analysis) -> Workload:
     return Workload(mean("prompt_tokens"), mean("completion_tokens"))
 
 
+def _prefill_probes(run_info: Mapping[str, Any]) -> tuple[tuple[float, float], ...]:
+    """The ``(prompt tokens, ms)`` prefill probes run.json's ``prompt_source`` holds; a run from
+    before them has none, and an entry that is not two finite numbers (tokens ≥ 1) is skipped."""
+    source = run_info.get("prompt_source")
+    raw = source.get("prefill_probes") if isinstance(source, dict) else None
+    probes = []
+    for entry in raw if isinstance(raw, list) else ():
+        if not (isinstance(entry, list) and len(entry) == 2):
+            continue
+        tokens, ms = json_number(entry[0]), json_number(entry[1])
+        if tokens is not None and ms is not None and 1 <= tokens < math.inf and 0 <= ms < math.inf:
+            probes.append((tokens, ms))
+    return tuple(probes)
+
+
 def _prefill(
     analysis: Analysis, alpha: Estimate, beta: Estimate, workload: Workload
-) -> tuple[Estimate, PrefillSource]:
+) -> tuple[Estimate, PrefillSource, tuple[tuple[float, float], ...]]:
     line = fit_profile(analysis).prefill
     if line.slope is not None:
-        return _estimate(max(line.slope, 0.0), line.slope_ci), "ttft_fit"
+        return _estimate(max(line.slope, 0.0), line.slope_ci), "ttft_fit", ()
+    probes = _prefill_probes(analysis.run.run_info)
+    tokens_ms = np.asarray(probes, dtype=float).reshape(-1, 2)
+    line = fit_line(tokens_ms[:, 0], tokens_ms[:, 1], min_points=3)
+    if line.slope is not None:  # 3 or more probes, at 2 or more lengths
+        return _estimate(max(line.slope, 0.0), line.slope_ci), "probe_fit", probes
     ttft = analysis.baseline.ttft_p50_ms
     tokens = workload.input_tokens
     if ttft is None or not tokens or math.isnan(tokens) or math.isnan(alpha.value):
-        return Estimate.exact(0.0), "baseline_assumed"
+        return Estimate.exact(0.0), "baseline_assumed", ()
 
     def per_token(step: float) -> float:
         return max(ttft - step, 0.0) / tokens
@@ -105,6 +132,7 @@ def _prefill(
             per_token(alpha.low + beta.low),
         ),
         "baseline_assumed",
+        (),
     )
 
 
@@ -209,8 +237,9 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
         decode_source = "e2e_per_token"
     alpha = _estimate(decode.intercept, decode.intercept_ci)
     beta = _estimate(decode.slope, decode.slope_ci)
+    probes: tuple[tuple[float, float], ...] = ()
     if decode_source == "itl":
-        prefill, prefill_source = _prefill(analysis, alpha, beta, workload)
+        prefill, prefill_source, probes = _prefill(analysis, alpha, beta, workload)
     else:
         prefill, prefill_source = Estimate.exact(0.0), "in_step"
 
@@ -271,6 +300,7 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
         run_id=analysis.run_id,
         params=CapacityParams(alpha, beta, prefill, model_slots, kv),
         prefill_source=prefill_source,
+        prefill_probes=probes,
         slot_source=slot_source if model_slots is not None else "none",
         kv_source=kv_source,
         workload=workload,

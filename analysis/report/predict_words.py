@@ -34,6 +34,8 @@ BOUND_WORDS: dict[Bound, str] = {
 }
 PREFILL_WORDS: dict[PrefillSource, str] = {
     "ttft_fit": "fitted on TTFT against prompt tokens",
+    "probe_fit": "measured: {probes} single-request probes at {lengths} prompt lengths before "
+    "the sweep",
     "baseline_assumed": "assumed: the prompts' lengths did not vary, so the baseline's median "
     "TTFT less one decode step, over its prompt tokens",
     "in_step": "no TTFT: no tokens were streamed, so the prefill rides inside the step",
@@ -161,13 +163,17 @@ def _slot_source(fit: CapacityFit) -> str:
     return SLOT_WORDS[fit.slot_source]
 
 
+def _prefill_source(fit: CapacityFit) -> str:
+    lengths = len({tokens for tokens, _ in fit.prefill_probes})
+    return PREFILL_WORDS[fit.prefill_source].format(probes=len(fit.prefill_probes), lengths=lengths)
+
+
 def _model(fit: CapacityFit) -> list[str]:
     p = fit.params
     lines = [
         f"  step = {_est(p.alpha_ms)} + {_est(p.beta_ms)} ms × batch "
         f"({fit.decode_points} stages, {DECODE_WORDS[fit.decode_source]}; 95 % intervals)",
-        f"  prefill {_est(p.prefill_ms_per_token)} ms per prompt token "
-        f"({PREFILL_WORDS[fit.prefill_source]})",
+        f"  prefill {_est(p.prefill_ms_per_token)} ms per prompt token ({_prefill_source(fit)})",
         f"  slots {'—' if p.slots is None else f'{p.slots:g}'} ({_slot_source(fit)})",
     ]
     if p.kv_tokens is None:

@@ -5,7 +5,9 @@ and distributed workers each get their own; prepared once under a gevent lock: t
 is built, the model found (``--llm-model`` or the first id of ``GET /v1/models``) and each
 endpoint's prompt length calibrated with a few probe requests that use a private event hook, so
 they are not load and never become rows. Before the first calibration, prompt words of uniform
-token cost are chosen with the server's tokenize endpoint when it has one (``prompts.vocab``).
+token cost are chosen with the server's tokenize endpoint when it has one (``prompts.vocab``);
+after a fixed-length source's, a few timed prefill probes at other lengths go out the same way
+(``client.prefill_probes``) for ``loadknee predict``'s prefill cost per prompt token.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from locust.event import EventHook
 from loadknee_locust.client import payloads
 from loadknee_locust.client.credentials import authorization, has_url_credentials
 from loadknee_locust.client.keepalive import ClosingServers
+from loadknee_locust.client.prefill_probes import probe_prefill
 from loadknee_locust.client.reconnect import check_liveness_without_yielding, install_stale_retry
 from loadknee_locust.client.sse import parse_body, short_text
 from loadknee_locust.client.tokenize_probe import server_vocabulary
@@ -81,6 +84,8 @@ class LLMState:
         self.source_error: str | None = None
         self._calibrated: set[str] = set()
         self._vocabulary_chosen = False
+        #: [prompt tokens, ms] of each answered prefill probe (``client.prefill_probes``)
+        self.prefill_probes: list[list[float]] = []
         try:
             self._extra = payloads.parse_extra_body(options.extra_body)
         except ValueError as exc:
@@ -229,23 +234,26 @@ class LLMState:
             model=self.model, stream=False, temperature=0.0, ignore_eos=False
         )
 
-        def measure(words: int) -> int:
+        def timed_probe(words: int) -> tuple[int, float]:
+            """One probe of ``words`` filler words: the server's prompt tokens, its wall ms."""
             body = build_body(endpoint, probe_options, [source.synth.probe(words)])
+            start = time.perf_counter()
             resp = session.post(
                 payloads.CHAT_PATH if endpoint == "chat" else payloads.COMPLETIONS_PATH,
                 data=payloads.encode(body),  # type: ignore[arg-type]  # bytes go out as-is
                 headers={"Content-Type": "application/json", **self.auth_headers()},
             )
+            ms = (time.perf_counter() - start) * 1000.0
             if resp.status_code != 200:
                 raise ValueError(f"probe got HTTP {resp.status_code}")
             result = parse_body(resp.content or b"")
             if result.usage is None or result.usage.prompt_tokens is None:
                 raise ValueError("the server reports no usage.prompt_tokens")
-            return result.usage.prompt_tokens
+            return result.usage.prompt_tokens, ms
 
         cal: Calibration
         try:
-            cal = calibrate(measure, source.calibration_targets)
+            cal = calibrate(lambda words: timed_probe(words)[0], source.calibration_targets)
         except Exception as exc:
             fallback = source.synth.default_calibration()
             cal = assumed(fallback.overhead_tokens, short_text(f"calibration failed: {exc}"))
@@ -258,6 +266,10 @@ class LLMState:
                 cal.tokens_per_word,
                 cal.probes,
             )
+            if isinstance(source, FixedLengthSource):  # for predict's prefill cost
+                probes = probe_prefill(timed_probe, cal.words_for, source.calibration_targets[0])
+                self.prefill_probes = [[tokens, round(ms, 2)] for tokens, ms in probes]
+                log.info("loadknee: %s: %d prefill probes kept", endpoint, len(probes))
         source.synth.set_calibration(endpoint, cal)
 
     def info(self) -> dict[str, Any]:
@@ -276,6 +288,8 @@ class LLMState:
             info["setup_requests"] = dict(sorted(self.setup_requests.items()))
         if self.model_error:
             info["model_error"] = self.model_error
+        if self.prefill_probes:
+            info["prefill_probes"] = [list(p) for p in self.prefill_probes]
         return info
 
 

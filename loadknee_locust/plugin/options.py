@@ -250,7 +250,10 @@ class LlmOptions:
         "'chat:70:256:64:ttft_p95_ms=500 summ:30:1024:256:e2e_p95_ms=20000'.",
     )
     no_calibrate: bool = _workload(
-        False, "Skip calibrating the prompt length against the server's tokenizer."
+        False,
+        "Skip calibrating the prompt length against the server's tokenizer, and the few timed "
+        "prefill probes at other prompt lengths that follow it (loadknee predict's prefill "
+        "cost).",
     )
     seed: int = _workload(0, "Seed for prompt sampling.")
 

@@ -34,15 +34,64 @@ def test_fixed_lengths_fit_the_decode_line_and_assume_the_prefill(tmp_path: Path
     assert fit.measured_capacity == 4 and fit.run_bound.knee_users == 8
 
 
+def _with_probes(probes: object) -> dict:
+    """run.json's fields with the client's prefill probes in its prompt source."""
+    source = {"kind": "fixed", "input_tokens": PROMPT, "output_tokens": OUTPUT}
+    return {"prompt_source": {**source, "prefill_probes": probes}}
+
+
+def _probes(*tokens: int, per_token: float = 0.05) -> list[list[float]]:
+    """Probes from a server whose one-token request takes 5 ms + ``per_token`` per prompt token."""
+    return [[t, 5.0 + per_token * t] for t in tokens]
+
+
+ASSUMED = (TTFT_MS - ITL_MS) / PROMPT
+#: case → (run.json's prefill_probes, the prefill source, γ, the probes behind it)
+PROBE_CASES = {
+    "three lengths, two rounds": (_probes(128, 64, 256, 128, 64, 256), "probe_fit", 0.05, 6),
+    "three probes at two lengths": (_probes(64, 128, 128), "probe_fit", 0.05, 3),
+    "a slope below zero reads no cost": (_probes(64, 128, 256, per_token=-0.01), "probe_fit",
+                                         0.0, 3),
+    "malformed entries skipped": (
+        [*_probes(64, 128, 256), [0, 1.0], [128, -1.0], [True, 3.0], [64, "9"], [64, 5.0, 1],
+         [128], {"tokens": 64}, None, "256:17.8"],
+        "probe_fit", 0.05, 3,
+    ),
+    "two probes: too few": (_probes(64, 256), "baseline_assumed", ASSUMED, 0),
+    "one length only": (_probes(128, 128, 128), "baseline_assumed", ASSUMED, 0),
+    "too few once the malformed are skipped": ([*_probes(64, 256), [128], ["a", 3]],
+                                               "baseline_assumed", ASSUMED, 0),
+    "not a list": ("64:8.2 128:11.4 256:17.8", "baseline_assumed", ASSUMED, 0),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("probes", "source", "gamma", "points"), PROBE_CASES.values(), ids=PROBE_CASES
+)
+def test_fixed_lengths_fit_the_prefill_on_the_clients_probes(
+    tmp_path: Path, probes: object, source: str, gamma: float, points: int
+) -> None:
+    fit = fit_capacity(analyze_run(write_run_dir(tmp_path / "run", run_info=_with_probes(probes))))
+    assert fit.prefill_source == source
+    prefill = fit.params.prefill_ms_per_token
+    assert prefill.value == pytest.approx(gamma, abs=1e-12)
+    assert len(fit.prefill_probes) == points
+    if source == "probe_fit" and gamma > 0:  # exact probes: the interval is the slope itself
+        assert (prefill.low, prefill.high) == pytest.approx((gamma, gamma))
+
+
 def test_varying_lengths_fit_the_prefill_on_ttft(tmp_path: Path) -> None:
-    run = write_run_dir(tmp_path / "run", slots=SLOTS)
+    # the rows' own TTFT wins over probes that say otherwise
+    run = write_run_dir(
+        tmp_path / "run", slots=SLOTS, run_info=_with_probes(_probes(64, 256, 512, per_token=0.2))
+    )
     requests = pd.read_csv(run / "requests.csv")
     requests["prompt_tokens"] = [64 * (1 + i % 8) for i in range(len(requests))]
     requests["target_input_tokens"] = requests["prompt_tokens"]
     requests["ttft_ms"] = 5.0 + 0.05 * requests["prompt_tokens"]
     requests.to_csv(run / "requests.csv", index=False)
     fit = fit_capacity(analyze_run(run))
-    assert fit.prefill_source == "ttft_fit"
+    assert fit.prefill_source == "ttft_fit" and fit.prefill_probes == ()
     assert fit.params.prefill_ms_per_token.value == pytest.approx(0.05)
 
 

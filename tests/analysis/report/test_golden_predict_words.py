@@ -86,5 +86,21 @@ def test_the_words_of_every_kind_of_prediction() -> None:
     check_golden("predict_words.txt", text)
 
 
+#: a prefill measured by the client's probes before the sweep: 2 rounds at 3 prompt lengths
+PROBED = replace(
+    synthetic_fit(
+        replace(COMPUTE, prefill_ms_per_token=Estimate(0.05, 0.048, 0.052)),
+        max_batch=40.0,
+        prefill_source="probe_fit",
+    ),
+    prefill_probes=((128.0, 11.4), (64.0, 8.2), (256.0, 17.8)) * 2,
+)
+
+
+def test_the_words_of_a_prefill_measured_by_probes() -> None:
+    text = prediction_text(predict(PROBED, Workload(256, 64)))
+    check_golden("predict_words_probe_fit.txt", f"== compute, probed prefill\n{text}\n")
+
+
 def test_every_cannot_tell_reason_has_its_few_words() -> None:
     assert set(CANNOT_TELL_SHORT) == set(get_args(CannotTell))

@@ -129,6 +129,16 @@ def test_run_json_versions_name_the_geventhttpclient_that_read_the_streams() -> 
              "stream_stamps": {"kernel": 8, "readline": 1}},
         ),
         ([{"stream_stamps": {"kernel": 1}}, {"stream_stamps": None}], {"stream_stamps": None}),
+        (  # each worker's prefill probes are a whole sample: one worker's, never a union
+            [
+                {"prefill_probes": [[64, 8.2], [128, 11.4], [256, 17.8]],
+                 "setup_requests": {"calibration_probes": 10}},
+                {"prefill_probes": [[64, 8.4], [128, 11.1], [256, 18.0]],
+                 "setup_requests": {"calibration_probes": 9}},
+            ],
+            {"prefill_probes": [[64, 8.4], [128, 11.1], [256, 18.0]],
+             "setup_requests": {"calibration_probes": 19}},
+        ),
     ],
 )  # fmt: skip
 def test_prompt_infos_of_several_processes_combine(infos, expected) -> None:
