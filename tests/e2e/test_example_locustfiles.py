@@ -78,13 +78,17 @@ def test_example_locustfile_writes_the_run_directory(
         assert (rd.path / name).exists(), name
     check_run(rd, levels=[1, 2], baseline=3)
     # every row was served once, and every served request is a row or a calibration probe
+    # (the prompt-length calibration's and the prefill probes', counted as setup requests)
     served = [str(rec["request_id"]) for rec in sim_log]
     rows = [r["request_id"] for r in rd.requests]
     assert len(set(served)) == len(served) and len(set(rows)) == len(rows)
     assert set(rows) <= set(served)
-    calibration = rd.info["prompt_source"].get("calibration", {})
-    probes = sum(int(c.get("probes", 0)) for c in calibration.values())
-    assert len(served) - len(rows) == probes, (len(served), len(rows), calibration)
+    source = rd.info["prompt_source"]
+    probes = int(source.get("setup_requests", {}).get("calibration_probes", 0))
+    calibrated = sum(int(c.get("probes", 0)) for c in source.get("calibration", {}).values())
+    prefill = len(source.get("prefill_probes", []))
+    assert probes == calibrated + prefill, source  # every prefill probe answered the simulator
+    assert len(served) - len(rows) == probes, (len(served), len(rows), source)
     assert {r["outcome"] for r in rd.requests} == {"ok"}
     assert {r["batch_size"] for r in rd.requests} == {batch}
     assert "question" not in (rd.path / "requests.csv").read_text()  # no prompt text

@@ -218,13 +218,13 @@ def test_every_row_is_ok_and_exactly_on_target(sweep: Sweep) -> None:
 def test_every_generation_the_server_finished_is_a_row(sweep: Sweep) -> None:
     """Nothing lost: the server's own log counts each finished generation once."""
     rows, info = sweep.rows, sweep.info
-    # every generation the server finished is a row (or a calibration probe)
-    probes = sum(
-        int(c.get("probes", 0)) for c in info["prompt_source"].get("calibration", {}).values()
-    )
+    # every generation the server finished is a row (or a calibration probe: the prompt
+    # length's and the prefill probes', counted as setup requests)
+    setup = info["prompt_source"].get("setup_requests", {})
+    probes = int(setup.get("calibration_probes", 0))
     reached = [r for r in rows if r["http_status"]]
     # the pre-flight's one short generation request is a setup request too (run.json counts it)
-    probes += int(info["prompt_source"].get("setup_requests", {}).get("preflight_requests", 0))
+    probes += int(setup.get("preflight_requests", 0))
     assert sweep.served == len(reached) + probes, (sweep.served, len(reached), probes)
     outcomes = {r["outcome"] for r in rows}
     # at most the one request that raced the first close is lost, reported (never resent: it
