@@ -15,7 +15,10 @@ the window closed ends within about that much):
 
 * ``empty_window`` — ``w1 <= w0``: no measured window to judge;
 * no measured row: ``not_measured`` when ``w0 >= T`` (the rows end before its window opened:
-  the file was cut earlier), else ``no_rows`` (the file goes on past it: its rows are missing);
+  the file was cut earlier), else ``no_rows`` (the file goes on past it: its rows are missing),
+  except where the stage's requests are recorded and complete (as below): then no request both
+  started and ended inside its window (requests that outlast a short stage), no row is missing,
+  and the stage is judged as one with too few usable requests;
 * ``rows_cut`` — rows, but not all of them: not ``T >= w1 + margin``, not every user's request
   running when the window closed recorded (closed loop: one per user), not a count-based window
   (``request_count``: it closes when its last measured request ends) with ``T >= w1``; and either
@@ -84,7 +87,9 @@ def row_coverage(
     longest_s = _per_stage_max(req_stage, _floats(requests, "e2e_ms") / 1000.0)
     counts = measured["stage"].dropna().astype(int).value_counts().to_dict()
     listed = {int(s) for s in stages["stage"].dropna()}
-    recorded = {int(s) for s in np.unique(req_stage[~np.isnan(req_stage)])}  # not per row
+    found, found_counts = np.unique(req_stage[~np.isnan(req_stage)], return_counts=True)
+    recorded_in = dict(zip(found.astype(int).tolist(), found_counts.tolist(), strict=True))
+    recorded = set(recorded_in)  # not per row
     unlisted = tuple(sorted(recorded - listed))
     in_flight = _in_flight(stages, requests)
     starts = _floats(stages, "start_unix_s")
@@ -103,18 +108,22 @@ def row_coverage(
         window = None if np.isnan(w0) or np.isnan(w1) else w1 - w0
         rows = int(counts.get(stage, 0))
         fault: RowFault | None = None
+        margin = max(FLUSH_S, longest_s.get(stage, 0.0))
+        # every request running at the window's close recorded (see the module docstring)
+        complete = rows_end is not None and (
+            rows_end >= w1 + margin
+            or in_flight.get(stage, 0) >= int(users[i])
+            or (stops[i] == "request_count" and rows_end >= w1)
+        )
         if window is not None and window <= 0:
             fault = "empty_window"
         elif rows == 0:
             opened_after = rows_end is None or (window is not None and w0 >= rows_end)
-            fault = "not_measured" if opened_after else "no_rows"
+            if opened_after:
+                fault = "not_measured"
+            elif not (recorded_in.get(stage, 0) > 0 and complete):  # else: they outlasted it
+                fault = "no_rows"
         elif window is not None and rows_end is not None:
-            margin = max(FLUSH_S, longest_s.get(stage, 0.0))
-            complete = (
-                rows_end >= w1 + margin
-                or in_flight.get(stage, 0) >= int(users[i])
-                or (stops[i] == "request_count" and rows_end >= w1)
-            )
             later = last_start is not None and float(starts[i]) < last_start
             if not complete and (later or (bool(cut) and rows_end < w1 - margin)):
                 fault = "rows_cut"

@@ -118,6 +118,24 @@ def test_row_coverage_names_each_stage_the_rows_do_not_cover(case: str) -> None:
     assert _coverage(stages, rows, cut) == expected
 
 
+def test_requests_that_outlast_a_short_window_are_not_missing_rows() -> None:
+    """A stage whose requests (3 s) outlast its window (1 s): every row recorded, none inside
+    the window. Its rows are not missing (it is judged as too few usable requests); the same
+    stage with its rows deleted is."""
+    stages = [_stage(1, 2, 0, measure_s=1.0), _stage(2, 4, 14)]
+    long_rows = [
+        {"stage": 1, "phase": "warmup", "start_unix_s": s, "end_unix_s": s + 3.0, "e2e_ms": 3000}
+        for s in (0.2, 0.4, 3.2, 3.4, 6.2, 6.4, 9.2, 9.4)
+    ]
+    later = _closed_loop(2, 4, 14, until=END)
+    assert _coverage(stages, long_rows + later) == {}
+    assert _coverage(stages, later) == {1: "no_rows"}
+    # the last stage of a run: both users' requests running at the close recorded, or one lost
+    last = [_stage(1, 2, 0, measure_s=1.0)]
+    assert _coverage(last, long_rows[:2]) == {}
+    assert _coverage(last, long_rows[:1]) == {1: "no_rows"}
+
+
 def test_rows_of_a_stage_stages_csv_lacks_are_named() -> None:
     rows = _closed_loop(1, 2, 0, until=END) + _closed_loop(7, 2, 14, until=END)
     requests = pd.DataFrame(rows)
