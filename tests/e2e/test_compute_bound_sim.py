@@ -57,7 +57,9 @@ def sweep(metrics: bool, out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def sweeps(tmp_path_factory):  # type: ignore[no-untyped-def]
-    with submitted(sweep, [(True,), (False,)], tmp_path_factory.mktemp("runs"), 2) as futures:
+    # one at a time: two simulators at 64 streams at once saturated both cores for most of a
+    # minute, beside the suite's other timing checks (ci45)
+    with submitted(sweep, [(True,), (False,)], tmp_path_factory.mktemp("runs"), 1) as futures:
         yield futures
 
 
