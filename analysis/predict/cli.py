@@ -10,8 +10,9 @@ lengths and thresholds and compares with what it measured (:mod:`analysis.predic
 the model's error on the user's own server. ``--format json``: the same facts as strict JSON
 (:mod:`analysis.report.predict_json`). Writes nothing. Exit codes: 0 predicted (a check whose
 measured capacity falls outside the interval still exits 0: it is a measurement, not a gate);
-3 no number (the decode step could not be fitted, the capacity lies beyond twice the largest
-batch measured, or a run cannot tell its own capacity — RUN_DIR, or with ``--check`` either run:
+3 no number (the decode step could not be fitted, the model does not reproduce RUN_DIR's own
+latency (:mod:`analysis.predict.insample`), the capacity lies beyond twice the largest batch
+measured, or a run cannot tell its own capacity — RUN_DIR, or with ``--check`` either run:
 ``loadknee analyze`` exits 3 on it too); 2 a missing or invalid run directory or wrong
 arguments, in one line.
 """
@@ -55,8 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
         "budget), with 90 % intervals, the limit that binds, and the loadknee run command that "
         "would check it; with --check RUN_DIR OTHER_RUN, predict OTHER_RUN's lengths and "
         "compare with what it measured. Exit codes: 0 predicted (or checked); 3 no number (no "
-        "decode fit, beyond twice the largest batch measured, or a run that cannot tell its "
-        "own capacity); 2 a bad run directory or wrong arguments.",
+        "decode fit, a model that misses the run's own latency, beyond twice the largest batch "
+        "measured, or a run that cannot tell its own capacity); 2 a bad run directory or wrong "
+        "arguments.",
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<run_id>)")
     parser.add_argument(

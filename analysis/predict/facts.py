@@ -150,6 +150,9 @@ class CapacityFit:
     cannot_tell: CannotTell | None = None
     #: the ``(prompt tokens, ms)`` probes behind a ``probe_fit`` prefill (empty otherwise)
     prefill_probes: tuple[tuple[float, float], ...] = ()
+    #: ``(users, median e2e ms)`` per judged step or refine level (the median of its stages'
+    #: medians), for the in-sample check (:mod:`analysis.predict.insample`); empty: none kept
+    measured_e2e_ms: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -178,11 +181,25 @@ class Capacity:
     offline_users: int | None  # the last level before throughput flattens (the batch figure)
 
 
+@dataclass(frozen=True)
+class InSampleMiss:
+    """The model at its own run's lengths against what the run measured, at one level (the
+    worst of the levels up to the run's capacity: :mod:`analysis.predict.insample`)."""
+
+    users: int
+    model_ms: float  # the model's e2e there (the point parameters: every request's)
+    measured_ms: float  # the run's median e2e there
+    miss: float  # (model − measured) / measured
+    limit: float  # the largest |miss| the prediction accepts
+
+
 #: why a prediction gives no number: the decode line could not be fitted; the capacity lies
 #: beyond twice the largest batch the run measured; the run it was fitted from cannot tell its
 #: own capacity ("cannot tell" in ``loadknee analyze``: a what-if from it would read that doubt
-#: as a number — its slot limit and KV budget lean on the run's answer)
-Refusal = Literal["no_decode_fit", "beyond_measured", "source_cannot_tell"]
+#: as a number — its slot limit and KV budget lean on the run's answer); the model misses the
+#: run it was fitted from by more than its limit (``model_misfit``: its shape is not the
+#: server's, and its interval cannot say so — :class:`InSampleMiss` holds the facts)
+Refusal = Literal["no_decode_fit", "beyond_measured", "source_cannot_tell", "model_misfit"]
 
 
 @dataclass(frozen=True)
@@ -205,6 +222,7 @@ class Prediction:
     check_levels: tuple[int, ...]  # the levels a run to check it should test
     tail_ratio_limit: float = 2.0  # the knee thresholds the capacity was judged with
     flat_gain_limit: float = 0.15
+    misfit: InSampleMiss | None = None  # the miss behind a ``model_misfit`` refusal
 
 
 #: where a checked run's lengths came from: its ok rows' mean tokens, or run.json's prompt

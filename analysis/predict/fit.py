@@ -38,6 +38,8 @@
   fit is made all the same (its decode line is the run's), but it keeps no measured capacity
   and carries the reason; :func:`~analysis.predict.whatif.predict` refuses a number from it,
   since the slot limit and the KV budget above lean on the very answer the run could not give.
+* **The run's own latency**: the median e2e of each judged step and refine level
+  (``measured_e2e_ms``), which :mod:`analysis.predict.insample` holds the model against.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from analysis.predict.facts import (
     SlotSource,
     Workload,
 )
+from analysis.stages.levels import level_rows
 from loadknee_core.knee_params import KneeParams
 from loadknee_core.numeric import json_number
 
@@ -182,6 +185,17 @@ def _decode_from_e2e(analysis: Analysis, workload: Workload) -> tuple[LineFit, f
         ys.append(float(e2e) / max(workload.output_tokens, 1.0))
     line = fit_line(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
     return line, max(xs, default=1.0)
+
+
+def _measured_e2e(analysis: Analysis) -> tuple[tuple[int, float], ...]:
+    """``(users, median e2e ms)`` per judged step or refine level, the median of its stages'
+    medians, for the in-sample check (:mod:`analysis.predict.insample`)."""
+    levels = level_rows(analysis.summary)
+    rows = levels[levels["stage"].isin({v.stage for v in analysis.knee.judged})]
+    e2e = pd.to_numeric(rows["e2e_p50_ms"], errors="coerce")
+    per_level = e2e.groupby(rows["target_users"].astype(int)).median().dropna()
+    users, ms = per_level.index.astype(int).tolist(), per_level.astype(float).tolist()
+    return tuple(zip(users, ms, strict=True))
 
 
 def _plateau_slots(analysis: Analysis, alpha: Estimate, beta: Estimate) -> float | None:
@@ -316,6 +330,7 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
         levels=levels,
         decode_source=decode_source,
         cannot_tell=standing.reason if standing.cannot_tell else None,
+        measured_e2e_ms=_measured_e2e(analysis),
     )
 
 

@@ -16,7 +16,12 @@
 4. **Source**: a run that cannot tell its own capacity (``fit.cannot_tell``) gives no number
    (``source_cannot_tell``): what ``loadknee analyze`` would not say for the run's own lengths
    a what-if must not say for any.
-5. **Check**: the levels a real run should test to check it: one user, half the capacity, the
+5. **In sample**: the model at the source run's own lengths must reproduce its median e2e at
+   the levels up to its capacity within :data:`~.insample.MISFIT_LIMIT`; a model that misses
+   its own run (a step that is no straight line in the batch) gives no number
+   (``model_misfit``, :mod:`analysis.predict.insample`): its interval covers the parameters'
+   noise, not a wrong shape.
+6. **Check**: the levels a real run should test to check it: one user, half the capacity, the
    interval's ends and the capacity, one past each, and twice the capacity.
 
 Deterministic: the draws use a fixed seed, so the same run gives the same interval.
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import TypedDict
 
 import numpy as np
 
@@ -39,6 +45,7 @@ from analysis.predict.batching import (
 )
 from analysis.predict.batching import kv_slots as kv_slots_of
 from analysis.predict.facts import CapacityFit, Estimate, Prediction, Workload
+from analysis.predict.insample import misfit
 from loadknee_core.knee_params import DEFAULTS, KneeParams
 
 #: parameter sets drawn for the interval
@@ -74,7 +81,7 @@ def draws(fit: CapacityFit, n: int, widen: float = 1.0, seed: int = SEED) -> Dra
 
 
 def check_levels(users: int, low: int | None, high: int | None) -> tuple[int, ...]:
-    """The levels a run that checks the prediction tests (step 4)."""
+    """The levels a run that checks the prediction tests (step 6)."""
     lo, hi = low or users, high or users
     wanted = {1, max(1, users // 2), lo, users, users + 1, hi, hi + 1, 2 * users}
     return tuple(sorted(wanted))
@@ -90,6 +97,13 @@ def _shown_levels(users: int | None, top: int) -> tuple[int, ...]:
     return tuple(sorted(u for u in shown if 1 <= u <= top))
 
 
+class _Limits(TypedDict):
+    """The knee thresholds every :class:`~.facts.Prediction` carries, as its keywords."""
+
+    tail_ratio_limit: float
+    flat_gain_limit: float
+
+
 def predict(
     fit: CapacityFit,
     workload: Workload,
@@ -101,13 +115,16 @@ def predict(
     """The prediction at ``workload`` (see the module docstring)."""
     p = fit.params
     kv_slots = None if p.kv_tokens is None else float(kv_slots_of(p.kv_tokens.value, workload))
-    limits = {"tail_ratio_limit": params.tail_ratio, "flat_gain_limit": params.flat_gain_ratio}
+    limits = _Limits(tail_ratio_limit=params.tail_ratio, flat_gain_limit=params.flat_gain_ratio)
     empty = Prediction(workload, fit, None, None, None, None, None, 0, (), False, 1.0,
                        "no_decode_fit", kv_slots, (), **limits)  # fmt: skip
     if fit.cannot_tell is not None:
         return replace(empty, refusal="source_cannot_tell")
     if not all(math.isfinite(e.value) for e in (p.alpha_ms, p.beta_ms)):
         return empty
+    miss = misfit(fit)
+    if miss is not None:
+        return replace(empty, refusal="model_misfit", misfit=miss)
     g = grid(Draws.point(p), workload, top)
     point = capacity_of(g, params)
     shown = level_figures(g, _shown_levels(point.users, top))

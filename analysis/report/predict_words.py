@@ -17,6 +17,7 @@ from analysis.predict.facts import (
     Check,
     DecodeSource,
     Estimate,
+    InSampleMiss,
     KvSource,
     LengthMix,
     OutputSource,
@@ -188,6 +189,15 @@ def _model(fit: CapacityFit) -> list[str]:
     return lines
 
 
+def misfit_text(m: InSampleMiss) -> str:
+    """How far the model misses the run it was fitted from, at its worst level."""
+    return (
+        f"at {m.users} user{'s' if m.users != 1 else ''} it gives {m.model_ms:.0f} ms where the "
+        f"run measured a median of {m.measured_ms:.0f} ms, {_pct(m.miss)}, over the "
+        f"{m.limit * 100:g} % allowed"
+    )
+
+
 def _reach(p: Prediction) -> str:
     largest = f"{p.fit.max_batch:g}"
     if p.refusal == "beyond_measured" and p.point is not None:
@@ -276,6 +286,17 @@ def prediction_text(
             f"PREDICT: no prediction at {_lengths(p)}: the run cannot tell its own capacity, "
             "and a what-if fitted from it would pass that doubt on as a number\n" + _measured(p.fit)
         )
+    if p.refusal == "model_misfit" and p.misfit is not None:
+        lines = [
+            f"PREDICT: no prediction at {_lengths(p)}: the model does not reproduce the run it "
+            f"was fitted from: {misfit_text(p.misfit)}; its step line and prefill cost do not "
+            "describe this server (a step that is no straight line in the batch, say), so a "
+            "prediction from it would be a guess",
+            _measured(p.fit),
+            "model (from the run):",
+            *_model(p.fit),
+        ]
+        return "\n".join(lines)
     if p.refusal == "no_decode_fit":
         return (
             f"PREDICT: no prediction at {_lengths(p)}: the run's decode step could not be "
@@ -371,6 +392,9 @@ def check_text(c: Check) -> str:
     elif p.refusal == "source_cannot_tell":
         unknown = _unknown(p.fit)
         lines.append(f"  no prediction: the source run cannot tell its own capacity ({unknown})")
+    elif p.refusal == "model_misfit" and p.misfit is not None:
+        missed = misfit_text(p.misfit)
+        lines.append(f"  no prediction: the model does not reproduce the source run: {missed}")
     else:
         lines.append(f"  reach: {_reach(p)}")
     if c.levels:

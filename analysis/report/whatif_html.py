@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from analysis.predict.around import WhatIfRow
 from analysis.predict.facts import Prediction
 from analysis.report.html_kit import esc, table
-from analysis.report.predict_words import BOUND_WORDS, span_text
+from analysis.report.predict_words import BOUND_WORDS, misfit_text, span_text
 
 #: the table's columns, in order
 HEADERS = ("lengths", "prompt + completion tokens", "capacity (90 % interval)", "binds", "reach")
@@ -49,6 +49,8 @@ def reach_words(p: Prediction) -> str:
     largest = f"{p.fit.max_batch:g}"
     if p.refusal == "no_decode_fit":
         return "no prediction: the decode step could not be fitted"
+    if p.refusal == "model_misfit" and p.misfit is not None:
+        return f"refused: the model misses the run it was fitted from: {misfit_text(p.misfit)}"
     if p.refusal == "beyond_measured" and p.point is not None:
         return (
             f"refused: needs a batch of {p.point.batch:g}, over twice the largest measured "

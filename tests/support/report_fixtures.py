@@ -184,6 +184,7 @@ def write_run_dir(
     kv_full_pct: float = 90.0,
     client_lag_ms: Mapping[int, float] | None = None,
     host_load: tuple[float, int] = (1.0, 2),
+    prefill_stalls: bool = False,
 ) -> Path:
     """Write a small contract-shaped run directory from a closed-form server with ``slots`` slots.
 
@@ -194,6 +195,14 @@ def write_run_dir(
 
     Latency is flat up to ``slots`` users and grows linearly past it (queueing), so throughput
     flattens after ``slots``: a knee the analysis should find between 8 and 16 users by default.
+
+    ``prefill_stalls``: the server is one engine whose steps also run the prefills they admit, as
+    the what-if model has it (:mod:`analysis.predict.batching`): each of the ``b`` running
+    sequences' 12.6 ms prefill (the TTFT less one 7.4 ms step) lands in the batch once per 32
+    steps, so a request's e2e grows by 12.6 ms per sequence beside it (0.25 s alone, as
+    without). Off, the prefills cost the others nothing — a server the model cannot reproduce
+    at 8 sequences or more (its in-sample check refuses to predict from it:
+    :mod:`analysis.predict.insample`).
     """
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
@@ -219,6 +228,9 @@ def write_run_dir(
             )
         )
         e2e_s = 0.25 * max(1.0, users / slots)
+        if prefill_stalls:
+            batch = min(users, slots)
+            e2e_s = (OUTPUT_TOKENS * 0.0074 + 0.0126 * batch) * max(1.0, users / slots)
         for user in range(users):
             now = start + rng.uniform(0, 0.05)
             seq = 0

@@ -72,14 +72,18 @@ def test_each_measured_level_gets_the_models_e2e_against_its_p95() -> None:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory):
-    """Run directories of the fixture server with a given slot count, on given levels."""
+    """Run directories of the fixture server with a given slot count, on given levels; one
+    engine whose steps run the prefills they admit, as the model has it (``prefill_stalls``:
+    without, the model misses its 12-slot run by over a third and refuses)."""
     root = tmp_path_factory.mktemp("check")
     made: dict[tuple[int, tuple[int, ...]], Path] = {}
 
     def run(slots: int, levels: tuple[int, ...] = (1, 2, 4, 8, 16)) -> Path:
         key = (slots, levels)
         if key not in made:
-            made[key] = write_run_dir(root / f"s{slots}-{len(levels)}", slots=slots, levels=levels)
+            made[key] = write_run_dir(
+                root / f"s{slots}-{len(levels)}", slots=slots, levels=levels, prefill_stalls=True
+            )
         return made[key]
 
     return run
@@ -114,6 +118,18 @@ def test_checked_against_real_run_directories(runs, source, other, inside, sign)
         assert c.error * sign > 0.2
     # every step level of the other run is compared
     assert tuple(lv.users for lv in c.levels) == (other[1] or (1, 2, 4, 8, 16))
+
+
+def test_a_source_the_model_cannot_reproduce_gives_no_number_to_check(runs, tmp_path, capsys):
+    # the fixture server whose prefills cost the batch nothing: at 8 users the model (which
+    # charges each step the prefills it admits) misses the run's own median e2e by over 25 %
+    free = write_run_dir(tmp_path / "free", slots=12)
+    assert main(["--check", str(free), str(runs(12)), "--format", "json"]) == 3
+    c = json.loads(capsys.readouterr().out)["check"]
+    p = c["prediction"]
+    assert (p["refusal"], p["point"], c["inside"], c["levels"]) == ("model_misfit", None, None, [])
+    assert p["misfit"]["users"] == 8 and p["misfit"]["miss"] > p["misfit"]["limit"]
+    assert main(["--check", str(runs(12)), str(runs(12)), "--format", "json"]) == 0
 
 
 def test_no_counted_tokens_take_the_lengths_from_run_json(tmp_path: Path) -> None:

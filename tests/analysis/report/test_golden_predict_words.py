@@ -102,5 +102,21 @@ def test_the_words_of_a_prefill_measured_by_probes() -> None:
     check_golden("predict_words_probe_fit.txt", f"== compute, probed prefill\n{text}\n")
 
 
+#: a model that misses its own run: 677 ms at 1 user where the run measured a median of 520
+MISFIT = replace(
+    synthetic_fit(SLOTS8, kv_pct=14.0, kv_source="kv_gauge"),
+    measured_e2e_ms=((1, 520.0), (2, 700.0), (4, 790.0), (8, 940.0), (12, 1500.0)),
+)
+
+
+def test_the_words_of_a_model_that_misses_its_own_run() -> None:
+    text = prediction_text(predict(MISFIT, Workload(256, 128)))
+    checked = check_text(check(MISFIT, _other(8, 12)))
+    check_golden(
+        "predict_words_model_misfit.txt",
+        f"== the model misses its run\n{text}\n\n== check, the model misses its run\n{checked}\n",
+    )
+
+
 def test_every_cannot_tell_reason_has_its_few_words() -> None:
     assert set(CANNOT_TELL_SHORT) == set(get_args(CannotTell))

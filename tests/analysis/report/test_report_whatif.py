@@ -111,9 +111,11 @@ def test_where_kv_binds_longer_prompts_hold_fewer_users(kv_bound) -> None:
 
 
 def test_a_prediction_beyond_twice_the_measured_batch_shows_no_number(tmp_path: Path) -> None:
-    # without /metrics no limit is seen: the step's growth alone sets the capacity, and half
-    # the prompt needs a batch far past the 16 users the run reached
-    analysis = analyze_run(write_run_dir(tmp_path / "run", with_server_metrics=False))
+    # without /metrics no limit is seen (and the run never fills the 16 slots): the step's
+    # growth alone sets the capacity, and half the prompt needs a batch far past the 16 users
+    # the run reached
+    run = write_run_dir(tmp_path / "run", with_server_metrics=False, slots=16, prefill_stalls=True)
+    analysis = analyze_run(run)
     rows = {r["lengths"]: r for r in _table(analysis, tmp_path / "report")}
     half = rows["0.5× the prompt"]
     assert half["capacity (90 % interval)"] == "—"
@@ -122,3 +124,17 @@ def test_a_prediction_beyond_twice_the_measured_batch_shows_no_number(tmp_path: 
     half_prompt = Workload(fit.workload.input_tokens / 2, fit.workload.output_tokens)
     p = predict(fit, half_prompt, analysis.knee_params)
     assert p.refusal == "beyond_measured"
+
+
+def test_a_model_that_misses_its_own_run_predicts_no_row(tmp_path: Path) -> None:
+    # the fixture server whose prefills cost the batch nothing: the model misses its 8 users
+    analysis = analyze_run(write_run_dir(tmp_path / "run", slots=12))
+    fit = fit_capacity(analysis)
+    rows = _table(analysis, tmp_path / "report")
+    assert len(rows) == 7
+    for row in rows:
+        assert row["capacity (90 % interval)"] == "—"
+        assert row["reach"].split(":")[0] == "refused"
+        prompt, completion = (float(v) for v in row["prompt + completion tokens"].split(" + "))
+        p = predict(fit, Workload(prompt, completion), analysis.knee_params)
+        assert p.refusal == "model_misfit" and p.misfit is not None and p.misfit.users == 8
