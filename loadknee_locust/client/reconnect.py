@@ -96,6 +96,9 @@ def _tracking_class(base: type) -> type:
 
 
 def _track_writes(sock: Any) -> Any:
+    if getattr(type(sock), WRITE_TRACKING_MARK, False):
+        return sock  # tracked already: a subclass of the tracking class would hide the socket
+        # type the receive stamps look for (streamread._stampable), and stamps would be lost
     # a socket class that forbids the swap (not gevent's) stays untracked: never resent
     with contextlib.suppress(TypeError):
         sock.__class__ = _tracking_class(type(sock))

@@ -298,3 +298,23 @@ def test_parsing_a_big_read_does_not_move_its_stamp_earlier() -> None:
     done_wall = done + (time.time() - time.perf_counter())
     assert done_wall >= server.before[-1] - 0.0001, (done_wall - server.before[-1]) * 1000
     assert done_wall <= server.sent[-1] + 0.002
+
+
+def test_a_socket_tracked_twice_keeps_its_stamps() -> None:
+    """The resend's write tracking applied twice to one socket keeps one tracking class over
+    gevent's socket, so the receive-stamp path still recognises it (a nested subclass did not)."""
+    import gevent.socket
+
+    from loadknee_locust.client.reconnect import _track_writes
+
+    sock = gevent.socket.socket()
+    try:
+        _track_writes(sock)
+        first = type(sock)
+        _track_writes(sock)
+        assert type(sock) is first and first.__bases__ == (gevent.socket.socket,)
+        assert streamread._stampable(sock) == (
+            streamread.KERNEL_STAMPS and streamread.kernel_stamps_work()
+        )
+    finally:
+        sock.close()
