@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -41,6 +42,14 @@ async def poll_metrics(sim: Any, seconds: float) -> list[tuple[float, float]]:
                         gauge(text, "vllm:num_requests_waiting")))  # fmt: skip
         await asyncio.sleep(0.05)
     return samples
+
+
+async def wait_for_stats(sim: Any, ready: Callable[[dict[str, Any]], bool]) -> None:
+    """Poll ``/sim/stats`` until ``ready`` holds (10 s at most): order set by the server's state."""
+    deadline = time.monotonic() + 10
+    while not ready(await asyncio.to_thread(sim.stats)):
+        assert time.monotonic() < deadline, "the simulator never reached the state asked for"
+        await asyncio.sleep(0.02)
 
 
 def test_queue_limit_rejects_with_the_configured_status(sim_server) -> None:
@@ -116,10 +125,14 @@ def test_crash_cuts_streams_500s_and_refuses_until_restarted(sim_server) -> None
         async with aiohttp.ClientSession() as session:
             streams = [asyncio.create_task(stream_request(session, sim.url, long_body(500)))
                        for _ in range(2)]  # fmt: skip
+            # the two streams hold both slots and have sent tokens before the third arrives,
+            # and the third waits before the crash: a busy machine cannot reorder them
+            await wait_for_stats(sim, lambda s: s["running"] == 2
+                                 and s["generation_tokens_total"] >= 20)  # fmt: skip
             blocking = asyncio.create_task(
                 session.post(sim.url + "/v1/completions", json=long_body(500))
             )
-            await asyncio.sleep(0.3)
+            await wait_for_stats(sim, lambda s: s["waiting"] == 1)
             await asyncio.to_thread(sim.crash)
             cut = await asyncio.gather(*streams)
             response = await blocking
