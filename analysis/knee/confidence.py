@@ -13,7 +13,11 @@ number of resamples and the other answers seen ("max_concurrency 12: the knee st
 
 Stages without per-window data (too short, or a typed-in table) keep their figures in every
 resample; the answer's confidence then covers only the noise that could be measured, and the
-stages concerned are already marked untrusted by the knee.
+stages concerned are already marked untrusted by the knee. Where such a stage is one that sets
+the answer (the capacity's own stage or the first past it), every resample gives the answer
+back by construction: "100 % of resamples agree" would be a claim about noise nobody measured.
+The fact then names those stages (``unresampled``) and the knee carries no confidence figure;
+the words say why and what to do (hold the stages longer).
 """
 
 from __future__ import annotations
@@ -72,8 +76,27 @@ def knee_confidence(
         others,
         CONFIDENT_PCT,
         UNSURE_PCT,
+        unresampled=unresampled_deciders(knee, batches),
     )
-    return replace(knee, confidence_pct=same, confidence=fact)
+    return replace(knee, confidence_pct=same if fact.measured else None, confidence=fact)
+
+
+def unresampled_deciders(knee: KneeResult, batches: Mapping[int, StageBatches]) -> tuple[int, ...]:
+    """The stages that set the answer, the capacity's own and the first past it (the knee
+    stage or the red line), that have no per-window data, lowest first.
+
+    Why these two: the answer is "the stage before the first stage past it", so a resample can
+    move it only by moving one of them (or by making a lower stage the first past: that noise
+    the resamples do measure). A stage with no windows to draw keeps its figures in all of
+    them."""
+    first_past = knee.knee_users if knee.knee_users is not None else knee.red_line_users
+    deciders = {u for u in (knee.max_concurrency, first_past) if u is not None}
+    fixed = {
+        v.target_users
+        for v in knee.stages
+        if v.target_users in deciders and ((b := batches.get(v.stage)) is None or not b.rates)
+    }
+    return tuple(sorted(fixed))
 
 
 def resampled_answers(

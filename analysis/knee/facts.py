@@ -356,6 +356,15 @@ class ConfidenceFact:
     confident_pct: float  # at or above: confident
     unsure_pct: float  # below: unsure
     rule: str = "noisy"
+    # the stages that set the answer (its own and the first past it) with no per-window data:
+    # they kept their figures in every resample, so the share measures none of their noise
+    unresampled: tuple[int, ...] = ()
+
+    @property
+    def measured(self) -> bool:
+        """Whether the share says how sure the answer is: some stage was resampled, and none
+        of the stages that set the answer kept its figures in every resample."""
+        return self.same_pct is not None and not self.unresampled
 
 
 SignalFact = (

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from analysis.advice.facts import Recommendations
+from analysis.knee.facts import ConfidenceFact
 from analysis.knee.fit import whole
 from analysis.model import KneeResult
 from loadknee_core.numeric import counted, fmt_share
@@ -37,6 +38,8 @@ class AnswerView:
     agree_pct: float | None  # share of resamples giving the same capacity
     red_line_users: int | None = None  # the red line, also when the knee stage came first
     cannot_tell: bool = False  # the answer's standing: no capacity, no stage past it
+    # the stages setting the answer that were too short to resample (no confidence figure)
+    unresampled: tuple[int, ...] = ()
 
     @property
     def interval(self) -> tuple[int, int] | None:
@@ -103,6 +106,10 @@ def answer_view(knee: KneeResult | None, recs: Recommendations | None) -> Answer
         past=past,
         agree_pct=knee.confidence_pct,
         red_line_users=knee.red_line_users,
+        # words read back from knee.json carry no stages: no parenthesis, and no false share
+        unresampled=(
+            knee.confidence.unresampled if isinstance(knee.confidence, ConfidenceFact) else ()
+        ),
     )
 
 
@@ -141,10 +148,21 @@ def capacity_words(view: AnswerView) -> str:
     parts = [head]
     if view.agree_pct is not None:
         parts[0] += f" ({fmt_share(view.agree_pct)} of resamples agree)"
+    elif view.unresampled:
+        parts[0] += f" ({unresampled_words(view.unresampled)})"
     parts.append(interval_words(view))
     if view.past_users is not None and view.past is not None:
         parts.append(f"first stage past it: {counted(view.past_users, 'user')} ({view.past})")
     return "; ".join(parts)
+
+
+def unresampled_words(users: tuple[int, ...]) -> str:
+    """Why a capacity has no confidence figure: the stages that set it had no time windows to
+    resample (their figures held in every resample, so a share would measure nothing)."""
+    levels = " and ".join(str(u) for u in users)
+    stages = "stage" if len(users) == 1 else "stages"
+    were = "was" if len(users) == 1 else "were"
+    return f"no confidence figure: its {stages} at {levels} users {were} too short to resample"
 
 
 def answer_words(view: AnswerView) -> str:

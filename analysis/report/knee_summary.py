@@ -10,6 +10,7 @@ from analysis import rules
 from analysis.knee.facts import ConfidenceFact, KneeSummaryFact
 from analysis.knee.fit import KneeFit, whole
 from analysis.model import KneeResult
+from analysis.report.answer_view import unresampled_words
 from analysis.report.knee_words import TAIL_SOURCES, capacity_words
 from analysis.report.stage_reasons import reasons_text, unjudged_detail
 from loadknee_core.knee_params import KneeOverride
@@ -102,6 +103,13 @@ def confidence_text(fact: ConfidenceFact) -> str:
     """How sure the answer is, with the other answers the resamples gave."""
     if fact.same_pct is None:
         return "no confidence figure: no stage had per-window data"
+    if fact.unresampled:
+        return (
+            f"capacity {fact.max_concurrency}: {unresampled_words(fact.unresampled)} (too few "
+            "time windows one request long), so they hold their figures in every resample and "
+            "a share of agreeing resamples would measure no noise; hold each stage longer "
+            f"{rules.cite(fact.rule)}"
+        )
     what = "the knee stage" if fact.knee_found else "the answer"
     others = ", ".join(
         f"{'none' if users is None else users} in {pct:.0f} %" for users, pct in fact.others

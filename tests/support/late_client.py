@@ -22,6 +22,7 @@ from typing import Any
 
 from analysis.advice.standing import moved_by_noise, starved_server, tail_in_doubt
 from analysis.diagnosis.failures import overloaded_stages
+from analysis.knee.facts import ConfidenceFact
 from analysis.knee.late_client import is_late_client
 from analysis.pipeline import Analysis
 
@@ -64,7 +65,11 @@ def late_cannot_tell(analysis: Analysis) -> bool:
     if not standing.cannot_tell:
         return False
     summary = analysis.summary.to_dict(orient="records")
-    _check(dataclasses.asdict(standing), summary, analysis.knee.confidence_pct)
+    # the share counted, also where the stages setting the answer could not be resampled (the
+    # knee then shows none): a lower stage's measured noise can still move the answer
+    fact = analysis.knee.confidence
+    share = fact.same_pct if isinstance(fact, ConfidenceFact) else analysis.knee.confidence_pct
+    _check(dataclasses.asdict(standing), summary, share)
     if standing.reason == "unsure":  # the evidence in full: another answer more common
         assert moved_by_noise(analysis.knee) is not None, analysis.knee.confidence
     if standing.reason == "tail_in_doubt":  # a flattened level's tail within the noise of 2x,
@@ -89,5 +94,9 @@ def late_cannot_tell_doc(doc: dict[str, Any]) -> bool:
     standing = doc.get("standing")
     if standing is None or standing["kind"] != "cannot_tell":
         return False
-    _check(standing, doc["summary"], doc["knee"].get("confidence_pct"))
+    share = doc["knee"].get("confidence_pct")
+    if share is None and standing["reason"] == "unsure":  # no share shown: the words say why
+        assert "no confidence figure" in doc["knee"]["confidence"], doc["knee"]["confidence"]
+        share = 0.0
+    _check(standing, doc["summary"], share)
     return True

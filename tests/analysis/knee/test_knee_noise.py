@@ -198,6 +198,42 @@ def test_knee_confidence_is_high_on_clear_data_and_low_when_the_noise_hides_the_
     assert knee_confidence(summary, baseline, knee, {}).confidence_pct is None
 
 
+def _too_short(stage: int) -> StageBatches:
+    return StageBatches(stage, 1.5, 0, 0.3, (), (), None, None, None)
+
+
+@pytest.mark.parametrize(
+    ("short_users", "unresampled", "measured"),
+    [
+        ((), (), True),  # every stage has windows: the share is a measurement
+        ((4,), (), True),  # a stage below the answer: the resamples measure the rest
+        ((8,), (8,), False),  # the capacity's own stage held its figures in every resample
+        ((16,), (16,), False),  # so did the knee stage
+        ((8, 16), (8, 16), False),
+    ],
+)
+def test_a_share_is_no_confidence_when_a_stage_setting_the_answer_had_no_windows(
+    short_users, unresampled, measured
+):
+    summary = sweep(LEVELS, TOK, P95, baseline_tok_s=100.0, baseline_p95_ms=200.0)
+    baseline = compute_baseline(None, summary)
+    knee = find_knee(summary, baseline)
+    assert (knee.max_concurrency, knee.knee_users) == (8, 16)
+    users = dict(zip(summary["stage"], summary["target_users"], strict=True))
+    e2e = dict(zip(summary["stage"], summary["e2e_p95_ms"], strict=True))
+    tok = dict(zip(summary["stage"], summary["output_tok_s"], strict=True))
+    batches = {
+        s: _too_short(s) if users[s] in short_users else _batches(s, tok[s], 0.01, e2e[s] / 1.09)
+        for s in summary["stage"]
+    }
+    result = knee_confidence(summary, baseline, knee, batches, resamples=50)
+    fact = result.confidence
+    assert fact.unresampled == unresampled and fact.measured is measured
+    # the share is still counted (noise below can move the answer), never claimed where unmeasured
+    assert fact.same_pct == 100.0
+    assert result.confidence_pct == (100.0 if measured else None)
+
+
 # the 40-slot simulator on 2 s windows (too short for any interval): 34 users served less than
 # 32 by the client's figures, while the server said 34 running, 0 waiting; 48 queued 8 behind 40
 SIM40 = {"levels": [32, 34, 36, 40, 48], "tok": [1177.0, 1124.0, 1223.0, 1261.0, 1268.0],

@@ -226,6 +226,28 @@ def test_the_interval_shown_contains_the_capacity_or_says_not(
     assert view.as_json()["interval_contains_capacity"] is contains
 
 
+@pytest.mark.parametrize(
+    ("agree", "unresampled", "said"),
+    [
+        (100.0, (), "capacity 4 (100 % of resamples agree)"),
+        (None, (4, 8), "capacity 4 (no confidence figure: its stages at 4 and 8 users were too "
+                       "short to resample)"),
+        (None, (8,), "capacity 4 (no confidence figure: its stage at 8 users was too short to "
+                     "resample)"),
+        (None, (), "capacity 4"),  # read back from knee.json: no share and no false claim
+    ],
+)  # fmt: skip
+def test_a_share_of_agreeing_resamples_is_shown_only_where_it_was_measured(
+    agree, unresampled, said
+) -> None:
+    """Fresh #24's starved run: 1.5 s stages at 4 and 8 users, no windows to resample, printed
+    "capacity 4 (100 % of resamples agree)" beside the same stages marked too short to judge."""
+    from analysis.report.answer_view import AnswerView, capacity_words
+
+    view = AnswerView(4, 4, True, None, None, None, 8, "knee", agree, unresampled=unresampled)
+    assert capacity_words(view).split(";")[0] == said
+
+
 def test_the_live_judge_says_the_reports_cannot_tell(tmp_path) -> None:
     """The web UI's live answer on a run the report cannot answer: the golden ``slo`` case's run
     without its SLO (throughput flat from 6 users, 12 users' P95 at 2.00x the baseline's with
