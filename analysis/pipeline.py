@@ -15,13 +15,14 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.advice.engine import RUN_INFO_KEY, detect_engine
+from analysis.advice.engine import KV_POOL_KEY, RUN_INFO_KEY, detect_engine
 from analysis.advice.facts import Recommendations
 from analysis.advice.recommend import RecommendParams, recommend
 from analysis.advice.standing import answer_standing
 from analysis.diagnosis.bottleneck import diagnose
 from analysis.diagnosis.failure_mix import failure_mixes, name_failures
 from analysis.diagnosis.failures import overloaded_stages
+from analysis.inputs.cache_config import kv_pool_tokens
 from analysis.inputs.load import Run, read_run
 from analysis.inputs.nvsmi import read_nvidia_smi_csv
 from analysis.inputs.server_metrics import canonical_timeline
@@ -197,7 +198,11 @@ def analyze_run(
     say("diagnosing and advising: failures, bottlenecks, SLOs, rates")
     mixes = failure_mixes(measured)
     knee = name_failures(diagnose(summary, knee, baseline, failures=mixes), mixes)
-    info = {**run.run_info, RUN_INFO_KEY: detect_engine(run.server_metrics, run.run_info)}
+    info = {
+        **run.run_info,
+        RUN_INFO_KEY: detect_engine(run.server_metrics, run.run_info),
+        KV_POOL_KEY: kv_pool_tokens(run.server_metrics),
+    }
     recs = recommend(summary, knee, baseline, run_info=info, params=recommend_params)
     if slo_params is None or not slo_params.given:  # the targets the sweep was run with, if any
         slo_params = run_slo_params(run.run_info)

@@ -37,6 +37,9 @@ PREFIXES: tuple[tuple[str, str], ...] = (
 )
 #: the run_info key the pipeline passes the detected engine under (None: looked, not found)
 RUN_INFO_KEY = "server_engine"
+#: the run_info key the pipeline passes the engine's KV pool in tokens under (None: not stated;
+#: :func:`analysis.inputs.cache_config.kv_pool_tokens`)
+KV_POOL_KEY = "server_kv_pool_tokens"
 
 
 def detect_engine(server_metrics: pd.DataFrame | None, run_info: Mapping[str, Any]) -> str | None:

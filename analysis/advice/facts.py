@@ -159,7 +159,10 @@ class CapFact:
 @dataclass(frozen=True)
 class OwnLimitFact:
     """The knee is the server's own concurrency limit: it ran ``slots`` at once while requests
-    waited, the KV cache well below pressure; raise ``flag`` to what the headroom predicts."""
+    waited, the KV cache well below pressure; raise ``flag`` to what the headroom predicts:
+    from the engine's KV pool where it stated one (``pool_tokens`` over ``request_tokens``, the
+    run's longest request: the same for every run of the server), else from the KV gauge's
+    peak (``slots`` × pressure / peak: it moves with when the samples fell)."""
 
     flag: str
     slots: int
@@ -167,6 +170,8 @@ class OwnLimitFact:
     predicted: int
     memory_pressure_pct: float
     rule: str = "max_num_seqs"
+    pool_tokens: int | None = None  # the engine's KV pool (vllm:cache_config_info)
+    request_tokens: float | None = None  # prompt + completion of the run's longest request
 
 
 @dataclass(frozen=True)

@@ -34,14 +34,14 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import pandas as pd
 
 from analysis.advice import facts
 from analysis.advice.deploy import deploy_answer, memory_pressure_pct
-from analysis.advice.engine import CAP_FLAGS, CAP_KEYS, RUN_INFO_KEY
+from analysis.advice.engine import CAP_FLAGS, CAP_KEYS, KV_POOL_KEY, RUN_INFO_KEY
 from analysis.knee.find import LOG_SOURCE_KINDS
 from analysis.knee.refusal_signal import refusal_limit
 from analysis.model import Baseline, KneeResult
@@ -275,15 +275,14 @@ def _max_num_seqs(
     # which engine its metrics named (None: no /metrics, the number only)
     engine = run_info.get(RUN_INFO_KEY, "vllm")
     cap = knee.max_concurrency * batch
-    own = _own_limit(summary, knee)
+    own = _own_limit(summary, knee, run_info.get(KV_POOL_KEY))
     if engine not in CAP_FLAGS:
-        slots = own[0] if own is not None else None
+        slots = own.slots if own is not None else None
         return None, facts.WithheldFact("unknown_engine", slots=slots, cap=cap)
     flag = CAP_FLAGS[engine]
     if own is not None:
-        slots, kv, predicted = own
-        own_fact = facts.OwnLimitFact(flag, slots, kv, predicted, memory_pressure_pct(knee))
-        return facts.Recommendation(CAP_KEYS[engine], predicted, own_fact), None
+        own_fact = replace(own, flag=flag)
+        return facts.Recommendation(CAP_KEYS[engine], own.predicted, own_fact), None
     current = num(_section(run_info, "server").get("slots"))  # what the server said it runs
     if current is not None and int(current) == cap:
         return None, facts.WithheldFact("already_at_cap", cap=cap, flag=flag)
@@ -291,12 +290,20 @@ def _max_num_seqs(
     return facts.Recommendation(CAP_KEYS[engine], cap, fact), None
 
 
-def _own_limit(summary: pd.DataFrame, knee: KneeResult) -> tuple[int, float, int] | None:
-    """(slots, KV peak %, the cap its KV headroom predicts) when the knee is the server's own
-    concurrency limit — it ran ``server_slots`` at once while requests waited — and the KV cache
-    stayed well below pressure (at most 85 % of the memory-pressure threshold): raising the
-    limit, not
-    setting it to what it already is, is the fix. None otherwise (or KV unknown)."""
+def _own_limit(
+    summary: pd.DataFrame, knee: KneeResult, pool_tokens: Any = None
+) -> facts.OwnLimitFact | None:
+    """The fact (its flag left for the caller) when the knee is the server's own concurrency
+    limit — it ran ``server_slots`` at once while requests waited — and the KV cache stayed
+    well below pressure (at most 85 % of the memory-pressure threshold): raising the limit, not
+    setting it to what it already is, is the fix. None otherwise (or KV unknown).
+
+    The value to try: where the engine stated its KV pool (``pool_tokens``), the requests of
+    the run's longest length (prompt + completion) that fit in the pool at the pressure
+    threshold, which is the same for every run of one server and workload; else the slots
+    scaled by the pressure threshold over the KV gauge's peak, which moves with when the
+    samples fell (a short run's peak misses the fullest moment: 43 on one run, 74 on the
+    next)."""
     slots = knee.server_slots
     if slots is None or knee.knee_stage is None or "kv_cache_peak_pct" not in summary:
         return None
@@ -305,8 +312,25 @@ def _own_limit(summary: pd.DataFrame, knee: KneeResult) -> tuple[int, float, int
     pressure = memory_pressure_pct(knee)
     if kv is None or kv <= 0 or kv >= 0.85 * pressure:
         return None
-    predicted = int(slots * pressure / kv)
-    return (slots, kv, predicted) if predicted > slots else None
+    longest = _longest_request(steps)
+    pool = int(pool_tokens) if isinstance(pool_tokens, int | float) and pool_tokens > 0 else None
+    predicted = int(pool * pressure / 100.0 / longest) if pool and longest else 0
+    if predicted <= slots:  # no pool, or a log's longest request would not fit more: the gauge
+        pool, predicted = None, int(slots * pressure / kv)
+    if predicted <= slots:
+        return None
+    return facts.OwnLimitFact(
+        "", slots, kv, predicted, pressure, pool_tokens=pool,
+        request_tokens=longest if pool is not None else None,
+    )  # fmt: skip
+
+
+def _longest_request(steps: pd.DataFrame) -> float | None:
+    """Prompt + completion tokens of the level stages' longest request (None: not counted)."""
+    if "prompt_tokens_max" not in steps or "completion_tokens_max" not in steps:
+        return None
+    total = num((steps["prompt_tokens_max"] + steps["completion_tokens_max"]).max())
+    return total if total is not None and total > 0 else None
 
 
 def _max_model_len(

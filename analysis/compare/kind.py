@@ -10,13 +10,13 @@ run.json layout moving a key into a sub-object.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
+from analysis.inputs.cache_config import prefix_caching_label
 from analysis.inputs.load import Run
 from analysis.model import KneeResult
 from analysis.stages.levels import level_rows
@@ -87,15 +87,9 @@ def prefix_setting(side: RunSide) -> Any:
 
 def server_prefix_caching(side: RunSide) -> str | None:
     """``enable_prefix_caching`` from the server's ``vllm:cache_config_info`` labels, if any."""
-    if side.run is None or side.run.server_metrics.empty:
+    if side.run is None:
         return None
-    metrics = side.run.server_metrics
-    rows = metrics[metrics["metric"] == "vllm:cache_config_info"]
-    for labels in rows["labels"].dropna().astype(str):
-        found = re.search(r'enable_prefix_caching="([^"]*)"', labels)
-        if found:
-            return found.group(1).lower()
-    return None
+    return prefix_caching_label(side.run.server_metrics)
 
 
 def replica_count(side: RunSide) -> int | None:

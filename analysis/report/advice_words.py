@@ -229,8 +229,8 @@ SAID: dict[type, str] = {
     "instead of running out of memory",
     facts.OwnLimitFact: "the knee is the server's own concurrency limit: it ran {f.slots} at once "
     "while requests waited, with the KV cache at most {f.kv_peak_pct:.0f} % full; raise {f.flag} "
-    "to ~{f.predicted} (what the KV headroom predicts at {f.memory_pressure_pct:g} %) and re-run "
-    "the sweep; its current value is the limit, not the fix",
+    "to ~{f.predicted} ({basis}) and re-run the sweep; its current value is the limit, not the "
+    "fix",
     facts.GpuMemoryFact: "memory led the failure at the knee / red line: lower it from "
     "{f.current:.2f}{assumed} to {f.lower:.2f} for steadier queueing instead of OOM, at the cost "
     "of a smaller KV-cache pool",
@@ -247,10 +247,25 @@ CAP_LIMITS = {"knee": "the knee", "red_line": "the red line"}
 
 
 @reason_words.register(facts.QueueTimeoutFact)
-@reason_words.register(facts.OwnLimitFact)
 @reason_words.register(facts.ModelLenFact)
 def _said(fact: OneSentenceFact, **words: str) -> str:
     return f"{SAID[type(fact)].format(f=fact, **words)} {rules.cite(fact.rule)}"
+
+
+@reason_words.register
+def _own_limit(fact: facts.OwnLimitFact) -> str:
+    if fact.pool_tokens is not None and fact.request_tokens is not None:
+        basis = (
+            f"the engine's KV pool of {fact.pool_tokens:,} tokens holds that many requests of "
+            f"the run's longest, {fact.request_tokens:,.0f} tokens, at "
+            f"{fact.memory_pressure_pct:g} %"
+        )
+    else:
+        basis = (
+            f"what the KV gauge's peak predicts at {fact.memory_pressure_pct:g} %; the server "
+            "did not state its KV pool, so another run may say another value"
+        )
+    return _said(fact, basis=basis)
 
 
 @reason_words.register
@@ -350,7 +365,7 @@ def flag_words(item: facts.Recommendation) -> str:
     if isinstance(fact, facts.OwnLimitFact):
         return (
             f"the server's {fact.slots} slots bind, KV {fact.kv_peak_pct:.0f} % used: raise "
-            f"{fact.flag} toward ~{fact.predicted} and re-run to measure"
+            f"{fact.flag} toward ~{fact.predicted}{pool_words(fact)} and re-run to measure"
         )
     if isinstance(fact, facts.CapFact):
         basis = f"capacity {fact.max_concurrency} × batch size {fact.batch_size}"
@@ -361,6 +376,17 @@ def flag_words(item: facts.Recommendation) -> str:
     else:
         return f"{flag} ({engine})" if engine else flag
     return f"{flag} ({engine}: {basis})" if engine else f"{flag} ({basis})"
+
+
+def pool_words(fact: facts.OwnLimitFact) -> str:
+    """What a value to try rests on, where it rests on the engine's stated KV pool ("" where it
+    is the KV gauge's peak, whose words are already beside it)."""
+    if fact.pool_tokens is None or fact.request_tokens is None:
+        return ""
+    return (
+        f" (its {fact.pool_tokens:,}-token KV pool holds {fact.predicted} requests of "
+        f"{fact.request_tokens:,.0f} tokens at {fact.memory_pressure_pct:g} %)"
+    )
 
 
 def reason_text(item: facts.Recommendation) -> str:

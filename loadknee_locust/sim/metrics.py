@@ -114,10 +114,14 @@ class EngineCollector(Collector):
         for reason in ("stop", "length"):
             success.add_metric([reason, p.model], e.finished_total[reason])
         yield success
+        # vLLM states its KV pool in blocks: num_gpu_blocks × block_size tokens
         info = GaugeMetricFamily(
-            "vllm:cache_config_info", "Engine memory settings.", labels=list(CACHE_INFO)
+            "vllm:cache_config_info",
+            "Engine memory settings.",
+            labels=[*CACHE_INFO, "num_gpu_blocks"],
         )
-        info.add_metric([str(getattr(p, name)) for name in CACHE_INFO.values()], 1.0)
+        settings = [str(getattr(p, name)) for name in CACHE_INFO.values()]
+        info.add_metric([*settings, str(p.kv_cache_tokens // p.block_size)], 1.0)
         yield info
         yield from self._gpu(e)
 

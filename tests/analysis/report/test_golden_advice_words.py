@@ -138,6 +138,9 @@ REASONS = {
     "cap from the knee": CapFact(8, "knee", 16, 4),
     "cap from the red line": CapFact(24, "red_line", 32, 1),
     "the server's own limit": OwnLimitFact("--max-num-seqs", 8, 15.527, 43, 85.0),
+    "the server's own limit, its KV pool": OwnLimitFact(
+        "--max-num-seqs", 8, 15.527, 72, 85.0, pool_tokens=16384, request_tokens=192.0
+    ),
     "gpu_memory_utilization": GpuMemoryFact(0.85, False, 0.8),
     "gpu_memory_utilization, assumed": GpuMemoryFact(0.9, True, 0.85),
     "max_model_len": ModelLenFact(3500.0, 5000.0, 1.25),
