@@ -82,10 +82,14 @@ def without_machine_warnings(text: str) -> tuple[str, set[str]]:
 def shape(text: str) -> list[str]:
     """The output's lines with everything that differs between two good runs masked."""
     out: list[str] = []
+    in_result = False
     for line in text.splitlines():
         if PROGRESS.match(line) or ANALYZE.match(line) or line.strip() == "...":
             continue
+        if in_result and line.startswith("  "):
+            continue  # a result sentence wrapped: how many lines it takes is a result too
         result = next((r for r in RESULTS if line.startswith(r)), None)
+        in_result = result is not None
         if result:
             item = f"{result.strip()} …"
         elif ROW.match(line):
