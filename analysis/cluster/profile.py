@@ -6,10 +6,13 @@ none whose load generator ran late: its ITL is the client's; docs/method.md, Lat
 without server metrics the stage's users capped at the slots the server showed
 (``KneeResult.server_slots``), else its users, for the stages below the knee only (past it the
 batch is unknown) — and ``y`` the stage's median inter-token latency (``itl_p50_ms``: the median
-is one engine step; the mean would carry the steps that also prefilled a newcomer). Ordinary
-least squares; 95 % intervals on α and β from Student's t with n − 2 degrees of freedom; the
-residual of every stage is written beside it. With fewer than three stages, or no spread in the
-batch, nothing is fitted and the file says why.
+is one engine step; the mean would carry the steps that also prefilled a newcomer). Where the
+streams carried several tokens a chunk (:data:`CHUNKED_TOKENS`; :func:`decode_step`), a chunk's
+gap is several tokens' time and ``y`` is each stage's median TPOT instead, the time per token
+from the usage counts (``step_source``). Ordinary least squares; 95 % intervals on α and β
+from Student's t with n − 2 degrees of freedom; the residual of every stage is written beside
+it. With fewer than three stages, or no spread in the batch, nothing is fitted and the file
+says why.
 
 **Prefill** (per request, ok streamed requests of the stages before the knee, where requests do
 not wait for a slot): TTFT = γ + δ × prompt tokens, the same way. Fixed-length prompts give no
@@ -34,6 +37,18 @@ from analysis.cluster.yamlblock import Commented, dump
 from analysis.knee.late_client import late_client_fact
 from analysis.pipeline import Analysis
 from analysis.report.answer_view import answer_note
+from analysis.report.predict_words import decode_source_text
+
+#: the median tokens a stream chunk carried (:attr:`StageGauges.tokens_per_chunk`) above which a
+#: chunk's gap is no step: a server that sends a token a chunk reads 1 (a chunk now and then
+#: holding two, a character split across tokens or a stop string held back, moves the mean, not
+#: the median), one that batches them (vLLM's ``--stream-interval``, TGI, a gateway, the refusing
+#: test server's 8 chunks) 2 or more: halfway between
+CHUNKED_TOKENS = 1.5
+
+#: the per-token figure the decode line is fitted on: the median ITL, or the median TPOT where
+#: the streams carried several tokens a chunk
+StepSource = Literal["itl", "tpot"]
 
 #: two-sided 95 % Student t quantiles, df 1..30 (beyond: 1.96)
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -98,12 +113,15 @@ class Profile:
     """The fitted decode and prefill lines and the saturation batch."""
 
     decode: LineFit
-    decode_points: pd.DataFrame  # stage, users, batch, itl_p50_ms, residual_ms
+    #: stage, users, batch, itl_p50_ms, tpot_p50_ms, tokens_per_chunk, residual_ms
+    decode_points: pd.DataFrame
     batch_source: str  # "server running gauge" | "users capped at the server's slots" | "users"
     prefill: LineFit
     ttft_mean_ms: float | None
     saturation_batch: float | None
     saturation_source: str
+    step_source: StepSource = "itl"  # the column of decode_points the line was fitted on
+    tokens_per_chunk: float | None = None  # the most a decode stage's chunks carried
 
 
 def late_stages(analysis: Analysis) -> set[int]:
@@ -114,8 +132,8 @@ def late_stages(analysis: Analysis) -> set[int]:
 
 
 def decode_points(analysis: Analysis) -> tuple[pd.DataFrame, str]:
-    """One row per judged stage whose load generator was on time: its running batch and median
-    ITL."""
+    """One row per judged stage whose load generator was on time: its running batch, median ITL
+    and TPOT, and the tokens its stream chunks carried (:func:`decode_step` picks the figure)."""
     gauges = stage_gauges(analysis)
     judged = {v.stage for v in analysis.knee.stages if v.verdict != "insufficient_data"}
     judged |= set(analysis.summary.loc[analysis.summary["kind"] == "baseline", "stage"].astype(int))
@@ -135,13 +153,46 @@ def decode_points(analysis: Analysis) -> tuple[pd.DataFrame, str]:
             batch = float(g.users)  # below the knee every user's request runs
         else:
             continue  # past the knee, without the server's gauge: the batch is unknown
-        rows.append({"stage": stage, "users": g.users, "batch": batch, "itl_p50_ms": g.itl_p50_ms})
+        rows.append(
+            {
+                "stage": stage,
+                "users": g.users,
+                "batch": batch,
+                "itl_p50_ms": g.itl_p50_ms,
+                "tpot_p50_ms": g.tpot_p50_ms,
+                "tokens_per_chunk": g.tokens_per_chunk,
+            }
+        )
     source = (
         "server running gauge"
         if server
         else ("users capped at the server's slots" if slots else "users")
     )
-    return pd.DataFrame(rows, columns=["stage", "users", "batch", "itl_p50_ms"]), source
+    columns = ["stage", "users", "batch", "itl_p50_ms", "tpot_p50_ms", "tokens_per_chunk"]
+    return pd.DataFrame(rows, columns=columns), source
+
+
+def decode_step(points: pd.DataFrame) -> tuple[StepSource, float | None]:
+    """The per-token figure the decode line is fitted on, and the most tokens a decode stage's
+    chunks carried (None: no chunk counted).
+
+    The median ITL where every stage's streams carried about a token a chunk; the median TPOT
+    at every stage where any carried more than :data:`CHUNKED_TOKENS`. A chunk's gap is then
+    ``k`` tokens' time, and the model would read it as one token's step (the recorded
+    refusing-server runs, 8 tokens a chunk, missed their own 1-user median e2e by +548 to
+    +623 % on the chunk gap, by −10 to +2 % on TPOT).
+    One figure along the whole line: a server that batches its chunks only under load (a slow
+    reader's outputs merged) would otherwise have chunk gaps read as steps exactly where the
+    slope is read; at a stage of one token a chunk TPOT is about the mean gap, so switching
+    there only adds back the steps that prefilled a newcomer, which the median leaves out. TPOT
+    spreads the first chunk's other ``k − 1`` tokens over the rest (``(n − k) / (n − 1)`` of a
+    step: 0.89 at 64 tokens, 8 a chunk) and TTFT holds their time, which is where the model's
+    prefill is read from (:mod:`analysis.predict.fit`), so TTFT + (n − 1) × TPOT is the run's
+    e2e.
+    """
+    carried = pd.to_numeric(points["tokens_per_chunk"], errors="coerce").dropna()
+    most = float(carried.max()) if len(carried) else None
+    return ("tpot" if most is not None and most > CHUNKED_TOKENS else "itl"), most
 
 
 def _prefill(analysis: Analysis) -> tuple[LineFit, float | None]:
@@ -166,8 +217,10 @@ def _prefill(analysis: Analysis) -> tuple[LineFit, float | None]:
 def fit_profile(analysis: Analysis) -> Profile:
     """The profile of one analysed run (see the module docstring)."""
     points, source = decode_points(analysis)
+    step_source, per_chunk = decode_step(points)
     fit = fit_line(
-        points["batch"].to_numpy(dtype=float), points["itl_p50_ms"].to_numpy(dtype=float)
+        points["batch"].to_numpy(dtype=float),
+        points[f"{step_source}_p50_ms"].to_numpy(dtype=float),
     )
     if fit.residuals and len(fit.residuals) == len(points):
         points = points.assign(residual_ms=list(fit.residuals))
@@ -184,7 +237,7 @@ def fit_profile(analysis: Analysis) -> Profile:
         sat, sat_source = float(points["batch"].max()), "the highest stage's batch (no knee)"
     else:
         sat, sat_source = None, "no stage measured"
-    return Profile(fit, points, source, prefill, ttft_mean, sat, sat_source)
+    return Profile(fit, points, source, prefill, ttft_mean, sat, sat_source, step_source, per_chunk)
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:
@@ -199,19 +252,22 @@ def profile_yaml(analysis: Analysis) -> str:
     """The profile as YAML: decode α/β with intervals and residuals, prefill, saturation batch."""
     prof = fit_profile(analysis)
     d, pf = prof.decode, prof.prefill
+    step = f"{prof.step_source}_p50_ms"
+    line = f"{prof.step_source.upper()} = alpha + beta × running batch (ms)"
     decode = {
-        "alpha_ms": Commented(_r(d.intercept), ("ITL = alpha + beta × running batch (ms)",)),
+        "alpha_ms": Commented(_r(d.intercept), (line,)),
         "alpha_ci95_ms": _ci(d.intercept_ci),
         "beta_ms_per_seq": _r(d.slope),
         "beta_ci95_ms_per_seq": _ci(d.slope_ci),
         "r2": _r(d.r2),
         "batch_from": prof.batch_source,
+        "step_from": decode_source_text(prof.step_source, prof.tokens_per_chunk),
         "stages": [
             {
                 "stage": int(row.stage),
                 "users": int(row.users),
                 "batch": _r(float(row.batch), 3),
-                "itl_p50_ms": _r(float(row.itl_p50_ms), 3),
+                step: _r(float(getattr(row, step)), 3),
                 "residual_ms": _r(float(getattr(row, "residual_ms", math.nan)), 3),
             }
             for row in records(prof.decode_points)

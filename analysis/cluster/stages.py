@@ -45,6 +45,11 @@ class StageGauges:
     e2e_p95_ms: float
     itl_p50_ms: float
     ttft_p95_ms: float
+    #: the median over ok requests of each one's TPOT ((e2e − TTFT) / (completion tokens − 1))
+    tpot_p50_ms: float
+    #: the median over ok streamed requests of completion tokens ÷ content chunks: 1 where the
+    #: server sends a token a chunk, more where it batches them (NaN: no chunk counted)
+    tokens_per_chunk: float
 
 
 @dataclass(frozen=True)
@@ -81,10 +86,23 @@ def measured_windows(analysis: Analysis) -> tuple[pd.DataFrame, pd.DataFrame]:
     return measured, stage_windows(analysis.run, measured)
 
 
+def tokens_per_chunk(measured: pd.DataFrame) -> pd.Series:
+    """Per stage, the median over its ok rows with content chunks of completion tokens ÷ chunks
+    (:func:`measured_windows`' rows; empty without the columns): how many tokens a stream chunk
+    carried, which a chunk's gap (the ITL columns) holds the time of."""
+    if not {"chunks", "completion_tokens"} <= set(measured.columns):
+        return pd.Series(dtype=float)
+    chunks = pd.to_numeric(measured["chunks"], errors="coerce")
+    tokens = pd.to_numeric(measured["completion_tokens"], errors="coerce")
+    keep = (measured["cls"] == "ok") & (chunks > 0) & tokens.notna()
+    return (tokens[keep] / chunks[keep]).groupby(measured.loc[keep, "stage"]).median()
+
+
 @per_analysis
 def stage_gauges(analysis: Analysis) -> dict[int, StageGauges]:
     """Every stage's gauges, keyed by stage index."""
-    windows = measured_windows(analysis)[1]
+    measured, windows = measured_windows(analysis)
+    per_chunk = tokens_per_chunk(measured)
     timeline = analysis.server_timeline
     out: dict[int, StageGauges] = {}
     for row in records(analysis.summary):
@@ -112,6 +130,8 @@ def stage_gauges(analysis: Analysis) -> dict[int, StageGauges]:
             e2e_p95_ms=_float(row.e2e_p95_ms),
             itl_p50_ms=_float(row.itl_p50_ms),
             ttft_p95_ms=_float(row.ttft_p95_ms),
+            tpot_p50_ms=_float(row.tpot_p50_ms),
+            tokens_per_chunk=_float(per_chunk.get(stage, math.nan)),
         )
     return out
 

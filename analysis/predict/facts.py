@@ -18,10 +18,11 @@ from analysis.model import CannotTell
 #: prompt lengths before the sweep (fixed lengths), or the baseline's TTFT less one decode step
 #: over its prompt (assumed)
 PrefillSource = Literal["ttft_fit", "probe_fit", "baseline_assumed", "in_step"]
-#: where the decode line came from: each stage's median inter-token latency (streamed), or its
-#: median e2e over the completion tokens at the stages where nothing waited (no tokens streamed:
-#: the prefill is then inside the step, ``in_step``)
-DecodeSource = Literal["itl", "e2e_per_token"]
+#: where the decode line came from: each stage's median inter-token latency (streamed), its
+#: median TPOT (streamed several tokens a chunk: :func:`analysis.cluster.profile.decode_step`),
+#: or its median e2e over the completion tokens at the stages where nothing waited (no tokens
+#: streamed: the prefill is then inside the step, ``in_step``)
+DecodeSource = Literal["itl", "tpot", "e2e_per_token"]
 #: where the slot limit came from: the server's running gauge, the client-side estimate, the
 #: batch the decode line needs to give the throughput plateau (assumed: neither seen), none
 SlotSource = Literal["server_gauge", "client_estimate", "throughput_plateau", "none"]
@@ -145,6 +146,9 @@ class CapacityFit:
     host: str | None  # the server the run measured (for the check command)
     levels: tuple[int, ...]  # the run's tested levels
     decode_source: DecodeSource = "itl"
+    #: the most tokens a decode stage's stream chunks carried (median request; None: none
+    #: counted): above :data:`analysis.cluster.profile.CHUNKED_TOKENS` the line is on TPOT
+    tokens_per_chunk: float | None = None
     #: why the run itself cannot tell its capacity (None: it answers); then
     #: ``measured_capacity`` is None and no prediction is made from the fit
     cannot_tell: CannotTell | None = None

@@ -1,7 +1,9 @@
 """Fit the capacity model's parameters from one analysed run (:class:`~.facts.CapacityFit`).
 
 * **Decode step** α + β × batch: the latency profile's line (:func:`analysis.cluster.profile.
-  fit_profile`, the same fit ``latency-profile.yaml`` holds), with its 95 % intervals.
+  fit_profile`, the same fit ``latency-profile.yaml`` holds), with its 95 % intervals: on the
+  stages' median ITL, or their median TPOT where the streams carried several tokens a chunk
+  (``tpot``: :func:`analysis.cluster.profile.decode_step`).
   A run that streamed no tokens (no inter-token latency) fits the same line on each stage's
   median e2e over its completion tokens, at the stages where no request waited (the server's
   running batch within half a request of the users, or without a gauge the stages below the
@@ -243,7 +245,7 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
     profile = fit_profile(analysis)
     workload = measured_workload(analysis)
     decode = profile.decode
-    decode_source: DecodeSource = "itl"
+    decode_source: DecodeSource = profile.step_source
     points = profile.decode_points
     max_batch = float(points["batch"].max()) if len(points) else 1.0
     if decode.slope is None and math.isfinite(workload.output_tokens):
@@ -252,7 +254,7 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
     alpha = _estimate(decode.intercept, decode.intercept_ci)
     beta = _estimate(decode.slope, decode.slope_ci)
     probes: tuple[tuple[float, float], ...] = ()
-    if decode_source == "itl":
+    if decode_source != "e2e_per_token":
         prefill, prefill_source, probes = _prefill(analysis, alpha, beta, workload)
     else:
         prefill, prefill_source = Estimate.exact(0.0), "in_step"
@@ -329,6 +331,7 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
         host=parameters.get("host") if isinstance(parameters.get("host"), str) else None,
         levels=levels,
         decode_source=decode_source,
+        tokens_per_chunk=profile.tokens_per_chunk,
         cannot_tell=standing.reason if standing.cannot_tell else None,
         measured_e2e_ms=_measured_e2e(analysis),
     )

@@ -33,9 +33,10 @@ from analysis.predict.facts import CapacityFit, InSampleMiss
 #: by at most 14.6 %, the test fixture's engine (``write_run_dir(prefill_stalls=True)``) by
 #: 2.1 %; the fast-path llama.cpp run by +28 % at 1 user. The line sits between, with room
 #: for a real server's noise on a short stage; not tuned to pass any run (the recorded
-#: refusing-server runs of tests/support/data/busy_runs, whose stream carries 8 tokens a chunk
-#: so the inter-token line reads a chunk's time as a token's step, miss by +740 to +910 % and
-#: are rightly refused)
+#: refusing-server runs of tests/support/data/busy_runs, 8 tokens a chunk so their line is on
+#: TPOT, fit their 1-user medians within 10 % but miss by +139 to +278 % at the most users:
+#: the model charges each newcomer's prefill to every running sequence and that server's
+#: prefill stalls nobody; they are rightly refused)
 MISFIT_LIMIT = 0.25
 
 

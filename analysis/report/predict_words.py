@@ -43,6 +43,8 @@ PREFILL_WORDS: dict[PrefillSource, str] = {
 }
 DECODE_WORDS: dict[DecodeSource, str] = {
     "itl": "median inter-token latency",
+    "tpot": "median TPOT, the time per token from the usage counts: the streams carried "
+    "~{tokens} tokens a chunk, so a chunk's gap is several tokens' time",
     "e2e_per_token": "median e2e per completion token where nothing waited: no tokens streamed",
 }
 SLOT_WORDS: dict[SlotSource, str] = {
@@ -157,6 +159,13 @@ def _measured(fit: CapacityFit) -> str:
     )
 
 
+def decode_source_text(source: DecodeSource, tokens_per_chunk: float | None) -> str:
+    """Which per-token figure the decode line was fitted on (``tokens_per_chunk``: the most a
+    stage's stream chunks carried, said where the line is on TPOT)."""
+    tokens = "several" if tokens_per_chunk is None else f"{tokens_per_chunk:.3g}"
+    return DECODE_WORDS[source].format(tokens=tokens)
+
+
 def _slot_source(fit: CapacityFit) -> str:
     seen = fit.run_bound.slots
     if fit.params.slots is None and fit.run_bound.bound == "kv" and seen is not None:
@@ -173,7 +182,8 @@ def _model(fit: CapacityFit) -> list[str]:
     p = fit.params
     lines = [
         f"  step = {_est(p.alpha_ms)} + {_est(p.beta_ms)} ms × batch "
-        f"({fit.decode_points} stages, {DECODE_WORDS[fit.decode_source]}; 95 % intervals)",
+        f"({fit.decode_points} stages, "
+        f"{decode_source_text(fit.decode_source, fit.tokens_per_chunk)}; 95 % intervals)",
         f"  prefill {_est(p.prefill_ms_per_token)} ms per prompt token ({_prefill_source(fit)})",
         f"  slots {'—' if p.slots is None else f'{p.slots:g}'} ({_slot_source(fit)})",
     ]

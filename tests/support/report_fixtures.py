@@ -185,6 +185,7 @@ def write_run_dir(
     client_lag_ms: Mapping[int, float] | None = None,
     host_load: tuple[float, int] = (1.0, 2),
     prefill_stalls: bool = False,
+    tokens_per_chunk: int = 1,
 ) -> Path:
     """Write a small contract-shaped run directory from a closed-form server with ``slots`` slots.
 
@@ -203,6 +204,10 @@ def write_run_dir(
     without). Off, the prefills cost the others nothing — a server the model cannot reproduce
     at 8 sequences or more (its in-sample check refuses to predict from it:
     :mod:`analysis.predict.insample`).
+
+    ``tokens_per_chunk``: the stream carries that many tokens a chunk (vLLM's
+    ``--stream-interval``, TGI, a gateway): ``chunks`` is the completion over it and each ITL
+    column that many tokens' time; TTFT, TPOT and e2e stay the one-token-a-chunk server's.
     """
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
@@ -258,11 +263,11 @@ def write_run_dir(
                         e2e_ms=e2e * 1000,
                         ttft_ms=ttft * 1000,
                         tpot_ms=(e2e - ttft) * 1000 / (OUTPUT_TOKENS - 1),
-                        itl_mean_ms=7.5,
-                        itl_p50_ms=7.4,
-                        itl_p95_ms=9.0,
-                        itl_max_ms=12.0,
-                        chunks=OUTPUT_TOKENS,
+                        itl_mean_ms=7.5 * tokens_per_chunk,
+                        itl_p50_ms=7.4 * tokens_per_chunk,
+                        itl_p95_ms=9.0 * tokens_per_chunk,
+                        itl_max_ms=12.0 * tokens_per_chunk,
+                        chunks=OUTPUT_TOKENS // tokens_per_chunk,
                         prompt_tokens=PROMPT_TOKENS,
                         completion_tokens=OUTPUT_TOKENS,
                         usage_source="server",

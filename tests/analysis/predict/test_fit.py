@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from analysis.cluster.profile import decode_step
 from analysis.pipeline import analyze_run
+from analysis.predict.batching import Draws, grid
 from analysis.predict.fit import fit_capacity, plateau_batch
+from analysis.predict.insample import MISFIT_LIMIT
+from analysis.predict.whatif import predict
+from analysis.report.predict_words import decode_source_text, prediction_text
+from tests.support.paths import REPO
 from tests.support.report_fixtures import write_run_dir
 
 #: the fixture server: ITL 7.4 ms at every batch, TTFT 20 ms below its 6 slots, 128 + 32 tokens,
 #: a KV gauge at 90 % × running / slots
 SLOTS, ITL_MS, TTFT_MS, PROMPT, OUTPUT = 6, 7.4, 20.0, 128, 32
+#: the refusing test server's recorded runs (tests/analysis/knee/test_busy_recorded_runs.py)
+BUSY = REPO / "tests" / "support" / "data" / "busy_runs"
 
 
 def test_fixed_lengths_fit_the_decode_line_and_assume_the_prefill(tmp_path: Path) -> None:
@@ -118,6 +127,59 @@ def test_without_streamed_tokens_the_decode_line_comes_from_e2e_where_nothing_wa
     assert fit.params.beta_ms.value == pytest.approx(0.0, abs=0.2)
     assert fit.max_batch <= SLOTS  # only the stages where nothing waited
     assert summary.loc[16, "e2e_p50_ms"] > 2 * 250.0  # the queued stage is left out
+
+
+#: tokens a stream chunk carries → the figure the decode line is read from. Below the fixture's
+#: 6 slots every token takes 7.4 ms: the chunk gap over the tokens in it, and TPOT (250 ms
+#: ± 10 % less the 20 ms TTFT, over 31 tokens: 7.42 ms on the median request)
+CHUNK_CASES = {"a token a chunk": (1, "itl"), "8 tokens a chunk": (8, "tpot")}
+
+
+@pytest.mark.parametrize(("per_chunk", "source"), CHUNK_CASES.values(), ids=CHUNK_CASES)
+def test_the_decode_line_is_per_token_however_many_tokens_a_chunk_carries(
+    tmp_path: Path, per_chunk: int, source: str
+) -> None:
+    run = write_run_dir(tmp_path / "run", levels=(1, 2, 4), slots=SLOTS, tokens_per_chunk=per_chunk)
+    fit = fit_capacity(analyze_run(run))
+    assert (fit.decode_source, fit.tokens_per_chunk, fit.decode_points) == (source, per_chunk, 4)
+    # within 3 % of a token's 7.4 ms (the median of ~100 requests' TPOT), not the chunk's 59.2
+    assert fit.params.alpha_ms.value == pytest.approx(ITL_MS, rel=0.03)
+    assert fit.params.beta_ms.value == pytest.approx(0.0, abs=0.1)  # the step ignores the batch
+    said = decode_source_text(fit.decode_source, fit.tokens_per_chunk)
+    assert said in prediction_text(predict(fit, fit.workload))  # the screen names the figure
+    assert ("~8" in said) is (per_chunk == 8), said  # and, on TPOT, the tokens a chunk carried
+
+
+#: the most tokens a decode stage's chunks carried → the line's figure (1.5: the rule's edge)
+STEP_CASES = {
+    "a token a chunk": ([1.0, 1.0, 1.02], "itl", 1.02),
+    "at the edge": ([1.0, 1.5], "itl", 1.5),
+    "just over": ([1.0, 1.6], "tpot", 1.6),
+    "chunked at one stage (under load) reads TPOT throughout": ([1.0, 1.0, 8.0], "tpot", 8.0),
+    "no chunk counted": ([math.nan, math.nan], "itl", None),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("carried", "source", "most"), STEP_CASES.values(), ids=STEP_CASES)
+def test_the_decode_line_reads_tpot_where_a_chunk_carried_several_tokens(
+    carried: list[float], source: str, most: float | None
+) -> None:
+    assert decode_step(pd.DataFrame({"tokens_per_chunk": carried})) == (source, most)
+
+
+@pytest.mark.parametrize("run", ["refuse10-hidden", "refuse20-metrics"])
+def test_a_recorded_run_of_8_tokens_a_chunk_fits_its_own_single_user(run: str) -> None:
+    """The refusing server sends 8 chunks 40 ms apart: 5 ms a token. Read as a token's step, the
+    chunk gap made the model's 1-user e2e 6–7 times the run's; per token it is within the
+    in-sample limit there. (Its prediction is still refused, rightly: the model charges a
+    newcomer's prefill to every running sequence and this server's prefill stalls nobody, so the
+    miss grows with the batch — +139 % at 8 users on refuse10-hidden.)"""
+    fit = fit_capacity(analyze_run(BUSY / run))
+    assert (fit.decode_source, fit.tokens_per_chunk) == ("tpot", 8.0)
+    assert 4.0 <= fit.params.alpha_ms.value <= 5.5
+    measured = dict(fit.measured_e2e_ms)[1]
+    model = float(grid(Draws.point(fit.params), fit.workload, 1).e2e_ms[0, 0])
+    assert abs(model - measured) / measured <= MISFIT_LIMIT, (model, measured)
 
 
 @pytest.mark.parametrize(
