@@ -365,7 +365,7 @@ def flag_words(item: facts.Recommendation) -> str:
     if isinstance(fact, facts.OwnLimitFact):
         return (
             f"the server's {fact.slots} slots bind, KV {fact.kv_peak_pct:.0f} % used: raise "
-            f"{fact.flag} toward ~{fact.predicted}{pool_words(fact)} and re-run to measure"
+            f"{fact.flag} toward ~{fact.predicted} and re-run to measure"
         )
     if isinstance(fact, facts.CapFact):
         basis = f"capacity {fact.max_concurrency} × batch size {fact.batch_size}"
@@ -376,17 +376,6 @@ def flag_words(item: facts.Recommendation) -> str:
     else:
         return f"{flag} ({engine})" if engine else flag
     return f"{flag} ({engine}: {basis})" if engine else f"{flag} ({basis})"
-
-
-def pool_words(fact: facts.OwnLimitFact) -> str:
-    """What a value to try rests on, where it rests on the engine's stated KV pool ("" where it
-    is the KV gauge's peak, whose words are already beside it)."""
-    if fact.pool_tokens is None or fact.request_tokens is None:
-        return ""
-    return (
-        f" (its {fact.pool_tokens:,}-token KV pool holds {fact.predicted} requests of "
-        f"{fact.request_tokens:,.0f} tokens at {fact.memory_pressure_pct:g} %)"
-    )
 
 
 def reason_text(item: facts.Recommendation) -> str:

@@ -52,7 +52,7 @@ return {name: card.dataset.name, title: card.querySelector('span').textContent,
         zero: zero};
 """
 SCREEN = re.compile(
-    r"DEPLOY: (?P<deploy>\d+) .*\n(?:.*\n)*?capacity (?P<capacity>\d+)\b.*"
+    r"DEPLOY: (?P<deploy>\d+) .*\n(?:.*\n)*?capacity (?P<capacity>\d+)\b(?:.|\n  )*?"
     r"first stage past it: (?P<past>\d+) users? \((?P<kind>knee|red line)\)"
 )
 
