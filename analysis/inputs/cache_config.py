@@ -2,7 +2,8 @@
 
 vLLM exports its cache configuration as an info metric (value 1, the settings as labels:
 ``block_size``, ``num_gpu_blocks``, ``enable_prefix_caching``, ``gpu_memory_utilization`` …);
-the simulator exports the same. Why read them: the KV pool in tokens (``num_gpu_blocks`` ×
+the simulator exports the same; SGLang states its token pool as a gauge,
+``sglang:max_total_num_tokens``. Why read them: the KV pool in tokens (``num_gpu_blocks`` ×
 ``block_size``, the figure vLLM's own log turns into "maximum concurrency for N tokens per
 request") is fixed for a server's life, so advice built on it is the same for every run of
 that server, where advice built on a sampled KV gauge's peak moves with when the samples fell.
@@ -16,6 +17,8 @@ from loadknee_core.promtext import parse_labels
 
 #: the info metric that carries the engine's cache settings
 CACHE_CONFIG_METRIC = "vllm:cache_config_info"
+#: SGLang's token pool, a gauge of its own (older SGLang versions export it)
+SGLANG_POOL_METRIC = "sglang:max_total_num_tokens"
 
 
 def cache_config_labels(server_metrics: pd.DataFrame) -> dict[str, dict[str, str]]:
@@ -48,13 +51,29 @@ def _pool(labels: dict[str, str]) -> int | None:
     return tokens if tokens > 0 else None
 
 
+def _sglang_pools(server_metrics: pd.DataFrame) -> dict[str, int | None]:
+    """Per endpoint, SGLang's ``sglang:max_total_num_tokens`` gauge (its token pool; several
+    tensor-parallel ranks report the same pool: their largest)."""
+    if server_metrics.empty or "metric" not in server_metrics:
+        return {}
+    rows = server_metrics[server_metrics["metric"] == SGLANG_POOL_METRIC]
+    values = pd.to_numeric(rows["value"], errors="coerce")
+    out: dict[str, int | None] = {}
+    for endpoint, value in values.groupby(rows["endpoint"].astype(str)).max().items():
+        out[str(endpoint)] = int(value) if pd.notna(value) and value > 0 else None
+    return out
+
+
 def kv_pool_tokens(server_metrics: pd.DataFrame) -> int | None:
     """The KV-cache pool in tokens across the scraped endpoints (their sum: one server per
     endpoint), or None where any endpoint did not say."""
-    pools = [_pool(labels) for labels in cache_config_labels(server_metrics).values()]
-    if not pools or any(p is None for p in pools):
+    pools = {
+        endpoint: _pool(labels) for endpoint, labels in cache_config_labels(server_metrics).items()
+    }
+    pools.update({e: p for e, p in _sglang_pools(server_metrics).items() if pools.get(e) is None})
+    if not pools or any(p is None for p in pools.values()):
         return None
-    return sum(p for p in pools if p is not None)
+    return sum(p for p in pools.values() if p is not None)
 
 
 def prefix_caching_label(server_metrics: pd.DataFrame) -> str | None:

@@ -11,13 +11,16 @@ A, B = "http://10.0.0.1:8000/metrics", "http://10.0.0.2:8000/metrics"
 
 
 def _frame(*rows: tuple[str, str, str]) -> pd.DataFrame:
+    # an info metric's value is 1; SGLang's pool gauge carries the pool itself
     return pd.DataFrame(
         [dict(timestamp_unix_s=float(i), endpoint=endpoint, metric=metric, labels=labels,
-              value=1.0, error="") for i, (endpoint, metric, labels) in enumerate(rows)]
+              value=161721.0 if metric.startswith("sglang:") else 1.0, error="")
+         for i, (endpoint, metric, labels) in enumerate(rows)]
     )  # fmt: skip
 
 
 INFO = "vllm:cache_config_info"
+SG = "sglang:max_total_num_tokens"
 
 
 @pytest.mark.parametrize(
@@ -39,8 +42,13 @@ INFO = "vllm:cache_config_info"
         # one replica silent about its pool: no total
         ([(A, INFO, 'block_size="16",num_gpu_blocks="100"'), (B, INFO, 'block_size="16"')],
          None, None),
-        # no info metric at all (SGLang, TGI, llama.cpp)
+        # no pool stated at all (TGI, llama.cpp)
         ([(A, "vllm:num_requests_running", 'model_name="m"')], None, None),
+        # SGLang's gauge, each tensor-parallel rank reporting the same pool
+        ([(A, SG, 'model_name="m",tp_rank="0"'), (A, SG, 'model_name="m",tp_rank="1"')],
+         161721, None),
+        # two SGLang replicas
+        ([(A, SG, 'model_name="m"'), (B, SG, 'model_name="m"')], 323442, None),
     ],
 )  # fmt: skip
 def test_the_pool_and_prefix_setting_as_the_engine_states_them(rows, pool, prefix) -> None:
