@@ -46,6 +46,10 @@ from analysis.report.predict_words import decode_source_text
 #: test server's 8 chunks) 2 or more: halfway between
 CHUNKED_TOKENS = 1.5
 
+#: a stage whose median chunk gap is under this share of its time per token delivered its tokens
+#: in bursts (:func:`bursty_stages`): half, where a steady stream reads 0.85-1.0
+BURSTY_GAP_SHARE = 0.5
+
 #: the per-token figure the decode line is fitted on: the median ITL, or the median TPOT where
 #: the streams carried several tokens a chunk
 StepSource = Literal["itl", "tpot"]
@@ -122,6 +126,7 @@ class Profile:
     saturation_source: str
     step_source: StepSource = "itl"  # the column of decode_points the line was fitted on
     tokens_per_chunk: float | None = None  # the most a decode stage's chunks carried
+    bursty_stages: tuple[int, ...] = ()  # left out of the line: tokens came in bursts
 
 
 def late_stages(analysis: Analysis) -> set[int]:
@@ -214,10 +219,29 @@ def _prefill(analysis: Analysis) -> tuple[LineFit, float | None]:
     return fit_line(x, y), mean
 
 
+def bursty_stages(points: pd.DataFrame) -> tuple[int, ...]:
+    """The stages whose median gap between chunks is under :data:`BURSTY_GAP_SHARE` of their
+    time per token (TPOT, from the usage counts): their tokens came in bursts, so the gap is no
+    engine step.
+
+    Why: a server that falls behind and catches up (a starved process running its late steps
+    back to back, a CPU engine flushing its buffer) delivers several tokens within a moment;
+    the median gap then reads a fraction of a step (6.6 ms at a stage whose tokens took 16.0 ms
+    each, on the 10 ms-step simulator beside a CPU hog), and one such stage tilts the line
+    (β 0.82 for the simulator's 1.0). On a steady stream the median gap is about the time per
+    token (the steps that also prefilled a newcomer lift only TPOT): 0.85–1.0 of it."""
+    gap = pd.to_numeric(points["itl_p50_ms"], errors="coerce")
+    per_token = pd.to_numeric(points["tpot_p50_ms"], errors="coerce")
+    bursty = gap < BURSTY_GAP_SHARE * per_token  # NaN on either side: not bursty
+    return tuple(int(s) for s in points.loc[bursty, "stage"])
+
+
 def fit_profile(analysis: Analysis) -> Profile:
     """The profile of one analysed run (see the module docstring)."""
     points, source = decode_points(analysis)
     step_source, per_chunk = decode_step(points)
+    bursty = bursty_stages(points) if step_source == "itl" else ()
+    points = points[~points["stage"].isin(bursty)].reset_index(drop=True)
     fit = fit_line(
         points["batch"].to_numpy(dtype=float),
         points[f"{step_source}_p50_ms"].to_numpy(dtype=float),
@@ -237,7 +261,9 @@ def fit_profile(analysis: Analysis) -> Profile:
         sat, sat_source = float(points["batch"].max()), "the highest stage's batch (no knee)"
     else:
         sat, sat_source = None, "no stage measured"
-    return Profile(fit, points, source, prefill, ttft_mean, sat, sat_source, step_source, per_chunk)
+    return Profile(
+        fit, points, source, prefill, ttft_mean, sat, sat_source, step_source, per_chunk, bursty
+    )
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:
@@ -262,6 +288,8 @@ def profile_yaml(analysis: Analysis) -> str:
         "r2": _r(d.r2),
         "batch_from": prof.batch_source,
         "step_from": decode_source_text(prof.step_source, prof.tokens_per_chunk),
+        # stages whose tokens came in bursts (median gap under half their time per token)
+        **({"left_out_bursty_stages": list(prof.bursty_stages)} if prof.bursty_stages else {}),
         "stages": [
             {
                 "stage": int(row.stage),
