@@ -28,13 +28,16 @@ def cache_config_labels(server_metrics: pd.DataFrame) -> dict[str, dict[str, str
         return {}
     rows = server_metrics[server_metrics["metric"] == CACHE_CONFIG_METRIC]
     out: dict[str, dict[str, str]] = {}
-    for endpoint, text in zip(rows["endpoint"].astype(str), rows["labels"], strict=True):
-        if not isinstance(text, str):
+    # the last sample first, and each endpoint's first readable one kept: a run scrapes the same
+    # label text hundreds of times, and parsing it is the costly part
+    pairs = zip(rows["endpoint"].astype(str), rows["labels"], strict=True)
+    for endpoint, text in reversed(list(pairs)):
+        if endpoint in out or not isinstance(text, str):
             continue
         try:
             out[endpoint] = parse_labels(text)
         except ValueError:
-            continue  # an unreadable sample: an earlier or later one may do
+            continue  # an unreadable sample: an earlier one may do
     return out
 
 
