@@ -9,11 +9,17 @@ that is not Prometheus text (an HTML error page, JSON) raises ``ValueError`` ins
 nonsense rows. It is imported where a body is parsed, not with this module: with
 ``prometheus_client`` come ``http.server``, ``ssl`` and ``email``, and ``analysis`` (which
 only reads label sets back) would pay that import before every answer.
+
+Reading a label set back (:func:`parse_labels`) is the one place that does not call the
+library: the text is one :func:`render_labels` wrote, a closed format (``name="value"`` pairs,
+three escapes), and importing ``prometheus_client`` to read it cost ``analyze`` 25 ms of a
+0.55-s answer. The tests hold it to the reference parser on a table of label sets.
 """
 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -66,18 +72,35 @@ def render_labels(labels: Mapping[str, str]) -> str:
     return ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items()))
 
 
+#: one ``name="value"`` pair of a label set, the value with its escapes still in
+_LABEL_PAIR = re.compile(
+    r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|\Z)', re.DOTALL
+)
+#: the escapes of the exposition format; any other backslash is kept as written, as the
+#: reference parser keeps it
+_ESCAPES = {"\\\\": "\\", "\\n": "\n", '\\"': '"'}
+_ESCAPED = re.compile(r'\\[\\n"]')
+
+
 def parse_labels(text: str) -> dict[str, str]:
     """Read back a label set written by :func:`render_labels` (empty text → empty dict).
 
-    Uses the reference parser on a synthetic one-sample line, so the escaping rules match.
-    Raises ``ValueError`` for text that is not a label set.
+    The whole text must be ``name="value"`` pairs separated by commas (spaces and a trailing
+    comma allowed, as in the exposition format); escapes are undone as the reference parser
+    undoes them. Raises ``ValueError`` for text that is not a label set.
     """
-    if not text:
-        return {}
-    parsed = parse_text(f"x{{{text}}} 0\n")
-    if parsed.error or len(parsed.samples) != 1:
-        raise ValueError(f"not a Prometheus label set: {_short(text)}")
-    return dict(parsed.samples[0].labels)
+    labels: dict[str, str] = {}
+    at = 0
+    while at < len(text):
+        pair = _LABEL_PAIR.match(text, at)
+        if pair is None or pair.end() == at:
+            raise ValueError(f"not a Prometheus label set: {_short(text)}")
+        name, value, comma = pair.groups()
+        labels[name] = _ESCAPED.sub(lambda m: _ESCAPES[m.group(0)], value)
+        at = pair.end()
+        if not comma and at < len(text):
+            raise ValueError(f"not a Prometheus label set: {_short(text)}")
+    return labels
 
 
 def redact_url(url: str) -> str:

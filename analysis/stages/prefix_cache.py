@@ -62,7 +62,7 @@ def counters_found(server_metrics: pd.DataFrame) -> CacheCounters | None:
     """The first counter pair of :data:`PREFIX_CACHE_COUNTERS` the run scraped, or None."""
     if server_metrics.empty or "metric" not in server_metrics:
         return None
-    names = set(server_metrics["metric"].dropna().astype(str))
+    names = {str(name) for name in server_metrics["metric"].dropna().unique()}
     for pair in PREFIX_CACHE_COUNTERS:
         if pair.queries in names and pair.hits in names:
             return pair

@@ -84,6 +84,51 @@ def test_parse_labels_rejects_non_labels() -> None:
         parse_labels("not labels")
 
 
+def _reference_labels(text: str) -> dict[str, str] | None:
+    """The reference parser's reading of ``text`` as a sample's label set (None: refused)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        families = list(text_string_to_metric_families(f"x{{{text}}} 0\n"))
+    except Exception:  # whatever the reference refuses with
+        return None
+    samples = [s for f in families for s in f.samples]
+    return dict(samples[0].labels) if len(samples) == 1 else None
+
+
+#: label-set texts: what render_labels writes, and what the exposition format also allows
+LABEL_TEXTS = [
+    "",
+    'a="1"',
+    'a="1",b="2"',
+    'a="1", b="2"',
+    'a="1",',
+    'model_name="org/model",engine="0"',
+    'q="say \\"hi\\""',
+    'p="C:\\\\dir"',
+    'n="a\\nb"',
+    't="tab\\tkept"',
+    'e=""',
+    'u="ünïcode, with = and {braces}"',
+    "not labels",
+    'a="1" b="2"',
+    'a="unterminated',
+    "a=1",
+    '="x"',
+    'a="1",,b="2"',
+]
+
+
+@pytest.mark.parametrize("text", LABEL_TEXTS)
+def test_parse_labels_reads_as_the_reference_parser(text: str) -> None:
+    expected = _reference_labels(text)
+    if expected is None:
+        with pytest.raises(ValueError, match="label set"):
+            parse_labels(text)
+    else:
+        assert parse_labels(text) == expected
+
+
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
