@@ -23,6 +23,7 @@ import argparse
 import math
 import os
 import sys
+from collections.abc import Callable
 
 from analysis.inputs.load import RunDirError
 from analysis.pipeline import Analysis, analyze_run
@@ -38,14 +39,38 @@ from loadknee_core.command_parser import CommandParser, fail
 PROG = "loadknee predict"
 
 
-def _tokens(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of tokens: {text!r}") from None
-    if not math.isfinite(value) or value < 1:
-        raise argparse.ArgumentTypeError(f"tokens must be 1 or more: {text!r}")
-    return value
+def _at_least_one(cast: type[float] | type[int], expected: str) -> Callable[[str], float]:
+    """An argparse type: ``cast`` of the text, 1 or more, else ``expected`` in the error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = cast(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < 1:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return parse
+
+
+_tokens = _at_least_one(float, "1 or more tokens")
+_count = _at_least_one(int, "a whole number, 1 or more")
+#: the engine's settings a user may state (:func:`analysis.predict.fit.fit_capacity`): flag, help
+STATED_SETTINGS = (
+    (
+        "--slots",
+        "the server's limit on running sequences, if you know it (vLLM --max-num-seqs, "
+        "llama-server --parallel, SGLang --max-running-requests): used instead of what the run "
+        "read or assumed",
+    ),
+    (
+        "--kv-tokens",
+        "the server's KV-cache pool in tokens, if you know it (vLLM's start-up log: 'GPU KV "
+        "cache size: N tokens'; SGLang max_total_num_tokens): a run without /metrics cannot "
+        "tell its slot limit from a full KV cache, and longer contexts turn on which it was",
+    ),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="predict at a prompt log's length mix (the logs loadknee run --prompt-log replays) "
         "instead of fixed lengths",
     )  # fmt: skip
+    for flag, meaning in STATED_SETTINGS:
+        parser.add_argument(flag, type=_count, metavar="N", default=None, help=meaning)
     return parser
 
 
@@ -106,6 +133,11 @@ def _analyze(run_dir: str) -> Analysis | str:
         return f"{run_dir} is not a valid run directory: {'; '.join(exc.problems)}"
 
 
+def _fit(ns: argparse.Namespace, analysis: Analysis) -> CapacityFit:
+    """The run's capacity model, with the engine's settings the user stated."""
+    return fit_capacity(analysis, stated_slots=ns.slots, stated_kv_tokens=ns.kv_tokens)
+
+
 def _check(ns: argparse.Namespace, analysis: Analysis) -> int:
     other = _analyze(ns.other_run)
     if isinstance(other, str):
@@ -114,7 +146,7 @@ def _check(ns: argparse.Namespace, analysis: Analysis) -> int:
     if measured is None:
         return fail(PROG, "OTHER_RUN has no ok request and no prompt lengths in run.json to "
                     "take its lengths from")  # fmt: skip
-    result = check(fit_capacity(analysis), measured, other.knee_params)
+    result = check(_fit(ns, analysis), measured, other.knee_params)
     _emit(check_json(result) if ns.format == "json" else check_text(result))
     p = result.prediction
     compared = p.refusal is None and p.point is not None and measured.cannot_tell is None
@@ -161,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(PROG, analysis)
     if ns.check:
         return _check(ns, analysis)
-    fit = fit_capacity(analysis)
+    fit = _fit(ns, analysis)
     measured = fit.workload
     if ns.prompt_log is not None:
         return _from_log(ns, analysis, fit)

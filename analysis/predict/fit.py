@@ -30,6 +30,14 @@
   the spread over the stages that read at least half as high (``kv_gauge``). Without a gauge,
   where a hard limit (slots) bound the run: the batch where the knee sat × prompt + completion
   (``knee_assumed``: the run cannot tell slots from KV).
+* **Stated limits**: the engine's own settings, where the user gives them (``loadknee predict
+  --slots N --kv-tokens N``: vLLM's ``--max-num-seqs`` and the "GPU KV cache size: N tokens"
+  of its start-up log, llama-server's ``--parallel``, SGLang's ``--max-running-requests`` and
+  ``max_total_num_tokens``), take the place of what the run read or assumed (``stated``). Why:
+  without ``/metrics`` a run of one length cannot tell its slot limit from a KV budget full at
+  the same batch (the two give the same rows), and a what-if at longer contexts turns on which
+  it was; the user often knows. The KV budget assumed from the knee still uses the batch the run
+  measured, not the stated slots.
 * **What bound the run**: ``kv`` where the KV gauge at the knee stage reached the memory
   pressure threshold (``KneeParams.memory_pressure_pct``) or the KV budget holds no more
   sequences of the run's lengths than the slot limit (× 1.1), ``slots`` where the server or the
@@ -238,8 +246,15 @@ def plateau_batch(
     return float(max(1, batch, capacity or 0))
 
 
-def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> CapacityFit:
-    """The capacity model of one analysed run (see the module docstring)."""
+def fit_capacity(
+    analysis: Analysis,
+    knee_params: KneeParams | None = None,
+    *,
+    stated_slots: int | None = None,
+    stated_kv_tokens: int | None = None,
+) -> CapacityFit:
+    """The capacity model of one analysed run (see the module docstring); ``stated_slots`` and
+    ``stated_kv_tokens``: the engine's settings as the user states them."""
     kp = knee_params or analysis.knee_params
     knee = analysis.knee
     profile = fit_profile(analysis)
@@ -281,7 +296,9 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
     kv_stage_users: int | None = None
     kv_pct: float | None = None
     read = _kv_from_gauge([g for s, g in gauges.items() if s in judged], workload)
-    if read is not None:
+    if stated_kv_tokens is not None:
+        kv, kv_source = Estimate.exact(float(stated_kv_tokens)), "stated"
+    elif read is not None:
         kv, kv_source = read[0], "kv_gauge"
         kv_stage_users, kv_pct = read[1].users, read[1].kv_mean_pct
     elif slots is not None and knee_users is not None:
@@ -290,6 +307,8 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
             kv, kv_source = Estimate.exact(slots * per_seq), "knee_assumed"
             kv_stage_users = knee_users
 
+    if stated_slots is not None:
+        slots, slot_source = float(stated_slots), "stated"
     per_seq = workload.input_tokens + workload.output_tokens
     kv_slots = kv.value / per_seq if kv is not None and per_seq > 0 else None
     kv_peak = _finite(at_knee.kv_peak_pct) if at_knee else None
@@ -297,7 +316,7 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
     bound: Bound
     if knee_users is None:
         bound = "none"
-    elif kv_source == "kv_gauge" and (
+    elif kv_source in ("kv_gauge", "stated") and (
         (kv_peak is not None and kv_peak >= kp.memory_pressure_pct)
         or (slots is not None and kv_slots is not None and kv_slots <= slots * KV_BINDS_WITHIN)
     ):
@@ -306,7 +325,8 @@ def fit_capacity(analysis: Analysis, knee_params: KneeParams | None = None) -> C
         bound = "slots"
     else:
         bound = "compute"
-    model_slots = None if bound == "kv" else slots
+    # the running maximum under a binding KV budget was its doing; a stated limit is the engine's
+    model_slots = None if bound == "kv" and slot_source != "stated" else slots
 
     users = [v.target_users for v in knee.judged]
     parameters = analysis.run.run_info.get("parameters") or {}

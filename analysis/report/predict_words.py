@@ -52,12 +52,14 @@ SLOT_WORDS: dict[SlotSource, str] = {
     "client_estimate": "estimated from the client's rows (no server gauge)",
     "throughput_plateau": "assumed: no gauge and no client-side estimate, so the batch the "
     "decode line needs to give the plateau's throughput",
+    "stated": "stated with --slots",
     "none": "none seen",
 }
 KV_WORDS: dict[KvSource, str] = {
     "kv_gauge": "KV gauge × tokens in flight",
     "knee_assumed": "assumed: no KV gauge, so the batch where the knee sat × prompt + "
-    "completion; the run cannot tell the slots from the KV budget",
+    "completion; the run cannot tell the slots from the KV budget: --kv-tokens states it",
+    "stated": "stated with --kv-tokens",
     "none": "no gauge and no hard limit: none assumed",
 }
 

@@ -25,11 +25,17 @@ Stall = Literal["before_headers", "mid_stream"]
 
 class StallingServer(LoopbackServer):
     """Reads each request, counts it, then stalls: with no byte at all (``before_headers``) or
-    after the headers and one token (``mid_stream``), until the test ends."""
+    after the headers and one token (``mid_stream``), until the test ends. Once ``expected``
+    requests are in (each stalled where it should be), it makes the file ``arrived``: Locust
+    quits on it, not on a clock (a 1-s ``-t`` starts from gevent's stale start-up time and can
+    end a loaded run before its users send)."""
 
-    def __init__(self, stall: Stall) -> None:
+    def __init__(self, stall: Stall, expected: int, arrived: Path) -> None:
         self.stall = stall
+        self.expected = expected
+        self.arrived = arrived
         self.received = 0
+        self._count = threading.Lock()
         self._done = threading.Event()
         super().__init__()
 
@@ -42,7 +48,6 @@ class StallingServer(LoopbackServer):
             _read_request(sock)
         except (OSError, ValueError):
             return
-        self.received += 1
         if self.stall == "mid_stream":
             sock.sendall(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -50,6 +55,10 @@ class StallingServer(LoopbackServer):
             )
             ev = _event(TOKEN)
             sock.sendall(b"%x\r\n%s\r\n" % (len(ev), ev))
+        with self._count:
+            self.received += 1
+            if self.received == self.expected:
+                self.arrived.touch()
         self._done.wait(30)  # hold the connection open, silent, until the test is over
 
 
@@ -64,15 +73,17 @@ class StallingServer(LoopbackServer):
 def test_a_user_stopped_in_flight_leaves_its_row(
     tmp_path: Path, stall: Stall, reason: str, status: int | None
 ) -> None:
-    with StallingServer(stall) as server:
+    arrived = tmp_path / "arrived"
+    with StallingServer(stall, expected=2, arrived=arrived) as server:
         result = run_locust(
             tmp_path,
             server.url,
             ["Chat"],
             users=2,
-            seconds=1,
+            seconds=30,  # a backstop: the run quits once both requests are in
             extra=["--llm-model", "fake", "--llm-no-calibrate", "--stop-timeout", "1"],
             timeout_s=60,
+            quit_when=arrived,
         )
         received = server.received
     assert result.returncode in (0, 1), result.output[-3000:]
@@ -83,5 +94,5 @@ def test_a_user_stopped_in_flight_leaves_its_row(
         assert row["outcome"] == "cancelled", row
         assert row["error"] == reason, row
         assert row.get("http_status") == status, row
-        assert row["e2e_ms"] >= 1000, row  # it waited through the run and the stop timeout
+        assert row["e2e_ms"] >= 1000, row  # it waited through the stop timeout
     assert all(e["exception"] for e in result.events)  # Locust counts each as a failure

@@ -38,9 +38,11 @@ def run_locust(
     timeout_s: float = 90.0,
     locustfile: Path = LOCUSTFILE,
     stop_after_events: int = 0,
+    quit_when: Path | None = None,
 ) -> LocustResult:
     """``stop_after_events``: quit once that many request events were written (``seconds``
-    is then only a backstop), for a test that needs requests rather than a length of run."""
+    is then only a backstop), for a test that needs requests rather than a length of run;
+    ``quit_when``: quit once that file exists (a test's server makes it)."""
     rows, info = tmp / "rows.jsonl", tmp / "info.json"
     rows.unlink(missing_ok=True)
     argv = [
@@ -49,7 +51,8 @@ def run_locust(
         "-H", host, "--only-summary", *user_classes, *(extra or []),
     ]  # fmt: skip
     full_env = {**os.environ, "LK_ROWS": str(rows), "LK_INFO": str(info),
-                "LK_STOP_AFTER": str(stop_after_events), **(env or {})}  # fmt: skip
+                "LK_STOP_AFTER": str(stop_after_events), "LK_QUIT_WHEN": str(quit_when or ""),
+                **(env or {})}  # fmt: skip
     proc = subprocess.run(
         argv, env=full_env, capture_output=True, text=True, timeout=timeout_s, cwd=tmp
     )

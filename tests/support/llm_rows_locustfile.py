@@ -5,7 +5,9 @@ plus ``context["loadknee"]``), so tests can check exactly what the recorder woul
 With ``LK_STOP_AFTER=N`` the run quits once N events were written (``-t`` is then a backstop):
 a test that needs a request waits for one instead of a clock. Locust's ``-t`` timer starts from
 gevent's cached loop time, which its start-up leaves stale (0.2 s unloaded, over a second on a
-loaded machine), so a 1-second run could end before its user sent anything.
+loaded machine), so a 1-second run could end before its user sent anything. With
+``LK_QUIT_WHEN=PATH`` the run quits once that file exists: a test whose requests never end (a
+server that stalls) has its server make the file when every request has arrived.
 """
 
 from __future__ import annotations
@@ -41,6 +43,20 @@ _environment: Any = None
 def _keep_environment(environment: Any, **_kw: Any) -> None:
     global _environment
     _environment = environment
+
+
+@events.test_start.add_listener
+def _watch_quit_file(environment: Any, **_kw: Any) -> None:
+    path = os.environ.get("LK_QUIT_WHEN")
+    if path:
+        gevent.spawn(_quit_when_exists, environment, path)
+
+
+def _quit_when_exists(environment: Any, path: str) -> None:
+    while not os.path.exists(path):
+        gevent.sleep(0.05)
+    if environment.runner is not None:
+        environment.runner.quit()  # as -t ends a headless run
 
 
 @events.request.add_listener
