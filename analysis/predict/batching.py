@@ -8,7 +8,9 @@ and send the next (no think time), as a stepped sweep's level does. The server r
    prompt and every token it will generate). The other ``N − b`` users' requests wait in the
    queue.
 2. **Step**: each engine step decodes one token for every running sequence and costs
-   ``α + β × b`` ms (the latency profile's line), plus the prefill of the sequences it admits:
+   ``α + β × b`` ms (the latency profile's line; with a measured step shape, plus the offset of
+   the measured step from that line at ``b``, interpolated between the batches the run
+   measured and held at the end ones beyond them), plus the prefill of the sequences it admits:
    a sequence runs ``O`` steps, so ``b / O`` are admitted per step on average, each costing
    ``γ × I`` ms. One step: ``t = α + β b + γ I b / O``.
 3. **Rates**: ``b`` tokens per step: output ``1000 b / t`` tokens/s; ``b / (O t)`` requests per
@@ -28,7 +30,7 @@ resamples cost one array operation. Pure numpy; no words.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -48,22 +50,39 @@ class Draws:
     prefill_ms_per_token: np.ndarray
     slots: np.ndarray
     kv_tokens: np.ndarray
+    #: ``(batch, ms)`` offsets of the measured step from the line, the same for every set
+    #: (:attr:`~analysis.predict.facts.CapacityFit.step_shape`); empty: the line alone
+    shape: tuple[tuple[float, float], ...] = ()
 
     @classmethod
-    def point(cls, params: CapacityParams) -> Draws:
+    def point(cls, params: CapacityParams, shape: tuple[tuple[float, float], ...] = ()) -> Draws:
         """The fitted values as one parameter set."""
-        return cls.of(
-            [params.alpha_ms.value],
-            [params.beta_ms.value],
-            [params.prefill_ms_per_token.value],
-            [params.slots if params.slots is not None else np.inf],
-            [params.kv_tokens.value if params.kv_tokens is not None else np.inf],
+        return replace(
+            cls.of(
+                [params.alpha_ms.value],
+                [params.beta_ms.value],
+                [params.prefill_ms_per_token.value],
+                [params.slots if params.slots is not None else np.inf],
+                [params.kv_tokens.value if params.kv_tokens is not None else np.inf],
+            ),
+            shape=shape,
         )
 
+    def decode_ms(self, batch: np.ndarray) -> np.ndarray:
+        """One decode step at ``batch`` (step 2 of the module docstring, prefill aside)."""
+        line = self.alpha_ms + self.beta_ms * batch
+        if not self.shape:
+            return line
+        xs, ys = (np.asarray(v, dtype=float) for v in zip(*self.shape, strict=True))
+        return np.maximum(line + np.interp(batch, xs, ys), 1e-6)
+
     @classmethod
-    def of(cls, *columns: object) -> Draws:
-        arrays = [np.asarray(c, dtype=float).reshape(-1, 1) for c in columns]
-        return cls(*arrays)
+    def of(cls, alpha: object, beta: object, gamma: object, slots: object, kv: object) -> Draws:
+        """Parameter sets from one sequence per parameter (the line's step, no shape)."""
+        a, b, g, s, k = (
+            np.asarray(c, dtype=float).reshape(-1, 1) for c in (alpha, beta, gamma, slots, kv)
+        )
+        return cls(a, b, g, s, k)
 
 
 @dataclass(frozen=True)
@@ -100,10 +119,11 @@ def grid(draws: Draws, workload: Workload, top: int = TOP_USERS) -> Grid:
     batch = np.minimum(n, cap)
     limit = np.where(batch < n, np.where(draws.slots <= held, 1, 2), 0)
     i, o = workload.input_tokens, max(workload.output_tokens, 1.0)
-    alpha, beta, gamma = draws.alpha_ms, draws.beta_ms, draws.prefill_ms_per_token
-    step = alpha + beta * batch + gamma * i * batch / o
+    gamma = draws.prefill_ms_per_token
+    decode = draws.decode_ms(batch)
+    step = decode + gamma * i * batch / o
     e2e = n * o * step / batch
-    ttft = (e2e - o * step) + alpha + beta * batch + gamma * i
+    ttft = (e2e - o * step) + decode + gamma * i
     tok_s = 1000.0 * batch / step
     tail = e2e / e2e[:, :1]
     gain = np.full_like(tok_s, np.nan)

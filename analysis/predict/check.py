@@ -87,7 +87,7 @@ def _level_checks(p: Prediction, measured: MeasuredRun, top: int) -> tuple[Level
     if p.point is None or not wanted:
         return ()
     columns = [u - 1 for u, _ in wanted]
-    point = grid(Draws.point(p.fit.params), p.workload, top).e2e_ms[0, columns]
+    point = grid(Draws.point(p.fit.params, p.fit.step_shape), p.workload, top).e2e_ms[0, columns]
     low = high = None
     if p.resamples:
         resampled = grid(draws(p.fit, p.resamples, p.widened_by), p.workload, top).e2e_ms

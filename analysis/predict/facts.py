@@ -34,6 +34,10 @@ KvSource = Literal["kv_gauge", "knee_assumed", "stated", "none"]
 #: which limit bound a run or a prediction: the slots, the KV budget, the decode step growing
 #: with the batch (compute), or none within the levels looked at
 Bound = Literal["slots", "kv", "compute", "none"]
+#: the decode step the model runs: the fitted line α + β × batch, or the line plus each measured
+#: batch's own offset from it (``measured``: where the line misses the run's own latency, a step
+#: that is no straight line in the batch, such as llama.cpp's one-sequence fast path)
+StepModel = Literal["line", "measured"]
 #: which signal ended the predicted capacity (loadknee_core.knee_params thresholds)
 EndSignal = Literal["flattening", "tail", "none"]
 
@@ -159,6 +163,17 @@ class CapacityFit:
     #: ``(users, median e2e ms)`` per judged step or refine level (the median of its stages'
     #: medians), for the in-sample check (:mod:`analysis.predict.insample`); empty: none kept
     measured_e2e_ms: tuple[tuple[int, float], ...] = ()
+    #: ``(batch, ms)``: how far each measured batch's median step sat above the line (below:
+    #: negative), the median over its stages, by batch; empty: no decode points kept
+    step_offsets: tuple[tuple[float, float], ...] = ()
+    #: which step the model runs (:data:`StepModel`); ``measured`` only where the line misses
+    #: the run's own latency and the offsets make it fit (:func:`analysis.predict.whatif.predict`)
+    step_model: StepModel = "line"
+
+    @property
+    def step_shape(self) -> tuple[tuple[float, float], ...]:
+        """The offsets the model adds to the line: the measured ones, or none for the line."""
+        return self.step_offsets if self.step_model == "measured" else ()
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,9 @@
   fit is made all the same (its decode line is the run's), but it keeps no measured capacity
   and carries the reason; :func:`~analysis.predict.whatif.predict` refuses a number from it,
   since the slot limit and the KV budget above lean on the very answer the run could not give.
+* **The step's shape**: each measured batch's median offset from the decode line
+  (``step_offsets``), kept for a step that is no straight line; the model runs it only where
+  the line misses the run's own latency (:func:`analysis.predict.whatif.predict`).
 * **The run's own latency**: the median e2e of each judged step and refine level
   (``measured_e2e_ms``), which :mod:`analysis.predict.insample` holds the model against.
 """
@@ -167,6 +170,17 @@ def _kv_from_gauge(
 
     spread = [budget(g) for g in read if g.kv_mean_pct >= best.kv_mean_pct / 2.0]
     return Estimate(budget(best), min(spread), max(spread)), best
+
+
+def step_offsets(points: pd.DataFrame) -> tuple[tuple[float, float], ...]:
+    """Per measured batch (to 0.01), the median of its stages' offsets from the decode line
+    (``residual_ms``: measured step − line), by batch: the shape a step that is no straight line
+    leaves (:data:`~analysis.predict.facts.StepModel`)."""
+    if points.empty or "residual_ms" not in points:
+        return ()
+    rows = points[["batch", "residual_ms"]].astype(float).dropna()
+    by_batch = rows.groupby(rows["batch"].round(2))["residual_ms"].median().sort_index()
+    return tuple(zip(map(float, by_batch.index), map(float, by_batch.to_numpy()), strict=True))
 
 
 def _decode_from_e2e(analysis: Analysis, workload: Workload) -> tuple[LineFit, float]:
@@ -328,6 +342,7 @@ def fit_capacity(
     # the running maximum under a binding KV budget was its doing; a stated limit is the engine's
     model_slots = None if bound == "kv" and slot_source != "stated" else slots
 
+    offsets = step_offsets(profile.decode_points)
     users = [v.target_users for v in knee.judged]
     parameters = analysis.run.run_info.get("parameters") or {}
     standing = analysis.standing
@@ -354,6 +369,7 @@ def fit_capacity(
         tokens_per_chunk=profile.tokens_per_chunk,
         cannot_tell=standing.reason if standing.cannot_tell else None,
         measured_e2e_ms=_measured_e2e(analysis),
+        step_offsets=() if decode_source == "e2e_per_token" else offsets,
     )
 
 

@@ -13,7 +13,8 @@ batch (llama.cpp's one-sequence fast path: ~7.4 ms alone, ~18.9 ms with two sequ
 line through its stages that misses the run itself by ~28 % at 1 user, and a prediction from
 it that missed a real sweep by 4× with the truth outside its interval. A model that cannot
 reproduce its own source would predict other lengths by luck: above :data:`MISFIT_LIMIT` the
-prediction is refused (``model_misfit``), the worst level's facts in
+line gives way to the measured steps (:func:`analysis.predict.whatif.predict`), and a model that
+misses even so is refused (``model_misfit``), the worst level's facts in
 :class:`~analysis.predict.facts.InSampleMiss`.
 
 Pure: the fit in, the worst level out; no words.
@@ -52,7 +53,7 @@ def worst_miss(fit: CapacityFit, limit: float = MISFIT_LIMIT) -> InSampleMiss | 
     measured = [(u, ms) for u, ms in fit.measured_e2e_ms if 1 <= u <= cap and ms > 0]
     if not measured:
         return None
-    e2e = grid(Draws.point(p), w, max(u for u, _ in measured)).e2e_ms[0]
+    e2e = grid(Draws.point(p, fit.step_shape), w, max(u for u, _ in measured)).e2e_ms[0]
     misses = [
         InSampleMiss(u, float(e2e[u - 1]), ms, (float(e2e[u - 1]) - ms) / ms, limit)
         for u, ms in measured

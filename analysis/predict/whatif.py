@@ -17,10 +17,13 @@
    (``source_cannot_tell``): what ``loadknee analyze`` would not say for the run's own lengths
    a what-if must not say for any.
 5. **In sample**: the model at the source run's own lengths must reproduce its median e2e at
-   the levels up to its capacity within :data:`~.insample.MISFIT_LIMIT`; a model that misses
-   its own run (a step that is no straight line in the batch) gives no number
-   (``model_misfit``, :mod:`analysis.predict.insample`): its interval covers the parameters'
-   noise, not a wrong shape.
+   the levels up to its capacity within :data:`~.insample.MISFIT_LIMIT`. Where the straight
+   line misses (a step that is no straight line in the batch, such as llama.cpp's one-sequence
+   fast path), the model runs the measured steps instead: the line plus each measured batch's
+   offset from it (``step_model = "measured"``, :attr:`~.facts.CapacityFit.step_offsets`); a
+   model that misses its own run even so gives no number (``model_misfit``,
+   :mod:`analysis.predict.insample`): its interval covers the parameters' noise, not a wrong
+   shape.
 6. **Check**: the levels a real run should test to check it: one user, half the capacity, the
    interval's ends and the capacity, one past each, and twice the capacity.
 
@@ -77,7 +80,7 @@ def draws(fit: CapacityFit, n: int, widen: float = 1.0, seed: int = SEED) -> Dra
         if fit.kv_source == "knee_assumed":
             kv[1::2] = np.inf  # slots or KV: the run could not tell
     alpha = np.where(alpha + beta > 0, alpha, 1e-6)  # a step takes some time
-    return Draws.of(alpha, beta, gamma, slots, kv)
+    return replace(Draws.of(alpha, beta, gamma, slots, kv), shape=fit.step_shape)
 
 
 def check_levels(users: int, low: int | None, high: int | None) -> tuple[int, ...]:
@@ -124,8 +127,11 @@ def predict(
         return empty
     miss = misfit(fit)
     if miss is not None:
-        return replace(empty, refusal="model_misfit", misfit=miss)
-    g = grid(Draws.point(p), workload, top)
+        shaped = replace(fit, step_model="measured")
+        if not fit.step_offsets or misfit(shaped) is not None:
+            return replace(empty, refusal="model_misfit", misfit=miss)
+        fit = shaped  # the line misses its own run; the measured steps reproduce it
+    g = grid(Draws.point(p, fit.step_shape), workload, top)
     point = capacity_of(g, params)
     shown = level_figures(g, _shown_levels(point.users, top))
     reach = (point.batch or 0.0) / max(fit.max_batch, 1.0)

@@ -189,6 +189,13 @@ def _model(fit: CapacityFit) -> list[str]:
         f"  prefill {_est(p.prefill_ms_per_token)} ms per prompt token ({_prefill_source(fit)})",
         f"  slots {'—' if p.slots is None else f'{p.slots:g}'} ({_slot_source(fit)})",
     ]
+    if fit.step_model == "measured":
+        offsets = ", ".join(f"{ms:+.1f} ms at {batch:g}" for batch, ms in fit.step_shape)
+        lines.insert(
+            1,
+            "  the step as measured, not the line (the line misses the run's own latency): the "
+            f"line plus each batch's offset from it, {offsets} (the end ones held beyond)",
+        )
     if p.kv_tokens is None:
         lines.append(f"  KV budget — ({KV_WORDS[fit.kv_source]})")
     else:
