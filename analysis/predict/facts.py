@@ -35,8 +35,8 @@ KvSource = Literal["kv_gauge", "knee_assumed", "stated", "none"]
 #: with the batch (compute), or none within the levels looked at
 Bound = Literal["slots", "kv", "compute", "none"]
 #: the decode step the model runs: the fitted line α + β × batch, or the line plus each measured
-#: batch's own offset from it (``measured``: where the line misses the run's own latency, a step
-#: that is no straight line in the batch, such as llama.cpp's one-sequence fast path)
+#: batch's own offset from it (``measured``: where that reproduces the run's own latency better,
+#: a step that is no straight line in the batch, such as llama.cpp's one-sequence fast path)
 StepModel = Literal["line", "measured"]
 #: which signal ended the predicted capacity (loadknee_core.knee_params thresholds)
 EndSignal = Literal["flattening", "tail", "none"]
@@ -166,8 +166,8 @@ class CapacityFit:
     #: ``(batch, ms)``: how far each measured batch's median step sat above the line (below:
     #: negative), the median over its stages, by batch; empty: no decode points kept
     step_offsets: tuple[tuple[float, float], ...] = ()
-    #: which step the model runs (:data:`StepModel`); ``measured`` only where the line misses
-    #: the run's own latency and the offsets make it fit (:func:`analysis.predict.whatif.predict`)
+    #: which step the model runs (:data:`StepModel`); ``measured`` where the offsets reproduce
+    #: the run's own latency better than the line (:func:`analysis.predict.whatif.best_reproducing`)
     step_model: StepModel = "line"
 
     @property

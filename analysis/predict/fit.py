@@ -49,8 +49,9 @@
   and carries the reason; :func:`~analysis.predict.whatif.predict` refuses a number from it,
   since the slot limit and the KV budget above lean on the very answer the run could not give.
 * **The step's shape**: each measured batch's median offset from the decode line
-  (``step_offsets``), kept for a step that is no straight line; the model runs it only where
-  the line misses the run's own latency (:func:`analysis.predict.whatif.predict`).
+  (``step_offsets``), kept for a step that is no straight line; the model runs it where it
+  reproduces the run's own latency better than the line
+  (:func:`analysis.predict.whatif.best_reproducing`).
 * **The run's own latency**: the median e2e of each judged step and refine level
   (``measured_e2e_ms``), which :mod:`analysis.predict.insample` holds the model against.
 """

@@ -193,8 +193,8 @@ def _model(fit: CapacityFit) -> list[str]:
         offsets = ", ".join(f"{ms:+.1f} ms at {batch:g}" for batch, ms in fit.step_shape)
         lines.insert(
             1,
-            "  the step as measured, not the line (the line misses the run's own latency): the "
-            f"line plus each batch's offset from it, {offsets} (the end ones held beyond)",
+            "  the step as measured, not the line (it reproduces the run's own latency better): "
+            f"the line plus each batch's offset from it, {offsets} (the end ones held beyond)",
         )
     if p.kv_tokens is None:
         lines.append(f"  KV budget — ({KV_WORDS[fit.kv_source]})")
