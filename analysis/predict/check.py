@@ -4,12 +4,19 @@ The one honest test of the model is a real sweep of the user's own server. Given
 run and a second run (:func:`measured_run`: its lengths, its capacity, its P95 e2e per level),
 :func:`check` predicts at the second run's lengths and thresholds and compares:
 
-* **Capacity**: a sweep only tests its levels, so it places the capacity between the level it
-  reports and its next level less one (1, 2, 4, 8, 16 with the knee at 8: 4–7; the model, at
-  every whole number of users, may say 6 for that same server); a capacity that is no tested
-  level (the server's slot count capped it) is that number exactly. The prediction agrees
-  where its interval meets that span; its error is the point's distance from the span over the
-  measured capacity (0 within it), beside the raw (point − measured) / measured.
+* **Capacity**: the prediction's deploy figure (before the tail departs or the throughput
+  flattens) against the run's deploy answer, the first number ``loadknee analyze`` prints; and
+  the prediction's offline batch (before the throughput flattens) against the run's knee
+  (``max_concurrency``). A slot- or KV-bound server gives both the same figure; a server with
+  no hard limit doubles its tail well before its throughput stops growing (the compute-bound
+  simulator: the tail at ~32 users, the knee at 48–64), and holding the deploy figure against
+  the knee would call a right prediction wrong. A sweep only tests its levels, so it places a
+  capacity between the level it reports and its next level less one (1, 2, 4, 8, 16 with the
+  knee at 8: 4–7; the model, at every whole number of users, may say 6 for that same server);
+  a capacity that is no tested level (the server's slot count capped it) is that number
+  exactly. The prediction agrees where its interval meets that span; its error is the point's
+  distance from the span over the measured capacity (0 within it), beside the raw
+  (point − measured) / measured.
 * **Latency per level**: at each step level both have, the model's e2e (the same for every
   request: the model has no spread, so it sits below a measured P95 by the run's own spread)
   with the 5th–95th percentile over the prediction's resampled parameters, against the P95.
@@ -27,9 +34,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from analysis.advice.deploy import binding_stage
 from analysis.pipeline import Analysis
 from analysis.predict.batching import TOP_USERS, Draws, grid
 from analysis.predict.facts import (
+    MODELLED_BOUNDS,
+    Agreement,
     CapacityFit,
     Check,
     LevelCheck,
@@ -64,6 +74,12 @@ def measured_run(analysis: Analysis) -> MeasuredRun | None:
     knee = analysis.knee
     past = knee.knee_users if knee.knee_users is not None else knee.red_line_users
     unknown = analysis.standing.cannot_tell  # no capacity to check against: none is kept
+    deploy = analysis.recommendations.deploy
+    capacity, capacity_past = knee.max_concurrency, past
+    if deploy is not None and deploy.bound in MODELLED_BOUNDS:
+        bound_at = None if deploy.bound == "tested_range" else binding_stage(knee, deploy.bound)
+        capacity = deploy.users
+        capacity_past = None if bound_at is None else bound_at.target_users
     s = analysis.summary
     steps = s[s["kind"] == "step"]
     p95 = pd.to_numeric(steps["e2e_p95_ms"], errors="coerce")
@@ -72,13 +88,17 @@ def measured_run(analysis: Analysis) -> MeasuredRun | None:
         run_id=analysis.run_id,
         workload=workload,
         workload_source=source,
-        capacity=None if unknown else knee.max_concurrency,
-        past_users=None if unknown else past,
+        capacity=None if unknown else capacity,
+        past_users=None if unknown else capacity_past,
         levels=tuple(sorted({int(u) for u in steps["target_users"]})),
         p95_e2e_ms=tuple(
             zip(per_level.index.astype(int).tolist(), per_level.astype(float).tolist(), strict=True)
         ),
         cannot_tell=analysis.standing.reason if unknown else None,
+        knee_capacity=None if unknown else knee.max_concurrency,
+        knee_past_users=None if unknown else past,
+        deploy_users=None if unknown or deploy is None else deploy.users,
+        deploy_bound=None if unknown or deploy is None else deploy.bound,
     )
 
 
@@ -111,17 +131,39 @@ def _level_checks(p: Prediction, measured: MeasuredRun, top: int) -> tuple[Level
     return tuple(out)
 
 
-def _measured_span(m: MeasuredRun) -> tuple[int | None, int | None]:
-    """Where the run's levels place its capacity (see :class:`~.facts.Check`)."""
-    cap, past = m.capacity, m.past_users
+def _measured_span(
+    cap: int | None, past: int | None, levels: tuple[int, ...]
+) -> tuple[int | None, int | None]:
+    """Where the run's levels place a capacity (see :class:`~.facts.Check`)."""
     if cap is None:
         return None, None if past is None else past - 1
-    if cap not in m.levels:
+    if cap not in levels:
         return cap, cap
-    above = [u for u in m.levels if u > cap]
+    above = [u for u in levels if u > cap]
     if above:
         return cap, above[0] - 1
     return cap, None if past is None else max(cap, past - 1)
+
+
+def agreement(
+    users: int | None,
+    low: int | None,
+    high: int | None,
+    cap: int | None,
+    past: int | None,
+    levels: tuple[int, ...],
+) -> Agreement:
+    """A predicted figure (``users``, interval ``low``–``high``) against a measured capacity
+    ``cap`` and the span the run's ``levels`` allow it."""
+    low_m, high_m = _measured_span(cap, past, levels)
+    inside = error = raw = None
+    if users is not None and cap is not None and low_m is not None and cap > 0:
+        lo, hi = low or users, high or users
+        inside = hi >= low_m and (high_m is None or lo <= high_m)
+        nearest = max(users, low_m) if high_m is None else min(max(users, low_m), high_m)
+        error = (users - nearest) / cap
+        raw = (users - cap) / cap
+    return Agreement(cap, low_m, high_m, inside, error, raw)
 
 
 def check(fit: CapacityFit, measured: MeasuredRun, params: KneeParams = DEFAULTS) -> Check:
@@ -129,23 +171,27 @@ def check(fit: CapacityFit, measured: MeasuredRun, params: KneeParams = DEFAULTS
     (see the module docstring). The prediction's resamples and level range are
     :func:`~.whatif.predict`'s defaults, the ones ``loadknee predict`` shows."""
     p = predict(fit, measured.workload, params)
-    cap = measured.capacity
-    low_m, high_m = _measured_span(measured)
-    users = p.point.users if p.point is not None and p.refusal is None else None
-    inside = error = raw = None
-    if users is not None and cap is not None and low_m is not None and cap > 0:
-        lo, hi = p.low or users, p.high or users
-        inside = hi >= low_m and (high_m is None or lo <= high_m)
-        nearest = max(users, low_m) if high_m is None else min(max(users, low_m), high_m)
-        error = (users - nearest) / cap
-        raw = (users - cap) / cap
+    point = p.point if p.point is not None and p.refusal is None else None
+    m = measured
+    deploy = agreement(
+        None if point is None else point.users, p.low, p.high, m.capacity, m.past_users, m.levels
+    )
+    offline = agreement(
+        None if point is None else point.offline_users,
+        p.offline_low,
+        p.offline_high,
+        m.knee_capacity,
+        m.knee_past_users,
+        m.levels,
+    )
     return Check(
         prediction=p,
         measured=measured,
-        measured_low=low_m,
-        measured_high=high_m,
-        inside=inside,
-        error=error,
-        raw_error=raw,
+        measured_low=deploy.measured_low,
+        measured_high=deploy.measured_high,
+        inside=deploy.inside,
+        error=deploy.error,
+        raw_error=deploy.raw_error,
         levels=_level_checks(p, measured, TOP_USERS) if p.refusal is None else (),
+        offline=offline,
     )

@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--check", action="store_true",
         help="predict OTHER_RUN's lengths from RUN_DIR and compare with what OTHER_RUN measured "
-        "(capacity, P95 e2e per level)",
+        "(the deploy figure, the offline batch against its knee, P95 e2e per level)",
     )  # fmt: skip
     parser.add_argument(
         "--format", choices=["text", "json"], default="text",

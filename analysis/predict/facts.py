@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from analysis.advice.facts import DeployBound
 from analysis.model import CannotTell
 
 #: where the prefill cost per prompt token came from: a line through TTFT against prompt tokens
@@ -169,6 +170,9 @@ class CapacityFit:
     #: which step the model runs (:data:`StepModel`); ``measured`` where the offsets reproduce
     #: the run's own latency better than the line (:func:`analysis.predict.whatif.best_reproducing`)
     step_model: StepModel = "line"
+    #: the run's deploy answer (``loadknee analyze``'s first number; None: none, or it cannot
+    #: tell): below ``measured_capacity`` where the tail departed before the knee
+    measured_deploy: int | None = None
 
     @property
     def step_shape(self) -> tuple[tuple[float, float], ...]:
@@ -251,6 +255,12 @@ class Prediction:
 WorkloadSource = Literal["rows", "run_json"]
 
 
+#: the deploy answer's bounds the model judges too: the knee (a queue, or a soft knee answered
+#: before the tail departs), the tail alone, and the tested range; an answer bound by an SLA,
+#: memory or errors is held against the run's knee instead (the model predicts none of them)
+MODELLED_BOUNDS: frozenset[DeployBound] = frozenset({"knee", "tail", "tested_range"})
+
+
 @dataclass(frozen=True)
 class MeasuredRun:
     """What a second run measured, to check a prediction against (:mod:`analysis.predict.check`)."""
@@ -258,13 +268,25 @@ class MeasuredRun:
     run_id: str
     workload: Workload
     workload_source: WorkloadSource
-    capacity: int | None  # its max_concurrency
+    #: what the prediction's capacity is held against: the run's deploy answer (``loadknee
+    #: analyze``'s first number: before the first stage that breaks a limit, or before the tail
+    #: departs where nothing queued), or its knee's figure where the deploy answer was bound
+    #: by a rule the model does not judge (``deploy_bound``: an SLA, memory, errors)
+    capacity: int | None
     past_users: int | None  # the first stage past the capacity (None: not reached)
     levels: tuple[int, ...]  # its step levels
     p95_e2e_ms: tuple[tuple[int, float], ...]  # (users, P95 e2e) per step level
     #: why the run cannot tell its capacity (None: it answers); then ``capacity`` and
     #: ``past_users`` are None: there is no measured capacity to check against
     cannot_tell: CannotTell | None = None
+    #: its knee's figure (``max_concurrency``: the stage before throughput stops growing) and
+    #: the first stage past it: what the prediction's offline batch predicts (None: no knee
+    #: measured, or the run cannot tell)
+    knee_capacity: int | None = None
+    knee_past_users: int | None = None
+    #: its deploy answer and the rule that bound it (None: no answer, or it cannot tell)
+    deploy_users: int | None = None
+    deploy_bound: DeployBound | None = None
 
 
 @dataclass(frozen=True)
@@ -281,6 +303,18 @@ class LevelCheck:
 
 
 @dataclass(frozen=True)
+class Agreement:
+    """One predicted figure against the span a run's levels allow (see :class:`Check`)."""
+
+    measured: int | None
+    measured_low: int | None
+    measured_high: int | None
+    inside: bool | None
+    error: float | None
+    raw_error: float | None
+
+
+@dataclass(frozen=True)
 class Check:
     """A prediction at another run's lengths against what that run measured.
 
@@ -290,6 +324,12 @@ class Check:
     prediction agrees (``inside``) where its interval meets that span, and ``error`` is the
     point's distance from the span over the measured capacity (0 within it); ``raw_error`` is
     (point − capacity) / capacity. None where either side has no number.
+
+    The capacity compared is the deploy figure on both sides (before the tail departs or the
+    throughput flattens); ``offline`` holds the prediction's offline batch (before the
+    throughput flattens alone) against the run's knee (``max_concurrency``) the same way. On
+    a slot- or KV-bound server the two coincide; on a server with no hard limit the tail
+    doubles well before the throughput stops growing, and each figure has its own yardstick.
     """
 
     prediction: Prediction
@@ -300,3 +340,4 @@ class Check:
     error: float | None
     raw_error: float | None
     levels: tuple[LevelCheck, ...]
+    offline: Agreement | None = None

@@ -347,6 +347,7 @@ def fit_capacity(
     users = [v.target_users for v in knee.judged]
     parameters = analysis.run.run_info.get("parameters") or {}
     standing = analysis.standing
+    deploy = analysis.recommendations.deploy
     levels = tuple(sorted({int(u) for u in users}))
     return CapacityFit(
         run_id=analysis.run_id,
@@ -371,6 +372,7 @@ def fit_capacity(
         cannot_tell=standing.reason if standing.cannot_tell else None,
         measured_e2e_ms=_measured_e2e(analysis),
         step_offsets=() if decode_source == "e2e_per_token" else offsets,
+        measured_deploy=None if standing.cannot_tell or deploy is None else deploy.users,
     )
 
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import shlex
 
+from analysis.model import CannotTell
 from analysis.predict.facts import (
+    MODELLED_BOUNDS,
+    Agreement,
     Bound,
     CapacityFit,
     Check,
@@ -25,6 +28,7 @@ from analysis.predict.facts import (
     PrefillSource,
     SlotSource,
 )
+from analysis.report.advice_words import BOUND_WORDS as DEPLOY_BOUND_WORDS
 from analysis.report.standing import CANNOT_TELL_SHORT
 
 BOUND_WORDS: dict[Bound, str] = {
@@ -145,6 +149,9 @@ def _measured(fit: CapacityFit) -> str:
             "why and what to re-run)"
         )
     cap = "—" if fit.measured_capacity is None else f"{fit.measured_capacity}"
+    deploy = fit.measured_deploy
+    if deploy is not None and deploy != fit.measured_capacity:
+        cap += f" (deploy answer {deploy})"
     evidence = []
     if b.knee_users is not None:
         evidence.append(f"knee at {b.knee_users} users")
@@ -356,31 +363,57 @@ def _pct(error: float) -> str:
     return "0 %" if whole == 0 else f"{whole:+d} %"
 
 
-def _measured_span(c: Check) -> str:
-    low, high = c.measured_low, c.measured_high
+def _measured_span(low: int | None, high: int | None) -> str:
     if high is None:
-        return f"no stage past it: the capacity is {low} or more"
+        return f"no stage past it: {low} or more"
     if low == high:
         return f"exactly {low}: a gauge or its next level pins it"
-    return f"its levels place the capacity at {low}–{high}"
+    return f"its levels place it at {low}–{high}"
 
 
-def _capacity_line(c: Check) -> str:
-    p, m = c.prediction, c.measured
-    measured = "—" if m.capacity is None else f"{m.capacity} ({_measured_span(c)})"
-    if m.cannot_tell is not None:
-        measured = f"cannot tell ({CANNOT_TELL_SHORT[m.cannot_tell]}: no capacity to check)"
-    point = p.point.users if p.point is not None and p.refusal is None else None
-    if point is None:
-        return f"  capacity: no prediction; measured {measured}"
-    head = f"  capacity: predicted {span_text(point, p.low, p.high)}, measured {measured}"
-    if c.inside is None or c.error is None or c.raw_error is None:
+def _agreement_line(
+    name: str, predicted: str | None, a: Agreement, cannot_tell: CannotTell | None
+) -> str:
+    """One predicted figure against what the run measured (``predicted`` None: refused)."""
+    span = _measured_span(a.measured_low, a.measured_high)
+    measured = "—" if a.measured is None else f"{a.measured} ({span})"
+    if cannot_tell is not None:
+        measured = f"cannot tell ({CANNOT_TELL_SHORT[cannot_tell]}: no capacity to check)"
+    if predicted is None:
+        return f"  {name}: no prediction; measured {measured}"
+    head = f"  {name}: predicted {predicted}, measured {measured}"
+    if a.inside is None or a.error is None or a.raw_error is None:
         return head
-    verdict = "inside the interval" if c.inside else "OUTSIDE the interval"
+    verdict = "inside the interval" if a.inside else "OUTSIDE the interval"
     return (
-        f"{head}: {verdict}; error {_pct(c.error)} beyond the run's resolution "
-        f"({_pct(c.raw_error)} against {m.capacity})"
+        f"{head}: {verdict}; error {_pct(a.error)} beyond the run's resolution "
+        f"({_pct(a.raw_error)} against {a.measured})"
     )
+
+
+def _capacity_lines(c: Check) -> list[str]:
+    """The deploy figure against the run's deploy answer; the offline batch against its knee."""
+    p, m = c.prediction, c.measured
+    point = p.point if p.point is not None and p.refusal is None else None
+    deploy = Agreement(m.capacity, c.measured_low, c.measured_high, c.inside, c.error, c.raw_error)
+    lines = [
+        _agreement_line(
+            "deploy",
+            None if point is None else span_text(point.users, p.low, p.high),
+            deploy,
+            m.cannot_tell,
+        )
+    ]
+    if m.deploy_bound is not None and m.deploy_bound not in MODELLED_BOUNDS:
+        lines.append(
+            f"  (the run's deploy answer, {m.deploy_users}, was bound by "
+            f"{DEPLOY_BOUND_WORDS[m.deploy_bound]}, which the model does not predict: the "
+            "prediction is held against the run's knee)"
+        )
+    if c.offline is not None and c.offline.measured is not None and point is not None:
+        offline = span_text(point.offline_users, p.offline_low, p.offline_high)
+        lines.append(_agreement_line("offline batch (the knee)", offline, c.offline, None))
+    return lines
 
 
 def _level_rows(c: Check) -> list[str]:
@@ -404,7 +437,7 @@ def check_text(c: Check) -> str:
     source = "" if m.workload_source == "rows" else " (lengths from run.json: no ok row counted)"
     lines = [
         f"CHECK: run {m.run_id} at {_lengths(p)}{source}, predicted from run {p.fit.run_id}",
-        _capacity_line(c),
+        *_capacity_lines(c),
     ]
     if p.refusal == "no_decode_fit":
         lines.append("  no prediction: the source run's decode step could not be fitted")

@@ -54,6 +54,33 @@ def test_the_capacity_is_compared_with_the_span_the_runs_levels_allow(
         assert (c.error, c.raw_error) == (pytest.approx(error), pytest.approx(raw))
 
 
+#: exact parameters, no hard limit: at 256 + 64 tokens the tail doubles past 10 users (the
+#: deploy figure 10) and the throughput flattens past 14 (the offline batch 14)
+NO_LIMIT = synthetic_fit(CapacityParams(X(10.0), X(1.0), X(0.05), None, None))
+
+
+@pytest.mark.parametrize(
+    ("deploy", "knee", "deploy_inside", "offline_inside"),
+    [
+        ((8, 12), (12, 16), True, True),  # deploy 10 within 8–11, offline 14 within 12–15
+        ((12, 16), (12, 16), False, True),  # a run whose deploy answer were its knee
+        ((8, 12), (8, 12), True, False),  # a run whose knee were its deploy answer
+    ],
+)
+def test_the_deploy_figure_meets_the_deploy_answer_and_the_offline_batch_the_knee(
+    deploy, knee, deploy_inside, offline_inside
+) -> None:
+    measured = dataclasses.replace(
+        _measured(*deploy), levels=WIDE, knee_capacity=knee[0], knee_past_users=knee[1]
+    )
+    c = check(NO_LIMIT, measured)
+    point = c.prediction.point
+    assert (point.users, point.offline_users) == (10, 14)
+    assert c.inside is deploy_inside
+    assert c.offline is not None and c.offline.inside is offline_inside
+    assert (c.offline.measured_low, c.offline.measured_high) == (knee[0], knee[1] - 1)
+
+
 def test_a_measured_run_that_cannot_tell_has_no_capacity_to_compare() -> None:
     unknown = dataclasses.replace(_measured(None, None), cannot_tell="tail_in_doubt")
     c = check(SLOTS8, unknown)
@@ -90,6 +117,19 @@ def runs(tmp_path_factory: pytest.TempPathFactory):
 
 
 WIDE = (1, 2, 4, 8, 12, 16, 24)
+
+
+def test_a_deploy_answer_bound_by_what_the_model_does_not_judge_is_held_by_the_knee(runs):
+    # the fixture server on the wide levels: memory passes 85 % at 12 users, so its deploy
+    # answer is 8 (memory) while its knee is 12; the model predicts no memory pressure
+    m = measured_run(analyze_run(runs(12, WIDE)))
+    assert m is not None
+    assert (m.deploy_users, m.deploy_bound) == (8, "memory")
+    assert (m.capacity, m.past_users) == (12, 16) == (m.knee_capacity, m.knee_past_users)
+    # on the narrow levels the knee binds the deploy answer itself, and both agree
+    m = measured_run(analyze_run(runs(12)))
+    assert m is not None
+    assert (m.deploy_users, m.deploy_bound, m.capacity, m.knee_capacity) == (8, "knee", 8, 8)
 
 
 @pytest.mark.parametrize(

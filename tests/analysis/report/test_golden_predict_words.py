@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import get_args
 
+from analysis.advice.facts import DeployBound
 from analysis.model import CannotTell
 from analysis.predict.check import check
 from analysis.predict.facts import CapacityParams, Estimate, MeasuredRun, Workload, WorkloadSource
@@ -49,10 +50,23 @@ CASES = {
 }  # fmt: skip
 
 
-def _other(capacity: int | None, past: int | None, source: WorkloadSource = "rows") -> MeasuredRun:
-    levels = (1, 2, 4, 8, 12, 16)
+def _other(
+    capacity: int | None,
+    past: int | None,
+    source: WorkloadSource = "rows",
+    *,
+    knee: tuple[int, int | None] | None = None,
+    deploy: tuple[int, DeployBound] | None = None,
+    levels: tuple[int, ...] = (1, 2, 4, 8, 12, 16),
+) -> MeasuredRun:
+    """The other run: its deploy answer ``capacity`` (``past``: the stage past it); its knee
+    and deploy answer as given, else the same figure bound by the knee."""
     p95 = tuple((u, 700.0 + 40.0 * max(0, u - 8) ** 1.5) for u in levels)
-    return MeasuredRun("other", Workload(256, 64), source, capacity, past, levels, p95)
+    knee_users, knee_past = knee or (capacity, past)
+    deploy_users, bound = deploy or (capacity, "knee")
+    return MeasuredRun("other", Workload(256, 64), source, capacity, past, levels, p95,
+                       knee_capacity=knee_users, knee_past_users=knee_past,
+                       deploy_users=deploy_users, deploy_bound=bound)  # fmt: skip
 
 
 #: case → (fit, the other run)
@@ -62,6 +76,14 @@ CHECKS = {
         synthetic_fit(SLOTS8, kv_pct=14.0, kv_source="kv_gauge"), _other(12, 16, "run_json"),
     ),
     "check, top level not reached": (synthetic_fit(COMPUTE, max_batch=40.0), _other(16, None)),
+    "check, no hard limit: the tail departs before the throughput flattens": (
+        synthetic_fit(COMPUTE, max_batch=64.0),
+        _other(32, 48, knee=(48, 64), levels=(1, 2, 4, 8, 16, 24, 32, 48, 64)),
+    ),
+    "check, the deploy answer bound by memory": (
+        synthetic_fit(SLOTS8, kv_pct=14.0, kv_source="kv_gauge"),
+        _other(8, 12, deploy=(4, "memory")),
+    ),
     "check, no decode fit": (synthetic_fit(replace(SLOTS8, alpha_ms=NAN, beta_ms=NAN)),
                              _other(8, 12)),
     "check, the other run cannot tell": (
