@@ -20,6 +20,8 @@ from typing import Final
 
 import pandas as pd
 
+from analysis.inputs.server_metrics import metric_names
+
 
 @dataclass(frozen=True)
 class Engine:
@@ -72,9 +74,7 @@ VLLM_OLD_KV: Final = "vllm:gpu_cache_usage_perc"
 
 def detect_engine(server_metrics: pd.DataFrame) -> Engine | None:
     """The engine whose running/waiting gauges the run scraped; None without server metrics."""
-    if server_metrics.empty or "metric" not in server_metrics:
-        return None
-    names = {str(name) for name in server_metrics["metric"].dropna().unique()}
+    names = metric_names(server_metrics)
     for engine in ENGINES:
         if engine.running in names or engine.waiting in names:
             if engine.name == "vllm" and engine.kv_usage not in names and VLLM_OLD_KV in names:

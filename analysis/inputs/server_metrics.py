@@ -91,6 +91,15 @@ REPLICA_LABELS: Final[frozenset[str]] = frozenset({"tp_rank", "pp_rank"})
 _KEYS = ["timestamp_unix_s", "endpoint"]
 
 
+def metric_names(server_metrics: pd.DataFrame | None) -> set[str]:
+    """Every metric name the run scraped (empty without ``server_metrics.csv``). Which engine
+    served the run and which prefix-cache counters it exports are both asked of this set: one
+    reading (failed scrapes' empty names dropped, names as text) answers both the same way."""
+    if server_metrics is None or server_metrics.empty or "metric" not in server_metrics:
+        return set()
+    return {str(name) for name in server_metrics["metric"].dropna().unique()}
+
+
 def canonical_timeline(server_metrics: pd.DataFrame) -> pd.DataFrame:
     """One row per scraped sample (timestamp, endpoint) with the canonical gauges.
 

@@ -32,6 +32,8 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
+from analysis.inputs.server_metrics import metric_names
+
 #: columns :func:`stage_prefix_cache` returns (the record table's prefix-cache columns)
 PREFIX_CACHE_COLUMNS: Final[tuple[str, ...]] = (
     "prefix_cache_queries",
@@ -60,9 +62,7 @@ PREFIX_CACHE_COUNTERS: Final[tuple[CacheCounters, ...]] = (
 
 def counters_found(server_metrics: pd.DataFrame) -> CacheCounters | None:
     """The first counter pair of :data:`PREFIX_CACHE_COUNTERS` the run scraped, or None."""
-    if server_metrics.empty or "metric" not in server_metrics:
-        return None
-    names = {str(name) for name in server_metrics["metric"].dropna().unique()}
+    names = metric_names(server_metrics)
     for pair in PREFIX_CACHE_COUNTERS:
         if pair.queries in names and pair.hits in names:
             return pair
