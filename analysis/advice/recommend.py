@@ -41,7 +41,7 @@ import pandas as pd
 
 from analysis.advice import facts
 from analysis.advice.deploy import deploy_answer, memory_pressure_pct
-from analysis.advice.engine import CAP_FLAGS, CAP_KEYS, KV_POOL_KEY, RUN_INFO_KEY
+from analysis.advice.engine import CAPS, KV_POOL_KEY, RUN_INFO_KEY
 from analysis.knee.find import LOG_SOURCE_KINDS
 from analysis.knee.refusal_signal import refusal_limit
 from analysis.model import Baseline, KneeResult
@@ -276,18 +276,18 @@ def _max_num_seqs(
     engine = run_info.get(RUN_INFO_KEY, "vllm")
     cap = knee.max_concurrency * batch
     own = _own_limit(summary, knee, run_info.get(KV_POOL_KEY))
-    if engine not in CAP_FLAGS:
+    if engine not in CAPS:
         slots = own.slots if own is not None else None
         return None, facts.WithheldFact("unknown_engine", slots=slots, cap=cap)
-    flag = CAP_FLAGS[engine]
+    flag, key = CAPS[engine].flag, CAPS[engine].key
     if own is not None:
         own_fact = replace(own, flag=flag)
-        return facts.Recommendation(CAP_KEYS[engine], own.predicted, own_fact), None
+        return facts.Recommendation(key, own.predicted, own_fact), None
     current = num(_section(run_info, "server").get("slots"))  # what the server said it runs
     if current is not None and int(current) == cap:
         return None, facts.WithheldFact("already_at_cap", cap=cap, flag=flag)
     fact = facts.CapFact(knee.max_concurrency, limit, limit_users, batch)
-    return facts.Recommendation(CAP_KEYS[engine], cap, fact), None
+    return facts.Recommendation(key, cap, fact), None
 
 
 def _own_limit(

@@ -18,7 +18,7 @@ own source and, for llama.cpp, against a running llama-server (built from llama-
   model's file path, the chat template) are never kept.
 
 :func:`server_info` returns what ``run.json``'s ``server`` object records: ``engine`` (a key of
-``analysis.advice.engine.CAP_FLAGS``, or absent), ``detected_from`` (which of the above said so)
+``analysis.advice.engine.CAPS``, or absent), ``detected_from`` (which of the above said so)
 and ``slots`` (llama.cpp's ``total_slots``, when read).
 """
 

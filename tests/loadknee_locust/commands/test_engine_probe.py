@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import pandas as pd
 import pytest
 
-from analysis.advice.engine import CAP_FLAGS, detect_engine
+from analysis.advice.engine import CAPS, detect_engine
 from loadknee_locust.commands import engine_probe
 from loadknee_locust.commands.preflight import Target, preflight_server
 from loadknee_locust.commands.run import _count_preflight
@@ -119,5 +119,5 @@ def test_run_json_records_it_and_the_advice_spells_llamas_flag(tmp_path):
     assert info["prompt_source"]["setup_requests"]["preflight_engine_probe"] == 1
     # no server_metrics.csv: the engine still comes from run.json, and with it llama's flag
     engine = detect_engine(pd.DataFrame(), info)
-    assert engine == "llama.cpp" and CAP_FLAGS[engine] == "--parallel"
+    assert engine == "llama.cpp" and CAPS[engine].flag == "--parallel"
     assert detect_engine(pd.DataFrame(), {"run_id": "x"}) is None
