@@ -18,8 +18,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from analysis.importers.jsonread import read_json_object
+from analysis.importers.jsonread import keys_text, read_json_object
 from analysis.importers.model import (
+    Gathered,
     ImportedLevel,
     ImportedRequest,
     ImportedRun,
@@ -116,10 +117,8 @@ def _profiling_phase(config: dict[str, Any]) -> dict[str, Any]:
 
 def read_aiperf(paths: list[Path]) -> ImportedRun:
     """Read one artifact folder per concurrency into an :class:`ImportedRun`."""
-    levels: list[ImportedLevel] = []
-    dropped: list[str] = []
+    got = Gathered()
     files: list[Path] = []
-    versions: set[str] = set()
     endpoint: dict[str, Any] = {}
     model = ""
     for given in paths:
@@ -131,39 +130,36 @@ def read_aiperf(paths: list[Path]) -> ImportedRun:
         summary = read_json_object(summary_path, EXPECTED).data
         config = summary.get("input_config")
         if not isinstance(config, dict):
-            keys = ", ".join(list(summary)[:6]) or "no keys"
-            raise ImportFormatError(summary_path, EXPECTED, f"no input_config (keys: {keys})")
+            found = f"no input_config (keys: {keys_text(summary)})"
+            raise ImportFormatError(summary_path, EXPECTED, found)
         phase = _profiling_phase(config)
         concurrency = phase.get("concurrency")
         if not isinstance(concurrency, int):
             raise ImportFormatError(
                 summary_path, EXPECTED + " of a --concurrency run", f"profiling phase {phase}"
             )
-        versions.add(str(summary.get("aiperf_version") or "unknown"))
+        got.versions.add(str(summary.get("aiperf_version") or "unknown"))
         endpoint = config.get("endpoint") or {}
         use_server = bool(endpoint.get("use_server_token_count"))
         models = (config.get("models") or {}).get("items") or [{}]
         model = str(models[0].get("name") or "")
-        records = _records(records_path, dropped)
+        records = _records(records_path, got.dropped)
         kept = [
             _request(rec, use_server)
             for rec in records
             if (rec.get("metadata") or {}).get("benchmark_phase", "profiling") == "profiling"
         ]
-        levels.append(ImportedLevel(concurrency, tuple(kept), str(folder)))
+        got.levels.append(ImportedLevel(concurrency, tuple(kept), str(folder)))
         files += [records_path, summary_path]
     kind = str(endpoint.get("type") or "")
     urls = endpoint.get("urls") or [""]
-    return ImportedRun(
-        tool="aiperf",
-        tool_version=", ".join(sorted(versions)) or "unknown",
-        files=tuple(files),
-        levels=tuple(levels),
+    return got.run(
+        "aiperf",
+        files,
         endpoint="chat" if kind == "chat" else ("completions" if kind == "completions" else ""),
         stream=bool(endpoint.get("streaming")) if endpoint else None,
         model=model,
         target_url=str(urls[0]),
         usage_source="server" if endpoint.get("use_server_token_count") else "estimate",
         start_times="recorded per request by AIPerf (request_start_ns)",
-        dropped=tuple(dropped),
     )

@@ -20,8 +20,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from analysis.importers.jsonread import read_json_object
+from analysis.importers.jsonread import keys_text, read_json_object
 from analysis.importers.model import (
+    Gathered,
     ImportedLevel,
     ImportedRequest,
     ImportedRun,
@@ -80,10 +81,7 @@ def _level(path: Path, index: int, bench: dict[str, Any]) -> ImportedLevel | Non
 
 def read_guidellm(paths: list[Path]) -> ImportedRun:
     """Read one or more GuideLLM benchmarks files into an :class:`ImportedRun`."""
-    levels: list[ImportedLevel] = []
-    notes: list[str] = []
-    dropped: list[str] = []
-    versions: set[str] = set()
+    got = Gathered()
     backend: dict[str, Any] = {}
     prefer_usage = True
     for path in paths:
@@ -92,45 +90,40 @@ def read_guidellm(paths: list[Path]) -> ImportedRun:
         meta = data.get("metadata")
         benches = data.get("benchmarks")
         if not isinstance(meta, dict) or "guidellm_version" not in meta:
-            keys = ", ".join(list(data)[:6]) or "no keys"
-            raise ImportFormatError(path, EXPECTED, f"a JSON object with keys {keys}")
+            raise ImportFormatError(path, EXPECTED, f"a JSON object with keys {keys_text(data)}")
         if not isinstance(benches, list):
             raise ImportFormatError(path, EXPECTED, "no 'benchmarks' list")
-        versions.add(str(meta["guidellm_version"]))
+        got.versions.add(str(meta["guidellm_version"]))
         whole = [b for b in benches if isinstance(b, dict)]
         if read.cut is not None:
             if read.cut_member == "benchmarks":
-                dropped.append(
+                got.dropped.append(
                     f"{path.name}: the file is cut inside benchmark {len(whole) + 1}; "
                     f"kept the {len(whole)} whole benchmark(s), dropped the cut one"
                 )
             else:
-                dropped.append(f"{path.name}: {read.cut}; kept the whole benchmarks before it")
+                got.dropped.append(f"{path.name}: {read.cut}; kept the whole benchmarks before it")
         for index, bench in enumerate(whole):
             level = _level(path, index, bench)
             if level is None:
                 kind = ((bench.get("config") or {}).get("strategy") or {}).get("type_")
-                notes.append(
+                got.notes.append(
                     f"{path.name} benchmarks[{index}]: skipped a {kind!r} benchmark "
                     "(no fixed concurrency)"
                 )
                 continue
-            levels.append(level)
+            got.levels.append(level)
             config = bench.get("config") or {}
             backend = config.get("backend") or backend
             prefer_usage = bool(config.get("prefer_response_metrics", prefer_usage))
     fmt = str(backend.get("request_format") or "")
-    return ImportedRun(
-        tool="guidellm",
-        tool_version=", ".join(sorted(versions)) or "unknown",
-        files=tuple(paths),
-        levels=tuple(levels),
+    return got.run(
+        "guidellm",
+        paths,
         endpoint="chat" if "chat" in fmt else ("completions" if fmt else ""),
         stream=bool(backend.get("stream", True)),
         model=str(backend.get("model") or ""),
         target_url=str(backend.get("target") or ""),
         usage_source="server" if prefer_usage else "estimate",
         start_times="recorded per request by GuideLLM's client (request_start_time)",
-        notes=tuple(notes),
-        dropped=tuple(dropped),
     )

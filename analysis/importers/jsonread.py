@@ -111,3 +111,9 @@ def read_json_object(path: Path, expected: str) -> JsonRead:
     if not isinstance(data, dict):
         raise ImportFormatError(path, expected, f"a JSON {type(data).__name__}, not an object")
     return JsonRead(data)
+
+
+def keys_text(data: dict[str, Any]) -> str:
+    """An object's first keys, for an error that says what a file holds instead of the
+    expected member: enough to recognise another tool's file without dumping a long one."""
+    return ", ".join(list(data)[:6]) or "no keys"

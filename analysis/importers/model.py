@@ -8,8 +8,10 @@ never 0: the writer leaves its cell empty and the analysis reads NaN.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 class ImportFormatError(ValueError):
@@ -68,3 +70,28 @@ class ImportedRun:
     start_times: str = "recorded per request by the tool"
     notes: tuple[str, ...] = field(default=())
     dropped: tuple[str, ...] = field(default=())  # what a half-written file lost, in words
+
+
+@dataclass
+class Gathered:
+    """What an importer collects file by file: the levels it read, the tool versions the files
+    name, its notes and what half-written files lost. :meth:`run` turns them into the
+    :class:`ImportedRun`, so every importer freezes them, and joins the versions, the same way."""
+
+    levels: list[ImportedLevel] = field(default_factory=list)
+    versions: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+
+    def run(self, tool: str, files: Iterable[Path], **facts: Any) -> ImportedRun:
+        """The imported run; ``facts`` are the :class:`ImportedRun` fields the tool's files
+        tell (endpoint, stream, model, target_url, usage_source, start_times)."""
+        return ImportedRun(
+            tool=tool,
+            tool_version=", ".join(sorted(self.versions)) or "unknown",
+            files=tuple(files),
+            levels=tuple(self.levels),
+            notes=tuple(self.notes),
+            dropped=tuple(self.dropped),
+            **facts,
+        )

@@ -27,8 +27,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from analysis.importers.jsonread import read_json_object
+from analysis.importers.jsonread import keys_text, read_json_object
 from analysis.importers.model import (
+    Gathered,
     ImportedLevel,
     ImportedRequest,
     ImportedRun,
@@ -87,18 +88,17 @@ def _files(paths: list[Path], notes: list[str]) -> list[Path]:
 
 def read_vllm_bench(paths: list[Path]) -> ImportedRun:
     """Read vLLM benchmark result files (or folders of them) into an :class:`ImportedRun`."""
-    notes: list[str] = []
-    dropped: list[str] = []
+    got = Gathered()
     parsed: list[tuple[Path, dict[str, Any], int]] = []
-    for path in _files(paths, notes):
+    for path in _files(paths, got.notes):
         read = read_json_object(path, EXPECTED)
         data = read.data
         missing = [k for k in ("max_concurrency", *PER_REQUEST) if k not in data]
         if missing and read.cut is None:
             if any(p.is_dir() for p in paths) and path not in paths:
-                notes.append(f"{path.name}: skipped (not a --save-detailed result)")
+                got.notes.append(f"{path.name}: skipped (not a --save-detailed result)")
                 continue
-            keys = ", ".join(list(data)[:6]) or "no keys"
+            keys = keys_text(data)
             hint = " (saved without --save-detailed?)" if "max_concurrency" in data else ""
             raise ImportFormatError(
                 path, EXPECTED, f"an object without {', '.join(missing)}{hint}; its keys: {keys}"
@@ -121,16 +121,14 @@ def read_vllm_bench(paths: list[Path]) -> ImportedRun:
         n = min(len(v) for v in lists)
         if read.cut is not None:
             total = data.get("completed")
-            dropped.append(
+            got.dropped.append(
                 f"{path.name}: {read.cut}; kept the {n} request(s) whose every field "
                 f"survived" + (f" of {total} completed" if isinstance(total, int) else "")
             )
         data = {**data, **{k: v[:n] for k, v in zip(PER_REQUEST, lists, strict=True)}}
         parsed.append((path, data, n))
     parsed.sort(key=lambda item: item[1]["max_concurrency"])
-    levels: list[ImportedLevel] = []
     clock = 0.0
-    versions: set[str] = set()
     endpoint = model = url = ""
     for path, data, n in parsed:
         starts = [s for s in data["start_times"] if json_number(s) is not None]
@@ -138,17 +136,15 @@ def read_vllm_bench(paths: list[Path]) -> ImportedRun:
         reqs = tuple(_request(data, i, first - clock) for i in range(n))
         ends = [r.end_unix_s for r in reqs if r.end_unix_s is not None]
         clock = (max(ends) if ends else clock) + GAP_S
-        levels.append(ImportedLevel(int(data["max_concurrency"]), reqs, path.name))
-        versions.add(str(data.get("vllm_version") or data.get("version") or "unknown"))
+        got.levels.append(ImportedLevel(int(data["max_concurrency"]), reqs, path.name))
+        got.versions.add(str(data.get("vllm_version") or data.get("version") or "unknown"))
         model = str(data.get("model_id") or model)
         kind = str(data.get("endpoint_type") or data.get("backend") or "")
         endpoint = "chat" if "chat" in kind else ("completions" if kind else endpoint)
         url = str(data.get("base_url") or url)
-    return ImportedRun(
-        tool="vllm-bench",
-        tool_version=", ".join(sorted(versions)),
-        files=tuple(p for p, _, _ in parsed),
-        levels=tuple(levels),
+    return got.run(
+        "vllm-bench",
+        (p for p, _, _ in parsed),
         endpoint=endpoint,
         stream=True,
         model=model,
@@ -157,6 +153,4 @@ def read_vllm_bench(paths: list[Path]) -> ImportedRun:
         start_times="synthetic: vLLM records start_times on a monotonic clock (perf_counter) "
         "with no wall-clock anchor; offsets within a level are exact, levels are laid one "
         "after another (1 s apart) from unix time 0",
-        notes=tuple(notes),
-        dropped=tuple(dropped),
     )
