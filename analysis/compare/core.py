@@ -36,6 +36,7 @@ from analysis.compare.facts import (
     ConfigCheck,
     ConfigMove,
     FlightPoint,
+    Moved,
     Note,
     PrefixChange,
     PrefixGain,
@@ -176,12 +177,9 @@ def _config(sides: Sequence[RunSide]) -> list[Reading]:
         out.append(
             ConfigMove(
                 after.label,
-                before.knee.knee_users,
-                after.knee.knee_users,
-                before.knee.max_concurrency,
-                after.knee.max_concurrency,
-                peak_throughput(before),
-                peak_throughput(after),
+                Moved(before.knee.knee_users, after.knee.knee_users),
+                Moved(before.knee.max_concurrency, after.knee.max_concurrency),
+                Moved(peak_throughput(before), peak_throughput(after)),
             )
         )
         m = before.knee.max_concurrency

@@ -10,7 +10,7 @@ only the golden file (``tests/support/data/golden/compare_words.txt``) pins the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 from analysis.compare.prefix_cache import PrefixCacheChange
 
@@ -35,6 +35,8 @@ SHARED_BOTTLENECK_EFFICIENCY = 0.8
 LITTLE_PREFIX_GAIN = 1.05
 #: the verdicts the recommended stage may have after a config change for the table to hold
 HOLDING_VERDICTS: tuple[str, ...] = ("comfortable", "critical")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -85,16 +87,22 @@ class ReplayGap:
 
 
 @dataclass(frozen=True)
+class Moved(Generic[T]):
+    """One figure of the run before a config change and of the run after it (None: that run
+    does not have it), so every figure a change moves is read and worded the same way."""
+
+    before: T | None
+    after: T | None
+
+
+@dataclass(frozen=True)
 class ConfigMove:
     """Before vs after a config change: the knee, max concurrency and peak output tok/s."""
 
     after: str
-    knee_users_before: int | None
-    knee_users_after: int | None
-    max_users_before: int | None
-    max_users_after: int | None
-    peak_tok_s_before: float | None
-    peak_tok_s_after: float | None
+    knee_users: Moved[int]
+    max_users: Moved[int]
+    peak_tok_s: Moved[float]
     kind: ReadingKind = field(default="config-move", init=False)
 
 

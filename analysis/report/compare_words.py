@@ -139,9 +139,9 @@ def _replay_gap(r: facts.ReplayGap) -> str:
 
 def _config_move(r: facts.ConfigMove) -> str:
     return (
-        f"knee moved from {r.knee_users_before} to {r.knee_users_after} users; "
-        f"max concurrency {r.max_users_before} → {r.max_users_after}; "
-        f"peak tok/s {fmt_magnitude(r.peak_tok_s_before)} → {fmt_magnitude(r.peak_tok_s_after)}."
+        f"knee moved from {r.knee_users.before} to {r.knee_users.after} users; "
+        f"max concurrency {r.max_users.before} → {r.max_users.after}; "
+        f"peak tok/s {fmt_magnitude(r.peak_tok_s.before)} → {fmt_magnitude(r.peak_tok_s.after)}."
     )
 
 

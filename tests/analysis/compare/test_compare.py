@@ -104,7 +104,7 @@ def test_config_checks_the_recommended_stage_after_the_change() -> None:
     good = compare_runs([before, _side("after")], kind="config")
     moved, held = good.readings
     assert isinstance(moved, ConfigMove) and isinstance(held, ConfigCheck)
-    assert (moved.max_users_before, moved.max_users_after) == (24, 24)
+    assert (moved.max_users.before, moved.max_users.after) == (24, 24)
     assert (held.users, held.tested, held.verdict, held.holds) == (24, True, "critical", True)
     bad = compare_runs([before, broken_after()], kind="config")
     broke = bad.readings[-1]
