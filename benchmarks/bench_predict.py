@@ -133,7 +133,7 @@ def sweep(preset: str, lengths: list[str], stage_s: float, out: Path, run_id: st
              "--levels", LEVELS[preset], *lengths, "--out", str(out), "--run-id", run_id],
             capture_output=True, text=True, timeout=SWEEP_TIMEOUT_S,
         )  # fmt: skip
-    if done.returncode != 0:
+    if done.returncode not in (0, 3):  # 3: the run cannot tell its capacity (kept, said)
         raise RuntimeError(f"{preset} {run_id}: exit {done.returncode}\n{done.stdout[-2000:]}")
     return out / run_id
 
@@ -180,7 +180,9 @@ def _row(preset: str, metrics: str, case: str, c: Check) -> tuple[str, bool]:
     error = "—" if c.error is None else f"{c.error * 100:+.0f} %"
     bound = "—" if p.point is None else p.point.bound
     measured = f"{c.measured.capacity} [{_span(c.measured_low, c.measured_high)}]"
-    if c.measured.deploy_bound not in MODELLED_BOUNDS:  # held against the knee instead
+    if c.measured.cannot_tell is not None:  # no figure to hold the prediction against
+        measured = f"cannot tell ({c.measured.cannot_tell})"
+    elif c.measured.deploy_bound not in MODELLED_BOUNDS:  # held against the knee instead
         measured += "k"
     offline = "—"
     if c.offline is not None and c.offline.measured is not None and p.point is not None:
