@@ -46,8 +46,15 @@ Measured with ``--quick`` (2 shared cores, load average 0.8-1.1, 4 s stages; 206
 
 Without the gauges the source run cannot tell its 8-sequence limit from a KV budget full at 8 ×
 320 tokens (``knee_assumed``): the point reads it as KV, so longer contexts fit fewer sequences,
-while the interval (half its draws without the KV budget) reaches the measured 8. The full run
-(three presets) is the lead's.
+while the interval (half its draws without the KV budget) reaches the measured 8.
+
+The full run (12 sweeps, alone, 862 s; the deploy figure against the deploy answer) gave, per
+setting, shown 8 of 9, hidden 4 of 9, stated 7 of 9 with the lognormal sweeps' stages at 4 s; at
+10 s (``LOG_STAGE_SCALE``, re-run on the same other sweeps) shown 7, hidden 4, stated 7. Where
+it misses: ``fast`` hidden (above); ``kv-bound`` lognormal, the model's hard KV cap at 10–11
+where the mix's throughput still creeps up to 13–14 users (the FIFO queue fills the KV budget
+better the more requests wait); ``compute-bound`` lognormal, a run that cannot tell (its knee
+moves with the noise) or whose answer is not the tail's. Numbers and causes: issue 42's notes.
 """
 
 from __future__ import annotations
