@@ -182,17 +182,18 @@ def _row(preset: str, metrics: str, case: str, c: Check) -> tuple[str, bool]:
     predicted = "—" if users is None else f"{users} ({p.low}–{p.high})"
     if p.refusal is not None:
         predicted = f"refused ({p.refusal})"
-    within = c.error is not None and abs(c.error) <= TOLERANCE
-    inside = bool(c.inside)
-    error = "—" if c.error is None else f"{c.error * 100:+.0f} %"
+    d = c.deploy
+    within = d.error is not None and abs(d.error) <= TOLERANCE
+    inside = bool(d.inside)
+    error = "—" if d.error is None else f"{d.error * 100:+.0f} %"
     bound = "—" if p.point is None else p.point.bound
-    measured = f"{c.measured.capacity} [{_span(c.measured_low, c.measured_high)}]"
+    measured = f"{d.measured} [{_span(d.measured_low, d.measured_high)}]"
     if c.measured.cannot_tell is not None:  # no figure to hold the prediction against
         measured = f"cannot tell ({c.measured.cannot_tell})"
     elif c.measured.deploy_bound not in MODELLED_BOUNDS:  # held against the knee instead
         measured += "k"
     offline = "—"
-    if c.offline is not None and c.offline.measured is not None and p.point is not None:
+    if c.offline.measured is not None and p.point is not None:
         o = c.offline
         agree = "in" if o.inside else "out"
         offline = (

@@ -187,11 +187,7 @@ def check(fit: CapacityFit, measured: MeasuredRun, params: KneeParams = DEFAULTS
     return Check(
         prediction=p,
         measured=measured,
-        measured_low=deploy.measured_low,
-        measured_high=deploy.measured_high,
-        inside=deploy.inside,
-        error=deploy.error,
-        raw_error=deploy.raw_error,
-        levels=_level_checks(p, measured, TOP_USERS) if p.refusal is None else (),
+        deploy=deploy,
         offline=offline,
+        levels=_level_checks(p, measured, TOP_USERS) if p.refusal is None else (),
     )

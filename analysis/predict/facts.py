@@ -304,7 +304,15 @@ class LevelCheck:
 
 @dataclass(frozen=True)
 class Agreement:
-    """One predicted figure against the span a run's levels allow (see :class:`Check`)."""
+    """One predicted figure against what a run measured.
+
+    A run's levels place a capacity between it and its next level less one
+    (``measured_low``..``measured_high``; ``measured_high`` None: the top level, no stage past
+    it; both the capacity where it is no tested level: a gauge, not the levels, set it): the
+    prediction agrees (``inside``) where its interval meets that span, and ``error`` is the
+    point's distance from the span over the measured figure (0 within it); ``raw_error`` is
+    (point − measured) / measured. None where either side has no number.
+    """
 
     measured: int | None
     measured_low: int | None
@@ -316,28 +324,15 @@ class Agreement:
 
 @dataclass(frozen=True)
 class Check:
-    """A prediction at another run's lengths against what that run measured.
-
-    The run's levels place its capacity between ``capacity`` and its next level less one
-    (``measured_low``..``measured_high``; ``measured_high`` None: the top level, no stage past
-    it; both the capacity where it is no tested level: a gauge, not the levels, set it): the
-    prediction agrees (``inside``) where its interval meets that span, and ``error`` is the
-    point's distance from the span over the measured capacity (0 within it); ``raw_error`` is
-    (point − capacity) / capacity. None where either side has no number.
-
-    The capacity compared is the deploy figure on both sides (before the tail departs or the
-    throughput flattens); ``offline`` holds the prediction's offline batch (before the
-    throughput flattens alone) against the run's knee (``max_concurrency``) the same way. On
-    a slot- or KV-bound server the two coincide; on a server with no hard limit the tail
-    doubles well before the throughput stops growing, and each figure has its own yardstick.
-    """
+    """A prediction at another run's lengths against what that run measured: ``deploy``, the
+    prediction's deploy figure (before the tail departs or the throughput flattens) against the
+    run's deploy answer (:attr:`MeasuredRun.capacity`); ``offline``, its offline batch (before
+    the throughput flattens alone) against the run's knee (``max_concurrency``). On a slot- or
+    KV-bound server the two coincide; on a server with no hard limit the tail doubles well
+    before the throughput stops growing, and each figure has its own yardstick."""
 
     prediction: Prediction
     measured: MeasuredRun
-    measured_low: int | None
-    measured_high: int | None
-    inside: bool | None
-    error: float | None
-    raw_error: float | None
+    deploy: Agreement
+    offline: Agreement
     levels: tuple[LevelCheck, ...]
-    offline: Agreement | None = None

@@ -395,12 +395,11 @@ def _capacity_lines(c: Check) -> list[str]:
     """The deploy figure against the run's deploy answer; the offline batch against its knee."""
     p, m = c.prediction, c.measured
     point = p.point if p.point is not None and p.refusal is None else None
-    deploy = Agreement(m.capacity, c.measured_low, c.measured_high, c.inside, c.error, c.raw_error)
     lines = [
         _agreement_line(
             "deploy",
             None if point is None else span_text(point.users, p.low, p.high),
-            deploy,
+            c.deploy,
             m.cannot_tell,
         )
     ]
@@ -410,7 +409,7 @@ def _capacity_lines(c: Check) -> list[str]:
             f"{DEPLOY_BOUND_WORDS[m.deploy_bound]}, which the model does not predict: the "
             "prediction is held against the run's knee)"
         )
-    if c.offline is not None and c.offline.measured is not None and point is not None:
+    if c.offline.measured is not None and point is not None:
         offline = span_text(point.offline_users, p.offline_low, p.offline_high)
         lines.append(_agreement_line("offline batch (the knee)", offline, c.offline, None))
     return lines

@@ -73,5 +73,5 @@ def test_twice_the_output_predicted_within_15_pct(tmp_path: Path) -> None:
         refused = found["prediction"]["refusal"] or found["measured"]["cannot_tell"]
         assert refused, found
         return
-    error = found["error"]
+    error = found["deploy"]["error"]
     assert error is not None and abs(error) <= 0.15, text

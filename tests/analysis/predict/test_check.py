@@ -46,12 +46,13 @@ def test_the_capacity_is_compared_with_the_span_the_runs_levels_allow(
 ) -> None:
     c = check(SLOTS8, _measured(capacity, past))
     assert (c.prediction.point.users, c.prediction.low, c.prediction.high) == (8, 8, 8)
-    assert (c.measured_low, c.measured_high) == span
-    assert c.inside is inside
+    d = c.deploy
+    assert (d.measured_low, d.measured_high) == span
+    assert d.inside is inside
     if error is None:
-        assert c.error is None and c.raw_error is None
+        assert d.error is None and d.raw_error is None
     else:
-        assert (c.error, c.raw_error) == (pytest.approx(error), pytest.approx(raw))
+        assert (d.error, d.raw_error) == (pytest.approx(error), pytest.approx(raw))
 
 
 #: exact parameters, no hard limit: at 256 + 64 tokens the tail doubles past 10 users (the
@@ -76,8 +77,8 @@ def test_the_deploy_figure_meets_the_deploy_answer_and_the_offline_batch_the_kne
     c = check(NO_LIMIT, measured)
     point = c.prediction.point
     assert (point.users, point.offline_users) == (10, 14)
-    assert c.inside is deploy_inside
-    assert c.offline is not None and c.offline.inside is offline_inside
+    assert c.deploy.inside is deploy_inside
+    assert c.offline.inside is offline_inside
     assert (c.offline.measured_low, c.offline.measured_high) == (knee[0], knee[1] - 1)
 
 
@@ -85,7 +86,8 @@ def test_a_measured_run_that_cannot_tell_has_no_capacity_to_compare() -> None:
     unknown = dataclasses.replace(_measured(None, None), cannot_tell="tail_in_doubt")
     c = check(SLOTS8, unknown)
     assert c.prediction.point.users == 8  # the prediction stands: the other run has no number
-    assert (c.measured_low, c.measured_high, c.inside, c.error, c.raw_error) == (None,) * 5
+    d = c.deploy
+    assert (d.measured_low, d.measured_high, d.inside, d.error, d.raw_error) == (None,) * 5
     assert [lv.users for lv in c.levels] == [1]  # the latency per level is still compared
 
 
@@ -150,12 +152,12 @@ def test_checked_against_real_run_directories(runs, source, other, inside, sign)
     measured = measured_run(other_analysis)
     assert measured is not None and measured.workload_source == "rows"
     c = check(fit_capacity(analyze_run(path(source))), measured, other_analysis.knee_params)
-    assert c.inside is inside
-    assert c.error is not None
+    assert c.deploy.inside is inside
+    assert c.deploy.error is not None
     if sign == 0:
-        assert c.error == pytest.approx(0.0)
+        assert c.deploy.error == pytest.approx(0.0)
     else:
-        assert c.error * sign > 0.2
+        assert c.deploy.error * sign > 0.2
     # every step level of the other run is compared
     assert tuple(lv.users for lv in c.levels) == (other[1] or (1, 2, 4, 8, 16))
 
@@ -167,7 +169,12 @@ def test_a_source_the_model_cannot_reproduce_gives_no_number_to_check(runs, tmp_
     assert main(["--check", str(free), str(runs(12)), "--format", "json"]) == 3
     c = json.loads(capsys.readouterr().out)["check"]
     p = c["prediction"]
-    assert (p["refusal"], p["point"], c["inside"], c["levels"]) == ("model_misfit", None, None, [])
+    assert (p["refusal"], p["point"], c["deploy"]["inside"], c["levels"]) == (
+        "model_misfit",
+        None,
+        None,
+        [],
+    )
     assert p["misfit"]["users"] == 8 and p["misfit"]["miss"] > p["misfit"]["limit"]
     assert main(["--check", str(runs(12)), str(runs(12)), "--format", "json"]) == 0
 
@@ -199,7 +206,8 @@ def test_the_check_as_json_round_trips_with_its_fields(runs, capsys) -> None:
     assert set(doc) == {"schema", "check"}
     body = doc["check"]
     assert set(body) == {f.name for f in dataclasses.fields(Check)}
-    assert body["inside"] is False and body["measured_low"] == 8
+    assert doc["schema"] == 2
+    assert body["deploy"]["inside"] is False and body["deploy"]["measured_low"] == 8
     assert body["prediction"]["point"]["users"] == 6
     assert body["measured"]["workload"] == {
         "input_tokens": 128.0,
@@ -279,4 +287,4 @@ def test_a_check_with_a_run_that_cannot_tell_on_either_side_exits_3(runs, late_r
     c = json.loads(capsys.readouterr().out)["check"]
     assert c["prediction"]["point"]["users"] == 6
     assert c["measured"]["cannot_tell"] == "late_client" and c["measured"]["capacity"] is None
-    assert c["inside"] is None and [lv["users"] for lv in c["levels"]] == [1, 2, 4, 8, 16]
+    assert c["deploy"]["inside"] is None and [lv["users"] for lv in c["levels"]] == [1, 2, 4, 8, 16]

@@ -185,5 +185,5 @@ def test_the_llama_prediction_checks_against_the_real_sweep(capsys, source, othe
     # twice-output's at 4), which the prediction's offline batch is held against
     assert (found["measured"]["capacity"], found["measured"]["deploy_bound"]) == (1, "knee")
     assert found["prediction"]["point"]["users"] == 1
-    assert found["error"] is not None and abs(found["error"]) <= 0.15
-    assert found["inside"] is True
+    assert found["deploy"]["error"] is not None and abs(found["deploy"]["error"]) <= 0.15
+    assert found["deploy"]["inside"] is True
