@@ -395,19 +395,14 @@ def _capacity_lines(c: Check) -> list[str]:
     """The deploy figure against the run's deploy answer; the offline batch against its knee."""
     p, m = c.prediction, c.measured
     point = p.point if p.point is not None and p.refusal is None else None
-    lines = [
-        _agreement_line(
-            "deploy",
-            None if point is None else span_text(point.users, p.low, p.high),
-            c.deploy,
-            m.cannot_tell,
-        )
-    ]
-    if m.deploy_bound is not None and m.deploy_bound not in MODELLED_BOUNDS:
+    unjudged = m.deploy_bound is not None and m.deploy_bound not in MODELLED_BOUNDS
+    name = "deploy, against the run's knee" if unjudged else "deploy"
+    predicted = None if point is None else span_text(point.users, p.low, p.high)
+    lines = [_agreement_line(name, predicted, c.deploy, m.cannot_tell)]
+    if unjudged and m.deploy_bound is not None:
         lines.append(
-            f"  (the run's deploy answer, {m.deploy_users}, was bound by "
-            f"{DEPLOY_BOUND_WORDS[m.deploy_bound]}, which the model does not predict: the "
-            "prediction is held against the run's knee)"
+            f"  (its deploy answer, {m.deploy_users}, was bound by "
+            f"{DEPLOY_BOUND_WORDS[m.deploy_bound]}, which the model does not predict)"
         )
     if c.offline.measured is not None and point is not None:
         offline = span_text(point.offline_users, p.offline_low, p.offline_high)
