@@ -25,8 +25,8 @@ import psutil
 
 from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
-from loadknee_locust.sim.probe import closed_loop
 from loadknee_locust.sim.saturation import expected_throughput, saturation_concurrency
+from tests.support.sim_probe import closed_loop
 
 CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
     "fast": ("fast", {}),

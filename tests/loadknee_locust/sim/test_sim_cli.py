@@ -14,8 +14,8 @@ import pytest
 from loadknee_locust.sim.cli import build_parser, params_from_args
 from loadknee_locust.sim.launch import SimProcess, cli_args
 from loadknee_locust.sim.params import PRESETS, SimParams
-from loadknee_locust.sim.probe import stream_request
 from tests.support.kept_out import imports_brought
+from tests.support.sim_probe import stream_request
 
 
 def test_help_lists_every_parameter() -> None:

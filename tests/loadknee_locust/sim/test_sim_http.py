@@ -11,8 +11,8 @@ from typing import Any
 
 import aiohttp
 
-from loadknee_locust.sim.probe import content_of, prompt_of, stream_request
 from loadknee_locust.sim.tokenizer import count_tokens
+from tests.support.sim_probe import content_of, prompt_of, stream_request
 
 
 def post(url: str, path: str, body: Any, headers: dict[str, str] | None = None):

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 
 from loadknee_locust.sim.engine import MAX_LAG_S
-from loadknee_locust.sim.probe import content_of, prompt_of, stream_request
+from tests.support.sim_probe import content_of, prompt_of, stream_request
 
 
 def gauge(metrics_text: str, name: str) -> float:

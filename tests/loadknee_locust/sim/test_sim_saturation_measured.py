@@ -13,8 +13,8 @@ import asyncio
 import pytest
 
 from loadknee_locust.sim.params import preset
-from loadknee_locust.sim.probe import closed_loop
 from loadknee_locust.sim.saturation import expected_throughput, saturation_concurrency
+from tests.support.sim_probe import closed_loop
 
 
 @pytest.mark.quiet

@@ -1,4 +1,5 @@
-"""A plain asyncio client for measuring the simulator (tests and the benchmark), not for users.
+"""A plain asyncio client for measuring the simulator (tests and the benchmark), not for users:
+it lives with the test tooling so that the product ships no code only its tests run.
 
 :func:`stream_request` sends one streaming request and keeps every SSE chunk with its arrival
 time; :func:`closed_loop` runs ``concurrency`` clients back to back for a while and counts the
