@@ -8,7 +8,8 @@ simulator's own saturation model says where the knee should be; the demo prints 
 beside the measured answer, so a user can see the method find a knee that is known in advance.
 
 Every step runs in its own process: the simulator is asyncio, Locust is gevent-patched and the
-analysis is pandas; none of them is imported here.
+analysis is pandas; none of them runs here (the simulator's launcher, :mod:`..sim.launch`, loads
+its modules but never its loop).
 """
 
 from __future__ import annotations
@@ -21,9 +22,7 @@ import sys
 import time
 
 from loadknee_core.command_parser import CommandParser
-from loadknee_locust.children import stop_child
 
-LISTEN_RE = re.compile(r"listening on (http://\S+)")
 #: The demo's plan. Every stage must hold the 20 requests and 5 s the analysis asks of a stage
 #: before it trusts its percentiles (analysis/diagnosis/failures.py), or the demo warns about
 #: itself. The slowest stage is 1 user: a 256 + 32-token request takes about 0.35 s on the
@@ -95,18 +94,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _start_sim(preset: str) -> tuple[subprocess.Popen[str], str]:
-    cmd = [sys.executable, "-m", "loadknee_locust", "sim", "--port", "0", "--preset", preset]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    match = LISTEN_RE.search(line)
-    if not match:
-        proc.kill()
-        raise RuntimeError(f"the simulator did not start: {line!r}")
-    return proc, match.group(1)
-
-
 def _predicted_knee(preset: str, levels: list[int], input_tokens: int, output_tokens: int) -> str:
     from loadknee_locust.sim.params import PRESETS
     from loadknee_locust.sim.saturation import predicted_knee_level, saturation_concurrency
@@ -167,24 +154,25 @@ def _run_streaming(cmd: list[str]) -> tuple[int, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # here, not at the top: the launcher loads the simulator's aiohttp modules (0.3 s), which
+    # `loadknee demo --help` and `loadknee reference` (both import this module) never need
+    from loadknee_locust.sim.launch import SimProcess
+
     args = build_parser().parse_args(argv)
     levels = [int(x) for x in args.levels.split(",") if x.strip()]
     started = time.monotonic()
     print(f"[demo] starting the simulator (preset {args.preset}) ...", flush=True)
-    sim, url = _start_sim(args.preset)
-    try:
-        print(f"[demo] simulator at {url}", flush=True)
+    with SimProcess.start(args.preset, pass_stderr=True) as sim:
+        print(f"[demo] simulator at {sim.url}", flush=True)
         print(
             "[demo] " + _predicted_knee(args.preset, levels, args.input_tokens, args.output_tokens),
             flush=True,
         )
-        run_cmd = sweep_command(args, url)
+        run_cmd = sweep_command(args, sim.url)
         print("[demo] sweep: loadknee " + " ".join(run_cmd[3:]), flush=True)
         returncode, output = _run_streaming(run_cmd)  # the sweep, then its answer
         if returncode not in (0, 3) or not RUN_DIR_RE.search(output):  # 3: cannot tell
             print(f"[demo] the sweep failed (exit {returncode})", file=sys.stderr)
             return 1
-    finally:
-        stop_child(sim, 10.0)
     print(f"[demo] done in {time.monotonic() - started:.0f} s", flush=True)
     return returncode

@@ -2,7 +2,9 @@
 
 ``with SimProcess.start(preset="fast", max_num_seqs=4) as sim: ...`` runs
 ``python -m loadknee_locust sim --port 0 --preset fast --seed 0 --max-num-seqs 4``, waits for its
-"listening" line, and always stops the process on exit (SIGTERM, then SIGKILL).
+"listening" line (at most ``timeout_s``), and always stops the process on exit (SIGTERM, then
+SIGKILL). Its stderr is kept in a file and quoted if it fails to start; ``pass_stderr=True``
+sends it to ours instead (the demo: a user should see a simulator's error when it happens).
 ``sim.url``, ``sim.log()``, ``sim.stats()``, ``sim.metrics_text()`` and ``sim.crash()`` read the
 server's truth over plain HTTP (stdlib only: usable from gevent-patched processes too).
 """
@@ -44,16 +46,22 @@ def cli_args(preset: str = "fast", *, seed: int = 0, **overrides: Any) -> list[s
 class SimProcess:
     """A running ``loadknee sim`` subprocess; stop it with :meth:`stop` or a ``with`` block."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], url: str, stderr: IO[bytes]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], url: str, stderr: IO[bytes] | None) -> None:
         self.proc = proc
         self.url = url
         self._stderr = stderr
 
     @classmethod
     def start(
-        cls, preset: str = "fast", *, timeout_s: float = START_TIMEOUT_S, **overrides: Any
+        cls,
+        preset: str = "fast",
+        *,
+        timeout_s: float = START_TIMEOUT_S,
+        pass_stderr: bool = False,
+        **overrides: Any,
     ) -> SimProcess:
-        stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the process)
+        # the file lives as long as the process
+        stderr = None if pass_stderr else tempfile.TemporaryFile()  # noqa: SIM115
         command = [sys.executable, "-m", "loadknee_locust", "sim", *cli_args(preset, **overrides)]
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr)
         try:
@@ -63,11 +71,11 @@ class SimProcess:
         except (RuntimeError, TimeoutError) as exc:
             _terminate(proc)
             message = f"loadknee sim did not start: {exc}; stderr: {_tail(stderr)}"
-            stderr.close()
+            _close(stderr)
             raise RuntimeError(message) from None
         except BaseException:
             _terminate(proc)
-            stderr.close()
+            _close(stderr)
             raise
         return cls(proc, line[len(READY_PREFIX) :].strip(), stderr)
 
@@ -101,7 +109,7 @@ class SimProcess:
 
     def stop(self) -> None:
         _terminate(self.proc)
-        self._stderr.close()
+        _close(self._stderr)
 
     def __enter__(self) -> SimProcess:
         return self
@@ -136,7 +144,14 @@ def _terminate(proc: subprocess.Popen[bytes]) -> None:
         proc.stdout.close()
 
 
-def _tail(stream: IO[bytes], limit: int = 2000) -> str:
+def _close(stream: IO[bytes] | None) -> None:
+    if stream is not None:
+        stream.close()
+
+
+def _tail(stream: IO[bytes] | None, limit: int = 2000) -> str:
+    if stream is None:  # passed through: the reader has seen it already
+        return "(passed through)"
     try:
         stream.seek(0)
         return stream.read().decode(errors="replace")[-limit:]

@@ -65,6 +65,16 @@ def test_bad_parameters_exit_2() -> None:
     assert proc.returncode == 2 and "max_num_seqs" in proc.stderr
 
 
+def test_a_failed_start_shows_the_simulators_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    """Kept, it is quoted in the error; passed through (the demo), it reaches our stderr."""
+    with pytest.raises(RuntimeError, match=r"did not start.*stderr: .*max_num_seqs"):
+        SimProcess.start("fast", max_num_seqs=0)
+    assert "max_num_seqs" not in capfd.readouterr().err
+    with pytest.raises(RuntimeError, match="did not start"):
+        SimProcess.start("fast", pass_stderr=True, max_num_seqs=0)
+    assert "max_num_seqs" in capfd.readouterr().err
+
+
 def test_the_simulator_never_imports_locust() -> None:
     modules = "loadknee_locust.sim.cli,loadknee_locust.sim.launch"
     assert imports_brought(modules, "locust,gevent,pandas,matplotlib") == []
