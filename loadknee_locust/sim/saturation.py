@@ -120,19 +120,6 @@ def expected_throughput(
     return 1000.0 * batch * output_tokens / (steps_per_request * step_ms)
 
 
-def oom_concurrency(params: SimParams, input_tokens: int, output_tokens: int) -> float:
-    """Concurrency past which dynamic memory can pass the GPU total (a crash: the red line).
-
-    Counted at the peak, every sequence holding ``input + output`` tokens (closed-loop clients
-    that start together stay in step, so they peak together). ``inf`` when the engine cannot
-    crash (KV pre-allocation, or ``oom_crash`` off).
-    """
-    if params.kv_prealloc or not params.oom_crash:
-        return math.inf
-    free_mib = params.gpu_total_mib - params.weights_mib - params.activation_mib
-    return max(0.0, free_mib / params.kv_mib_per_token) / (input_tokens + output_tokens)
-
-
 def predicted_knee_level(
     params: SimParams,
     levels: Iterable[float],

@@ -19,6 +19,7 @@ from loadknee_locust.sim.engine import (
     stop_point,
 )
 from loadknee_locust.sim.params import SimParams, preset
+from loadknee_locust.sim.telemetry import would_oom
 
 
 def run_with_engine(params: SimParams, body: Callable[[Engine], Awaitable[Any]]) -> Any:
@@ -152,6 +153,14 @@ def test_dynamic_memory_past_the_gpu_total_crashes() -> None:
         assert engine.restarts == 1
 
     run_with_engine(params, body)
+
+
+def test_the_crash_line_is_the_gpu_total() -> None:
+    """The engine's OOM test: 4096 + 512 + 0.5 MiB/token passes 8192 MiB past 7168 KV tokens
+    (28 sequences of 128 + 128); never with pre-allocation, crashing off, or the fast preset."""
+    assert not would_oom(preset("oom"), 7168) and would_oom(preset("oom"), 7169)
+    for params in (preset("oom", kv_prealloc=True), preset("oom", oom_crash=False), preset("fast")):
+        assert not would_oom(params, 10**9)
 
 
 def test_prealloc_never_crashes() -> None:

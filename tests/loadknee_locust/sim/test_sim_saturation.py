@@ -14,7 +14,6 @@ from loadknee_locust.sim.saturation import (
     compute_limit,
     expected_throughput,
     kv_limit,
-    oom_concurrency,
     predicted_knee_level,
     saturation_concurrency,
 )
@@ -90,13 +89,6 @@ def test_the_flat_threshold_is_the_analysis_default() -> None:
     p, levels = preset("fast"), (1, 2, 4, 8, 16, 24, 32, 48, 64)
     strict = predicted_knee_level(p, levels, 128, 64, flat_gain_ratio=0.9)
     assert strict is not None and strict < (predicted_knee_level(p, levels, 128, 64) or math.inf)
-
-
-def test_oom_concurrency() -> None:
-    assert oom_concurrency(preset("oom"), 128, 128) == pytest.approx(7168 / 256)
-    assert oom_concurrency(preset("oom", kv_prealloc=True), 128, 128) == math.inf
-    assert oom_concurrency(preset("oom", oom_crash=False), 128, 128) == math.inf
-    assert oom_concurrency(preset("fast"), 128, 128) == math.inf
 
 
 def test_bad_lengths() -> None:
