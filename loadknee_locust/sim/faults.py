@@ -51,20 +51,6 @@ FAULT_MODES: Final[tuple[str, ...]] = (
     "wrong_usage",
 )
 HTTP_FAULTS: Final = {"http_500": 500, "http_503": 503, "http_429": 429}
-#: the outcome a correct client records for each mode (the fault suite's expectation)
-EXPECTED_OUTCOME: Final[dict[str, str]] = {
-    "http_500": "http_error",
-    "http_503": "http_error",
-    "http_429": "http_error",
-    "reset_before_read": "connect_error",
-    "reset_after_read": "connect_error",
-    "cut_stream": "incomplete",
-    "malformed_sse": "malformed",
-    "error_object": "stream_error",
-    "stall": "timeout",
-    "trickle": "ok",
-    "wrong_usage": "length_mismatch",
-}
 MALFORMED_EVENT: Final = b"data: {this is not json\n\n"
 ERROR_EVENT: Final = (
     b'data: {"error": {"message": "simulated failure mid-stream", '

@@ -26,12 +26,27 @@ from analysis.pipeline import analyze_run
 from analysis.report.diagnosis_words import failures_text
 from analysis.stages.data_check import RowsFact
 from loadknee_core.contract import REQUEST_COLUMNS
-from loadknee_locust.sim.faults import EXPECTED_OUTCOME
+from loadknee_locust.sim.faults import FAULT_MODES
 from loadknee_locust.sim.launch import SimProcess
 from tests.support.run_support import assert_each_served_once, child_env, only_run_dir, read_csv
 
 pytestmark = pytest.mark.slow
 
+#: the outcome a correct client records for each mode (loadknee_locust/sim/faults.py's list)
+EXPECTED_OUTCOME = {
+    "http_500": "http_error",
+    "http_503": "http_error",
+    "http_429": "http_error",
+    "reset_before_read": "connect_error",
+    "reset_after_read": "connect_error",
+    "cut_stream": "incomplete",
+    "malformed_sse": "malformed",
+    "error_object": "stream_error",
+    "stall": "timeout",
+    "trickle": "ok",
+    "wrong_usage": "length_mismatch",
+}
+assert set(EXPECTED_OUTCOME) == set(FAULT_MODES) - {"none"}, "a fault mode the suite skips"
 #: the kind of failure the analysis counts for each failing mode in the stage's failures
 NAMED = {
     "http_500": FailureKind("http_error", 500),
