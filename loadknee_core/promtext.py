@@ -18,7 +18,6 @@ three escapes), and importing ``prometheus_client`` to read it cost ``analyze`` 
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -47,14 +46,10 @@ class Parsed:
     error: str | None = None
 
 
-def parse_text(text: str) -> Parsed:
-    """Parse one ``/metrics`` body; never raises for bad input (the error is in the result)."""
-    return parse_lines(io.StringIO(text))
-
-
 def parse_lines(lines: Iterable[str]) -> Parsed:
-    """:func:`parse_text` of a body given as its lines (each with its ``\\n``), read lazily:
-    the scrape process hands them over at its own pace."""
+    """Parse one ``/metrics`` body given as its lines (each with its ``\\n``; a ``StringIO`` of
+    the text will do), read lazily: the scrape process hands them over at its own pace. Never
+    raises for bad input (the error is in the result)."""
     from prometheus_client.parser import text_fd_to_metric_families  # see the module's docstring
 
     samples: list[Sample] = []

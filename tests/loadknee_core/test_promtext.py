@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 
 import pytest
@@ -10,7 +11,7 @@ from loadknee_core import dcgm
 from loadknee_core.promtext import (
     Sample,
     parse_labels,
-    parse_text,
+    parse_lines,
     redact_url,
     render_labels,
 )
@@ -30,7 +31,7 @@ vllm:e2e_request_latency_seconds_sum{model_name="m"} 1.25
 
 
 def test_parse_keeps_sample_names_as_exposed() -> None:
-    parsed = parse_text(VLLM_TEXT)
+    parsed = parse_lines(io.StringIO(VLLM_TEXT))
     assert parsed.error is None
     assert [s.metric for s in parsed.samples] == [
         "vllm:num_requests_running",
@@ -54,7 +55,7 @@ def test_parse_keeps_sample_names_as_exposed() -> None:
     ],
 )
 def test_parse_never_raises(text: str, n_samples: int, has_error: bool) -> None:
-    parsed = parse_text(text)
+    parsed = parse_lines(io.StringIO(text))
     assert len(parsed.samples) == n_samples
     assert (parsed.error is not None) == has_error
     if has_error:
@@ -64,7 +65,7 @@ def test_parse_never_raises(text: str, n_samples: int, has_error: bool) -> None:
 
 
 def test_nan_value_stays_nan() -> None:
-    assert math.isnan(parse_text("x NaN\n").samples[0].value)
+    assert math.isnan(parse_lines(io.StringIO("x NaN\n")).samples[0].value)
 
 
 @pytest.mark.parametrize(

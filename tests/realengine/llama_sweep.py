@@ -18,6 +18,7 @@ result to the test processes as one JSON file named by :data:`ENV`.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -75,10 +76,10 @@ def _processing(url: str) -> float | None:
             text = resp.read().decode(errors="replace")
     except OSError:
         return None
-    from loadknee_core.promtext import parse_text
+    from loadknee_core.promtext import parse_lines
 
     name = "llamacpp:requests_processing"
-    found = [x.value for x in parse_text(text).samples if x.metric == name]
+    found = [x.value for x in parse_lines(io.StringIO(text)).samples if x.metric == name]
     return found[0] if found else None
 
 

@@ -17,6 +17,7 @@ of vLLM start-up and ~1-2 minutes of warm-up and sweep on 2 cores, and 3.4 GB of
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import subprocess
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from loadknee_core.promtext import parse_text
+from loadknee_core.promtext import parse_lines
 from tests.realengine.engine import VllmServer, ensure_vllm, opt_in, start_vllm
 
 pytestmark = [
@@ -76,7 +77,7 @@ def _loadknee_run(
 def _served(url: str) -> float:
     """Requests vLLM finished so far, by its own counter (summed over finish reasons)."""
     with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
-        parsed = parse_text(resp.read().decode())
+        parsed = parse_lines(io.StringIO(resp.read().decode()))
     assert parsed.error is None, parsed.error
     return sum(s.value for s in parsed.samples if s.metric == "vllm:request_success_total")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 import pytest
 
@@ -13,7 +15,7 @@ from analysis.inputs.server_metrics import (
 )
 from loadknee_core import dcgm
 from loadknee_core.contract import GPU_COLUMNS, SERVER_METRIC_COLUMNS
-from loadknee_core.promtext import parse_text
+from loadknee_core.promtext import parse_lines
 from tests.support.kept_out import imports_brought
 
 
@@ -131,7 +133,7 @@ vllm:num_requests_running 1
 def test_gpu_from_dcgm_matches_the_sampler_mapping() -> None:
     from loadknee_core.promtext import render_labels
 
-    samples = parse_text(DCGM_TEXT).samples
+    samples = parse_lines(io.StringIO(DCGM_TEXT)).samples
     df = pd.concat(
         [
             frame([(t, s.metric, render_labels(s.labels), s.value) for s in samples])

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import time
 from pathlib import Path
 
 import pytest
 
 from loadknee_core.contract import SERVER_METRIC_COLUMNS
-from loadknee_core.promtext import parse_text
+from loadknee_core.promtext import parse_lines
 from loadknee_locust.record.csvsink import CsvSink
 from loadknee_locust.telemetry.scrapeproc import Pacer, record_scrape
 
@@ -40,7 +41,7 @@ def test_paced_parse_writes_what_the_plain_one_does(tmp_path: Path, name: str) -
     paced = written(tmp_path, "paced", text, Pacer(burst_s=0.0, rest_s=0.0))  # rests every check
     assert paced == plain
     rows = plain.decode().splitlines()[1:]
-    parsed = parse_text(text)
+    parsed = parse_lines(io.StringIO(text))
     assert len(rows) == len(parsed.samples) + (parsed.error is not None or not parsed.samples)
     if name == "malformed tail":
         # words are the product: the error recorded for an unreadable scrape
