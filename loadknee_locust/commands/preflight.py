@@ -246,9 +246,10 @@ def detect_server(target: Target, seen: dict[str, Any]) -> tuple[dict[str, Any],
 
 
 def preflight_server(target: Target) -> tuple[str, dict[str, Any], int]:
-    """Every check (:func:`preflight`) and the engine detection (:func:`detect_server`): the
-    model, ``run.json``'s ``server`` object, and the probe requests sent beyond
-    :data:`SETUP_REQUESTS`."""
+    """Every check, in the module docstring's order, and the engine detection
+    (:func:`detect_server`): the model to use, ``run.json``'s ``server`` object, and the probe
+    requests sent beyond :data:`SETUP_REQUESTS`; raises :class:`PreflightError` on the first
+    check that fails."""
     check_out(target.out)
     if target.prompt_log:
         check_prompt_log(target.prompt_log)
@@ -257,8 +258,3 @@ def preflight_server(target: Target) -> tuple[str, dict[str, Any], int]:
     check_request(target, model)
     server, sent = detect_server(target, seen)
     return model, server, sent
-
-
-def preflight(target: Target) -> str:
-    """Run every check; returns the model to use, or raises :class:`PreflightError`."""
-    return preflight_server(target)[0]

@@ -10,7 +10,7 @@ import pytest
 from loadknee_core.contract import REQUEST_COLUMNS, REQUESTS_CSV
 from loadknee_locust.commands import run as run_cmd
 from loadknee_locust.commands.failures import all_failed_text
-from loadknee_locust.commands.preflight import PreflightError, Target, preflight
+from loadknee_locust.commands.preflight import PreflightError, Target, preflight_server
 from tests.support.loopback_http import QuietHandler, loopback_server
 from tests.support.run_support import free_port
 
@@ -50,7 +50,9 @@ def test_wrong_model_fails_fast_and_names_the_served_ones(tmp_path, capsys, sim_
     rc, err = _run(capsys, out, "--host", sim.url, "--model", "no-such-model")
     # words are the product: the pre-flight refusal a user reads
     assert rc == 2 and "--model no-such-model is not served" in err
-    served = preflight(Target(sim.url, "", "chat", True, "OPENAI_API_KEY", "", str(out)))
+    served, _, _ = preflight_server(
+        Target(sim.url, "", "chat", True, "OPENAI_API_KEY", "", str(out))
+    )
     assert served in err  # the discovered id is what the error offered instead
     assert not out.exists()
 
@@ -65,10 +67,10 @@ def test_a_stream_without_content_is_caught(tmp_path):
 
     with loopback_server(NoContent) as host:
         with pytest.raises(PreflightError, match=r"no content chunk.*--no-stream"):
-            preflight(Target(host, "", "chat", True, "", "", str(tmp_path)))
+            preflight_server(Target(host, "", "chat", True, "", "", str(tmp_path)))
         # not streamed, the same server's JSON-less answer is caught too
         with pytest.raises(PreflightError, match="not JSON"):
-            preflight(Target(host, "m", "chat", False, "", "", str(tmp_path)))
+            preflight_server(Target(host, "m", "chat", False, "", "", str(tmp_path)))
 
 
 def test_a_run_whose_every_request_failed_is_named_with_its_causes(tmp_path):
@@ -122,10 +124,10 @@ def test_a_web_server_is_named_as_one_not_dumped_as_html(tmp_path):
 
     with loopback_server(Nginx) as host:
         with pytest.raises(PreflightError) as caught:
-            preflight(Target(host, "", "chat", True, "", "", str(tmp_path)))
+            preflight_server(Target(host, "", "chat", True, "", "", str(tmp_path)))
         message = str(caught.value)
         # words are the product: the pre-flight refusal a user reads
         assert "HTTP 404 with a web page, not an OpenAI-compatible LLM API" in message
         assert "<" not in message and "\n" not in message
         with pytest.raises(PreflightError, match=f"drop the /v1 from --host.*--host {host}$"):
-            preflight(Target(host + "/v1/", "", "chat", True, "", "", str(tmp_path)))
+            preflight_server(Target(host + "/v1/", "", "chat", True, "", "", str(tmp_path)))
