@@ -1,6 +1,6 @@
 """Map DCGM-exporter samples (one scrape) to ``gpu.csv`` rows, one per GPU.
 
-Pure stdlib: the sampler calls it on every scrape that carries ``DCGM_FI_*`` names and
+Pure stdlib: the sampler calls it on every scrape (one without ``DCGM_FI_*`` fields: no row) and
 ``analysis.inputs.server_metrics.gpu_from_dcgm`` calls it on raw samples read back from
 ``server_metrics.csv``, so both sides give the same numbers.
 
@@ -56,11 +56,6 @@ FIELDS: Final[frozenset[str]] = frozenset(
         POWER_USAGE,
     }
 )
-
-
-def has_dcgm(samples: Iterable[Sample]) -> bool:
-    """True when any sample is a DCGM field this module maps."""
-    return any(s.metric in FIELDS for s in samples)
 
 
 def gpu_rows(samples: Iterable[Sample], timestamp_unix_s: float) -> list[dict[str, Any]]:

@@ -192,5 +192,5 @@ def test_dcgm_total_field_and_no_dcgm() -> None:
     rows = dcgm.gpu_rows([S("DCGM_FI_DEV_FB_TOTAL", 81559, gpu="0")], 1.0)
     assert rows[0]["memory_total_mib"] == 81559 and rows[0]["memory_used_mib"] is None
     assert dcgm.gpu_rows([S("vllm:num_requests_running", 1)], 1.0) == []
-    assert dcgm.has_dcgm([S("DCGM_FI_DEV_GPU_UTIL", 1)])
-    assert not dcgm.has_dcgm([S("DCGM_FI_DEV_UNKNOWN_THING", 1)])
+    assert dcgm.gpu_rows([S("DCGM_FI_DEV_GPU_UTIL", 1)], 1.0)[0]["gpu_util_pct"] == 1
+    assert dcgm.gpu_rows([S("DCGM_FI_DEV_UNKNOWN_THING", 1)], 1.0) == []  # not a field it maps
