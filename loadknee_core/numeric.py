@@ -19,7 +19,9 @@ The record frame holds NaN where a stage has no data (never 0), numpy scalars wh
 them, and None in hand-typed tables. Every judgement module reads such a value as ``float | None``
 and prints it as ``—`` (NA) when missing; they all use these helpers so that "missing" means one
 thing across the knee, the baseline, the diagnosis, the recommendations and the comparisons.
-Other tools' JSON exports (:mod:`analysis.importers`) are read with :func:`json_number`.
+Other tools' JSON exports (:mod:`analysis.importers`) are read with :func:`json_number`; a cell
+that may hold text where a number belongs (a row's HTTP status, an llm-d report's field) with
+:func:`lenient_num`.
 
 pandas is imported on first use, so the stdlib-only importers can use this module without it.
 """
@@ -56,6 +58,16 @@ def num(value: Any) -> float | None:
         return None
     number = float(value)
     return None if math.isnan(number) else number
+
+
+def lenient_num(value: Any) -> float | None:
+    """:func:`num`, with text or any other non-number read as None rather than raised: for the
+    cells a reader does not control (the rows' error columns, another tool's report), where
+    such a value means "no number here", as a missing one does."""
+    try:
+        return num(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def json_number(value: Any) -> float | None:
@@ -97,11 +109,9 @@ def fmt(value: float | None, unit: str = "") -> str:
 
 
 def scaled(value: Any, scale: float = 1.0) -> float | None:
-    """``value`` × ``scale`` as a float; None when missing or not a number (a text cell)."""
-    try:
-        number = num(value)
-    except (TypeError, ValueError):  # text in a numeric column: shown as —, not a crash
-        return None
+    """``value`` × ``scale`` as a float; None when missing or not a number (a text cell: shown
+    as —, not a crash)."""
+    number = lenient_num(value)
     return None if number is None else number * scale
 
 

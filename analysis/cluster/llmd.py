@@ -56,6 +56,7 @@ from analysis.report.answer_view import answer_note
 from analysis.report.knee_summary import summary_words
 from analysis.report.table import record_frame
 from analysis.stages.baseline import compute_baseline
+from loadknee_core.numeric import lenient_num
 
 VERSION = "0.2"
 #: statistic key → summary column, per latency field
@@ -76,14 +77,6 @@ THROUGHPUT_FIELDS: dict[str, tuple[str, str]] = {
     "total_token_rate": ("token/s", "total_tok_s"),
     "requests_rate": ("qps", "qps"),
 }
-
-
-def _num(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
 
 
 def _stats(values: np.ndarray, units: str) -> dict[str, Any] | None:
@@ -145,15 +138,15 @@ def stage_report(analysis: Analysis, stage: int) -> dict[str, Any]:
     measured, windows = measured_windows(analysis)
     rows = measured[measured["stage"] == stage]
     ok = rows[rows["cls"] == "ok"]
-    start = _num(windows.loc[stage, "window_start"]) if stage in windows.index else None
-    end = _num(windows.loc[stage, "window_end"]) if stage in windows.index else None
+    start = lenient_num(windows.loc[stage, "window_start"]) if stage in windows.index else None
+    end = lenient_num(windows.loc[stage, "window_end"]) if stage in windows.index else None
 
     def col(name: str) -> np.ndarray:
         return pd.to_numeric(ok[name], errors="coerce").to_numpy(dtype=float)
 
     latency: dict[str, Any] = {}
     for field, (units, mapping) in LATENCY_FIELDS.items():
-        stats = {k: _num(row[c]) for k, c in mapping.items()}
+        stats = {k: lenient_num(row[c]) for k, c in mapping.items()}
         if field == "time_to_first_token":
             ttft = col("ttft_ms")
             stats["mean"] = float(np.nanmean(ttft)) if np.isfinite(ttft).any() else None
@@ -163,12 +156,12 @@ def stage_report(analysis: Analysis, stage: int) -> dict[str, Any]:
         if stats.get("mean") is not None:
             latency[field] = {"units": units, **stats}
     throughput = {
-        field: {"units": units, "mean": _num(row[c])}
+        field: {"units": units, "mean": lenient_num(row[c])}
         for field, (units, c) in THROUGHPUT_FIELDS.items()
-        if _num(row[c]) is not None
+        if lenient_num(row[c]) is not None
     }
     run_id = analysis.run_id
-    users = int(_num(row["target_users"]) or 0)
+    users = int(lenient_num(row["target_users"]) or 0)
     kind = str(row["kind"])
     engine = detect_engine(analysis.run.server_metrics)
     config = json.dumps({"run": run_id, "stage": stage, "users": users}, sort_keys=True)
@@ -190,7 +183,7 @@ def stage_report(analysis: Analysis, stage: int) -> dict[str, Any]:
                 "concurrency": users,
             },
             "Native": {
-                "args": {"loadknee_stage_kind": kind, "batch_size": _num(row["batch_size"])}
+                "args": {"loadknee_stage_kind": kind, "batch_size": lenient_num(row["batch_size"])}
             },
         }
     }
@@ -210,8 +203,8 @@ def stage_report(analysis: Analysis, stage: int) -> dict[str, Any]:
             }
         ]
     requests = {
-        "total": int(_num(row["requests"]) or 0),
-        "failures": int(_num(row["errors"]) or 0),
+        "total": int(lenient_num(row["requests"]) or 0),
+        "failures": int(lenient_num(row["errors"]) or 0),
         "input_length": _stats(col("prompt_tokens"), "count"),
         "output_length": _stats(col("completion_tokens"), "count"),
     }
@@ -223,7 +216,7 @@ def stage_report(analysis: Analysis, stage: int) -> dict[str, Any]:
             "time": {
                 "start": _iso(start),
                 "end": _iso(end),
-                "duration": _duration(_num(row["window_s"])),
+                "duration": _duration(lenient_num(row["window_s"])),
             },
         },
         "scenario": scenario,
@@ -287,7 +280,7 @@ def summary_row(doc: dict[str, Any], index: int) -> dict[str, Any]:
     kind = native.get("loadknee_stage_kind")
     row["kind"] = kind if kind in ("baseline", "step") else "step"
     row["target_users"] = load.get("concurrency")
-    row["batch_size"] = _num(native.get("batch_size")) or 1
+    row["batch_size"] = lenient_num(native.get("batch_size")) or 1
     requests = agg.get("requests") or {}
     total, failures = requests.get("total"), requests.get("failures") or 0
     row["requests"] = total
@@ -299,12 +292,12 @@ def summary_row(doc: dict[str, Any], index: int) -> dict[str, Any]:
         stats = (agg.get("latency") or {}).get(field) or {}
         for key, column in mapping.items():
             if key in stats:
-                row[column] = _num(stats[key])
+                row[column] = lenient_num(stats[key])
     for field, (_units, column) in THROUGHPUT_FIELDS.items():
-        row[column] = _num(((agg.get("throughput") or {}).get(field) or {}).get("mean"))
+        row[column] = lenient_num(((agg.get("throughput") or {}).get(field) or {}).get("mean"))
     duration = _get(doc, "run", "time", "duration")
     if isinstance(duration, str) and duration.startswith("PT") and duration.endswith("S"):
-        row["window_s"] = _num(duration[2:-1])
+        row["window_s"] = lenient_num(duration[2:-1])
     return row
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from loadknee_core.numeric import lenient_num
 from loadknee_core.refusals import Failure, is_refusal
 
 
@@ -28,14 +29,6 @@ class StageRefusals:
     refused: int
     http_status: int | None
     message: str
-
-
-def _num(value: object) -> float | None:
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(number) else number
 
 
 def _text(value: object) -> str:
@@ -56,11 +49,11 @@ def stage_refusals(measured: pd.DataFrame) -> dict[int, StageRefusals]:
     for stage, outcome, e2e, raw_status, raw_message in zip(
         errors["stage"], errors["outcome"], errors["e2e_ms"], statuses, messages, strict=True
     ):
-        status = _num(raw_status)
+        status = lenient_num(raw_status)
         code = None if status is None else int(status)
         message = _text(raw_message)
-        failure = Failure(str(outcome), code, message, _num(e2e))
-        if is_refusal(failure, _num(served_p50.get(stage))):
+        failure = Failure(str(outcome), code, message, lenient_num(e2e))
+        if is_refusal(failure, lenient_num(served_p50.get(stage))):
             found.setdefault(int(stage), []).append((code, message))
     out: dict[int, StageRefusals] = {}
     for stage, seen in found.items():
