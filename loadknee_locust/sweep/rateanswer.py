@@ -47,12 +47,12 @@ class RateAnswer:
             RateStageJudgement(
                 stage=int(s["stage"]),
                 rate_rps=float(s["rate_rps"]),
-                offered_rps=_opt_float(s.get("offered_rps")),
-                served_rps=_opt_float(s.get("served_rps")),
-                served_pct=_opt_float(s.get("served_pct")),
-                backlog_mean=_opt_float(s.get("backlog_mean")),
-                backlog_first=_opt_float(s.get("backlog_first")),
-                backlog_last=_opt_float(s.get("backlog_last")),
+                offered_rps=opt_float(s.get("offered_rps")),
+                served_rps=opt_float(s.get("served_rps")),
+                served_pct=opt_float(s.get("served_pct")),
+                backlog_mean=opt_float(s.get("backlog_mean")),
+                backlog_first=opt_float(s.get("backlog_first")),
+                backlog_last=opt_float(s.get("backlog_last")),
                 verdict=str(s.get("rate_verdict") or ""),
                 reasons=str(s.get("rate_reasons") or ""),
             )
@@ -62,11 +62,14 @@ class RateAnswer:
         return cls(
             stages=stages,
             knee_stage=None if knee_stage is None else int(knee_stage),
-            knee_rate_rps=_opt_float(knee.get("knee_rate_rps")),
-            max_rate_rps=_opt_float(knee.get("max_rate_rps")),
+            knee_rate_rps=opt_float(knee.get("knee_rate_rps")),
+            max_rate_rps=opt_float(knee.get("max_rate_rps")),
             text=str(knee.get("text") or ""),
         )
 
 
-def _opt_float(value: Any) -> float | None:
+def opt_float(value: Any) -> float | None:
+    """A live answer's optional number: None stays None, anything else goes through ``float``
+    (so a malformed answer raises, as both ``from_json`` methods promise). Shared with
+    :mod:`.refine`'s LiveVerdict, the other reader of ``analysis.live.answer``'s JSON."""
     return None if value is None else float(value)

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from loadknee_locust.sweep.narrow import MIN_USERS, TARGET_PCT, answer_resolved, narrowing_level
-from loadknee_locust.sweep.rateanswer import RateAnswer
+from loadknee_locust.sweep.rateanswer import RateAnswer, opt_float
 
 
 @dataclass(frozen=True)
@@ -121,8 +121,8 @@ class LiveVerdict:
             stages=stages,
             slo_capacity=_opt_int(answer.get("slo_capacity")),
             slo_break_users=_opt_int(answer.get("slo_break_users")),
-            capacity_low=_opt_float(answer.get("capacity_low")),
-            capacity_high=_opt_float(answer.get("capacity_high")),
+            capacity_low=opt_float(answer.get("capacity_low")),
+            capacity_high=opt_float(answer.get("capacity_high")),
             past_users=_opt_int(view.get("first_past_capacity_users")),
             past=None
             if view.get("first_past_capacity") is None
@@ -241,7 +241,3 @@ def _slo_refine_level(
 
 def _opt_int(value: Any) -> int | None:
     return None if value is None else int(value)
-
-
-def _opt_float(value: Any) -> float | None:
-    return None if value is None else float(value)
