@@ -24,14 +24,18 @@ PrefillSource = Literal["ttft_fit", "probe_fit", "baseline_assumed", "in_step"]
 #: or its median e2e over the completion tokens at the stages where nothing waited (no tokens
 #: streamed: the prefill is then inside the step, ``in_step``)
 DecodeSource = Literal["itl", "tpot", "e2e_per_token"]
-#: where the slot limit came from: the server's running gauge, the client-side estimate, the
-#: batch the decode line needs to give the throughput plateau (assumed: neither seen), the
-#: user's ``--slots`` (``stated``: the engine's own setting), none
-SlotSource = Literal["server_gauge", "client_estimate", "throughput_plateau", "stated", "none"]
+#: where the slot limit came from: the server's running gauge, the engine's own report of its
+#: slots (``engine``: llama-server's ``/props`` ``total_slots``, run.json's ``server.slots``),
+#: the client-side estimate, the batch the decode line needs to give the throughput plateau
+#: (assumed: none of those), the user's ``--slots`` (``stated``: the engine's own setting), none
+SlotSource = Literal[
+    "server_gauge", "engine", "client_estimate", "throughput_plateau", "stated", "none"
+]
 #: where the KV budget came from: the KV gauge × the tokens in flight; the batch where the knee
 #: sat × the tokens each sequence holds (assumed: no gauge); the user's ``--kv-tokens``
-#: (``stated``: the engine's pool as its log or config gives it); none (no gauge and no knee)
-KvSource = Literal["kv_gauge", "knee_assumed", "stated", "none"]
+#: (``stated``: the engine's pool as its log or config gives it); none for an engine that admits
+#: by slot alone (``per_slot``: llama-server); none (no gauge and no knee)
+KvSource = Literal["kv_gauge", "knee_assumed", "stated", "per_slot", "none"]
 #: which limit bound a run or a prediction: the slots, the KV budget, the decode step growing
 #: with the batch (compute), or none within the levels looked at
 Bound = Literal["slots", "kv", "compute", "none"]

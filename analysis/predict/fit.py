@@ -17,7 +17,9 @@
   baseline's median TTFT less one decode step at batch 1, over its prompt tokens; its interval
   from α + β's.
 * **Slot limit**: the server's running maximum while requests waited
-  (``KneeResult.server_slots``, ``server_gauge``), else the client-side estimate
+  (``KneeResult.server_slots``, ``server_gauge``), else the slot count the engine itself
+  reported at pre-flight (run.json's ``server.slots``: llama-server's ``/props``; ``engine``;
+  it bound the run only where the run's capacity reached it), else the client-side estimate
   (``KneeResult.client_slots``, ``client_estimate``); else, where the knee came with the
   throughput flattened, the batch the decode line needs to give the plateau's throughput (the
   median output rate of the knee stage and those above it: ``1000 b / (α + β b) = X``, so
@@ -29,7 +31,9 @@
   share; the value is the stage where the gauge read highest (the most precise), the interval
   the spread over the stages that read at least half as high (``kv_gauge``). Without a gauge,
   where a hard limit (slots) bound the run: the batch where the knee sat × prompt + completion
-  (``knee_assumed``: the run cannot tell slots from KV).
+  (``knee_assumed``: the run cannot tell slots from KV) — but none for an engine that admits by
+  slot alone (``per_slot``, :data:`SLOT_ADMITTING`: llama-server, whose slots each hold their
+  own context), where a longer context never means fewer running sequences.
 * **Stated limits**: the engine's own settings, where the user gives them (``loadknee predict
   --slots N --kv-tokens N``: vLLM's ``--max-num-seqs`` and the "GPU KV cache size: N tokens"
   of its start-up log, llama-server's ``--parallel``, SGLang's ``--max-running-requests`` and
@@ -65,6 +69,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.advice.engine import detect_engine
 from analysis.cluster.profile import LineFit, fit_line, fit_profile
 from analysis.cluster.stages import StageGauges, measured_windows, stage_gauges
 from analysis.pipeline import Analysis
@@ -261,6 +266,21 @@ def plateau_batch(
     return float(max(1, batch, capacity or 0))
 
 
+#: engines whose KV cache never holds a request back, so a run without a KV gauge assumes no KV
+#: budget from its knee: llama-server admits by slot, each slot with its own context
+#: (``--ctx-size`` / ``--parallel``; a request longer than a slot's context fails, it does not
+#: wait), and its unified cache (``--kv-unified``) purges or aborts when full rather than queue
+SLOT_ADMITTING = frozenset({"llama.cpp"})
+
+
+def engine_slots(run_info: Mapping[str, Any]) -> int | None:
+    """The slot count the engine itself reported at pre-flight (run.json's ``server.slots``:
+    llama-server's ``/props`` ``total_slots``), None where it reported none."""
+    server = run_info.get("server")
+    slots = server.get("slots") if isinstance(server, Mapping) else None
+    return slots if isinstance(slots, int) and not isinstance(slots, bool) and slots > 0 else None
+
+
 def fit_capacity(
     analysis: Analysis,
     knee_params: KneeParams | None = None,
@@ -291,8 +311,12 @@ def fit_capacity(
 
     slots: float | None
     slot_source: SlotSource
+    engine = detect_engine(analysis.run.server_metrics, analysis.run.run_info)
+    reported = engine_slots(analysis.run.run_info)
     if knee.server_slots:
         slots, slot_source = float(knee.server_slots), "server_gauge"
+    elif reported is not None:
+        slots, slot_source = float(reported), "engine"
     elif knee.client_slots:
         slots, slot_source = float(knee.client_slots), "client_estimate"
     else:
@@ -316,6 +340,8 @@ def fit_capacity(
     elif read is not None:
         kv, kv_source = read[0], "kv_gauge"
         kv_stage_users, kv_pct = read[1].users, read[1].kv_mean_pct
+    elif engine in SLOT_ADMITTING:
+        kv_source = "per_slot"
     elif slots is not None and knee_users is not None:
         per_seq = workload.input_tokens + workload.output_tokens
         if math.isfinite(per_seq):
@@ -336,7 +362,9 @@ def fit_capacity(
         or (slots is not None and kv_slots is not None and kv_slots <= slots * KV_BINDS_WITHIN)
     ):
         bound = "kv"
-    elif slots is not None:
+    elif slots is not None and (
+        slot_source != "engine" or (knee.max_concurrency or 0) >= slots
+    ):  # a slot count the engine reported bound the run only where the run reached it
         bound = "slots"
     else:
         bound = "compute"

@@ -53,6 +53,7 @@ DECODE_WORDS: dict[DecodeSource, str] = {
 }
 SLOT_WORDS: dict[SlotSource, str] = {
     "server_gauge": "the server's running gauge while requests waited",
+    "engine": "the engine's own report at pre-flight: llama-server's /props",
     "client_estimate": "estimated from the client's rows (no server gauge)",
     "throughput_plateau": "assumed: no gauge and no client-side estimate, so the batch the "
     "decode line needs to give the plateau's throughput",
@@ -64,6 +65,8 @@ KV_WORDS: dict[KvSource, str] = {
     "knee_assumed": "assumed: no KV gauge, so the batch where the knee sat × prompt + "
     "completion; the run cannot tell the slots from the KV budget: --kv-tokens states it",
     "stated": "stated with --kv-tokens",
+    "per_slot": "none: llama-server admits by slot, each slot with its own context, so a "
+    "longer context does not lower the slots",
     "none": "no gauge and no hard limit: none assumed",
 }
 

@@ -187,3 +187,42 @@ def test_the_llama_prediction_checks_against_the_real_sweep(capsys, source, othe
     assert found["prediction"]["point"]["users"] == 1
     assert found["deploy"]["error"] is not None and abs(found["deploy"]["error"]) <= 0.15
     assert found["deploy"]["inside"] is True
+
+
+@pytest.mark.parametrize(
+    ("run", "bound"),
+    [
+        (LLAMA, "slots"),  # its knee at 9 users, past the 8 slots
+        (LLAMA_THIRD / "source", "compute"),  # its knee at 2 users: the step, not the slots
+    ],
+    ids=["first", "third"],
+)
+def test_llama_server_slots_come_from_the_engine_and_its_kv_holds_no_request_back(run, bound):
+    from analysis.pipeline import analyze_run
+    from analysis.predict.fit import fit_capacity
+
+    fit = fit_capacity(analyze_run(run))
+    # run.json's server.slots: llama-server's /props said 8 at pre-flight
+    assert (fit.slot_source, fit.params.slots) == ("engine", 8.0)
+    # without a KV gauge no budget is assumed from the knee: a longer prompt keeps the slots
+    assert (fit.kv_source, fit.params.kv_tokens) == ("per_slot", None)
+    assert fit.run_bound.bound == bound
+    assert predict(fit, Workload(128, 32)).kv_slots is None
+
+
+@pytest.mark.parametrize(
+    ("server", "slots"),
+    [
+        ({"engine": "llama.cpp", "slots": 8}, 8),
+        ({"engine": "llama.cpp"}, None),
+        ({"slots": 0}, None),
+        ({"slots": True}, None),
+        ({"slots": "8"}, None),
+        ("llama.cpp", None),
+        (None, None),
+    ],
+)
+def test_the_engines_own_slot_count_is_read_only_where_it_is_one(server, slots) -> None:
+    from analysis.predict.fit import engine_slots
+
+    assert engine_slots({} if server is None else {"server": server}) == slots
