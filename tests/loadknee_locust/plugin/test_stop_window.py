@@ -24,7 +24,7 @@ def test_a_start_at_once_after_the_end_is_taken_and_the_first_run_still_ends(
 ) -> None:
     proc = subprocess.run(
         [sys.executable, str(PROGRAMS / "stop_window.py"), str(tmp_path)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=90,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
