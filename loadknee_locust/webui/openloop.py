@@ -27,12 +27,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from loadknee_locust.sweep.rateanswer import RateAnswer, RateStageJudgement
 from loadknee_locust.webui import svgchart
 
 if TYPE_CHECKING:
     from loadknee_locust.arrivals.plan import OpenLoopPlan
     from loadknee_locust.record.recorder import RunLog
-    from loadknee_locust.sweep.rateanswer import RateAnswer
 
 
 #: the measured seconds before a live rate is shown: over less, one send more or less swings it
@@ -54,23 +54,23 @@ class RateWindow:
 
 
 @dataclass(frozen=True)
-class RateRow:
-    """One row of the open-loop table: live numbers, or the analysis's once ``judged``."""
+class LiveRow:
+    """A rate stage the analysis has not judged yet: the master's own numbers (``live_row``)."""
 
     stage: int
     rate_rps: float
     offered_rps: float | None
     served_rps: float | None
     served_pct: float | None
-    backlog: float | None  # live: outstanding now; judged: the window's time average
-    backlog_first: float | None = None  # judged: over the window's first quarter
-    backlog_last: float | None = None  # ... and its last
-    verdict: str = ""  # judged: follows | past knee
-    reasons: str = ""
-    judged: bool = False
+    backlog: float | None  # requests outstanding now
 
 
-def live_row(w: RateWindow, now: float) -> RateRow:
+#: one row of the open-loop table: the live numbers until the analysis has judged the stage,
+#: then its judgement as the answer carries it (one record of a judged stage, not a copy)
+RateRow = LiveRow | RateStageJudgement
+
+
+def live_row(w: RateWindow, now: float) -> LiveRow:
     """The master's numbers for ``w`` at ``now`` (module docstring)."""
 
     def due(until: float) -> int:  # planned sends at or before ``until``
@@ -88,7 +88,7 @@ def live_row(w: RateWindow, now: float) -> RateRow:
         offered, served = count / span, w.served / span
         pct = 100.0 * served / offered if offered > 0 else None
     backlog = float(max(0, due(now) - w.ended)) if now >= w.start_unix_s else None
-    return RateRow(w.stage, w.rate_rps, offered, served, pct, backlog)
+    return LiveRow(w.stage, w.rate_rps, offered, served, pct, backlog)
 
 
 def rate_rows(
@@ -96,19 +96,7 @@ def rate_rows(
 ) -> list[RateRow]:
     """One row per rate stage seen so far: the analysis's where it has judged, else live."""
     judged = {s.stage: s for s in answer.stages} if answer is not None else {}
-    rows = []
-    for w in windows:
-        j = judged.get(w.stage)
-        if j is None:
-            rows.append(live_row(w, now))
-            continue
-        rows.append(
-            RateRow(
-                w.stage, j.rate_rps, j.offered_rps, j.served_rps, j.served_pct,
-                j.backlog_mean, j.backlog_first, j.backlog_last, j.verdict, j.reasons, True,
-            )
-        )  # fmt: skip
-    return rows
+    return [judged.get(w.stage) or live_row(w, now) for w in windows]
 
 
 class PlannedSends:
@@ -190,24 +178,26 @@ def rate_table(rows: Sequence[RateRow], final: bool) -> str:
         f"<th>{label}</th><th>why</th></tr></thead><tbody>"
     ]
     for r in rows:
-        if r.judged:
+        if isinstance(r, RateStageJudgement):
+            judged, outstanding = True, r.backlog_mean
             backlog = (
-                f"{_num(r.backlog, 1)} on average ({_num(r.backlog_first, 1)} → "
+                f"{_num(outstanding, 1)} on average ({_num(r.backlog_first, 1)} → "
                 f"{_num(r.backlog_last, 1)})"
             )
             word = html.escape(r.verdict)
             why = html.escape(r.reasons) or "served followed offered"
         else:
-            backlog = f"{_num(r.backlog, 0)} now"
+            judged, outstanding = False, r.backlog
+            backlog = f"{_num(outstanding, 0)} now"
             word, why = "…", "live: the analysis judges the stage once it ends"
         attrs = "".join(
             f" data-{key}='{value:.10g}'" if value is not None else ""
             for key, value in (("offered", r.offered_rps), ("served", r.served_rps),
-                               ("backlog", r.backlog))
+                               ("backlog", outstanding))
         )  # fmt: skip
         lines.append(
             f"<tr data-stage='{r.stage}' data-rate='{r.rate_rps:g}' "
-            f"data-judged='{int(r.judged)}'{attrs}><td>{r.stage}</td><td>{r.rate_rps:g}</td>"
+            f"data-judged='{int(judged)}'{attrs}><td>{r.stage}</td><td>{r.rate_rps:g}</td>"
             f"<td>{_num(r.offered_rps)}</td><td>{_num(r.served_rps)}</td>"
             f"<td>{_num(r.served_pct, 0)}</td><td>{backlog}</td>"
             f"<td><span class='lk-v lk-v-{word.replace(' ', '-')}'>{word}</span></td>"

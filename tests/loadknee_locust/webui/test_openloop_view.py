@@ -16,7 +16,7 @@ from loadknee_locust.sweep.refine import LiveVerdict
 from loadknee_locust.sweep.schedule import Schedule, SchedulePlan
 from loadknee_locust.webui.formcheck import check_form
 from loadknee_locust.webui.liveview import LiveView
-from loadknee_locust.webui.openloop import RateRow, RateWindow, knee_words, live_row, rate_rows
+from loadknee_locust.webui.openloop import LiveRow, RateWindow, knee_words, live_row, rate_rows
 
 #: 4 requests/s, constant gaps from 0.5 s: 0.5, 0.75, 1.0, ... (s after the stage's start)
 EVERY_QUARTER = tuple(0.5 + 0.25 * i for i in range(38))  # the last at 9.75 s
@@ -63,7 +63,7 @@ def test_live_numbers(
         pct if pct is None else pytest.approx(pct),
         backlog,
     )
-    assert (row.stage, row.rate_rps, row.judged) == (3, 4.0, False)
+    assert isinstance(row, LiveRow) and (row.stage, row.rate_rps) == (3, 4.0)
 
 
 def test_a_window_with_no_planned_send_offers_zero_and_no_percentage() -> None:
@@ -78,9 +78,7 @@ def test_the_analysis_row_replaces_the_live_one_once_judged() -> None:
     answer = RateAnswer((JUDGED,), 3, 4.0, None, "rate knee at 4 requests/s")
     other = RateWindow(5, 8.0, 100.0, 101.0, 110.0, EVERY_QUARTER, 0, 0)
     rows = rate_rows([_window(38, 36), other], answer, now=130.0)
-    assert rows[0] == RateRow(3, 4.0, 3.9, 2.0, 51.3, 6.5, 1.0, 12.0, "past knee",
-                              "served 51 %", True)  # fmt: skip
-    assert rows[1] == live_row(other, 130.0) and not rows[1].judged
+    assert rows == [JUDGED, live_row(other, 130.0)]
     assert rate_rows([_window(38, 36)], None, now=130.0) == [live_row(_window(38, 36), 130.0)]
 
 
