@@ -11,22 +11,19 @@ bad arguments, with a one-paragraph message and no traceback.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import sys
 from pathlib import Path
 
-from analysis.compare.core import KINDS, LONG_COLUMNS, Comparison, RunSide, compare_runs
+from analysis.compare.core import KINDS, Comparison, RunSide, compare_runs
 from analysis.compare.prefix_cache import prefix_cache_change
 from analysis.compare.verify import all_passed, format_checks, verify_checks
 from analysis.inputs.load import RunDirError
 from analysis.knee.find import KneeParams
 from analysis.pipeline import analyze_run
 from analysis.report.compare_words import kind_reason_text, prefix_change_text, reading_lines
-from analysis.report.table import fmt_magnitude, fmt_pct, fmt_text
+from analysis.report.table import fmt_magnitude, fmt_pct, fmt_text, format_csv
 from loadknee_core.command_parser import CommandParser
-from loadknee_core.numeric import is_missing
 
 _WIDE = (
     ("P50 s", "e2e_p50_ms", lambda v: fmt_magnitude(v, 0.001)),
@@ -109,16 +106,6 @@ def format_text(comparison: Comparison) -> str:
     )
 
 
-def format_csv(comparison: Comparison) -> str:
-    """The long table (one row per run and stage), numbers raw, missing empty."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(LONG_COLUMNS)
-    for row in comparison.table.itertuples(index=False):
-        writer.writerow(["" if is_missing(v) else v for v in row])
-    return out.getvalue()
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = CommandParser(
         prog="loadknee compare",
@@ -192,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(ns.out) if ns.out else first.parent / ("compare-" + "-vs-".join(comparison.labels))
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(format_markdown(comparison), encoding="utf-8")
-    (out / "compare.csv").write_text(format_csv(comparison), encoding="utf-8")
+    (out / "compare.csv").write_text(format_csv(comparison.table), encoding="utf-8")
     written = [out / "compare.md", out / "compare.csv"]
     if comparison.kind == "prefix-cache":  # the change and its intervals, for scripts
         changes = [

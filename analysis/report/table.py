@@ -315,7 +315,8 @@ def _csv_cell(value: Any) -> Any:
 
 
 def format_csv(frame: pd.DataFrame) -> str:
-    """The whole record frame as CSV text: raw numbers, units in the names, missing = empty."""
+    """A frame as CSV text: raw numbers, units in the names, missing = empty (the report's
+    record.csv and the comparison's long table, compare.csv: one writer, one CSV dialect)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(frame.columns)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.compare.cli import format_csv, format_markdown, format_text, main
+from analysis.compare.cli import format_markdown, format_text, main
 from analysis.compare.core import RunSide, compare_runs, detect_kind, lookup
 from analysis.compare.facts import (
     LITTLE_PREFIX_GAIN,
@@ -27,6 +27,7 @@ from analysis.compare.facts import (
 from analysis.compare.verify import Check, all_passed, format_checks, verify_checks
 from analysis.model import VERDICT_LABELS
 from analysis.pipeline import analyze_run
+from analysis.report.table import format_csv
 from tests.support.compare_cases import (
     FIXED,
     REPLAY,
@@ -152,7 +153,7 @@ def test_renderings_have_every_run_and_level() -> None:
     md = format_markdown(result)
     assert "| users | a P50 s |" in md and "b verdict" in md
     assert "| 48 |" in md and VERDICT_LABELS["red_line"] in md
-    rows = list(csv.DictReader(io.StringIO(format_csv(result))))
+    rows = list(csv.DictReader(io.StringIO(format_csv(result.table))))
     assert len(rows) == 10 and rows[4]["e2e_p99_ms"] == ""  # the OOM stage: empty, never 0
     assert "knees:" in format_text(result)
 
