@@ -16,7 +16,6 @@ middle is dropped whole (its statistics would lean on the requests that finished
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,6 @@ from analysis.importers.model import (
 from loadknee_core.numeric import json_number
 
 EXPECTED = "a GuideLLM benchmarks JSON (guidellm run --output kind=json)"
-_STATUS = re.compile(r"\b([45]\d\d)\b")
 
 
 def _request(rec: dict[str, Any], status: str) -> ImportedRequest:
@@ -43,9 +41,7 @@ def _request(rec: dict[str, Any], status: str) -> ImportedRequest:
     error = str(info.get("error") or "")
     outcome, http_status = "ok", None
     if status == "errored":
-        found = _STATUS.search(error)
-        outcome = "http_error" if found else "stream_error"
-        http_status = int(found.group(1)) if found else None
+        outcome, http_status = ImportedRequest.failure(error)
     elif status == "incomplete":
         outcome = "incomplete"
     iterations = timings.get("token_iterations")

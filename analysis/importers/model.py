@@ -8,10 +8,14 @@ never 0: the writer leaves its cell empty and the analysis reads NaN.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+#: an HTTP error status standing alone in a tool's error text ("... 503 Service Unavailable")
+_STATUS = re.compile(r"\b([45]\d\d)\b")
 
 
 class ImportFormatError(ValueError):
@@ -42,6 +46,15 @@ class ImportedRequest:
     outcome: str = "ok"
     http_status: int | None = None
     error: str = ""
+
+    @staticmethod
+    def failure(error: str) -> tuple[str, int | None]:
+        """``outcome`` and ``http_status`` of a failed request from the text its tool recorded:
+        the tools that keep only a message (GuideLLM, vLLM's benchmark) say the same thing the
+        same way, so ``http_error`` with the status when the text carries one, else
+        ``stream_error``."""
+        found = _STATUS.search(error)
+        return ("http_error", int(found.group(1))) if found else ("stream_error", None)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,6 @@ every list entry survived.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,6 @@ from loadknee_core.numeric import json_number
 
 EXPECTED = "a vllm bench serve --save-result --save-detailed JSON"
 PER_REQUEST = ("start_times", "latencies", "ttfts", "itls", "input_lens", "output_lens", "errors")
-_STATUS = re.compile(r"\b([45]\d\d)\b")
 GAP_S = 1.0  # between synthetic level windows
 
 
@@ -54,9 +52,7 @@ def _request(data: dict[str, Any], i: int, shift: float) -> ImportedRequest:
     ttft = json_number(data["ttfts"][i])
     outcome, status = "ok", None
     if error:
-        found = _STATUS.search(error)
-        outcome = "http_error" if found else "stream_error"
-        status = int(found.group(1)) if found else None
+        outcome, status = ImportedRequest.failure(error)
     ok = outcome == "ok"
     return ImportedRequest(
         start_unix_s=start - shift if start is not None else None,
