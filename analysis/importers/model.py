@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, Unpack
 
 #: an HTTP error status standing alone in a tool's error text ("... 503 Service Unavailable")
 _STATUS = re.compile(r"\b([45]\d\d)\b")
@@ -85,6 +85,18 @@ class ImportedRun:
     dropped: tuple[str, ...] = field(default=())  # what a half-written file lost, in words
 
 
+class RunFacts(TypedDict, total=False):
+    """The :class:`ImportedRun` fields a tool's files tell beside what :class:`Gathered` holds
+    (typed, so an importer's misspelt or mistyped fact fails the type check, not a run)."""
+
+    endpoint: str
+    stream: bool | None
+    model: str
+    target_url: str
+    usage_source: str
+    start_times: str
+
+
 @dataclass
 class Gathered:
     """What an importer collects file by file: the levels it read, the tool versions the files
@@ -96,7 +108,7 @@ class Gathered:
     notes: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
 
-    def run(self, tool: str, files: Iterable[Path], **facts: Any) -> ImportedRun:
+    def run(self, tool: str, files: Iterable[Path], **facts: Unpack[RunFacts]) -> ImportedRun:
         """The imported run; ``facts`` are the :class:`ImportedRun` fields the tool's files
         tell (endpoint, stream, model, target_url, usage_source, start_times)."""
         return ImportedRun(
