@@ -26,16 +26,21 @@ PrefillSource = Literal["ttft_fit", "probe_fit", "baseline_assumed", "in_step"]
 DecodeSource = Literal["itl", "tpot", "e2e_per_token"]
 #: where the slot limit came from: the server's running gauge, the engine's own report of its
 #: slots (``engine``: llama-server's ``/props`` ``total_slots``, run.json's ``server.slots``),
-#: the client-side estimate, the batch the decode line needs to give the throughput plateau
+#: the concurrency probe's bursts (``probe``: :mod:`analysis.predict.limits_probe`), the
+#: client-side estimate, the batch the decode line needs to give the throughput plateau
 #: (assumed: none of those), the user's ``--slots`` (``stated``: the engine's own setting), none
 SlotSource = Literal[
-    "server_gauge", "engine", "client_estimate", "throughput_plateau", "stated", "none"
+    "server_gauge", "engine", "probe", "client_estimate", "throughput_plateau", "stated", "none"
 ]
 #: where the KV budget came from: the KV gauge × the tokens in flight; the batch where the knee
 #: sat × the tokens each sequence holds (assumed: no gauge); the user's ``--kv-tokens``
 #: (``stated``: the engine's pool as its log or config gives it); none for an engine that admits
-#: by slot alone (``per_slot``: llama-server); none (no gauge and no knee)
-KvSource = Literal["kv_gauge", "knee_assumed", "stated", "per_slot", "none"]
+#: by slot alone (``per_slot``: llama-server); the concurrency probe's bursts (``probe``: fewer
+#: streamed at once at twice the prompt), or none where they saw no KV limit (``probe_unseen``);
+#: none (no gauge and no knee)
+KvSource = Literal[
+    "kv_gauge", "knee_assumed", "stated", "per_slot", "probe", "probe_unseen", "none"
+]
 #: which limit bound a run or a prediction: the slots, the KV budget, the decode step growing
 #: with the batch (compute), or none within the levels looked at
 Bound = Literal["slots", "kv", "compute", "none"]
@@ -58,6 +63,37 @@ class Estimate:
     @classmethod
     def exact(cls, value: float) -> Estimate:
         return cls(value, value, value)
+
+
+#: what the probe saw: a slot limit, a KV budget (perhaps beside a slot limit), no limit within
+#: the burst, or bursts that disagree (fewer at the shorter prompt)
+ProbeLimit = Literal["slots", "kv", "unseen", "inconsistent"]
+
+
+@dataclass(frozen=True)
+class Burst:
+    """One burst as read: the tokens a request held, how many streamed, at once, and whether
+    any waited for room."""
+
+    prompt_tokens: float
+    completion_tokens: float
+    answered: int
+    at_once: int
+    queued: bool
+
+    @property
+    def context(self) -> float:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class ProbeReading:
+    """The two bursts and what they say (see the module docstring)."""
+
+    bursts: tuple[Burst, Burst]  # at the run's prompt, at twice it
+    limit: ProbeLimit
+    slots: int | None = None  # the slot limit the probe saw
+    kv_tokens: Estimate | None = None  # the KV budget it saw, with the span its counts allow
 
 
 @dataclass(frozen=True)
@@ -177,6 +213,8 @@ class CapacityFit:
     #: the run's deploy answer (``loadknee analyze``'s first number; None: none, or it cannot
     #: tell): below ``measured_capacity`` where the tail departed before the knee
     measured_deploy: int | None = None
+    #: the concurrency probe's reading (None: the run sent none, or it said nothing)
+    probe: ProbeReading | None = None
 
     @property
     def step_shape(self) -> tuple[tuple[float, float], ...]:

@@ -19,7 +19,9 @@
 * **Slot limit**: the server's running maximum while requests waited
   (``KneeResult.server_slots``, ``server_gauge``), else the slot count the engine itself
   reported at pre-flight (run.json's ``server.slots``: llama-server's ``/props``; ``engine``;
-  it bound the run only where the run's capacity reached it), else the client-side estimate
+  it bound the run only where the run's capacity reached it), else the slot limit the
+  concurrency probe saw before the sweep (``probe``: the same count streamed at once at the
+  run's prompt and at twice it, :mod:`analysis.predict.limits_probe`), else the client-side estimate
   (``KneeResult.client_slots``, ``client_estimate``); else, where the knee came with the
   throughput flattened, the batch the decode line needs to give the plateau's throughput (the
   median output rate of the knee stage and those above it: ``1000 b / (α + β b) = X``, so
@@ -30,6 +32,9 @@
   mean context a running sequence holds (prompt + half the completion) ÷ the gauge's mean
   share; the value is the stage where the gauge read highest (the most precise), the interval
   the spread over the stages that read at least half as high (``kv_gauge``). Without a gauge,
+  the concurrency probe's: where fewer streamed at once at twice the prompt, the budgets that
+  hold those counts (``probe``); where it saw a slot limit or no limit, none (``probe_unseen``:
+  it held its burst at twice the prompt). Without either,
   where a hard limit (slots) bound the run: the batch where the knee sat × prompt + completion
   (``knee_assumed``: the run cannot tell slots from KV) — but none for an engine that admits by
   slot alone (``per_slot``, :data:`SLOT_ADMITTING`: llama-server, whose slots each hold their
@@ -85,6 +90,7 @@ from analysis.predict.facts import (
     SlotSource,
     Workload,
 )
+from analysis.predict.limits_probe import read_probe
 from analysis.stages.levels import level_rows
 from loadknee_core.knee_params import KneeParams
 from loadknee_core.numeric import json_number
@@ -313,10 +319,13 @@ def fit_capacity(
     slot_source: SlotSource
     engine = detect_engine(analysis.run.server_metrics, analysis.run.run_info)
     reported = engine_slots(analysis.run.run_info)
+    probe = read_probe(analysis.run.run_info)
     if knee.server_slots:
         slots, slot_source = float(knee.server_slots), "server_gauge"
     elif reported is not None:
         slots, slot_source = float(reported), "engine"
+    elif probe is not None and probe.slots is not None:
+        slots, slot_source = float(probe.slots), "probe"
     elif knee.client_slots:
         slots, slot_source = float(knee.client_slots), "client_estimate"
     else:
@@ -342,6 +351,8 @@ def fit_capacity(
         kv_stage_users, kv_pct = read[1].users, read[1].kv_mean_pct
     elif engine in SLOT_ADMITTING:
         kv_source = "per_slot"
+    elif probe is not None and probe.limit in ("kv", "slots", "unseen"):
+        kv, kv_source = probe.kv_tokens, "probe" if probe.kv_tokens is not None else "probe_unseen"
     elif slots is not None and knee_users is not None:
         per_seq = workload.input_tokens + workload.output_tokens
         if math.isfinite(per_seq):
@@ -357,7 +368,7 @@ def fit_capacity(
     bound: Bound
     if knee_users is None:
         bound = "none"
-    elif kv_source in ("kv_gauge", "stated") and (
+    elif kv_source in ("kv_gauge", "stated", "probe") and (
         (kv_peak is not None and kv_peak >= kp.memory_pressure_pct)
         or (slots is not None and kv_slots is not None and kv_slots <= slots * KV_BINDS_WITHIN)
     ):
@@ -401,6 +412,7 @@ def fit_capacity(
         measured_e2e_ms=_measured_e2e(analysis),
         step_offsets=() if decode_source == "e2e_per_token" else offsets,
         measured_deploy=None if standing.cannot_tell or deploy is None else deploy.users,
+        probe=probe,
     )
 
 

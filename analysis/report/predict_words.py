@@ -54,6 +54,7 @@ DECODE_WORDS: dict[DecodeSource, str] = {
 SLOT_WORDS: dict[SlotSource, str] = {
     "server_gauge": "the server's running gauge while requests waited",
     "engine": "the engine's own report at pre-flight: llama-server's /props",
+    "probe": "the concurrency probe before the sweep: {streamed}",
     "client_estimate": "estimated from the client's rows (no server gauge)",
     "throughput_plateau": "assumed: no gauge and no client-side estimate, so the batch the "
     "decode line needs to give the plateau's throughput",
@@ -67,6 +68,10 @@ KV_WORDS: dict[KvSource, str] = {
     "stated": "stated with --kv-tokens",
     "per_slot": "none: llama-server admits by slot, each slot with its own context, so a "
     "longer context does not lower the slots",
+    "probe": "the concurrency probe before the sweep: {streamed}, fewer at the longer context; "
+    "the budgets that hold those counts",
+    "probe_unseen": "none: the concurrency probe before the sweep saw no KV limit at twice the "
+    "prompt",
     "none": "no gauge and no hard limit: none assumed",
 }
 
@@ -178,11 +183,22 @@ def decode_source_text(source: DecodeSource, tokens_per_chunk: float | None) -> 
     return DECODE_WORDS[source].format(tokens=tokens)
 
 
+def _streamed(fit: CapacityFit) -> str:
+    """The probe's two counts: "15 streamed at once at 272 tokens a request, 7 at 528"."""
+    if fit.probe is None:
+        return "no bursts kept"
+    short, long = fit.probe.bursts
+    return (
+        f"{short.at_once} streamed at once at {short.context:g} tokens a request, "
+        f"{long.at_once} at {long.context:g}"
+    )
+
+
 def _slot_source(fit: CapacityFit) -> str:
     seen = fit.run_bound.slots
     if fit.params.slots is None and fit.run_bound.bound == "kv" and seen is not None:
         return f"the running maximum, {seen:g}, was the KV budget's: no slot limit of its own seen"
-    return SLOT_WORDS[fit.slot_source]
+    return SLOT_WORDS[fit.slot_source].format(streamed=_streamed(fit))
 
 
 def _prefill_source(fit: CapacityFit) -> str:
@@ -207,13 +223,14 @@ def _model(fit: CapacityFit) -> list[str]:
             f"the line plus each batch's offset from it, {offsets} (the end ones held beyond)",
         )
     if p.kv_tokens is None:
-        lines.append(f"  KV budget — ({KV_WORDS[fit.kv_source]})")
+        lines.append(f"  KV budget — ({KV_WORDS[fit.kv_source].format(streamed=_streamed(fit))})")
     else:
         where = ""
         if fit.kv_pct is not None and fit.kv_stage_users is not None:
             where = f": {fit.kv_pct:.1f} % at {fit.kv_stage_users} users"
         lines.append(
-            f"  KV budget {_est(p.kv_tokens, 4)} tokens ({KV_WORDS[fit.kv_source]}{where})"
+            f"  KV budget {_est(p.kv_tokens, 4)} tokens "
+            f"({KV_WORDS[fit.kv_source].format(streamed=_streamed(fit))}{where})"
         )
     return lines
 

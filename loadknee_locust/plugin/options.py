@@ -235,9 +235,9 @@ class LlmOptions:
     )
     no_calibrate: bool = _workload(
         False,
-        "Skip calibrating the prompt length against the server's tokenizer, and the few timed "
-        "prefill probes at other prompt lengths that follow it (loadknee predict's prefill "
-        "cost).",
+        "Skip calibrating the prompt length against the server's tokenizer, and the probes that "
+        "follow it for loadknee predict: a few timed prefill probes at other prompt lengths, "
+        "and two bursts of 32 streamed requests that tell a slot limit from a KV budget.",
     )
     seed: int = _workload(0, "Seed for prompt sampling.")
 

@@ -15,6 +15,7 @@ import json
 import pytest
 
 from loadknee_core.contract import REQUEST_COLUMNS
+from loadknee_locust.client.concurrency_probe import BURST_SIZE
 from tests.support.run_support import assert_each_served_once, read_csv
 
 pytestmark = pytest.mark.slow
@@ -35,6 +36,11 @@ def test_server_count_equals_rows_plus_setup_requests(
     setup = info["prompt_source"]["setup_requests"]
     # the pre-flight (one short request before the sweep) is a probe sent without an id too
     assert setup["preflight_requests"] == 1, setup
-    assert setup["calibration_probes"] + setup["preflight_requests"] == len(probes), (setup, probes)
+    # the concurrency probe's two bursts go out from one process only, whatever the workers
+    assert setup["concurrency_probes"] == 2 * BURST_SIZE, setup
+    counted = (
+        setup["calibration_probes"] + setup["preflight_requests"] + setup["concurrency_probes"]
+    )
+    assert counted == len(probes), (setup, probes)
     assert setup["calibration_probes"] > 0
     assert setup.get("model_discovery", 0) >= max(workers, 1)

@@ -16,7 +16,15 @@ from typing import get_args
 from analysis.advice.facts import DeployBound
 from analysis.model import CannotTell
 from analysis.predict.check import check
-from analysis.predict.facts import CapacityParams, Estimate, MeasuredRun, Workload, WorkloadSource
+from analysis.predict.facts import (
+    Burst,
+    CapacityParams,
+    Estimate,
+    MeasuredRun,
+    ProbeReading,
+    Workload,
+    WorkloadSource,
+)
 from analysis.predict.whatif import predict
 from analysis.report.predict_words import check_text, prediction_text
 from analysis.report.standing import CANNOT_TELL_SHORT
@@ -27,6 +35,10 @@ X = Estimate.exact
 NAN = Estimate(float("nan"), float("nan"), float("nan"))
 SLOTS8 = CapacityParams(Estimate(10.0, 9.0, 11.0), Estimate(0.5, 0.4, 0.6), X(0.02), 8.0,
                         Estimate(16000.0, 15500.0, 16500.0))  # fmt: skip
+PROBE_SLOTS = ProbeReading((Burst(256, 16, 32, 8, True), Burst(512, 16, 32, 8, True)), "slots",
+                           slots=8)  # fmt: skip
+PROBE_KV = ProbeReading((Burst(256, 16, 32, 15, True), Burst(512, 16, 32, 7, True)), "kv",
+                        kv_tokens=Estimate(4152.0, 4080.0, 4224.0))  # fmt: skip
 COMPUTE = CapacityParams(Estimate(10.0, 9.5, 10.5), Estimate(0.3, 0.25, 0.35), X(0.0), None, None)
 
 #: case → (fit, workload)
@@ -38,6 +50,17 @@ CASES = {
     "kv assumed from the knee": (
         synthetic_fit(replace(SLOTS8, kv_tokens=X(8 * 320.0)), kv_source="knee_assumed"),
         Workload(256, 128),
+    ),
+    "slots seen by the concurrency probe": (
+        replace(synthetic_fit(replace(SLOTS8, kv_tokens=None), kv_source="probe_unseen"),
+                slot_source="probe", probe=PROBE_SLOTS),
+        Workload(512, 64),
+    ),
+    "a KV budget seen by the concurrency probe": (
+        replace(synthetic_fit(replace(SLOTS8, slots=None, kv_tokens=Estimate(4152.0, 4080.0,
+                                                                             4224.0)),
+                              kv_source="probe"), probe=PROBE_KV),
+        Workload(512, 64),
     ),
     "compute, fitted prefill": (synthetic_fit(COMPUTE, max_batch=40.0, prefill_source="ttft_fit"),
                                 Workload(256, 64)),
