@@ -33,28 +33,25 @@ sweeps would start past it is skipped and said so.
     PYTHONPATH=. .venv/bin/python benchmarks/bench_predict.py [--quick] [--preset NAME]
         [--stage-seconds 4] [--budget-min 40] [--keep DIR]
 
-Measured with ``--quick`` (2 shared cores, load average 0.8-1.1, 4 s stages; 206 s wall):
+Measured (``--keep``: the three source sweeps re-run with the concurrency probe, alone, 224 s;
+the nine checking sweeps reused from the run before it, lognormal stages at 10 s), the ``fast``
+rows:
 
     preset  metrics        case         predicted    binds      measured   error   ≤15 %  inside
-      fast    shown   2x prompt           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
-      fast    shown   2x output           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
-      fast    shown   lognormal           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
-      fast   hidden   2x prompt           4 (4–8)       kv      8 [8–11]   -50 %      no     yes
-      fast   hidden   2x output           6 (6–8)       kv      8 [8–11]   -25 %      no     yes
-      fast   hidden   lognormal           6 (6–8)       kv      8 [8–11]   -25 %      no     yes
-    /metrics shown: 3 of 3; /metrics hidden: 0 of 3
+      fast   hidden   2x prompt           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
+      fast   hidden   2x output           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
+      fast   hidden   lognormal           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
 
-Without the gauges the source run cannot tell its 8-sequence limit from a KV budget full at 8 ×
-320 tokens (``knee_assumed``): the point reads it as KV, so longer contexts fit fewer sequences,
-while the interval (half its draws without the KV budget) reaches the measured 8.
-
-The full run (12 sweeps, alone, 862 s; the deploy figure against the deploy answer) gave, per
-setting, shown 8 of 9, hidden 4 of 9, stated 7 of 9 with the lognormal sweeps' stages at 4 s; at
-10 s (``LOG_STAGE_SCALE``, re-run on the same other sweeps) shown 7, hidden 4, stated 7. Where
-it misses: ``fast`` hidden (above); ``kv-bound`` lognormal, the model's hard KV cap at 10–11
-where the mix's throughput still creeps up to 13–14 users (the FIFO queue fills the KV budget
-better the more requests wait); ``compute-bound`` lognormal, a run that cannot tell (its knee
-moves with the noise) or whose answer is not the tail's. Numbers and causes: issue 42's notes.
+Per setting: shown 7 of 9, **hidden 7 of 9** (4 before the probe: without the gauges the source
+run could not tell its 8-sequence limit from a KV budget full at 8 × 320 tokens, and read it as
+KV: 4–6 at the longer contexts), stated 7 of 9. The probe read 8 and 8 streaming at once on
+``fast`` (slots 8), 15 and 7 on ``kv-bound`` (a budget of 4,080–4,224 tokens; the preset's 4,096)
+and 32 and 32 on ``compute-bound`` (no limit within the burst). The two misses in every setting
+are the lognormal sweeps: ``kv-bound``, the model's batch (10–11, the running gauge's 10.1–11.4)
+against a knee at 13–14 where the mix's throughput still crept up between refine levels
+(637, 690, 668 tok/s); ``compute-bound``, a run that cannot tell (its knee moves with the
+noise) or whose answer (60, without the gauges) rests on the tail's noise-aware rule, which a
+lognormal stage's wide P95 interval fires only late. Numbers and causes: issue 42's notes.
 """
 
 from __future__ import annotations

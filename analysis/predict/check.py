@@ -9,13 +9,13 @@ run and a second run (:func:`measured_run`: its lengths, its capacity, its P95 e
   the prediction's offline batch (before the throughput flattens) against the run's knee
   (``max_concurrency``). A slot- or KV-bound server gives both the same figure; a server with
   no hard limit doubles its tail well before its throughput stops growing (the compute-bound
-  simulator: the tail at ~32 users, the knee at 48–64), and holding the deploy figure against
-  the knee would call a right prediction wrong. A sweep only tests its levels, so it places a
-  capacity between the level it reports and its next level less one (1, 2, 4, 8, 16 with the
-  knee at 8: 4–7; the model, at every whole number of users, may say 6 for that same server);
-  a capacity that is no tested level (the server's slot count capped it) is that number
-  exactly. The prediction agrees where its interval meets that span; its error is the point's
-  distance from the span over the measured capacity (0 within it), beside the raw
+  simulator: the tail departs at 24–32 users, the knee sits at 48–64), and holding the deploy
+  figure against the knee would call a right prediction wrong. A sweep only tests its levels,
+  so it places a capacity between the level it reports and its next level less one (1, 2, 4,
+  8, 16 with the knee at 8: 4–7; the model, at every whole number of users, may say 6 for that
+  same server); a capacity that is no tested level (the server's slot count capped it) is
+  that number exactly. The prediction agrees where its interval meets that span; its error is
+  the point's distance from the span over the measured capacity (0 within it), beside the raw
   (point − measured) / measured.
 * **Latency per level**: at each step level both have, the model's e2e (the same for every
   request: the model has no spread, so it sits below a measured P95 by the run's own spread)
@@ -134,7 +134,7 @@ def _level_checks(p: Prediction, measured: MeasuredRun, top: int) -> tuple[Level
 def _measured_span(
     cap: int | None, past: int | None, levels: tuple[int, ...]
 ) -> tuple[int | None, int | None]:
-    """Where the run's levels place a capacity (see :class:`~.facts.Check`)."""
+    """Where the run's levels place a capacity (the span rule: :class:`~.facts.Agreement`)."""
     if cap is None:
         return None, None if past is None else past - 1
     if cap not in levels:

@@ -8,12 +8,13 @@ noting when each one's first token came and when it ended shows how many the ser
 once; the same count at twice the prompt is a slot limit, a count that falls with the context is
 the KV budget (``analysis.predict.limits_probe`` reads them; this module only sends and times).
 
-The bursts go out after a fixed-length source's calibration, with the prefill probes, through the
-same private event hook (not load, never rows; counted as setup requests), in one process only
-(a distributed run's other workers would add their own bursts to the count). Each request asks
-:data:`PROBE_TOKENS` tokens: long enough for the requests admitted together to overlap for several
-decode steps, short enough that the bursts cost a second or two. ``send`` makes and times one
-request (``client.state`` wires the HTTP call in), so the bursts are testable with a plain
+The bursts go out in ``loadknee run``'s pre-flight (``commands.preflight``), before Locust starts:
+never inside a stage's clock (in the users' preparation they took the first stage's seconds, and
+an open-loop schedule's first arrivals went out late by them), once per run whatever the
+workers; counted as setup requests, never rows. Each request asks :data:`PROBE_TOKENS` tokens:
+long enough for the requests admitted together to overlap for several decode steps, short
+enough that the bursts cost a second or two. ``send`` makes and times one request (the
+pre-flight wires the HTTP call in), one thread each, so the bursts are testable with a plain
 function that sleeps.
 """
 
@@ -21,10 +22,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-
-import gevent
-import gevent.pool
 
 #: the prompt lengths of the two bursts, as multiples of the run's target length
 LENGTH_FACTORS = (1.0, 2.0)
@@ -72,13 +71,9 @@ def _burst(send: Callable[[int], Streamed], words: int, size: int) -> dict[str, 
         except Exception:  # this request's failure is its own: the burst goes on
             results[index] = None
 
-    group = gevent.pool.Group()
-    try:
+    with ThreadPoolExecutor(max_workers=size, thread_name_prefix="concurrency-probe") as pool:
         for index in range(size):
-            group.spawn(one, index)
-        group.join()
-    finally:  # the user preparing the run was stopped: its burst stops with it
-        group.kill(block=False)
+            pool.submit(one, index)
     answered = [r for r in results if r is not None]
     prompt = sorted(p for p, _, _ in answered if p is not None)
     return {

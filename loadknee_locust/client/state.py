@@ -7,14 +7,11 @@ endpoint's prompt length calibrated with a few probe requests that use a private
 they are not load and never become rows. Before the first calibration, prompt words of uniform
 token cost are chosen with the server's tokenize endpoint when it has one (``prompts.vocab``);
 after a fixed-length source's, a few timed prefill probes at other lengths go out the same way
-(``client.prefill_probes``) for ``loadknee predict``'s prefill cost per prompt token, then two
-bursts of streamed requests (``client.concurrency_probe``, one process only) that tell its slot
-limit from its KV budget.
+(``client.prefill_probes``) for ``loadknee predict``'s prefill cost per prompt token.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import time
@@ -26,13 +23,11 @@ from locust.contrib.fasthttp import FastHttpSession
 from locust.event import EventHook
 
 from loadknee_locust.client import payloads
-from loadknee_locust.client.concurrency_probe import PROBE_TOKENS, Streamed, probe_concurrency
 from loadknee_locust.client.credentials import authorization, has_url_credentials
 from loadknee_locust.client.keepalive import ClosingServers
 from loadknee_locust.client.prefill_probes import probe_prefill
 from loadknee_locust.client.reconnect import check_liveness_without_yielding, install_stale_retry
-from loadknee_locust.client.sse import StreamParser, parse_body, short_text
-from loadknee_locust.client.streamread import read_stream
+from loadknee_locust.client.sse import parse_body, short_text
 from loadknee_locust.client.tokenize_probe import server_vocabulary
 from loadknee_locust.plugin.options import LlmOptions, llm_options, option_specs
 from loadknee_locust.prompts import (
@@ -91,8 +86,6 @@ class LLMState:
         self._vocabulary_chosen = False
         #: [prompt tokens, ms] of each answered prefill probe (``client.prefill_probes``)
         self.prefill_probes: list[list[float]] = []
-        #: the concurrency probe's bursts (``client.concurrency_probe``)
-        self.concurrency_probes: list[dict[str, Any]] = []
         try:
             self._extra = payloads.parse_extra_body(options.extra_body)
         except ValueError as exc:
@@ -203,9 +196,7 @@ class LLMState:
 
     def _count_setup_request(self, name: Any = None, **_: Any) -> None:
         path = str(name or "")
-        if path == CONCURRENCY_PROBE:
-            kind = "concurrency_probes"
-        elif path.endswith("/models"):
+        if path.endswith("/models"):
             kind = "model_discovery"
         elif path.endswith("/tokenize"):
             kind = "tokenize"
@@ -279,58 +270,7 @@ class LLMState:
                 probes = probe_prefill(timed_probe, cal.words_for, source.calibration_targets[0])
                 self.prefill_probes = [[tokens, round(ms, 2)] for tokens, ms in probes]
                 log.info("loadknee: %s: %d prefill probes kept", endpoint, len(probes))
-                if _worker_index(self.environment) == 0:  # one process's bursts, not several
-                    self._probe_concurrency(host, endpoint, cal, source)
         source.synth.set_calibration(endpoint, cal)
-
-    def _probe_concurrency(
-        self, host: str, endpoint: Endpoint, cal: Calibration, source: FixedLengthSource
-    ) -> None:
-        """The concurrency probe's two bursts (``client.concurrency_probe``), each request on a
-        session of its own (one connection each: a shared pool would cap the burst)."""
-        options = payloads.BodyOptions(
-            model=self.model, stream=True, temperature=0.0, ignore_eos=self.options.ignore_eos
-        )
-        path = payloads.CHAT_PATH if endpoint == "chat" else payloads.COMPLETIONS_PATH
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "text/event-stream",
-            **self.auth_headers(),
-        }
-
-        def streamed(words: int) -> Streamed:
-            prompt = dataclasses.replace(source.synth.probe(words, PROBE_TOKENS), pin_output=True)
-            data = payloads.encode(build_body(endpoint, options, [prompt]))
-            session = self._session(host)
-            try:
-                with session.post(
-                    path,
-                    name=CONCURRENCY_PROBE,
-                    data=data,  # type: ignore[arg-type]  # bytes go out as-is
-                    headers=headers,
-                    stream=True,
-                ) as resp:
-                    if resp.status_code != 200:
-                        raise ValueError(f"probe got HTTP {resp.status_code}")
-                    parser = StreamParser()
-                    done_at, _ = read_stream(
-                        resp.stream, parser.feed_line, parser.is_done, self.options.request_timeout
-                    )
-            finally:
-                session.client.clientpool.close()
-            if parser.error or not parser.content_times:
-                raise ValueError(parser.error or "the probe streamed no content")
-            usage = parser.usage
-            end = done_at if done_at is not None else time.perf_counter()
-            return usage.prompt_tokens if usage else None, parser.content_times[0], end
-
-        bursts = probe_concurrency(streamed, cal.words_for, source.calibration_targets[0])
-        self.concurrency_probes = bursts
-        log.info(
-            "loadknee: %s: concurrency probe, %s",
-            endpoint,
-            ", ".join(f"{len(b['streams'])} of {b['sent']} streamed" for b in bursts) or "none",
-        )
 
     def info(self) -> dict[str, Any]:
         self.ensure_source()
@@ -350,8 +290,6 @@ class LLMState:
             info["model_error"] = self.model_error
         if self.prefill_probes:
             info["prefill_probes"] = [list(p) for p in self.prefill_probes]
-        if self.concurrency_probes:
-            info["concurrency_probes"] = [dict(b) for b in self.concurrency_probes]
         return info
 
 
@@ -362,15 +300,6 @@ def _request_part(options: LlmOptions) -> tuple[Any, ...]:
         for spec in option_specs()
         if spec.group in ("target", "prompts")
     )
-
-
-#: the request name the concurrency probe's requests carry (counted apart from calibration's)
-CONCURRENCY_PROBE = "concurrency_probe"
-
-
-def _worker_index(environment: Any) -> int:
-    """This process's worker index (0 on a local runner and on the first worker)."""
-    return int(getattr(getattr(environment, "runner", None), "worker_index", 0) or 0)
 
 
 def llm_state(environment: Any) -> LLMState:

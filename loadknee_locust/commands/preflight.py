@@ -16,6 +16,10 @@ names the flag to fix; nothing is written. The checks, in order:
    ``GET /props``; recorded in ``run.json``'s ``server`` object so the advice spells the
    engine's flags even when the server exports no ``/metrics``.
 
+After the checks, :func:`probe_limits` sends the concurrency probe's two bursts
+(:mod:`loadknee_locust.client.concurrency_probe`, for ``loadknee predict``: a slot limit or a KV
+budget), here rather than in the users so that no stage's clock runs while they go out.
+
 Stdlib only (urllib): it runs in the wrapper process, before Locust and gevent exist.
 """
 
@@ -25,15 +29,18 @@ import base64
 import json
 import os
 import tempfile
+import time
 import urllib.error
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from loadknee_core.redaction import strip_credentials
-from loadknee_locust.client.sse import classify
+from loadknee_locust.client.concurrency_probe import PROBE_TOKENS, Streamed, probe_concurrency
+from loadknee_locust.client.sse import StreamParser, classify
 from loadknee_locust.commands import engine_probe
 
 #: seconds allowed for each pre-flight request (a cold server may need a while for the first)
@@ -258,3 +265,43 @@ def preflight_server(target: Target) -> tuple[str, dict[str, Any], int]:
     check_request(target, model)
     server, sent = detect_server(target, seen)
     return model, server, sent
+
+
+def _streamed(target: Target, model: str, words: int) -> Streamed:
+    """One probe request of ``words`` filler words (after a unique tag: no prefix-cache hit
+    between them), streamed: the server's prompt tokens, its first content chunk's and its
+    end's ``perf_counter``. Raises on an error, an empty or a cut stream."""
+    prompt = f"{uuid.uuid4().hex} " + "the " * max(words - 1, 0)
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": PROBE_TOKENS,
+        "min_tokens": PROBE_TOKENS,
+        "ignore_eos": True,
+        "temperature": 0.0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if target.endpoint == "chat":
+        path, body["messages"] = "/v1/chat/completions", [{"role": "user", "content": prompt}]
+    else:
+        path, body["prompt"] = "/v1/completions", prompt
+    parser = StreamParser()
+    with _open(target, path, body) as resp:
+        for raw in resp:
+            parser.feed_line(raw, time.perf_counter())
+            if parser.is_done():
+                break
+    end = time.perf_counter()
+    if parser.error or not parser.content_times or not parser.is_done():
+        raise ValueError(parser.error or "the probe's stream carried no content or was cut")
+    usage = parser.usage
+    return usage.prompt_tokens if usage else None, parser.content_times[0], end
+
+
+def probe_limits(target: Target, model: str, prompt_tokens: int) -> list[dict[str, Any]]:
+    """The concurrency probe's two bursts at about ``prompt_tokens`` and twice it (one filler
+    word is about one token; the server's own count is what is kept), as run.json's
+    ``prompt_source.concurrency_probes``; never raises: a failed request is counted as such."""
+    return probe_concurrency(
+        lambda words: _streamed(target, model, words), lambda tokens: tokens, prompt_tokens
+    )

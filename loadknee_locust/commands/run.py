@@ -46,6 +46,7 @@ from loadknee_locust.commands.preflight import (
     PreflightError,
     Target,
     preflight_server,
+    probe_limits,
 )
 from loadknee_locust.plugin.lifeline import preexec_die_with
 from loadknee_locust.plugin.options import LlmOptions, OptionSpec, add_arguments, option_specs
@@ -524,10 +525,20 @@ def write_locust_logs(output: OutputFilter) -> list[str]:
     return written
 
 
-def _count_preflight(run_dir: str, server: dict[str, Any] | None = None, probes: int = 0) -> None:
+#: ``setup_requests``' name for the concurrency probe's requests (the pre-flight's, once a run)
+CONCURRENCY_PROBES = "preflight_concurrency_probes"
+
+
+def _count_preflight(
+    run_dir: str,
+    server: dict[str, Any] | None = None,
+    probes: int = 0,
+    bursts: list[dict[str, Any]] | None = None,
+) -> None:
     """Add the pre-flight's requests to ``run.json``'s ``setup_requests`` (written by Locust's
-    side, which never saw them), so every request sent is counted in the run directory; and
-    the engine it detected as ``run.json``'s ``server`` object (kept where one is there)."""
+    side, which never saw them), so every request sent is counted in the run directory; the
+    engine it detected as ``run.json``'s ``server`` object (kept where one is there); and the
+    concurrency probe's ``bursts`` as ``prompt_source.concurrency_probes``."""
     path = Path(run_dir) / RUN_JSON
     try:
         info = json.loads(path.read_text(encoding="utf-8"))
@@ -537,9 +548,13 @@ def _count_preflight(run_dir: str, server: dict[str, Any] | None = None, probes:
     if not isinstance(source, dict):
         return
     setup = source.setdefault("setup_requests", {})
-    for kind, n in {**SETUP_REQUESTS, "preflight_engine_probe": probes}.items():
+    sent = sum(int(b["sent"]) for b in bursts or ())
+    counts = {**SETUP_REQUESTS, "preflight_engine_probe": probes, CONCURRENCY_PROBES: sent}
+    for kind, n in counts.items():
         if n:
             setup[kind] = int(setup.get(kind, 0)) + n
+    if bursts:
+        source["concurrency_probes"] = bursts
     if server and not isinstance(info.get("server"), dict):
         info["server"] = server
     write_run_json(run_dir, info)
@@ -566,9 +581,11 @@ def main(argv: list[str] | None = None) -> int:
     passed = [*unknown, *extra_after]
     server: dict[str, Any] = {}
     probes = 0
+    bursts: list[dict[str, Any]] = []
     if not args.no_preflight:
+        target = _target(args, passed)
         try:
-            model, server, probes = preflight_server(_target(args, passed))
+            model, server, probes = preflight_server(target)
         except PreflightError as exc:
             print(f"loadknee run: stopped before any load: {exc}", file=sys.stderr)
             return 2
@@ -577,6 +594,11 @@ def main(argv: list[str] | None = None) -> int:
             f"[loadknee] pre-flight ok: {strip_credentials(args.host)} serves {model}{engine}",
             flush=True,
         )
+        if not (args.no_calibrate or "--llm-no-calibrate" in passed):
+            tokens = int(args.input_tokens or _passed(passed, "--llm-input-tokens") or 0)
+            bursts = probe_limits(target, model, tokens or LlmOptions().input_tokens)
+            streamed = ", ".join(f"{len(b['streams'])} of {b['sent']}" for b in bursts)
+            print(f"[loadknee] concurrency probe: {streamed or 'no'} requests answered", flush=True)
     args.run_id = _unique_run_id(out, args.run_id)
     cmd = locust_command(args, passed)
     if args.web:
@@ -620,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = output.run_dirs or [os.path.join(out, args.run_id)]
     if not args.no_preflight:
         for path in paths:
-            _count_preflight(path, server, probes)
+            _count_preflight(path, server, probes, bursts)
     for path in paths:
         if os.path.isdir(path):
             print(f"run directory: {path}", flush=True)

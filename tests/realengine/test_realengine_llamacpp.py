@@ -222,7 +222,8 @@ def test_every_generation_the_server_finished_is_a_row(sweep: Sweep) -> None:
     # length's and the prefill probes', and the concurrency probe's bursts, counted as setup
     # requests)
     setup = info["prompt_source"].get("setup_requests", {})
-    probes = int(setup.get("calibration_probes", 0)) + int(setup.get("concurrency_probes", 0))
+    probes = int(setup.get("calibration_probes", 0))
+    probes += int(setup.get("preflight_concurrency_probes", 0))
     reached = [r for r in rows if r["http_status"]]
     # the pre-flight's one short generation request is a setup request too (run.json counts it)
     probes += int(setup.get("preflight_requests", 0))

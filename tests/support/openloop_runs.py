@@ -32,8 +32,9 @@ def openloop_locust(
 
 
 def load_records(sim: SimProcess) -> list[dict[str, Any]]:
-    """The simulator's records of the load: streamed (the calibration probes are not)."""
-    return [rec for rec in sim.log() if rec["stream"]]
+    """The simulator's records of the load: the requests with the users' own 16-character ids
+    (the probes before the sweep send none, and the simulator gives them 32)."""
+    return [rec for rec in sim.log() if len(rec["request_id"]) == 16]
 
 
 def num(row: dict[str, str], key: str) -> float:

@@ -1,16 +1,16 @@
-"""The concurrency probe's bursts (``client.concurrency_probe``) against a fake server of gevent
-sleeps with a slot limit and a KV budget, read back by the analysis
+"""The concurrency probe's bursts (``client.concurrency_probe``) against a fake server of threads
+and sleeps with a slot limit and a KV budget, read back by the analysis
 (``analysis.predict.limits_probe``): the lengths asked, the timings kept, failures counted, and
-the limit the two bursts show."""
+the limit the two bursts show. The real HTTP path: tests/loadknee_locust/commands/
+test_preflight.py, against the simulator."""
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections import deque
 
-import gevent
-import gevent.event
 import pytest
 
 from analysis.predict.limits_probe import classify, streaming_at_once
@@ -36,10 +36,11 @@ class FakeServer:
     def __init__(self, slots: float, kv_tokens: float, fail_every: int = 0) -> None:
         self.slots, self.kv_tokens, self.fail_every = slots, kv_tokens, fail_every
         self.running, self.used, self.sent = 0, 0, 0
-        self.waiting: deque[tuple[int, gevent.event.Event]] = deque()
+        self.waiting: deque[tuple[int, threading.Event]] = deque()
         self.asked: list[int] = []
+        self.lock = threading.Lock()
 
-    def _admit(self) -> None:
+    def _admit(self) -> None:  # under the lock
         while self.waiting:
             context, admitted = self.waiting[0]
             if self.running >= self.slots or self.used + context > self.kv_tokens:
@@ -49,22 +50,24 @@ class FakeServer:
             admitted.set()
 
     def send(self, words: int) -> Streamed:
-        self.asked.append(words)
-        self.sent += 1
-        if self.fail_every and self.sent % self.fail_every == 0:
-            raise ValueError("probe got HTTP 503")
         prompt = words + OVERHEAD
         context = prompt + PROBE_TOKENS
-        admitted = gevent.event.Event()
-        self.waiting.append((context, admitted))
-        self._admit()
+        admitted = threading.Event()
+        with self.lock:
+            self.asked.append(words)
+            self.sent += 1
+            if self.fail_every and self.sent % self.fail_every == 0:
+                raise ValueError("probe got HTTP 503")
+            self.waiting.append((context, admitted))
+            self._admit()
         admitted.wait()
-        gevent.sleep(0.002)
+        time.sleep(0.002)
         first = time.perf_counter()
-        gevent.sleep(0.04)
+        time.sleep(0.04)
         end = time.perf_counter()
-        self.running, self.used = self.running - 1, self.used - context
-        self._admit()
+        with self.lock:
+            self.running, self.used = self.running - 1, self.used - context
+            self._admit()
         return prompt, first, end
 
 

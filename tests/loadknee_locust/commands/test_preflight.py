@@ -131,3 +131,39 @@ def test_a_web_server_is_named_as_one_not_dumped_as_html(tmp_path):
         assert "<" not in message and "\n" not in message
         with pytest.raises(PreflightError, match=f"drop the /v1 from --host.*--host {host}$"):
             preflight_server(Target(host + "/v1/", "", "chat", True, "", "", str(tmp_path)))
+
+
+#: preset → (the limit the pre-flight's bursts show, the slots read, the KV budget it must hold)
+PROBE_CASES = {
+    "fast": ("slots", 8, None),
+    "kv-bound": ("kv", None, 4096),
+}
+
+
+@pytest.mark.parametrize(
+    ("preset", "limit", "slots", "budget"),
+    [(preset, *case) for preset, case in PROBE_CASES.items()],
+    ids=list(PROBE_CASES),
+)
+def test_the_concurrency_probe_tells_the_simulators_slots_from_its_kv_budget(
+    sim_server, tmp_path, preset, limit, slots, budget
+) -> None:
+    from analysis.predict.limits_probe import read_probe
+    from loadknee_locust.commands.preflight import probe_limits
+
+    sim = sim_server(preset)
+    target = Target(sim.url, "", "chat", True, "", "", str(tmp_path))
+    bursts = probe_limits(target, "sim-llm", 256)
+    assert [b["failed"] for b in bursts] == [0, 0]
+    served = [r for r in sim.log() if r["stream"]]
+    assert len(served) == 2 * 32 and {r["outcome"] for r in served} == {"ok"}
+    # one burst after the other: the server's own count of each one's prompt tokens is kept
+    for burst, records in zip(bursts, (served[:32], served[32:]), strict=True):
+        assert {r["prompt_tokens"] for r in records} == {burst["prompt_tokens"]}
+    assert 2 * bursts[0]["prompt_tokens"] - bursts[1]["prompt_tokens"] in range(-16, 17)
+    assert {r["completion_tokens"] for r in served} == {16}
+    reading = read_probe({"prompt_source": {"concurrency_probes": bursts}})
+    assert reading is not None and (reading.limit, reading.slots) == (limit, slots)
+    if budget is not None:
+        assert reading.kv_tokens is not None
+        assert reading.kv_tokens.low <= budget < reading.kv_tokens.high

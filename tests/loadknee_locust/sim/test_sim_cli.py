@@ -89,7 +89,14 @@ def test_sigterm_stops_cleanly_and_ends_open_streams() -> None:
             async with aiohttp.ClientSession() as session:
                 body = {"prompt": "x", "max_tokens": 3000, "ignore_eos": True}
                 task = asyncio.create_task(stream_request(session, sim.url, body))
-                await asyncio.sleep(0.3)
+                # the stream is open once the engine runs it (a fixed sleep was too short on a
+                # busy machine: the signal came first and the request met a closed engine)
+                for _ in range(200):
+                    async with session.get(f"{sim.url}/metrics") as resp:
+                        if 'num_requests_running{model_name="sim-llm"} 1.0' in await resp.text():
+                            break
+                    await asyncio.sleep(0.05)
+                await asyncio.sleep(0.1)  # a few tokens streamed
                 sim.proc.send_signal(signal.SIGTERM)
                 code = await asyncio.to_thread(sim.proc.wait, 10)
                 assert code == 0
