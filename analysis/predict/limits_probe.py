@@ -10,7 +10,8 @@ same batch, and a what-if at longer contexts turns on which it was.
   token and their end, over the burst, as a step in time; the burst's figure is the largest
   count held for at least :data:`HOLD_SHARE` of the time from the first token to the last end
   (two streams read in the same instant are no extra slot). The burst hit a limit only where a
-  request's first token came after another request had ended (``queued``): it waited for room.
+  request sent before another had ended got its first token after that end (``queued``): it
+  waited for room (one the client sent late did not).
   A burst where none did streamed all it sent at once: no limit up to its size.
 * **Which limit** (:func:`read_probe`), with ``c₁`` and ``c₂`` the counts and ``L₁``, ``L₂``
   the tokens a sequence holds (prompt + completion) at the two lengths: a slot limit holds the
@@ -39,15 +40,20 @@ HOLD_SHARE = 0.1
 MIN_ANSWERED_SHARE = 0.5
 
 
-def streaming_at_once(streams: Sequence[tuple[float, float]]) -> tuple[int, bool]:
+def streaming_at_once(streams: Sequence[Sequence[float]]) -> tuple[int, bool]:
     """The largest count of requests streaming at once held for at least :data:`HOLD_SHARE` of
-    the time from the first first token to the last end, and whether any request's first token
-    came after another's end (it had waited for room)."""
-    spans = [(first, end) for first, end in streams if end >= first]
+    the time from the first first token to the last end, and whether any request waited for
+    room: its first token came after another's end though it was sent before it.
+
+    Each stream is ``(first token, end)``, or ``(sent, first token, end)``: with the send time a
+    request the client sent late (a busy client's thread) is not read as one that waited.
+    """
+    spans = [tuple(s) for s in streams if len(s) in (2, 3) and s[-1] >= s[-2]]
     if not spans:
         return 0, False
-    queued = max(first for first, _ in spans) > min(end for _, end in spans)
-    events = sorted([(first, 1) for first, _ in spans] + [(end, -1) for _, end in spans])
+    first_end = min(s[-1] for s in spans)
+    queued = any(s[-2] > first_end and (len(s) == 2 or s[0] < first_end) for s in spans)
+    events = sorted([(s[-2], 1) for s in spans] + [(s[-1], -1) for s in spans])
     start, stop = events[0][0], events[-1][0]
     held: dict[int, float] = {}  # count → time at it
     count, at = 0, start
@@ -75,10 +81,10 @@ def _burst(raw: Any) -> Burst | None:
     sent = json_number(raw.get("sent"))
     streams = []
     for entry in raw.get("streams") or ():
-        if isinstance(entry, Sequence) and len(entry) == 2:
-            first, end = json_number(entry[0]), json_number(entry[1])
-            if first is not None and end is not None and math.isfinite(first + end):
-                streams.append((first, end))
+        if isinstance(entry, Sequence) and not isinstance(entry, str) and len(entry) in (2, 3):
+            times = [json_number(t) for t in entry]
+            if all(t is not None and math.isfinite(t) for t in times):
+                streams.append(tuple(t for t in times if t is not None))
     if tokens is None or completion is None or not sent or tokens < 1 or completion < 0:
         return None
     if len(streams) < MIN_ANSWERED_SHARE * sent:

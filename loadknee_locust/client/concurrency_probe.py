@@ -45,8 +45,8 @@ def probe_concurrency(
 ) -> list[dict[str, Any]]:
     """One record per burst, in the order sent (a burst none of whose requests streamed is left
     out): its target prompt tokens, the median prompt tokens the server reported, the requests
-    sent and failed, and each answered request's ``[first token ms, end ms]`` from the burst's
-    start.
+    sent and failed, and each answered request's ``[sent ms, first token ms, end ms]`` from the
+    burst's start (when it was sent too: a thread that started late is no request that waited).
 
     ``send(words)`` sends one request of ``words`` filler words and returns a
     :data:`Streamed`; it may raise (an error, no content, a cut stream: that request counts as
@@ -62,12 +62,13 @@ def probe_concurrency(
 
 
 def _burst(send: Callable[[int], Streamed], words: int, size: int) -> dict[str, Any]:
-    results: list[Streamed | None] = [None] * size
+    results: list[tuple[float, Streamed] | None] = [None] * size
     start = time.perf_counter()
 
     def one(index: int) -> None:
+        sent = time.perf_counter()
         try:
-            results[index] = send(words)
+            results[index] = sent, send(words)
         except Exception:  # this request's failure is its own: the burst goes on
             results[index] = None
 
@@ -75,14 +76,14 @@ def _burst(send: Callable[[int], Streamed], words: int, size: int) -> dict[str, 
         for index in range(size):
             pool.submit(one, index)
     answered = [r for r in results if r is not None]
-    prompt = sorted(p for p, _, _ in answered if p is not None)
+    prompt = sorted(p for _, (p, _, _) in answered if p is not None)
     return {
         "prompt_tokens": prompt[len(prompt) // 2] if prompt else None,
         "completion_tokens": PROBE_TOKENS,
         "sent": size,
         "failed": size - len(answered),
         "streams": sorted(
-            [round((first - start) * 1000.0, 2), round((end - start) * 1000.0, 2)]
-            for _, first, end in answered
+            [round((t - start) * 1000.0, 2) for t in (sent, first, end)]
+            for sent, (_, first, end) in answered
         ),
     }

@@ -40,6 +40,7 @@ from typing import Any
 from loadknee_core.command_parser import CommandParser, PlaceholderFormatter, fail
 from loadknee_core.contract import LOCUST_LOG, RUN_JSON
 from loadknee_core.redaction import strip_credentials
+from loadknee_locust.client.concurrency_probe import BURST_SIZE
 from loadknee_locust.commands.failures import all_failed_text
 from loadknee_locust.commands.preflight import (
     SETUP_REQUESTS,
@@ -596,9 +597,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         if not (args.no_calibrate or "--llm-no-calibrate" in passed):
             tokens = int(args.input_tokens or _passed(passed, "--llm-input-tokens") or 0)
+            print(
+                f"[loadknee] concurrency probe: 2 bursts of {BURST_SIZE} streamed requests "
+                "(slots or KV, for loadknee predict; --no-calibrate skips it)",
+                flush=True,
+            )
             bursts = probe_limits(target, model, tokens or LlmOptions().input_tokens)
-            streamed = ", ".join(f"{len(b['streams'])} of {b['sent']}" for b in bursts)
-            print(f"[loadknee] concurrency probe: {streamed or 'no'} requests answered", flush=True)
+            lost = 2 * BURST_SIZE - sum(len(b["streams"]) for b in bursts)
+            if lost:
+                print(f"[loadknee] concurrency probe: {lost} of {2 * BURST_SIZE} failed")
     args.run_id = _unique_run_id(out, args.run_id)
     cmd = locust_command(args, passed)
     if args.web:

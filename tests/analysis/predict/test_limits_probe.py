@@ -40,6 +40,10 @@ AT_ONCE_CASES = {
         [*_waves(16, 8)[:8], [101.9, 204.0], *[[102.5, 204.0]] * 7], 8, True),
     "a request that never streamed (end before first) is left out": (
         [*_waves(16, 8), [50.0, 40.0]], 8, True),
+    "with send times: a request sent after the first end did not wait": (
+        [[0.0, 2.0, 102.0]] * 8 + [[150.0, 152.0, 252.0]] * 8, 8, False),
+    "with send times: one sent at once and served after the first end waited": (
+        [[0.0, 2.0, 102.0]] * 8 + [[0.0, 104.0, 204.0]] * 8, 8, True),
     "staggered first tokens, all at once for most of the time": (
         [[2.0 * k, 100.0 + 2.0 * k] for k in range(32)], 32, False),
 }  # fmt: skip
@@ -105,7 +109,8 @@ READ_CASES = {
     "not a list": ({"prompt_source": {"concurrency_probes": "8,8"}}, None),
     "half the burst failed: says nothing": (_info(_raw(), _raw(512, _waves(15, 8))), None),
     "malformed streams are skipped": (
-        _info(_raw(streams=[*_waves(32, 8), [1, "x"], [None, 3], [1], "9", [math.inf, 1.0]]),
+        _info(_raw(streams=[*_waves(32, 8), [1, "x"], [None, 3], [1], "92", [math.inf, 1.0],
+                            [0, None, 3], [0, 1, 2, 3]]),
               _raw(512)), "slots"),
     "no reported prompt: the target's": (_info(_raw(None), {**_raw(512), "target_tokens": 512,
                                                              "prompt_tokens": None}), "slots"),
