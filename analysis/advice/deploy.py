@@ -28,8 +28,9 @@ not judged ("insufficient data") counts for none of this: it is neither an answe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, overload
 
+import numpy as np
 import pandas as pd
 
 from analysis.advice.facts import DeployAnswer, DeployBound, DeployFact, KneeWhyFact
@@ -55,15 +56,26 @@ def _broken(verdict: StageVerdict) -> list[DeployBound]:
     elif fired & {"errors", "error_rate", "oom"}:
         out.append("errors")
     pressure = next((s for s in verdict.signals if s.name == "memory_pressure"), None)
-    # strictly above: the base capacity allows memory at the threshold, and so does this answer
     if (
         pressure
         and pressure.value is not None
         and pressure.threshold is not None
-        and (pressure.value > pressure.threshold)
+        and memory_broken(pressure.value, pressure.threshold)
     ):
         out.append("memory")
     return out
+
+
+@overload
+def memory_broken(pct: float, threshold: float) -> bool: ...
+@overload
+def memory_broken(pct: np.ndarray, threshold: float) -> np.ndarray: ...
+def memory_broken(pct: float | np.ndarray, threshold: float) -> bool | np.ndarray:
+    """Whether memory ``pct`` breaks the deploy answer's memory limit (its peak against
+    ``--knee-memory-pct``): strictly above, since the base capacity allows memory at the
+    threshold, and so does this answer. One rule for a measured stage and for the what-if
+    model's predicted KV use per level (:mod:`analysis.predict.batching`), element-wise."""
+    return pct > threshold
 
 
 #: the signals that make a knee a hard limit: requests waited for a slot (the server's own gauge

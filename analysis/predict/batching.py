@@ -17,12 +17,22 @@ and send the next (no think time), as a stepped sweep's level does. The server r
    ms. **Latency** by Little's law on the closed loop: ``e2e = N O t / b``; the wait in the queue
    is ``e2e − O t``, and TTFT is that wait plus the admitting step (its own prefill whole:
    ``α + β b + γ I``).
-4. **Capacity** (:func:`capacities`): the method's knee signals on these figures, with the
+4. **KV use** (where the budget came with a KV gauge, ``Draws.gauged``): ``b × H / KV`` of the
+   budget, ``H`` the tokens a running sequence holds on average (prompt + half the completion:
+   :attr:`~analysis.predict.facts.Workload.held_tokens`). Why half: the fit read the budget
+   as the gauge's share of that same context (:func:`analysis.predict.fit.fit_capacity`), so at
+   the run's own lengths and batch the model gives back the gauge's reading; the whole context
+   would read a run's own gauge up to twice too high. Without a gauge there is none to predict:
+   the analysis judges memory on the gauge.
+5. **Capacity** (:func:`capacities`): the method's knee signals on these figures, with the
    thresholds of :class:`~loadknee_core.knee_params.KneeParams` — the tail (e2e over the 1-user e2e)
    at or above ``tail_ratio``, or the throughput each added user brings below
-   ``flat_gain_ratio`` of one user's rate; the capacity is the level before the first that
-   fires. Every request of a level has the same e2e here, so its P95 is its e2e: the model
-   carries no spread, which is why the tail is held against the model's own 1-user figure.
+   ``flat_gain_ratio`` of one user's rate, or the KV use above ``memory_pressure_pct`` (the
+   deploy answer's own memory rule, :func:`analysis.advice.deploy.memory_broken`: that rule
+   reads a stage's peak, and the model's batch is the one a full stage peaks at); the capacity
+   is the level before the first that fires. Every request of a level has the same e2e here, so
+   its P95 is its e2e: the model carries no spread, which is why the tail is held against the
+   model's own 1-user figure, and why its KV use is its peak.
 
 Everything is vectorised over parameter sets (rows) and levels (columns), so the interval's
 resamples cost one array operation. Pure numpy; no words.
@@ -34,7 +44,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from analysis.predict.facts import Bound, Capacity, CapacityParams, LevelFigures, Workload
+from analysis.advice.deploy import memory_broken
+from analysis.predict.facts import (
+    Bound,
+    Capacity,
+    CapacityParams,
+    EndSignal,
+    LevelFigures,
+    Workload,
+)
 from loadknee_core.knee_params import DEFAULTS, KneeParams
 
 #: the most users a prediction looks at: far above any level a sweep tests
@@ -53,9 +71,18 @@ class Draws:
     #: ``(batch, ms)`` offsets of the measured step from the line, the same for every set
     #: (:attr:`~analysis.predict.facts.CapacityFit.step_shape`); empty: the line alone
     shape: tuple[tuple[float, float], ...] = ()
+    #: the KV budget came with a KV gauge, so the grid predicts its use per level and the
+    #: capacity judges memory (:attr:`~analysis.predict.facts.CapacityFit.models_memory`)
+    gauged: bool = False
 
     @classmethod
-    def point(cls, params: CapacityParams, shape: tuple[tuple[float, float], ...] = ()) -> Draws:
+    def point(
+        cls,
+        params: CapacityParams,
+        shape: tuple[tuple[float, float], ...] = (),
+        *,
+        gauged: bool = False,
+    ) -> Draws:
         """The fitted values as one parameter set."""
         return replace(
             cls.of(
@@ -66,6 +93,7 @@ class Draws:
                 [params.kv_tokens.value if params.kv_tokens is not None else np.inf],
             ),
             shape=shape,
+            gauged=gauged,
         )
 
     def decode_ms(self, batch: np.ndarray) -> np.ndarray:
@@ -98,6 +126,7 @@ class Grid:
     output_tok_s: np.ndarray
     tail_ratio: np.ndarray
     gain_ratio: np.ndarray  # NaN at 1 user
+    kv_pct: np.ndarray  # the KV use, % of the budget (step 4); NaN: not predicted
 
 
 LIMITS: tuple[Bound, ...] = ("none", "slots", "kv")
@@ -111,7 +140,7 @@ def kv_slots(kv_tokens: np.ndarray | float, workload: Workload) -> np.ndarray:
 
 
 def grid(draws: Draws, workload: Workload, top: int = TOP_USERS) -> Grid:
-    """Steps 1–3 of the module docstring at levels 1..``top`` for every parameter set."""
+    """Steps 1–4 of the module docstring at levels 1..``top`` for every parameter set."""
     users = np.arange(1, top + 1, dtype=float)
     n = users.reshape(1, -1)
     held = kv_slots(draws.kv_tokens, workload)
@@ -128,7 +157,9 @@ def grid(draws: Draws, workload: Workload, top: int = TOP_USERS) -> Grid:
     tail = e2e / e2e[:, :1]
     gain = np.full_like(tok_s, np.nan)
     gain[:, 1:] = (tok_s[:, 1:] - tok_s[:, :-1]) / tok_s[:, :1]
-    return Grid(users, batch, limit, step, ttft, e2e, tok_s, tail, gain)
+    kv = 100.0 * batch * workload.held_tokens / draws.kv_tokens
+    kv_pct = kv if draws.gauged else np.full_like(kv, np.nan)
+    return Grid(users, batch, limit, step, ttft, e2e, tok_s, tail, gain, kv_pct)
 
 
 def _last_before(fired: np.ndarray, top: int) -> np.ndarray:
@@ -137,13 +168,22 @@ def _last_before(fired: np.ndarray, top: int) -> np.ndarray:
     return first.astype(float)  # level index i is i + 1 users: the level before is i users
 
 
-def capacities(g: Grid, params: KneeParams = DEFAULTS) -> tuple[np.ndarray, np.ndarray]:
-    """Per parameter set: the capacity (users before the first level whose tail departs or whose
-    throughput flattens) and the offline-batch figure (before it flattens alone)."""
+def _fired(g: Grid, params: KneeParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the throughput flattens, the tail departs, and the KV use breaks the memory rule
+    (never where it is not predicted: NaN is above no threshold)."""
     flat = np.nan_to_num(g.gain_ratio, nan=np.inf) < params.flat_gain_ratio
     tail = g.tail_ratio >= params.tail_ratio
+    memory = memory_broken(np.nan_to_num(g.kv_pct, nan=-np.inf), params.memory_pressure_pct)
+    return flat, tail, memory
+
+
+def capacities(g: Grid, params: KneeParams = DEFAULTS) -> tuple[np.ndarray, np.ndarray]:
+    """Per parameter set: the capacity (users before the first level whose tail departs, whose
+    throughput flattens or whose KV use passes the memory threshold) and the offline-batch
+    figure (before it flattens alone: what a run's knee measures)."""
+    flat, tail, memory = _fired(g, params)
     top = len(g.users)
-    return _last_before(flat | tail, top), _last_before(flat, top)
+    return _last_before(flat | tail | memory, top), _last_before(flat, top)
 
 
 #: the first block of levels :func:`sweep_capacities` looks at; it doubles while some set's
@@ -175,17 +215,21 @@ def capacity_of(g: Grid, params: KneeParams = DEFAULTS, row: int = 0) -> Capacit
     """One parameter set's capacity as a record: what fired, and what capped the batch."""
     users, offline = (float(a[row]) for a in capacities(g, params))
     top = len(g.users)
+    ends: EndSignal
     if users >= top:
         ends, at = "none", top - 1
     else:
         at = int(users)  # index of the level that fired
-        flat = g.gain_ratio[row, at] < params.flat_gain_ratio
-        ends = "flattening" if flat else "tail"
+        flat, tail, _ = (a[row, at] for a in _fired(g, params))
+        # the deploy answer's own order at one stage: the knee before memory
+        ends = "flattening" if flat else ("tail" if tail else "memory")
     limit = int(g.limit[row, at])
     bound: Bound = LIMITS[limit] if limit else ("compute" if users < top else "none")
+    if ends == "memory":
+        bound = "kv"  # the KV cache's use, whatever capped the batch
     return Capacity(
         users=int(users) if users >= 1 else None,
-        ends_with=ends,  # type: ignore[arg-type]
+        ends_with=ends,
         bound=bound,
         batch=float(g.batch[row, int(users) - 1]) if users >= 1 else None,
         offline_users=int(offline) if offline >= 1 else None,
@@ -197,7 +241,7 @@ def level_figures(g: Grid, levels: tuple[int, ...], row: int = 0) -> tuple[Level
     out = []
     for users in levels:
         k = users - 1
-        gain = g.gain_ratio[row, k]
+        gain, kv = g.gain_ratio[row, k], g.kv_pct[row, k]
         out.append(
             LevelFigures(
                 users=users,
@@ -209,6 +253,7 @@ def level_figures(g: Grid, levels: tuple[int, ...], row: int = 0) -> tuple[Level
                 output_tok_s=float(g.output_tok_s[row, k]),
                 tail_ratio=float(g.tail_ratio[row, k]),
                 gain_ratio=None if np.isnan(gain) else float(gain),
+                kv_pct=None if np.isnan(kv) else float(kv),
             )
         )
     return tuple(out)

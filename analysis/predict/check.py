@@ -4,8 +4,11 @@ The one honest test of the model is a real sweep of the user's own server. Given
 run and a second run (:func:`measured_run`: its lengths, its capacity, its P95 e2e per level),
 :func:`check` predicts at the second run's lengths and thresholds and compares:
 
-* **Capacity**: the prediction's deploy figure (before the tail departs or the throughput
-  flattens) against the run's deploy answer, the first number ``loadknee analyze`` prints; and
+* **Capacity**: the prediction's deploy figure (before the tail departs, the throughput
+  flattens or its KV use passes the memory threshold) against the run's deploy answer, the
+  first number ``loadknee analyze`` prints, where the answer's bound is one the prediction
+  judges (:func:`~.facts.modelled_bounds`: memory only where the source run had a KV gauge,
+  :attr:`~.facts.CapacityFit.models_memory`), else against the run's knee; and
   the prediction's offline batch (before the throughput flattens) against the run's knee
   (``max_concurrency``). A slot- or KV-bound server gives both the same figure; a server with
   no hard limit doubles its tail well before its throughput stops growing (the compute-bound
@@ -30,11 +33,13 @@ Facts only; :mod:`analysis.report.predict_words` words them.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from analysis.advice.deploy import binding_stage
+from analysis.advice.facts import DeployBound
 from analysis.pipeline import Analysis
 from analysis.predict.batching import TOP_USERS, Draws, grid
 from analysis.predict.facts import (
@@ -47,6 +52,7 @@ from analysis.predict.facts import (
     Prediction,
     Workload,
     WorkloadSource,
+    modelled_bounds,
 )
 from analysis.predict.fit import measured_workload
 from analysis.predict.whatif import draws, predict
@@ -75,21 +81,19 @@ def measured_run(analysis: Analysis) -> MeasuredRun | None:
     past = knee.knee_users if knee.knee_users is not None else knee.red_line_users
     unknown = analysis.standing.cannot_tell  # no capacity to check against: none is kept
     deploy = analysis.recommendations.deploy
-    capacity, capacity_past = knee.max_concurrency, past
-    if deploy is not None and deploy.bound in MODELLED_BOUNDS:
-        bound_at = None if deploy.bound == "tested_range" else binding_stage(knee, deploy.bound)
-        capacity = deploy.users
-        capacity_past = None if bound_at is None else bound_at.target_users
+    bound_at = None
+    if deploy is not None and deploy.bound != "tested_range":
+        bound_at = binding_stage(knee, deploy.bound)
     s = analysis.summary
     steps = s[s["kind"] == "step"]
     p95 = pd.to_numeric(steps["e2e_p95_ms"], errors="coerce")
     per_level = p95.groupby(steps["target_users"].astype(int)).median().dropna()
-    return MeasuredRun(
+    run = MeasuredRun(
         run_id=analysis.run_id,
         workload=workload,
         workload_source=source,
-        capacity=None if unknown else capacity,
-        past_users=None if unknown else capacity_past,
+        capacity=None,
+        past_users=None,
         levels=tuple(sorted({int(u) for u in steps["target_users"]})),
         p95_e2e_ms=tuple(
             zip(per_level.index.astype(int).tolist(), per_level.astype(float).tolist(), strict=True)
@@ -99,7 +103,20 @@ def measured_run(analysis: Analysis) -> MeasuredRun | None:
         knee_past_users=None if unknown else past,
         deploy_users=None if unknown or deploy is None else deploy.users,
         deploy_bound=None if unknown or deploy is None else deploy.bound,
+        deploy_past_users=None if unknown or bound_at is None else bound_at.target_users,
     )
+    return held_against(run, MODELLED_BOUNDS)
+
+
+def held_against(m: MeasuredRun, bounds: frozenset[DeployBound]) -> MeasuredRun:
+    """``m`` holding what a prediction that judges ``bounds`` is checked against: its deploy
+    answer where one of them bound it, else its knee's figure (:attr:`MeasuredRun.capacity`);
+    nothing where the run cannot tell."""
+    if m.cannot_tell is not None:
+        return replace(m, capacity=None, past_users=None)
+    if m.deploy_bound in bounds:
+        return replace(m, capacity=m.deploy_users, past_users=m.deploy_past_users)
+    return replace(m, capacity=m.knee_capacity, past_users=m.knee_past_users)
 
 
 def _level_checks(p: Prediction, measured: MeasuredRun, top: int) -> tuple[LevelCheck, ...]:
@@ -172,7 +189,10 @@ def check(fit: CapacityFit, measured: MeasuredRun, params: KneeParams = DEFAULTS
     :func:`~.whatif.predict`'s defaults, the ones ``loadknee predict`` shows."""
     p = predict(fit, measured.workload, params)
     point = p.point if p.point is not None and p.refusal is None else None
+    bounds = modelled_bounds(fit.models_memory)
     m = measured
+    if m.deploy_bound == "memory" and m.deploy_bound in bounds:
+        m = held_against(m, bounds)  # the one bound whose holding turns on the prediction
     deploy = agreement(
         None if point is None else point.users, p.low, p.high, m.capacity, m.past_users, m.levels
     )
@@ -186,8 +206,9 @@ def check(fit: CapacityFit, measured: MeasuredRun, params: KneeParams = DEFAULTS
     )
     return Check(
         prediction=p,
-        measured=measured,
+        measured=m,
         deploy=deploy,
         offline=offline,
-        levels=_level_checks(p, measured, TOP_USERS) if p.refusal is None else (),
+        levels=_level_checks(p, m, TOP_USERS) if p.refusal is None else (),
+        deploy_against_knee=m.deploy_bound is not None and m.deploy_bound not in bounds,
     )

@@ -48,8 +48,10 @@ Bound = Literal["slots", "kv", "compute", "none"]
 #: batch's own offset from it (``measured``: where that reproduces the run's own latency better,
 #: a step that is no straight line in the batch, such as llama.cpp's one-sequence fast path)
 StepModel = Literal["line", "measured"]
-#: which signal ended the predicted capacity (loadknee_core.knee_params thresholds)
-EndSignal = Literal["flattening", "tail", "none"]
+#: which signal ended the predicted capacity (loadknee_core.knee_params thresholds): the
+#: throughput flattening, the tail departing, the predicted KV use passing the memory threshold
+#: (``memory``: only where the source run had a KV gauge, :attr:`CapacityFit.models_memory`)
+EndSignal = Literal["flattening", "tail", "memory", "none"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,19 @@ class Workload:
         if self.context_tokens is not None:
             return self.context_tokens
         return self.input_tokens + self.output_tokens
+
+    @property
+    def held_tokens(self) -> float:
+        """The KV tokens a running sequence holds on average over its time in the batch: its
+        reserved context less half the completion (prompt + half the completion for fixed
+        lengths, as it grows a token a step). The context a KV gauge's share is read against
+        (:func:`analysis.predict.fit.fit_capacity`) and the KV use predicted from it
+        (:mod:`analysis.predict.batching`). A mix: at least its time-weighted held context
+        (the half taken off is the mean completion's, not the time-weighted one): the safe side
+        for the memory bound."""
+        if self.context_tokens is not None:
+            return self.context_tokens - self.output_tokens / 2.0
+        return self.input_tokens + self.output_tokens / 2.0
 
 
 #: where a prompt log's completion lengths came from, per record: the observed reply length
@@ -215,6 +230,18 @@ class CapacityFit:
     measured_deploy: int | None = None
     #: the concurrency probe's reading (None: the run sent none, or it said nothing)
     probe: ProbeReading | None = None
+    #: the run read a KV gauge (vLLM's ``kv_cache_usage_perc``), whether or not the budget
+    #: is its reading (``kv_source``: ``kv_gauge``, or ``stated`` beside a gauge)
+    kv_gauge_read: bool = False
+
+    @property
+    def models_memory(self) -> bool:
+        """Whether the prediction judges memory (:data:`EndSignal` ``memory``): where the KV
+        budget came with a KV gauge, its own or a stated one beside it. Why only then: the
+        analysis judges memory on the gauge, so without one there is no memory bound to mirror
+        (and a budget assumed from the knee only restates the slots)."""
+        gauged = self.kv_source == "kv_gauge" or (self.kv_source == "stated" and self.kv_gauge_read)
+        return gauged and self.params.kv_tokens is not None
 
     @property
     def step_shape(self) -> tuple[tuple[float, float], ...]:
@@ -235,6 +262,7 @@ class LevelFigures:
     output_tok_s: float
     tail_ratio: float  # e2e over the 1-user e2e
     gain_ratio: float | None  # (X_N − X_{N−1}) / X_1; None at 1 user
+    kv_pct: float | None = None  # the predicted KV use (None: memory not modelled)
 
 
 @dataclass(frozen=True)
@@ -243,7 +271,7 @@ class Capacity:
 
     users: int | None  # None: the first level already breaks (or nothing fits)
     ends_with: EndSignal  # what fired at users + 1 ("none": nothing fired up to the top level)
-    bound: Bound  # what capped the batch where it fired
+    bound: Bound  # what capped the batch where it fired (``kv`` where memory ended it)
     batch: float | None  # the batch at the capacity
     offline_users: int | None  # the last level before throughput flattens (the batch figure)
 
@@ -289,6 +317,7 @@ class Prediction:
     check_levels: tuple[int, ...]  # the levels a run to check it should test
     tail_ratio_limit: float = 2.0  # the knee thresholds the capacity was judged with
     flat_gain_limit: float = 0.15
+    memory_limit: float | None = None  # the memory threshold (None: memory not modelled)
     misfit: InSampleMiss | None = None  # the miss behind a ``model_misfit`` refusal
 
 
@@ -299,8 +328,15 @@ WorkloadSource = Literal["rows", "run_json"]
 
 #: the deploy answer's bounds the model judges too: the knee (a queue, or a soft knee answered
 #: before the tail departs), the tail alone, and the tested range; an answer bound by an SLA,
-#: memory or errors is held against the run's knee instead (the model predicts none of them)
+#: memory or errors is held against the run's knee instead (the model predicts none of them),
+#: except memory where the prediction models it (:func:`modelled_bounds`)
 MODELLED_BOUNDS: frozenset[DeployBound] = frozenset({"knee", "tail", "tested_range"})
+
+
+def modelled_bounds(memory: bool) -> frozenset[DeployBound]:
+    """The deploy answer's bounds a prediction judges: :data:`MODELLED_BOUNDS`, and memory
+    where it predicts the KV use (``memory``: :attr:`CapacityFit.models_memory`)."""
+    return MODELLED_BOUNDS | {"memory"} if memory else MODELLED_BOUNDS
 
 
 @dataclass(frozen=True)
@@ -313,7 +349,9 @@ class MeasuredRun:
     #: what the prediction's capacity is held against: the run's deploy answer (``loadknee
     #: analyze``'s first number: before the first stage that breaks a limit, or before the tail
     #: departs where nothing queued), or its knee's figure where the deploy answer was bound
-    #: by a rule the model does not judge (``deploy_bound``: an SLA, memory, errors)
+    #: by a rule the model does not judge (``deploy_bound``: an SLA, errors, memory where the
+    #: prediction models none: :func:`~.check.measured_run` holds it so, and
+    #: :func:`~.check.check` holds it again for a prediction that models memory)
     capacity: int | None
     past_users: int | None  # the first stage past the capacity (None: not reached)
     levels: tuple[int, ...]  # its step levels
@@ -326,9 +364,11 @@ class MeasuredRun:
     #: measured, or the run cannot tell)
     knee_capacity: int | None = None
     knee_past_users: int | None = None
-    #: its deploy answer and the rule that bound it (None: no answer, or it cannot tell)
+    #: its deploy answer and the rule that bound it (None: no answer, or it cannot tell), and
+    #: the first stage past the answer (None: the tested range bound it, or none)
     deploy_users: int | None = None
     deploy_bound: DeployBound | None = None
+    deploy_past_users: int | None = None
 
 
 @dataclass(frozen=True)
@@ -367,8 +407,9 @@ class Agreement:
 @dataclass(frozen=True)
 class Check:
     """A prediction at another run's lengths against what that run measured: ``deploy``, the
-    prediction's deploy figure (before the tail departs or the throughput flattens) against the
-    run's deploy answer (:attr:`MeasuredRun.capacity`); ``offline``, its offline batch (before
+    prediction's deploy figure (before the tail departs, the throughput flattens or, where it
+    models memory, the KV use passes the memory threshold) against the run's deploy answer
+    (:attr:`MeasuredRun.capacity`); ``offline``, its offline batch (before
     the throughput flattens alone) against the run's knee (``max_concurrency``). On a slot- or
     KV-bound server the two coincide; on a server with no hard limit the tail doubles well
     before the throughput stops growing, and each figure has its own yardstick."""
@@ -378,3 +419,6 @@ class Check:
     deploy: Agreement
     offline: Agreement
     levels: tuple[LevelCheck, ...]
+    #: the run's deploy answer was bound by what the prediction does not judge (an SLA,
+    #: errors, or memory where it does not model memory), so ``deploy`` is against its knee
+    deploy_against_knee: bool = False

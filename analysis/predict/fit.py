@@ -31,7 +31,8 @@
 * **KV budget** in tokens: at each judged stage with a KV gauge, the mean running batch × the
   mean context a running sequence holds (prompt + half the completion) ÷ the gauge's mean
   share; the value is the stage where the gauge read highest (the most precise), the interval
-  the spread over the stages that read at least half as high (``kv_gauge``). Without a gauge,
+  the spread over the stages that read at least half as high (``kv_gauge``; the prediction then
+  judges memory on the use it predicts from that same context). Without a gauge,
   the concurrency probe's: where fewer streamed at once at twice the prompt, the budgets that
   hold those counts (``probe``); where it saw a slot limit or no limit, none (``probe_unseen``:
   it held its burst at twice the prompt). Without either,
@@ -167,7 +168,7 @@ def _prefill(
 def _kv_from_gauge(
     gauges: list[StageGauges], workload: Workload
 ) -> tuple[Estimate, StageGauges] | None:
-    context = workload.input_tokens + workload.output_tokens / 2.0
+    context = workload.held_tokens
     read = [
         g
         for g in gauges
@@ -413,6 +414,7 @@ def fit_capacity(
         step_offsets=() if decode_source == "e2e_per_token" else offsets,
         measured_deploy=None if standing.cannot_tell or deploy is None else deploy.users,
         probe=probe,
+        kv_gauge_read=read is not None,
     )
 
 

@@ -8,7 +8,9 @@
    drawn independently though their fit correlates them, which widens the interval a little:
    on the safe side. A KV budget assumed from the knee (no gauge) is drawn present in half the
    sets and absent in the other half: the run could not tell the slots from the KV budget, so
-   the interval spans both readings.
+   the interval spans both readings. Where the budget came with a KV gauge, each set's KV use
+   per level is its own budget's (:mod:`~analysis.predict.batching` step 4), so the memory
+   bound's spread rides in the interval as the tail's and the throughput's do.
 3. **Reach**: the decode line was fitted over the batches the run measured. A capacity whose
    batch exceeds the largest of them extrapolates it: β's interval is widened by the ratio
    (batch / largest measured batch) and the prediction says so; beyond
@@ -84,7 +86,8 @@ def draws(fit: CapacityFit, n: int, widen: float = 1.0, seed: int = SEED) -> Dra
         if fit.kv_source == "knee_assumed":
             kv[1::2] = np.inf  # slots or KV: the run could not tell
     alpha = np.where(alpha + beta > 0, alpha, 1e-6)  # a step takes some time
-    return replace(Draws.of(alpha, beta, gamma, slots, kv), shape=fit.step_shape)
+    sets = Draws.of(alpha, beta, gamma, slots, kv)
+    return replace(sets, shape=fit.step_shape, gauged=fit.models_memory)
 
 
 def best_reproducing(fit: CapacityFit) -> CapacityFit:
@@ -122,6 +125,7 @@ class _Limits(TypedDict):
 
     tail_ratio_limit: float
     flat_gain_limit: float
+    memory_limit: float | None
 
 
 def predict(
@@ -135,7 +139,12 @@ def predict(
     """The prediction at ``workload`` (see the module docstring)."""
     p = fit.params
     kv_slots = None if p.kv_tokens is None else float(kv_slots_of(p.kv_tokens.value, workload))
-    limits = _Limits(tail_ratio_limit=params.tail_ratio, flat_gain_limit=params.flat_gain_ratio)
+    memory = params.memory_pressure_pct if fit.models_memory else None
+    limits = _Limits(
+        tail_ratio_limit=params.tail_ratio,
+        flat_gain_limit=params.flat_gain_ratio,
+        memory_limit=memory,
+    )
     empty = Prediction(workload, fit, None, None, None, None, None, 0, (), False, 1.0,
                        "no_decode_fit", kv_slots, (), **limits)  # fmt: skip
     if fit.cannot_tell is not None:
@@ -146,7 +155,7 @@ def predict(
     miss = misfit(fit)
     if miss is not None:
         return replace(empty, refusal="model_misfit", misfit=miss)
-    g = grid(Draws.point(p, fit.step_shape), workload, top)
+    g = grid(Draws.point(p, fit.step_shape, gauged=fit.models_memory), workload, top)
     point = capacity_of(g, params)
     shown = level_figures(g, _shown_levels(point.users, top))
     reach = (point.batch or 0.0) / max(fit.max_batch, 1.0)

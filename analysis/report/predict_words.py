@@ -13,9 +13,9 @@ import shlex
 
 from analysis.model import CannotTell
 from analysis.predict.facts import (
-    MODELLED_BOUNDS,
     Agreement,
     Bound,
+    Capacity,
     CapacityFit,
     Check,
     DecodeSource,
@@ -37,6 +37,15 @@ BOUND_WORDS: dict[Bound, str] = {
     "compute": "the decode step growing with the batch (compute)",
     "none": "nothing within the levels looked at",
 }
+#: a capacity the predicted KV use ended (``ends_with`` memory), in place of its ``bound``
+MEMORY_WORDS = "memory: the KV cache's predicted use"
+
+
+def bound_text(point: Capacity) -> str:
+    """What binds a predicted capacity: the memory where its KV use ended it, else its bound."""
+    return MEMORY_WORDS if point.ends_with == "memory" else BOUND_WORDS[point.bound]
+
+
 PREFILL_WORDS: dict[PrefillSource, str] = {
     "ttft_fit": "fitted on TTFT against prompt tokens",
     "probe_fit": "measured: {probes} single-request probes at {lengths} prompt lengths before "
@@ -114,6 +123,16 @@ def why_text(p: Prediction) -> str:
     slots = fit.params.slots
     per_seq = p.workload.reserved_tokens
     kv = fit.params.kv_tokens
+    past = next((lv for lv in p.levels if point.users and lv.users == point.users + 1), None)
+    used = None if past is None else past.kv_pct
+    limit = p.memory_limit
+    if point.ends_with == "memory" and kv and past and used is not None and limit is not None:
+        return (
+            f"at {past.users} users the model's {past.batch:g} running sequences, each holding "
+            f"~{p.workload.held_tokens:.0f} tokens on average (prompt + half the completion), "
+            f"fill {used:.0f} % of the KV budget (~{_n(kv.value)} tokens): above the "
+            f"{limit:g} % memory threshold"
+        )
     if point.bound == "kv" and kv is not None:
         beside = f", below the {slots:g} slots" if slots is not None else ""
         return (
@@ -124,7 +143,6 @@ def why_text(p: Prediction) -> str:
         room = f"; the KV budget would hold {p.kv_slots:g}" if p.kv_slots is not None else ""
         return f"the server runs at most {slots:g} sequences at once{room}"
     if point.bound == "compute" and point.users is not None:
-        past = next((lv for lv in p.levels if lv.users == point.users + 1), None)
         if past is None:
             return "no hard limit binds first: the step grows with the batch"
         if point.ends_with == "tail":
@@ -355,7 +373,7 @@ def prediction_text(
     else:
         lines.append(
             f"PREDICT: capacity {span_text(point.users, p.low, p.high)} users at {_lengths(p)}, "
-            f"bound by {BOUND_WORDS[point.bound]}"
+            f"bound by {bound_text(point)}"
         )
         offline = span_text(point.offline_users, p.offline_low, p.offline_high)
         lines.append(
@@ -415,7 +433,7 @@ def _capacity_lines(c: Check) -> list[str]:
     """The deploy figure against the run's deploy answer; the offline batch against its knee."""
     p, m = c.prediction, c.measured
     point = p.point if p.point is not None and p.refusal is None else None
-    unjudged = m.deploy_bound is not None and m.deploy_bound not in MODELLED_BOUNDS
+    unjudged = c.deploy_against_knee
     name = "deploy, against the run's knee" if unjudged else "deploy"
     predicted = None if point is None else span_text(point.users, p.low, p.high)
     lines = [_agreement_line(name, predicted, c.deploy, m.cannot_tell)]

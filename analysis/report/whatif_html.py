@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from analysis.predict.around import WhatIfRow
 from analysis.predict.facts import Prediction
 from analysis.report.html_kit import esc, table
-from analysis.report.predict_words import BOUND_WORDS, misfit_text, span_text
+from analysis.report.predict_words import bound_text, misfit_text, span_text
 
 #: the table's columns, in order
 HEADERS = ("lengths", "prompt + completion tokens", "capacity (90 % interval)", "binds", "reach")
@@ -41,7 +41,7 @@ def _capacity(p: Prediction) -> str:
 def _binds(p: Prediction) -> str:
     if p.refusal == "no_decode_fit" or p.point is None:
         return "—"
-    return BOUND_WORDS[p.point.bound]
+    return bound_text(p.point)
 
 
 def reach_words(p: Prediction) -> str:

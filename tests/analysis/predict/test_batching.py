@@ -55,6 +55,39 @@ def test_capacity_follows_from_the_parameters(case, p, w, users, bound, ends) ->
     assert (cap.users, cap.bound, cap.ends_with) == (users, bound, ends), case
 
 
+#: 16 slots, 256 + 64 tokens: each running sequence holds 288 tokens on average, reserves 320
+MEMORY_W = Workload(256, 64)
+
+
+@pytest.mark.parametrize(
+    ("kv", "threshold", "gauged", "users", "ends", "bound"),
+    [
+        # 10 % a sequence; the budget holds 9: 90 % at 9 users is past 85 %
+        (288 * 10, 85.0, True, 8, "memory", "kv"),
+        (288 * 10, 90.0, True, 9, "flattening", "kv"),  # at the threshold exactly still counts
+        (288 * 10, 95.0, True, 9, "flattening", "kv"),
+        (288 * 10, 85.0, False, 9, "flattening", "kv"),  # no gauge: no memory to judge
+        # 5 % a sequence: the 16 slots cap the batch at 80 %, past 75 % but not 85 %
+        (288 * 20, 75.0, True, 15, "memory", "kv"),
+        (288 * 20, 85.0, True, 16, "flattening", "slots"),
+        (288 * 100, 10.0, True, 10, "memory", "kv"),  # 1 % a sequence: 11 % at 11 users
+        (288 * 100, 85.0, True, 16, "flattening", "slots"),  # a large budget: never near it
+    ],
+)
+def test_the_predicted_kv_use_binds_the_capacity_past_the_memory_threshold(
+    kv, threshold, gauged, users, ends, bound
+) -> None:
+    draws = replace(Draws.point(params(slots=16, kv=kv)), gauged=gauged)
+    g = grid(draws, MEMORY_W)
+    cap = capacity_of(g, replace(DEFAULTS, memory_pressure_pct=threshold))
+    assert (cap.users, cap.ends_with, cap.bound) == (users, ends, bound)
+    # the use is the batch × the held context over the budget, where a gauge backs it
+    expected = 100.0 * g.batch[0] * 288 / kv if gauged else np.full(len(g.users), np.nan)
+    np.testing.assert_allclose(g.kv_pct[0], expected)
+    # the offline batch judges the throughput alone: memory never moves it
+    assert cap.offline_users == point(params(slots=16, kv=kv), MEMORY_W).offline_users
+
+
 def test_doubling_the_output_halves_a_kv_bound_capacity() -> None:
     p = params(beta=0.1, kv=24 * 72)  # a small β: the KV binds before the tail doubles
     before, after = point(p, Workload(8, 64)), point(p, Workload(8, 128))

@@ -123,15 +123,51 @@ WIDE = (1, 2, 4, 8, 12, 16, 24)
 
 def test_a_deploy_answer_bound_by_what_the_model_does_not_judge_is_held_by_the_knee(runs):
     # the fixture server on the wide levels: memory passes 85 % at 12 users, so its deploy
-    # answer is 8 (memory) while its knee is 12; the model predicts no memory pressure
+    # answer is 8 (memory) while its knee is 12; held for a prediction that models no memory
+    # (check() holds it again for one that does)
     m = measured_run(analyze_run(runs(12, WIDE)))
     assert m is not None
-    assert (m.deploy_users, m.deploy_bound) == (8, "memory")
+    assert (m.deploy_users, m.deploy_bound, m.deploy_past_users) == (8, "memory", 12)
     assert (m.capacity, m.past_users) == (12, 16) == (m.knee_capacity, m.knee_past_users)
     # on the narrow levels the knee binds the deploy answer itself, and both agree
     m = measured_run(analyze_run(runs(12)))
     assert m is not None
     assert (m.deploy_users, m.deploy_bound, m.capacity, m.knee_capacity) == (8, "knee", 8, 8)
+
+
+#: how the source's KV budget came → (the prediction judges memory, its deploy figure and what
+#: ended it, the measured figure it is held against and the stage past it, against the knee)
+KV_SOURCES = {
+    # the gauge reads 90 % with the 12 slots full: 11 users, as the run's deploy answer (8,
+    # bound by memory at 12) allows (8–11); without the memory bound it would say 12
+    "gauge": ({}, (True, 11, "memory", 8, 12, False)),
+    "a stated pool beside the gauge": ({"kv_source": "stated"}, (True, 11, "memory", 8, 12, False)),
+    # no gauge: no memory predicted, so the memory-bound answer is held against the knee
+    "a stated pool, no gauge": (
+        {"kv_source": "stated", "kv_gauge_read": False},
+        (False, 12, "flattening", 12, 16, True),
+    ),
+    "assumed from the knee": (
+        {"kv_source": "knee_assumed", "kv_gauge_read": False},
+        (False, 12, "flattening", 12, 16, True),
+    ),
+}
+
+
+@pytest.mark.parametrize(("changes", "expected"), KV_SOURCES.values(), ids=KV_SOURCES)
+def test_a_memory_bound_deploy_answer_is_held_by_a_prediction_that_models_memory(
+    runs, changes, expected
+) -> None:
+    fit = dataclasses.replace(fit_capacity(analyze_run(runs(12))), **changes)
+    other = analyze_run(runs(12, WIDE))
+    m = measured_run(other)
+    assert m is not None and (m.deploy_users, m.deploy_bound) == (8, "memory")
+    c = check(fit, m, other.knee_params)
+    point = c.prediction.point
+    held = (c.measured.capacity, c.measured.past_users, c.deploy_against_knee)
+    assert (fit.models_memory, point.users, point.ends_with, *held) == expected
+    assert c.deploy.inside is True and c.deploy.error == 0.0
+    assert (c.offline.measured, point.offline_users) == (12, 12)  # the knee: memory aside
 
 
 @pytest.mark.parametrize(
@@ -208,7 +244,8 @@ def test_the_check_as_json_round_trips_with_its_fields(runs, capsys) -> None:
     assert set(body) == {f.name for f in dataclasses.fields(Check)}
     assert doc["schema"] == 2
     assert body["deploy"]["inside"] is False and body["deploy"]["measured_low"] == 8
-    assert body["prediction"]["point"]["users"] == 6
+    # 5, not the 6 slots: the fixture's KV gauge reads 90 % with them full, past 85 %
+    assert body["prediction"]["point"]["users"] == 5
     assert body["measured"]["workload"] == {
         "input_tokens": 128.0,
         "output_tokens": 32.0,
@@ -285,6 +322,6 @@ def test_a_check_with_a_run_that_cannot_tell_on_either_side_exits_3(runs, late_r
     assert c["prediction"]["refusal"] == "source_cannot_tell" and c["levels"] == []
     assert main(["--check", str(runs(6)), str(late_run), "--format", "json"]) == 3
     c = json.loads(capsys.readouterr().out)["check"]
-    assert c["prediction"]["point"]["users"] == 6
+    assert c["prediction"]["point"]["users"] == 5  # memory: the KV gauge at 90 % on 6 slots
     assert c["measured"]["cannot_tell"] == "late_client" and c["measured"]["capacity"] is None
     assert c["deploy"]["inside"] is None and [lv["users"] for lv in c["levels"]] == [1, 2, 4, 8, 16]

@@ -33,7 +33,7 @@ def test_fixed_lengths_fit_the_decode_line_and_assume_the_prefill(tmp_path: Path
     assert fit.prefill_source == "baseline_assumed"
     assert p.prefill_ms_per_token.value == pytest.approx((TTFT_MS - ITL_MS) / PROMPT)
     # the gauge reads 90 % when the slots are full: 6 sequences of 128 + 16 tokens in flight
-    assert fit.kv_source == "kv_gauge"
+    assert fit.kv_source == "kv_gauge" and fit.kv_gauge_read and fit.models_memory
     assert p.kv_tokens is not None
     assert p.kv_tokens.value == pytest.approx(SLOTS * (PROMPT + OUTPUT / 2) / 0.9)
     assert (fit.workload.input_tokens, fit.workload.output_tokens) == (PROMPT, OUTPUT)
@@ -107,6 +107,24 @@ def test_varying_lengths_fit_the_prefill_on_ttft(tmp_path: Path) -> None:
 def test_without_server_metrics_no_kv_budget_is_read(tmp_path: Path) -> None:
     fit = fit_capacity(analyze_run(write_run_dir(tmp_path / "run", with_server_metrics=False)))
     assert fit.kv_source != "kv_gauge" and fit.kv_pct is None
+    assert not fit.kv_gauge_read and not fit.models_memory
+
+
+@pytest.mark.parametrize(
+    ("metrics", "stated_kv", "kv_source", "memory"),
+    [
+        (True, None, "kv_gauge", True),
+        (True, 4096, "stated", True),  # a stated pool beside a gauge: the gauge still reads it
+        (False, 4096, "stated", False),  # no gauge: the analysis judges no memory to mirror
+        (False, None, "none", False),
+    ],
+)
+def test_the_prediction_models_memory_only_where_the_run_had_a_kv_gauge(
+    tmp_path: Path, metrics, stated_kv, kv_source, memory
+) -> None:
+    run = write_run_dir(tmp_path / "run", slots=SLOTS, with_server_metrics=metrics)
+    fit = fit_capacity(analyze_run(run), stated_kv_tokens=stated_kv)
+    assert (fit.kv_source, fit.kv_gauge_read, fit.models_memory) == (kv_source, metrics, memory)
 
 
 def test_without_streamed_tokens_the_decode_line_comes_from_e2e_where_nothing_waited(

@@ -10,6 +10,7 @@ import pytest
 from analysis.model import CannotTell
 from analysis.predict.facts import CapacityParams, Estimate, Workload
 from analysis.predict.whatif import check_levels, predict
+from loadknee_core.knee_params import DEFAULTS
 from tests.support.predict_fits import synthetic_fit
 
 X = Estimate.exact
@@ -80,6 +81,30 @@ def test_a_kv_budget_assumed_from_the_knee_spans_slots_and_kv() -> None:
     p = predict(fit_of(params, kv_source="knee_assumed"), Workload(256, 128))
     assert (p.point.users, p.point.bound) == (6, "kv")
     assert (p.low, p.high) == (6, 8)
+
+
+#: 16 slots and a KV budget of ~10 sequences' held context (288 tokens at 256 + 64) ± 10 %
+GAUGED = CapacityParams(X(10.0), X(0.5), X(0.02), 16.0, Estimate(2880.0, 2600.0, 3200.0))
+
+
+@pytest.mark.parametrize(
+    ("kv_source", "threshold", "expected", "limit"),
+    [
+        # 90 % at 9 users; the drawn budgets move the level it passes 85 % at: 7–9
+        ("kv_gauge", 85.0, (8, "memory", 7, 9), 85.0),
+        ("kv_gauge", 95.0, (9, "flattening", 8, 9), 95.0),  # the budget's 9 sequences bind
+        ("none", 85.0, (9, "flattening", 8, 9), None),  # no gauge: no memory bound predicted
+    ],
+)
+def test_the_memory_bound_carries_its_interval_over_the_drawn_budgets(
+    kv_source, threshold, expected, limit
+) -> None:
+    knee = replace(DEFAULTS, memory_pressure_pct=threshold)
+    p = predict(fit_of(GAUGED, kv_source=kv_source, max_batch=16.0), Workload(256, 64), knee)
+    assert (p.point.users, p.point.ends_with, p.low, p.high) == expected
+    assert p.memory_limit == limit
+    at = {lv.users: lv.kv_pct for lv in p.levels}
+    assert at[9] == (pytest.approx(90.0) if limit is not None else None)
 
 
 def test_the_check_levels_bracket_the_prediction() -> None:
