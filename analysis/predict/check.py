@@ -7,8 +7,8 @@ run and a second run (:func:`measured_run`: its lengths, its capacity, its P95 e
 * **Capacity**: the prediction's deploy figure (before the tail departs, the throughput
   flattens or its KV use passes the memory threshold) against the run's deploy answer, the
   first number ``loadknee analyze`` prints, where the answer's bound is one the prediction
-  judges (:func:`~.facts.modelled_bounds`: memory only where the source run had a KV gauge,
-  :attr:`~.facts.CapacityFit.models_memory`), else against the run's knee; and
+  judges (:func:`~.facts.modelled_bounds`: memory only where the source run had a KV gauge and
+  the knee reads it, :func:`~.whatif.judges_memory`), else against the run's knee; and
   the prediction's offline batch (before the throughput flattens) against the run's knee
   (``max_concurrency``). A slot- or KV-bound server gives both the same figure; a server with
   no hard limit doubles its tail well before its throughput stops growing (the compute-bound
@@ -189,7 +189,7 @@ def check(fit: CapacityFit, measured: MeasuredRun, params: KneeParams = DEFAULTS
     :func:`~.whatif.predict`'s defaults, the ones ``loadknee predict`` shows."""
     p = predict(fit, measured.workload, params)
     point = p.point if p.point is not None and p.refusal is None else None
-    bounds = modelled_bounds(fit.models_memory)
+    bounds = modelled_bounds(p.memory_limit is not None)
     m = measured
     if m.deploy_bound == "memory" and m.deploy_bound in bounds:
         m = held_against(m, bounds)  # the one bound whose holding turns on the prediction

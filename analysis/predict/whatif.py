@@ -71,8 +71,11 @@ def _draw(rng: np.random.Generator, e: Estimate, n: int, widen: float = 1.0) -> 
     return np.maximum(values, 0.0)
 
 
-def draws(fit: CapacityFit, n: int, widen: float = 1.0, seed: int = SEED) -> Draws:
-    """``n`` parameter sets around the fit (step 2 of the module docstring)."""
+def draws(
+    fit: CapacityFit, n: int, widen: float = 1.0, seed: int = SEED, *, gauged: bool = False
+) -> Draws:
+    """``n`` parameter sets around the fit (step 2 of the module docstring); ``gauged``: they
+    judge their KV use (:func:`judges_memory`)."""
     rng = np.random.default_rng(seed)
     p = fit.params
     alpha = _draw(rng, p.alpha_ms, n)
@@ -87,7 +90,15 @@ def draws(fit: CapacityFit, n: int, widen: float = 1.0, seed: int = SEED) -> Dra
             kv[1::2] = np.inf  # slots or KV: the run could not tell
     alpha = np.where(alpha + beta > 0, alpha, 1e-6)  # a step takes some time
     sets = Draws.of(alpha, beta, gamma, slots, kv)
-    return replace(sets, shape=fit.step_shape, gauged=fit.models_memory)
+    return replace(sets, shape=fit.step_shape, gauged=gauged)
+
+
+def judges_memory(fit: CapacityFit, params: KneeParams) -> bool:
+    """Whether the prediction judges memory: where the fit predicts the KV use
+    (:attr:`~.facts.CapacityFit.models_memory`) and the knee reads the KV gauge — not where it
+    was told to read GPU memory alone (``memory_source`` ``gpu``), which the model does not
+    predict."""
+    return fit.models_memory and params.memory_source != "gpu"
 
 
 def best_reproducing(fit: CapacityFit) -> CapacityFit:
@@ -139,7 +150,8 @@ def predict(
     """The prediction at ``workload`` (see the module docstring)."""
     p = fit.params
     kv_slots = None if p.kv_tokens is None else float(kv_slots_of(p.kv_tokens.value, workload))
-    memory = params.memory_pressure_pct if fit.models_memory else None
+    judged = judges_memory(fit, params)
+    memory = params.memory_pressure_pct if judged else None
     limits = _Limits(
         tail_ratio_limit=params.tail_ratio,
         flat_gain_limit=params.flat_gain_ratio,
@@ -155,7 +167,7 @@ def predict(
     miss = misfit(fit)
     if miss is not None:
         return replace(empty, refusal="model_misfit", misfit=miss)
-    g = grid(Draws.point(p, fit.step_shape, gauged=fit.models_memory), workload, top)
+    g = grid(Draws.point(p, fit.step_shape, gauged=judged), workload, top)
     point = capacity_of(g, params)
     shown = level_figures(g, _shown_levels(point.users, top))
     reach = (point.batch or 0.0) / max(fit.max_batch, 1.0)
@@ -164,7 +176,8 @@ def predict(
         return Prediction(workload, fit, point, None, None, None, None, 0, (), True, reach,
                           "beyond_measured", kv_slots, (), **limits)  # fmt: skip
     widen = max(reach, 1.0)
-    users, offline = sweep_capacities(draws(fit, resamples, widen), workload, params, top)
+    sets = draws(fit, resamples, widen, gauged=judged)
+    users, offline = sweep_capacities(sets, workload, params, top)
     low, high = (int(v) for v in np.percentile(users, [5, 95], method="nearest"))
     off_low, off_high = (int(v) for v in np.percentile(offline, [5, 95], method="nearest"))
     # the point lies inside its interval (a skewed draw can leave it just outside)

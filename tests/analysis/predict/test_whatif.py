@@ -88,18 +88,21 @@ GAUGED = CapacityParams(X(10.0), X(0.5), X(0.02), 16.0, Estimate(2880.0, 2600.0,
 
 
 @pytest.mark.parametrize(
-    ("kv_source", "threshold", "expected", "limit"),
+    ("kv_source", "threshold", "memory_source", "expected", "limit"),
     [
         # 90 % at 9 users; the drawn budgets move the level it passes 85 % at: 7–9
-        ("kv_gauge", 85.0, (8, "memory", 7, 9), 85.0),
-        ("kv_gauge", 95.0, (9, "flattening", 8, 9), 95.0),  # the budget's 9 sequences bind
-        ("none", 85.0, (9, "flattening", 8, 9), None),  # no gauge: no memory bound predicted
+        ("kv_gauge", 85.0, "auto", (8, "memory", 7, 9), 85.0),
+        ("kv_gauge", 85.0, "kv_cache", (8, "memory", 7, 9), 85.0),
+        ("kv_gauge", 95.0, "auto", (9, "flattening", 8, 9), 95.0),  # the budget's 9 bind
+        ("none", 85.0, "auto", (9, "flattening", 8, 9), None),  # no gauge: no memory predicted
+        # the knee told to judge GPU memory alone: the KV use is not what it reads
+        ("kv_gauge", 85.0, "gpu", (9, "flattening", 8, 9), None),
     ],
 )
 def test_the_memory_bound_carries_its_interval_over_the_drawn_budgets(
-    kv_source, threshold, expected, limit
+    kv_source, threshold, memory_source, expected, limit
 ) -> None:
-    knee = replace(DEFAULTS, memory_pressure_pct=threshold)
+    knee = replace(DEFAULTS, memory_pressure_pct=threshold, memory_source=memory_source)
     p = predict(fit_of(GAUGED, kv_source=kv_source, max_batch=16.0), Workload(256, 64), knee)
     assert (p.point.users, p.point.ends_with, p.low, p.high) == expected
     assert p.memory_limit == limit
