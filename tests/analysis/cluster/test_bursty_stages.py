@@ -22,11 +22,12 @@ def _points(itl: list[float], tpot: list[float]) -> pd.DataFrame:
         ([11.2, 12.0, 14.0, 15.8], [11.0, 12.0, 14.0, 16.0], ()),  # steady: gap ≈ time per token
         ([11.2, 12.0, 6.6, 17.0], [11.0, 12.0, 16.0, 17.9], (2,)),  # fresh #31's hogged stage
         ([0.4, 0.3, 0.5, 0.2], [9.0, 10.0, 11.0, 12.0], (0, 1, 2, 3)),  # a CPU engine's flushes
-        ([5.0, 6.0, 7.0, 8.0], [10.0, 12.0, 14.0, 16.0], ()),  # exactly half: still steps
+        ([7.0, 8.4, 9.8, 11.2], [10.0, 12.0, 14.0, 16.0], ()),  # exactly 0.7: still steps
+        ([11.2, 12.0, 8.9, 17.0], [11.0, 12.0, 15.7, 17.9], (2,)),  # fresh #40's stage: 0.56
         ([11.2, math.nan, 14.0, 15.8], [11.0, 12.0, math.nan, 16.0], ()),  # not counted: kept
     ],
 )
-def test_a_gap_under_half_the_time_per_token_is_a_burst(itl, tpot, bursty) -> None:
+def test_a_gap_well_under_the_time_per_token_is_a_burst(itl, tpot, bursty) -> None:
     assert bursty_stages(_points(itl, tpot)) == bursty
 
 
