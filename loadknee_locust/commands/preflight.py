@@ -267,20 +267,22 @@ def preflight_server(target: Target) -> tuple[str, dict[str, Any], int]:
     return model, server, sent
 
 
-def _streamed(target: Target, model: str, words: int) -> Streamed:
+def _streamed(target: Target, model: str, words: int, pin: bool) -> Streamed:
     """One probe request of ``words`` filler words (after a unique tag: no prefix-cache hit
     between them), streamed: the server's prompt tokens, its first content chunk's and its
-    end's ``perf_counter``. Raises on an error, an empty or a cut stream."""
+    end's ``perf_counter``; ``pin``: ``ignore_eos`` and ``min_tokens`` (off where the run's
+    ``--no-ignore-eos`` says the server refuses them). Raises on an error, an empty or a cut
+    stream."""
     prompt = f"{uuid.uuid4().hex} " + "the " * max(words - 1, 0)
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": PROBE_TOKENS,
-        "min_tokens": PROBE_TOKENS,
-        "ignore_eos": True,
         "temperature": 0.0,
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    if pin:
+        body.update(min_tokens=PROBE_TOKENS, ignore_eos=True)
     if target.endpoint == "chat":
         path, body["messages"] = "/v1/chat/completions", [{"role": "user", "content": prompt}]
     else:
@@ -298,10 +300,12 @@ def _streamed(target: Target, model: str, words: int) -> Streamed:
     return usage.prompt_tokens if usage else None, parser.content_times[0], end
 
 
-def probe_limits(target: Target, model: str, prompt_tokens: int) -> list[dict[str, Any]]:
+def probe_limits(
+    target: Target, model: str, prompt_tokens: int, pin: bool = True
+) -> list[dict[str, Any]]:
     """The concurrency probe's two bursts at about ``prompt_tokens`` and twice it (one filler
     word is about one token; the server's own count is what is kept), as run.json's
     ``prompt_source.concurrency_probes``; never raises: a failed request is counted as such."""
     return probe_concurrency(
-        lambda words: _streamed(target, model, words), lambda tokens: tokens, prompt_tokens
+        lambda words: _streamed(target, model, words, pin), lambda tokens: tokens, prompt_tokens
     )

@@ -602,7 +602,8 @@ def main(argv: list[str] | None = None) -> int:
                 "(slots or KV, for loadknee predict; --no-calibrate skips it)",
                 flush=True,
             )
-            bursts = probe_limits(target, model, tokens or LlmOptions().input_tokens)
+            pin = not (args.no_ignore_eos or "--llm-no-ignore-eos" in passed)
+            bursts = probe_limits(target, model, tokens or LlmOptions().input_tokens, pin)
             lost = 2 * BURST_SIZE - sum(len(b["streams"]) for b in bursts)
             if lost:
                 print(f"[loadknee] concurrency probe: {lost} of {2 * BURST_SIZE} failed")

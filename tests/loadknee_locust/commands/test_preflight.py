@@ -167,3 +167,29 @@ def test_the_concurrency_probe_tells_the_simulators_slots_from_its_kv_budget(
     if budget is not None:
         assert reading.kv_tokens is not None
         assert reading.kv_tokens.low <= budget < reading.kv_tokens.high
+
+
+def test_the_concurrency_probe_pins_its_lengths_only_where_the_run_does(tmp_path) -> None:
+    """With the run's ``--no-ignore-eos`` (a server that refuses the field) the probe's bodies
+    carry neither ``ignore_eos`` nor ``min_tokens``."""
+    import json as json_module
+
+    from loadknee_locust.commands.preflight import probe_limits
+
+    bodies: list[dict] = []
+
+    class Handler(QuietHandler):
+        def do_POST(self) -> None:
+            bodies.append(json_module.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(500)
+            self.end_headers()
+
+    with loopback_server(Handler) as url:
+        target = Target(url, "", "chat", True, "", "", str(tmp_path))
+        assert probe_limits(target, "m", 8, pin=False) == []  # every request failed: no burst
+        unpinned, bodies[:] = list(bodies), []
+        probe_limits(target, "m", 8)
+    # (a plain test server's listen backlog may refuse some of a burst's 32 connections)
+    assert unpinned and bodies
+    assert not any("ignore_eos" in b or "min_tokens" in b for b in unpinned)
+    assert all(b["ignore_eos"] and b["min_tokens"] == 16 for b in bodies)
