@@ -42,22 +42,23 @@ rows:
       fast   hidden   2x output           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
       fast   hidden   lognormal           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
 
-Per setting: shown 7 of 9, **hidden 7 of 9** (4 before the probe: without the gauges the source
-run could not tell its 8-sequence limit from a KV budget full at 8 × 320 tokens, and read it as
-KV: 4–6 at the longer contexts), stated 7 of 9. The probe read 8 and 8 streaming at once on
-``fast`` (slots 8), 15 and 7 on ``kv-bound`` (a budget of 4,080–4,224 tokens; the preset's 4,096)
-and 32 and 32 on ``compute-bound`` (no limit within the burst). With the KV gauge the model also
-predicts the memory bound (the KV use past ``--knee-memory-pct``), so the ``kv-bound`` shown
-rows hold it against the run's deploy answer, bound by memory, not its knee: 6 against 4 [4–7]
-at twice the prompt, 10 against 8 [8–11] at twice the output. The two misses in every setting are
-the lognormal sweeps: ``kv-bound``, shown: the model's KV use at 8 users (its mean context)
-stays under 85 % where the run's stage *peak* passed it (4 [4–7]: a mix's peak swings with its
-long requests), hidden and stated: the model's batch (10–11, the running gauge's 10.1–11.4)
-against a knee at 13–14 where the mix's throughput still crept up between refine levels
-(637, 690, 668 tok/s); ``compute-bound``, a run that cannot tell (its knee moves with the
-noise) or whose answer (60, without the gauges) rests on the tail's noise-aware rule, which a
-lognormal stage's wide P95 interval fires only late. Each needs the mix's spread in the model
-(its peaks, its P95's sampling noise). Numbers and causes: issue 42's notes.
+Per setting: shown 8 of 9 (7 before the mix's stage peak, below), **hidden 7 of 9** (4 before
+the probe: without the gauges the source run could not tell its 8-sequence limit from a KV
+budget full at 8 × 320 tokens, and read it as KV: 4–6 at the longer contexts), stated 7 of 9.
+The probe read 8 and 8 streaming at once on ``fast`` (slots 8), 15 and 7 on ``kv-bound`` (a
+budget of 4,080–4,224 tokens; the preset's 4,096) and 32 and 32 on ``compute-bound`` (no limit
+within the burst). With the KV gauge the model also predicts the memory bound (the KV use past
+``--knee-memory-pct``), so the ``kv-bound`` shown rows hold it against the run's deploy answer,
+bound by memory, not its knee: 6 against 4 [4–7] at twice the prompt, 10 against 8 [8–11] at
+twice the output, and for the lognormal log 7 (7–9) against 4 [4–7]: the mix's KV use is its
+simulated stage peak read as the checking run read its gauge (:mod:`analysis.predict.kv_peak`;
+on the mean use it said 10, where the run's 8-user stage peaked at 89 % on a mean of 62 %).
+The misses: ``kv-bound`` lognormal hidden and stated: the model's batch (10–11, the running
+gauge's 10.1–11.4) against a knee at 13–14 where the client-side estimate read 14 running at
+16 users and the mix's throughput still crept up between refine levels (637, 690, 668 tok/s);
+``compute-bound`` lognormal, a run that cannot tell (its knee moves with the noise) or whose
+answer (60, without the gauges) rests on the tail's noise-aware rule, which a lognormal stage's
+wide P95 interval fires only late. Numbers and causes: issue 42's notes.
 """
 
 from __future__ import annotations

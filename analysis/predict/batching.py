@@ -22,8 +22,11 @@ and send the next (no think time), as a stepped sweep's level does. The server r
    :attr:`~analysis.predict.facts.Workload.held_tokens`). Why half: the fit read the budget
    as the gauge's share of that same context (:func:`analysis.predict.fit.fit_capacity`), so at
    the run's own lengths and batch the model gives back the gauge's reading; the whole context
-   would read a run's own gauge up to twice too high. Without a gauge there is none to predict:
-   the analysis judges memory on the gauge.
+   would read a run's own gauge up to twice too high. A mix: the stage's peak instead, the
+   largest sum of the held contexts the gauge would sample over a stage
+   (:mod:`analysis.predict.kv_peak`, :attr:`Draws.held_peaks`) — the mean would miss the swings
+   of which requests run together, which the memory rule reads. Without a gauge there is none
+   to predict: the analysis judges memory on the gauge.
 5. **Capacity** (:func:`capacities`): the method's knee signals on these figures, with the
    thresholds of :class:`~loadknee_core.knee_params.KneeParams` — the tail (e2e over the 1-user e2e)
    at or above ``tail_ratio``, or the throughput each added user brings below
@@ -74,6 +77,10 @@ class Draws:
     #: the KV budget came with a KV gauge, so the grid predicts its use per level and the
     #: capacity judges memory (:attr:`~analysis.predict.facts.CapacityFit.models_memory`)
     gauged: bool = False
+    #: a mix's stage peak of the KV tokens held, shape ``(replicas, batches)``: column ``b − 1``
+    #: is batch ``b``, parameter set ``i`` reads row ``i mod replicas``
+    #: (:func:`analysis.predict.kv_peak.peak_table`); None: the mean use (fixed lengths)
+    held_peaks: np.ndarray | None = None
 
     @classmethod
     def point(
@@ -139,6 +146,17 @@ def kv_slots(kv_tokens: np.ndarray | float, workload: Workload) -> np.ndarray:
     return np.maximum(np.floor(np.asarray(kv_tokens, dtype=float) / per_seq), 1.0)
 
 
+def held_tokens(draws: Draws, batch: np.ndarray, workload: Workload) -> np.ndarray:
+    """The KV tokens ``batch`` running sequences hold, as the memory rule reads them (step 4):
+    the mean use at fixed lengths, a mix's stage peak where :attr:`Draws.held_peaks` has it."""
+    table = draws.held_peaks
+    if table is None:
+        return batch * workload.held_tokens
+    rows = (np.arange(batch.shape[0]) % table.shape[0])[:, None]
+    columns = np.clip(batch.astype(int) - 1, 0, table.shape[1] - 1)
+    return np.asarray(table[rows, columns], dtype=float)
+
+
 def grid(draws: Draws, workload: Workload, top: int = TOP_USERS) -> Grid:
     """Steps 1–4 of the module docstring at levels 1..``top`` for every parameter set."""
     users = np.arange(1, top + 1, dtype=float)
@@ -157,7 +175,7 @@ def grid(draws: Draws, workload: Workload, top: int = TOP_USERS) -> Grid:
     tail = e2e / e2e[:, :1]
     gain = np.full_like(tok_s, np.nan)
     gain[:, 1:] = (tok_s[:, 1:] - tok_s[:, :-1]) / tok_s[:, :1]
-    kv = 100.0 * batch * workload.held_tokens / draws.kv_tokens
+    kv = 100.0 * held_tokens(draws, batch, workload) / draws.kv_tokens
     kv_pct = kv if draws.gauged else np.full_like(kv, np.nan)
     return Grid(users, batch, limit, step, ttft, e2e, tok_s, tail, gain, kv_pct)
 

@@ -54,7 +54,7 @@ from analysis.predict.facts import (
     WorkloadSource,
     modelled_bounds,
 )
-from analysis.predict.fit import measured_workload
+from analysis.predict.fit import gauge_window, measured_workload
 from analysis.predict.whatif import draws, predict
 from loadknee_core.knee_params import DEFAULTS, KneeParams
 
@@ -104,6 +104,7 @@ def measured_run(analysis: Analysis) -> MeasuredRun | None:
         deploy_users=None if unknown or deploy is None else deploy.users,
         deploy_bound=None if unknown or deploy is None else deploy.bound,
         deploy_past_users=None if unknown or bound_at is None else bound_at.target_users,
+        gauge_window=gauge_window(analysis),
     )
     return held_against(run, MODELLED_BOUNDS)
 
@@ -187,7 +188,7 @@ def check(fit: CapacityFit, measured: MeasuredRun, params: KneeParams = DEFAULTS
     """``fit``'s prediction at ``measured``'s lengths and thresholds, against what it measured
     (see the module docstring). The prediction's resamples and level range are
     :func:`~.whatif.predict`'s defaults, the ones ``loadknee predict`` shows."""
-    p = predict(fit, measured.workload, params)
+    p = predict(fit, measured.workload, params, window=measured.gauge_window)
     point = p.point if p.point is not None and p.refusal is None else None
     bounds = modelled_bounds(p.memory_limit is not None)
     m = measured

@@ -8,7 +8,7 @@ measure. :mod:`analysis.report.predict_words` words them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from analysis.advice.facts import DeployBound
@@ -111,6 +111,11 @@ class Workload:
     input_tokens: float
     output_tokens: float
     context_tokens: float | None = None
+    #: a mix's ``(prompt, completion)`` records (an even sample of at most
+    #: :data:`analysis.predict.mix.PEAK_LENGTHS`), for the KV gauge's stage peak
+    #: (:mod:`analysis.predict.kv_peak`); empty for fixed lengths. Left out of the JSON: the
+    #: summary figures say the mix; the records are the model's input, not its answer
+    lengths: tuple[tuple[float, float], ...] = field(default=(), metadata={"json": False})
 
     @property
     def reserved_tokens(self) -> float:
@@ -157,6 +162,15 @@ class LengthMix:
     input_estimated: int  # text records whose prompt tokens were estimated from characters
     chars_per_token: float  # the estimate's ratio
     workload: Workload  # what the model is driven with
+
+
+@dataclass(frozen=True)
+class GaugeWindow:
+    """How the source run's KV gauge saw a stage: its measured window and the samples in it
+    (the medians over the judged stages), so that a predicted stage peak is read as often."""
+
+    seconds: float
+    samples: int
 
 
 @dataclass(frozen=True)
@@ -233,6 +247,9 @@ class CapacityFit:
     #: the run read a KV gauge (vLLM's ``kv_cache_usage_perc``), whether or not the budget
     #: is its reading (``kv_source``: ``kv_gauge``, or ``stated`` beside a gauge)
     kv_gauge_read: bool = False
+    #: how the KV gauge sampled a stage (None: no gauge read): a mix's predicted stage peak
+    #: (:mod:`analysis.predict.kv_peak`) is read the same way
+    gauge_window: GaugeWindow | None = None
 
     @property
     def models_memory(self) -> bool:
@@ -319,6 +336,9 @@ class Prediction:
     flat_gain_limit: float = 0.15
     memory_limit: float | None = None  # the memory threshold (None: memory not modelled)
     misfit: InSampleMiss | None = None  # the miss behind a ``model_misfit`` refusal
+    #: the stage a mix's KV use was read over as its simulated peak (:mod:`~.kv_peak`); None:
+    #: the mean use (fixed lengths, no gauge, or no window known)
+    peak_window: GaugeWindow | None = None
 
 
 #: where a checked run's lengths came from: its ok rows' mean tokens, or run.json's prompt
@@ -369,6 +389,9 @@ class MeasuredRun:
     deploy_users: int | None = None
     deploy_bound: DeployBound | None = None
     deploy_past_users: int | None = None
+    #: how its KV gauge sampled a stage (None: no gauge read): a mix's predicted stage peak is
+    #: read as this run read its own (:func:`~.check.check`)
+    gauge_window: GaugeWindow | None = None
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ from analysis.predict.facts import (
     CapacityParams,
     DecodeSource,
     Estimate,
+    GaugeWindow,
     KvSource,
     PrefillSource,
     RunBound,
@@ -183,6 +184,28 @@ def _kv_from_gauge(
 
     spread = [budget(g) for g in read if g.kv_mean_pct >= best.kv_mean_pct / 2.0]
     return Estimate(budget(best), min(spread), max(spread)), best
+
+
+def gauge_window(analysis: Analysis) -> GaugeWindow | None:
+    """How the KV gauge sampled a judged stage: the median window and the median count of
+    distinct sample times in it (None: no stage has a KV reading). A mix's stage peak depends
+    on it (:mod:`analysis.predict.kv_peak`): a longer stage catches higher swings."""
+    judged = {v.stage for v in analysis.knee.judged}
+    timeline = analysis.server_timeline
+    if timeline is None or "kv_cache_usage_pct" not in timeline:
+        return None
+    read = timeline.loc[timeline["kv_cache_usage_pct"].notna(), "timestamp_unix_s"]
+    windows = measured_windows(analysis)[1]
+    seconds, samples = [], []
+    spans = windows.loc[sorted(judged & set(windows.index)), ["window_start", "window_end"]]
+    for start, end in spans.to_numpy(dtype=float):
+        count = read[(read >= start) & (read <= end)].nunique()
+        if count and end > start:
+            seconds.append(end - start)
+            samples.append(count)
+    if not samples:
+        return None
+    return GaugeWindow(float(np.median(seconds)), max(1, int(np.median(samples))))
 
 
 def step_offsets(points: pd.DataFrame) -> tuple[tuple[float, float], ...]:
@@ -415,6 +438,7 @@ def fit_capacity(
         measured_deploy=None if standing.cannot_tell or deploy is None else deploy.users,
         probe=probe,
         kv_gauge_read=read is not None,
+        gauge_window=gauge_window(analysis) if read is not None else None,
     )
 
 

@@ -20,7 +20,9 @@ mean e2e is ``E[O]`` steps — and a tail ratio is a ratio of step times, the sa
 length), and for the KV budget the context a running sequence reserves averaged over the time
 each spends in the batch (its completion): ``E[(I + O) × O] / E[O]`` — the long answers are the
 ones the batch holds most of the time, so a mix holds fewer sequences than its mean lengths
-would.
+would. It also keeps an even sample of the records themselves (:data:`PEAK_LENGTHS`): the KV
+gauge's peak over a stage swings with which requests run together, which the means cannot say
+(:mod:`analysis.predict.kv_peak`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from loadknee_core.logindex import index_log, read_entry
 CHARS_PER_TOKEN = 4.0
 #: the most records read back from the log
 MAX_SAMPLED = 10_000
+#: the most records the workload keeps for the KV gauge's stage peak (evenly spaced)
+PEAK_LENGTHS = 512
 
 
 def _chars(entry: LogEntry) -> int:
@@ -73,7 +77,9 @@ def mix_workload(inputs: np.ndarray, outputs: np.ndarray) -> Workload:
     """The model's workload for a mix (see the module docstring)."""
     mean_out = float(outputs.mean())
     context = float(((inputs + outputs) * outputs).mean() / mean_out)
-    return Workload(float(inputs.mean()), mean_out, context)
+    kept = np.unique(np.linspace(0, len(inputs) - 1, min(len(inputs), PEAK_LENGTHS)).round())
+    lengths = tuple((float(inputs[i]), float(outputs[i])) for i in kept.astype(int))
+    return Workload(float(inputs.mean()), mean_out, context, lengths)
 
 
 def read_mix(path: str | os.PathLike[str], run_output_tokens: float) -> LengthMix:

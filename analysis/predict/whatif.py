@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -53,8 +53,9 @@ from analysis.predict.batching import (
     sweep_capacities,
 )
 from analysis.predict.batching import kv_slots as kv_slots_of
-from analysis.predict.facts import CapacityFit, Estimate, Prediction, Workload
+from analysis.predict.facts import CapacityFit, Estimate, GaugeWindow, Prediction, Workload
 from analysis.predict.insample import misfit, worst_miss
+from analysis.predict.kv_peak import POINT_PERCENTILE, peak_table
 from loadknee_core.knee_params import DEFAULTS, KneeParams
 
 #: parameter sets drawn for the interval
@@ -91,6 +92,45 @@ def draws(
     alpha = np.where(alpha + beta > 0, alpha, 1e-6)  # a step takes some time
     sets = Draws.of(alpha, beta, gamma, slots, kv)
     return replace(sets, shape=fit.step_shape, gauged=gauged)
+
+
+def with_stage_peaks(sets: Draws, table: np.ndarray | None, *, point: bool = False) -> Draws:
+    """``sets`` reading a mix's stage peaks (each set its own replica; ``point``: the one set
+    reads the replicas' :data:`~analysis.predict.kv_peak.POINT_PERCENTILE`), or as they are
+    where there is no table."""
+    if table is None:
+        return sets
+    if point:
+        table = np.percentile(table, POINT_PERCENTILE, axis=0, keepdims=True)
+    return replace(sets, held_peaks=table)
+
+
+def stage_peak_table(
+    fit: CapacityFit,
+    workload: Workload,
+    sets: Draws,
+    top: int,
+    window: GaugeWindow | None = None,
+) -> np.ndarray | None:
+    """A mix's stage peaks (:func:`~analysis.predict.kv_peak.peak_table`) up to the largest
+    batch any of ``sets`` can run, each batch at the point's step, its stage read as
+    ``window`` says (else as the fitted run read its own); None where memory is not judged,
+    the lengths are fixed or no window is known."""
+    window = window or fit.gauge_window
+    if not (sets.gauged and workload.lengths and window is not None):
+        return None
+    cap = np.minimum(sets.slots, kv_slots_of(sets.kv_tokens, workload))
+    largest = int(min(top, float(np.max(cap))))
+    batch = np.arange(1, largest + 1, dtype=float)
+    point = Draws.point(fit.params, fit.step_shape)
+    prefill = (
+        point.prefill_ms_per_token
+        * workload.input_tokens
+        * batch
+        / max(workload.output_tokens, 1.0)
+    )
+    step = (point.decode_ms(batch) + prefill)[0]
+    return peak_table(np.asarray(workload.lengths, dtype=float), step, window)
 
 
 def judges_memory(fit: CapacityFit, params: KneeParams) -> bool:
@@ -132,11 +172,13 @@ def _shown_levels(users: int | None, top: int) -> tuple[int, ...]:
 
 
 class _Limits(TypedDict):
-    """The knee thresholds every :class:`~.facts.Prediction` carries, as its keywords."""
+    """The knee thresholds every :class:`~.facts.Prediction` carries, as its keywords, and
+    the stage a mix's KV peak was read over (where it was)."""
 
     tail_ratio_limit: float
     flat_gain_limit: float
     memory_limit: float | None
+    peak_window: NotRequired[GaugeWindow | None]
 
 
 def predict(
@@ -146,8 +188,11 @@ def predict(
     *,
     resamples: int = RESAMPLES,
     top: int = TOP_USERS,
+    window: GaugeWindow | None = None,
 ) -> Prediction:
-    """The prediction at ``workload`` (see the module docstring)."""
+    """The prediction at ``workload`` (see the module docstring); ``window``: how the run to
+    be predicted reads its KV gauge over a stage (a mix's stage peak; None: as the fitted run
+    did)."""
     p = fit.params
     kv_slots = None if p.kv_tokens is None else float(kv_slots_of(p.kv_tokens.value, workload))
     judged = judges_memory(fit, params)
@@ -167,7 +212,12 @@ def predict(
     miss = misfit(fit)
     if miss is not None:
         return replace(empty, refusal="model_misfit", misfit=miss)
-    g = grid(Draws.point(p, fit.step_shape, gauged=judged), workload, top)
+    # a mix's stage peaks, sized by the sets (their KV budgets do not depend on the widening)
+    peaks = stage_peak_table(fit, workload, draws(fit, resamples, gauged=judged), top, window)
+    if peaks is not None:
+        limits["peak_window"] = window or fit.gauge_window
+    point_draws = with_stage_peaks(Draws.point(p, fit.step_shape, gauged=judged), peaks, point=True)
+    g = grid(point_draws, workload, top)
     point = capacity_of(g, params)
     shown = level_figures(g, _shown_levels(point.users, top))
     reach = (point.batch or 0.0) / max(fit.max_batch, 1.0)
@@ -176,7 +226,7 @@ def predict(
         return Prediction(workload, fit, point, None, None, None, None, 0, (), True, reach,
                           "beyond_measured", kv_slots, (), **limits)  # fmt: skip
     widen = max(reach, 1.0)
-    sets = draws(fit, resamples, widen, gauged=judged)
+    sets = with_stage_peaks(draws(fit, resamples, widen, gauged=judged), peaks)
     users, offline = sweep_capacities(sets, workload, params, top)
     low, high = (int(v) for v in np.percentile(users, [5, 95], method="nearest"))
     off_low, off_high = (int(v) for v in np.percentile(offline, [5, 95], method="nearest"))

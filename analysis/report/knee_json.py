@@ -100,6 +100,7 @@ def jsonable(value: Any) -> Any:
         return {
             f.name: words[f.name] if f.name in words else jsonable(getattr(value, f.name))
             for f in dataclasses.fields(value)
+            if f.metadata.get("json", True)  # a model's input kept out (e.g. a mix's records)
         }
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}

@@ -126,6 +126,16 @@ def why_text(p: Prediction) -> str:
     past = next((lv for lv in p.levels if point.users and lv.users == point.users + 1), None)
     used = None if past is None else past.kv_pct
     limit = p.memory_limit
+    window = p.peak_window
+    if point.ends_with == "memory" and kv and past and used is not None and window is not None:
+        shown = f"{used:.1f}" if limit is None or round(used, 1) > limit else f"{used:.2f}"
+        return (
+            f"at {past.users} users the stage's peak KV use ({past.batch:g} running sequences "
+            f"drawn from the mix's {len(p.workload.lengths)} sampled records, a "
+            f"{window.seconds:g}-s stage read {window.samples} times) reaches {shown} % of "
+            f"the KV budget (~{_n(kv.value)} tokens) in 1 stage of 10: above the {limit:g} % "
+            "memory threshold"
+        )
     if point.ends_with == "memory" and kv and past and used is not None and limit is not None:
         return (
             f"at {past.users} users the model's {past.batch:g} running sequences, each holding "

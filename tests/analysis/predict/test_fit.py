@@ -11,6 +11,7 @@ import pytest
 from analysis.cluster.profile import decode_step
 from analysis.pipeline import analyze_run
 from analysis.predict.batching import Draws, grid
+from analysis.predict.check import measured_run
 from analysis.predict.fit import fit_capacity, plateau_batch
 from analysis.predict.insample import MISFIT_LIMIT
 from analysis.predict.whatif import predict
@@ -105,9 +106,22 @@ def test_varying_lengths_fit_the_prefill_on_ttft(tmp_path: Path) -> None:
 
 
 def test_without_server_metrics_no_kv_budget_is_read(tmp_path: Path) -> None:
-    fit = fit_capacity(analyze_run(write_run_dir(tmp_path / "run", with_server_metrics=False)))
+    analysis = analyze_run(write_run_dir(tmp_path / "run", with_server_metrics=False))
+    fit = fit_capacity(analysis)
     assert fit.kv_source != "kv_gauge" and fit.kv_pct is None
     assert not fit.kv_gauge_read and not fit.models_memory
+    assert fit.gauge_window is None and measured_run(analysis).gauge_window is None
+
+
+def test_the_gauge_window_is_how_the_run_sampled_a_stage(tmp_path: Path) -> None:
+    """A mix's predicted stage peak is read as often as the run read its gauge: the fixture's
+    stages hold 6 s, 1 s of it warm-up, and its gauge is read every 0.5 s."""
+    analysis = analyze_run(write_run_dir(tmp_path / "run", slots=SLOTS, stage_s=6.0))
+    window = fit_capacity(analysis).gauge_window
+    assert window is not None
+    assert window.seconds == pytest.approx(5.0, abs=0.01)
+    assert window.samples in (10, 11)  # 0.5 s apart over 5 s, both ends inclusive or not
+    assert measured_run(analysis).gauge_window == window
 
 
 @pytest.mark.parametrize(
