@@ -139,7 +139,7 @@ PERCENTILE_METHOD = "exact, from raw per-request rows, linear interpolation (num
 #: served requests, or the P95 far above the median (external interference)
 NoteKind = Literal["no_baseline", "first_stage", "few_requests", "spread"]
 #: the figure a spread warning is about: e2e latency (ms) or seconds per 1k total tokens
-SpreadFigure = Literal["e2e_ms", "s_per_1k"]
+SpreadFigure = Literal["e2e_ms", "s_per_1k", "tpot_ms"]
 
 
 @dataclass(frozen=True)

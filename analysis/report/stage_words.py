@@ -49,7 +49,11 @@ def provisional_text(provisional: RunCut | str) -> str:
 
 
 #: how each figure of a spread warning is named
-SPREAD_FIGURES = {"e2e_ms": "e2e latency (ms)", "s_per_1k": "seconds per 1k tokens"}
+SPREAD_FIGURES = {
+    "e2e_ms": "e2e latency (ms)",
+    "s_per_1k": "seconds per 1k tokens",
+    "tpot_ms": "decode time per token (ms; the requests' lengths vary)",
+}
 #: each warning on the baseline but the spread's, over the note's figures (``n``) and its rule
 NOTES = {
     "no_baseline": "no stage served any request: there is no baseline to compare against",

@@ -5,7 +5,11 @@ runs, and keeps the median (the usual case) and P95 (the tail) of the end-to-end
 the seconds per 1000 tokens, on total tokens and on completion tokens. When P95 and the median are
 far apart (default: P95 > 1.5× the median) something outside the test interfered (another process
 on the GPU, network jitter, log flushing) and the sweep should not be trusted until it is cleaned
-up. A run without a baseline stage falls back to its first step stage, marked as such, whose
+up. Where the baseline's own requests differ in length by more than that (a replayed log's mix:
+their P95 over P5 of prompt or completion tokens), e2e and seconds per 1k tokens spread with the
+lengths, so the check reads the decode time per token (TPOT) alone: a lognormal mix's baseline
+on a quiet simulator read e2e 1.75× and seconds per 1k tokens 2.12× its median, its TPOT ~1.0×.
+A run without a baseline stage falls back to its first step stage, marked as such, whose
 throughput is divided by its users to stand in for the single-user rate. Each warning is a
 :class:`BaselineNote` (its words: :func:`analysis.report.stage_words.baseline_note_text`).
 """
@@ -37,20 +41,50 @@ def _pick_row(summary: pd.DataFrame) -> tuple[pd.Series | None, str]:
     return None, "none"
 
 
-def _p95_per_1k(
-    run: Run | None, stage: int, measured: pd.DataFrame | None
-) -> tuple[float | None, float | None]:
+def _p95_per_1k(ok: pd.DataFrame | None) -> tuple[float | None, float | None]:
     """P95 of seconds per 1k total / completion tokens from the raw rows (None without rows)."""
-    if run is None:
+    if ok is None:
         return None, None
-    rows = measured_requests(run) if measured is None else measured
-    ok = rows[(rows["stage"] == stage) & (rows["cls"] == "ok")]
     total = ok["prompt_tokens"] + ok["completion_tokens"]
     per_total = (ok["e2e_ms"] / total.where(total > 0)).quantile(0.95)
     per_completion = (
         ok["e2e_ms"] / ok["completion_tokens"].where(ok["completion_tokens"] > 0)
     ).quantile(0.95)
     return num(per_total), num(per_completion)
+
+
+def _lengths_vary(rows: pd.DataFrame | None, limit: float) -> bool:
+    """Whether the baseline's requests differ in length by more than the spread limit (P95 over
+    P5 of the prompt or the completion tokens): a replayed log's mix, whose e2e and even its
+    seconds per 1k tokens spread with the lengths, not with interference."""
+    if rows is None or rows.empty:
+        return False
+    for column in ("prompt_tokens", "completion_tokens"):
+        tokens = pd.to_numeric(rows[column], errors="coerce").dropna()
+        tokens = tokens[tokens > 0]
+        if len(tokens) and tokens.quantile(0.95) > limit * tokens.quantile(0.05):
+            return True
+    return False
+
+
+def _tpot(rows: pd.DataFrame | None) -> tuple[float | None, float | None]:
+    """Median and P95 of the requests' decode time per token after the first (None: none)."""
+    if rows is None or "tpot_ms" not in rows:
+        return None, None
+    tpot = pd.to_numeric(rows["tpot_ms"], errors="coerce").dropna()
+    if tpot.empty:
+        return None, None
+    return num(tpot.median()), num(tpot.quantile(0.95))
+
+
+def _baseline_rows(
+    run: Run | None, stage: int, measured: pd.DataFrame | None
+) -> pd.DataFrame | None:
+    """The baseline stage's ok measured rows (None without the run's rows)."""
+    if run is None:
+        return None
+    rows = measured_requests(run) if measured is None else measured
+    return rows[(rows["stage"] == stage) & (rows["cls"] == "ok")]
 
 
 def _spread_warning(
@@ -94,7 +128,8 @@ def compute_baseline(
         )
     stage = int(row["stage"])
     users = int(row["target_users"]) if not pd.isna(row["target_users"]) else 1
-    p95_total, p95_completion = _p95_per_1k(run, stage, measured)
+    ok_rows = _baseline_rows(run, stage, measured)
+    p95_total, p95_completion = _p95_per_1k(ok_rows)
     if p95_total is None:  # a typed-in table: the summary may still carry it
         p95_total = num(row.get("s_per_1k_total_p95"))
     e2e_p50, e2e_p95 = num(row["e2e_p50_ms"]), num(row["e2e_p95_ms"])
@@ -110,6 +145,10 @@ def compute_baseline(
         ("e2e_ms", e2e_p50, e2e_p95),
         ("s_per_1k", per1k_p50, p95_total),
     )
+    tpot_p50, tpot_p95 = _tpot(ok_rows)
+    if _lengths_vary(ok_rows, spread_limit) and tpot_p50 is not None:
+        # a mix: only the decode step says whether something interfered
+        figures = (("tpot_ms", tpot_p50, tpot_p95),)
     spread = [_spread_warning(what, p50, p95, spread_limit) for what, p50, p95 in figures]
     spread_warnings = [note for note in spread if note is not None]
     warnings += spread_warnings

@@ -55,6 +55,34 @@ def test_interference_warning_when_p95_far_above_median(tmp_path, tail, warned):
         assert note.p95 / note.p50 == pytest.approx(5.0)
 
 
+def _mix_run(tmp_path, tpot):
+    """A replayed log's baseline: completions of 10-160 tokens at ``tpot`` ms each after a
+    20-ms first token, so e2e spreads 8× with the lengths alone."""
+    stages = [stage_row(0, 1, T0, kind="baseline", measure_s=60.0), stage_row(1, 4, T0 + 100)]
+    completions = np.linspace(10, 160, 21).round()
+    rows = [request_row(i, 0, T0 + 1 + i * 2.5, 20.0 + (n - 1) * t, phase="baseline",
+                        completion_tokens=n, ttft_ms=20.0, tpot_ms=t)
+            for i, (n, t) in enumerate(zip(completions, tpot, strict=True))]  # fmt: skip
+    rows.append(request_row(99, 1, T0 + 102, 300.0))
+    return read_run(write_run(tmp_path / "run", stages=stages, requests=rows))
+
+
+@pytest.mark.parametrize(
+    ("tpot", "figures"),
+    [
+        (np.full(21, 10.0), ()),  # a quiet server: the lengths' spread is no interference
+        (np.r_[np.full(18, 10.0), np.full(3, 25.0)], ("tpot_ms",)),  # steps 2.5× slow at times
+    ],
+)
+def test_a_mix_reads_its_spread_on_the_decode_step_alone(tmp_path, tpot, figures):
+    run = _mix_run(tmp_path, tpot)
+    baseline = compute_baseline(run, summarize_stages(run))
+    assert baseline.e2e_p95_ms / baseline.e2e_p50_ms > 1.5  # the lengths spread it
+    spread = tuple(w.figure for w in baseline.warnings if getattr(w, "kind", "") == "spread")
+    assert spread == figures
+    assert baseline.interference_suspected is bool(figures)
+
+
 def test_spread_limit_is_a_parameter(tmp_path):
     e2e = np.r_[np.full(18, 200.0), np.full(3, 290.0)]
     run = _run(tmp_path, e2e)
