@@ -40,6 +40,7 @@ import pandas as pd
 
 from analysis.advice.deploy import binding_stage
 from analysis.advice.facts import DeployBound
+from analysis.cluster.stages import measured_windows
 from analysis.pipeline import Analysis
 from analysis.predict.batching import TOP_USERS, Draws, grid
 from analysis.predict.facts import (
@@ -55,7 +56,9 @@ from analysis.predict.facts import (
     modelled_bounds,
 )
 from analysis.predict.fit import gauge_window, measured_workload
+from analysis.predict.mix import mix_workload
 from analysis.predict.whatif import draws, predict
+from analysis.stages.baseline import lengths_vary
 from loadknee_core.knee_params import DEFAULTS, KneeParams
 
 
@@ -68,9 +71,27 @@ def _prompt_source(run_info: dict) -> Workload | None:
     return Workload(*lengths) if all(math.isfinite(v) and v >= 1 for v in lengths) else None
 
 
+def _rows_mix(analysis: Analysis) -> Workload | None:
+    """The mix of the run's ok measured rows where their lengths vary (a replayed log:
+    :func:`~analysis.stages.baseline.lengths_vary`), as a prompt log's would be read
+    (:func:`~analysis.predict.mix.mix_workload`); None at fixed lengths."""
+    rows = measured_windows(analysis)[0]
+    ok = rows[rows["cls"] == "ok"]
+    if not lengths_vary(ok):
+        return None
+    tokens = ok[["prompt_tokens", "completion_tokens"]].apply(pd.to_numeric, errors="coerce")
+    tokens = tokens[(tokens > 0).all(axis=1)].dropna()
+    if tokens.empty:
+        return None
+    return mix_workload(
+        tokens["prompt_tokens"].to_numpy(float), tokens["completion_tokens"].to_numpy(float)
+    )
+
+
 def measured_run(analysis: Analysis) -> MeasuredRun | None:
-    """What ``analysis``'s run measured (None: neither its rows nor run.json give its lengths)."""
-    workload = measured_workload(analysis)
+    """What ``analysis``'s run measured (None: neither its rows nor run.json give its lengths):
+    its mean lengths, or the mix of its rows where their lengths vary."""
+    workload = _rows_mix(analysis) or measured_workload(analysis)
     source: WorkloadSource = "rows"
     if not (math.isfinite(workload.input_tokens) and math.isfinite(workload.output_tokens)):
         fallback = _prompt_source(analysis.run.run_info)

@@ -53,10 +53,11 @@ def _p95_per_1k(ok: pd.DataFrame | None) -> tuple[float | None, float | None]:
     return num(per_total), num(per_completion)
 
 
-def _lengths_vary(rows: pd.DataFrame | None, limit: float) -> bool:
-    """Whether the baseline's requests differ in length by more than the spread limit (P95 over
-    P5 of the prompt or the completion tokens): a replayed log's mix, whose e2e and even its
-    seconds per 1k tokens spread with the lengths, not with interference."""
+def lengths_vary(rows: pd.DataFrame | None, limit: float = SPREAD_LIMIT) -> bool:
+    """Whether ``rows`` differ in length by more than the spread limit (P95 over P5 of the
+    prompt or the completion tokens): a replayed log's mix, whose e2e and even its seconds per
+    1k tokens spread with the lengths, not with interference. ``loadknee predict --check``
+    predicts such a run at its rows' mix (:func:`analysis.predict.check.measured_run`)."""
     if rows is None or rows.empty:
         return False
     for column in ("prompt_tokens", "completion_tokens"):
@@ -146,7 +147,7 @@ def compute_baseline(
         ("s_per_1k", per1k_p50, p95_total),
     )
     tpot_p50, tpot_p95 = _tpot(ok_rows)
-    if _lengths_vary(ok_rows, spread_limit) and tpot_p50 is not None:
+    if lengths_vary(ok_rows, spread_limit) and tpot_p50 is not None:
         # a mix: only the decode step says whether something interfered
         figures = (("tpot_ms", tpot_p50, tpot_p95),)
     spread = [_spread_warning(what, p50, p95, spread_limit) for what, p50, p95 in figures]

@@ -231,6 +231,23 @@ def test_no_counted_tokens_take_the_lengths_from_run_json(tmp_path: Path) -> Non
     assert main(["--check", str(run), str(run)]) == 2
 
 
+def test_a_replayed_logs_run_is_predicted_at_its_rows_mix(tmp_path: Path) -> None:
+    """A run whose lengths vary (a replayed log) is checked at its rows' mix — the records
+    themselves for the KV peak, the time-weighted context — not at its mean lengths."""
+    run = write_run_dir(tmp_path / "run", slots=6)
+    fixed = measured_run(analyze_run(run))
+    assert fixed is not None and fixed.workload == Workload(128, 32)  # fixed: the means
+    requests = pd.read_csv(run / "requests.csv")
+    requests["prompt_tokens"] = [32 * (1 + i % 8) for i in range(len(requests))]
+    requests["completion_tokens"] = [8 * (1 + i % 5) for i in range(len(requests))]
+    requests.to_csv(run / "requests.csv", index=False)
+    measured = measured_run(analyze_run(run))
+    assert measured is not None
+    w = measured.workload
+    assert w.lengths and {i for i, _ in w.lengths} <= {32.0 * k for k in range(1, 9)}
+    assert w.context_tokens is not None and w.context_tokens > w.input_tokens + w.output_tokens
+
+
 def _one_line(err: str) -> bool:
     err = err.strip()
     return err.startswith("loadknee predict:") and "\n" not in err
