@@ -5,8 +5,10 @@ StageBatches`), its windows again with replacement: the stage's throughput becom
 the drawn windows' rates and its e2e P95/P99 the percentiles of the drawn windows' requests (the
 same block bootstrap as the intervals, so time-correlated requests stay together). The knee
 rule (:func:`analysis.knee.find.find_knee`'s, the one implementation) runs on each resampled
-record table with the interval columns cleared, so the resample itself is the noise: the table
-is taken apart once and each resample swaps in its columns (:func:`resampled_answers`). The share of
+record table with the interval columns cleared (the throughput's precision in % kept: a stage
+judged within its noise is judged within it in every resample), so the resample itself is the
+noise: the table is taken apart once and each resample swaps in its columns
+(:func:`resampled_answers`). The share of
 resamples giving the same ``max_concurrency`` is the knee's confidence, said in words with the
 number of resamples and the other answers seen ("max_concurrency 12: the knee stage holds in
 97 % of 200 resamples").

@@ -397,11 +397,19 @@ def stage_batches(
     return out
 
 
+#: the interval column every resample keeps (:func:`cleared`): the stage's relative precision
+KEPT_IN_RESAMPLES = frozenset({"output_tok_s_hw_pct"})
+
+
 def cleared(summary: pd.DataFrame) -> pd.DataFrame:
     """``summary`` with its interval columns cleared: the table every resample starts from, so
-    the resample itself is the noise."""
+    the resample itself is the noise. The throughput's half-width in % stays: a stage's
+    precision is its measurement's, so a flattening undecided within it is undecided in a
+    resample too (:func:`analysis.knee.signals.throughput_signals`, whose upper bound it
+    sets); cleared, the resamples judged the gain on its point alone, by another rule than the
+    answer's."""
     base = summary.copy()
-    base.loc[:, list(INTERVAL_COLUMNS)] = np.nan
+    base.loc[:, [c for c in INTERVAL_COLUMNS if c not in KEPT_IN_RESAMPLES]] = np.nan
     return base
 
 

@@ -198,6 +198,27 @@ def test_knee_confidence_is_high_on_clear_data_and_low_when_the_noise_hides_the_
     assert knee_confidence(summary, baseline, knee, {}).confidence_pct is None
 
 
+def test_the_resamples_judge_a_flattening_within_its_noise_as_the_answer_does():
+    """8 → 16 users adds 0.10× one user's rate per user: flat by the point, but its ±8 %
+    throughput intervals allow 0.22×, so the answer holds no knee (16 not past it). The
+    resamples move the stages' figures, not their precision: a resample that judged the point
+    alone would find the knee at 16 every time, and the answer would read as the noise's
+    pick (cannot tell) on a run whose stages were long enough. The bench's compute-bound
+    simulator with a lognormal log, 30-s stages: 0 % of resamples agreed before."""
+    summary = sweep(
+        LEVELS, TOK, P95, baseline_tok_s=100.0, baseline_p95_ms=200.0,
+        output_tok_s_hw_pct=[8.0] * 3, interval_batches=[10.0] * 3,
+    )  # fmt: skip
+    baseline = compute_baseline(None, summary)
+    knee = find_knee(summary, baseline)
+    assert knee.knee_users is None and knee.max_concurrency == 16
+    e2e = dict(zip(summary["stage"], summary["e2e_p95_ms"], strict=True))
+    tok = dict(zip(summary["stage"], summary["output_tok_s"], strict=True))
+    tight = {s: _batches(s, tok[s], 0.01, e2e[s] / 1.09) for s in summary["stage"]}
+    sure = knee_confidence(summary, baseline, knee, tight, resamples=50)
+    assert sure.confidence_pct == 100.0, sure.confidence
+
+
 def _too_short(stage: int) -> StageBatches:
     return StageBatches(stage, 1.5, 0, 0.3, (), (), None, None, None)
 
