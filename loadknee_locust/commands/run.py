@@ -183,6 +183,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip the checks before the load (endpoint, model, one streamed request, prompt "
         "log, output folder)",
     )
+    group["target"].add_argument(
+        "--no-concurrency-probe",
+        action="store_true",
+        help="skip the pre-flight's concurrency probe (2 bursts of 32 streamed requests that "
+        "tell a slot limit from a KV budget for loadknee predict) but keep the prompt-length "
+        "calibration that --no-calibrate also skips",
+    )
     group["output"].add_argument(
         "--explain",
         action="store_true",
@@ -526,6 +533,15 @@ def write_locust_logs(output: OutputFilter) -> list[str]:
     return written
 
 
+def wants_concurrency_probe(args: argparse.Namespace, passed: list[str]) -> bool:
+    """Whether the pre-flight sends the concurrency probe: not with ``--no-calibrate`` (in
+    either spelling, which also skips the prompt-length calibration), nor with
+    ``--no-concurrency-probe``, which keeps that calibration: a server whose chat template
+    adds tokens answers every uncalibrated prompt a few tokens off its target (rows
+    ``length_mismatch``), so a run that only wants the probe's seconds back needs this one."""
+    return not (args.no_calibrate or args.no_concurrency_probe or "--llm-no-calibrate" in passed)
+
+
 #: ``setup_requests``' name for the concurrency probe's requests (the pre-flight's, once a run)
 CONCURRENCY_PROBES = "preflight_concurrency_probes"
 
@@ -595,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
             f"[loadknee] pre-flight ok: {strip_credentials(args.host)} serves {model}{engine}",
             flush=True,
         )
-        if not (args.no_calibrate or "--llm-no-calibrate" in passed):
+        if wants_concurrency_probe(args, passed):
             tokens = int(args.input_tokens or _passed(passed, "--llm-input-tokens") or 0)
             print(
                 f"[loadknee] concurrency probe: 2 bursts of {BURST_SIZE} streamed requests "

@@ -47,6 +47,7 @@ def run_dir(request, tmp_path_factory) -> Path:
             "--warmup-seconds", "0.5", "--cooldown-seconds", "0.5", "--baseline-requests", "6",
             "--llm-classes", CLASSES, "--out", str(out), "--run-id", "mix",
             "--no-refine", "--stop-after-knee", "-1", "--workers", str(request.param),
+            "--no-concurrency-probe",  # tests the classes, not loadknee predict: skip its ~2 s
         ]  # fmt: skip
         done = subprocess.run(args, capture_output=True, text=True, timeout=240)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -39,7 +39,9 @@ pytestmark = pytest.mark.slow
 
 STEP = {"decode_base_ms": 20.0, "decode_per_seq_ms": 0.6}
 SHORT = ["--stage-seconds", "4", "--warmup-seconds", "1", "--cooldown-seconds", "0.5",
-         "--baseline-requests", "12", "--output-tokens", "16"]  # fmt: skip
+         "--baseline-requests", "12", "--output-tokens", "16",
+         # tests the deploy answer, not loadknee predict: skip the probe's ~2 s a sweep
+         "--no-concurrency-probe"]  # fmt: skip
 TAIL_RATIO = 2.0  # the method's "the tail has departed": P95 at 2x the single-user P95 or more
 
 

@@ -69,6 +69,7 @@ def replayed(tmp_path_factory) -> tuple[Path, pd.DataFrame, dict[str, list[int]]
             "--prompt-log", str(out / "chats.jsonl"), "--llm-replay-conversations",
             "--llm-gap-scale", str(SCALE), "--out", str(out), "--run-id", "replay",
             "--no-refine", "--stop-after-knee", "-1",
+            "--no-concurrency-probe",  # tests the replay, not loadknee predict: skip its ~2 s
         ]  # fmt: skip
         done = subprocess.run(args, capture_output=True, text=True, timeout=240)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

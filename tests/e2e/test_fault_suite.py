@@ -84,7 +84,9 @@ def _sweep(mode: str, out: Path) -> tuple[Path, list[dict[str, str]], list[dict]
                "--levels", "2,4", "--stage-seconds", "3", "--no-refine",
                "--warmup-seconds", "0.5", "--cooldown-seconds", "0.5",
                "--baseline-requests", "0", "--output-tokens", "16", "--out", str(out),
-               "--stop-timeout", "8", "--llm-request-timeout", "1.5"]  # fmt: skip
+               "--stop-timeout", "8", "--llm-request-timeout", "1.5",
+               # tests the rows' outcomes, not loadknee predict: skip the probe's ~2 s a sweep
+               "--no-concurrency-probe"]  # fmt: skip
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=child_env())
         assert done.returncode == 0, done.stdout[-3000:]
         rows = read_csv(only_run_dir(out) / "requests.csv", REQUEST_COLUMNS)

@@ -116,7 +116,8 @@ def test_a_knee_flag_given_to_run_changes_the_live_decision_and_is_recorded(
             [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
              "--levels", "2,4,8,16", "--stage-seconds", "2.5", "--warmup-seconds", "0.5",
              "--cooldown-seconds", "0.5", "--baseline-requests", "3", "--output-tokens", "16",
-             "--out", str(tmp_path), *flags],
+             # tests the recorded knee flags, not loadknee predict: skip the probe's ~2 s
+             "--no-concurrency-probe", "--out", str(tmp_path), *flags],
             capture_output=True, text=True, timeout=180, env=child_env(),
         )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

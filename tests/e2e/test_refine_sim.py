@@ -47,7 +47,9 @@ HIDDEN = (6, 8, 10, 12, 20, 28, 40, "kv") if FULL else (6, 28, "kv")
 CASES = [(s, True) for s in (*SLOTS, "kv")] + [(s, False) for s in HIDDEN]
 INPUT_TOKENS, OUTPUT_TOKENS = 128, 64  # loadknee run's defaults
 SHORT = ["--stage-seconds", "3", "--warmup-seconds", "1", "--cooldown-seconds", "0.5",
-         "--baseline-requests", "5"]  # fmt: skip
+         "--baseline-requests", "5",
+         # tests the refined answer, not loadknee predict: skip the probe's ~2 s a sweep
+         "--no-concurrency-probe"]  # fmt: skip
 
 
 def _params(case: int | str):  # type: ignore[no-untyped-def]

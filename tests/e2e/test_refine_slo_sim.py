@@ -28,7 +28,9 @@ pytestmark = pytest.mark.slow
 SLO = "e2e_p95_ms=850"
 SWEEP = ["--levels", "1,8", "--stage-seconds", "3", "--warmup-seconds", "1",
          "--cooldown-seconds", "0.5", "--baseline-requests", "5",
-         "--output-tokens", "64"]  # fmt: skip
+         "--output-tokens", "64",
+         # tests the SLO's refinement, not loadknee predict: skip the probe's ~2 s
+         "--no-concurrency-probe"]  # fmt: skip
 
 
 def test_the_sweep_refines_between_the_slo_capacity_and_the_first_break(tmp_path: Path) -> None:

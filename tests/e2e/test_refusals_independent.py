@@ -39,7 +39,9 @@ pytestmark = pytest.mark.slow
 LIMITS = (6, 10, 20)
 CASES = [(n, metrics) for n in LIMITS for metrics in (False, True)]
 SHORT = ["--stage-seconds", "3", "--warmup-seconds", "1", "--cooldown-seconds", "0.5",
-         "--baseline-requests", "5"]  # fmt: skip
+         "--baseline-requests", "5",
+         # tests the refusal answer, not loadknee predict: skip the probe's ~2 s a sweep
+         "--no-concurrency-probe"]  # fmt: skip
 
 
 def sweep(limit: int, metrics: bool, out: Path) -> tuple[str, Path, int]:

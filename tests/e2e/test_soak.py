@@ -48,7 +48,9 @@ def test_memory_and_open_files_stay_flat_over_a_held_level(sim_server, tmp_path:
     cmd = [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
            "--levels", str(USERS), "--stage-seconds", str(SOAK_S), "--warmup-seconds", "1",
            "--cooldown-seconds", "0.5", "--baseline-requests", "0", "--no-refine",
-           "--output-tokens", "16", "--input-tokens", "32", "--out", str(tmp_path)]  # fmt: skip
+           "--output-tokens", "16", "--input-tokens", "32", "--out", str(tmp_path),
+           # tests memory and open files, not loadknee predict: skip the probe's ~2 s
+           "--no-concurrency-probe"]  # fmt: skip
     wrapper = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env()
     )

@@ -42,7 +42,9 @@ SWEEP += ["--cooldown-seconds", "0.5", "--baseline-requests", "0", "--output-tok
 def _wrapper(sim: SimProcess, out: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze",
             "--host", sim.url, *SWEEP,
-            "--out", str(out), "--stop-timeout", "20", *extra]  # fmt: skip
+            "--out", str(out), "--stop-timeout", "20", *extra,
+            # tests the signals, not loadknee predict: skip the probe's ~2 s
+            "--no-concurrency-probe"]  # fmt: skip
 
 
 def _plain_locust(sim: SimProcess, out: Path) -> list[str]:

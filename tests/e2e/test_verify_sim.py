@@ -35,6 +35,7 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             "--warmup-seconds", "1", "--cooldown-seconds", "0.5", "--baseline-requests", "10",
             "--out", str(out), "--run-id", "original",
             "--no-refine", "--stop-after-knee", "-1",  # every planned level, for the counters
+            "--no-concurrency-probe",  # tests counters and verify, not predict: skip its ~2 s
         )  # fmt: skip
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return out, out / "original"
@@ -66,6 +67,8 @@ def test_verify_passes_on_the_same_server_and_fails_with_half_the_slots(original
     # users to stop, then discards its first second as warm-up)
     common = ["--stage-seconds", "5", "--warmup-seconds", "1", "--out", str(out)]
     common += ["--cooldown-seconds", "0.5"]
+    # verify's checks read the stages, not loadknee predict: the re-runs skip the probe's ~2 s
+    common += ["--no-concurrency-probe"]
     # the two re-runs at once, each against its own simulator (their waits overlap)
     with ThreadPoolExecutor(2) as pool:
         same_run = pool.submit(_verify, run_dir, SLOTS, common, "same")

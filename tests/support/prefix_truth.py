@@ -34,6 +34,7 @@ def prefix_sweep(url: str, out: Path, run_id: str, levels: Sequence[int], *extra
         "--input-tokens", str(INPUT), "--output-tokens", str(OUTPUT),
         "--llm-shared-prefix-tokens", str(PREFIX), "--out", str(out), "--run-id", run_id,
         "--no-refine", "--stop-after-knee", "-1", *extra,
+        "--no-concurrency-probe",  # its callers test the prefix cache, not predict: skip ~2 s
     ]  # fmt: skip
     done = subprocess.run(args, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -47,6 +47,27 @@ def test_workers_web_and_count_mode() -> None:
 
 
 @pytest.mark.parametrize(
+    ("argv", "probe"),
+    [
+        ([], True),
+        (["--no-calibrate"], False),
+        (["--llm-no-calibrate"], False),  # the plugin's spelling, taken by the wrapper
+        (["--no-concurrency-probe"], False),
+        (["--", "--llm-no-calibrate"], False),  # after '--': Locust's, seen all the same
+    ],
+)
+def test_the_concurrency_probe_is_skipped_by_either_flag(argv: list[str], probe: bool) -> None:
+    raw = ["--host", "http://h", *argv]
+    cut = raw.index("--") if "--" in raw else len(raw)
+    args, unknown = runcli.build_parser().parse_known_args(raw[:cut])
+    passed = [*unknown, *raw[cut + 1 :]]  # as main() hands both on
+    assert runcli.wants_concurrency_probe(args, passed) is probe
+    # only the probe: the calibration (Locust's side) stays unless --no-calibrate says so
+    calibrates = "--llm-no-calibrate" not in runcli.locust_command(args, passed)
+    assert calibrates is ("calibrate" not in " ".join(argv))
+
+
+@pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--levels", "1,2"], "--host is required"),
