@@ -615,7 +615,7 @@ def main(argv: list[str] | None = None) -> int:
             tokens = int(args.input_tokens or _passed(passed, "--llm-input-tokens") or 0)
             print(
                 f"[loadknee] concurrency probe: 2 bursts of {BURST_SIZE} streamed requests "
-                "(slots or KV, for loadknee predict; --no-calibrate skips it)",
+                "(slots or KV, for loadknee predict; --no-concurrency-probe skips it)",
                 flush=True,
             )
             pin = not (args.no_ignore_eos or "--llm-no-ignore-eos" in passed)
