@@ -28,6 +28,7 @@ from analysis.predict.facts import (
     PrefillSource,
     SlotSource,
 )
+from analysis.predict.kv_peak import POINT_PERCENTILE
 from analysis.report.advice_words import BOUND_WORDS as DEPLOY_BOUND_WORDS
 from analysis.report.standing import CANNOT_TELL_SHORT
 
@@ -133,7 +134,8 @@ def why_text(p: Prediction) -> str:
             f"at {past.users} users the stage's peak KV use ({past.batch:g} running sequences "
             f"drawn from the mix's {len(p.workload.lengths)} sampled records, a "
             f"{window.seconds:g}-s stage read {window.samples} times) reaches {shown} % of "
-            f"the KV budget (~{_n(kv.value)} tokens) in 1 stage of 10: above the {limit:g} % "
+            f"the KV budget (~{_n(kv.value)} tokens) in {100 - POINT_PERCENTILE:g} % of stages: "
+            f"above the {limit:g} % "
             "memory threshold"
         )
     if point.ends_with == "memory" and kv and past and used is not None and limit is not None:
