@@ -66,8 +66,13 @@ class PromptSynth:
     def build(
         self, endpoint: Endpoint, input_tokens: int, output_tokens: int, *, pin: bool = True
     ) -> Prompt:
-        """A prompt of ``input_tokens`` (per the endpoint's calibration), ``output_tokens`` out."""
-        text = self.text(self.calibration(endpoint).words_for(input_tokens))
-        return Prompt.hashed(
-            self.prefix, text, None, output_tokens, pin=pin, input_tokens=input_tokens
-        )
+        """A prompt of ``input_tokens`` (per the endpoint's calibration), ``output_tokens`` out.
+
+        The prompt carries ``input_tokens`` as its row's target only where the endpoint was
+        calibrated: the assumed calibration (one token a word, ``--no-calibrate`` or a failed
+        probe) misses by the chat template's tokens, and an exact row check would then fail
+        every request as ``length_mismatch``; the row keeps the length the server counted."""
+        calibration = self.calibration(endpoint)
+        text = self.text(calibration.words_for(input_tokens))
+        target = input_tokens if calibration.calibrated else None
+        return Prompt.hashed(self.prefix, text, None, output_tokens, pin=pin, input_tokens=target)

@@ -137,9 +137,9 @@ class FakeLLMServer(LoopbackServer):
             if behaviour == "slow" and i == 1:
                 time.sleep(self.slow_s)
             yield _event(TOKEN)
-        prompt = self.prompt_tokens - (3 if behaviour == "short_usage" else 0)
+        short = 1 if behaviour == "short_usage" else 0  # counts one token fewer than asked
         if behaviour != "no_usage":
-            yield _event(_usage(prompt, n))
+            yield _event(_usage(self.prompt_tokens, n - short))
         yield _event(b"[DONE]")
 
     def _stream(self, sock: socket.socket, behaviour: str) -> None:
@@ -171,8 +171,8 @@ class FakeLLMServer(LoopbackServer):
         else:
             if behaviour == "slow":
                 time.sleep(self.slow_s)
-            prompt = self.prompt_tokens - (3 if behaviour == "short_usage" else 0)
-            usage = _usage(prompt, self.completion_tokens)["usage"]
+            short = 1 if behaviour == "short_usage" else 0
+            usage = _usage(self.prompt_tokens, self.completion_tokens - short)["usage"]
             if behaviour == "no_usage":
                 usage = None
             msg = {"role": "assistant", "content": " w" * self.completion_tokens}

@@ -11,7 +11,7 @@ import pytest
 from loadknee_core.traces import TraceRecord
 from loadknee_locust.curve.plan import CurvePlan, LengthIndex, PlanParams, build_plan, parse_scales
 from loadknee_locust.curve.source import CurveSource
-from loadknee_locust.prompts.synth import PromptSynth
+from tests.support.synth import calibrated_synth
 
 
 def _records(n: int, gap: float, duration: float | None, t0: float = 1000.0) -> list[TraceRecord]:
@@ -63,7 +63,7 @@ def _source(
     plan: CurvePlan, index: LengthIndex, worker: int, workers: int, stage: list | None
 ) -> CurveSource:
     return CurveSource(
-        PromptSynth(), plan, index, clock=lambda: stage[0] if stage else None,
+        calibrated_synth(), plan, index, clock=lambda: stage[0] if stage else None,
         input_tokens=7, output_tokens=3, worker=worker, workers=workers,
     )  # fmt: skip
 

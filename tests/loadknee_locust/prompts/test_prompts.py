@@ -20,6 +20,7 @@ from loadknee_locust.prompts.filler import TAG_WORD_COUNT, Tagger, filler, tag_f
 from loadknee_locust.prompts.replay import LogReplaySource, Sampler
 from loadknee_locust.prompts.synth import PromptSynth
 from loadknee_locust.sim.tokenizer import count_chat_tokens, count_tokens
+from tests.support.synth import calibrated_synth
 
 # -- filler and tags -----------------------------------------------------------------------
 
@@ -77,6 +78,21 @@ def test_uncalibrated_guess_and_exact_override() -> None:
     assert cal.words_for(100) == 93
     assert cal.words_for(50) == 40
     assert cal.words_for(3) == 0  # never negative
+
+
+@pytest.mark.parametrize("endpoint", ["chat", "completions"])
+def test_only_a_calibrated_endpoint_gives_its_rows_an_input_target(endpoint: str) -> None:
+    # the assumed counts (--no-calibrate, a failed probe) miss by the chat template's tokens:
+    # with the target kept, every row of such a run read length_mismatch
+    synth = PromptSynth()
+    guessed = synth.build(endpoint, 64, 8)
+    assert (guessed.target_input_tokens, guessed.target_output_tokens) == (None, 8)
+    template = synth.default_calibration().overhead_tokens + 9  # what the guess leaves out
+    synth.set_calibration(endpoint, calibrate(lambda words: round(words + template), [64]))
+    measured = synth.build(endpoint, 64, 8)
+    assert (measured.target_input_tokens, measured.target_output_tokens) == (64, 8)
+    assert measured.text and guessed.text
+    assert len(guessed.text.split()) - len(measured.text.split()) == 9  # the measured words
 
 
 @pytest.mark.parametrize("endpoint", ["chat", "completions"])
@@ -275,7 +291,7 @@ def test_replay_pins_observed_lengths_caps_max_tokens_and_scales(tmp_path: Path)
         ],
     )
     src = LogReplaySource(
-        log, PromptSynth(), output_scale=1.5, default_output_tokens=20, replacement=False
+        log, calibrated_synth(), output_scale=1.5, default_output_tokens=20, replacement=False
     )
     by_text = {}
     for _ in range(5):

@@ -8,10 +8,11 @@ import pandas as pd
 import pytest
 
 from analysis.stages.conversations import by_turn, conversation_counts, planned_turns
-from loadknee_locust.prompts import FixedLengthSource, PromptSynth
+from loadknee_locust.prompts import FixedLengthSource
 from loadknee_locust.prompts.conversation import Conversation, ThinkTime
 from loadknee_locust.prompts.filler import Tagger
 from loadknee_locust.sim.tokenizer import count_chat_tokens
+from tests.support.synth import calibrated_synth
 
 
 @pytest.mark.parametrize(
@@ -40,7 +41,7 @@ def _messages(prompt) -> list[dict]:
 
 
 def test_each_turn_resends_the_history_and_grows_by_the_answer() -> None:
-    synth = PromptSynth(prefix_tokens=20, tagger=Tagger(salt=1))
+    synth = calibrated_synth(prefix_tokens=20, tagger=Tagger(salt=1))
     source = FixedLengthSource(synth, input_tokens=60, output_tokens=8)
     conv = Conversation(source, "chat", conversation_id="c1")
     first = conv.next_prompt()

@@ -35,7 +35,8 @@ e1.parsed_options.llm_input_tokens = 200  # what a web-UI edit does
 s1.prepare(HOST, "chat")
 out["after"] = prompt_source_info(e1)["target_input_tokens"]
 assert s1.source is not None
-out["prompt_after"] = s1.source.next_prompt("chat").target_input_tokens
+prompt = s1.source.next_prompt("chat")  # uncalibrated: no row target, the guessed words
+out["prompt_after"] = [prompt.target_input_tokens, len((prompt.text or "").split())]
 source = s1.source
 e1.parsed_options.llm_levels = "1,2"  # a sweep option: the prompts still hold
 s1.prepare(HOST, "chat")
