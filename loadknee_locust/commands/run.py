@@ -536,9 +536,10 @@ def write_locust_logs(output: OutputFilter) -> list[str]:
 def wants_concurrency_probe(args: argparse.Namespace, passed: list[str]) -> bool:
     """Whether the pre-flight sends the concurrency probe: not with ``--no-calibrate`` (in
     either spelling, which also skips the prompt-length calibration), nor with
-    ``--no-concurrency-probe``, which keeps that calibration: a server whose chat template
-    adds tokens answers every uncalibrated prompt a few tokens off its target (rows
-    ``length_mismatch``), so a run that only wants the probe's seconds back needs this one."""
+    ``--no-concurrency-probe``, which keeps that calibration: uncalibrated prompts miss their
+    length by the chat template's tokens (their rows then carry no input target and record the
+    length the server counted), so a run that only wants the probe's seconds back and its
+    prompts exact needs this one."""
     return not (args.no_calibrate or args.no_concurrency_probe or "--llm-no-calibrate" in passed)
 
 
