@@ -5,14 +5,26 @@ none whose load generator ran late: its ITL is the client's; docs/method.md, Lat
 ``x`` the running batch — the server's mean ``requests_running`` over the measured window, or
 without server metrics the stage's users capped at the slots the server showed
 (``KneeResult.server_slots``), else its users, for the stages below the knee only (past it the
-batch is unknown) — and ``y`` the stage's median inter-token latency (``itl_p50_ms``: the median
-is one engine step; the mean would carry the steps that also prefilled a newcomer). Where the
-streams carried several tokens a chunk (:data:`CHUNKED_TOKENS`; :func:`decode_step`), a chunk's
-gap is several tokens' time and ``y`` is each stage's median TPOT instead, the time per token
-from the usage counts (``step_source``). Ordinary least squares; 95 % intervals on α and β
-from Student's t with n − 2 degrees of freedom; the residual of every stage is written beside
-it. With fewer than three stages, or no spread in the batch, nothing is fitted and the file
-says why.
+batch is unknown) — and ``y`` one of two figures (:data:`Figure`):
+
+* ``mean_token`` (``latency-profile.yaml``, for an autoscaler's queueing model): the stage's
+  median TPOT, a request's (e2e − TTFT) / (tokens − 1) from its usage counts: the mean time a
+  token took, the steps that also ran a newcomer's prefill included — what a queue model's time
+  per token is, and steady where the chunk gaps are not: the simulator under CPU contention runs
+  its late steps back to back, and its median gap drifts under its step at the larger batches
+  (β 0.87–0.93 on the gap, 1.01–1.03 on TPOT, for a true 1.0 plus its 64-token prefills'
+  0.04: the e2e suite's cluster sweep, quiet and beside two CPU hogs).
+* ``engine_step`` (the what-if model, :mod:`analysis.predict.fit`, which adds the prefills
+  itself): the stage's median ITL (``itl_p50_ms``: the median is one engine step; the mean would
+  carry the steps that also prefilled a newcomer). Where the streams carried several tokens a
+  chunk (:data:`CHUNKED_TOKENS`; :func:`decode_step`), a chunk's gap is several tokens' time and
+  ``y`` is each stage's median TPOT instead (``step_source``); a stage whose tokens came in
+  bursts is left out (:func:`bursty_stages`).
+
+Where some stage has no TPOT, ``mean_token`` falls back to the engine step. Ordinary least
+squares; 95 % intervals on α and β from Student's t with n − 2 degrees of freedom; the residual
+of every stage is written beside it. With fewer than three stages, or no spread in the batch,
+nothing is fitted and the file says why.
 
 **Prefill** (per request, ok streamed requests of the stages before the knee, where requests do
 not wait for a slot): TTFT = γ + δ × prompt tokens, the same way. Fixed-length prompts give no
@@ -37,7 +49,7 @@ from analysis.cluster.yamlblock import Commented, dump
 from analysis.knee.late_client import late_client_fact
 from analysis.pipeline import Analysis
 from analysis.report.answer_view import answer_note
-from analysis.report.predict_words import decode_source_text
+from analysis.report.predict_words import MEAN_TOKEN_WORDS, decode_source_text
 
 #: the median tokens a stream chunk carried (:attr:`StageGauges.tokens_per_chunk`) above which a
 #: chunk's gap is no step: a server that sends a token a chunk reads 1 (a chunk now and then
@@ -54,6 +66,10 @@ BURSTY_GAP_SHARE = 0.7
 #: the per-token figure the decode line is fitted on: the median ITL, or the median TPOT where
 #: the streams carried several tokens a chunk
 StepSource = Literal["itl", "tpot"]
+
+#: what the decode line's ``y`` is (module docstring): the mean time per token (TPOT), for a
+#: queueing model, or the bare engine step (the median gap), for a model that adds prefills
+Figure = Literal["mean_token", "engine_step"]
 
 #: two-sided 95 % Student t quantiles, df 1..30 (beyond: 1.96)
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -128,6 +144,7 @@ class Profile:
     step_source: StepSource = "itl"  # the column of decode_points the line was fitted on
     tokens_per_chunk: float | None = None  # the most a decode stage's chunks carried
     bursty_stages: tuple[int, ...] = ()  # left out of the line: tokens came in bursts
+    figure: Figure = "mean_token"  # what the line's y is (the step source says which column)
 
 
 def late_stages(analysis: Analysis) -> set[int]:
@@ -238,10 +255,13 @@ def bursty_stages(points: pd.DataFrame) -> tuple[int, ...]:
     return tuple(int(s) for s in points.loc[bursty, "stage"])
 
 
-def fit_profile(analysis: Analysis) -> Profile:
-    """The profile of one analysed run (see the module docstring)."""
+def fit_profile(analysis: Analysis, figure: Figure = "mean_token") -> Profile:
+    """The profile of one analysed run, its decode line on ``figure`` (the module docstring)."""
     points, source = decode_points(analysis)
     step_source, per_chunk = decode_step(points)
+    tpot = pd.to_numeric(points["tpot_p50_ms"], errors="coerce")
+    if figure == "mean_token" and len(points) and tpot.notna().all():
+        step_source = "tpot"
     bursty = bursty_stages(points) if step_source == "itl" else ()
     points = points[~points["stage"].isin(bursty)].reset_index(drop=True)
     fit = fit_line(
@@ -264,7 +284,17 @@ def fit_profile(analysis: Analysis) -> Profile:
     else:
         sat, sat_source = None, "no stage measured"
     return Profile(
-        fit, points, source, prefill, ttft_mean, sat, sat_source, step_source, per_chunk, bursty
+        fit,
+        points,
+        source,
+        prefill,
+        ttft_mean,
+        sat,
+        sat_source,
+        step_source,
+        per_chunk,
+        bursty,
+        figure,
     )
 
 
@@ -289,7 +319,11 @@ def profile_yaml(analysis: Analysis) -> str:
         "beta_ci95_ms_per_seq": _ci(d.slope_ci),
         "r2": _r(d.r2),
         "batch_from": prof.batch_source,
-        "step_from": decode_source_text(prof.step_source, prof.tokens_per_chunk),
+        "step_from": (
+            MEAN_TOKEN_WORDS
+            if prof.step_source == "tpot" and prof.figure == "mean_token"
+            else decode_source_text(prof.step_source, prof.tokens_per_chunk)
+        ),
         # stages whose tokens came in bursts (median gap under half their time per token)
         **({"left_out_bursty_stages": list(prof.bursty_stages)} if prof.bursty_stages else {}),
         "stages": [

@@ -1,9 +1,10 @@
 """Fit the capacity model's parameters from one analysed run (:class:`~.facts.CapacityFit`).
 
-* **Decode step** α + β × batch: the latency profile's line (:func:`analysis.cluster.profile.
-  fit_profile`, the same fit ``latency-profile.yaml`` holds), with its 95 % intervals: on the
-  stages' median ITL, or their median TPOT where the streams carried several tokens a chunk
-  (``tpot``: :func:`analysis.cluster.profile.decode_step`).
+* **Decode step** α + β × batch: the latency profile's line through the bare engine step
+  (:func:`analysis.cluster.profile.fit_profile`, ``engine_step``; ``latency-profile.yaml``
+  holds the mean time per token instead, prefills included, which this model adds itself),
+  with its 95 % intervals: on the stages' median ITL, or their median TPOT where the streams
+  carried several tokens a chunk (``tpot``: :func:`analysis.cluster.profile.decode_step`).
   A run that streamed no tokens (no inter-token latency) fits the same line on each stage's
   median e2e over its completion tokens, at the stages where no request waited (the server's
   running batch within half a request of the users, or without a gauge the stages below the
@@ -322,7 +323,7 @@ def fit_capacity(
     ``stated_kv_tokens``: the engine's settings as the user states them."""
     kp = knee_params or analysis.knee_params
     knee = analysis.knee
-    profile = fit_profile(analysis)
+    profile = fit_profile(analysis, "engine_step")
     workload = measured_workload(analysis)
     decode = profile.decode
     decode_source: DecodeSource = profile.step_source

@@ -206,6 +206,13 @@ def _measured(fit: CapacityFit) -> str:
     )
 
 
+#: the latency profile's decode figure (``latency-profile.yaml``'s ``step_from``)
+MEAN_TOKEN_WORDS = (
+    "median TPOT, the time per token from the usage counts: the mean a token took, the steps "
+    "that also ran a newcomer's prefill included (a queueing model's time per token)"
+)
+
+
 def decode_source_text(source: DecodeSource, tokens_per_chunk: float | None) -> str:
     """Which per-token figure the decode line was fitted on (``tokens_per_chunk``: the most a
     stage's stream chunks carried, said where the line is on TPOT)."""
