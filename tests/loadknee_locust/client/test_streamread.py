@@ -14,7 +14,7 @@ import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import gevent.ssl
@@ -30,7 +30,8 @@ USAGE = b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":%d}
 DONE = b"data: [DONE]\n\n"
 END = b"0\r\n\r\n"
 CLOSE = b""  # a script step that closes the connection
-Script = list[tuple[float, bytes]]
+#: (pause in seconds, or an event the server waits for, then the bytes it sends)
+Script = Sequence[tuple[float | threading.Event, bytes]]
 
 
 def chunk(event: bytes) -> bytes:
@@ -73,7 +74,10 @@ class ScriptedServer:
             try:
                 while _read_request_head(conn):
                     for pause, payload in self.script:
-                        time.sleep(pause)
+                        if isinstance(pause, threading.Event):
+                            pause.wait(10)
+                        else:
+                            time.sleep(pause)
                         if payload == CLOSE:
                             return
                         self.before.append(time.time())
@@ -235,10 +239,15 @@ def test_modes() -> None:
         assert streamread.stamping_mode(Bare()) == "readline"
     finally:
         Bare._sock.close()
-    with served(stream_script(1, 0.0)) as (_server, client):
+    # the body waits for the test: one sent with the headers completes the response inside
+    # their read, which lets its socket go (a loaded machine did: "readline" for "kernel")
+    body = threading.Event()
+    head, *rest = stream_script(1, 0.0)
+    with served([head, (body, rest[0][1]), *rest[1:]]) as (_server, client):
         resp = client.post("/v1/chat/completions", body=b"{}")
         expected = "kernel" if streamread.kernel_stamps_work() else "readline"
         assert streamread.stamping_mode(resp) == expected
+        body.set()
         resp.read()
 
 
