@@ -20,7 +20,11 @@ Stopping: a ``stop`` line, or end of file on stdin (the parent exited, even kill
 finishes the scrape in progress (at most :data:`STOP_GRACE_S`), closes the file and exits.
 SIGINT and SIGTERM sent to the whole process group (Ctrl-C in a terminal, a service manager's
 stop) are ignored: they are the parent's to handle, and it stops the child in its own order,
-after the load has drained, so the drain is still sampled. The parent kills a child that has
+after the load has drained, so the drain is still sampled. Ignored from the moment the child
+exists (:func:`_ignore_group_signals`, before the interpreter starts: an ignored disposition
+survives ``exec``, and Python leaves an ignored SIGINT ignored), not only once its imports are
+done: on a loaded machine they took over half a second, and a Ctrl-C in that window killed the
+scrapes for the rest of the run (CI: "exited with status -15"). The parent kills a child that has
 not exited in :data:`EXIT_WAIT_S`.
 """
 
@@ -110,6 +114,7 @@ class ScrapeProcess:
             stdout=gevent.subprocess.PIPE,
             env=env,
             close_fds=True,
+            preexec_fn=_ignore_group_signals,
         )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._send(json.dumps(self.config))
@@ -335,10 +340,20 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+#: the signals a process group receives that are the parent's to handle (module docstring)
+GROUP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _ignore_group_signals() -> None:
+    """In the forked child, before ``exec``: ignore :data:`GROUP_SIGNALS` (``signal.signal``
+    alone: no import, no I/O, nothing that waits on a lock another thread could hold)."""
+    for signum in GROUP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def main() -> int:
     """The child: read the configuration line, scrape until told to stop."""
-    for signum in (signal.SIGINT, signal.SIGTERM):  # the parent's to handle (module docstring)
-        signal.signal(signum, signal.SIG_IGN)
+    _ignore_group_signals()  # already from the fork; again for a child started by hand
     out_fd = os.dup(1)
     os.dup2(2, 1)  # a stray print must not end up in the result stream
     stdin = FileObjectPosix(0, "rb", close=False)
