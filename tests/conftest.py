@@ -169,70 +169,29 @@ def _record_llama_sweep(config: pytest.Config, say: Callable[[str], None]) -> No
     say(f"[loadknee tests] llama-server sweep recorded in {recorded.seconds:.0f} s")
 
 
-#: every test file of 12 s or more, longest first (the sum of its tests' wall time at ``-n 6``,
-#: measured per process on a clean clone, 2026-12-07: test_refine_sim.py 207 s ...
-#: test_analyze_progress.py 12 s): pyproject's ``--dist loadfile --no-loadscope-reorder`` hands
-#: files to the test processes in this order, so the longest start first and the short ones fill
-#: in at the end (longest-processing-time-first), instead of xdist's own order (files with the
-#: most tests first). Why all of them: the files left out kept collection order and ran last,
-#: ``tests/project`` and ``tests/realengine`` among them, so the 24-s ``test_lint.py`` started
-#: just before the quiet tests, which wait for every running test: 13 s with the other
-#: processes idle. Files holding a quiet test go after all (the
-#: llama-server sweep is recorded before any of them: tests/realengine/llama_sweep.py)
+#: test files that take minutes, longest first (their wall time at ``-n 4``, measured): pyproject's
+#: ``--dist loadfile --no-loadscope-reorder`` hands files to the test processes in this order, so
+#: the longest start first and short ones fill in at the end, instead of xdist's own order (files
+#: with the most tests first). Files holding a quiet test go after all of these (the llama-server
+#: sweep is recorded before any of them: tests/realengine/llama_sweep.py)
 LONGEST_FIRST = (
     "test_refine_sim.py",
-    "test_compute_bound_sim.py",
-    "test_curve_sim.py",
-    "test_webui_browser.py",
     "test_verify_sim.py",
+    "test_curve_sim.py",
     "test_refusals_independent.py",
     "test_docs.py",
-    "test_packaging.py",
-    "test_demo.py",
-    "test_stop_signals.py",
-    "test_run_local.py",
-    "test_multihost.py",
-    "test_fault_suite.py",
-    "test_cluster_sim.py",
-    "test_openloop_sim.py",
-    "test_refine_slo_sim.py",
-    "test_webui_openloop_browser.py",
+    "test_webui_browser.py",
     "test_prefix_cache_sim.py",
+    "test_openloop_sim.py",
+    "test_compute_bound_sim.py",
+    "test_demo.py",
+    "test_packaging.py",
+    "test_run_local.py",
+    "test_stop_signals.py",
+    "test_cluster_sim.py",
+    "test_multihost.py",
     "test_knee_sim.py",
-    "test_classes_sim.py",
-    "test_one_answer.py",
-    "test_distributed.py",
-    "test_soak.py",
-    "test_prefix_cache_kv_sim.py",
-    "test_prefix_cache_workers_sim.py",
-    "test_slo_sim.py",
-    "test_golden_screen.py",
-    "test_telemetry_sampler.py",
-    "test_conversation_sim.py",
-    "test_lint.py",
-    "test_sim_load.py",
-    "test_accounting.py",
-    "test_bad_input.py",
-    "test_sim_http.py",
-    "test_check.py",
-    "test_users.py",
-    "test_cli_analyze.py",
-    "test_webui.py",
-    "test_knee_params_recorded.py",
-    "test_preflight.py",
-    "test_example_locustfiles.py",
-    "test_fit.py",
-    "test_live_judge.py",
-    "test_painter.py",
-    "test_prompts_bigfile.py",
-    "test_telemetry_sim.py",
-    "test_convlog_sim.py",
-    "test_insample.py",
-    "test_final_report.py",
-    "test_busy_recorded_runs.py",
-    "test_report_whatif.py",
-    "test_missing_rows.py",
-    "test_analyze_progress.py",
+    "test_fault_suite.py",
 )
 
 
