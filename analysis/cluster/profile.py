@@ -1,4 +1,4 @@
-"""The latency profile an autoscaler's queueing model reads: ITL = α + β × batch, TTFT vs prompt.
+"""The latency profile an autoscaler's queueing model reads: TPOT = α + β × batch, TTFT vs prompt.
 
 **Decode** (one point per judged stage with ok streamed requests, the baseline's included, but
 none whose load generator ran late: its ITL is the client's; docs/method.md, Late load generator):
@@ -325,7 +325,7 @@ def profile_yaml(analysis: Analysis) -> str:
             if prof.step_source == "tpot" and prof.figure == "mean_token"
             else decode_source_text(prof.step_source, prof.tokens_per_chunk)
         ),
-        # stages whose tokens came in bursts (median gap under half their time per token)
+        # stages whose tokens came in bursts (median gap under BURSTY_GAP_SHARE of their TPOT)
         **({"left_out_bursty_stages": list(prof.bursty_stages)} if prof.bursty_stages else {}),
         "stages": [
             {

@@ -15,6 +15,7 @@ import yaml
 from analysis.cluster.profile import fit_profile, profile_yaml
 from analysis.pipeline import analyze_run
 from analysis.predict.fit import fit_capacity
+from analysis.report.predict_words import MEAN_TOKEN_WORDS
 from tests.support.report_fixtures import OUTPUT_TOKENS, write_run_dir
 
 #: the fixture's stall per token for each sequence in the batch, and its bare gap
@@ -46,6 +47,7 @@ def test_the_file_and_the_model_each_say_what_they_fitted(stalled) -> None:
     doc = yaml.safe_load(profile_yaml(stalled))
     mean = fit_profile(stalled)
     assert doc["decode"]["beta_ms_per_seq"] == pytest.approx(mean.decode.slope, abs=1e-4)
-    assert "TPOT" in doc["decode"]["step_from"] and "tpot_p50_ms" in doc["decode"]["stages"][0]
+    assert doc["decode"]["step_from"] == MEAN_TOKEN_WORDS  # the figure, not its wording
+    assert "tpot_p50_ms" in doc["decode"]["stages"][0]
     fit = fit_capacity(stalled)
     assert fit.decode_source == "itl" and fit.params.beta_ms.value == pytest.approx(0.0, abs=1e-6)
