@@ -10,7 +10,7 @@ simulator's saturation puts the headroom of a replay. The replay at scales is sw
 measures), so its ``without-metrics`` case reads a copy of the same run as a server without
 /metrics leaves it, every scrape a 404 (:func:`tests.support.run_support.without_server_metrics`):
 the capacity, the verdicts past c*, the trace's headroom and breaking scale, and the printed lines
-all come from that copy."""
+all come from that copy. The three replays run side by side (each waits on its log's clock)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,13 @@ from loadknee_locust.sim.launch import SimProcess
 from loadknee_locust.sim.params import preset
 from loadknee_locust.sim.saturation import saturation_concurrency
 from tests.support.late_client import late_cannot_tell
-from tests.support.run_support import child_env, locust_cmd, run, without_server_metrics
+from tests.support.run_support import (
+    child_env,
+    locust_cmd,
+    run,
+    submitted,
+    without_server_metrics,
+)
 
 pytestmark = pytest.mark.slow
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "locustfiles" / "curve_replay.py")
@@ -73,28 +79,50 @@ def _windows_rms(run_dir: Path) -> tuple[float, float, list[tuple[float, float]]
 
 
 CURVE = ["--llm-time-scale", "90", "--llm-curve-window-seconds", "2"]
+FOLLOW_CASES = [(0, True), (2, False)]
+
+
+def _follow(workers: int, metrics: bool, folder: Path) -> tuple[Path, float]:
+    """One replay of the triangle log: (its run dir, the 1-min load average as it ended)."""
+    out = folder / f"w{workers}"
+    log = _triangle_log(folder / f"prod-w{workers}.jsonl")
+    common = [*CURVE, "--llm-replay-curve", str(log), "--llm-out", str(out),
+              "--llm-run-id", "curve"]  # fmt: skip
+    with SimProcess.start("fast", max_num_seqs=64, metrics=metrics) as sim:
+        if workers:
+            cmd = [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host",
+                   sim.url, "--workers", str(workers), "--no-preflight", "--", *common]  # fmt: skip
+        else:
+            cmd = locust_cmd("--headless", "--host", sim.url, "--stop-timeout", "30", *common,
+                             locustfile=EXAMPLE)  # fmt: skip
+        run(cmd, env=child_env(), timeout=120)
+    return out / "curve", os.getloadavg()[0]
+
+
+@pytest.fixture(scope="module")
+def replays(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The file's three replays at once (the two curve-following ones and the scales replay):
+    each waits on the log's clock (~30 s, a tenth of a core), so side by side they take the
+    time of the longest instead of the sum."""
+    folder = tmp_path_factory.mktemp("replays")
+    cases = [("follow", *case) for case in FOLLOW_CASES] + [("scales", 0, True)]
+    with submitted(_replay, cases, folder, 3) as futures:
+        yield futures
+
+
+def _replay(kind: str, workers: int, metrics: bool, folder: Path) -> tuple[Path, Path | float]:
+    """A follow case's (run dir, load as it ended), or the scales replay's (log, run dir)."""
+    if kind == "scales":
+        return _scales_replay(folder)
+    return _follow(workers, metrics, folder)
 
 
 @pytest.mark.parametrize(
-    ("workers", "metrics"), [(0, True), (2, False)], ids=["local-metrics", "2workers-nometrics"]
+    ("workers", "metrics"), FOLLOW_CASES, ids=["local-metrics", "2workers-nometrics"]
 )
-def test_measured_in_flight_follows_the_logs_curve(
-    sim_server, tmp_path: Path, workers: int, metrics: bool
-) -> None:
-    sim = sim_server(preset="fast", max_num_seqs=64, metrics=metrics)
-    log = _triangle_log(tmp_path / "prod.jsonl")
-    out = tmp_path / "runs"
-    common = [*CURVE, "--llm-replay-curve", str(log), "--llm-out", str(out),
-              "--llm-run-id", "curve"]  # fmt: skip
-    if workers:
-        cmd = [sys.executable, "-m", "loadknee_locust", "run", "--no-analyze", "--host", sim.url,
-               "--workers", str(workers), "--no-preflight", "--", *common]  # fmt: skip
-    else:
-        cmd = locust_cmd("--headless", "--host", sim.url, "--stop-timeout", "30", *common,
-                         locustfile=EXAMPLE)  # fmt: skip
-    run(cmd, env=child_env(), timeout=120)
-    load_after = os.getloadavg()[0]
-    run_dir = out / "curve"
+def test_measured_in_flight_follows_the_logs_curve(replays, workers: int, metrics: bool) -> None:
+    run_dir, load_after = replays[("follow", workers, metrics)].result()
+    assert isinstance(load_after, float)
     rms, peak, pairs = _windows_rms(run_dir)
     assert 18 <= peak <= 21 and max(want for want, _ in pairs) > 15
     # the product's own check of the replay agrees with this test's computation
@@ -140,12 +168,11 @@ def _plateau_log(path: Path, level: int = 3, span: float = 360.0, duration: floa
 SLOTS, PEAK, SCALES = 4, 3, (1.0, 2.0, 4.0)
 
 
-@pytest.fixture(scope="module")
-def scales_replay(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def _scales_replay(folder: Path) -> tuple[Path, Path]:
     """(the plateau log, the run dir of its replay at SCALES against SLOTS slots, with /metrics)."""
-    folder = tmp_path_factory.mktemp("scales")
-    log = _plateau_log(folder / "prod.jsonl", level=PEAK)
-    out = folder / "runs"
+    out = folder / "scales"
+    out.mkdir()
+    log = _plateau_log(out / "prod.jsonl", level=PEAK)
     with SimProcess.start("fast", max_num_seqs=SLOTS, allow_control=True) as sim:
         cmd = locust_cmd(
             "--headless", "--host", sim.url, "--stop-timeout", "30", "--llm-replay-curve",
@@ -155,6 +182,13 @@ def scales_replay(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
         )  # fmt: skip
         run(cmd, env=child_env(), timeout=120)
     return log, out / "h"
+
+
+@pytest.fixture(scope="module")
+def scales_replay(replays) -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
+    log, run_dir = replays[("scales", 0, True)].result()
+    assert isinstance(run_dir, Path)
+    return log, run_dir
 
 
 @pytest.mark.parametrize("metrics", [True, False], ids=["with-metrics", "without-metrics"])

@@ -1,6 +1,9 @@
 """Watch a sweep live in Locust's web UI with a real headless chromium (local, then master + 2
 workers): the current stage changes, the charts and verdicts fill in stage by stage, the report
-link opens report.html, and the finished stages' live numbers match ``loadknee analyze``."""
+link opens report.html, and the finished stages' live numbers match ``loadknee analyze``.
+
+The two watches run side by side, each its own chromium, simulator and Locust (each waits on its
+stages' clock: 48 s and 58 s one after the other, about the longer of the two at once)."""
 
 from __future__ import annotations
 
@@ -8,12 +11,14 @@ import csv
 import json
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from loadknee_locust.plugin.options import FORM_GROUP_TITLES
+from loadknee_locust.sim.launch import SimProcess
 from tests.support.browser_support import displayed, open_browser, screenshot
 from tests.support.paths import REPO
 from tests.support.run_support import (
@@ -34,11 +39,6 @@ LEVELS = [1, 2, 4]
 #: the packaged example: streams chat completions, so throughput and TTFT are measured
 STREAMING = str(REPO / "locustfiles" / "fixed_length.py")
 SWEEP_TIMEOUT_S = 90.0
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    yield from open_browser()
 
 
 def _js(driver: Any, script: str) -> Any:
@@ -206,9 +206,31 @@ def _sweep(driver: Any, sim: Any, tmp_path: Path, workers: int) -> None:
         assert {r["worker"] for r in rd.requests} == {str(i) for i in range(workers)}
 
 
-def test_watch_a_sweep_in_chromium(browser, sim_server, tmp_path: Path) -> None:
-    _sweep(browser, sim_server(preset="fast"), tmp_path, workers=0)
+def _watched_sweep(workers: int, folder: Path) -> None:
+    """One watch in its own chromium against its own simulator (a thread of :func:`watches`)."""
+    session = open_browser()
+    driver = next(session)
+    try:
+        with SimProcess.start("fast", allow_control=True) as sim:
+            _sweep(driver, sim, folder, workers)
+    finally:
+        session.close()
 
 
-def test_watch_a_distributed_sweep_in_chromium(browser, sim_server, tmp_path: Path) -> None:
-    _sweep(browser, sim_server(preset="fast"), tmp_path, workers=2)
+@pytest.fixture(scope="module")
+def watches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, Future[None]]]:
+    """Both watches started at once, by worker count; a test re-raises its watch's failure (or
+    skip) with ``result()``."""
+    with ThreadPoolExecutor(2) as pool:
+        yield {
+            workers: pool.submit(_watched_sweep, workers, tmp_path_factory.mktemp(f"w{workers}"))
+            for workers in (0, 2)
+        }
+
+
+def test_watch_a_sweep_in_chromium(watches: dict[int, Future[None]]) -> None:
+    watches[0].result()
+
+
+def test_watch_a_distributed_sweep_in_chromium(watches: dict[int, Future[None]]) -> None:
+    watches[2].result()
