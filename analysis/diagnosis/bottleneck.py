@@ -29,8 +29,10 @@ on every other stage the rules are tried in this order and the first that matche
    slot, which must not be mistaken for slow prefill.
 6. ``prefill`` → **prefill** — TTFT P95 at least ``prefill_ttft_ratio``× the baseline's while
    the decode time (TPOT median; the ITL median when there is no TPOT) stays under
-   ``itl_normal_ratio``× the baseline stage's and no server queue explains it (long
-   inputs slow the prefill; consider chunked prefill or capping input length).
+   ``itl_normal_ratio``× the baseline stage's and the server's queue gauge shows no queue that
+   explains it (long inputs slow the prefill; consider chunked prefill or capping input
+   length). Without a queue gauge it never matches: a wait for a slot looks the same and is
+   the common cause, so the stage falls to ``closed_loop_wait``.
 7. ``kv_contention`` → **queueing** — the tail departed while memory is not full, and the
    waiting queue grew, or SM utilisation stayed under ``sm_low_pct`` (KV-cache
    contention; tune ``--max-num-seqs`` or prefix caching rather than add GPUs).

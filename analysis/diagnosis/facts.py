@@ -138,7 +138,6 @@ class PrefillFact:
     decode_ratio: float  # over the baseline stage's
     ttft_threshold_ratio: float
     decode_threshold_ratio: float
-    queue_known: bool  # the server exports a queue gauge (else a wait for a slot looks the same)
     kind: Literal["prefill"] = "prefill"
 
 

@@ -153,6 +153,17 @@ def server_queue(s: StageFacts) -> facts.ServerQueueFact | None:
 
 
 def prefill(s: StageFacts) -> facts.PrefillFact | None:
+    """TTFT far above the baseline's with the decode speed held, and the server's own queue
+    gauge showing too little waiting to explain it (:func:`server_queue` comes first).
+
+    Without a queue gauge the rule says nothing: a request that waits for a slot and one whose
+    prefill is slow look the same from the client, and the wait is the common cause (a
+    simulator with 6 slots, its ``/metrics`` hidden, read "prefill: TTFT P95 12× the
+    baseline's" at 12 users on fixed 128-token prompts). The stage then falls to the queueing
+    the closed loop implies (:func:`closed_loop_wait`), which says which data was missing.
+    """
+    if s.waiting is None:
+        return None
     ttft, base_ttft = cell(s.row, "ttft_p95_ms"), s.baseline.ttft_p95_ms
     # decode speed: TPOT ((e2e - TTFT) / tokens) rather than the chunk gaps where both exist,
     # since servers that flush chunks in bursts (vLLM on CPU) make ITL medians near 0
@@ -174,7 +185,6 @@ def prefill(s: StageFacts) -> facts.PrefillFact | None:
         decode_ratio=itl_ratio,
         ttft_threshold_ratio=s.params.prefill_ttft_ratio,
         decode_threshold_ratio=s.params.itl_normal_ratio,
-        queue_known=s.waiting is not None,
     )
 
 

@@ -111,16 +111,11 @@ def _failing(fact: FailingFact) -> str:
 
 
 def _prefill(fact: PrefillFact) -> str:
-    caveat = (
-        ""
-        if fact.queue_known
-        else " (the server exports no queue gauge, so waiting for a slot would look the same)"
-    )
     return (
         f"TTFT P95 {fmt(fact.ttft_p95_ms, ' ms')} is {fact.ttft_ratio:.2g}× the baseline's while "
         f"the {DECODE_NAMES[fact.decode]} median {fmt(fact.decode_p50_ms, ' ms')} is only "
         f"{fact.decode_ratio:.2g}× its own: prefill of long inputs is the limit; consider "
-        f"chunked prefill or capping input length{caveat}"
+        f"chunked prefill or capping input length"
     )
 
 

@@ -196,6 +196,9 @@ def write_run_dir(
 
     Latency is flat up to ``slots`` users and grows linearly past it (queueing), so throughput
     flattens after ``slots``: a knee the analysis should find between 8 and 16 users by default.
+    Past the slots a request waits for one before its first token, as on a real server: the wait
+    is in its TTFT (20 ms alone), and its tokens come at the rate of a full batch (its TPOT
+    stays the one at ``slots``).
 
     ``prefill_stalls``: the server is one engine whose steps also run the prefills they admit, as
     the what-if model has it (:mod:`analysis.predict.batching`): each of the ``b`` running
@@ -232,16 +235,17 @@ def write_run_dir(
                 stop_reason="duration",
             )
         )
-        e2e_s = 0.25 * max(1.0, users / slots)
+        service_s = 0.25  # one request's time in a slot
         if prefill_stalls:
-            batch = min(users, slots)
-            e2e_s = (OUTPUT_TOKENS * 0.0074 + 0.0126 * batch) * max(1.0, users / slots)
+            service_s = OUTPUT_TOKENS * 0.0074 + 0.0126 * min(users, slots)
+        e2e_s = service_s * max(1.0, users / slots)
         for user in range(users):
             now = start + rng.uniform(0, 0.05)
             seq = 0
             while now + e2e_s * 1.1 < measure_end:
-                e2e = e2e_s * rng.uniform(0.9, 1.1)
-                ttft = 0.02 * max(1.0, users / slots)
+                spread = rng.uniform(0.9, 1.1)
+                e2e = e2e_s * spread
+                ttft = 0.02 + (e2e_s - service_s) * spread  # alone, plus the wait for a slot
                 phase = (
                     "baseline"
                     if kind == "baseline"

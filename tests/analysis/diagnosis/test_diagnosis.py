@@ -76,7 +76,8 @@ def test_each_rule(name, tok_s, p95, columns, expected, saw):
 
 
 def test_prefill_bound_when_ttft_high_and_itl_normal():
-    columns = {"ttft_p95_ms": [20, 20, 30, 200], "itl_p50_ms": [10, 10, 11, 12]}
+    columns = {"ttft_p95_ms": [20, 20, 30, 200], "itl_p50_ms": [10, 10, 11, 12],
+               "waiting_mean": [0, 0, 0, 0]}  # fmt: skip
     summary = _sweep(SCALING, [100, 100, 110, 300], **columns)
     summary.loc[0, ["ttft_p95_ms", "itl_p50_ms"]] = [20.0, 10.0]  # the baseline stage
     last = _last_of(summary)
@@ -106,12 +107,28 @@ def test_a_server_queue_is_queueing_not_prefill():
     assert last.bottleneck == "prefill", last.bottleneck_reason
 
 
+def test_without_a_queue_gauge_a_ttft_rise_is_the_closed_loops_queueing_not_prefill():
+    """TTFT 10× the baseline's with decode as fast as alone, from a server that exports no queue
+    gauge: a wait for a slot looks the same as slow prefill and is the common cause (a slot-bound
+    simulator without /metrics read "prefill" on fixed-length prompts), so not prefill."""
+    columns = {"ttft_p95_ms": [20, 20, 30, 200], "itl_p50_ms": [10, 10, 11, 12]}
+    summary = _sweep(FLAT, [100, 100, 110, 300], **columns)
+    summary.loc[0, ["ttft_p95_ms", "itl_p50_ms"]] = [20.0, 10.0]  # the baseline stage
+    summary["waiting_mean"] = float("nan")  # no gauge
+    last = _last_of(summary)
+    assert last.bottleneck == "queueing", last.bottleneck_reason
+    assert _saw(last.bottleneck_reason, "closed_loop_wait")
+    summary["waiting_mean"] = 0.0  # the gauge says nothing waited: the TTFT rise is prefill
+    assert _last_of(summary).bottleneck == "prefill"
+
+
 def test_bursty_chunks_judge_decode_speed_by_tpot_not_itl():
     """vLLM on CPU flushes chunks in bursts (ITL median ~0): TPOT says decode slowed too."""
     columns = {
         "ttft_p95_ms": [20, 20, 30, 200],
         "itl_p50_ms": [0.01] * 4,
         "tpot_p50_ms": [10, 10, 20, 40],
+        "waiting_mean": [0, 0, 0, 0],
     }
     summary = _sweep(SCALING, [100, 100, 110, 300], **columns)
     summary.loc[0, ["ttft_p95_ms", "itl_p50_ms", "tpot_p50_ms"]] = [20.0, 0.01, 10.0]
