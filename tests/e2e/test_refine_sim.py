@@ -15,8 +15,9 @@ running (``analysis/stages/slot_count``: the slots from the requests decoding at
 within 10 % of the simulator's running gauge at every stage, read at the gauge's own instants
 (``tests/analysis/stages/gauge_agreement``).
 
-Stages are short (3 s) so the table fits two minutes on 2 busy cores; five sweeps at a time (78
-CPU-seconds in 113 s alone on this 2-core machine; three at a time took 208 s).
+Stages are short (3 s) so the table fits a few minutes on 2 busy cores; three sweeps at a time (five
+at a time passed alone and in four suites, 113 s for 208, then in a fifth the 40-slot sweep's
+simulators were starved: every stage untrusted, capacity 28 for 40).
 CI runs every capacity with metrics and a subset without; ``LOADKNEE_FULL_TABLE=1`` runs the whole
 table both ways (``--max-num-seqs`` 6, 8, 10, 12, 20, 28, 40; the KV-bound preset runs both ways
 in CI).
@@ -77,9 +78,9 @@ def sweep(case: int | str, metrics: bool, out: Path) -> tuple[str, Path]:
 
 @pytest.fixture(scope="module")
 def sweeps(tmp_path_factory):  # type: ignore[no-untyped-def]
-    """Every case's sweep, five at a time, handed out as they are submitted: a test analyses its
+    """Every case's sweep, three at a time, handed out as they are submitted: a test analyses its
     run (in this process) while the later sweeps still run."""
-    with submitted(sweep, CASES, tmp_path_factory.mktemp("runs"), 5) as futures:
+    with submitted(sweep, CASES, tmp_path_factory.mktemp("runs")) as futures:
         yield futures
 
 
