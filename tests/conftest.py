@@ -45,10 +45,12 @@ def _keep_compiled_modules() -> Path | None:
     """
     if not os.environ.get("PYTHONDONTWRITEBYTECODE") or sys.platform == "win32":
         return None
+    from tests.realengine.engine import cache_dir
+
     prefix = os.environ.get("PYTHONPYCACHEPREFIX")
     if not prefix:
-        root = Path(os.environ.get("LOADKNEE_CACHE", Path.home() / ".cache" / "loadknee"))
-        prefix = str(Path(sys.prefix if sys.prefix != sys.base_prefix else root) / "pycache")
+        root = sys.prefix if sys.prefix != sys.base_prefix else cache_dir().parent
+        prefix = str(Path(root) / "pycache")
     os.environ.pop("PYTHONDONTWRITEBYTECODE")
     os.environ["PYTHONPYCACHEPREFIX"] = prefix
     sys.dont_write_bytecode = False
