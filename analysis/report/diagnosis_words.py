@@ -115,7 +115,7 @@ def _prefill(fact: PrefillFact) -> str:
         f"TTFT P95 {fmt(fact.ttft_p95_ms, ' ms')} is {fact.ttft_ratio:.2g}× the baseline's while "
         f"the {DECODE_NAMES[fact.decode]} median {fmt(fact.decode_p50_ms, ' ms')} is only "
         f"{fact.decode_ratio:.2g}× its own: prefill of long inputs is the limit; consider "
-        f"chunked prefill or capping input length"
+        "chunked prefill or capping input length"
     )
 
 
