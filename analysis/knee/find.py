@@ -41,9 +41,9 @@ the
    share above the limit, or OOM); **knee**
    (throughput flattened while the tail departed); **critical** (any early sign: tail departed,
    gain narrowing, memory pressure, OOM risk, some errors, SLA exceeded); else **comfortable**.
-4. Where the server reports its queue and some stage proved its running maximum a real limit
-   (requests waited there), a "knee" judged on an untrusted client figure (no interval, or one
-   too wide) in a stage the server ran with free slots and nothing waiting becomes "critical"
+4. A "knee" judged on an untrusted client figure (no interval, or one too wide) in a stage
+   where nothing waited (by the server's counts where it reports its queue, else by the
+   client's estimate) becomes "critical"
    (:func:`~analysis.knee.queue_demotions.demote_unsaturated`). A "knee" that a later stage
    out-serves by ``resume_gain_pct`` or more was a dip: it becomes "critical" with the numbers
    as its first reason. The knee is the first "knee" stage before the first red line;

@@ -27,7 +27,8 @@ def demote_unsaturated(
     rows: list[Any], verdicts: list[StageVerdict], ctx: StageContext
 ) -> list[StageVerdict]:
     """A "knee" from an untrusted client figure where the server says it had free slots and
-    nothing waited becomes "critical" — once some stage proved the slots are a real limit.
+    nothing waited becomes "critical"; where no stage queued, so does one in a stage without
+    the server's gauges whose client estimate saw nothing wait (:func:`demote_unqueued`).
 
     Why: a stage too short for an interval (or with one too wide) judges flattening on its point
     figure. On a 2 s window the 40-slot simulator served 1,177 tok/s at 32 users and 1,124 at 34
@@ -36,9 +37,16 @@ def demote_unsaturated(
     32 for a server with 40 slots. The server's word is the better evidence there; a stage
     measured well enough for a trusted interval keeps its client-side verdict (a compute-bound
     bend below the slot count still shows as a knee), and so does one whose knee clears its own
-    noise (:func:`~analysis.knee.noisy_stages.knee_clears_noise`)."""
+    noise (:func:`~analysis.knee.noisy_stages.knee_clears_noise`).
+
+    Before any stage queued, "free slots" says only that nothing waited (the running maximum
+    may be the users offered): the server's word still stands against a noisy figure, as the
+    client's estimate does without gauges. A 40-slot simulator on a busy machine (3 s stages)
+    read 1,128 -> 1,141 tok/s at 28 -> 30 users, flat within both stages' noise, while the
+    server said 30 running, 0 waiting; the knee stood only because no stage had queued yet, the
+    sweep stopped at 32 and the answer was 28."""
     if saturated_slots(verdicts, ctx) is None:
-        return demote_unqueued(verdicts)
+        verdicts = demote_unqueued(verdicts)  # stages without the server's gauges
 
     def free_slots(i: int, verdict: StageVerdict) -> Signal | None:
         if not noise_in_doubt(verdict) or has_fired(verdict, "server_saturated"):

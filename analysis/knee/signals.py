@@ -346,8 +346,7 @@ def free_slots_signal(row: pd.Series, ctx: StageContext) -> Signal:
     stayed below ``saturated_waiting``: every added user was admitted at once, so the stage is
     not saturated. :func:`analysis.knee.queue_demotions.demote_unsaturated` lets this overrule
     a flattening seen by the client only where the client's figure is untrusted (no interval,
-    or one too wide) and some stage proved the running maximum is a real limit (requests waited
-    there)."""
+    or one too wide)."""
     p, queue = ctx.params, _server_queue(row, ctx)
     if queue is None:
         return Signal("server_free_slots", False, None, None, fact=AbsentFact("no_server_queue"))

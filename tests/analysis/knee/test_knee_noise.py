@@ -302,11 +302,39 @@ def test_the_resamples_keep_each_stages_noise_as_the_answer_judged_it():
     assert other.confidence_pct == 0.0 and other.confidence.others == ((32, 100.0),)
 
 
-def test_free_slots_overrule_nothing_until_a_queue_proved_the_limit():
-    # no stage queued: the running maximum (48) may be only the users offered, not slots
-    result = _knee(_sim40(48.0, 0.0))
-    assert _by_users(result)[34].verdict == "knee"
-    assert result.max_concurrency == 32
+def _sim40_hidden():
+    """:func:`_sim40` with 48 running and none waiting, seen from the client alone."""
+    n, users = len(SIM40["levels"]), [float(u) for u in SIM40["levels"]]
+    return sweep(
+        SIM40["levels"], SIM40["tok"], SIM40["p95"], baseline_tok_s=94.1, baseline_p95_ms=678.0,
+        client_running=users, client_waiting=[0.0] * n, client_in_flight=users,
+        output_tok_s_hw_pct=[float("nan")] * n, interval_batches=[0.0] * n,
+        window_s=[2.0] * n, window_needed_s=[10.0] * n,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("summary", "overruled_by"),
+    [
+        (_sim40(48.0, 0.0), "server_free_slots"),
+        (_sim40_hidden(), "client_unqueued"),
+    ],
+    ids=["server-gauges", "client-estimate"],
+)
+def test_with_no_queue_anywhere_a_noisy_flattening_is_no_knee_with_or_without_gauges(
+    summary, overruled_by
+):
+    """No stage queued (48 running, none waiting): the 2 s point figures' dip at 34 (less than 32
+    served, and 36 served more than either) is no knee whoever says nothing waited. Before, the
+    server's word counted only once a queue proved its slots, so the same run answered 32 with
+    its gauges and 48 without; a 40-slot simulator on a busy machine (3 s stages) was answered
+    28 with its gauges, its 30 users' flattening (1,128 -> 1,141 tok/s) within the noise while
+    the server said 30 running, 0 waiting."""
+    result = _knee(summary)
+    v = _by_users(result)
+    assert v[34].verdict == "critical" and v[34].reasons[0].name == overruled_by
+    assert {u: x.verdict for u, x in v.items()} == dict.fromkeys(SIM40["levels"], "critical")
+    assert (result.knee_users, result.max_concurrency) == (None, 48)
 
 
 def test_a_trusted_flattening_keeps_its_verdict_below_the_slots():
