@@ -53,9 +53,12 @@ bound by memory, not its knee: 6 against 4 [4–7] at twice the prompt, 10 again
 twice the output, and for the lognormal log 7 (7–9) against 4 [4–7]: the mix's KV use is its
 simulated stage peak read as the checking run read its gauge (:mod:`analysis.predict.kv_peak`;
 on the mean use it said 10, where the run's 8-user stage peaked at 89 % on a mean of 62 %).
-The misses: ``kv-bound`` lognormal hidden and stated: the model's batch (10–11, the running
-gauge's 10.1–11.4) against a knee at 13–14 where the client-side estimate read 14 running at
-16 users and the mix's throughput still crept up between refine levels (637, 690, 668 tok/s);
+The misses: ``kv-bound`` lognormal hidden and stated: the model's batch (11 since the mix's
+batch is the mean over moments, :mod:`analysis.predict.mix_batch`; 10 before; the running
+gauge's 10.4–11.3 with 1.6–4.8 waiting at 12–16 users) against a knee at 13–14 where the
+client-side estimate read 12–14 running and none waiting at 12–14 users (a mix's waits are
+short against its median service time) and the mix's throughput still crept up between refine
+levels (639, 689, 665, 681 tok/s at 12, 13, 14, 16: the run's own noise, ±4 %);
 ``compute-bound`` lognormal, a run that cannot tell (its knee moves with the noise) or whose
 answer (60, without the gauges) rests on the tail's noise-aware rule, which a lognormal stage's
 wide P95 interval fires only late. Numbers and causes: issue 42's notes.

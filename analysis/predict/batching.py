@@ -6,7 +6,8 @@ and send the next (no think time), as a stepped sweep's level does. The server r
 1. **Batch**: ``b = min(N, slots, ⌊KV / (I + O)⌋)`` sequences at once — at most the slot limit,
    and as many as the KV budget holds when each sequence reserves its whole context (the
    prompt and every token it will generate). The other ``N − b`` users' requests wait in the
-   queue.
+   queue. A mix under a KV budget: the mean over the moments of a stage of ``min(N, slots,
+   the count that fits then)`` (:mod:`analysis.predict.mix_batch`), a fraction near the limit.
 2. **Step**: each engine step decodes one token for every running sequence and costs
    ``α + β × b`` ms (the latency profile's line; with a measured step shape, plus the offset of
    the measured step from that line at ``b``, interpolated between the batches the run
@@ -56,6 +57,7 @@ from analysis.predict.facts import (
     LevelFigures,
     Workload,
 )
+from analysis.predict.mix_batch import fitting_counts, mean_batch_table
 from loadknee_core.knee_params import DEFAULTS, KneeParams
 
 #: the most users a prediction looks at: far above any level a sweep tests
@@ -153,7 +155,8 @@ def held_tokens(draws: Draws, batch: np.ndarray, workload: Workload) -> np.ndarr
     if table is None:
         return batch * workload.held_tokens
     rows = (np.arange(batch.shape[0]) % table.shape[0])[:, None]
-    columns = np.clip(batch.astype(int) - 1, 0, table.shape[1] - 1)
+    # a mix's mean batch is a fraction (mix_batch): its stage peaks with the batch's whole count
+    columns = np.clip(np.ceil(batch - 1e-9).astype(int) - 1, 0, table.shape[1] - 1)
     return np.asarray(table[rows, columns], dtype=float)
 
 
@@ -162,8 +165,11 @@ def grid(draws: Draws, workload: Workload, top: int = TOP_USERS) -> Grid:
     users = np.arange(1, top + 1, dtype=float)
     n = users.reshape(1, -1)
     held = kv_slots(draws.kv_tokens, workload)
-    cap = np.minimum(draws.slots, held)
-    batch = np.minimum(n, cap)
+    batch = np.minimum(n, np.minimum(draws.slots, held))
+    counts = fitting_counts(np.asarray(workload.lengths, dtype=float).reshape(-1, 2),
+                            draws.kv_tokens, top)  # fmt: skip
+    if counts is not None:  # a mix: the mean of the moments' batches (mix_batch)
+        batch = mean_batch_table(counts, draws.slots, top)
     limit = np.where(batch < n, np.where(draws.slots <= held, 1, 2), 0)
     i, o = workload.input_tokens, max(workload.output_tokens, 1.0)
     gamma = draws.prefill_ms_per_token

@@ -131,7 +131,8 @@ def why_text(p: Prediction) -> str:
     if point.ends_with == "memory" and kv and past and used is not None and window is not None:
         shown = f"{used:.1f}" if limit is None or round(used, 1) > limit else f"{used:.2f}"
         return (
-            f"at {past.users} users the stage's peak KV use ({past.batch:g} running sequences "
+            f"at {past.users} users the stage's peak KV use ({batch_text(past.batch)} running "
+            "sequences "
             f"drawn from the mix's {len(p.workload.lengths)} sampled records, a "
             f"{window.seconds:g}-s stage read {window.samples} times) reaches {shown} % of "
             f"the KV budget (~{_n(kv.value)} tokens) in {100 - POINT_PERCENTILE:g} % of stages: "
@@ -140,7 +141,8 @@ def why_text(p: Prediction) -> str:
         )
     if point.ends_with == "memory" and kv and past and used is not None and limit is not None:
         return (
-            f"at {past.users} users the model's {past.batch:g} running sequences, each holding "
+            f"at {past.users} users the model's {batch_text(past.batch)} running sequences, "
+            "each holding "
             f"~{p.workload.held_tokens:.0f} tokens on average (prompt + half the completion), "
             f"fill {used:.0f} % of the KV budget (~{_n(kv.value)} tokens): above the "
             f"{limit:g} % memory threshold"
@@ -211,6 +213,14 @@ MEAN_TOKEN_WORDS = (
     "median TPOT, the time per token from the usage counts: the mean a token took, the steps "
     "that also ran a newcomer's prefill included (a queueing model's time per token)"
 )
+
+
+def batch_text(batch: float | None) -> str:
+    """A model's batch: a whole count as it is, a mix's mean batch (a fraction) to one decimal
+    (None: "—")."""
+    if batch is None:
+        return "—"
+    return f"{batch:g}" if float(batch).is_integer() else f"{batch:.1f}"
 
 
 def decode_source_text(source: DecodeSource, tokens_per_chunk: float | None) -> str:
@@ -285,13 +295,14 @@ def _reach(p: Prediction) -> str:
     largest = f"{p.fit.max_batch:g}"
     if p.refusal == "beyond_measured" and p.point is not None:
         return (
-            f"refused: the capacity would need a batch of {p.point.batch:g}, over "
+            f"refused: the capacity would need a batch of {batch_text(p.point.batch)}, over "
             f"{p.widened_by:.1f}× the largest the run measured ({largest}); run a sweep "
             "that reaches it"
         )
     if p.extrapolated and p.point is not None:
         return (
-            f"extrapolates: a batch of {p.point.batch:g} beyond the largest the run measured "
+            f"extrapolates: a batch of {batch_text(p.point.batch)} beyond the largest the run "
+            "measured "
             f"({largest}); β's interval widened ×{p.widened_by:.2f}"
         )
     return f"within what the run measured (largest batch {largest})"
@@ -303,7 +314,8 @@ def _table(p: Prediction) -> list[str]:
     rows = [header]
     for lv in p.levels:
         rows.append(
-            f"  {lv.users:>5}  {lv.batch:>5g}  {lv.limit if lv.limit != 'none' else '-':>5}  "
+            f"  {lv.users:>5}  {batch_text(lv.batch):>5}  "
+            f"{lv.limit if lv.limit != 'none' else '-':>5}  "
             f"{lv.ttft_ms:>8.0f}  {lv.e2e_ms:>8.0f}  {lv.output_tok_s:>9.0f}  "
             f"{lv.tail_ratio:>6.2f}"
         )

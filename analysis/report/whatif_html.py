@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from analysis.predict.around import WhatIfRow
 from analysis.predict.facts import Prediction
 from analysis.report.html_kit import esc, table
-from analysis.report.predict_words import bound_text, misfit_text, span_text
+from analysis.report.predict_words import batch_text, bound_text, misfit_text, span_text
 
 #: the table's columns, in order
 HEADERS = ("lengths", "prompt + completion tokens", "capacity (90 % interval)", "binds", "reach")
@@ -53,12 +53,13 @@ def reach_words(p: Prediction) -> str:
         return f"refused: the model misses the run it was fitted from: {misfit_text(p.misfit)}"
     if p.refusal == "beyond_measured" and p.point is not None:
         return (
-            f"refused: needs a batch of {p.point.batch:g}, over twice the largest measured "
+            f"refused: needs a batch of {batch_text(p.point.batch)}, over twice the largest "
+            "measured "
             f"({largest})"
         )
     if p.extrapolated and p.point is not None:
         return (
-            f"extrapolates: a batch of {p.point.batch:g} beyond the largest measured "
+            f"extrapolates: a batch of {batch_text(p.point.batch)} beyond the largest measured "
             f"({largest}); interval widened ×{p.widened_by:.2f}"
         )
     return f"within the run (largest batch {largest})"
