@@ -140,6 +140,26 @@ def _configure(fact: facts.DeployFact) -> str:
     )
 
 
+def deploy_bound_text(answer: facts.DeployAnswer) -> str:
+    """What bound the deploy figure, for "bound by …": the limit's words, except a soft knee's
+    figure (nothing queued at the knee, the tail departed below it), which the tail set: "bound by
+    the knee" beside a knee far above the figure read as a contradiction (16 to deploy, the knee
+    at 40 on a 40-slot simulator, the tail departed at 24)."""
+    fact = answer.fact
+    if (
+        answer.bound == "knee"
+        and isinstance(fact, facts.DeployFact)
+        and fact.departed_users is not None
+        and fact.batch_users is not None
+    ):
+        return (
+            f"the tail's departure at {_users(fact.departed_users)} (the knee, at "
+            f"{_users(fact.at_users)}, queued nothing: an offline batch may run at "
+            f"{fact.batch_users})"
+        )
+    return BOUND_WORDS.get(answer.bound, answer.bound.replace("_", " "))
+
+
 def deploy_text(answer: facts.DeployAnswer) -> str:
     """The answer's words (already words when read back from knee.json)."""
     return answer.fact if isinstance(answer.fact, str) else deploy_fact_text(answer.fact)

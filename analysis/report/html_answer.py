@@ -11,7 +11,7 @@ from typing import Any
 
 from analysis.advice.facts import Recommendations
 from analysis.model import KneeResult
-from analysis.report.advice_words import BOUND_WORDS, deploy_text
+from analysis.report.advice_words import deploy_bound_text, deploy_text
 from analysis.report.answer_view import AnswerView, answer_view, interval_words
 from analysis.report.html_kit import card, esc, figure
 
@@ -40,7 +40,7 @@ def _tiles(
     view = answer_view(knee, recs)
     bound = ""
     if recs is not None and recs.deploy is not None:
-        bound = BOUND_WORDS.get(recs.deploy.bound, recs.deploy.bound.replace("_", " "))
+        bound = deploy_bound_text(recs.deploy)
     past = f"first stage past capacity ({view.past})" if view.past else "first stage past capacity"
     told = f"concurrent requests to configure; bound by {bound}" if bound else "no figure"
     tiles: list[tuple[str, str, Any, str]] = [

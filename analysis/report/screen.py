@@ -32,8 +32,8 @@ from analysis.cluster.plan import listed
 from analysis.model import KneeResult, Signal, StageVerdict
 from analysis.pipeline import Analysis
 from analysis.report.advice_words import (
-    BOUND_WORDS,
     context_lines,
+    deploy_bound_text,
     deploy_text,
     flag_words,
     withheld_text,
@@ -234,7 +234,7 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
     elif deploy.users is None:
         lines += wrapped(uncited(deploy_text(deploy)), first="DEPLOY: none: ", width=width)
     else:
-        bound = BOUND_WORDS.get(deploy.bound, "")
+        bound = deploy_bound_text(deploy)
         if deploy.bound == "sla" and slo is not None and slo.capacity == deploy.users:
             bound = "the SLOs"
         elif deploy.bound == "tail":
@@ -242,7 +242,9 @@ def answer_lines(analysis: Analysis, *, width: int = WIDTH) -> list[str]:
         elif deploy.bound == "tested_range":
             above = [u for u in standing.unjudged if u > (deploy.users or 0)]
             bound = "the judged stages only" if above else "the tested range only"
-        lines.append(f"DEPLOY: {counted(deploy.users, 'concurrent request')}, bound by {bound}")
+        lines += wrapped(
+            f"DEPLOY: {counted(deploy.users, 'concurrent request')}, bound by {bound}", width=width
+        )
     interval = [capacity_words(answer_view(knee, recs))] if knee.stages else []
     if slo is not None:
         cap = "none" if slo.capacity is None else counted(slo.capacity, "user")

@@ -35,6 +35,7 @@ from analysis.knee.facts import ErrorsFact, NoSignalFact, RefusalsFact, SlaFact,
 from analysis.model import KneeResult, Signal
 from analysis.report.advice_words import (
     context_lines,
+    deploy_bound_text,
     deploy_text,
     reason_words,
     sweep_command,
@@ -194,6 +195,9 @@ def _text() -> str:
              DEPLOY.items()]  # fmt: skip
     said = DeployAnswer(8, "knee", "configure 8 concurrent requests (read from knee.json)")
     lines.append(f"deploy, words read back: {deploy_text(said)}")
+    lines += [f"bound by, {case}: {deploy_bound_text(DeployAnswer(f.users, f.bounds[0], f))}"
+              for case, f in DEPLOY.items() if f.kind == "configure"]  # fmt: skip
+    lines.append(f"bound by, words read back: {deploy_bound_text(said)}")
     lines += [f"{case}: {reason_words(fact)}" for case, fact in REASONS.items()]
     item = Recommendation("deploy_concurrency", 16, _CONFIGURE)
     lines.append(f"deploy_concurrency: {reason_words(item.reason)}")

@@ -14,10 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from analysis.advice.facts import DeployAnswer, DeployFact, Recommendations
 from analysis.cli import main
 from analysis.live.answer import judge
 from analysis.pipeline import analyze_run
+from analysis.report.advice_words import BOUND_WORDS, deploy_bound_text
 from analysis.report.answer_view import answer_view, mark_labels
+from analysis.report.html_answer import answer_html
 from analysis.report.plots import latency_figure, throughput_figure
 from analysis.report.standing import cannot_tell_text
 from loadknee_core.slo_targets import RUN_SLO_PARAMETER
@@ -265,3 +268,20 @@ def test_the_live_judge_says_the_reports_cannot_tell(tmp_path) -> None:
     (run / "run.json").write_text(json.dumps(info), encoding="utf-8")
     bound = judge(str(run))
     assert bound["slo_capacity"] == 6 and bound["cannot_tell"] == ""
+
+
+def test_a_soft_knees_deploy_figure_is_bound_by_the_tail_it_names() -> None:
+    """A soft knee (nothing queued at the knee, the tail departed below it) deploys the level
+    before the departure: the "bound by" of the DEPLOY line and the deploy tile names that
+    departure, the knee and the offline batch, not "the knee" alone (16 to deploy beside a knee
+    at 40 read as a contradiction); any other answer keeps its limit's words."""
+    soft = DeployFact("configure", users=16, at_users=40, bounds=("knee",), departed_users=24,
+                      batch_users=38)  # fmt: skip
+    said = deploy_bound_text(DeployAnswer(16, "knee", soft))
+    assert re.findall(r"\d+", said) == ["24", "40", "38"]
+    plain = DeployFact("configure", users=38, at_users=40, bounds=("knee",))
+    assert deploy_bound_text(DeployAnswer(38, "knee", plain)) == BOUND_WORDS["knee"]
+    assert deploy_bound_text(DeployAnswer(8, "knee", "as read back")) == BOUND_WORDS["knee"]
+    recs = Recommendations(items=(), server_flags=(), deploy=DeployAnswer(16, "knee", soft))
+    tile = answer_html(None, recs)
+    assert said in html.unescape(tile)
