@@ -45,11 +45,17 @@ def stream_script(tokens: int, gap_s: float) -> Script:
 
 class ScriptedServer:
     """Plays ``script`` for every request (keep-alive); ``sent[i]``: ``time.time()`` after step i
-    (of all requests, in order); ``accepted``: connections so far."""
+    (of all requests, in order); ``accepted``: connections so far. ``gated``: after the script's
+    first step (the head) each response waits for :attr:`gate` (set by :func:`read` once the
+    client holds the head), so that no body can arrive inside the head's read."""
 
-    def __init__(self, script: Script, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, script: Script, tls: ssl.SSLContext | None = None, *, gated: bool = False
+    ) -> None:
         self.script = script
         self.tls = tls
+        self.gated = gated
+        self.gate = threading.Event()
         self.sent: list[float] = []
         self.before: list[float] = []  # time.time() before each step's send
         self.accepted = 0
@@ -73,7 +79,10 @@ class ScriptedServer:
         with conn:
             try:
                 while _read_request_head(conn):
-                    for pause, payload in self.script:
+                    for step, (pause, payload) in enumerate(self.script):
+                        if step == 1 and self.gated:
+                            self.gate.wait(10)
+                            self.gate.clear()
                         if isinstance(pause, threading.Event):
                             pause.wait(10)
                         else:
@@ -102,8 +111,8 @@ def _read_request_head(conn: socket.socket) -> bool:
 
 
 @contextmanager
-def served(script: Script) -> Iterator[tuple[ScriptedServer, HTTPClient]]:
-    server = ScriptedServer(script)
+def served(script: Script, *, gated: bool = False) -> Iterator[tuple[ScriptedServer, HTTPClient]]:
+    server = ScriptedServer(script, gated=gated)
     client = HTTPClient("127.0.0.1", server.port, network_timeout=5, connection_timeout=5)
     streamread.stamp_new_sockets(client._connection_pool)  # as LLMUser does for its host
     try:
@@ -113,11 +122,16 @@ def served(script: Script) -> Iterator[tuple[ScriptedServer, HTTPClient]]:
         server.close()
 
 
-def read(client: HTTPClient, timeout: float = 5.0, *, after_s: float = 0.0):
-    """POST, optionally sleep (blocking: the bytes pile up unread), read; (parser, done, t0).
+def read(server: ScriptedServer, client: HTTPClient, timeout: float = 5.0, *, after_s: float = 0.0):
+    """POST, let a gated ``server`` send the body, optionally sleep (blocking: the bytes pile up
+    unread), read; (parser, done, t0).
 
-    Also checks the reader took the path this platform and the monkeypatched switch allow."""
+    Also checks the reader took the path this platform and the monkeypatched switch allow. The
+    body is gated (``served(..., gated=True)``): on a loaded machine a body sent 10 ms after the
+    head arrived whole inside the head's read, and the reader rightly said "with_headers" (ci80:
+    ``test_a_body_ending_without_done_returns_none[True]``)."""
     resp = client.post("/v1/chat/completions", body=b"{}")
+    server.gate.set()
     time.sleep(after_s)
     parser = StreamParser()
     t0 = time.perf_counter()
@@ -137,8 +151,8 @@ needs_kernel_stamps = pytest.mark.skipif(
 @needs_kernel_stamps
 def test_stamps_are_arrival_times_not_read_times() -> None:
     # the whole response arrives in ~50 ms; the client reads it 400 ms later
-    with served(stream_script(5, 0.01)) as (server, client):
-        parser, done, t0 = read(client, after_s=0.4)
+    with served(stream_script(5, 0.01), gated=True) as (server, client):
+        parser, done, t0 = read(server, client, after_s=0.4)
     assert parser.done and parser.chunks == 5 and parser.usage.completion_tokens == 5
     assert done is not None
     # on the perf_counter timeline: `done` ≈ when [DONE] left the server, ~0.35 s before t0
@@ -150,8 +164,8 @@ def test_stamps_are_arrival_times_not_read_times() -> None:
 
 def test_without_kernel_stamps_lines_are_stamped_when_read(monkeypatch) -> None:
     monkeypatch.setattr(streamread, "KERNEL_STAMPS", False)
-    with served(stream_script(5, 0.01)) as (_server, client):
-        parser, done, t0 = read(client, after_s=0.3)
+    with served(stream_script(5, 0.01), gated=True) as (server, client):
+        parser, done, t0 = read(server, client, after_s=0.3)
     assert parser.done and parser.chunks == 5 and parser.usage.completion_tokens == 5
     assert done is not None and done >= t0
     assert all(t >= t0 for t in parser.content_times)
@@ -162,8 +176,8 @@ def test_gaps_shorter_than_the_timeout_never_time_out(monkeypatch, kernel: bool)
     # 8 tokens 0.15 s apart = 1.2 s in all, with a 0.4 s read timeout (the lazy timer re-arms)
     if not kernel:
         monkeypatch.setattr(streamread, "KERNEL_STAMPS", False)
-    with served(stream_script(8, 0.15)) as (server, client):
-        parser, done, t0 = read(client, timeout=0.4)
+    with served(stream_script(8, 0.15), gated=True) as (server, client):
+        parser, done, t0 = read(server, client, timeout=0.4)
     assert parser.done and parser.chunks == 8
     assert done is not None and done - t0 > 1.1
     # each token stamped on its own arrival: the gaps are the server's own between its sends
@@ -210,8 +224,8 @@ def test_a_body_ending_without_done_returns_none(monkeypatch, kernel: bool) -> N
     if not kernel:
         monkeypatch.setattr(streamread, "KERNEL_STAMPS", False)
     script = [(0.0, HEAD), (0.0, chunk(TOKEN)), (0.01, chunk(TOKEN)), (0.0, END)]
-    with served(script) as (_server, client):
-        parser, done, _t0 = read(client)
+    with served(script, gated=True) as (server, client):
+        parser, done, _t0 = read(server, client)
     assert done is None and parser.chunks == 2 and not parser.done
 
 
@@ -224,9 +238,9 @@ def test_after_done_the_body_is_read_to_its_end_and_the_socket_reused(
     trailing = chunk(b": a comment after [DONE]\n\n")
     script = stream_script(3, 0.0)
     script = [*script[:-1], (0.05, trailing), (0.0, END)]
-    with served(script) as (server, client):
+    with served(script, gated=True) as (server, client):
         for _ in range(2):  # the second request rides the first one's connection
-            parser, done, _t0 = read(client)
+            parser, done, _t0 = read(server, client)
             assert parser.done and parser.chunks == 3 and done is not None
     assert server.accepted == 1  # one connection served both: the body was read to its end
 
@@ -301,8 +315,8 @@ def test_parsing_a_big_read_does_not_move_its_stamp_earlier() -> None:
     """900 chunks and [DONE] in one send: the stamp stays at or after the send began, however
     long the parser takes over them (the clock is read before the parser runs)."""
     burst = b"".join(chunk(TOKEN) for _ in range(900)) + chunk(USAGE % 900) + chunk(DONE) + END
-    with served([(0.0, HEAD), (0.2, burst)]) as (server, client):
-        parser, done, _t0 = read(client, after_s=0.4)
+    with served([(0.0, HEAD), (0.2, burst)], gated=True) as (server, client):
+        parser, done, _t0 = read(server, client, after_s=0.4)
     assert parser.done and parser.chunks == 900 and done is not None
     done_wall = done + (time.time() - time.perf_counter())
     assert done_wall >= server.before[-1] - 0.0001, (done_wall - server.before[-1]) * 1000
