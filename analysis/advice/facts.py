@@ -172,6 +172,11 @@ class OwnLimitFact:
     rule: str = "max_num_seqs"
     pool_tokens: int | None = None  # the engine's KV pool (vllm:cache_config_info)
     request_tokens: float | None = None  # prompt + completion of the run's longest request
+    #: a soft knee's deploy answer (nothing queued at the knee, the tail departed below it): the
+    #: interactive figure the tail set, which more slots do not move, and the offline batch's,
+    #: which they raise (None: the deploy figure is the knee's own)
+    interactive_users: int | None = None
+    offline_users: int | None = None
 
 
 @dataclass(frozen=True)

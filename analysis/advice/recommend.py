@@ -430,10 +430,37 @@ def recommend(
         if item.key.partition(".")[0] in ENGINE_SECTIONS and item.value is not None:
             flags.append(flag_text(item))
     answer = deploy_answer(summary, knee)
+    items = scoped_to_the_answer(items, answer)
     items.insert(0, facts.Recommendation("deploy_concurrency", answer.users, answer.fact))
     return facts.Recommendations(
         items=tuple(items), server_flags=tuple(flags), withheld=tuple(notes), deploy=answer
     )
+
+
+def scoped_to_the_answer(
+    items: list[facts.Recommendation], answer: facts.DeployAnswer
+) -> list[facts.Recommendation]:
+    """``items`` with a raise-the-slots fact told which figure it moves where the deploy answer
+    is a soft knee's (nothing queued at the knee, the tail departed below it): the offline
+    batch's, not the interactive one the tail set. Why: "DEPLOY 16" beside "the server's 40
+    slots bind: raise --max-num-seqs toward ~72" read as if more slots would raise the 16; on a
+    step that grows with the batch they raise the offline batch (38) only."""
+    soft = answer.fact
+    if not (
+        isinstance(soft, facts.DeployFact)
+        and soft.departed_users is not None
+        and soft.batch_users is not None
+    ):
+        return items
+    scoped = []
+    for item in items:
+        if isinstance(item.reason, facts.OwnLimitFact):
+            reason = replace(
+                item.reason, interactive_users=soft.users, offline_users=soft.batch_users
+            )
+            item = replace(item, reason=reason)
+        scoped.append(item)
+    return scoped
 
 
 #: recommendation-key sections that are an engine's own flags

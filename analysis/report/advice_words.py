@@ -285,7 +285,18 @@ def _own_limit(fact: facts.OwnLimitFact) -> str:
             f"what the KV gauge's peak predicts at {fact.memory_pressure_pct:g} %; the server "
             "did not state its KV pool, so another run may say another value"
         )
-    return _said(fact, basis=basis)
+    scope = _own_limit_scope(fact)
+    return _said(fact, basis=f"{basis}; {scope}" if scope else basis)
+
+
+def _own_limit_scope(fact: facts.OwnLimitFact) -> str:
+    """Which figure more slots move where the deploy answer is a soft knee's ("" otherwise)."""
+    if fact.interactive_users is None or fact.offline_users is None:
+        return ""
+    return (
+        f"it raises the offline batch's {fact.offline_users}; the interactive "
+        f"{fact.interactive_users} is the tail's, which more slots do not move"
+    )
 
 
 @reason_words.register
@@ -383,9 +394,11 @@ def flag_words(item: facts.Recommendation) -> str:
     flag, fact = flag_text(item), item.reason
     engine = ENGINE_NAMES.get(item.key.partition(".")[0], "")
     if isinstance(fact, facts.OwnLimitFact):
+        scope = _own_limit_scope(fact)
         return (
             f"the server's {fact.slots} slots bind, KV {fact.kv_peak_pct:.0f} % used: raise "
             f"{fact.flag} toward ~{fact.predicted} and re-run to measure"
+            + (f" ({scope})" if scope else "")
         )
     if isinstance(fact, facts.CapFact):
         basis = f"capacity {fact.max_concurrency} × batch size {fact.batch_size}"

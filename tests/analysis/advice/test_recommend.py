@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import replace
 
 import pytest
 
+from analysis.advice import facts
 from analysis.advice.facts import CapFact, ModelLenFact, RequestTimeoutFact, WithheldFact
-from analysis.advice.recommend import RecommendParams, recommend
+from analysis.advice.recommend import RecommendParams, recommend, scoped_to_the_answer
 from analysis.diagnosis.bottleneck import diagnose
 from analysis.knee.find import find_knee
 from analysis.report.advice_words import withheld_text
@@ -175,3 +177,29 @@ def test_no_max_num_seqs_without_a_knee():
     )
     knee_rec = next(i for i in _recs(_knee_sweep()).items if i.key == "vllm.max_num_seqs")
     assert knee_rec.value == 8 and knee_rec.reason == CapFact(8, "knee", 16, 1)
+
+
+_OWN = facts.OwnLimitFact("--max-num-seqs", 40, 43.6, 72, 85.0)
+_SOFT = facts.DeployFact("configure", users=16, at_users=40, bounds=("knee",), departed_users=24,
+                         batch_users=38)  # fmt: skip
+_HARD = facts.DeployFact("configure", users=38, at_users=40, bounds=("knee",))
+
+
+@pytest.mark.parametrize(
+    ("answer", "scope"),
+    [
+        (facts.DeployAnswer(16, "knee", _SOFT), (16, 38)),  # the tail set 16; the slots move 38
+        (facts.DeployAnswer(38, "knee", _HARD), (None, None)),  # the knee's own figure
+        (facts.DeployAnswer(8, "knee", "read back from knee.json"), (None, None)),
+    ],
+    ids=["soft knee", "hard knee", "words read back"],
+)
+def test_a_raise_the_slots_fact_says_which_figure_it_moves(answer, scope) -> None:
+    own = facts.Recommendation("vllm.max_num_seqs", 72, _OWN)
+    other = facts.Recommendation("max_concurrency", 38, "a reason")
+    scoped = scoped_to_the_answer([own, other], answer)
+    assert scoped[1] is other  # only the raise-the-slots fact is told
+    fact = scoped[0].reason
+    assert isinstance(fact, facts.OwnLimitFact)
+    assert (fact.interactive_users, fact.offline_users) == scope
+    assert replace(fact, interactive_users=None, offline_users=None) == _OWN

@@ -37,6 +37,7 @@ from analysis.report.advice_words import (
     context_lines,
     deploy_bound_text,
     deploy_text,
+    flag_words,
     reason_words,
     sweep_command,
     withheld_text,
@@ -142,6 +143,9 @@ REASONS = {
     "the server's own limit, its KV pool": OwnLimitFact(
         "--max-num-seqs", 8, 15.527, 72, 85.0, pool_tokens=16384, request_tokens=192.0
     ),
+    "the server's own limit, a soft knee's answer": OwnLimitFact(
+        "--max-num-seqs", 40, 43.6, 72, 85.0, interactive_users=16, offline_users=38
+    ),
     "gpu_memory_utilization": GpuMemoryFact(0.85, False, 0.8),
     "gpu_memory_utilization, assumed": GpuMemoryFact(0.9, True, 0.85),
     "max_model_len": ModelLenFact(3500.0, 5000.0, 1.25),
@@ -199,6 +203,8 @@ def _text() -> str:
               for case, f in DEPLOY.items() if f.kind == "configure"]  # fmt: skip
     lines.append(f"bound by, words read back: {deploy_bound_text(said)}")
     lines += [f"{case}: {reason_words(fact)}" for case, fact in REASONS.items()]
+    lines += [f"fix, {case}: {flag_words(Recommendation('vllm.max_num_seqs', f.predicted, f))}"
+              for case, f in REASONS.items() if isinstance(f, OwnLimitFact)]  # fmt: skip
     item = Recommendation("deploy_concurrency", 16, _CONFIGURE)
     lines.append(f"deploy_concurrency: {reason_words(item.reason)}")
     lines += [f"withheld, {case}: {withheld_text(f)}" for case, f in WITHHELD.items()]
