@@ -169,6 +169,10 @@ class ServerQueueFact:
     threshold_waiting: float
     running_peak: float | None = None  # server_saturated: the stage's highest running sample
     running_share: float | None = None  # server_saturated: share of the slots to be reached
+    # server_saturated with no more in flight than its most: the KV cache's peak % that made
+    # fewer fit, and the memory-pressure threshold it reached (None otherwise)
+    kv_peak_pct: float | None = None
+    kv_pressure_pct: float | None = None
     overrules_client: bool = False  # free slots that demoted a knee judged on a noisy figure
     rule: str = "saturation"
 

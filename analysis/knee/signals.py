@@ -306,7 +306,15 @@ def saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     samples. The 10-slot simulator at 12 users showed 2.0 waiting on average, a running maximum
     of 10 and a running mean of 6.0; judged by the mean it was "not saturated" and the sweep
     recommended 12 for 10 slots. With more requests in flight than the slots, a queue that
-    persists on average is the slots being full."""
+    persists on average is the slots being full.
+
+    Under a KV budget the limit moves with the lengths: a length mix fits more short requests
+    than long ones, so the most the server ever ran (13, short ones) stands above what it runs
+    on average (10.4-11.3 on the KV-bound simulator with a lognormal mix). There, at 12 users,
+    1.6 waited on average with the KV cache at 90 % while 12 in flight was below the most it
+    ran; the sweep called the stage fine and put the capacity at 13. A stage whose KV cache
+    peaked at the memory-pressure threshold is saturated by the same waiting queue once more
+    requests are in flight than it ran on average."""
     p, queue = ctx.params, _server_queue(row, ctx)
     if queue is None:
         return Signal("server_saturated", False, None, None, fact=AbsentFact("no_server_queue"))
@@ -314,9 +322,12 @@ def saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     peak = num(row.get("running_max"))
     peak = running if peak is None else max(peak, running)
     # with no more requests in flight than the server ever ran, a waiting request is only
-    # between scheduler steps (16 users on 16 slots showed 1.2 waiting on average)
+    # between scheduler steps (16 users on 16 slots showed 1.2 waiting on average), unless the
+    # KV cache was full: then fewer fit than the most it ran (the docstring)
+    kv = num(row.get("kv_cache_peak_pct"))
+    kv_full = kv is not None and kv >= p.memory_pressure_pct and in_flight <= slots
     fired = (
-        in_flight > slots
+        (in_flight > slots or (kv_full and in_flight > running))
         and waiting >= p.saturated_waiting
         and peak >= p.saturated_running_share * slots
     )
@@ -334,6 +345,8 @@ def saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
             p.saturated_waiting,
             running_peak=peak,
             running_share=p.saturated_running_share,
+            kv_peak_pct=kv if kv_full else None,
+            kv_pressure_pct=p.memory_pressure_pct if kv_full else None,
         ),
     )
 

@@ -240,11 +240,18 @@ def _server_queue(fact: ServerQueueFact) -> str:
             text += "; the client's figure is untrusted, the server's word stands"
         return text
     share = 0.0 if fact.running_share is None else fact.running_share
+    if fact.kv_peak_pct is None:
+        why = "more in flight than its most"
+    else:  # the KV cache, full, fitted fewer than the most it ran
+        why = (
+            f"KV cache at {fact.kv_peak_pct:.1f} % (pressure at {fact.kv_pressure_pct:g} %) "
+            f"fitting fewer than its most, more in flight than it ran on average"
+        )
     return (
         f"the server ran {fact.running_mean:.1f} requests on average, {fact.running_peak:g} at "
         f"most (its most in any stage: {fact.slots:g}) while "
-        f"{fact.waiting_mean:.1f} waited with {fact.in_flight:g} in flight (saturated: more in "
-        f"flight than its most, {fact.threshold_waiting:g} or more waiting, "
+        f"{fact.waiting_mean:.1f} waited with {fact.in_flight:g} in flight (saturated: {why}, "
+        f"{fact.threshold_waiting:g} or more waiting, "
         f"{share * 100:.0f} % of the most reached) {rules.cite(fact.rule)}"
     )
 

@@ -394,6 +394,47 @@ def test_a_queue_with_the_running_gauge_dipping_between_batches_is_saturation():
     assert (result.knee_users, result.max_concurrency, result.server_slots) == (12, 8, 10)
 
 
+#: the KV-bound simulator with a lognormal length mix (its gauges): short requests let it run 13
+#: at once, on average it ran 10.4-11.2; at 12 users 1.6 waited with the KV cache at 90 %
+KV_MIX = {
+    "levels": [4, 8, 12, 16],
+    "tok": [322.0, 543.0, 639.0, 681.0],
+    "p95": [1460.0, 1850.0, 2680.0, 2630.0],
+    "running_mean": [3.89, 7.94, 10.39, 11.17],
+    "running_max": [4.0, 8.0, 12.0, 13.0],
+    "waiting_mean": [0.11, 0.06, 1.61, 4.83],
+}
+
+
+@pytest.mark.parametrize(
+    ("kv_12", "waiting_12", "knee_users", "capacity", "why"),
+    [
+        (89.7, 1.61, 12, 8, "KV full: fewer fit than the most it ran, and 1.6 waited"),
+        (60.0, 1.61, 16, 12, "KV not full: 12 in flight below its most (13) is between steps"),
+        (None, 1.61, 16, 12, "no KV gauge: the same"),
+        (89.7, 0.6, 16, 12, "KV full but under a request waiting on average"),
+    ],
+)
+def test_a_full_kv_cache_makes_a_queue_below_the_most_it_ran_saturation(
+    kv_12, waiting_12, knee_users, capacity, why
+):
+    waiting = [0.11, 0.06, waiting_12, 4.83]
+    kv = [35.9, 89.2, kv_12, 89.7] if kv_12 is not None else None
+    extra = {} if kv is None else {"kv_cache_peak_pct": kv}
+    summary = sweep(
+        KV_MIX["levels"], KV_MIX["tok"], KV_MIX["p95"],
+        baseline_tok_s=92.8, baseline_p95_ms=1470.0,
+        running_mean=KV_MIX["running_mean"], running_max=KV_MIX["running_max"],
+        waiting_mean=waiting, **extra,
+    )  # fmt: skip
+    result = _knee(summary)
+    twelve = _signal(_by_users(result)[12], "server_saturated")
+    assert twelve.fired == (knee_users == 12), why
+    assert (result.knee_users, result.max_concurrency) == (knee_users, capacity), why
+    if twelve.fired:
+        assert (twelve.fact.kv_peak_pct, twelve.fact.kv_pressure_pct) == (89.7, 85.0)
+
+
 def test_a_stage_that_out_serves_the_plateau_makes_the_flat_stage_a_dip():
     """The dip rule still holds where the later stage truly recovers: llama-server's 125 → 144 →
     237 tok/s at 2 → 4 → 8 users (one user alone 70): 2 → 8 buys 0.27× per user, not flat."""
