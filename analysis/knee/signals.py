@@ -312,9 +312,11 @@ def saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     than long ones, so the most the server ever ran (13, short ones) stands above what it runs
     on average (10.4-11.3 on the KV-bound simulator with a lognormal mix). There, at 12 users,
     1.6 waited on average with the KV cache at 90 % while 12 in flight was below the most it
-    ran; the sweep called the stage fine and put the capacity at 13. A stage whose KV cache
-    peaked at the memory-pressure threshold is saturated by the same waiting queue once more
-    requests are in flight than it ran on average."""
+    ran; the sweep called the stage fine and put the capacity at 13. A stage with fewer in
+    flight than the most the server ran, whose KV cache peaked at the memory-pressure threshold,
+    is saturated by the same waiting queue once more requests are in flight than it ran on
+    average. At exactly the most it ran the queue may be between steps, KV full or not (two
+    workers at 16 users on a KV budget of 16 sequences: full, 1 or more waiting, not past it)."""
     p, queue = ctx.params, _server_queue(row, ctx)
     if queue is None:
         return Signal("server_saturated", False, None, None, fact=AbsentFact("no_server_queue"))
@@ -322,10 +324,11 @@ def saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     peak = num(row.get("running_max"))
     peak = running if peak is None else max(peak, running)
     # with no more requests in flight than the server ever ran, a waiting request is only
-    # between scheduler steps (16 users on 16 slots showed 1.2 waiting on average), unless the
-    # KV cache was full: then fewer fit than the most it ran (the docstring)
+    # between scheduler steps (16 users on 16 slots showed 1.2 waiting on average; so did 16
+    # users on a KV budget of 16 sequences, its cache full), unless the KV cache was full below
+    # the most it ran: then fewer fit than it could run (the docstring)
     kv = num(row.get("kv_cache_peak_pct"))
-    kv_full = kv is not None and kv >= p.memory_pressure_pct and in_flight <= slots
+    kv_full = kv is not None and kv >= p.memory_pressure_pct and in_flight < slots
     fired = (
         (in_flight > slots or (kv_full and in_flight > running))
         and waiting >= p.saturated_waiting

@@ -407,16 +407,17 @@ KV_MIX = {
 
 
 @pytest.mark.parametrize(
-    ("kv_12", "waiting_12", "knee_users", "capacity", "why"),
+    ("kv_12", "waiting_12", "most", "knee_users", "capacity", "why"),
     [
-        (89.7, 1.61, 12, 8, "KV full: fewer fit than the most it ran, and 1.6 waited"),
-        (60.0, 1.61, 16, 12, "KV not full: 12 in flight below its most (13) is between steps"),
-        (None, 1.61, 16, 12, "no KV gauge: the same"),
-        (89.7, 0.6, 16, 12, "KV full but under a request waiting on average"),
+        (89.7, 1.61, 13.0, 12, 8, "KV full: fewer fit than the most it ran, and 1.6 waited"),
+        (60.0, 1.61, 13.0, 16, 12, "KV not full: 12 below its most (13) is between steps"),
+        (None, 1.61, 13.0, 16, 12, "no KV gauge: the same"),
+        (89.7, 0.6, 13.0, 16, 12, "KV full but under a request waiting on average"),
+        (89.7, 1.61, 12.0, 16, 12, "KV full at exactly the most it ran: between steps"),
     ],
 )
 def test_a_full_kv_cache_makes_a_queue_below_the_most_it_ran_saturation(
-    kv_12, waiting_12, knee_users, capacity, why
+    kv_12, waiting_12, most, knee_users, capacity, why
 ):
     waiting = [0.11, 0.06, waiting_12, 4.83]
     kv = [35.9, 89.2, kv_12, 89.7] if kv_12 is not None else None
@@ -424,7 +425,7 @@ def test_a_full_kv_cache_makes_a_queue_below_the_most_it_ran_saturation(
     summary = sweep(
         KV_MIX["levels"], KV_MIX["tok"], KV_MIX["p95"],
         baseline_tok_s=92.8, baseline_p95_ms=1470.0,
-        running_mean=KV_MIX["running_mean"], running_max=KV_MIX["running_max"],
+        running_mean=KV_MIX["running_mean"], running_max=[*KV_MIX["running_max"][:3], most],
         waiting_mean=waiting, **extra,
     )  # fmt: skip
     result = _knee(summary)
