@@ -117,6 +117,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "client_in_flight",  # requests outstanding on average (Little's law: served/s × mean e2e)
     "client_wait_share_pct",  # % of requests that came a quarter service time late or more
     "client_wait_ms",  # median wait of those requests
+    "client_kv_fill_pct",  # a length mix: the most KV held at a first token, % of the run's most
     # prefix caching (analysis.stages.prefix_cache: the server's counters over the window, tokens)
     "prefix_cache_queries",
     "prefix_cache_hits",

@@ -53,7 +53,8 @@ def client_slots(steps: pd.DataFrame) -> float | None:
 
 def client_saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     """Fires when the stage had more users in flight than the server ran at once (by more than
-    half a request), its running count reached ``RUNNING_SHARE`` of the most any stage ran,
+    half a request), its running count reached ``RUNNING_SHARE`` of the most any stage ran
+    (or, a length mix, the KV the decoding held reached that share of the most it ever held),
     and at least ``CLIENT_SATURATED_WAITING`` requests waited on average (the interval's lower
     bound when there is one) with at least ``MIN_GROUP_SHARE_PCT`` of its requests late, or a
     whole request waited on average without such a group."""
@@ -71,7 +72,13 @@ def client_saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
     # whole request waiting on average
     group = share is not None and share >= MIN_GROUP_SHARE_PCT
     needed = CLIENT_SATURATED_WAITING if group else 2 * CLIENT_SATURATED_WAITING
-    fired = users > running + 0.5 and running >= RUNNING_SHARE * slots and decisive >= needed
+    # the server ran all it would: its running count reached the most any stage ran or, where
+    # the lengths vary under a KV budget, the KV it held reached the most it ever held (fewer
+    # long requests fit than short ones, so the count it ran moves with the mix: kv_grants)
+    fill = num(row.get("client_kv_fill_pct"))
+    by_count = running >= RUNNING_SHARE * slots
+    by_kv = not by_count and fill is not None and fill >= RUNNING_SHARE * 100.0
+    fired = users > running + 0.5 and (by_count or by_kv) and decisive >= needed
     fact = ClientQueueFact(
         "client_saturated",
         running,
@@ -84,6 +91,7 @@ def client_saturation_signal(row: pd.Series, ctx: StageContext) -> Signal:
         share,
         wait_ms,
         needed,
+        kv_fill_pct=fill if by_kv else None,
     )
     return Signal("client_saturated", fired, waiting, CLIENT_SATURATED_WAITING, fact=fact)
 

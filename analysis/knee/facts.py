@@ -210,6 +210,9 @@ class ClientQueueFact:
     late_share_pct: float | None  # requests that came a quarter service time late or more
     late_wait_ms: float | None
     threshold_waiting: float  # the waiting needed (doubled without a group of late requests)
+    # where the count running fell short of the most but the KV held reached it (a length mix
+    # under a KV budget: analysis.stages.kv_grants): that KV, % of the most the run held
+    kv_fill_pct: float | None = None
     rule: str = "client_queue"
 
 

@@ -285,10 +285,16 @@ def _client_queue(fact: ClientQueueFact) -> str:
     band = f" (95 %: {r_lo:.1f}–{r_hi:.1f})" if r_lo is not None and r_hi is not None else ""
     low = fact.waiting_low
     bound = f", at least {low:.1f}" if low is not None else ""
+    full = ""
+    if fact.kv_fill_pct is not None:
+        full = (
+            f", the KV the decoding held at {fact.kv_fill_pct:.0f} % of the most it held (a "
+            f"length mix: fewer long requests fit)"
+        )
     return (
         f"seen from the client: the server ran about {fact.running:.1f} at once{band} "
         f"(its most in any stage: {fact.slots:.1f}) while {fact.waiting:.1f} waited{bound}, "
-        f"{fact.in_flight:g} in flight{late} (saturated: more users than it ran, "
+        f"{fact.in_flight:g} in flight{late} (saturated: more users than it ran{full}, "
         f"{fact.threshold_waiting:g} or more waiting) {rules.cite(fact.rule)}"
     )
 

@@ -23,6 +23,9 @@ from the rows alone (pure; needs TTFT, so a streamed run):
   closed-loop client whose users always have a request outstanding keeps it at the stage's users;
   clearly fewer means the client did not drive the load it claims (client starvation, coordinated
   omission), see :func:`starved`.
+* **the KV fill** (a length mix only, :mod:`analysis.stages.kv_grants`): the most KV the
+  decoding requests held at a first token inside the window, as a share of the most the run
+  held: a stage whose waits are for room, not slots, reaches it.
 * **the wait share**: the share of the stage's requests whose wait exceeded a quarter of the
   stage's median service time — those that came "a service time late" — and their median wait.
 
@@ -42,6 +45,7 @@ import pandas as pd
 
 from analysis.stages.array_intervals import batch_count, batch_rates
 from analysis.stages.groups import median
+from analysis.stages.kv_grants import kv_grants
 from analysis.stages.row_classes import RowClasses
 from analysis.stages.slot_count import service_starts
 from loadknee_core.confidence import mean_interval
@@ -57,6 +61,7 @@ CLIENT_QUEUE_COLUMNS: tuple[str, ...] = (
     "client_in_flight",  # requests outstanding on average (start to end)
     "client_wait_share_pct",  # % of requests whose first token came 0.15 service time late
     "client_wait_ms",  # median wait of those requests
+    "client_kv_fill_pct",  # the most KV the decoding held at a first token, % of the run's most
 )
 
 #: a wait shorter than this many of the stage's steps (ITL) is admission at a step boundary
@@ -78,6 +83,7 @@ class StageQueue:
     in_flight: float
     wait_share_pct: float
     wait_ms: float
+    kv_fill_pct: float
 
 
 def single_user_ttft_ms(summary: pd.DataFrame) -> float | None:
@@ -108,6 +114,13 @@ def _average(
     return mean, max(0.0, interval.low), interval.high
 
 
+def _tokens(rows: pd.DataFrame, column: str) -> np.ndarray:
+    """A token-count column as floats (all NaN without it)."""
+    if column not in rows:
+        return np.full(len(rows), np.nan)
+    return pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float)
+
+
 @dataclass(frozen=True)
 class QueueRows:
     """The columns the queue figures read, as arrays over some rows in row order: read from a
@@ -122,6 +135,7 @@ class QueueRows:
     e2e_ms: np.ndarray
     itl_p50_ms: np.ndarray | None  # None without the column
     served_from: np.ndarray  # when a slot freed for the request (NaN without a first token)
+    kv_fill_pct: np.ndarray  # the KV held at its first token, % of the budget (NaN: no mix)
 
     @classmethod
     def of(cls, rows: pd.DataFrame, classes: RowClasses | None = None) -> QueueRows:
@@ -138,8 +152,19 @@ class QueueRows:
         # a stage's end held it until then): all of them enter the slot count
         timed = ~np.isnan(starts) & ~np.isnan(ends) & ~np.isnan(ttft)
         served_from = np.full(len(rows), np.nan)
+        kv_fill_pct = np.full(len(rows), np.nan)
         firsts = starts[timed] + ttft[timed] / 1000.0
-        served_from[timed] = service_starts(starts[timed], firsts, ends[timed])
+        by_slots = service_starts(starts[timed], firsts, ends[timed])
+        # a length mix under a KV budget: room frees later than a slot would (kv_grants)
+        by_kv = kv_grants(
+            starts[timed], firsts, ends[timed], _tokens(rows, "prompt_tokens")[timed],
+            _tokens(rows, "completion_tokens")[timed],
+        )  # fmt: skip
+        if by_kv is None:
+            served_from[timed] = by_slots
+        else:
+            served_from[timed] = np.maximum(by_slots, by_kv.served_from)
+            kv_fill_pct[timed] = by_kv.fill_pct
         return cls(
             classes.judged,
             ok,
@@ -150,6 +175,7 @@ class QueueRows:
             e2e,
             itl,
             served_from,
+            kv_fill_pct,
         )
 
     def take(self, index: np.ndarray) -> QueueRows:
@@ -164,6 +190,7 @@ class QueueRows:
             self.e2e_ms[index],
             None if self.itl_p50_ms is None else self.itl_p50_ms[index],
             self.served_from[index],
+            self.kv_fill_pct[index],
         )
 
 
@@ -235,7 +262,12 @@ def stage_queue(
     pick = spans.measured if spans.measured.any() else np.ones(len(late), dtype=bool)
     share = float(late[pick].mean() * 100.0)
     wait_ms_late = median(wait_s[pick & late]) * 1000.0 if (pick & late).any() else math.nan
-    return StageQueue(run, run_lo, run_hi, wait, wait_lo, wait_hi, in_flight, share, wait_ms_late)
+    firsts = q.starts + q.ttft_ms / 1000.0
+    fills = q.kv_fill_pct[(firsts >= start) & (firsts <= end)]
+    fill = float(np.nanmax(fills)) if np.any(~np.isnan(fills)) else math.nan
+    return StageQueue(
+        run, run_lo, run_hi, wait, wait_lo, wait_hi, in_flight, share, wait_ms_late, fill
+    )
 
 
 def stage_positions(requests: pd.DataFrame) -> dict[Hashable, np.ndarray]:
@@ -283,6 +315,7 @@ def client_queue_columns(
             q.in_flight,
             q.wait_share_pct,
             q.wait_ms,
+            q.kv_fill_pct,
         ]
     if figures:
         out.iloc[list(figures)] = np.array(list(figures.values()), dtype=float)
