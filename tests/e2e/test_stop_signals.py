@@ -31,6 +31,7 @@ from analysis.report.stage_words import provisional_text
 from analysis.stages.run_cut import RunCut
 from loadknee_core.contract import REQUEST_COLUMNS, STAGE_COLUMNS
 from loadknee_locust.sim.launch import SimProcess
+from tests.support.late_client import late_cannot_tell
 from tests.support.run_support import child_env, only_run_dir, read_csv
 
 pytestmark = pytest.mark.slow
@@ -127,8 +128,12 @@ def test_first_signal_stops_gracefully(how: str, sim_server, started, tmp_path: 
         [sys.executable, "-m", "loadknee_locust", "analyze", run_dir, "--quiet"],
         capture_output=True, text=True, timeout=120, env=child_env(),
     )  # fmt: skip
-    assert analyzed.returncode == 0, analyzed.stderr
-    cut = analyze_run(run_dir).recommendations.provisional
+    analysis = analyze_run(run_dir)
+    # a busy machine: "cannot tell" (exit 3) only with its evidence (ci83: the load generator
+    # 85 ms late on average at 2 users, host load 3.3 on 2 cores); the cut is said either way
+    late = analyzed.returncode == 3 and late_cannot_tell(analysis)
+    assert analyzed.returncode == 0 or late, analyzed.stderr
+    cut = analysis.recommendations.provisional
     assert isinstance(cut, RunCut) and cut.reason == "interrupted", cut
     assert 4 in cut.levels_not_run or (cut.stage, cut.users) == (1, 4), cut
     said = provisional_text(cut)  # on the screen and in knee.json (its words: stage_words golden)
