@@ -234,6 +234,7 @@ def main() -> int:
     passed: dict[str, list[bool]] = {"shown": [], "hidden": [], "stated": []}
     with tempfile.TemporaryDirectory(prefix="bench-predict-") as tmp:
         root = ns.keep or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)  # a --keep folder not made yet
         log = lognormal_log(root / "lognormal.jsonl")
         cases = [
             Case("2x prompt", ["--input-tokens", f"{2 * INPUT_TOKENS}",
