@@ -169,7 +169,7 @@ class ServerQueueFact:
     threshold_waiting: float
     running_peak: float | None = None  # server_saturated: the stage's highest running sample
     running_share: float | None = None  # server_saturated: share of the slots to be reached
-    # server_saturated with no more in flight than its most: the KV cache's peak % that made
+    # server_saturated with fewer in flight than its most: the KV cache's peak % that made
     # fewer fit, and the memory-pressure threshold it reached (None otherwise)
     kv_peak_pct: float | None = None
     kv_pressure_pct: float | None = None
