@@ -87,6 +87,8 @@ def test_demo_runs_the_whole_job(tmp_path: Path) -> None:
         per_cpu = [(row.get("host_load_1m") or 0.0) / (row.get("host_cpus") or 1.0)
                    for row in doc["summary"]]  # fmt: skip
         assert max(per_cpu) >= OVERLOADED_PER_CPU, per_cpu
+    if demo_shape.NOISY_STAGE in machine:  # the legend stands on a stage knee.json marks noisy
+        assert any(stage["noisy"] for stage in doc["knee"]["stages"]), doc["knee"]["stages"]
     knee, said = doc["knee"], doc["answer"]
     # one capacity: the stages' answer, with the fit's interval beside it only when it holds it
     assert knee["max_concurrency"] == 8 == said["capacity"] and interval.startswith("capacity 8 ")
