@@ -14,7 +14,8 @@
   the line of wall ms against prompt tokens through the single-request prefill probes the client
   timed at a few lengths before the sweep (run.json's ``prompt_source.prefill_probes``, at least
   3 at 2 or more lengths: ``probe_fit``; each probe asks one token, so its time is the prefill
-  plus a constant the slope leaves out); else an assumption (``baseline_assumed``): the
+  plus a constant the slope leaves out; at 4 or more lengths the line goes through each length's
+  fastest probe, :func:`fastest_per_length`); else an assumption (``baseline_assumed``): the
   baseline's median TTFT less one decode step at batch 1, over its prompt tokens; its interval
   from α + β's.
 * **Slot limit**: the server's running maximum while requests waited
@@ -70,7 +71,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -137,6 +138,38 @@ def _prefill_probes(run_info: Mapping[str, Any]) -> tuple[tuple[float, float], .
     return tuple(probes)
 
 
+#: probes whose prompt tokens lie within this factor of a length's shortest count as that
+#: length (the unique tag each probe carries may tokenize a token or two apart; the lengths
+#: asked are twice apart or more)
+SAME_LENGTH = 1.1
+#: at this many lengths or more the line goes through each length's fastest probe (fewer leave
+#: a line through the fastest too few degrees of freedom for an interval)
+FASTEST_FROM_LENGTHS = 4
+
+
+def fastest_per_length(probes: Sequence[tuple[float, float]]) -> tuple[tuple[float, float], ...]:
+    """The points the prefill line goes through: each length's fastest probe where the probes
+    cover :data:`FASTEST_FROM_LENGTHS` lengths or more, else every probe.
+
+    Why the fastest: a probe's wall time is its prefill plus a constant plus jitter (the host, the
+    server's step loop) that only ever adds, a few milliseconds against a prefill difference of
+    the same order between neighbouring lengths; one slow probe at a short length tilts an
+    ordinary fit through every probe (a run read γ at 0.0085 ms/token for a true 0.02 that way).
+    Probes recorded before the client sent several rounds at five lengths (two rounds at three)
+    keep the fit through every probe.
+    """
+    ordered = sorted(probes)
+    groups: list[list[tuple[float, float]]] = []
+    for tokens, ms in ordered:
+        if groups and tokens <= groups[-1][0][0] * SAME_LENGTH:
+            groups[-1].append((tokens, ms))
+        else:
+            groups.append([(tokens, ms)])
+    if len(groups) < FASTEST_FROM_LENGTHS:
+        return tuple(probes)
+    return tuple(min(group, key=lambda p: p[1]) for group in groups)
+
+
 def _prefill(
     analysis: Analysis, alpha: Estimate, beta: Estimate, workload: Workload
 ) -> tuple[Estimate, PrefillSource, tuple[tuple[float, float], ...]]:
@@ -144,7 +177,7 @@ def _prefill(
     if line.slope is not None:
         return _estimate(max(line.slope, 0.0), line.slope_ci), "ttft_fit", ()
     probes = _prefill_probes(analysis.run.run_info)
-    tokens_ms = np.asarray(probes, dtype=float).reshape(-1, 2)
+    tokens_ms = np.asarray(fastest_per_length(probes), dtype=float).reshape(-1, 2)
     line = fit_line(tokens_ms[:, 0], tokens_ms[:, 1], min_points=3)
     if line.slope is not None:  # 3 or more probes, at 2 or more lengths
         return _estimate(max(line.slope, 0.0), line.slope_ci), "probe_fit", probes

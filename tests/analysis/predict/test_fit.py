@@ -12,7 +12,7 @@ from analysis.cluster.profile import decode_step
 from analysis.pipeline import analyze_run
 from analysis.predict.batching import Draws, grid
 from analysis.predict.check import measured_run
-from analysis.predict.fit import fit_capacity, plateau_batch
+from analysis.predict.fit import fastest_per_length, fit_capacity, plateau_batch
 from analysis.predict.insample import MISFIT_LIMIT
 from analysis.predict.whatif import predict
 from analysis.report.predict_words import decode_source_text, prediction_text
@@ -55,11 +55,27 @@ def _probes(*tokens: int, per_token: float = 0.05) -> list[list[float]]:
     return [[t, 5.0 + per_token * t] for t in tokens]
 
 
+def _jittered(*tokens: int, per_token: float = 0.05) -> list[list[float]]:
+    """Three rounds of probes at ``tokens``, the later two slower by a jitter that only adds
+    (3 and 5 ms at the shortest length, where it tilts a fit through every probe most)."""
+    shortest = min(tokens)
+    exact = _probes(*tokens, per_token=per_token)
+    slower = [[t, ms + (3.0 if t == shortest else 0.5)] for t, ms in exact]
+    slowest = [[t, ms + (5.0 if t == shortest else 1.0)] for t, ms in exact]
+    return [*slower, *exact, *slowest]
+
+
 ASSUMED = (TTFT_MS - ITL_MS) / PROMPT
 #: case → (run.json's prefill_probes, the prefill source, γ, the probes behind it)
 PROBE_CASES = {
     "three lengths, two rounds": (_probes(128, 64, 256, 128, 64, 256), "probe_fit", 0.05, 6),
     "three probes at two lengths": (_probes(64, 128, 128), "probe_fit", 0.05, 3),
+    "five lengths, three rounds, jitter: each length's fastest": (
+        _jittered(128, 32, 512, 64, 256), "probe_fit", 0.05, 15,
+    ),
+    "four lengths, tags a token apart, jitter: each length's fastest": (
+        [*_jittered(128, 32, 512, 64), *_probes(129, 33, 513, 65)], "probe_fit", 0.05, 16,
+    ),
     "a slope below zero reads no cost": (_probes(64, 128, 256, per_token=-0.01), "probe_fit",
                                          0.0, 3),
     "malformed entries skipped": (
@@ -88,6 +104,32 @@ def test_fixed_lengths_fit_the_prefill_on_the_clients_probes(
     assert len(fit.prefill_probes) == points
     if source == "probe_fit" and gamma > 0:  # exact probes: the interval is the slope itself
         assert (prefill.low, prefill.high) == pytest.approx((gamma, gamma))
+
+
+#: case → (probes, the points the line goes through)
+FASTEST_CASES = {
+    "five lengths: the fastest of each": (
+        [(256, 20.0), (64, 16.0), (1024, 40.0), (256, 18.0), (64, 19.0), (1024, 37.0),
+         (128, 17.0), (512, 25.0)],
+        ((64, 16.0), (128, 17.0), (256, 18.0), (512, 25.0), (1024, 37.0)),
+    ),
+    "a token or two apart is one length": (
+        [(64, 16.0), (65, 15.5), (128, 17.0), (130, 17.5), (256, 18.0), (512, 25.0)],
+        ((65, 15.5), (128, 17.0), (256, 18.0), (512, 25.0)),
+    ),
+    "three lengths: every probe, as sent": (
+        [(256, 20.0), (128, 22.5), (512, 23.0), (256, 17.9), (128, 18.6)],
+        ((256, 20.0), (128, 22.5), (512, 23.0), (256, 17.9), (128, 18.6)),
+    ),
+    "none": ([], ()),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("probes", "kept"), FASTEST_CASES.values(), ids=FASTEST_CASES)
+def test_the_prefill_line_goes_through_each_lengths_fastest(
+    probes: list[tuple[float, float]], kept: tuple[tuple[float, float], ...]
+) -> None:
+    assert fastest_per_length(probes) == kept
 
 
 def test_varying_lengths_fit_the_prefill_on_ttft(tmp_path: Path) -> None:

@@ -15,13 +15,18 @@ def _words_for(tokens: int) -> int:
 
 #: case → (target T, rounds, words whose probe fails (None) or raises, the answered tokens)
 CASES = {
-    "two rounds, interleaved": (100, 2, {}, [100, 50, 200, 100, 50, 200]),
-    "one round": (100, 1, {}, [100, 50, 200]),
-    "an odd target rounds half of it": (129, 1, {}, [129, 64, 258]),
-    "2T too long for the server: skipped": (100, 2, {190: None}, [100, 50, 100, 50]),
-    "a probe that raises is skipped": (100, 2, {40: "raise"}, [100, 200, 100, 200]),
-    "fewer than 3 answers: none kept": (100, 1, {40: None, 190: "raise"}, []),
-    "every probe fails": (100, 2, {90: None, 40: None, 190: None}, []),
+    "two rounds, interleaved": (100, 2, {}, [100, 25, 400, 50, 200] * 2),
+    "one round": (100, 1, {}, [100, 25, 400, 50, 200]),
+    "an odd target rounds its fractions": (129, 1, {}, [129, 32, 516, 64, 258]),
+    "4T too long for the server: skipped": (100, 2, {390: None}, [100, 25, 50, 200] * 2),
+    "a probe that raises is skipped": (100, 2, {40: "raise"}, [100, 25, 400, 200] * 2),
+    "fewer than 3 answers: none kept": (
+        100,
+        1,
+        {15: None, 390: None, 40: None, 190: "raise"},
+        [],
+    ),
+    "every probe fails": (100, 2, {90: None, 15: None, 390: None, 40: None, 190: None}, []),
 }
 
 
@@ -41,6 +46,6 @@ def test_probes_ask_each_length_in_turn_and_skip_failures(
         return tokens, 5.0 + 0.05 * tokens
 
     got = probe_prefill(send, _words_for, target, rounds)
-    half, double = round(target * 0.5), round(target * 2.0)
-    assert asked == [_words_for(t) for t in (target, half, double)] * rounds
+    fractions = (1.0, 0.25, 4.0, 0.5, 2.0)
+    assert asked == [_words_for(round(target * f)) for f in fractions] * rounds
     assert got == [(t, 5.0 + 0.05 * t) for t in answered]
