@@ -96,6 +96,11 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "completion_tokens_max",  # longest output of an ok request (for request_timeout_ms)
     "s_per_1k_total_p95",  # P95 of e2e seconds per 1000 prompt+completion tokens (method.md)
     "s_per_1k_total_p99",
+    # each request's e2e over its single-user expectation (analysis.stages.slowdown): a length
+    # mix's tail, read against one yardstick whatever the lengths
+    "slowdown_p50",
+    "slowdown_p95",
+    "slowdown_p99",
     "running_mean",  # the server's running-requests gauge, mean over the window
     # intervals (analysis.stages.intervals; batch means over time windows, 95 %); NaN: none computed
     "output_tok_s_low",
@@ -107,6 +112,10 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "e2e_p99_high_ms",
     "interval_batches",  # time windows behind the intervals; 0: window too short for any
     "window_needed_s",  # measured window that would give throughput ±5 %
+    "slowdown_p95_low",  # the slowdown's tail intervals (the same windows as e2e's)
+    "slowdown_p95_high",
+    "slowdown_p99_low",
+    "slowdown_p99_high",
     # queueing seen from the client (analysis.stages.client_queue; NaN without TTFT)
     "client_running",  # requests in service on average, from the rows' TTFT and e2e
     "client_running_low",
@@ -182,6 +191,10 @@ class Baseline:
     stage: int | None = None  # the stage the baseline was taken from
     target_users: int | None = None  # its concurrency (1 for a real baseline)
     s_per_1k_total_p99: float | None = None
+    #: the P95 and P99 of its requests' slowdowns (each e2e over the single-user line fitted on
+    #: these same requests: about 1; analysis.stages.slowdown), a length mix's yardstick
+    slowdown_p95: float | None = None
+    slowdown_p99: float | None = None
     # P95 far above the median (a spread warning fired): something outside the test interfered.
     # Set where the warning is written, so the diagnosis never has to parse warning text.
     interference_suspected: bool = False

@@ -185,7 +185,7 @@ def analyze_run(
         intervals=IntervalParams(target_pct=chosen.target_interval_pct),
     )
     baseline = compute_baseline(run, summary, measured=measured)
-    params = resolve_tail_metric(chosen, run.run_info)
+    params = resolve_tail_metric(chosen, run.run_info, baseline)
     # stages whose rows disagree with stages.csv (a cut or incomplete requests.csv) are judged
     # by nothing: the knee, its fit and its resamples see only the others
     coverage = row_coverage(run.stages, run.requests, measured, cut_files=run.cut_files)

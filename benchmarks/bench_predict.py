@@ -33,35 +33,26 @@ sweeps would start past it is skipped and said so.
     PYTHONPATH=. .venv/bin/python benchmarks/bench_predict.py [--quick] [--preset NAME]
         [--stage-seconds 4] [--budget-min 40] [--keep DIR]
 
-Measured (``--keep``: the three source sweeps re-run with the concurrency probe, alone, 224 s;
-the nine checking sweeps reused from the run before it, lognormal stages at 10 s), the ``fast``
-rows:
+Measured (12 new sweeps, ``--keep``, alone on two cores, 1,062 s; then the analysis alone on
+the same sweeps with each request's slowdown as a log's tail, 14 s):
 
     preset  metrics        case         predicted    binds      measured   error   ≤15 %  inside
-      fast   hidden   2x prompt           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
-      fast   hidden   2x output           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
-      fast   hidden   lognormal           8 (8–8)    slots      8 [8–11]    +0 %     yes     yes
+  kv-bound    shown   lognormal          8 (7–10)       kv       4 [4–7]   +25 %      no     yes
+  kv-bound   stated   lognormal       11 (11–11)       kv       10 [10]   +10 %     yes      no
+compute-b.    shown   2x prompt        24 (23–25)  compute    16 [16–23]    +6 %     yes     yes
+compute-b.    shown   lognormal        29 (28–30)  compute    24 [24–31]    +0 %     yes     yes
 
-Per setting: shown 8 of 9 (7 before the mix's stage peak, below), **hidden 7 of 9** (4 before
-the probe: without the gauges the source run could not tell its 8-sequence limit from a KV
-budget full at 8 × 320 tokens, and read it as KV: 4–6 at the longer contexts), stated 7 of 9.
-The probe read 8 and 8 streaming at once on ``fast`` (slots 8), 15 and 7 on ``kv-bound`` (a
-budget of 4,080–4,224 tokens; the preset's 4,096) and 32 and 32 on ``compute-bound`` (no limit
-within the burst). With the KV gauge the model also predicts the memory bound (the KV use past
-``--knee-memory-pct``), so the ``kv-bound`` shown rows hold it against the run's deploy answer,
-bound by memory, not its knee: 6 against 4 [4–7] at twice the prompt, 10 against 8 [8–11] at
-twice the output, and for the lognormal log 7 (7–9) against 4 [4–7]: the mix's KV use is its
-simulated stage peak read as the checking run read its gauge (:mod:`analysis.predict.kv_peak`;
-on the mean use it said 10, where the run's 8-user stage peaked at 89 % on a mean of 62 %).
-The misses: ``kv-bound`` lognormal hidden and stated: the model's batch (11 since the mix's
-batch is the mean over moments, :mod:`analysis.predict.mix_batch`; 10 before; the running
-gauge's 10.4–11.3 with 1.6–4.8 waiting at 12–16 users) against a knee at 13–14 where the
-client-side estimate read 12–14 running and none waiting at 12–14 users (a mix's waits are
-short against its median service time) and the mix's throughput still crept up between refine
-levels (639, 689, 665, 681 tok/s at 12, 13, 14, 16: the run's own noise, ±4 %);
-``compute-bound`` lognormal, a run that cannot tell (its knee moves with the noise) or whose
-answer (60, without the gauges) rests on the tail's noise-aware rule, which a lognormal stage's
-wide P95 interval fires only late. Numbers and causes: issue 42's notes.
+Per setting: **shown 8 of 9, hidden 9 of 9, stated 8 of 9** (the same sweeps with the tail on
+seconds per 1k tokens: 7, 8, 7; the compute-bound lognormal checking run answered 48 [48–63]).
+Every ``fast`` row and every ``compute-bound`` row passes. The prefill probes at five lengths
+from T/4 to 4·T, three rounds, the line through each length's fastest, read the simulator's
+0.02 ms/token closely enough for twice the prompt (24 (23–25) against 16 [16–23]); two rounds at
+T/2..2·T had read 0.0085 and predicted 28–29 (22–35). The misses are ``kv-bound`` lognormal:
+shown, the checking run's deploy answer is its memory bound (the 8-user stage's KV peak at
+89 % on a mean of 62 %, past ``--knee-memory-pct``: 4 [4–7]), which the model's simulated stage
+peak (:mod:`analysis.predict.kv_peak`) puts at 8 (7–10) this time (7 (7–9) on the sweeps
+before); stated, 11 (11–11) against 10 [10]: an interval one user wide, from a
+budget stated exactly. Numbers and causes: issue 42's notes.
 """
 
 from __future__ import annotations

@@ -56,10 +56,11 @@ class KneeParams:
     tail_percentile: Literal["p95", "p99"] = flag(
         "p95", "tail percentile (default %(default)s)", spelling="--knee-tail"
     )
-    tail_metric: Literal["auto", "e2e", "s_per_1k"] = flag(
+    tail_metric: Literal["auto", "e2e", "slowdown", "s_per_1k"] = flag(
         "auto",
-        "tail on e2e latency, or on e2e seconds per 1k tokens (see docs/method.md; for runs whose "
-        "lengths vary); auto: s_per_1k for a replayed log, else e2e (default %(default)s)",
+        "tail on e2e latency, on each request's slowdown (its e2e over its single-user time at "
+        "its lengths: for runs whose lengths vary), or on e2e seconds per 1k tokens (see "
+        "docs/method.md); auto: slowdown for a replayed log, else e2e (default %(default)s)",
     )
     tail_ratio: float = flag(
         2.0, "tail / baseline tail at which the tail has departed (default %(default)s)"

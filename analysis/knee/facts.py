@@ -20,8 +20,28 @@ TailSource = Literal["baseline", "one_user_level"]
 #: which memory figure a memory signal read (``gpu_preallocated``: GPU memory flat across stages
 #: that doubled their users, so no figure: a pre-allocated pool says nothing)
 MemorySource = Literal["kv_cache", "gpu", "gpu_preallocated"]
-#: the tail metric: e2e latency (ms) or seconds per 1k prompt+completion tokens (s)
-TailMetric = Literal["e2e", "s_per_1k"]
+#: the tail metric: e2e latency (ms), each request's slowdown (its e2e over its single-user time
+#: at its lengths: ×), or seconds per 1k prompt+completion tokens (s)
+TailMetric = Literal["e2e", "slowdown", "s_per_1k"]
+#: per tail metric, its record-table column (and :class:`~analysis.model.Baseline` field) for a
+#: percentile ("p95", "p99")
+TAIL_COLUMNS: dict[str, str] = {
+    "e2e": "e2e_{}_ms",
+    "slowdown": "slowdown_{}",
+    "s_per_1k": "s_per_1k_total_{}",
+}
+
+
+def tail_metric(metric: str) -> TailMetric:
+    """The metric a knee parameter names (``"auto"`` unresolved reads as e2e)."""
+    return "slowdown" if metric == "slowdown" else "s_per_1k" if metric == "s_per_1k" else "e2e"
+
+
+def tail_column(metric: str, percentile: str) -> str:
+    """The record table's column of ``metric``'s tail at ``percentile``."""
+    return TAIL_COLUMNS[tail_metric(metric)].format(percentile)
+
+
 #: which memory threshold: the early sign or the OOM risk (each also its signal's name)
 MemoryKind = Literal["memory_pressure", "oom_risk"]
 #: which gain rule: throughput flattening or gain narrowing
@@ -71,7 +91,7 @@ class TailFact:
     kind: Literal["tail"]
     percentile: str  # p95 | p99
     metric: TailMetric
-    tail: float | None  # ms for e2e, s for s_per_1k
+    tail: float | None  # ms for e2e, × for slowdown, s for s_per_1k
     base_tail: float | None  # the yardstick, same unit
     source: TailSource
     ratio: float | None  # tail / base_tail

@@ -80,10 +80,11 @@ defaults:
 * ``throughput_column`` = ``"output_tok_s"`` (or ``"total_tok_s"``, ``"qps"``)
 * ``flat_gain_ratio`` = 0.15; ``narrowing_gain_ratio`` = 0.5
 * ``tail_percentile`` = ``"p95"`` (``"p99"`` for a stricter tail); ``tail_ratio`` = 2.0
-* ``tail_metric`` = ``"auto"``: ``"s_per_1k"`` (seconds per 1k total tokens)
-  for a replayed prompt log, whose lengths vary so much that the e2e tail says more about the
-  log than about the server, else ``"e2e"`` (resolved by :func:`resolve_tail_metric` from
-  run.json; ``find_knee`` alone treats ``"auto"`` as ``"e2e"``)
+* ``tail_metric`` = ``"auto"``: ``"slowdown"`` (each request's e2e over its single-user
+  expectation at its lengths, :mod:`analysis.stages.slowdown`) for a replayed prompt log, whose
+  lengths vary so much that the e2e tail says more about the log than about the server, else
+  ``"e2e"`` (``"s_per_1k"``, seconds per 1k total tokens, on request; resolved by
+  :func:`resolve_tail_metric` from run.json; ``find_knee`` alone treats ``"auto"`` as ``"e2e"``)
 * ``sla_ms`` = None (no absolute SLA)
 * ``memory_source`` = ``"auto"`` (the higher of KV-cache % and GPU memory %, except that GPU
   memory flat across stages — within 2 points: pre-allocated — gives way to KV-cache %)
@@ -120,13 +121,23 @@ from loadknee_core.knee_params import KneeParams
 LOG_SOURCE_KINDS = ("log", "replay", "log_replay")
 
 
-def resolve_tail_metric(params: KneeParams, run_info: Mapping[str, Any]) -> KneeParams:
-    """``params`` with ``tail_metric="auto"`` decided from the run's prompt source."""
-    if params.tail_metric != "auto":
-        return params
-    source = run_info.get("prompt_source")
-    kind = str(source.get("kind", "")) if isinstance(source, Mapping) else ""
-    return replace(params, tail_metric="s_per_1k" if kind in LOG_SOURCE_KINDS else "e2e")
+def resolve_tail_metric(
+    params: KneeParams, run_info: Mapping[str, Any], baseline: Baseline | None = None
+) -> KneeParams:
+    """``params`` with ``tail_metric="auto"`` decided from the run's prompt source; a slowdown
+    the run has none of (``baseline`` without one: its single-user requests' lengths did not
+    vary, :mod:`analysis.stages.slowdown`) reads the e2e tail instead, whose it would be."""
+    metric = params.tail_metric
+    if metric == "auto":
+        source = run_info.get("prompt_source")
+        kind = str(source.get("kind", "")) if isinstance(source, Mapping) else ""
+        metric = "slowdown" if kind in LOG_SOURCE_KINDS else "e2e"
+    no_slowdown = baseline is None or (
+        baseline.slowdown_p95 is None and baseline.slowdown_p99 is None
+    )
+    if metric == "slowdown" and no_slowdown:
+        metric = "e2e"
+    return params if metric == params.tail_metric else replace(params, tail_metric=metric)
 
 
 def find_knee(

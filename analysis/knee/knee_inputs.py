@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.knee.client_signals import client_slots
-from analysis.knee.facts import TailSource
+from analysis.knee.facts import TailSource, tail_column
 from analysis.knee.fit import KneeFit, Levels
 from analysis.knee.noisy_stages import noise_in_doubt
-from analysis.knee.signals import StageContext
+from analysis.knee.signals import StageContext, tail_figures
 from analysis.knee.stage_verdict import StageFacts
 from analysis.model import Baseline, KneeResult
 from analysis.stages.data_check import RowsFact
@@ -46,7 +46,17 @@ def _floats(frame: pd.DataFrame, column: str) -> np.ndarray:
 
 
 #: the columns the knee's confidence resamples: no :class:`StageFacts` reads them
-RESAMPLED_COLUMNS = frozenset({"output_tok_s", "total_tok_s", "qps", "e2e_p95_ms", "e2e_p99_ms"})
+RESAMPLED_COLUMNS = frozenset(
+    {
+        "output_tok_s",
+        "total_tok_s",
+        "qps",
+        "e2e_p95_ms",
+        "e2e_p99_ms",
+        "slowdown_p95",
+        "slowdown_p99",
+    }
+)
 #: the columns :class:`KneeInputs` reads once; :meth:`KneeInputs.with_columns` may not replace them
 FIXED_COLUMNS = frozenset(
     {
@@ -86,10 +96,7 @@ class KneeInputs:
             hit = np.flatnonzero(summary["stage"].to_numpy() == baseline.stage)
             self.base_at = int(hit[0]) if len(hit) else None
         steps = summary.iloc[self.order]
-        if params.tail_metric == "s_per_1k":
-            tails = {"p95": baseline.s_per_1k_total_p95, "p99": baseline.s_per_1k_total_p99}
-        else:
-            tails = {"p95": baseline.e2e_p95_ms, "p99": baseline.e2e_p99_ms}
+        tails = {q: getattr(baseline, tail_column(params.tail_metric, q)) for q in ("p95", "p99")}
         used = params.tail_percentile
         if tails[used] is None:  # e.g. a typed-in record table with P99 only
             used = "p99" if used == "p95" else "p95"
@@ -204,24 +211,20 @@ class KneeInputs:
         not departed".
         """
         used, baseline, base_tail = self.tail_used, self.baseline, self.base_tail
-        s_per_1k = self.params.tail_metric == "s_per_1k"
-        column = f"s_per_1k_total_{used}" if s_per_1k else f"e2e_{used}_ms"
+        column = tail_column(self.params.tail_metric, used)
 
         def low(row: Any | None) -> float | None:
-            """The row's lower bound of the e2e tail, on the yardstick's own scale (the e2e
-            interval's relative width carried to seconds per 1k tokens likewise). A stage too
-            short for an interval (a 10-request baseline) falls back on its median: a tail is
-            never below it, and a P95 far above it is one slow request, the noise this bound is
-            for."""
+            """The row's lower bound of its tail (:func:`~analysis.knee.signals.tail_figures`).
+            A stage too short for an interval (a 10-request baseline) falls back on its
+            median: a tail is never below it, and a P95 far above it is one slow request, the
+            noise this bound is for."""
             if row is None:
                 return None
-            e2e, e2e_low = num(row.get(f"e2e_{used}_ms")), num(row.get(f"e2e_{used}_low_ms"))
-            if e2e_low is None:
-                e2e_low = num(row.get("e2e_p50_ms"))
-            tail = num(row.get(column))
-            if tail is None or not e2e or e2e_low is None:
+            figures = tail_figures(row, self.params.tail_metric, used)
+            bound = figures.low if figures.low is not None else figures.median
+            if figures.tail is None or bound is None:
                 return None
-            return tail * min(e2e_low, e2e) / e2e
+            return min(bound, figures.tail)
 
         if baseline.source != "baseline" or base_tail is None or column not in self.columns:
             return base_tail, "baseline", None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
@@ -31,6 +31,8 @@ from analysis.knee.facts import (
     SlaFact,
     TailFact,
     TailSource,
+    tail_column,
+    tail_metric,
 )
 from analysis.knee.refusal_signal import refusal_signal
 from analysis.model import Signal
@@ -152,6 +154,46 @@ def _outcome(
     return "held"
 
 
+@dataclass(frozen=True)
+class TailFigures:
+    """A stage's tail on its metric's own scale: the figure, its interval's ends and the
+    median (None: not measured)."""
+
+    tail: float | None
+    low: float | None
+    high: float | None
+    median: float | None
+
+
+def tail_figures(row: Any, metric: str, percentile: str) -> TailFigures:
+    """``row``'s tail of ``metric`` at ``percentile`` with its interval: e2e's and the
+    slowdown's own (resampled time windows); seconds per 1k tokens carry the e2e interval's
+    relative width, and the e2e median's ratio to its tail, to their own figure."""
+    column = tail_column(metric, percentile)
+    tail = num(row.get(column))
+    if tail_metric(metric) == "slowdown":
+        return TailFigures(
+            tail,
+            num(row.get(f"{column}_low")),
+            num(row.get(f"{column}_high")),
+            num(row.get("slowdown_p50")),
+        )
+    e2e = num(row.get(f"e2e_{percentile}_ms"))
+    scale = (
+        1.0 if tail_metric(metric) == "e2e" else (tail / e2e if tail is not None and e2e else None)
+    )
+
+    def scaled(value: float | None) -> float | None:
+        return None if value is None or scale is None else value * scale
+
+    return TailFigures(
+        tail,
+        scaled(num(row.get(f"e2e_{percentile}_low_ms"))),
+        scaled(num(row.get(f"e2e_{percentile}_high_ms"))),
+        scaled(num(row.get("e2e_p50_ms"))),
+    )
+
+
 def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | None]:
     """Tail departure fires only when the tail's lower bound (its 95 % interval, from
     resampling time windows) is at or above ``tail_ratio`` × the baseline's tail; without an
@@ -159,30 +201,24 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
     stage's tail at its interval's high end, or its point figure without one, over the
     yardstick's low end) reaches the limit."""
     p = ctx.params
-    if p.tail_metric == "s_per_1k":
-        tail = num(row.get(f"s_per_1k_total_{ctx.tail_percentile}"))
-    else:
-        tail = num(row[f"e2e_{ctx.tail_percentile}_ms"])
+    figures = tail_figures(row, p.tail_metric, ctx.tail_percentile)
+    tail = figures.tail
     ratio = tail / ctx.base_tail_ms if tail is not None and ctx.base_tail_ms else None
-    e2e = num(row.get(f"e2e_{ctx.tail_percentile}_ms"))
-    e2e_low = num(row.get(f"e2e_{ctx.tail_percentile}_low_ms"))
-    e2e_high = num(row.get(f"e2e_{ctx.tail_percentile}_high_ms"))
     lower = upper = None
-    if p.noise_aware and ratio is not None and e2e and e2e_low is not None:
-        lower = ratio * e2e_low / e2e  # the e2e interval's relative width, on either metric
+    if p.noise_aware and ratio is not None and figures.low is not None:
+        lower = figures.low / ctx.base_tail_ms  # type: ignore[operator]
     base_low = ctx.base_tail_low_ms
     if p.noise_aware and ratio is not None and tail and base_low is not None and base_low > 0:
         # without a stage interval its point figure is the high end: the yardstick's own
         # spread still reaches the limit (a 6-request baseline's P95 one slow request above
         # its median put twice the slots at 1.96x, "held", and the answer at twice the truth)
-        high = 1.0 if e2e_high is None or not e2e else e2e_high / e2e
-        upper = tail * max(high, 1.0) / base_low
+        upper = max(figures.high or tail, tail) / base_low
     decisive = lower if lower is not None else ratio
     fired = decisive is not None and decisive >= p.tail_ratio
     fact = TailFact(
         "tail",
         ctx.tail_percentile,
-        "s_per_1k" if p.tail_metric == "s_per_1k" else "e2e",
+        tail_metric(p.tail_metric),
         tail,
         ctx.base_tail_ms,
         ctx.tail_source,

@@ -83,7 +83,7 @@ def judge(run_dir: str) -> dict[str, Any]:
     measured = measured_requests(run)
     summary = summarize_stages(run, measured=measured)
     baseline = compute_baseline(run, summary, measured=measured)
-    params = resolve_tail_metric(run_knee_params(run.run_info), run.run_info)
+    params = resolve_tail_metric(run_knee_params(run.run_info), run.run_info, baseline)
     knee = find_knee(summary, baseline, params=params)
     slo_params = run_slo_params(run.run_info)
     slo = evaluate_slos(summary, knee, params=slo_params, measured=measured)

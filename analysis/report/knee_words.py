@@ -152,10 +152,18 @@ def _plateau(fact: PlateauFact) -> str:
     )
 
 
+#: per tail metric, its name and unit in a tail's words
+TAIL_METRIC_WORDS = {
+    "e2e": ("e2e", " ms"),
+    "slowdown": ("slowdown against each request's single-user time", "×"),
+    "s_per_1k": ("seconds per 1k tokens", " s"),
+}
+
+
 @fact_text.register
 def _tail(fact: TailFact) -> str:
     name = fact.percentile.upper()
-    what, unit = ("seconds per 1k tokens", " s") if fact.metric == "s_per_1k" else ("e2e", " ms")
+    what, unit = TAIL_METRIC_WORDS[fact.metric]
     ratio, lower, limit = fact.ratio, fact.lower_ratio, fact.threshold_ratio
     bound = f", at least {lower:.2f}× within the noise" if lower is not None else ""
     upper = fact.upper_ratio

@@ -101,6 +101,12 @@ def _tail_name(knee: KneeResult) -> str:
     return str(knee.params.get("tail_percentile") or "p95").upper()
 
 
+def _tail_metric_name(knee: KneeResult) -> str:
+    """ "P95", or "P95 slowdown" where the tail is each request's slowdown (a replayed log)."""
+    name = _tail_name(knee)
+    return f"{name} slowdown" if knee.params.get("tail_metric") == "slowdown" else name
+
+
 #: signal name → its figures in a few words, against their limit; in the order the why line
 #: lists them (the knee's own two first), as many as fit
 _PHRASES: dict[str, Callable[[Signal, KneeResult], str]] = {
@@ -111,7 +117,7 @@ _PHRASES: dict[str, Callable[[Signal, KneeResult], str]] = {
         f"(flat < {fmt_share(_pct(s.threshold))})"
     ),
     "tail_departure": lambda s, k: (
-        f"{_tail_name(k)} {fmt_ratio(s.value)} baseline (limit {fmt_ratio(s.threshold)})"
+        f"{_tail_metric_name(k)} {fmt_ratio(s.value)} baseline (limit {fmt_ratio(s.threshold)})"
     ),
     "server_saturated": lambda s, k: (
         f"{fmt_magnitude(s.value)} waiting, all {fmt_users(k.server_slots)} slots busy"

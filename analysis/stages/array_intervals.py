@@ -313,10 +313,13 @@ def stage_batches(
     measured_phases: tuple[str, ...] = MEASURED_PHASES,
     params: IntervalParams | None = None,
     classes: RowClasses | None = None,
+    slowdown: FloatArray | None = None,
 ) -> dict[int, StageBatches]:
     """:func:`analysis.stages.intervals.stage_batches` on arrays (its ``e2e_groups`` are arrays;
     ``classes``: the rows' :class:`~analysis.stages.row_classes.RowClasses` for
-    ``measured_phases``, when already known)."""
+    ``measured_phases``, when already known). ``slowdown`` (per row of ``requests``: its
+    :mod:`analysis.stages.slowdown`) adds the slowdown's tail intervals and pool, from the same
+    windows as the e2e's."""
     p = params or IntervalParams()
     classes = classes or RowClasses.of(requests, measured_phases)
     ok = classes.ok  # the rows of analysis.stages.intervals
@@ -331,6 +334,7 @@ def stage_batches(
         for name in ("end_unix_s", "start_unix_s", "ttft_ms", "completion_tokens", "e2e_ms")
     }
     phase = classes.measured[order]
+    slow = None if slowdown is None else np.asarray(slowdown, dtype=float)[order]
     out: dict[int, StageBatches] = {}
     for i, (stage, w_start, w_end) in enumerate(
         zip(windows.index, windows["window_start"], windows["window_end"], strict=True)
@@ -381,6 +385,15 @@ def stage_batches(
             tails = pool_intervals(
                 pool, qs=(0.95, 0.99), level=p.level, resamples=p.resamples, seed=p.seed
             )
+        slow_tails: dict[float, Interval | None] = {0.95: None, 0.99: None}
+        slow_pool = None
+        if slow is not None and valid and tail_count:
+            values = slow[rows][measured]
+            slow_win = np.where(np.isnan(values), -1, win)
+            slow_pool = pool_of(values, slow_win, tail_count)
+            slow_tails = pool_intervals(
+                slow_pool, qs=(0.95, 0.99), level=p.level, resamples=p.resamples, seed=p.seed
+            )
         spans = ends_k - starts_k
         out[int(stage)] = StageBatches(
             stage=int(stage),
@@ -393,6 +406,9 @@ def stage_batches(
             p95=tails[0.95],
             p99=tails[0.99],
             e2e_pool=pool,
+            slowdown_p95=slow_tails[0.95],
+            slowdown_p99=slow_tails[0.99],
+            slowdown_pool=slow_pool,
         )
     return out
 
@@ -426,7 +442,8 @@ def resampled_columns(
 
     Every stage with window rates gets, per resample, the mean of drawn window rates as its
     output tok/s (``column`` moves with it) and the percentiles of the drawn windows' e2e values
-    as its P95/P99; the draws are taken from ``rng`` in the one-resample-at-a-time order.
+    as its P95/P99 (and of their slowdowns, where the stages have them); the draws are taken
+    from ``rng`` in the one-resample-at-a-time order.
     """
     stages = [int(s) for s in summary["stage"]]
     plan: list[tuple[int, StageBatches, WindowPool | None]] = []
@@ -462,7 +479,13 @@ def resampled_columns(
     other = np.tile(other0, (resamples, 1))
     p95 = np.tile(summary["e2e_p95_ms"].to_numpy(dtype=float), (resamples, 1))
     p99 = np.tile(summary["e2e_p99_ms"].to_numpy(dtype=float), (resamples, 1))
-    for j, (i, _b, pool) in enumerate(plan):
+    slowed = "slowdown_p95" in summary and any(
+        isinstance(b.slowdown_pool, WindowPool) for _i, b, _pool in plan
+    )
+    if slowed:
+        s95 = np.tile(summary["slowdown_p95"].to_numpy(dtype=float), (resamples, 1))
+        s99 = np.tile(summary["slowdown_p99"].to_numpy(dtype=float), (resamples, 1))
+    for j, (i, b, pool) in enumerate(plan):
         rate = np.array(rate_draws[j], dtype=float)
         if tok0[i] > 0:
             other[:, i] = other0[i] * (rate / tok0[i])
@@ -473,5 +496,12 @@ def resampled_columns(
             rows = np.repeat(np.arange(resamples), pool.groups)
             np.add.at(weights, (rows, windows_drawn.ravel()), 1)
             p95[:, i], p99[:, i] = pool.quantiles_at(weights, (0.95, 0.99))
+            slow = b.slowdown_pool
+            # the same drawn windows; a slowdown pool short of a window (its rows' lengths
+            # unknown) keeps its figure
+            if slowed and isinstance(slow, WindowPool) and slow.groups == pool.groups:
+                s95[:, i], s99[:, i] = slow.quantiles_at(weights, (0.95, 0.99))
     out = {column: other} if column != "output_tok_s" else {}
+    if slowed:
+        out |= {"slowdown_p95": s95, "slowdown_p99": s99}
     return {**out, "output_tok_s": tok, "e2e_p95_ms": p95, "e2e_p99_ms": p99}

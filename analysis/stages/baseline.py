@@ -171,5 +171,7 @@ def compute_baseline(
         stage=stage,
         target_users=users,
         s_per_1k_total_p99=num(row.get("s_per_1k_total_p99")),
+        slowdown_p95=num(row.get("slowdown_p95")),
+        slowdown_p99=num(row.get("slowdown_p99")),
         interference_suspected=bool(spread_warnings),
     )

@@ -42,6 +42,10 @@ INTERVAL_COLUMNS: tuple[str, ...] = (
     "e2e_p99_high_ms",
     "interval_batches",
     "window_needed_s",
+    "slowdown_p95_low",
+    "slowdown_p95_high",
+    "slowdown_p99_low",
+    "slowdown_p99_high",
 )
 
 
@@ -74,6 +78,11 @@ class StageBatches:
     p99: Interval | None
     # e2e_groups sorted once for resampling (analysis.stages.array_intervals.WindowPool), if built
     e2e_pool: Any = field(default=None, compare=False, repr=False)
+    # the same windows' slowdowns (analysis.stages.slowdown), where the run has a single-user
+    # line: their P95/P99 intervals and pool (the array code alone computes them)
+    slowdown_p95: Interval | None = None
+    slowdown_p99: Interval | None = None
+    slowdown_pool: Any = field(default=None, compare=False, repr=False)
 
 
 def _needed_s(b: StageBatches, p: IntervalParams) -> float:
@@ -95,6 +104,7 @@ def interval_columns(
     rows = {}
     for stage, b in batches.items():
         t, p95, p99 = b.throughput, b.p95, b.p99
+        s95, s99 = b.slowdown_p95, b.slowdown_p99
         rows[stage] = {
             "output_tok_s_low": t.low if t else nan,
             "output_tok_s_high": t.high if t else nan,
@@ -105,5 +115,9 @@ def interval_columns(
             "e2e_p99_high_ms": p99.high if p99 else nan,
             "interval_batches": float(b.batches),
             "window_needed_s": _needed_s(b, p),
+            "slowdown_p95_low": s95.low if s95 else nan,
+            "slowdown_p95_high": s95.high if s95 else nan,
+            "slowdown_p99_low": s99.low if s99 else nan,
+            "slowdown_p99_high": s99.high if s99 else nan,
         }
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(INTERVAL_COLUMNS))

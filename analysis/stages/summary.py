@@ -25,6 +25,7 @@ from analysis.stages.array_intervals import stage_batches
 from analysis.stages.client_queue import CLIENT_QUEUE_COLUMNS, client_queue_columns
 from analysis.stages.groups import StageGroups
 from analysis.stages.intervals import IntervalParams, StageBatches, interval_columns
+from analysis.stages.levels import level_mask
 from analysis.stages.prefix_cache import stage_prefix_cache
 from analysis.stages.refusals import stage_refusals
 from analysis.stages.row_classes import (
@@ -37,6 +38,7 @@ from analysis.stages.row_classes import (
     RowClasses,
     run_classes,
 )
+from analysis.stages.slowdown import SingleUserLine, single_user_line, slowdowns
 
 #: a GPU sample at or below this utilisation counts as idle ("utilisation drops to 0")
 IDLE_UTIL_PCT = 5.0
@@ -96,13 +98,15 @@ def run_batches(
     """Each stage's per-window data (:mod:`analysis.stages.array_intervals`), for the knee's
     resampling
     (``measured``: :func:`measured_requests` of ``run`` when the caller already has them)."""
-    windows = stage_windows(run, measured_requests(run) if measured is None else measured)
+    measured = measured_requests(run) if measured is None else measured
+    windows = stage_windows(run, measured)
     return stage_batches(
         run.requests,
         windows,
         measured_phases=MEASURED_PHASES,
         params=params,
         classes=run_classes(run),
+        slowdown=run_slowdowns(run, run_line(run, measured)),
     )
 
 
@@ -296,6 +300,7 @@ QUANTILES: dict[str, tuple[tuple[float, str], ...]] = {
         (0.99, "s_per_1k_total_p99"),
     ),
     "s_per_1k_completion": ((0.5, "s_per_1k_completion_tokens"),),
+    "slowdown": ((0.5, "slowdown_p50"), (0.95, "slowdown_p95"), (0.99, "slowdown_p99")),
 }
 
 
@@ -308,10 +313,55 @@ def _per_token(e2e_ms: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     return e2e_ms / np.where(tokens > 0, tokens, np.nan)
 
 
-def _request_stats(measured: pd.DataFrame) -> pd.DataFrame:
+def yardstick_stage(kinds: pd.Series, served: pd.Series) -> int | None:
+    """The stage the single-user figures come from, as the baseline picks it
+    (:func:`analysis.stages.baseline.compute_baseline`): the first ``baseline`` stage that
+    served, else the first level that did (``kinds``, ``served``: per stage id, its kind and
+    its ok count)."""
+    served = served.reindex(kinds.index).fillna(0)
+    levels = pd.Series(level_mask(kinds.to_frame("kind")), index=kinds.index)
+    for wanted in (kinds == "baseline", levels):
+        hit = kinds.index[wanted.to_numpy(dtype=bool) & (served.to_numpy() > 0)]
+        if len(hit):
+            return int(sorted(hit)[0])
+    return None
+
+
+def run_line(run: Run, measured: pd.DataFrame) -> SingleUserLine | None:
+    """The run's single-user line (:mod:`analysis.stages.slowdown`), fitted on the ok measured
+    rows of its :func:`yardstick_stage`."""
+    ok = measured_codes(measured) == OK
+    stage = measured["stage"].to_numpy(dtype=float)
+    labels, counts = np.unique(stage[ok], return_counts=True)
+    kinds = run.stages.set_index("stage")["kind"]
+    single = yardstick_stage(kinds, pd.Series(counts, index=labels.astype(int)))
+    rows = ok & (stage == single)
+    e2e, prompt, completion = (
+        _floats(measured, column, rows)
+        for column in ("e2e_ms", "prompt_tokens", "completion_tokens")
+    )
+    return single_user_line(e2e, prompt, completion)
+
+
+def run_slowdowns(run: Run, line: SingleUserLine | None) -> np.ndarray | None:
+    """Each row of ``run.requests``' slowdown against ``line`` (None without a line)."""
+    if line is None:
+        return None
+    rows = run.requests
+    return slowdowns(
+        line,
+        rows["e2e_ms"].to_numpy(dtype=float),
+        rows["prompt_tokens"].to_numpy(dtype=float),
+        rows["completion_tokens"].to_numpy(dtype=float),
+    )
+
+
+def _request_stats(measured: pd.DataFrame, line: SingleUserLine | None = None) -> pd.DataFrame:
     """Counts, rates' numerators and exact percentiles per stage from the raw rows (index: the
     stages with measured rows), on arrays: the class codes of the ``cls`` column, the rows put
-    in stage order once (:class:`~analysis.stages.groups.StageGroups`)."""
+    in stage order once (:class:`~analysis.stages.groups.StageGroups`). ``line``: the run's
+    single-user line each request's slowdown is held against (:func:`run_line`); without it
+    no slowdown is read."""
     code = measured_codes(measured)
     stage = measured["stage"].to_numpy(dtype=float)
     every = StageGroups(stage)
@@ -347,6 +397,7 @@ def _request_stats(measured: pd.DataFrame) -> pd.DataFrame:
         "tpot_ms": _floats(measured, "tpot_ms", ok),
         "s_per_1k_total": _per_token(e2e, prompt + completion),
         "s_per_1k_completion": _per_token(e2e, completion),
+        "slowdown": slowdowns(line, e2e, prompt, completion),
     }
     served = StageGroups(ok_stage)
     index = pd.Index(served.labels)
@@ -377,7 +428,8 @@ def summarize_stages(
     """
     measured = measured_requests(run) if measured is None else measured
     windows = stage_windows(run, measured)
-    stats = _request_stats(measured).reindex(windows.index)
+    line = run_line(run, measured)
+    stats = _request_stats(measured, line).reindex(windows.index)
     classes = run_classes(run)
     rates = window_rates(run.requests, windows, classes).to_dict("index")
     if batches is None:
@@ -387,6 +439,7 @@ def summarize_stages(
             measured_phases=MEASURED_PHASES,
             params=intervals,
             classes=classes,
+            slowdown=run_slowdowns(run, line),
         )
     bands = interval_columns(batches, params=intervals).to_dict("index")
     canon, gpu = None, run.gpu

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -220,20 +221,28 @@ def test_tail_on_seconds_per_1k_tokens_ignores_longer_outputs():
 
 
 @pytest.mark.parametrize(
-    ("given", "source", "expected"),
+    ("given", "source", "slowdown", "expected"),
     [
-        ("auto", {"kind": "log_replay"}, "s_per_1k"),  # replayed lengths vary
-        ("auto", {"kind": "fixed"}, "e2e"),
-        ("auto", None, "e2e"),
-        ("e2e", {"kind": "log_replay"}, "e2e"),  # an explicit choice stands
-        ("s_per_1k", {"kind": "fixed"}, "s_per_1k"),
+        ("auto", {"kind": "log_replay"}, 1.02, "slowdown"),  # replayed lengths vary
+        ("auto", {"kind": "log"}, 1.02, "slowdown"),
+        # a log whose single-user requests were all one length: no slowdown, the e2e tail
+        ("auto", {"kind": "log_replay"}, None, "e2e"),
+        ("auto", {"kind": "fixed"}, None, "e2e"),
+        ("auto", {"kind": "fixed"}, 1.02, "e2e"),
+        ("auto", None, None, "e2e"),
+        ("e2e", {"kind": "log_replay"}, 1.02, "e2e"),  # an explicit choice stands
+        ("s_per_1k", {"kind": "fixed"}, None, "s_per_1k"),
+        ("slowdown", {"kind": "fixed"}, 1.02, "slowdown"),
+        ("slowdown", {"kind": "fixed"}, None, "e2e"),  # none to read
     ],
 )
-def test_tail_metric_auto_follows_the_prompt_source(given, source, expected):
+def test_tail_metric_auto_follows_the_prompt_source(given, source, slowdown, expected):
     from analysis.knee.find import KneeParams, resolve_tail_metric
 
     info = {} if source is None else {"prompt_source": source}
-    assert resolve_tail_metric(KneeParams(tail_metric=given), info).tail_metric == expected
+    baseline = replace(compute_baseline(None, seed_002_summary()), slowdown_p95=slowdown)
+    got = resolve_tail_metric(KneeParams(tail_metric=given), info, baseline)
+    assert got.tail_metric == expected
 
 
 @pytest.mark.parametrize(

@@ -87,6 +87,25 @@ def test_the_screen_and_its_explanation(case, tmp_path, capsys) -> None:
     assert max(len(line) for line in explained.splitlines()) <= WIDTH
 
 
+#: case → a recorded simulator run (``tests/support/data/sim_runs/``): a length mix's words, which
+#: the closed-form runs above (fixed lengths) never reach
+RECORDED = {
+    # KV full below the most the server ran, a queue read by the server and by the client
+    "kv-mix": "kv-bound-lognormal",
+    # no hard limit: the tail read as each request's slowdown
+    "compute-mix": "compute-bound-lognormal",
+}
+SIM_RUNS = Path(__file__).parents[2] / "support" / "data" / "sim_runs"
+
+
+@pytest.mark.parametrize("case", sorted(RECORDED))
+def test_a_recorded_length_mix_explained(case, tmp_path, capsys) -> None:
+    run = tmp_path / case
+    shutil.copytree(SIM_RUNS / RECORDED[case], run)
+    assert main([str(run), "--quiet", "--explain"]) == 0
+    check_golden(f"{case}.explain.txt", capsys.readouterr().out.replace(str(run), "<RUN>"))
+
+
 def test_explain_holds_every_reason_of_knee_json(tmp_path, capsys) -> None:
     explained = _analyze(tmp_path, "knee9", True, capsys)
     doc = json.loads((tmp_path / "knee9" / "report" / "knee.json").read_text())

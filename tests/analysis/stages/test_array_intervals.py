@@ -259,6 +259,36 @@ def test_the_pools_kept_from_the_tails_resample_as_the_windows_do() -> None:
         pd.testing.assert_frame_equal(a, b, check_exact=True)
 
 
+def test_the_slowdowns_resample_with_their_e2e_windows() -> None:
+    """A slowdown that is each e2e over one number bounds and resamples as the e2e does, over
+    that number: the same windows, drawn alike; without slowdowns a stage has none."""
+    summary, _ = _summary_and_batches()
+    rows = _plain(np.random.default_rng(9))
+    k = 250.0
+    slow = rows["e2e_ms"].to_numpy(dtype=float) / k
+    params = IntervalParams(resamples=50)
+    measured = array_intervals.stage_batches(rows, WINDOWS, params=params, slowdown=slow)
+    for b in (measured[0], measured[1]):
+        for e2e, slowed in ((b.p95, b.slowdown_p95), (b.p99, b.slowdown_p99)):
+            assert e2e is not None and slowed is not None
+            assert (slowed.low, slowed.mean, slowed.high) == pytest.approx(
+                (e2e.low / k, e2e.mean / k, e2e.high / k), rel=1e-12
+            )
+    plain = array_intervals.stage_batches(rows, WINDOWS, params=params)
+    assert plain[0].slowdown_p95 is None and plain[0].slowdown_pool is None
+    stages = [int(s) for s in summary["stage"]]
+    batches = {stages[1]: replace(measured[0], stage=stages[1]),
+               stages[3]: replace(measured[1], stage=stages[3])}  # fmt: skip
+    summary = summary.assign(
+        slowdown_p95=summary["e2e_p95_ms"] / k, slowdown_p99=summary["e2e_p99_ms"] / k
+    )
+    got = array_intervals.resampled_columns(summary, batches, random.Random(4), "qps", 20)
+    for q in ("p95", "p99"):
+        drawn = got[f"e2e_{q}_ms"][:, [1, 3]]
+        assert np.ptp(drawn, axis=0).min() > 0  # the windows drawn moved the tail
+        assert got[f"slowdown_{q}"] == pytest.approx(got[f"e2e_{q}_ms"] / k, rel=1e-12, nan_ok=True)
+
+
 @pytest.mark.parametrize(
     ("win", "batches"),
     [
