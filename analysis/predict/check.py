@@ -49,6 +49,7 @@ from analysis.predict.facts import (
     CapacityFit,
     Check,
     LevelCheck,
+    LevelMetric,
     MeasuredRun,
     Prediction,
     Workload,
@@ -107,8 +108,17 @@ def measured_run(analysis: Analysis) -> MeasuredRun | None:
         bound_at = binding_stage(knee, deploy.bound)
     s = analysis.summary
     steps = s[s["kind"] == "step"]
-    p95 = pd.to_numeric(steps["e2e_p95_ms"], errors="coerce")
-    per_level = p95.groupby(steps["target_users"].astype(int)).median().dropna()
+    users = steps["target_users"].astype(int)
+
+    def per_level(column: str) -> tuple[tuple[int, float], ...]:
+        """The column's median per step level (levels refined twice hold two stages)."""
+        if column not in steps:
+            return ()
+        values = pd.to_numeric(steps[column], errors="coerce").groupby(users).median().dropna()
+        pairs = zip(values.index.astype(int).tolist(), values.astype(float).tolist(), strict=True)
+        return tuple(pairs)
+
+    slowed = analysis.knee.params.get("tail_metric") == "slowdown"
     run = MeasuredRun(
         run_id=analysis.run_id,
         workload=workload,
@@ -116,9 +126,8 @@ def measured_run(analysis: Analysis) -> MeasuredRun | None:
         capacity=None,
         past_users=None,
         levels=tuple(sorted({int(u) for u in steps["target_users"]})),
-        p95_e2e_ms=tuple(
-            zip(per_level.index.astype(int).tolist(), per_level.astype(float).tolist(), strict=True)
-        ),
+        p95_e2e_ms=per_level("e2e_p95_ms"),
+        p95_slowdown=per_level("slowdown_p95") if slowed else (),
         cannot_tell=analysis.standing.reason if unknown else None,
         knee_capacity=None if unknown else knee.max_concurrency,
         knee_past_users=None if unknown else past,
@@ -142,14 +151,26 @@ def held_against(m: MeasuredRun, bounds: frozenset[DeployBound]) -> MeasuredRun:
 
 
 def _level_checks(p: Prediction, measured: MeasuredRun, top: int) -> tuple[LevelCheck, ...]:
-    wanted = [(u, v) for u, v in measured.p95_e2e_ms if 1 <= u <= top and v > 0]
+    """Per step level both have, the model's e2e against the run's P95; for a length mix the
+    model's e2e over its e2e at one user (its tail ratio: the same for every length) against the
+    run's P95 slowdown (each request's e2e over its own single-user time), since a mix's P95
+    e2e is its longest requests' and the model's e2e its mean request's."""
+    metric: LevelMetric = "slowdown" if measured.p95_slowdown else "e2e_ms"
+    figures = measured.p95_slowdown if metric == "slowdown" else measured.p95_e2e_ms
+    wanted = [(u, v) for u, v in figures if 1 <= u <= top and v > 0]
     if p.point is None or not wanted:
         return ()
     columns = [u - 1 for u, _ in wanted]
-    point = grid(Draws.point(p.fit.params, p.fit.step_shape), p.workload, top).e2e_ms[0, columns]
+
+    def scaled(e2e: np.ndarray) -> np.ndarray:
+        """The e2e grid as compared: ms, or over each parameter set's own e2e at one user."""
+        return e2e / e2e[:, :1] if metric == "slowdown" else e2e
+
+    point_grid = grid(Draws.point(p.fit.params, p.fit.step_shape), p.workload, top).e2e_ms
+    point = scaled(point_grid)[0, columns]
     low = high = None
     if p.resamples:
-        resampled = grid(draws(p.fit, p.resamples, p.widened_by), p.workload, top).e2e_ms
+        resampled = scaled(grid(draws(p.fit, p.resamples, p.widened_by), p.workload, top).e2e_ms)
         low, high = np.percentile(resampled[:, columns], [5, 95], axis=0, method="nearest")
     out = []
     for k, (users, meas) in enumerate(wanted):
@@ -159,12 +180,13 @@ def _level_checks(p: Prediction, measured: MeasuredRun, top: int) -> tuple[Level
         out.append(
             LevelCheck(
                 users=users,
-                predicted_ms=float(point[k]),
-                low_ms=lo,
-                high_ms=hi,
-                measured_p95_ms=meas,
+                predicted=float(point[k]),
+                low=lo,
+                high=hi,
+                measured_p95=meas,
                 error=(float(point[k]) - meas) / meas,
                 inside=bool(a <= meas <= b),
+                metric=metric,
             )
         )
     return tuple(out)

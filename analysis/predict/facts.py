@@ -19,6 +19,8 @@ from analysis.model import CannotTell
 #: prompt lengths before the sweep (fixed lengths), or the baseline's TTFT less one decode step
 #: over its prompt (assumed)
 PrefillSource = Literal["ttft_fit", "probe_fit", "baseline_assumed", "in_step"]
+#: what a level of ``predict --check`` compares: e2e in ms, or the slowdown (×) of a length mix
+LevelMetric = Literal["e2e_ms", "slowdown"]
 #: where the decode line came from: each stage's median inter-token latency (streamed), its
 #: median TPOT (streamed several tokens a chunk: :func:`analysis.cluster.profile.decode_step`),
 #: or its median e2e over the completion tokens at the stages where nothing waited (no tokens
@@ -376,6 +378,9 @@ class MeasuredRun:
     past_users: int | None  # the first stage past the capacity (None: not reached)
     levels: tuple[int, ...]  # its step levels
     p95_e2e_ms: tuple[tuple[int, float], ...]  # (users, P95 e2e) per step level
+    #: (users, P95 slowdown) per step level where its tail is each request's slowdown (a
+    #: length mix: :mod:`analysis.stages.slowdown`); empty otherwise
+    p95_slowdown: tuple[tuple[int, float], ...] = ()
     #: why the run cannot tell its capacity (None: it answers); then ``capacity`` and
     #: ``past_users`` are None: there is no measured capacity to check against
     cannot_tell: CannotTell | None = None
@@ -396,15 +401,18 @@ class MeasuredRun:
 
 @dataclass(frozen=True)
 class LevelCheck:
-    """One level: the model's e2e (every request's: the model has no spread) vs the P95."""
+    """One level: the model's e2e (every request's: the model has no spread) vs the P95; for a
+    run whose tail is each request's slowdown (a length mix: ``metric`` ``slowdown``), the
+    model's e2e over its own e2e at one user vs the P95 slowdown (×, not ms)."""
 
     users: int
-    predicted_ms: float
-    low_ms: float | None  # 5th–95th percentile over the resampled parameters
-    high_ms: float | None
-    measured_p95_ms: float
+    predicted: float
+    low: float | None  # 5th–95th percentile over the resampled parameters
+    high: float | None
+    measured_p95: float
     error: float  # (predicted − measured) / measured
     inside: bool  # low ≤ measured ≤ high
+    metric: LevelMetric = "e2e_ms"
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from analysis.predict.facts import (
     InSampleMiss,
     KvSource,
     LengthMix,
+    LevelMetric,
     OutputSource,
     Prediction,
     PrefillSource,
@@ -479,17 +480,33 @@ def _capacity_lines(c: Check) -> list[str]:
     return lines
 
 
+#: per level metric, the line above the levels' table
+LEVEL_HEADINGS: dict[LevelMetric, str] = {
+    "e2e_ms": "e2e per level: the model's (every request's: it has no spread, so it sits below a "
+    "P95 by the run's own spread) against the measured P95",
+    "slowdown": "slowdown per level (a length mix): the model's e2e over its e2e at one user (it "
+    "has no spread, so it sits a little below a P95) against the measured P95 of each "
+    "request's e2e over its own single-user time",
+}
+#: per level metric, the table's two figure headers and its number format
+LEVEL_COLUMNS: dict[LevelMetric, tuple[str, str, str]] = {
+    "e2e_ms": ("predicted ms", "P95 ms", ".0f"),
+    "slowdown": ("predicted ×", "P95 ×", ".2f"),
+}
+
+
 def _level_rows(c: Check) -> list[str]:
-    header = f"  {'users':>5}  {'predicted ms':>20}  {'P95 ms':>8}  {'error':>6}  inside"
+    predicted, measured, spec = LEVEL_COLUMNS[c.levels[0].metric]
+    header = f"  {'users':>5}  {predicted:>20}  {measured:>8}  {'error':>6}  inside"
     rows = [header]
     for lv in c.levels:
-        span = f"{lv.predicted_ms:.0f}"
-        if lv.low_ms is not None and lv.high_ms is not None:
-            low, high = f"{lv.low_ms:.0f}", f"{lv.high_ms:.0f}"
+        span = format(lv.predicted, spec)
+        if lv.low is not None and lv.high is not None:
+            low, high = format(lv.low, spec), format(lv.high, spec)
             span += "" if low == high else f" ({low}–{high})"
         rows.append(
-            f"  {lv.users:>5}  {span:>20}  {lv.measured_p95_ms:>8.0f}  {_pct(lv.error):>6}  "
-            f"{'yes' if lv.inside else 'no'}"
+            f"  {lv.users:>5}  {span:>20}  {format(lv.measured_p95, spec):>8}  "
+            f"{_pct(lv.error):>6}  {'yes' if lv.inside else 'no'}"
         )
     return rows
 
@@ -513,10 +530,7 @@ def check_text(c: Check) -> str:
     else:
         lines.append(f"  reach: {_reach(p)}")
     if c.levels:
-        lines.append(
-            "e2e per level: the model's (every request's: it has no spread, so it sits below a "
-            "P95 by the run's own spread) against the measured P95"
-        )
+        lines.append(LEVEL_HEADINGS[c.levels[0].metric])
         lines += _level_rows(c)
     lines.append(_measured(p.fit))
     if p.refusal not in ("no_decode_fit", "source_cannot_tell"):

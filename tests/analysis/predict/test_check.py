@@ -94,9 +94,9 @@ def test_a_measured_run_that_cannot_tell_has_no_capacity_to_compare() -> None:
 def test_each_measured_level_gets_the_models_e2e_against_its_p95() -> None:
     c = check(SLOTS8, _measured(8, 12))
     (level,) = c.levels
-    assert level.users == 1 and level.measured_p95_ms == 700.0
-    assert level.error == pytest.approx((level.predicted_ms - 700.0) / 700.0)
-    assert level.inside is (level.low_ms <= 700.0 <= level.high_ms)
+    assert level.users == 1 and level.measured_p95 == 700.0 and level.metric == "e2e_ms"
+    assert level.error == pytest.approx((level.predicted - 700.0) / 700.0)
+    assert level.inside is (level.low <= 700.0 <= level.high)
 
 
 @pytest.fixture(scope="module")
@@ -342,3 +342,32 @@ def test_a_check_with_a_run_that_cannot_tell_on_either_side_exits_3(runs, late_r
     assert c["prediction"]["point"]["users"] == 5  # memory: the KV gauge at 90 % on 6 slots
     assert c["measured"]["cannot_tell"] == "late_client" and c["measured"]["capacity"] is None
     assert c["deploy"]["inside"] is None and [lv["users"] for lv in c["levels"]] == [1, 2, 4, 8, 16]
+
+
+def test_a_length_mix_is_checked_on_its_slowdown_not_its_p95_e2e() -> None:
+    # the same levels both ways: a mix's checking run holds its P95 slowdown per level too
+    e2e = dataclasses.replace(_measured(8, 12), p95_e2e_ms=((1, 700.0), (4, 900.0), (16, 3e3)))
+    mix = dataclasses.replace(e2e, p95_slowdown=((1, 1.02), (4, 1.3), (16, 4.0)))
+    by_ms, by_slowdown = check(SLOTS8, e2e).levels, check(SLOTS8, mix).levels
+    assert [lv.metric for lv in by_ms] == ["e2e_ms"] * 3
+    assert [lv.metric for lv in by_slowdown] == ["slowdown"] * 3
+    one = by_ms[0].predicted
+    for ms, ratio, measured in zip(by_ms, by_slowdown, (1.02, 1.3, 4.0), strict=True):
+        # the model's e2e over its e2e at one user, against the run's P95 slowdown
+        assert ratio.predicted == pytest.approx(ms.predicted / one, rel=1e-12)
+        assert ratio.measured_p95 == measured
+        assert ratio.error == pytest.approx((ratio.predicted - measured) / measured)
+        assert ratio.low <= ratio.predicted <= ratio.high
+    assert by_slowdown[0].predicted == pytest.approx(1.0)
+    assert by_slowdown[0].low == pytest.approx(1.0) and by_slowdown[0].high == pytest.approx(1.0)
+    # 16 users on 8 slots: half of them wait a whole request, the model's e2e doubles at least
+    assert by_slowdown[2].predicted >= 2.0
+
+
+def test_a_replayed_logs_run_holds_its_p95_slowdown_per_level() -> None:
+    run = Path(__file__).parents[2] / "support" / "data" / "sim_runs" / "compute-bound-lognormal"
+    measured = measured_run(analyze_run(run))
+    assert measured is not None
+    slowdown = dict(measured.p95_slowdown)
+    assert sorted(slowdown) == [1, 2, 4, 8, 16, 24, 32, 48, 64]
+    assert slowdown[1] == pytest.approx(1.0, abs=0.01) and slowdown[32] > 2.0

@@ -103,6 +103,15 @@ CHECKS = {
         synthetic_fit(COMPUTE, max_batch=64.0),
         _other(32, 48, knee=(48, 64), levels=(1, 2, 4, 8, 16, 24, 32, 48, 64)),
     ),
+    "check, a length mix: its slowdown per level": (
+        synthetic_fit(COMPUTE, max_batch=64.0),
+        replace(
+            _other(32, 48, knee=(48, 64), levels=(1, 2, 4, 8, 16, 24, 32, 48, 64)),
+            p95_slowdown=tuple(
+                (u, 1.0 + 0.032 * (u - 1)) for u in (1, 2, 4, 8, 16, 24, 32, 48, 64)
+            ),
+        ),
+    ),
     "check, the deploy answer bound by memory": (
         synthetic_fit(SLOTS8, kv_pct=14.0, kv_source="kv_gauge"),
         _other(8, 12, deploy=(4, "memory")),
