@@ -130,8 +130,9 @@ def test_knee_lands_on_predicted_level(runs, case):
 def test_oom_crash_is_the_red_line(runs):
     summary, knee, recs, _ = runs["oom"].result()
     assert knee.red_line_users == 16, _explain(summary, knee)
-    assert knee.knee_stage is None
-    assert knee.max_concurrency == 8
+    # ci90 (six test processes on 2 cores) read a knee at 8 users once: say why next time
+    assert knee.knee_stage is None, _explain(summary, knee)
+    assert knee.max_concurrency == 8, _explain(summary, knee)
     red = next(v for v in knee.stages if v.stage == knee.red_line_stage)
     assert red.bottleneck == "memory"
     assert any(s.name == "oom" and s.fired for s in red.signals)
