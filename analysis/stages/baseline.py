@@ -20,8 +20,7 @@ import pandas as pd
 
 from analysis.inputs.load import Run
 from analysis.model import Baseline, BaselineNote, SpreadFigure
-from analysis.stages.levels import level_rows
-from analysis.stages.summary import measured_requests
+from analysis.stages.summary import measured_requests, yardstick_stage
 from loadknee_core.numeric import num
 
 #: default limit on P95 / median before the baseline is called noisy (method: Baseline spread)
@@ -31,14 +30,14 @@ MIN_REQUESTS = 20
 
 
 def _pick_row(summary: pd.DataFrame) -> tuple[pd.Series | None, str]:
-    served = summary[summary["ok"] > 0]
-    base = served[served["kind"] == "baseline"]
-    if len(base):
-        return base.iloc[0], "baseline"
-    steps = level_rows(served).sort_values("stage")
-    if len(steps):
-        return steps.iloc[0], "first_stage"
-    return None, "none"
+    """The yardstick's row: the stage :func:`~analysis.stages.summary.yardstick_stage` picks,
+    the one the slowdown's single-user line is fitted on too."""
+    indexed = summary.set_index("stage", drop=False)
+    stage = yardstick_stage(indexed["kind"], pd.to_numeric(indexed["ok"], errors="coerce"))
+    if stage is None:
+        return None, "none"
+    row = summary.iloc[int((summary["stage"] == stage).to_numpy().argmax())]
+    return row, "baseline" if row["kind"] == "baseline" else "first_stage"
 
 
 def _p95_per_1k(ok: pd.DataFrame | None) -> tuple[float | None, float | None]:
