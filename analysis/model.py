@@ -139,6 +139,10 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "client_lag_max_ms",  # the largest of them
     "host_load_1m",  # the 1-minute load of the client's host, at its most per CPU in the window
     "host_cpus",  # that host's CPU count
+    # the e2e median's 95 % interval from two of the stage's own requests' order statistics
+    # (analysis.stages.median_interval: needs no time windows); NaN under 6 requests
+    "e2e_p50_low_ms",
+    "e2e_p50_high_ms",
 )
 
 #: Percentile method used everywhere (numpy/pandas "linear" interpolation on raw rows).

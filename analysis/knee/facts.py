@@ -64,6 +64,11 @@ class GainFact:
     added_per_user: float | None = None  # (rate - prev_rate) / (users - prev_users)
     gain_ratio: float | None = None  # added_per_user / single_user_rate
     gain_upper_ratio: float | None = None  # its upper bound within both stages' intervals
+    #: the same gain read by Little's law from a closed loop's users over their median e2e
+    #: (no think time, fixed lengths), and its upper bound within both medians' intervals
+    #: (:mod:`analysis.stages.median_interval`): a second measurement that needs no time windows
+    latency_gain_ratio: float | None = None
+    latency_gain_upper_ratio: float | None = None
 
     @property
     def below(self) -> bool:
@@ -102,6 +107,9 @@ class TailFact:
     #: the ratio's upper bound: the stage's tail at its interval's high end (its point figure
     #: without one) over the yardstick at its low end (None without the yardstick's low end)
     upper_ratio: float | None = None
+    #: the stage's e2e median at its interval's low end over the yardstick (e2e only): past the
+    #: limit, even the typical request is, whatever the tail's own interval
+    median_lower_ratio: float | None = None
 
 
 @dataclass(frozen=True)

@@ -172,7 +172,11 @@ class KneeInputs:
             x = num(self.values[params.throughput_column][self.base_at])
             x1 = None if x is None else x / baseline.target_users
         base_tail, tail_source, base_low = self.tail_yardstick(rows)
+        base_median = None
+        if self.base_at is not None and baseline.target_users == 1:
+            base_median = num(self.records[self.base_at].get("e2e_p50_ms"))
         return StageContext(
+            base_median_ms=base_median,
             x1=x1 or None,
             base_tail_ms=base_tail,
             base_tail_low_ms=base_low,

@@ -28,8 +28,12 @@ def knee_clears_noise(verdict: StageVerdict) -> bool:
     4 → 8 users (one user 48): at most 0.147× per user within a ±12.5 % interval, the tail at
     least 4.3× the baseline, 7 of 12 slots running. The server's free slots demoted that knee and
     the answer moved to 16 users' queue, capacity 8, which 2 % of the resamples gave (98 %: 4).
-    A flattening read on point figures (no interval: ``gain_upper_ratio`` None) does not clear
-    its noise."""
+    A flattening read on point figures (no interval: ``gain_upper_ratio`` None) clears its noise
+    only where the latency's reading of the same gain does (Little's law on the stages' median
+    e2e and its order-statistic interval: :func:`~analysis.knee.signals.latency_gain`), and a
+    tail without an interval only where its median's lower end is past the limit: the same
+    simulator on a suite with a CPU hog had no interval at 8 users (its requests' spans too long
+    for five windows), and the free slots moved the answer from 4 to 8."""
     flat = signal_of(verdict, "throughput_flattening")
     tail = signal_of(verdict, "tail_departure")
     if flat is None or tail is None or not (flat.fired and tail.fired):
@@ -37,13 +41,23 @@ def knee_clears_noise(verdict: StageVerdict) -> bool:
     gain, departed = flat.fact, tail.fact
     if not isinstance(gain, GainFact) or not isinstance(departed, TailFact):
         return False
-    upper, lower = gain.gain_upper_ratio, departed.lower_ratio
-    return (
-        upper is not None
-        and upper < gain.threshold_ratio
-        and lower is not None
-        and lower >= departed.threshold_ratio
-    )
+    return _flat_within_noise(gain) and _departed_within_noise(departed)
+
+
+def _flat_within_noise(gain: GainFact) -> bool:
+    """Flat at the upper end of the throughput's intervals, or, where the stage had none, of
+    the latency's reading of the same gain (:func:`~analysis.knee.signals.latency_gain`)."""
+    upper = gain.gain_upper_ratio
+    if upper is None:
+        upper = gain.latency_gain_upper_ratio
+    return upper is not None and upper < gain.threshold_ratio
+
+
+def _departed_within_noise(departed: TailFact) -> bool:
+    """Departed at the lower end of the tail's interval, or with the median itself past the
+    limit at its interval's lower end (the tail is above its median)."""
+    lows = (departed.lower_ratio, departed.median_lower_ratio)
+    return any(low is not None and low >= departed.threshold_ratio for low in lows)
 
 
 def noise_in_doubt(verdict: StageVerdict) -> bool:

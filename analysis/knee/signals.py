@@ -62,6 +62,8 @@ class StageContext:
     #: the yardstick's lower bound (its own stage's interval): a yardstick inflated by noise
     #: makes a held tail unsure, not held
     base_tail_low_ms: float | None = None
+    #: the single-user e2e median (ms): one user's rate by Little's law (:func:`latency_gain`)
+    base_median_ms: float | None = None
 
 
 def _memory_pct(row: pd.Series, ctx: StageContext) -> tuple[float | None, MemorySource]:
@@ -86,6 +88,51 @@ def half_width(row: pd.Series, column: str) -> float | None:
     if pct is None or x is None or math.isinf(pct):
         return None
     return abs(x) * pct / 100.0
+
+
+#: a stage whose requests in flight fell short of its users by more than this share had think
+#: time or gaps between requests: its users over its latency is not its rate (Little's law)
+CLOSED_LOOP_SHARE = 0.9
+
+
+def _closed_loop_median(row: Any) -> tuple[float, float, float, float] | None:
+    """The stage's users, e2e median and its interval's ends (ms), where each user kept one
+    request in flight (a closed loop without think time: :data:`CLOSED_LOOP_SHARE`)."""
+    users, batch = num(row.get("target_users")), num(row.get("batch_size"))
+    in_flight = num(row.get("client_in_flight"))
+    median = num(row.get("e2e_p50_ms"))
+    low, high = num(row.get("e2e_p50_low_ms")), num(row.get("e2e_p50_high_ms"))
+    if users is None or in_flight is None or median is None or low is None or high is None:
+        return None
+    if (batch is not None and batch != 1) or in_flight < CLOSED_LOOP_SHARE * users or low <= 0:
+        return None
+    return users, median, low, high
+
+
+def latency_gain(row: Any, prev: Any, ctx: StageContext) -> tuple[float | None, float | None]:
+    """What each added user brought as a share of one user's rate, read by Little's law: a
+    closed loop serves its users over their mean latency per second, and with fixed lengths
+    (the tail on e2e) the median stands in for the mean; one user alone serves one over the
+    single-user median. Returns the gain and its upper bound within both medians' intervals
+    (:mod:`analysis.stages.median_interval`); ``(None, None)`` where the loop was not closed,
+    the lengths vary, or a median or its interval is missing.
+
+    Why: a stage shorter than five of its requests has no throughput interval, and its
+    flattening on point figures cannot clear the noise; the latency can. The 12-slot
+    compute-bound simulator (4 → 8 users, its compute limit near 3.9) read a point gain of
+    0.07× beside a CPU hog and a suite on 2 cores, no interval at 8 users: the server's free
+    slots demoted the knee and the answer doubled to 8. Its medians (713 → 1,257 ms, 44
+    requests) give 0.06×, at most 0.09×."""
+    if tail_metric(ctx.params.tail_metric) != "e2e" or not ctx.base_median_ms:
+        return None, None
+    now, before = _closed_loop_median(row), _closed_loop_median(prev)
+    if now is None or before is None or now[0] <= before[0]:
+        return None, None
+    (users, median, low, _), (prev_users, prev_median, _, prev_high) = now, before
+    one_user = ctx.base_median_ms / (users - prev_users)
+    gain = (users / median - prev_users / prev_median) * one_user
+    upper = (users / low - prev_users / prev_high) * one_user
+    return gain, upper
 
 
 def throughput_signals(
@@ -116,6 +163,10 @@ def throughput_signals(
                 "gain_ratio": gain,
                 "gain_upper_ratio": upper,
             }
+            latency, latency_upper = latency_gain(row, prev, ctx)
+            if latency is not None:
+                figures["latency_gain_ratio"] = latency
+                figures["latency_gain_upper_ratio"] = latency_upper
 
     def below(name: str, kind: GainKind, figure: float | None, limit: float) -> Signal:
         fired = figure is not None and figure < limit
@@ -194,6 +245,15 @@ def tail_figures(row: Any, metric: str, percentile: str) -> TailFigures:
     )
 
 
+def _median_lower_ratio(row: Any, ctx: StageContext) -> float | None:
+    """The stage's e2e median at its interval's low end over the e2e yardstick (None for
+    another tail metric, or without the interval)."""
+    low = num(row.get("e2e_p50_low_ms"))
+    if tail_metric(ctx.params.tail_metric) != "e2e" or low is None or not ctx.base_tail_ms:
+        return None
+    return low / ctx.base_tail_ms
+
+
 def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | None]:
     """Tail departure fires only when the tail's lower bound (its 95 % interval, from
     resampling time windows) is at or above ``tail_ratio`` × the baseline's tail; without an
@@ -227,6 +287,7 @@ def tail_signals(row: pd.Series, ctx: StageContext) -> tuple[Signal, Signal | No
         p.tail_ratio,
         _outcome(fired, ratio, upper, p.tail_ratio),
         upper_ratio=upper,
+        median_lower_ratio=_median_lower_ratio(row, ctx),
     )
     departed = Signal("tail_departure", fired, ratio, p.tail_ratio, fact=fact)
     tail = num(row[f"e2e_{ctx.tail_percentile}_ms"])  # the SLA is on latency

@@ -13,6 +13,7 @@ request in proportion to the part of it inside the window (see :func:`window_rat
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -26,6 +27,7 @@ from analysis.stages.client_queue import CLIENT_QUEUE_COLUMNS, client_queue_colu
 from analysis.stages.groups import StageGroups
 from analysis.stages.intervals import IntervalParams, StageBatches, interval_columns
 from analysis.stages.levels import level_mask
+from analysis.stages.median_interval import median_interval
 from analysis.stages.prefix_cache import stage_prefix_cache
 from analysis.stages.refusals import stage_refusals
 from analysis.stages.row_classes import (
@@ -405,7 +407,24 @@ def _request_stats(measured: pd.DataFrame, line: SingleUserLine | None = None) -
         qs = served.quantiles(values[column], [q for q, _ in wanted])
         for j, (_q, name) in enumerate(wanted):
             out[name] = pd.Series(qs[:, j], index=index)
+    out[["e2e_p50_low_ms", "e2e_p50_high_ms"]] = _median_bounds(served, e2e, index)
     return out
+
+
+def _median_bounds(served: StageGroups, e2e: np.ndarray, index: pd.Index) -> pd.DataFrame:
+    """Per served stage, its e2e median's :func:`~analysis.stages.median_interval.median_interval`
+    (NaN for too few requests)."""
+    ordered = e2e[served.order]
+    bounds = [
+        median_interval(ordered[served.bounds[g] : served.bounds[g + 1]])
+        for g in range(len(served))
+    ]
+    return pd.DataFrame(
+        [(math.nan, math.nan) if b is None else b for b in bounds],
+        index=index,
+        columns=["e2e_p50_low_ms", "e2e_p50_high_ms"],
+        dtype=float,
+    )
 
 
 def summarize_stages(

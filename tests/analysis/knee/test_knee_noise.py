@@ -380,6 +380,104 @@ def test_a_noisy_knee_that_clears_its_noise_stands_beside_free_slots(
     assert result.max_concurrency == {8: 4, 16: 8}[knee_users], why
 
 
+# the same simulator beside a suite and a CPU hog: 8 users' requests too long for five windows
+# (no interval anywhere past 4), their medians from 44 requests each (order statistics)
+MEDIANS = {"e2e_p50_ms": [713.0, 1257.0, 2349.0], "e2e_p50_low_ms": [712.1, 1255.9, 2302.0],
+           "e2e_p50_high_ms": [713.4, 1258.7, 2351.5]}  # fmt: skip
+
+
+def _compute_bound_point_figures(**columns: list[float]):
+    nan = float("nan")
+    return sweep(
+        COMPUTE_BOUND["levels"], COMPUTE_BOUND["tok"], COMPUTE_BOUND["p95"],
+        baseline_tok_s=47.7, baseline_p95_ms=307.0,
+        running_mean=[3.4, 7.0, 11.9], running_max=[4.0, 8.0, 12.0],
+        waiting_mean=[0.0, 0.0, 4.14], output_tok_s_hw_pct=[4.0, nan, nan],
+        interval_batches=[9.0, 0.0, 0.0], window_s=[7.0] * 3, window_needed_s=[9.0, 9.0, 9.0],
+        **{"client_in_flight": [4.0, 8.0, 16.0], **MEDIANS, **columns},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("columns", "knee_users", "latency", "why"),
+    [
+        (
+            {},
+            8,
+            (0.058, 0.059),
+            "users over their median e2e: 0.06× per added user, at most "
+            "0.06×, and the median itself 4.1× the single-user tail at its low end",
+        ),
+        (
+            {"e2e_p50_low_ms": [712.1, 800.0, 2302.0]},
+            16,
+            (0.058, 0.337),
+            "a median interval as wide as the noise: at most 0.34×, the server's word stands",
+        ),
+        (
+            {"e2e_p50_ms": [713.0, 900.0, 2349.0], "e2e_p50_low_ms": [712.1, 898.0, 2302.0]},
+            16,
+            (0.252, 0.254),
+            "the latency says the users were still served faster: no flattening",
+        ),
+        (
+            {"client_in_flight": [3.0, 6.0, 12.0]},
+            None,
+            None,
+            "a quarter of the users' time between requests: users over latency is not the rate",
+        ),
+    ],
+    ids=["medians-flat", "medians-wide", "medians-growing", "think-time"],
+)
+def test_a_knee_on_point_figures_stands_where_the_latency_reads_the_same_gain(
+    columns, knee_users, latency, why
+):
+    """#53: the point figures flattened at 8 users (0.08× one user's rate per added user) with
+    the tail 5× the single-user one, but no interval: the server's free slots demoted the knee
+    and the answer doubled (8 for the simulator's 4). Little's law reads the same gain from the
+    latency, with an interval that needs no windows."""
+    result = _knee(_compute_bound_point_figures(**columns))
+    v = _by_users(result)
+    assert v[8].noisy, why
+    flat = _signal(v[8], "throughput_flattening")
+    assert flat.fired and flat.fact.gain_upper_ratio is None, why  # the point figure, no interval
+    got = (flat.fact.latency_gain_ratio, flat.fact.latency_gain_upper_ratio)
+    if latency is None:
+        assert got == (None, None), why
+    else:
+        assert got == pytest.approx(latency, abs=0.001), why
+    assert v[8].verdict == ("knee" if knee_users == 8 else "critical"), why
+    if knee_users == 16:
+        assert v[8].reasons[0].name == "server_free_slots", why
+    if knee_users is not None:  # (think time also moves the client's queue estimate at 16)
+        assert result.knee_users == knee_users, why
+        assert result.max_concurrency == {8: 4, 16: 8}[knee_users], why
+    tail = _signal(v[8], "tail_departure").fact
+    assert tail.median_lower_ratio == pytest.approx(
+        float(_compute_bound_point_figures(**columns)["e2e_p50_low_ms"].iloc[2]) / 307.0
+    )
+
+
+def test_a_knife_edge_gain_read_by_the_latency_does_not_clear_the_noise():
+    """The 40-slot simulator at 32 → 34 users (2 s windows, no interval): the fast preset's steps
+    (10 + 0.5 ms × batch) give 0.1496× per added user, on the rule's edge; a median 1 % either way
+    makes the latency's upper end 0.28×, so the server's free slots still decide (40)."""
+    n = len(SIM40["levels"])
+    step = [10.0 + 0.5 * u for u in SIM40["levels"]]
+    medians = [678.0 * s / 10.5 for s in step]
+    summary = _sim40(40.0, 8.0)
+    summary["client_in_flight"] = [1.0] + [float(u) for u in SIM40["levels"]]
+    summary["e2e_p50_ms"] = [678.0, *medians]
+    summary["e2e_p50_low_ms"] = [671.0, *(m * 0.99 for m in medians)]
+    summary["e2e_p50_high_ms"] = [685.0, *(m * 1.01 for m in medians)]
+    result = _knee(summary)
+    flat = _signal(_by_users(result)[34], "throughput_flattening").fact
+    assert flat.latency_gain_ratio == pytest.approx(0.150, abs=0.001)
+    assert flat.latency_gain_upper_ratio > 0.15
+    assert (result.knee_users, result.max_concurrency) == (48, 40)
+    assert len(summary) == n + 1
+
+
 def test_a_queue_with_the_running_gauge_dipping_between_batches_is_saturation():
     # the 10-slot simulator on 2 s windows: lockstep batches pull the running mean to 6.0 while
     # it peaked at 10 and 2 requests waited on average; 12 is past the slots, whatever 8 → 12 gained
