@@ -5,7 +5,8 @@ comparison itself is :func:`analysis.compare.core.compare_runs`. This module ren
 side-by-side table per concurrency (or per prompts in flight for ``batch``), the knee of each run
 and the reading, printed and written to ``compare.md`` and ``compare.csv`` (long form) in ``--out``
 (default: ``compare-<label>-vs-<label>`` beside the first run). Exit 2 on a bad run directory or
-bad arguments, with a one-paragraph message and no traceback.
+bad arguments, with a one-paragraph message and no traceback; ``--kind config`` exits as ``loadknee
+verify`` does (1 on a failed check, 3 where none failed but one cannot tell).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 
 from analysis.compare.core import KINDS, Comparison, RunSide, compare_runs
 from analysis.compare.prefix_cache import prefix_cache_change
-from analysis.compare.verify import all_passed, format_checks, verify_checks
+from analysis.compare.verify import EXIT_CODES, format_checks, overall, verify_checks
+from analysis.diagnosis.failures import overloaded_stages
 from analysis.inputs.load import RunDirError
 from analysis.knee.find import KneeParams
 from analysis.pipeline import analyze_run
@@ -193,15 +195,22 @@ def main(argv: list[str] | None = None) -> int:
         written.append(out / "prefix-cache.json")
     shown = format_markdown(comparison) if ns.format == "markdown" else format_text(comparison)
     print(shown.rstrip("\n"))
-    failed = False
+    results = set()
     if comparison.kind == "config":  # before vs after: the same checks as `loadknee verify`
         before = sides[0]
         for after in sides[1:]:
-            checks = verify_checks(before.summary, before.knee, after.summary, after.knee)
+            busy = (
+                *overloaded_stages(before.summary, before.run_info),
+                *overloaded_stages(after.summary, after.run_info),
+            )
+            checks = verify_checks(
+                before.summary, before.knee, after.summary, after.knee, overloaded=busy
+            )
             print(f"\n{after.label} against {before.label}:\n{format_checks(checks)}")
-            failed = failed or not all_passed(checks)
+            results.add(overall(checks))
     print(f"\nwritten: {', '.join(str(p) for p in written)}")
-    return 1 if failed else 0
+    worst = next((r for r in ("FAIL", "CANNOT TELL") if r in results), "PASS")
+    return EXIT_CODES[worst]
 
 
 if __name__ == "__main__":

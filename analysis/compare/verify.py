@@ -14,7 +14,12 @@ the re-run ("after"):
 3. **no red line below the knee**: no re-run stage below the original knee (or at or below
    ``max_concurrency`` when there was none) is the red line.
 
-A check whose level was not measured fails (saying so): nothing is assumed to hold.
+A check whose level was not measured fails (saying so): nothing is assumed to hold. A throughput
+check that fails where either run's machine was overloaded at that level with the server on it
+(:func:`analysis.diagnosis.failures.overloaded_stages`) cannot tell: the server waited for CPU the
+load generator and the rest of the machine took, so the figure is the machine's. ``loadknee
+verify`` exits 3 then (re-run where the server has the CPU to itself); a failure elsewhere still
+fails.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.diagnosis.facts import SharedHostFact
 from analysis.model import KneeResult
 from analysis.report.stage_reasons import reasons_text
 from analysis.stages.levels import level_rows
@@ -58,6 +64,16 @@ class Check:
     #: no_red_line_below_knee: the re-run stages checked, and those that were the red line
     checked_users: tuple[int, ...] = ()
     red_line_users: tuple[int, ...] = ()
+    #: throughput: the overloaded shared machine at ``users`` (the busier of the two runs') that
+    #: makes a failed check unable to tell; None where the check passed or the machine was not
+    overloaded: SharedHostFact | None = None
+
+    @property
+    def outcome(self) -> str:
+        """``PASS``, ``FAIL``, or ``CANNOT TELL`` (a failure the overloaded machine explains)."""
+        if self.passed:
+            return "PASS"
+        return "CANNOT TELL" if self.overloaded is not None else "FAIL"
 
 
 def verify_levels(knee: KneeResult, watermark: Any) -> tuple[int, ...]:
@@ -101,11 +117,18 @@ def _recommended(before: KneeResult, after: KneeResult) -> Check:
     )
 
 
+def _busiest(overloaded: Sequence[SharedHostFact], users: int) -> SharedHostFact | None:
+    """The fact with the highest load per CPU at ``users`` (None: not overloaded there)."""
+    at = [f for f in overloaded if f.users == users]
+    return max(at, key=lambda f: f.host_load_1m / f.host_cpus, default=None)
+
+
 def _throughput(
     before_summary: pd.DataFrame,
     after_summary: pd.DataFrame,
     users: int | None,
     tolerance_pct: float,
+    overloaded: Sequence[SharedHostFact] = (),
 ) -> Check:
     if users is None:
         return Check("throughput", False, "the original run recommends no max_concurrency")
@@ -125,18 +148,27 @@ def _throughput(
     moved = (x_a / x_b - 1.0) * 100.0
     ok = abs(moved) <= allowed
     interval = f" ±{hw_b:.1f} %" if hw_b is not None else ""
+    busy = None if ok else _busiest(overloaded, users)
+    machine = (
+        ""
+        if busy is None
+        else f"; the machine was overloaded at {users} users (load {busy.host_load_1m:.1f} on "
+        f"{busy.host_cpus} CPUs, the server on {busy.server_host}): the figure is the machine's, "
+        "re-run where the server has the CPU to itself"
+    )
     return Check(
         "throughput",
         ok,
         f"{users} users served {sig4(x_a)} output tok/s against {sig4(x_b)}{interval} before: "
         f"{moved:+.1f} % (allowed ±{allowed:.1f} %: the intervals combined, at least "
-        f"{tolerance_pct:g} %)",
+        f"{tolerance_pct:g} %){machine}",
         users,
         before_tok_s=x_b,
         before_hw_pct=hw_b,
         after_tok_s=x_a,
         moved_pct=moved,
         allowed_pct=allowed,
+        overloaded=busy,
     )
 
 
@@ -172,25 +204,36 @@ def verify_checks(
     after_knee: KneeResult,
     *,
     tolerance_pct: float = TOLERANCE_PCT,
+    overloaded: Sequence[SharedHostFact] = (),
 ) -> tuple[Check, ...]:
-    """The checks of the module docstring, in order (pure)."""
+    """The checks of the module docstring, in order (pure); ``overloaded``: both runs'
+    :func:`~analysis.diagnosis.failures.overloaded_stages`."""
+    users = before_knee.max_concurrency
     return (
         _recommended(before_knee, after_knee),
-        _throughput(before_summary, after_summary, before_knee.max_concurrency, tolerance_pct),
+        _throughput(before_summary, after_summary, users, tolerance_pct, overloaded),
         _no_red_line(before_knee, after_knee),
     )
 
 
+def overall(checks: Sequence[Check]) -> str:
+    """``FAIL`` if a check failed, else ``CANNOT TELL`` if one could not tell, else ``PASS``."""
+    outcomes = {c.outcome for c in checks}
+    return next((o for o in ("FAIL", "CANNOT TELL") if o in outcomes), "PASS")
+
+
 def format_checks(checks: Sequence[Check]) -> str:
-    """One ``PASS``/``FAIL`` line per check, then the overall result."""
-    lines = [f"{'PASS' if c.passed else 'FAIL'}  {c.name}: {c.text}" for c in checks]
-    failed = sum(not c.passed for c in checks)
-    lines.append(
-        f"verify: {'PASS' if not failed else 'FAIL'} ({len(checks) - failed} of {len(checks)} "
-        "checks passed)"
-    )
+    """One ``PASS``/``FAIL``/``CANNOT TELL`` line per check, then the overall result."""
+    lines = [f"{c.outcome}  {c.name}: {c.text}" for c in checks]
+    passed = sum(c.passed for c in checks)
+    lines.append(f"verify: {overall(checks)} ({passed} of {len(checks)} checks passed)")
     return "\n".join(lines)
 
 
 def all_passed(checks: Sequence[Check]) -> bool:
     return all(c.passed for c in checks)
+
+
+#: ``loadknee verify``'s exit status per :func:`overall` result (3: as ``loadknee analyze``'s
+#: "cannot tell")
+EXIT_CODES = {"PASS": 0, "FAIL": 1, "CANNOT TELL": 3}

@@ -123,6 +123,15 @@ def _gain(fact: GainFact) -> str:
         )
         if fact.gain_upper_ratio is not None:
             text += f", at most {fact.gain_upper_ratio:.2f}× within the noise"
+        elif (
+            fact.kind == "flattening"
+            and fact.below
+            and None not in (fact.latency_gain_ratio, fact.latency_gain_upper_ratio)
+        ):
+            text += (
+                f"; by the users over their median latency {fact.latency_gain_ratio:.2f}×, "
+                f"at most {fact.latency_gain_upper_ratio:.2f}×"
+            )
     pct = f"{fact.threshold_ratio * 100:g} %"
     if fact.kind == "flattening":
         if fact.below:

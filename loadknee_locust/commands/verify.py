@@ -6,8 +6,9 @@ max_concurrency, the production watermark, the knee) with the original's prompt 
 its run.json (model, endpoint, streaming, input and output lengths; a replayed log must be given
 again with ``--prompt-log``, since run.json keeps only its hash); analyse the re-run with the
 same knee thresholds; print one PASS/FAIL line per check (:mod:`analysis.compare.verify`) and exit 1
-when
-any fails, 0 when all pass, 2 when the original cannot be read or the re-run did not happen.
+when any fails, 0 when all pass, 3 when none failed but one cannot tell (a throughput check failed
+on a machine overloaded with the server on it), 2 when the original cannot be read or the re-run
+did not happen.
 Options it does not know go to ``loadknee run`` (and so to Locust) unchanged.
 
 The analysis package is imported only here, in the command's process, never in the Locust one.
@@ -32,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="loadknee verify",
         description="Re-run a short sweep at the recommended max_concurrency, the production "
         "watermark and the knee, compare with the original run, print PASS/FAIL per check and "
-        "exit 1 on a failure (a rollout can gate on it).",
+        "exit 1 on a failure (a rollout can gate on it); exit 3 where a failure may be the "
+        "machine's (the server on it, overloaded): cannot tell.",
         epilog="Unknown options are passed to 'loadknee run' (and Locust) unchanged.",
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="the original run directory")
@@ -102,8 +104,15 @@ def run_arguments(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from analysis.compare.verify import TOLERANCE_PCT, all_passed, format_checks, verify_checks
+    from analysis.compare.verify import (
+        EXIT_CODES,
+        TOLERANCE_PCT,
+        format_checks,
+        overall,
+        verify_checks,
+    )
     from analysis.compare.verify import verify_levels as levels_for
+    from analysis.diagnosis.failures import overloaded_stages
     from analysis.inputs.load import RunDirError
     from analysis.pipeline import analyze_run
     from loadknee_core.knee_params import KneeParams, as_flags
@@ -149,11 +158,15 @@ def main(argv: list[str] | None = None) -> int:
         after.summary,
         after.knee,
         tolerance_pct=TOLERANCE_PCT if ns.tolerance_pct is None else ns.tolerance_pct,
+        overloaded=(
+            *overloaded_stages(before.summary, before.run.run_info),
+            *overloaded_stages(after.summary, after.run.run_info),
+        ),
     )
     text = format_checks(checks)
     (rerun / "verify.txt").write_text(text + "\n", encoding="utf-8")
     print(text)
-    return 0 if all_passed(checks) else 1
+    return EXIT_CODES[overall(checks)]
 
 
 if __name__ == "__main__":

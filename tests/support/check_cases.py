@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.compare.verify import Check, verify_checks
+from analysis.diagnosis.facts import SharedHostFact
 from analysis.knee.find import find_knee
 from analysis.stages.baseline import compute_baseline
 from tests.support.knee_frames import sweep
@@ -34,7 +35,20 @@ RERUNS: dict[str, tuple[list[float], list[float], dict]] = {
         [400.0, 780.0, 1150.0, 1170.0, 1170.0], [210.0, 230.0, 260.0, 700.0, 1000.0],
         {"errors": [0, 100, 0, 0, 0]},
     ),
+    # the same server beside a test suite on 2 cores: 12.2 % slower at 12 users, still short
+    # of its knee
+    "slower at 12 users": (
+        [400.0, 780.0, 1010.0, 1170.0, 1175.0], [215.0, 240.0, 270.0, 720.0, 990.0], {}
+    ),
 }  # fmt: skip
+
+#: the re-run's machine overloaded at a level, the server on it: name → (re-run, users, load)
+BUSY: dict[str, tuple[str, int, float]] = {
+    "slower, machine overloaded at 12 users": ("slower at 12 users", 12, 6.2),
+    "slower, machine overloaded at 24 users only": ("slower at 12 users", 24, 6.2),
+    "half the slots, machine overloaded at 12 users": ("half the slots", 12, 5.1),
+    "unchanged, machine overloaded at 12 users": ("unchanged", 12, 6.2),
+}
 
 #: trace: the synthetic server runs 8 requests at once; more users only queue
 CAPACITY = 8
@@ -48,12 +62,19 @@ def knee_table(tok, p95, **columns):
     return knee_table_at(LEVELS, tok, p95, **columns)
 
 
-def rerun_checks(name: str) -> dict[str, Check]:
+def rerun_checks(name: str, overloaded: tuple[SharedHostFact, ...] = ()) -> dict[str, Check]:
     """verify's checks of the re-run ``name`` against the original (interval ±2 %)."""
     tok, p95, columns = RERUNS[name]
     before, before_knee = knee_table(BEFORE_TOK, BEFORE_P95, output_tok_s_hw_pct=[2.0] * 5)
     after, after_knee = knee_table(tok, p95, **columns)
-    return {c.name: c for c in verify_checks(before, before_knee, after, after_knee)}
+    checks = verify_checks(before, before_knee, after, after_knee, overloaded=overloaded)
+    return {c.name: c for c in checks}
+
+
+def busy_checks(name: str) -> dict[str, Check]:
+    """:func:`rerun_checks` of :data:`BUSY`'s case ``name``: a loopback server on 2 CPUs."""
+    rerun, users, load = BUSY[name]
+    return rerun_checks(rerun, (SharedHostFact(users, load, 2, "127.0.0.1", 1.5),))
 
 
 def unmeasured_checks() -> tuple[Check, ...]:

@@ -22,8 +22,10 @@ from analysis.compare.verify import format_checks
 from analysis.traffic import cli
 from analysis.traffic.curve_headroom import replay_break, tracking
 from tests.support.check_cases import (
+    BUSY,
     RERUNS,
     arrivals_log,
+    busy_checks,
     curve_analysis,
     curve_run,
     request_log,
@@ -82,6 +84,9 @@ def _text(tmp: Path) -> str:
         checks = format_checks(list(rerun_checks(name).values()))
         lines += [f"verify, {name}: {line}" for line in checks.splitlines()]
     lines += [f"verify, not measured again: {c.name}: {c.text}" for c in unmeasured_checks()]
+    for name in BUSY:
+        checks = format_checks(list(busy_checks(name).values()))
+        lines += [f"verify, {name}: {line}" for line in checks.splitlines()]
     for name in LOGS:
         lines += [f"trace, {name}: {line.strip()}" for line in _trace_words(tmp / name, name)]
     lines.append(f"trace, in flight by Little's law: {_little(tmp / 'little')}")

@@ -57,6 +57,18 @@ CASES = {
     "flattening, noise bound": GainFact(
         "flattening", "output_tok_s", 0.15, **{**_GAIN, "gain_upper_ratio": 0.1137}
     ),
+    "flattening, the latency's reading": GainFact(
+        "flattening",
+        "output_tok_s",
+        0.15,
+        **{**_GAIN, "latency_gain_ratio": 0.0579, "latency_gain_upper_ratio": 0.0612},
+    ),
+    "narrowing, the latency's reading unsaid": GainFact(
+        "narrowing",
+        "output_tok_s",
+        0.5,
+        **{**_GAIN, "latency_gain_ratio": 0.0579, "latency_gain_upper_ratio": 0.0612},
+    ),
     "flattening, lost, small rates": GainFact("flattening", "total_tok_s", 0.15, **_LOST),
     "flattening, no earlier stage": GainFact("flattening", "output_tok_s", 0.15),
     "narrowing, narrowing": GainFact("narrowing", "output_tok_s", 0.5, **_GAIN),

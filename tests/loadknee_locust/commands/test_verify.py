@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from analysis.compare.verify import format_checks, verify_levels
+import pytest
+
+from analysis.compare.verify import EXIT_CODES, format_checks, overall, verify_levels
 from loadknee_locust.commands.verify import run_arguments
 from tests.support.check_cases import (
     BEFORE_P95,
     BEFORE_TOK,
+    BUSY,
+    busy_checks,
     knee_table,
     rerun_checks,
     unmeasured_checks,
@@ -79,3 +83,53 @@ def test_rerun_arguments_carry_the_original_prompt_settings():
     assert (pairs["--model"], pairs["--endpoint"]) == ("m", "chat")
     assert "--no-stream" in args
     assert "--no-refine" in args  # the named levels only, no refine stages between them
+
+
+@pytest.mark.parametrize(
+    ("case", "throughput", "result", "why"),
+    [
+        (
+            "slower, machine overloaded at 12 users",
+            "CANNOT TELL",
+            "CANNOT TELL",
+            "-12.2 % where the server waited for the CPU: the machine's figure, exit 3",
+        ),
+        (
+            "slower, machine overloaded at 24 users only",
+            "FAIL",
+            "FAIL",
+            "the level checked (12) was not overloaded: the failure is the server's",
+        ),
+        (
+            "half the slots, machine overloaded at 12 users",
+            "CANNOT TELL",
+            "FAIL",
+            "the recommended level is the knee: that failure stands whatever the machine did",
+        ),
+        (
+            "unchanged, machine overloaded at 12 users",
+            "PASS",
+            "PASS",
+            "a check that passes on a busy machine passes",
+        ),
+    ],
+)
+def test_a_throughput_failure_on_an_overloaded_shared_machine_cannot_tell(
+    case, throughput, result, why
+):
+    checks = busy_checks(case)
+    check = checks["throughput"]
+    assert check.outcome == throughput, why
+    assert (check.overloaded is not None) == (throughput == "CANNOT TELL"), why
+    if check.overloaded is not None:
+        assert (check.overloaded.users, check.overloaded.host_load_1m) == (12, BUSY[case][2])
+    assert overall(list(checks.values())) == result, why
+    assert EXIT_CODES[result] == {"PASS": 0, "FAIL": 1, "CANNOT TELL": 3}[result]
+    # words are the product: the line a rollout script gates on
+    assert format_checks(list(checks.values())).splitlines()[-1].startswith(f"verify: {result} ")
+
+
+def test_without_the_machine_the_slower_rerun_fails():
+    checks = rerun_checks("slower at 12 users")
+    assert [c.outcome for c in checks.values()] == ["PASS", "FAIL", "PASS"]
+    assert round(checks["throughput"].moved_pct, 1) == -12.2
