@@ -251,7 +251,14 @@ def _server_queue(fact: ServerQueueFact) -> str:
         text = (
             f"the server's own counts: {fact.running_mean:.1f} requests running on average of "
             f"the {fact.slots:g} it ran at most, {fact.waiting_mean:.1f} waiting, with "
-            f"{fact.in_flight:g} in flight: every request was admitted at once, not saturated"
+            f"{fact.in_flight:g} in flight: "
+            + (
+                "every request was admitted at once"
+                if fact.waiting_mean < fact.threshold_waiting
+                else "those waiting would all have fit its free slots (they waited for a step, "
+                "not a slot)"
+            )
+            + ", not saturated"
         )
         if fact.overrules_client:
             text += "; the client's figure is untrusted, the server's word stands"

@@ -110,6 +110,9 @@ CASES = {
         "server_saturated", 8.0, 8.0, 8.0, 16.0, 1.0, running_peak=8.0, running_share=0.9
     ),
     "server free slots": ServerQueueFact("server_free_slots", 34.0, 40.0, 0.0, 34.0, 1.0),
+    "server free slots, a wait for a step": ServerQueueFact(
+        "server_free_slots", 30.5, 40.0, 2.5, 34.0, 1.0, overrules_client=True
+    ),
     "server free slots overrule": ServerQueueFact(
         "server_free_slots", 34.0, 40.0, 0.0, 34.0, 1.0, overrules_client=True
     ),
