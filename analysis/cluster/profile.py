@@ -20,7 +20,8 @@ batch is unknown) — and ``y`` one of two figures (:data:`Figure`):
   carry the steps that also prefilled a newcomer). Where the streams carried several tokens a
   chunk (:data:`CHUNKED_TOKENS`; :func:`decode_step`), a chunk's gap is several tokens' time and
   ``y`` is each stage's median TPOT instead (``step_source``); a stage whose tokens came in
-  bursts is left out (:func:`bursty_stages`).
+  bursts is left out (:func:`bursty_stages`), and so, whatever the figure, is one that served
+  well under what a stage running no more did (:func:`starved_stages`).
 
 Where some stage has no TPOT, ``mean_token`` falls back to the engine step. Ordinary least
 squares; 95 % intervals on α and β from Student's t with n − 2 degrees of freedom; the residual
@@ -63,6 +64,10 @@ CHUNKED_TOKENS = 1.5
 #: in bursts (:func:`bursty_stages`): 0.7, where a steady stream reads 0.85-1.0 and bursty stages
 #: read 0.41 and 0.56 (0.5 let the 0.56 one through: fresh #40)
 BURSTY_GAP_SHARE = 0.7
+
+#: a stage that served less than this share of what a stage with no more running served had its
+#: server starved (:func:`starved_stages`)
+STARVED_SHARE = 0.85
 
 #: the per-token figure the decode line is fitted on: the median ITL, or the median TPOT where
 #: the streams carried several tokens a chunk
@@ -146,6 +151,7 @@ class Profile:
     tokens_per_chunk: float | None = None  # the most a decode stage's chunks carried
     bursty_stages: tuple[int, ...] = ()  # left out of the line: tokens came in bursts
     figure: Figure = "mean_token"  # what the line's y is (the step source says which column)
+    starved_stages: tuple[int, ...] = ()  # left out of the line: served less at a larger batch
 
 
 def late_stages(analysis: Analysis) -> set[int]:
@@ -164,6 +170,8 @@ def decode_points(analysis: Analysis) -> tuple[pd.DataFrame, str]:
     judged -= late_stages(analysis)
     slots = analysis.knee.server_slots
     rows = []
+    summary = analysis.summary
+    served = dict(zip(summary["stage"].astype(int), summary["output_tok_s"], strict=True))
     server = any(not math.isnan(g.running_mean) for g in gauges.values())
     knee_users = answer(analysis).past_users  # the first stage past the capacity
     for stage, g in sorted(gauges.items()):
@@ -185,6 +193,7 @@ def decode_points(analysis: Analysis) -> tuple[pd.DataFrame, str]:
                 "itl_p50_ms": g.itl_p50_ms,
                 "tpot_p50_ms": g.tpot_p50_ms,
                 "tokens_per_chunk": g.tokens_per_chunk,
+                "output_tok_s": served.get(stage, math.nan),
             }
         )
     source = (
@@ -192,7 +201,8 @@ def decode_points(analysis: Analysis) -> tuple[pd.DataFrame, str]:
         if server
         else ("users capped at the server's slots" if slots else "users")
     )
-    columns = ["stage", "users", "batch", "itl_p50_ms", "tpot_p50_ms", "tokens_per_chunk"]
+    columns = ["stage", "users", "batch", "itl_p50_ms", "tpot_p50_ms", "tokens_per_chunk",
+               "output_tok_s"]  # fmt: skip
     return pd.DataFrame(rows, columns=columns), source
 
 
@@ -256,6 +266,25 @@ def bursty_stages(points: pd.DataFrame) -> tuple[int, ...]:
     return tuple(int(s) for s in points.loc[bursty, "stage"])
 
 
+def starved_stages(points: pd.DataFrame) -> tuple[int, ...]:
+    """The stages that served under :data:`STARVED_SHARE` of the output tok/s of a stage that
+    ran no more at once: their server waited for CPU, so their time per token is the machine's.
+
+    Why: an engine that runs out of slots, KV or compute stops gaining throughput; at the same
+    batch it does not lose half of it. The 8-slot simulator in the e2e suite's cluster sweep on
+    a busy CI machine served 426 tok/s at 8 users (7.5 running) and 200 at 12 (8 running), its
+    TPOT 24.8 ms where its step is 18: that one stage tilted the line to α 8.4, β 1.60 for the
+    simulator's 10 and 1.0."""
+    rate = pd.to_numeric(points["output_tok_s"], errors="coerce").to_numpy(dtype=float)
+    batch = points["batch"].to_numpy(dtype=float)
+    out = []
+    for i, stage in enumerate(points["stage"]):
+        fewer = (batch <= batch[i]) & ~np.isnan(rate)
+        if not np.isnan(rate[i]) and fewer.any() and rate[i] < STARVED_SHARE * rate[fewer].max():
+            out.append(int(stage))
+    return tuple(out)
+
+
 def fit_profile(analysis: Analysis, figure: Figure = "mean_token") -> Profile:
     """The profile of one analysed run, its decode line on ``figure`` (the module docstring)."""
     points, source = decode_points(analysis)
@@ -264,7 +293,8 @@ def fit_profile(analysis: Analysis, figure: Figure = "mean_token") -> Profile:
     if figure == "mean_token" and len(points) and tpot.notna().all():
         step_source = "tpot"
     bursty = bursty_stages(points) if step_source == "itl" else ()
-    points = points[~points["stage"].isin(bursty)].reset_index(drop=True)
+    starved = tuple(s for s in starved_stages(points) if s not in bursty)
+    points = points[~points["stage"].isin((*bursty, *starved))].reset_index(drop=True)
     fit = fit_line(
         points["batch"].to_numpy(dtype=float),
         points[f"{step_source}_p50_ms"].to_numpy(dtype=float),
@@ -296,6 +326,7 @@ def fit_profile(analysis: Analysis, figure: Figure = "mean_token") -> Profile:
         per_chunk,
         bursty,
         figure,
+        starved,
     )
 
 
@@ -327,6 +358,8 @@ def profile_yaml(analysis: Analysis) -> str:
         ),
         # stages whose tokens came in bursts (median gap under BURSTY_GAP_SHARE of their TPOT)
         **({"left_out_bursty_stages": list(prof.bursty_stages)} if prof.bursty_stages else {}),
+        # stages that served under STARVED_SHARE of what a stage running no more did
+        **({"left_out_starved_stages": list(prof.starved_stages)} if prof.starved_stages else {}),
         "stages": [
             {
                 "stage": int(row.stage),

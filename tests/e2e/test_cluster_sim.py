@@ -222,7 +222,10 @@ def test_profile_recovers_the_simulators_step_cost(runs) -> None:
     # is left out and named
     bursty = doc["decode"].get("left_out_bursty_stages", [])
     assert bursty == list(fit.bursty_stages)
-    assert len(doc["decode"]["stages"]) == len(LEVELS) + 1 - len(late) - len(bursty)
+    starved = doc["decode"].get("left_out_starved_stages", [])  # served less at a larger batch
+    assert starved == list(fit.starved_stages)
+    left_out = len(late) + len(bursty) + len(starved)
+    assert len(doc["decode"]["stages"]) == len(LEVELS) + 1 - left_out
     assert doc["prefill"]["not_fitted"]  # fixed 64-token prompts: no spread to fit on
     bare = profile.fit_profile(runs["bare"])
     assert bare.batch_source == "users" and set(bare.decode_points["users"]) < {1, *LEVELS}
