@@ -29,7 +29,7 @@ def _waves(size: int, at_once: int, decode_ms: float = 100.0, gap_ms: float = 2.
     return streams
 
 
-#: case → (streams as [first token ms, end ms], the count held, any request queued)
+#: case → (streams as [first token ms, end ms], the count held, whether requests queued)
 AT_ONCE_CASES = {
     "none": ([], 0, False),
     "one request": ([[5.0, 50.0]], 1, False),
@@ -46,6 +46,11 @@ AT_ONCE_CASES = {
         [[0.0, 2.0, 102.0]] * 8 + [[0.0, 104.0, 204.0]] * 8, 8, True),
     "staggered first tokens, all at once for most of the time": (
         [[2.0 * k, 100.0 + 2.0 * k] for k in range(32)], 32, False),
+    # fresh #55: 64 slots, no budget, one thread of 32 starved past the first end on a busy machine
+    "with send times: one straggler served after the first end is no limit": (
+        [[0.0, 2.0, 102.0]] * 31 + [[0.0, 110.0, 210.0]], 31, False),
+    "with send times: two served after the first end waited": (
+        [[0.0, 2.0, 102.0]] * 30 + [[0.0, 110.0, 210.0]] * 2, 30, True),
 }  # fmt: skip
 
 
